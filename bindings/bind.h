@@ -1,0 +1,15 @@
+// One bind_<area> function per area of the core, each in bind_<area>.cc;
+// module.cc calls them in order.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace autosched::bindings {
+
+void bind_ir(pybind11::module_& m);        // dtypes, expressions, tensors
+void bind_dag(pybind11::module_& m);       // ComputeDAG, reference evaluator
+void bind_task(pybind11::module_& m);      // Target, HardwareParams, SearchTask
+void bind_schedule(pybind11::module_& m);  // State, steps, lowering
+void bind_runtime(pybind11::module_& m);   // build, modules, time evaluator
+
+}  // namespace autosched::bindings

@@ -1,0 +1,26 @@
+// JSON form of expressions and of tensor graphs, so that a DAG (and with it a
+// search task) can be re-created in another process without the Python
+// function that defined it.
+//
+// A graph is {"version": 1, "tensors": [...], "outputs": [indices]}: tensors in
+// topological order, each {"name", "op": "placeholder"|"compute", "shape",
+// "dtype", and for compute "axis", "reduce_axis", "body", "tag", "attrs"}.
+// Variables are written by name and numbered per op; loads name their tensor by
+// index in the list. Parsing a malformed document throws Error naming the
+// offending field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace autosched {
+
+// Serialises every tensor reachable from `tensors` (inputs and outputs of a
+// DAG, in the order given) and records their positions.
+nlohmann::json TensorsToJson(const std::vector<Tensor>& tensors);
+// Rebuilds the tensors; returns them in the order given to TensorsToJson.
+std::vector<Tensor> TensorsFromJson(const nlohmann::json& doc);
+
+}  // namespace autosched

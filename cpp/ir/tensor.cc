@@ -1,0 +1,104 @@
+#include "ir/tensor.h"
+
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+
+namespace autosched {
+
+int64_t TensorNode::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Expr Tensor::operator()(std::vector<Expr> indices) const {
+  return TensorLoadNode::make(*this, std::move(indices));
+}
+
+namespace {
+
+void CheckShape(const std::vector<int64_t>& shape, const std::string& name) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    AS_CHECK(shape[i] > 0, "tensor '" << name << "' has non-positive extent " << shape[i]
+                                      << " in dimension " << i);
+  }
+}
+
+// Throws if e contains a Reduce anywhere (used on what must be reduction-free).
+void CheckNoReduce(const Expr& e, const std::string& name, const char* where) {
+  PostOrderVisit(e, [&](const Expr& x) {
+    AS_CHECK(x.kind() != ExprKind::Reduce,
+             "compute '" << name << "': a reduction may only appear at the top of the body, found one "
+                         << where);
+  });
+}
+
+}  // namespace
+
+Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std::string& name) {
+  AS_TYPE_CHECK(IsSupportedScalar(dtype), "placeholder '" << name << "' has unsupported dtype "
+                                                          << dtype.str());
+  CheckShape(shape, name);
+  auto node = std::make_shared<TensorNode>();
+  node->name = name;
+  node->op_kind = OpKind::Placeholder;
+  node->shape = shape;
+  node->dtype = dtype;
+  return Tensor(node);
+}
+
+Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr body, const std::string& tag,
+               const std::map<std::string, std::string>& attrs) {
+  AS_CHECK(body.defined(), "compute '" << name << "' has an undefined body");
+  AS_TYPE_CHECK(IsSupportedScalar(body.dtype()), "compute '" << name << "' has unsupported dtype "
+                                                             << body.dtype().str());
+  auto node = std::make_shared<TensorNode>();
+  node->name = name;
+  node->op_kind = OpKind::Compute;
+  node->dtype = body.dtype();
+  node->tag = tag;
+  node->attrs = attrs;
+  for (const IterVar& iv : axis) {
+    AS_CHECK(iv.kind == IterKind::Spatial, "compute '" << name << "': axis '" << iv.name()
+                                                       << "' must be a spatial axis");
+    AS_CHECK(iv.min == 0, "compute '" << name << "': axis '" << iv.name() << "' must start at 0");
+    node->shape.push_back(iv.extent);
+  }
+  CheckShape(node->shape, name);
+  node->axis = axis;
+
+  std::unordered_set<const VarNode*> bound;
+  for (const IterVar& iv : axis) bound.insert(iv.var_node());
+  if (const auto* red = body.as<ReduceNode>()) {
+    CheckNoReduce(red->source, name, "inside another reduction");
+    if (red->condition.defined()) CheckNoReduce(red->condition, name, "in a reduction condition");
+    node->reduce_axis = red->axis;
+    for (const IterVar& iv : red->axis) bound.insert(iv.var_node());
+  } else {
+    CheckNoReduce(body, name, "below the top");
+  }
+  PostOrderVisit(body, [&](const Expr& x) {
+    if (const auto* v = x.as<VarNode>()) {
+      AS_CHECK(bound.count(v), "compute '" << name << "' uses variable '" << v->name
+                                           << "', which is neither one of its axes nor a reduce axis");
+    }
+  });
+  node->body = std::move(body);
+  return Tensor(node);
+}
+
+std::vector<Tensor> InputTensors(const Tensor& t) {
+  std::vector<Tensor> result;
+  if (!t->is_compute()) return result;
+  std::unordered_set<const TensorNode*> seen;
+  PostOrderVisit(t->body, [&](const Expr& x) {
+    if (const auto* load = x.as<TensorLoadNode>()) {
+      if (seen.insert(load->tensor.get()).second) result.emplace_back(load->tensor);
+    }
+  });
+  return result;
+}
+
+}  // namespace autosched

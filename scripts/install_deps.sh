@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what autosched needs to build and test on a fresh Debian 12 machine:
+# Debian's packages for the C++ dependencies, PyPI for the Python ones.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+
+packages=(cmake ninja-build g++ llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
+          pocl-opencl-icd nlohmann-json3-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" setuptools wheel
