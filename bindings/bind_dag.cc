@@ -1,9 +1,151 @@
+// Python view of ComputeDAG and of the reference evaluator. numpy arrays pass
+// to the evaluator without copies when they are already C-contiguous with the
+// tensor's dtype (float16 travels as raw 16-bit data).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
 #include "bind.h"
+#include "dag/compute_dag.h"
+#include "dag/evaluator.h"
+#include "ir/error.h"
 
 namespace py = pybind11;
 
 namespace autosched::bindings {
+namespace {
 
-void bind_dag(py::module_& m) {}
+py::dict AccessInfoToDict(const ComputeDAG& dag, int op) {
+  const OpAccessInfo& info = dag.access(op);
+  py::dict d;
+  d["name"] = dag.ops()[op]->name;
+  d["is_simple_access"] = info.is_simple_access;
+  d["is_strictly_inlineable"] = info.is_strictly_inlineable;
+  d["needs_multi_level_tiling"] = info.needs_multi_level_tiling;
+  d["is_output"] = info.is_output;
+  d["producers"] = info.producers;
+  d["consumers"] = info.consumers;
+  return d;
+}
+
+int OpIndexOf(const ComputeDAG& dag, py::handle op) {
+  int index = -1;
+  if (py::isinstance<py::int_>(op)) {
+    index = op.cast<int>();
+    if (index < 0) index += static_cast<int>(dag.ops().size());
+    AS_CHECK(index >= 0 && index < static_cast<int>(dag.ops().size()),
+             "op index " << op.cast<int>() << " out of range: the DAG has " << dag.ops().size() << " ops");
+  } else if (py::isinstance<Tensor>(op)) {
+    index = dag.OpIndex(op.cast<Tensor>().get());
+    AS_CHECK(index >= 0, "tensor '" << op.cast<Tensor>()->name << "' is not an op of this DAG");
+  } else {
+    std::string name = py::str(op);
+    index = dag.OpIndex(name);
+    AS_CHECK(index >= 0, "no op named '" << name << "' in this DAG");
+  }
+  return index;
+}
+
+// One contiguous array per placeholder of dag.tensors(), in order, converted to
+// the tensor's dtype (a view when nothing needs converting); shapes checked.
+// `keep` holds the arrays alive while the evaluator reads them.
+std::vector<HostTensor> InputViews(const ComputeDAG& dag, const py::sequence& inputs, std::vector<py::array>* keep) {
+  py::object ascontiguous = py::module_::import("numpy").attr("ascontiguousarray");
+  std::vector<HostTensor> args(dag.tensors().size());
+  size_t placeholders = 0;
+  for (const Tensor& t : dag.tensors()) placeholders += t->is_placeholder();
+  AS_CHECK(inputs.size() == placeholders, "expected " << placeholders << " input array(s), one per placeholder "
+                                                      << "among the DAG's tensors, got " << inputs.size());
+  size_t next = 0;
+  for (size_t i = 0; i < dag.tensors().size(); ++i) {
+    const Tensor& t = dag.tensors()[i];
+    args[i].shape = t->shape;
+    args[i].dtype = t->dtype;
+    if (!t->is_placeholder()) continue;
+    py::array array = ascontiguous(inputs[next++], py::arg("dtype") = t->dtype.str());
+    std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+    if (shape != t->shape) {
+      std::string expected, got;
+      for (int64_t d : t->shape) expected += (expected.empty() ? "" : ", ") + std::to_string(d);
+      for (int64_t d : shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      AS_CHECK(false, "input for tensor '" << t->name << "' has shape (" << got << "), expected (" << expected << ")");
+    }
+    args[i].data = array.mutable_data();
+    keep->push_back(array);
+  }
+  return args;
+}
+
+std::vector<py::array> Evaluate(const ComputeDAG& dag, const py::sequence& inputs) {
+  std::vector<py::array> keep;
+  std::vector<HostTensor> args = InputViews(dag, inputs, &keep);
+  std::vector<py::array> outputs;
+  for (size_t i = 0; i < dag.tensors().size(); ++i) {
+    const Tensor& t = dag.tensors()[i];
+    if (t->is_placeholder()) continue;
+    py::array out(py::dtype(t->dtype.str()), t->shape);
+    args[i].data = out.mutable_data();
+    outputs.push_back(out);
+  }
+  {
+    py::gil_scoped_release release;
+    EvaluateReference(dag, args);
+  }
+  return outputs;
+}
+
+py::array_t<double> EvaluatePoints(const ComputeDAG& dag, const py::sequence& inputs, int output_index,
+                                   const std::vector<std::vector<int64_t>>& points) {
+  std::vector<py::array> keep;
+  std::vector<HostTensor> args = InputViews(dag, inputs, &keep);
+  std::vector<int> outputs;
+  for (size_t i = 0; i < dag.tensors().size(); ++i) {
+    if (dag.tensors()[i]->is_compute()) outputs.push_back(static_cast<int>(i));
+  }
+  AS_CHECK(output_index >= 0 && output_index < static_cast<int>(outputs.size()),
+           "output_index " << output_index << " out of range: the DAG has " << outputs.size() << " output(s)");
+  std::vector<double> values;
+  {
+    py::gil_scoped_release release;
+    values = EvaluateReferencePoints(dag, args, outputs[output_index], points);
+  }
+  py::array_t<double> result(static_cast<py::ssize_t>(values.size()));
+  std::copy(values.begin(), values.end(), result.mutable_data());
+  return result;
+}
+
+}  // namespace
+
+void bind_dag(py::module_& m) {
+  py::class_<ComputeDAG>(m, "ComputeDAG", "The operations a task computes, in topological order.")
+      .def(py::init<const std::vector<Tensor>&>(), py::arg("tensors"))
+      .def_property_readonly("flop_ct", &ComputeDAG::flop_ct)
+      .def("workload_key", &ComputeDAG::workload_key)
+      .def_property_readonly("tensors", &ComputeDAG::tensors)
+      .def_property_readonly("ops", &ComputeDAG::ops)
+      .def("op_index", [](const ComputeDAG& dag, py::object op) { return OpIndexOf(dag, op); })
+      .def("access_info", [](const ComputeDAG& dag, py::object op) { return AccessInfoToDict(dag, OpIndexOf(dag, op)); },
+           "What the access analysis knows about an op (given by index, name or tensor), as a dict.")
+      .def("element_wise_match", &ComputeDAG::ElementWiseMatch, py::arg("op"), py::arg("consumer"))
+      .def("to_json", [](const ComputeDAG& dag) { return dag.ToJson().dump(); })
+      .def_static("from_json", [](const std::string& text) {
+        nlohmann::json doc;
+        try {
+          doc = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& e) {
+          throw Error(std::string("ComputeDAG.from_json: not valid JSON: ") + e.what());
+        }
+        return ComputeDAG::FromJson(doc);
+      })
+      .def("__str__", &ComputeDAG::ToString)
+      .def("__repr__", [](const ComputeDAG& dag) {
+        return "ComputeDAG(" + std::to_string(dag.ops().size()) + " ops, key " + dag.workload_key() + ")";
+      });
+  m.def("evaluate", &Evaluate, py::arg("dag"), py::arg("inputs"),
+        "Reference results: one array per compute tensor among dag.tensors, from one array per placeholder.");
+  m.def("evaluate_points", &EvaluatePoints, py::arg("dag"), py::arg("inputs"), py::arg("output_index"),
+        py::arg("points"),
+        "Reference values (float64) of output `output_index` (counting compute tensors among dag.tensors) at "
+        "the given index tuples.");
+}
 
 }  // namespace autosched::bindings

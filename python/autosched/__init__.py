@@ -7,5 +7,12 @@ if _os.environ.get("AUTOSCHED_BUILD_DIR"):
     __path__.append(_os.environ["AUTOSCHED_BUILD_DIR"])  # noqa: F821
 
 from . import _core  # noqa: E402
+from . import te  # noqa: E402
+from ._core import ComputeDAG, HardwareParams, Target, evaluate, evaluate_points  # noqa: E402
+from .task import SearchTask  # noqa: E402
+from .workload import register_workload  # noqa: E402
 
 __version__ = "0.1.0"
+
+__all__ = ["te", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
+           "HardwareParams"]

@@ -1,0 +1,39 @@
+// Building lowered functions into callable modules.
+//
+// A target string names the backend and its options, e.g.
+//   "llvm"                                   host CPU, all cores
+//   "llvm -mcpu=sapphirerapids -num-cores=2 -fast-math"
+// Options: -mcpu=NAME (default: the host CPU), -mattr=+f1,-f2 (extra CPU
+// features), -num-cores=N (threads for parallel loops; default all cores),
+// -fast-math (allow reassociation, reciprocal and contraction of floats;
+// off by default, so results follow IEEE order of operations).
+#pragma once
+
+#include <string>
+
+#include "lower/stmt.h"
+#include "runtime/module.h"
+
+namespace autosched {
+
+struct CodegenTarget {
+  std::string kind = "llvm";  // backend name
+  std::string mcpu;           // empty = host
+  std::string mattr;          // comma-separated +feature / -feature
+  int num_cores = 0;          // 0 = every core of the machine
+  bool fast_math = false;
+
+  // Throws Error naming an unknown backend or option.
+  static CodegenTarget Parse(const std::string& target);
+  std::string str() const;
+};
+
+// True when this build of autosched has the LLVM CPU backend.
+bool HasLLVMBackend();
+
+// Compiles f for the target. Throws Error when the target's backend is not
+// available in this build, or when f holds something the backend cannot
+// generate (the message names it).
+Module Build(const LoweredFunc& f, const CodegenTarget& target);
+
+}  // namespace autosched

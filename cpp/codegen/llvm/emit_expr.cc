@@ -1,0 +1,353 @@
+// IREmitter: types and expressions.
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/llvm/ir_emitter.h"
+#include "ir/error.h"
+#include "ir/tensor.h"
+
+namespace autosched {
+
+IREmitter::IREmitter(llvm::Module* module, const CodegenTarget& target, std::string cpu, std::string features)
+    : ctx_(module->getContext()), module_(module), target_(target), b_(module->getContext()),
+      cpu_(std::move(cpu)), features_(std::move(features)) {
+  if (target.fast_math) {
+    llvm::FastMathFlags fmf;
+    fmf.setFast();
+    b_.setFastMathFlags(fmf);
+  }
+}
+
+llvm::Type* IREmitter::ComputeType(DataType t) {
+  llvm::Type* scalar = nullptr;
+  if (t.is_bool()) {
+    scalar = b_.getInt1Ty();
+  } else if (t.is_float()) {
+    scalar = t.bits == 64 ? b_.getDoubleTy() : b_.getFloatTy();
+  } else {
+    scalar = b_.getIntNTy(t.bits);
+  }
+  return t.lanes > 1 ? llvm::FixedVectorType::get(scalar, t.lanes) : scalar;
+}
+
+llvm::Type* IREmitter::StorageType(DataType t) {
+  llvm::Type* scalar = nullptr;
+  if (t.is_bool()) {
+    scalar = b_.getInt8Ty();
+  } else if (t.is_float() && t.bits == 16) {
+    scalar = b_.getHalfTy();
+  } else {
+    return ComputeType(t);
+  }
+  return t.lanes > 1 ? llvm::FixedVectorType::get(scalar, t.lanes) : scalar;
+}
+
+llvm::Value* IREmitter::ToStorage(llvm::Value* v, DataType t) {
+  if (t.is_bool()) return b_.CreateZExt(v, StorageType(t));
+  if (t.is_float() && t.bits == 16) return b_.CreateFPTrunc(v, StorageType(t));
+  return v;
+}
+
+llvm::Value* IREmitter::FromStorage(llvm::Value* v, DataType t) {
+  if (t.is_bool()) return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  if (t.is_float() && t.bits == 16) return b_.CreateFPExt(v, ComputeType(t));
+  return v;
+}
+
+llvm::Value* IREmitter::Emit(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::IntImm: {
+      int64_t v = e.as<IntImmNode>()->value;
+      return llvm::ConstantInt::get(ComputeType(e.dtype()), static_cast<uint64_t>(v), e.dtype().is_int());
+    }
+    case ExprKind::FloatImm: {
+      double v = e.as<FloatImmNode>()->value;
+      if (e.dtype().bits == 16) {
+        // Round to half, computed in float.
+        return b_.CreateFPExt(llvm::ConstantFP::get(b_.getHalfTy(), v), b_.getFloatTy());
+      }
+      return llvm::ConstantFP::get(ComputeType(e.dtype()), v);
+    }
+    case ExprKind::Var: {
+      auto it = vars_.find(e.as<VarNode>());
+      AS_CHECK(it != vars_.end(), "code generation: variable '" << e.as<VarNode>()->name
+                                                                << "' is used outside its loop or let");
+      return it->second;
+    }
+    case ExprKind::Binary: return EmitBinary(e.as<BinaryNode>());
+    case ExprKind::Not: return b_.CreateNot(Emit(e.as<NotNode>()->a));
+    case ExprKind::Select: {
+      auto* n = e.as<SelectNode>();
+      return b_.CreateSelect(Emit(n->condition), Emit(n->true_value), Emit(n->false_value));
+    }
+    case ExprKind::Cast: return EmitCast(e.dtype(), e.as<CastNode>()->value);
+    case ExprKind::Call: return EmitCall(e.as<CallNode>());
+    case ExprKind::TensorLoad:
+      AS_CHECK(false, "code generation: load of tensor '" << e.as<TensorLoadNode>()->tensor->name
+                                                          << "' was not lowered to a buffer load");
+      return nullptr;
+    case ExprKind::Reduce: AS_CHECK(false, "code generation: a reduction was not lowered"); return nullptr;
+    case ExprKind::BufferLoad: return EmitBufferLoad(e.as<BufferLoadNode>());
+    case ExprKind::Ramp: {
+      auto* n = e.as<RampNode>();
+      llvm::Value* base = b_.CreateVectorSplat(n->lanes, Emit(n->base));
+      std::vector<llvm::Constant*> offsets;
+      for (int i = 0; i < n->lanes; ++i) {
+        offsets.push_back(llvm::ConstantInt::get(ComputeType(n->base.dtype()), i * n->stride, true));
+      }
+      return b_.CreateAdd(base, llvm::ConstantVector::get(offsets), "", false, in_index_);
+    }
+    case ExprKind::Broadcast: {
+      auto* n = e.as<BroadcastNode>();
+      return b_.CreateVectorSplat(n->lanes, Emit(n->value));
+    }
+    case ExprKind::Let: {
+      auto* n = e.as<LetNode>();
+      const VarNode* var = n->var.as<VarNode>();
+      vars_[var] = Emit(n->value);
+      llvm::Value* body = Emit(n->body);
+      vars_.erase(var);
+      return body;
+    }
+  }
+  AS_ICHECK(false);
+  return nullptr;
+}
+
+llvm::Value* IREmitter::EmitBinary(const BinaryNode* n) {
+  llvm::Value* a = Emit(n->a);
+  llvm::Value* b = Emit(n->b);
+  DataType t = n->a.dtype();
+  if (IsComparison(n->op)) return EmitCompare(n->op, t, a, b);
+  if (n->op == BinOp::And) return b_.CreateAnd(a, b);
+  if (n->op == BinOp::Or) return b_.CreateOr(a, b);
+  return EmitArith(n->op, t, a, b);
+}
+
+llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Value* b) {
+  if (t.is_float()) {
+    switch (op) {
+      case BinOp::Add: return b_.CreateFAdd(a, b);
+      case BinOp::Sub: return b_.CreateFSub(a, b);
+      case BinOp::Mul: return b_.CreateFMul(a, b);
+      case BinOp::Div: return b_.CreateFDiv(a, b);
+      case BinOp::Mod: return b_.CreateFRem(a, b);
+      case BinOp::FloorDiv: return EmitIntrinsic(llvm::Intrinsic::floor, t, {b_.CreateFDiv(a, b)});
+      case BinOp::FloorMod: {
+        llvm::Value* q = EmitIntrinsic(llvm::Intrinsic::floor, t, {b_.CreateFDiv(a, b)});
+        return b_.CreateFSub(a, b_.CreateFMul(q, b));
+      }
+      case BinOp::Min: return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
+      case BinOp::Max: return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+      default: break;
+    }
+  } else {
+    bool is_signed = t.is_int();
+    switch (op) {
+      // Index arithmetic never overflows in a valid program; saying so lets
+      // LLVM fold it into addressing.
+      case BinOp::Add: return b_.CreateAdd(a, b, "", false, in_index_ && is_signed);
+      case BinOp::Sub: return b_.CreateSub(a, b, "", false, in_index_ && is_signed);
+      case BinOp::Mul: return b_.CreateMul(a, b, "", false, in_index_ && is_signed);
+      case BinOp::Div: return is_signed ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+      case BinOp::Mod: return is_signed ? b_.CreateSRem(a, b) : b_.CreateURem(a, b);
+      case BinOp::FloorDiv:
+      case BinOp::FloorMod: {
+        if (!is_signed) return op == BinOp::FloorDiv ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
+        // Truncating division, corrected by one where the remainder is non-zero
+        // and its sign differs from the divisor's.
+        llvm::Value* q = b_.CreateSDiv(a, b);
+        llvm::Value* r = b_.CreateSRem(a, b);
+        llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
+        llvm::Value* adjust =
+            b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+        if (op == BinOp::FloorDiv) return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
+        return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+      }
+      case BinOp::Min: return EmitIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, t, {a, b});
+      case BinOp::Max: return EmitIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, t, {a, b});
+      default: break;
+    }
+  }
+  AS_CHECK(false, "code generation: operator " << BinOpName(op) << " on " << t.str());
+  return nullptr;
+}
+
+llvm::Value* IREmitter::EmitCompare(BinOp op, DataType t, llvm::Value* a, llvm::Value* b) {
+  using P = llvm::CmpInst::Predicate;
+  if (t.is_float()) {
+    P p = op == BinOp::EQ   ? P::FCMP_OEQ
+          : op == BinOp::NE ? P::FCMP_UNE
+          : op == BinOp::LT ? P::FCMP_OLT
+          : op == BinOp::LE ? P::FCMP_OLE
+          : op == BinOp::GT ? P::FCMP_OGT
+                            : P::FCMP_OGE;
+    return b_.CreateFCmp(p, a, b);
+  }
+  bool s = t.is_int();
+  P p = op == BinOp::EQ   ? P::ICMP_EQ
+        : op == BinOp::NE ? P::ICMP_NE
+        : op == BinOp::LT ? (s ? P::ICMP_SLT : P::ICMP_ULT)
+        : op == BinOp::LE ? (s ? P::ICMP_SLE : P::ICMP_ULE)
+        : op == BinOp::GT ? (s ? P::ICMP_SGT : P::ICMP_UGT)
+                          : (s ? P::ICMP_SGE : P::ICMP_UGE);
+  return b_.CreateICmp(p, a, b);
+}
+
+llvm::Value* IREmitter::EmitCast(DataType to, const Expr& value) {
+  DataType from = value.dtype();
+  llvm::Value* v = Emit(value);
+  llvm::Type* ty = ComputeType(to);
+  if (from == to) return v;
+  if (to.is_bool()) {
+    if (from.is_float()) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (to.is_float()) {
+    llvm::Value* r = nullptr;
+    if (to.bits == 16) {
+      // Round to half once (from the widest source), then compute in float.
+      llvm::Type* half = StorageType(to);
+      llvm::Value* h = from.is_float()  ? b_.CreateFPTrunc(v, half)
+                       : from.is_int() ? b_.CreateSIToFP(v, half)
+                                       : b_.CreateUIToFP(v, half);
+      return b_.CreateFPExt(h, ty);
+    }
+    if (from.is_float()) {
+      r = b_.CreateFPCast(v, ty);
+    } else {
+      r = from.is_int() ? b_.CreateSIToFP(v, ty) : b_.CreateUIToFP(v, ty);
+    }
+    return r;
+  }
+  // To an integer.
+  if (from.is_float()) return to.is_int() ? b_.CreateFPToSI(v, ty) : b_.CreateFPToUI(v, ty);
+  return b_.CreateIntCast(v, ty, from.is_int());
+}
+
+llvm::Value* IREmitter::EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args) {
+  llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, id, {ComputeType(t)});
+  return b_.CreateCall(f, args);
+}
+
+llvm::Value* IREmitter::EmitLibmCall(const char* float_name, const char* double_name, DataType t,
+                                     llvm::Value* x) {
+  llvm::Type* scalar = t.bits == 64 ? b_.getDoubleTy() : b_.getFloatTy();
+  llvm::FunctionCallee fn =
+      module_->getOrInsertFunction(t.bits == 64 ? double_name : float_name, scalar, scalar);
+  if (t.lanes == 1) return b_.CreateCall(fn, {x});
+  // No vector form in libm: call it per lane.
+  llvm::Value* r = llvm::PoisonValue::get(x->getType());
+  for (int i = 0; i < t.lanes; ++i) {
+    llvm::Value* lane = b_.CreateCall(fn, {b_.CreateExtractElement(x, i)});
+    r = b_.CreateInsertElement(r, lane, i);
+  }
+  return r;
+}
+
+llvm::Value* IREmitter::EmitCall(const CallNode* n) {
+  if (n->op == Intrinsic::IfThenElse) return EmitIfThenElseExpr(n);
+  DataType t = n->dtype;
+  std::vector<llvm::Value*> args;
+  for (const Expr& a : n->args) args.push_back(Emit(a));
+  llvm::Value* x = args[0];
+  auto one = [&] { return llvm::ConstantFP::get(ComputeType(t), 1.0); };
+  switch (n->op) {
+    case Intrinsic::Exp: return EmitIntrinsic(llvm::Intrinsic::exp, t, {x});
+    case Intrinsic::Log: return EmitIntrinsic(llvm::Intrinsic::log, t, {x});
+    case Intrinsic::Sqrt: return EmitIntrinsic(llvm::Intrinsic::sqrt, t, {x});
+    case Intrinsic::Rsqrt: return b_.CreateFDiv(one(), EmitIntrinsic(llvm::Intrinsic::sqrt, t, {x}));
+    case Intrinsic::Tanh: return EmitLibmCall("tanhf", "tanh", t, x);
+    case Intrinsic::Erf: return EmitLibmCall("erff", "erf", t, x);
+    case Intrinsic::Sigmoid: {
+      llvm::Value* e = EmitIntrinsic(llvm::Intrinsic::exp, t, {b_.CreateFNeg(x)});
+      return b_.CreateFDiv(one(), b_.CreateFAdd(one(), e));
+    }
+    case Intrinsic::Pow: return EmitIntrinsic(llvm::Intrinsic::pow, t, {x, args[1]});
+    case Intrinsic::Fabs:
+      if (t.is_float()) return EmitIntrinsic(llvm::Intrinsic::fabs, t, {x});
+      if (t.is_uint()) return x;
+      return EmitIntrinsic(llvm::Intrinsic::abs, t, {x, b_.getFalse()});
+    case Intrinsic::Floor: return EmitIntrinsic(llvm::Intrinsic::floor, t, {x});
+    case Intrinsic::Ceil: return EmitIntrinsic(llvm::Intrinsic::ceil, t, {x});
+    case Intrinsic::Round: return EmitIntrinsic(llvm::Intrinsic::round, t, {x});
+    case Intrinsic::IfThenElse: break;
+  }
+  AS_CHECK(false, "code generation: intrinsic " << IntrinsicName(n->op) << " is not supported");
+  return nullptr;
+}
+
+// Evaluates only the chosen branch (it may hold a load that is out of bounds
+// on the other side). A vector condition falls back to a select.
+llvm::Value* IREmitter::EmitIfThenElseExpr(const CallNode* n) {
+  llvm::Value* cond = Emit(n->args[0]);
+  if (n->args[0].dtype().lanes > 1) return b_.CreateSelect(cond, Emit(n->args[1]), Emit(n->args[2]));
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", function_);
+  llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "if_else", function_);
+  llvm::BasicBlock* join_bb = llvm::BasicBlock::Create(ctx_, "if_join", function_);
+  b_.CreateCondBr(cond, then_bb, else_bb);
+  b_.SetInsertPoint(then_bb);
+  llvm::Value* t = Emit(n->args[1]);
+  llvm::BasicBlock* then_end = b_.GetInsertBlock();
+  b_.CreateBr(join_bb);
+  b_.SetInsertPoint(else_bb);
+  llvm::Value* f = Emit(n->args[2]);
+  llvm::BasicBlock* else_end = b_.GetInsertBlock();
+  b_.CreateBr(join_bb);
+  b_.SetInsertPoint(join_bb);
+  llvm::PHINode* phi = b_.CreatePHI(t->getType(), 2);
+  phi->addIncoming(t, then_end);
+  phi->addIncoming(f, else_end);
+  return phi;
+}
+
+llvm::Value* IREmitter::Index64(llvm::Value* index) {  // index already emitted
+  llvm::Type* i64 = b_.getInt64Ty();
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(index->getType())) {
+    return b_.CreateSExt(index, llvm::VectorType::get(i64, vt->getElementCount()));
+  }
+  return b_.CreateSExtOrTrunc(index, i64);
+}
+
+// Address(es) of buffer[index]: one pointer for a scalar index, a contiguous
+// ramp (*contiguous) or a broadcast (*broadcast); a vector of pointers else.
+llvm::Value* IREmitter::ElementPointers(const Buffer& buffer, const Expr& index, bool* contiguous,
+                                        bool* broadcast) {
+  auto it = buffers_.find(buffer.get());
+  AS_CHECK(it != buffers_.end(), "code generation: buffer '" << buffer->name
+                                                             << "' is neither an argument nor allocated");
+  llvm::Type* elem = StorageType(buffer->dtype);
+  *contiguous = *broadcast = false;
+  struct IndexScope {
+    bool& flag;
+    bool saved;
+    explicit IndexScope(bool& f) : flag(f), saved(f) { flag = true; }
+    ~IndexScope() { flag = saved; }
+  } scope(in_index_);
+  if (const auto* ramp = index.as<RampNode>(); ramp && ramp->stride == 1) {
+    *contiguous = true;
+    return b_.CreateInBoundsGEP(elem, it->second, Index64(Emit(ramp->base)));
+  }
+  if (const auto* bc = index.as<BroadcastNode>()) {
+    *broadcast = true;
+    return b_.CreateInBoundsGEP(elem, it->second, Index64(Emit(bc->value)));
+  }
+  return b_.CreateInBoundsGEP(elem, it->second, Index64(Emit(index)));
+}
+
+llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
+  AS_CHECK(n->indices.size() == 1, "code generation: load from '" << n->buffer->name
+                                                                  << "' is not flattened to one index");
+  DataType t = n->dtype;
+  bool contiguous = false, broadcast = false;
+  llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
+  llvm::Align align(n->buffer->dtype.bytes());
+  if (t.lanes == 1) return FromStorage(b_.CreateAlignedLoad(StorageType(t), ptr, align), t);
+  if (contiguous) return FromStorage(b_.CreateAlignedLoad(StorageType(t), ptr, align), t);
+  if (broadcast) {
+    llvm::Value* scalar = b_.CreateAlignedLoad(StorageType(t.element_of()), ptr, align);
+    return FromStorage(b_.CreateVectorSplat(t.lanes, scalar), t);
+  }
+  return FromStorage(b_.CreateMaskedGather(StorageType(t), ptr, align), t);
+}
+
+}  // namespace autosched

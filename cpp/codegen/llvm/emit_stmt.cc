@@ -1,0 +1,347 @@
+// IREmitter: statements, functions and parallel outlining.
+#include <set>
+
+#include "codegen/llvm/ir_emitter.h"
+#include "ir/error.h"
+#include "lower/stmt_functor.h"
+
+namespace autosched {
+namespace {
+
+// Buffers up to this size live on the stack; larger ones on the heap.
+constexpr int64_t kMaxStackBytes = 256 * 1024;
+// Unrolled loops up to this many iterations are copied by the emitter itself.
+constexpr int64_t kMaxEmitUnroll = 512;
+
+int64_t ElementsToReserve(const BufferNode& b) {
+  if (b.strides.empty()) {
+    int64_t n = 1;
+    for (int64_t d : b.shape) n *= d;
+    return n;
+  }
+  int64_t last = 0;
+  for (size_t d = 0; d < b.shape.size(); ++d) last += (b.shape[d] - 1) * b.strides[d];
+  return last + 1;
+}
+
+}  // namespace
+
+llvm::Function* IREmitter::MakeFunction(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
+                                        bool internal) {
+  auto* type = llvm::FunctionType::get(ret, params, false);
+  auto linkage = internal ? llvm::Function::InternalLinkage : llvm::Function::ExternalLinkage;
+  llvm::Function* f = llvm::Function::Create(type, linkage, name, module_);
+  f->addFnAttr("target-cpu", cpu_);
+  if (!features_.empty()) f->addFnAttr("target-features", features_);
+  // Full-width vectors: without these, CPUs tuned to prefer 256 bits split
+  // 512-bit vector code in two.
+  f->addFnAttr("prefer-vector-width", "512");
+  f->addFnAttr("min-legal-vector-width", "512");
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  if (target_.fast_math) {
+    f->addFnAttr("unsafe-fp-math", "true");
+    f->addFnAttr("no-signed-zeros-fp-math", "true");
+  }
+  return f;
+}
+
+llvm::BasicBlock* IREmitter::FailBlock() {
+  if (!fail_block_) {
+    llvm::IRBuilderBase::InsertPointGuard guard(b_);
+    fail_block_ = llvm::BasicBlock::Create(ctx_, "fail", function_);
+    b_.SetInsertPoint(fail_block_);
+    b_.CreateRet(b_.getInt32(-1));
+  }
+  return fail_block_;
+}
+
+llvm::AllocaInst* IREmitter::EntryAlloca(llvm::Type* type, llvm::Value* count, uint64_t align) {
+  llvm::IRBuilderBase::InsertPointGuard guard(b_);
+  llvm::BasicBlock& entry = function_->getEntryBlock();
+  b_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
+  llvm::AllocaInst* a = b_.CreateAlloca(type, count);
+  a->setAlignment(llvm::Align(align));
+  return a;
+}
+
+void IREmitter::EmitKernel(const LoweredFunc& f, const std::string& symbol) {
+  symbol_ = symbol;
+  llvm::Type* ptr = b_.getPtrTy();
+  // The body takes the buffers as noalias pointers; the exported kernel
+  // unpacks the argument array and calls it (inlined by the optimiser).
+  llvm::Function* body = MakeFunction(symbol + "_body", b_.getInt32Ty(),
+                                      std::vector<llvm::Type*>(f.args.size(), ptr), true);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  function_ = body;
+  fail_block_ = nullptr;
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    body->addParamAttr(i, llvm::Attribute::NoAlias);
+    body->getArg(i)->setName(f.args[i]->name);
+    buffers_[f.args[i].get()] = body->getArg(i);
+  }
+  EmitStmt(f.body);
+  b_.CreateRet(b_.getInt32(0));
+
+  llvm::Function* kernel = MakeFunction(symbol, b_.getInt32Ty(), {ptr}, false);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
+  std::vector<llvm::Value*> args;
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, kernel->getArg(0), i);
+    args.push_back(b_.CreateAlignedLoad(ptr, slot, llvm::Align(8), f.args[i]->name + "_ptr"));
+  }
+  b_.CreateRet(b_.CreateCall(body, args));
+}
+
+void IREmitter::EmitStmt(const Stmt& s) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case StmtKind::For: return EmitFor(s.as<ForNode>());
+    case StmtKind::BufferStore: return EmitStore(s.as<BufferStoreNode>());
+    case StmtKind::Allocate: return EmitAllocate(s.as<AllocateNode>());
+    case StmtKind::IfThenElse: return EmitIf(s.as<IfThenElseNode>());
+    case StmtKind::Seq:
+      for (const Stmt& x : s.as<SeqNode>()->seq) EmitStmt(x);
+      return;
+    case StmtKind::LetStmt: {
+      auto* n = s.as<LetStmtNode>();
+      const VarNode* var = n->var.as<VarNode>();
+      vars_[var] = Emit(n->value);
+      EmitStmt(n->body);
+      vars_.erase(var);
+      return;
+    }
+    case StmtKind::Pragma: return EmitStmt(s.as<PragmaNode>()->body);
+  }
+}
+
+void IREmitter::EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,
+                                const std::function<void(llvm::Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop_header", function_);
+  llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, "loop_body", function_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "loop_exit", function_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* counter = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  counter->addIncoming(begin, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(counter, end), body_bb, exit);
+  b_.SetInsertPoint(body_bb);
+  body(counter);
+  llvm::Value* next = b_.CreateAdd(counter, b_.getInt64(1), "", true, true);
+  llvm::BranchInst* latch = b_.CreateBr(header);
+  if (loop_md) latch->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
+  counter->addIncoming(next, b_.GetInsertBlock());
+  b_.SetInsertPoint(exit);
+}
+
+namespace {
+// Loop metadata asking the optimiser for one transformation, e.g.
+// "llvm.loop.unroll.full" or "llvm.loop.vectorize.enable".
+llvm::MDNode* LoopHint(llvm::LLVMContext& ctx, const char* name, bool with_true) {
+  std::vector<llvm::Metadata*> hint = {llvm::MDString::get(ctx, name)};
+  if (with_true) {
+    hint.push_back(llvm::ConstantAsMetadata::get(llvm::ConstantInt::getTrue(ctx)));
+  }
+  llvm::MDNode* temp = llvm::MDNode::getTemporary(ctx, {}).release();
+  llvm::MDNode* md = llvm::MDNode::get(ctx, {temp, llvm::MDNode::get(ctx, hint)});
+  md->replaceOperandWith(0, md);  // loop ids refer to themselves
+  llvm::MDNode::deleteTemporary(temp);
+  return md;
+}
+}  // namespace
+
+void IREmitter::EmitFor(const ForNode* n) {
+  AS_CHECK(!IsGpuBinding(n->for_kind),
+           "code generation: loop '" << n->loop_var.as<VarNode>()->name << "' is bound to "
+                                     << ForKindName(n->for_kind)
+                                     << ", which the llvm (CPU) backend cannot run; GPU bindings need a GPU target");
+  int64_t extent = 0;
+  bool const_extent = GetConstInt(n->extent, &extent);
+  switch (n->for_kind) {
+    case ForKind::Parallel: return EmitParallel(n);
+    case ForKind::Unrolled:
+      if (const_extent && extent <= kMaxEmitUnroll) return EmitUnrolled(n, extent);
+      return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.unroll.full", false));
+    case ForKind::Vectorized:
+      // Not legalised into vector code: let LLVM's loop vectorizer try.
+      return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.vectorize.enable", true));
+    default: return EmitSerialLoop(n, nullptr);
+  }
+}
+
+void IREmitter::EmitSerialLoop(const ForNode* n, llvm::MDNode* loop_md) {
+  const VarNode* var = n->loop_var.as<VarNode>();
+  llvm::Type* var_type = ComputeType(var->dtype);
+  llvm::Value* min = b_.CreateSExtOrTrunc(Emit(n->min), b_.getInt64Ty());
+  llvm::Value* end = b_.CreateAdd(min, b_.CreateSExtOrTrunc(Emit(n->extent), b_.getInt64Ty()));
+  EmitCountedLoop(min, end, loop_md, [&](llvm::Value* counter) {
+    vars_[var] = b_.CreateTrunc(counter, var_type, var->name);
+    EmitStmt(n->body);
+  });
+  vars_.erase(var);
+}
+
+void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
+  const VarNode* var = n->loop_var.as<VarNode>();
+  llvm::Value* min = Emit(n->min);
+  for (int64_t i = 0; i < extent; ++i) {
+    vars_[var] = b_.CreateAdd(min, llvm::ConstantInt::get(min->getType(), i), var->name, false, true);
+    EmitStmt(n->body);
+  }
+  vars_.erase(var);
+}
+
+// Outlines the loop body into `int32 f(begin, end, closure)` and hands it to
+// the runtime thread pool. The closure is an array of 8-byte slots holding
+// the loop's min, then every variable and buffer the body uses from outside.
+void IREmitter::EmitParallel(const ForNode* n) {
+  std::vector<const VarNode*> vars;
+  std::vector<const BufferNode*> bufs;
+  std::set<const void*> seen;
+  auto note_buffer = [&](const Buffer& b) {
+    if (buffers_.count(b.get()) && seen.insert(b.get()).second) bufs.push_back(b.get());
+  };
+  Stmt body = n->body;
+  VisitStmtExprs(body, [&](const Expr& e) {
+    PostOrderVisit(e, [&](const Expr& x) {
+      if (const auto* v = x.as<VarNode>(); v && vars_.count(v) && seen.insert(v).second) vars.push_back(v);
+      if (const auto* load = x.as<BufferLoadNode>()) note_buffer(load->buffer);
+    });
+  });
+  PostOrderVisitStmt(body, [&](const Stmt& s) {
+    if (const auto* store = s.as<BufferStoreNode>()) note_buffer(store->buffer);
+  });
+
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::Value* min = b_.CreateSExtOrTrunc(Emit(n->min), i64);
+  llvm::Value* extent = b_.CreateSExtOrTrunc(Emit(n->extent), i64);
+  size_t num_slots = 1 + vars.size() + bufs.size();
+  llvm::Value* closure = EntryAlloca(i64, b_.getInt64(num_slots), 8);
+  std::vector<llvm::Value*> captured = {min};
+  for (const VarNode* v : vars) captured.push_back(vars_[v]);
+  for (const BufferNode* b : bufs) captured.push_back(buffers_[b]);
+  for (size_t i = 0; i < captured.size(); ++i) {
+    b_.CreateAlignedStore(captured[i], b_.CreateConstInBoundsGEP1_64(i64, closure, i), llvm::Align(8));
+  }
+
+  // The inner function takes the captures as parameters (buffers noalias).
+  std::string name = symbol_ + "_parallel" + std::to_string(num_outlined_++);
+  std::vector<llvm::Type*> params = {i64, i64};
+  for (llvm::Value* v : captured) params.push_back(v->getType());
+  llvm::Function* inner = MakeFunction(name + "_body", b_.getInt32Ty(), params, true);
+  inner->addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::Function* wrapper = MakeFunction(name, b_.getInt32Ty(), {i64, i64, ptr}, true);
+  {
+    llvm::IRBuilderBase::InsertPointGuard guard(b_);
+    auto saved_vars = vars_;
+    auto saved_buffers = buffers_;
+    llvm::Function* saved_function = function_;
+    llvm::BasicBlock* saved_fail = fail_block_;
+
+    // Wrapper: unpack the closure, call the inner function.
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", wrapper));
+    std::vector<llvm::Value*> args = {wrapper->getArg(0), wrapper->getArg(1)};
+    for (size_t i = 0; i < captured.size(); ++i) {
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(i64, wrapper->getArg(2), i);
+      args.push_back(b_.CreateAlignedLoad(captured[i]->getType(), slot, llvm::Align(8)));
+    }
+    b_.CreateRet(b_.CreateCall(inner, args));
+
+    // Inner: the loop over [begin, end) of this chunk.
+    function_ = inner;
+    fail_block_ = nullptr;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", inner));
+    vars_.clear();
+    buffers_.clear();
+    for (size_t i = 0; i < vars.size(); ++i) vars_[vars[i]] = inner->getArg(3 + i);
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      unsigned arg = 3 + vars.size() + i;
+      inner->addParamAttr(arg, llvm::Attribute::NoAlias);
+      buffers_[bufs[i]] = inner->getArg(arg);
+    }
+    const VarNode* var = n->loop_var.as<VarNode>();
+    llvm::Value* chunk_min = inner->getArg(2);
+    EmitCountedLoop(inner->getArg(0), inner->getArg(1), nullptr, [&](llvm::Value* counter) {
+      vars_[var] = b_.CreateTrunc(b_.CreateAdd(chunk_min, counter), ComputeType(var->dtype), var->name);
+      EmitStmt(body);
+    });
+    b_.CreateRet(b_.getInt32(0));
+
+    vars_ = std::move(saved_vars);
+    buffers_ = std::move(saved_buffers);
+    function_ = saved_function;
+    fail_block_ = saved_fail;
+  }
+
+  llvm::FunctionCallee parallel_for = module_->getOrInsertFunction(
+      "autosched_parallel_for", b_.getInt32Ty(), i64, b_.getInt32Ty(), ptr, ptr);
+  llvm::Value* status =
+      b_.CreateCall(parallel_for, {extent, b_.getInt32(target_.num_cores), wrapper, closure});
+  llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "parallel_ok", function_);
+  b_.CreateCondBr(b_.CreateICmpEQ(status, b_.getInt32(0)), ok, FailBlock());
+  b_.SetInsertPoint(ok);
+}
+
+void IREmitter::EmitStore(const BufferStoreNode* n) {
+  AS_CHECK(n->indices.size() == 1, "code generation: store to '" << n->buffer->name
+                                                                 << "' is not flattened to one index");
+  DataType t = n->value.dtype();
+  llvm::Value* value = ToStorage(Emit(n->value), t);
+  bool contiguous = false, broadcast = false;
+  llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
+  llvm::Align align(n->buffer->dtype.bytes());
+  if (t.lanes == 1 || contiguous) {
+    AS_CHECK(n->indices[0].dtype().lanes == t.lanes,
+             "code generation: store to '" << n->buffer->name << "' mixes index and value lanes");
+    b_.CreateAlignedStore(value, ptr, align);
+    return;
+  }
+  AS_CHECK(!broadcast, "code generation: vector store to a single element of '" << n->buffer->name << "'");
+  b_.CreateMaskedScatter(value, ptr, align);
+}
+
+void IREmitter::EmitAllocate(const AllocateNode* n) {
+  const BufferNode& buf = *n->buffer;
+  llvm::Type* elem = StorageType(buf.dtype);
+  int64_t count = ElementsToReserve(buf);
+  AS_CHECK(count > 0, "code generation: buffer '" << buf.name << "' has no elements");
+  int64_t bytes = count * buf.dtype.bytes();
+  if (bytes <= kMaxStackBytes) {
+    buffers_[&buf] = EntryAlloca(elem, b_.getInt64(count), 64);
+    EmitStmt(n->body);
+    buffers_.erase(&buf);
+    return;
+  }
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::FunctionCallee alloc = module_->getOrInsertFunction("autosched_alloc", ptr, b_.getInt64Ty());
+  llvm::FunctionCallee release = module_->getOrInsertFunction("autosched_free", b_.getVoidTy(), ptr);
+  llvm::Value* mem = b_.CreateCall(alloc, {b_.getInt64(bytes)}, buf.name);
+  llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "alloc_ok", function_);
+  b_.CreateCondBr(b_.CreateIsNull(mem), FailBlock(), ok);
+  b_.SetInsertPoint(ok);
+  buffers_[&buf] = mem;
+  EmitStmt(n->body);
+  buffers_.erase(&buf);
+  b_.CreateCall(release, {mem});
+}
+
+void IREmitter::EmitIf(const IfThenElseNode* n) {
+  llvm::Value* cond = Emit(n->condition);
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", function_);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", function_);
+  llvm::BasicBlock* else_bb = n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", function_) : join;
+  b_.CreateCondBr(cond, then_bb, else_bb);
+  b_.SetInsertPoint(then_bb);
+  EmitStmt(n->then_case);
+  b_.CreateBr(join);
+  if (n->else_case.defined()) {
+    b_.SetInsertPoint(else_bb);
+    EmitStmt(n->else_case);
+    b_.CreateBr(join);
+  }
+  b_.SetInsertPoint(join);
+}
+
+}  // namespace autosched

@@ -1,0 +1,78 @@
+// IREmitter: one LoweredFunc to LLVM IR (internal to the LLVM backend).
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/build.h"
+#include "lower/stmt.h"
+
+namespace autosched {
+
+class IREmitter {
+ public:
+  // cpu / features: what the functions are compiled for (target-cpu, target-features).
+  IREmitter(llvm::Module* module, const CodegenTarget& target, std::string cpu, std::string features);
+  // Emits `int32_t <symbol>(void** args)` and the functions it calls.
+  void EmitKernel(const LoweredFunc& f, const std::string& symbol);
+
+ private:
+  // ---- types (emit_expr.cc) ----
+  llvm::Type* ComputeType(DataType t);  // float16 -> float, bool -> i1
+  llvm::Type* StorageType(DataType t);  // float16 -> half, bool -> i8
+  llvm::Value* ToStorage(llvm::Value* v, DataType t);
+  llvm::Value* FromStorage(llvm::Value* v, DataType t);
+
+  // ---- expressions (emit_expr.cc) ----
+  llvm::Value* Emit(const Expr& e);
+  llvm::Value* EmitBinary(const BinaryNode* n);
+  llvm::Value* EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitCompare(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitCast(DataType to, const Expr& value);
+  llvm::Value* EmitCall(const CallNode* n);
+  llvm::Value* EmitIfThenElseExpr(const CallNode* n);
+  llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
+  llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);
+  llvm::Value* EmitBufferLoad(const BufferLoadNode* n);
+  llvm::Value* ElementPointers(const Buffer& buffer, const Expr& index, bool* contiguous, bool* broadcast);
+  llvm::Value* Index64(llvm::Value* index);
+
+  // ---- statements (emit_stmt.cc) ----
+  void EmitStmt(const Stmt& s);
+  void EmitFor(const ForNode* n);
+  void EmitSerialLoop(const ForNode* n, llvm::MDNode* loop_md);
+  void EmitUnrolled(const ForNode* n, int64_t extent);
+  void EmitParallel(const ForNode* n);
+  void EmitStore(const BufferStoreNode* n);
+  void EmitAllocate(const AllocateNode* n);
+  void EmitIf(const IfThenElseNode* n);
+  // A loop from `begin` (inclusive) to `end` (exclusive) of i64 counter
+  // values; body(counter) emits one iteration.
+  void EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,
+                       const std::function<void(llvm::Value*)>& body);
+  llvm::BasicBlock* FailBlock();
+  llvm::AllocaInst* EntryAlloca(llvm::Type* type, llvm::Value* count, uint64_t align);
+  llvm::Function* MakeFunction(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
+                               bool internal);
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module* module_;
+  CodegenTarget target_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* function_ = nullptr;  // function being emitted
+  llvm::BasicBlock* fail_block_ = nullptr;  // returns -1 (allocation failure)
+  std::unordered_map<const VarNode*, llvm::Value*> vars_;
+  std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
+  std::string symbol_;
+  std::string cpu_, features_;
+  bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
+  int num_outlined_ = 0;
+};
+
+}  // namespace autosched

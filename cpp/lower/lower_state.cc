@@ -1,0 +1,272 @@
+#include "lower/lower_state.h"
+
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "schedule/infer_bound.h"
+
+namespace autosched {
+
+namespace {
+
+ForKind ForKindOf(IteratorAnnotation a) {
+  switch (a) {
+    case IteratorAnnotation::None: return ForKind::Serial;
+    case IteratorAnnotation::Unroll: return ForKind::Unrolled;
+    case IteratorAnnotation::Vectorize: return ForKind::Vectorized;
+    case IteratorAnnotation::Parallel: return ForKind::Parallel;
+    case IteratorAnnotation::VThread: return ForKind::VThread;
+    case IteratorAnnotation::BlockIdxX: return ForKind::BlockIdxX;
+    case IteratorAnnotation::BlockIdxY: return ForKind::BlockIdxY;
+    case IteratorAnnotation::BlockIdxZ: return ForKind::BlockIdxZ;
+    case IteratorAnnotation::ThreadIdxX: return ForKind::ThreadIdxX;
+    case IteratorAnnotation::ThreadIdxY: return ForKind::ThreadIdxY;
+    case IteratorAnnotation::ThreadIdxZ: return ForKind::ThreadIdxZ;
+  }
+  return ForKind::Serial;
+}
+
+Expr Combine(Combiner c, const Expr& acc, const Expr& value) {
+  switch (c) {
+    case Combiner::Sum: return acc + value;
+    case Combiner::Prod: return acc * value;
+    case Combiner::Max: return max(acc, value);
+    case Combiner::Min: return min(acc, value);
+  }
+  return acc;
+}
+
+Expr AndAll(const std::vector<Expr>& conds) {
+  Expr out;
+  for (const Expr& c : conds) out = out.defined() ? (out && c) : c;
+  return out;
+}
+
+// Row strides padded so that stride[axis] % factor == offset for each
+// storage_align of the stage; empty when compact.
+std::vector<int64_t> AlignedStrides(const Stage& st) {
+  if (st.storage_align.empty()) return {};
+  const auto& shape = st.op->shape;
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = d + 1 == shape.size() ? 1 : strides[d + 1] * shape[d + 1];
+    for (const StorageAlign& a : st.storage_align) {
+      if (a.axis == static_cast<int>(d) && strides[d] % a.factor != a.offset) {
+        strides[d] += (a.offset - strides[d] % a.factor + a.factor) % a.factor;
+      }
+    }
+  }
+  return strides;
+}
+
+struct StageBuffer {
+  Buffer buffer;
+  bool relative = false;  // indexed relative to the stage's region (allocated at its attach point)
+  bool allocate = false;  // not an argument
+};
+
+class StateLowerer {
+ public:
+  explicit StateLowerer(const State& state)
+      : info_(InferBoundDetailed(state)), state_(info_.state.node()), buffers_(state_.stages.size()) {}
+
+  LoweredFunc Run() {
+    LoweredFunc f;
+    f.name = "default_function";
+    MakeBuffers(&f);
+    std::vector<Stmt> nests;
+    for (size_t s = 0; s < state_.stages.size(); ++s) {
+      const Stage& st = state_.stages[s];
+      if (!st.is_placeholder() && st.loc == ComputeLocKind::Root) nests.push_back(StageNest(static_cast<int>(s)));
+    }
+    Stmt body = SeqNode::make(nests);
+    for (size_t s = state_.stages.size(); s-- > 0;) {
+      if (buffers_[s].allocate && !buffers_[s].relative) body = AllocateNode::make(buffers_[s].buffer, body);
+    }
+    f.body = body;
+    return f;
+  }
+
+ private:
+  void MakeBuffers(LoweredFunc* f) {
+    for (const Tensor& t : state_.dag.tensors()) {
+      Buffer b = MakeBuffer(t->name, t->dtype, t->shape, MemScope::Global);
+      f->args.push_back(b);
+      const int op = state_.dag.OpIndex(t.get());
+      if (op >= 0) buffers_[op].buffer = b;
+    }
+    for (size_t s = 0; s < state_.stages.size(); ++s) {
+      const Stage& st = state_.stages[s];
+      if (buffers_[s].buffer || st.is_placeholder() || st.loc == ComputeLocKind::Inlined) continue;
+      StageBuffer& sb = buffers_[s];
+      sb.allocate = true;
+      if (st.loc == ComputeLocKind::Root) {
+        sb.buffer = MakeBuffer(st.name(), st.op->dtype, st.op->shape, MemScope::Global, AlignedStrides(st));
+      } else {
+        sb.relative = true;
+        sb.buffer = MakeBuffer(st.name(), st.op->dtype, info_.stages[s].region_extent, st.scope);
+      }
+    }
+  }
+
+  // Lowers an expression of stage s's root axes: inlines, maps axes to loop
+  // variables and tensor loads to buffer loads.
+  Expr LowerExpr(int s, const Expr& e) {
+    const Stage& st = state_.stages[s];
+    const StageBound& b = info_.stages[s];
+    VarMap roots;
+    const size_t n_axis = st.op->axis.size();
+    for (int r = 0; r < st.num_root; ++r) {
+      const IterVar& iv = r < static_cast<int>(n_axis) ? st.op->axis[r] : st.op->reduce_axis[r - n_axis];
+      roots[iv.var_node()] = b.root_values[r];
+    }
+    return LowerLoads(Substitute(ExpandInlined(state_, e), roots));
+  }
+
+  Expr LowerLoads(const Expr& e) {
+    return Rewrite(e, [&](const Expr& x) -> Expr {
+      const auto* load = x.as<TensorLoadNode>();
+      if (!load) return Expr();
+      const int t = state_.dag.OpIndex(load->tensor.get());
+      AS_ICHECK(t >= 0 && buffers_[t].buffer);
+      std::vector<Expr> indices;
+      for (size_t d = 0; d < load->indices.size(); ++d) {
+        Expr i = LowerLoads(load->indices[d]);
+        if (buffers_[t].relative) i = i - info_.stages[t].region_min[d];
+        indices.push_back(i);
+      }
+      return BufferLoadNode::make(buffers_[t].buffer, indices);
+    });
+  }
+
+  std::vector<Expr> StoreIndices(int s) {
+    const StageBound& b = info_.stages[s];
+    const auto& vals = buffers_[s].relative ? b.local_values : b.root_values;
+    return std::vector<Expr>(vals.begin(), vals.begin() + state_.stages[s].op->axis.size());
+  }
+
+  // Conditions under which the root axes are inside the region (and the
+  // tensor); only those that bounds cannot prove.
+  Expr Guard(int s, bool with_reduce) {
+    const Stage& st = state_.stages[s];
+    const StageBound& b = info_.stages[s];
+    std::vector<Expr> conds;
+    const int n_axis = static_cast<int>(st.op->axis.size());
+    for (int r = 0; r < (with_reduce ? st.num_root : n_axis); ++r) {
+      const int64_t ext = r < n_axis ? b.region_extent[r] : st.nodes[r].extent;
+      const Interval local = EvalInterval(b.local_values[r], info_.ranges);
+      if (!(local.bounded() && local.max < ext)) conds.push_back(b.local_values[r] < Expr(static_cast<int>(ext)));
+      if (r >= n_axis || !b.narrowed) continue;
+      const Interval root = EvalInterval(b.root_values[r], info_.ranges);
+      if (!(root.has_lower() && root.min >= 0)) conds.push_back(b.root_values[r] >= Expr(0));
+      if (!(root.has_upper() && root.max < st.op->shape[r])) {
+        conds.push_back(b.root_values[r] < Expr(static_cast<int>(st.op->shape[r])));
+      }
+    }
+    return AndAll(conds);
+  }
+
+  Stmt Guarded(const Expr& cond, Stmt body) { return cond.defined() ? IfThenElseNode::make(cond, body) : body; }
+
+  // The innermost statement: the value store, or the reduction update.
+  Stmt UpdateStore(int s) {
+    const Stage& st = state_.stages[s];
+    const Buffer& buf = buffers_[s].buffer;
+    const std::vector<Expr> idx = StoreIndices(s);
+    const auto* red = st.op->body.as<ReduceNode>();
+    if (!red) return Guarded(Guard(s, false), BufferStoreNode::make(buf, LowerExpr(s, st.op->body), idx));
+    Expr value = Combine(red->combiner, BufferLoadNode::make(buf, idx), LowerExpr(s, red->source));
+    Expr cond = Guard(s, true);
+    if (red->condition.defined()) {
+      Expr c = LowerExpr(s, red->condition);
+      cond = cond.defined() ? (cond && c) : c;
+    }
+    return Guarded(cond, BufferStoreNode::make(buf, value, idx));
+  }
+
+  // Loops over the spatial leaves after position `from`, storing the
+  // reduction's identity (fresh loop variables).
+  Stmt InitNest(int s, int from) {
+    const Stage& st = state_.stages[s];
+    const StageBound& b = info_.stages[s];
+    const auto* red = st.op->body.as<ReduceNode>();
+    VarMap fresh;
+    std::vector<std::pair<Expr, int>> loops;
+    for (int i = from + 1; i < st.num_iters(); ++i) {
+      const Iterator& it = st.iter(i);
+      if (it.kind != IteratorKind::Spatial) continue;
+      Expr v = VarNode::make(it.name + ".init");
+      fresh[b.node_vars[st.leaves[i]].as<VarNode>()] = v;
+      loops.push_back({v, i});
+    }
+    std::vector<Expr> idx;
+    for (const Expr& i : StoreIndices(s)) idx.push_back(Substitute(i, fresh));
+    Expr cond = Guard(s, false);
+    Stmt body = Guarded(cond.defined() ? Substitute(cond, fresh) : cond,
+                        BufferStoreNode::make(buffers_[s].buffer, red->identity(), idx));
+    for (size_t k = loops.size(); k-- > 0;) {
+      const Iterator& it = st.iter(loops[k].second);
+      body = ForNode::make(loops[k].first, Expr(0), Expr(static_cast<int>(it.extent)), ForKindOf(it.annotation),
+                           body);
+    }
+    return body;
+  }
+
+  // Stages attached at `node` of stage s, emitted before `rest`, with their
+  // allocations around both.
+  Stmt WithAttached(int s, int node, Stmt rest) {
+    std::vector<Stmt> seq;
+    std::vector<int> attached;
+    for (size_t p = 0; p < state_.stages.size(); ++p) {
+      const Stage& other = state_.stages[p];
+      if (other.loc == ComputeLocKind::At && other.attach_stage == s && other.attach_node == node) {
+        seq.push_back(StageNest(static_cast<int>(p)));
+        attached.push_back(static_cast<int>(p));
+      }
+    }
+    if (attached.empty()) return rest;
+    seq.push_back(rest);
+    Stmt body = SeqNode::make(seq);
+    for (size_t k = attached.size(); k-- > 0;) {
+      if (buffers_[attached[k]].relative) body = AllocateNode::make(buffers_[attached[k]].buffer, body);
+    }
+    return body;
+  }
+
+  Stmt Loops(int s, int pos, int first_reduce) {
+    const Stage& st = state_.stages[s];
+    if (pos == st.num_iters()) return UpdateStore(s);
+    const Iterator& it = st.iter(pos);
+    const int node = st.leaves[pos];
+    Stmt inner = WithAttached(s, node, Loops(s, pos + 1, first_reduce));
+    Stmt loop = ForNode::make(info_.stages[s].node_vars[node], Expr(0), Expr(static_cast<int>(it.extent)),
+                              ForKindOf(it.annotation), inner);
+    if (pos == first_reduce) return SeqNode::make({InitNest(s, pos), loop});
+    return loop;
+  }
+
+  Stmt StageNest(int s) {
+    const Stage& st = state_.stages[s];
+    int first_reduce = -1;
+    if (st.op->body.as<ReduceNode>()) {
+      for (int i = 0; i < st.num_iters() && first_reduce < 0; ++i) {
+        if (st.iter(i).kind != IteratorKind::Spatial) first_reduce = i;
+      }
+      AS_ICHECK(first_reduce >= 0);
+    }
+    Stmt nest = Loops(s, 0, first_reduce);
+    if (st.auto_unroll_max_step > 0) nest = PragmaNode::make("auto_unroll_max_step", st.auto_unroll_max_step, nest);
+    return nest;
+  }
+
+  BoundInfo info_;
+  const StateNode& state_;
+  std::vector<StageBuffer> buffers_;
+};
+
+}  // namespace
+
+LoweredFunc LowerStateToStmt(const State& state) { return StateLowerer(state).Run(); }
+
+}  // namespace autosched

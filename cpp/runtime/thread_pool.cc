@@ -1,0 +1,96 @@
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace autosched {
+namespace {
+// Set while this thread runs a chunk, so nested parallel loops run serially.
+thread_local bool in_parallel_chunk = false;
+
+// [begin, end) of chunk `index` out of `chunks` over n iterations.
+std::pair<int64_t, int64_t> ChunkRange(int64_t n, int chunks, int index) {
+  int64_t base = n / chunks, extra = n % chunks;
+  int64_t begin = index * base + std::min<int64_t>(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int num_workers) {
+  for (int i = 0; i < num_workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  start_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+ThreadPool& ThreadPool::Global() {
+  static ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  return pool;
+}
+
+void ThreadPool::WorkerLoop(int worker_index) {
+  uint64_t seen = 0;
+  while (true) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    if (stopping_) return;
+    seen = generation_;
+    int chunk = worker_index + 1;  // chunk 0 is the caller's
+    if (chunk >= num_chunks_) continue;
+    const auto* job = job_;
+    int64_t total = total_;
+    int chunks = num_chunks_;
+    lock.unlock();
+    auto [begin, end] = ChunkRange(total, chunks, chunk);
+    in_parallel_chunk = true;
+    (*job)(begin, end);
+    in_parallel_chunk = false;
+    lock.lock();
+    if (--pending_ == 0) done_cv_.notify_one();
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int num_tasks, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  int tasks = num_tasks > 0 ? std::min(num_tasks, max_tasks()) : max_tasks();
+  int chunks = static_cast<int>(std::min<int64_t>(tasks, n));
+  if (chunks <= 1 || in_parallel_chunk) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> job_lock(job_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    total_ = n;
+    num_chunks_ = chunks;
+    pending_ = chunks - 1;
+    ++generation_;
+  }
+  start_cv_.notify_all();
+  auto [begin, end] = ChunkRange(n, chunks, 0);
+  in_parallel_chunk = true;
+  fn(begin, end);
+  in_parallel_chunk = false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+}  // namespace autosched
+
+extern "C" int32_t autosched_parallel_for(int64_t n, int32_t num_tasks,
+                                          int32_t (*body)(int64_t, int64_t, void*), void* closure) {
+  std::atomic<int32_t> status{0};
+  autosched::ThreadPool::Global().ParallelFor(n, num_tasks, [&](int64_t begin, int64_t end) {
+    int32_t s = body(begin, end, closure);
+    if (s != 0) status.store(s);
+  });
+  return status.load();
+}

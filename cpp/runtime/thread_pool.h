@@ -1,0 +1,59 @@
+// The CPU thread pool that parallel loops of generated code run on.
+//
+// One process-wide pool of workers (the machine's core count). ParallelFor
+// splits [0, n) into static contiguous chunks, one per task; the calling
+// thread runs the first chunk and waits for the rest. A ParallelFor issued
+// from inside a running chunk (a nested parallel loop) runs serially on the
+// calling thread: pools never nest.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace autosched {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_workers);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // The shared pool, with one thread per hardware core (the caller counts as one).
+  static ThreadPool& Global();
+
+  // Threads that can run chunks at once (workers plus the caller).
+  int max_tasks() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(begin, end) over static chunks covering [0, n), using at most
+  // num_tasks threads (0 = max_tasks()). Returns when every chunk is done.
+  void ParallelFor(int64_t n, int num_tasks, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void WorkerLoop(int worker_index);
+
+  std::vector<std::thread> workers_;
+  std::mutex job_mutex_;  // one job at a time
+  std::mutex mutex_;
+  std::condition_variable start_cv_, done_cv_;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  int pending_ = 0;
+  int num_chunks_ = 0;
+  int64_t total_ = 0;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+};
+
+}  // namespace autosched
+
+// Entry points for generated code (resolved by the JIT by name).
+extern "C" {
+// Runs body(begin, end, closure) over chunks of [0, n) with at most num_tasks
+// threads (0 = all). Returns 0, or the first non-zero status a chunk returned.
+int32_t autosched_parallel_for(int64_t n, int32_t num_tasks, int32_t (*body)(int64_t, int64_t, void*),
+                               void* closure);
+}

@@ -1,0 +1,300 @@
+// The steps that rewrite the DAG: cache_read, cache_write and rfactor. Each
+// builds new tensors, redirects the loads of every downstream op to them, makes
+// a new ComputeDAG and maps the stages onto its ops: untouched ops keep their
+// stages (iterators, locations, annotations); new and redefined ops get fresh
+// stages.
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "schedule/state.h"
+#include "schedule/transform_steps.h"
+
+namespace autosched {
+
+using nlohmann::json;
+
+namespace {
+
+using TensorMap = std::unordered_map<const TensorNode*, Tensor>;
+
+// e with its loads of mapped tensors redirected.
+Expr RedirectExpr(const Expr& e, const TensorMap& map, bool* touched) {
+  return Rewrite(e, [&](const Expr& x) -> Expr {
+    const auto* load = x.as<TensorLoadNode>();
+    if (!load) return Expr();
+    std::vector<Expr> indices;
+    for (const Expr& i : load->indices) indices.push_back(RedirectExpr(i, map, touched));
+    auto it = map.find(load->tensor.get());
+    if (it == map.end() || it->second.get() == load->tensor.get()) {
+      return TensorLoadNode::make(Tensor(load->tensor), indices);
+    }
+    *touched = true;
+    return it->second(indices);
+  });
+}
+
+// t with its loads of mapped tensors redirected; t itself when none is mapped.
+Tensor RedirectLoads(const Tensor& t, const TensorMap& map) {
+  if (!t->is_compute()) return t;
+  bool touched = false;
+  Expr body = RedirectExpr(t->body, map, &touched);
+  if (!touched) return t;
+  return compute(t->name, t->axis, body, t->tag, t->attrs);
+}
+
+// What a DAG rewrite produces: definitions replacing ops, the ops that get
+// fresh stages, and memory scopes of new ops.
+struct DagRewrite {
+  TensorMap replace;                              // old op -> its new definition
+  std::unordered_map<const TensorNode*, bool> fresh;  // new op -> fresh stage
+  std::unordered_map<const TensorNode*, MemScope> scope;
+};
+
+MemScope ParseScope(const std::string& scope) {
+  if (scope == "local") return MemScope::Local;
+  if (scope == "shared") return MemScope::Shared;
+  if (scope == "global") return MemScope::Global;
+  AS_CHECK(false, "unknown memory scope '" << scope << "' (local, shared or global)");
+  return MemScope::Global;
+}
+
+// Applies the rewrite: rebuilds downstream ops, makes the new DAG and stages.
+void CommitRewrite(StateNode& s, const DagRewrite& rw) {
+  TensorMap map;            // old op -> new op
+  std::unordered_map<const TensorNode*, int> old_index;  // new op -> old stage
+  for (size_t i = 0; i < s.dag.ops().size(); ++i) {
+    const Tensor& op = s.dag.ops()[i];
+    auto it = rw.replace.find(op.get());
+    Tensor def = it != rw.replace.end() ? it->second : op;
+    Tensor rebuilt = RedirectLoads(def, map);
+    map[op.get()] = rebuilt;
+    old_index[rebuilt.get()] = static_cast<int>(i);
+  }
+  std::vector<Tensor> args;
+  for (const Tensor& t : s.dag.tensors()) args.push_back(map.at(t.get()));
+  ComputeDAG dag(args);
+  std::vector<Stage> stages;
+  std::vector<int> new_index(s.stages.size(), -1);
+  for (const Tensor& op : dag.ops()) {
+    auto it = old_index.find(op.get());
+    const bool fresh = rw.fresh.count(op.get()) > 0;
+    if (it != old_index.end()) new_index[it->second] = static_cast<int>(stages.size());
+    if (it != old_index.end() && !fresh) {
+      Stage st = s.stages[it->second];
+      st.op = op;
+      stages.push_back(st);
+    } else {
+      Stage st = Stage::FromOp(op);
+      if (it != old_index.end()) {  // a redefined op keeps its location
+        const Stage& old = s.stages[it->second];
+        st.loc = old.loc;
+        st.attach_stage = old.attach_stage;
+        st.loc_step = old.loc_step;
+      }
+      auto sc = rw.scope.find(op.get());
+      if (sc != rw.scope.end()) st.scope = sc->second;
+      stages.push_back(st);
+    }
+  }
+  for (Stage& st : stages) {
+    if (st.loc == ComputeLocKind::At) st.attach_stage = new_index[st.attach_stage];
+  }
+  s.dag = dag;
+  s.stages = std::move(stages);
+}
+
+void CheckNothingAttached(const StateNode& s, int stage_id, const char* step) {
+  for (const Stage& other : s.stages) {
+    AS_CHECK(!(other.loc == ComputeLocKind::At && other.attach_stage == stage_id),
+             step << " of '" << s.stages[stage_id].name() << "' needs to come before stage '" << other.name()
+                  << "' is attached to it");
+  }
+}
+
+// Fresh spatial axes like t's.
+std::vector<IterVar> FreshAxes(const TensorNode& t) {
+  std::vector<IterVar> axes;
+  for (const IterVar& iv : t.axis) axes.push_back({VarNode::make(iv.name()), 0, iv.extent, IterKind::Spatial});
+  return axes;
+}
+
+std::vector<Expr> AxisVars(const std::vector<IterVar>& axes) {
+  std::vector<Expr> out;
+  for (const IterVar& iv : axes) out.push_back(iv.var);
+  return out;
+}
+
+}  // namespace
+
+// ---- cache_read ----
+
+void CacheReadStep::Apply(StateNode& s) const {
+  const Stage& st = s.StageAt(stage_id);
+  const MemScope mem = ParseScope(scope_name);
+  AS_CHECK(!reader_stage_ids.empty(), "cache_read of '" << st.name() << "' needs at least one reader");
+  const Tensor& src = st.op;
+  auto axes = FreshAxes(*src.get());
+  if (src->is_placeholder()) {
+    for (size_t d = 0; d < src->shape.size(); ++d) {
+      axes.push_back({VarNode::make("ax" + std::to_string(d)), 0, src->shape[d], IterKind::Spatial});
+    }
+  }
+  Tensor cache = compute(src->name + "." + scope_name, axes, src(AxisVars(axes)), "", {});
+  DagRewrite rw;
+  rw.fresh[cache.get()] = true;
+  rw.scope[cache.get()] = mem;
+  const TensorMap to_cache{{src.get(), cache}};
+  const auto& consumers = s.dag.access(stage_id).consumers;
+  for (int r : reader_stage_ids) {
+    const Stage& reader = s.StageAt(r);
+    AS_CHECK(std::find(consumers.begin(), consumers.end(), r) != consumers.end(),
+             "cache_read: stage '" << reader.name() << "' does not read '" << st.name() << "'");
+    rw.replace[reader.op.get()] = RedirectLoads(reader.op, to_cache);
+  }
+  CommitRewrite(s, rw);
+}
+json CacheReadStep::Args() const { return {stage_id, scope_name, reader_stage_ids}; }
+CacheReadStep CacheReadStep::FromArgs(const json& a) {
+  AS_CHECK(a.is_array() && a.size() == 3 && a[0].is_number_integer() && a[1].is_string() && a[2].is_array(),
+           "record 'CHR' needs [stage, scope, [readers]], got " << a.dump());
+  return {a[0].get<int>(), a[1].get<std::string>(), a[2].get<std::vector<int>>()};
+}
+std::string CacheReadStep::Python(const StateNode& b) const {
+  std::string readers = "[";
+  for (size_t i = 0; i < reader_stage_ids.size(); ++i) {
+    const int r = reader_stage_ids[i];
+    readers += (i ? ", \"" : "\"") + (r >= 0 && r < static_cast<int>(b.stages.size()) ? b.stages[r].name() : "?") +
+               "\"";
+  }
+  return "s.cache_read(\"" + b.stages[stage_id].name() + "\", \"" + scope_name + "\", " + readers + "])";
+}
+
+// ---- cache_write ----
+
+void CacheWriteStep::Apply(StateNode& s) const {
+  const Stage& st = s.StageAt(stage_id);
+  const MemScope mem = ParseScope(scope_name);
+  AS_CHECK(!st.is_placeholder(), "cache_write of placeholder '" << st.name() << "'");
+  AS_CHECK(st.loc != ComputeLocKind::Inlined, "cache_write of inlined stage '" << st.name() << "'");
+  CheckNothingAttached(s, stage_id, "cache_write");
+  const Tensor& op = st.op;
+  Tensor cache = compute(op->name + "." + scope_name, op->axis, op->body, op->tag, op->attrs);
+  auto axes = FreshAxes(*op.get());
+  Tensor copy = compute(op->name, axes, cache(AxisVars(axes)), op->tag, op->attrs);
+  DagRewrite rw;
+  rw.replace[op.get()] = copy;
+  rw.fresh[cache.get()] = true;
+  rw.fresh[copy.get()] = true;
+  rw.scope[cache.get()] = mem;
+  CommitRewrite(s, rw);
+}
+json CacheWriteStep::Args() const { return {stage_id, scope_name}; }
+CacheWriteStep CacheWriteStep::FromArgs(const json& a) {
+  AS_CHECK(a.is_array() && a.size() == 2 && a[0].is_number_integer() && a[1].is_string(),
+           "record 'CHW' needs [stage, scope], got " << a.dump());
+  return {a[0].get<int>(), a[1].get<std::string>()};
+}
+std::string CacheWriteStep::Python(const StateNode& b) const {
+  return "s.cache_write(\"" + b.stages[stage_id].name() + "\", \"" + scope_name + "\")";
+}
+
+// ---- rfactor ----
+
+namespace {
+
+// The root node a leaf derives from through splits only; -1 when a fuse is on the way.
+int SplitRoot(const Stage& st, int node) {
+  for (;;) {
+    if (node < st.num_root) return node;
+    bool found = false;
+    for (const IterRelation& rel : st.relations) {
+      if (std::find(rel.children.begin(), rel.children.end(), node) == rel.children.end()) continue;
+      if (rel.kind == IterRelation::Kind::Fuse) return -1;
+      node = rel.parents[0];
+      found = true;
+      break;
+    }
+    AS_ICHECK(found);
+  }
+}
+
+}  // namespace
+
+void RfactorStep::Apply(StateNode& s) const {
+  const int factor_node = s.LeafAt(stage_id, iter_id);
+  const Stage& st = s.stages[stage_id];
+  const Tensor& op = st.op;
+  const auto* red = op->body.as<ReduceNode>();
+  AS_CHECK(red != nullptr, "rfactor of '" << st.name() << "', which has no reduction");
+  AS_CHECK(st.nodes[factor_node].kind == IteratorKind::Reduce,
+           "rfactor needs a reduce iterator, '" << st.nodes[factor_node].name << "' is spatial");
+  AS_CHECK(factor_iter_id >= 0 && factor_iter_id <= static_cast<int>(op->axis.size()),
+           "rfactor: factor_iter_id " << factor_iter_id << " must be in [0, " << op->axis.size() << "]");
+  CheckNothingAttached(s, stage_id, "rfactor");
+  const int root = SplitRoot(st, factor_node);
+  AS_CHECK(root >= 0, "rfactor of an iterator made by fuse is not supported");
+  const IterVar& root_iv = op->reduce_axis[root - op->axis.size()];
+
+  // Leaves that derive from the root: the factor one becomes spatial in the
+  // rf stage, the others stay reduce axes there.
+  std::vector<Expr> values(st.nodes.size());
+  std::vector<IterVar> rf_reduce;
+  IterVar factor_axis;
+  int64_t covered = 1;
+  for (int leaf : st.leaves) {
+    if (SplitRoot(st, leaf) != root) continue;
+    const Iterator& it = st.nodes[leaf];
+    AS_CHECK(it.extent > 0, "rfactor needs known extents, '" << it.name << "' has none");
+    covered *= it.extent;
+    IterVar iv{VarNode::make(it.name), 0, it.extent, leaf == factor_node ? IterKind::Spatial : IterKind::Reduce};
+    values[leaf] = iv.var;
+    if (leaf == factor_node) {
+      factor_axis = iv;
+    } else {
+      rf_reduce.push_back(iv);
+    }
+  }
+  DeriveNodeValues(st, &values);
+  const Expr root_value = values[root];
+  VarMap sub{{root_iv.var_node(), root_value}};
+  Expr cond = red->condition.defined() ? Substitute(red->condition, sub) : Expr();
+  if (covered > root_iv.extent) {
+    Expr in_range = root_value < Expr(static_cast<int>(root_iv.extent));
+    cond = cond.defined() ? (cond && in_range) : in_range;
+  }
+  for (const IterVar& iv : red->axis) {
+    if (iv.var_node() != root_iv.var_node()) rf_reduce.push_back(iv);
+  }
+  std::vector<IterVar> rf_axes = op->axis;
+  rf_axes.insert(rf_axes.begin() + factor_iter_id, factor_axis);
+  Expr rf_body = rf_reduce.empty() ? Substitute(red->source, sub)
+                                   : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce, cond);
+  AS_CHECK(!rf_reduce.empty() || !cond.defined(), "rfactor of '" << st.name() << "' leaves a guarded body");
+  Tensor rf = compute(op->name + ".rf", rf_axes, rf_body, op->tag, op->attrs);
+
+  auto axes = FreshAxes(*op.get());
+  IterVar sum_axis = MakeReduceAxis(0, factor_axis.extent, factor_axis.name() + ".v");
+  std::vector<Expr> idx = AxisVars(axes);
+  idx.insert(idx.begin() + factor_iter_id, sum_axis.var);
+  Tensor result = compute(op->name, axes, ReduceNode::make(red->combiner, rf(idx), {sum_axis}), op->tag, op->attrs);
+  DagRewrite rw;
+  rw.replace[op.get()] = result;
+  rw.fresh[rf.get()] = true;
+  rw.fresh[result.get()] = true;
+  CommitRewrite(s, rw);
+}
+json RfactorStep::Args() const { return {stage_id, iter_id, factor_iter_id}; }
+RfactorStep RfactorStep::FromArgs(const json& a) {
+  AS_CHECK(a.is_array() && a.size() == 3 && a[0].is_number_integer() && a[1].is_number_integer() &&
+               a[2].is_number_integer(),
+           "record 'RF' needs [stage, iter, factor_iter], got " << a.dump());
+  return {a[0].get<int>(), a[1].get<int>(), a[2].get<int>()};
+}
+std::string RfactorStep::Python(const StateNode& b) const {
+  return "s.rfactor(\"" + b.stages[stage_id].name() + "\", " + std::to_string(iter_id) + ", " +
+         std::to_string(factor_iter_id) + ")";
+}
+
+}  // namespace autosched

@@ -1,0 +1,391 @@
+#include "schedule/state.h"
+
+#include <functional>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace autosched {
+
+const char* IteratorKindName(IteratorKind k) {
+  switch (k) {
+    case IteratorKind::Spatial: return "spatial";
+    case IteratorKind::Reduce: return "reduce";
+    case IteratorKind::Mixed: return "mixed";
+  }
+  return "?";
+}
+
+namespace {
+constexpr IteratorAnnotation kAllAnnotations[] = {
+    IteratorAnnotation::None,      IteratorAnnotation::Unroll,     IteratorAnnotation::Vectorize,
+    IteratorAnnotation::Parallel,  IteratorAnnotation::VThread,    IteratorAnnotation::BlockIdxX,
+    IteratorAnnotation::BlockIdxY, IteratorAnnotation::BlockIdxZ,  IteratorAnnotation::ThreadIdxX,
+    IteratorAnnotation::ThreadIdxY, IteratorAnnotation::ThreadIdxZ,
+};
+}  // namespace
+
+const char* IteratorAnnotationName(IteratorAnnotation a) {
+  switch (a) {
+    case IteratorAnnotation::None: return "none";
+    case IteratorAnnotation::Unroll: return "unroll";
+    case IteratorAnnotation::Vectorize: return "vectorize";
+    case IteratorAnnotation::Parallel: return "parallel";
+    case IteratorAnnotation::VThread: return "vthread";
+    case IteratorAnnotation::BlockIdxX: return "blockIdx.x";
+    case IteratorAnnotation::BlockIdxY: return "blockIdx.y";
+    case IteratorAnnotation::BlockIdxZ: return "blockIdx.z";
+    case IteratorAnnotation::ThreadIdxX: return "threadIdx.x";
+    case IteratorAnnotation::ThreadIdxY: return "threadIdx.y";
+    case IteratorAnnotation::ThreadIdxZ: return "threadIdx.z";
+  }
+  return "?";
+}
+
+IteratorAnnotation ParseIteratorAnnotation(const std::string& name) {
+  for (IteratorAnnotation a : kAllAnnotations) {
+    if (name == IteratorAnnotationName(a)) return a;
+  }
+  AS_CHECK(false, "unknown iterator annotation '" << name << "'");
+  return IteratorAnnotation::None;
+}
+
+// ---- Stage ----
+
+std::vector<Iterator> Stage::iters() const {
+  std::vector<Iterator> out;
+  for (int n : leaves) out.push_back(nodes[n]);
+  return out;
+}
+
+int Stage::LeafIndex(int node) const {
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (leaves[i] == node) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Stage::IterIndex(const std::string& iter_name) const {
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (nodes[leaves[i]].name == iter_name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Stage Stage::FromOp(const Tensor& op) {
+  Stage stage;
+  stage.op = op;
+  for (const IterVar& iv : op->axis) stage.nodes.push_back({iv.name(), iv.extent, IteratorKind::Spatial});
+  for (const IterVar& iv : op->reduce_axis) stage.nodes.push_back({iv.name(), iv.extent, IteratorKind::Reduce});
+  stage.num_root = static_cast<int>(stage.nodes.size());
+  for (int i = 0; i < stage.num_root; ++i) stage.leaves.push_back(i);
+  return stage;
+}
+
+// ---- iterator relations ----
+
+void DeriveNodeValues(const Stage& stage, std::vector<Expr>* values) {
+  std::vector<Expr>& v = *values;
+  for (auto rel = stage.relations.rbegin(); rel != stage.relations.rend(); ++rel) {
+    if (rel->kind == IterRelation::Kind::Split) {
+      Expr value = v[rel->children[0]];
+      for (size_t k = 1; k < rel->children.size(); ++k) {
+        const int child = rel->children[k];
+        value = value * Expr(static_cast<int>(stage.nodes[child].extent)) + v[child];
+      }
+      v[rel->parents[0]] = value;
+    } else {
+      const Expr fused = v[rel->children[0]];
+      int64_t inner = 1;  // product of the extents of the parents inside parent k
+      for (size_t k = rel->parents.size(); k-- > 0;) {
+        const int parent = rel->parents[k];
+        Expr value = inner == 1 ? fused : floordiv(fused, Expr(static_cast<int>(inner)));
+        if (k > 0) value = floormod(value, Expr(static_cast<int>(stage.nodes[parent].extent)));
+        v[parent] = value;
+        inner *= stage.nodes[parent].extent;
+      }
+    }
+  }
+}
+
+void PropagateExtents(Stage* stage) {
+  for (const IterRelation& rel : stage->relations) {
+    if (rel.kind == IterRelation::Kind::Split) {
+      const int64_t parent = stage->nodes[rel.parents[0]].extent;
+      int64_t known = 1;
+      bool all_known = parent > 0;
+      for (const auto& len : rel.lengths) {
+        if (len) known *= *len; else all_known = false;
+      }
+      const size_t n = rel.children.size();
+      for (size_t k = 0; k < n; ++k) {
+        const bool rest = rel.inner_to_outer ? k == 0 : k + 1 == n;
+        const size_t len_index = rel.inner_to_outer ? k - 1 : k;
+        int64_t& ext = stage->nodes[rel.children[k]].extent;
+        if (rest) {
+          ext = all_known ? (parent + known - 1) / known : -1;
+        } else {
+          ext = rel.lengths[len_index] ? *rel.lengths[len_index] : -1;
+        }
+      }
+    } else {
+      int64_t product = 1;
+      for (int p : rel.parents) {
+        const int64_t e = stage->nodes[p].extent;
+        product = (product < 0 || e < 0) ? -1 : product * e;
+      }
+      stage->nodes[rel.children[0]].extent = product;
+    }
+  }
+}
+
+// ---- StateNode ----
+
+int StateNode::StageIndex(const std::string& name) const {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].name() == name) return static_cast<int>(i);
+  }
+  AS_CHECK(false, "no stage named '" << name << "'");
+  return -1;
+}
+
+Stage& StateNode::StageAt(int stage_id) {
+  AS_CHECK(stage_id >= 0 && stage_id < static_cast<int>(stages.size()),
+           "stage " << stage_id << " does not exist (the state has " << stages.size() << " stages)");
+  return stages[stage_id];
+}
+
+int StateNode::LeafAt(int stage_id, int iter_id) {
+  Stage& st = StageAt(stage_id);
+  AS_CHECK(iter_id >= 0 && iter_id < st.num_iters(),
+           "stage '" << st.name() << "' has no iterator " << iter_id << " (it has " << st.num_iters() << ")");
+  return st.leaves[iter_id];
+}
+
+bool StateNode::IsOutput(int stage_id) const {
+  for (const Tensor& t : dag.tensors()) {
+    if (t.get() == stages[stage_id].op.get()) return t->is_compute();
+  }
+  return false;
+}
+
+// ---- State ----
+
+State::State(const ComputeDAG& dag) {
+  auto node = std::make_shared<StateNode>(StateNode{dag, dag, {}, {}});
+  for (const Tensor& op : dag.ops()) node->stages.push_back(Stage::FromOp(op));
+  node_ = std::move(node);
+}
+
+const Stage& State::stage(int id) const {
+  AS_CHECK(id >= 0 && id < static_cast<int>(stages().size()), "stage " << id << " does not exist");
+  return stages()[id];
+}
+
+State State::Apply(const Step& step) const {
+  auto node = std::make_shared<StateNode>(*node_);
+  const std::string label = StepLabel(step, static_cast<int>(node->steps.size()));
+  try {
+    std::visit([&](const auto& s) { s.Apply(*node); }, step);
+    node->steps.push_back(step);
+    CheckComputeLocations(*node, label);
+  } catch (const TypeError& e) {
+    throw TypeError(label + ": " + e.what());
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(label, 0) == 0) throw;  // already labelled
+    throw Error(label + ": " + msg);
+  }
+  return State(std::move(node));
+}
+
+State State::Split(int stage, int iter, const std::vector<std::optional<int64_t>>& lengths,
+                   bool inner_to_outer) const {
+  SplitStep s;
+  s.stage_id = stage;
+  s.iter_id = iter;
+  s.lengths = lengths;
+  s.inner_to_outer = inner_to_outer;
+  if (stage >= 0 && stage < static_cast<int>(stages().size()) && iter >= 0 &&
+      iter < stages()[stage].num_iters()) {
+    int64_t e = stages()[stage].iter(iter).extent;
+    if (e > 0) s.extent = e;
+  }
+  return Apply(s);
+}
+
+State State::Fuse(int stage, const std::vector<int>& iters) const { return Apply(FuseStep{stage, iters}); }
+State State::Reorder(int stage, const std::vector<int>& order) const { return Apply(ReorderStep{stage, order}); }
+State State::Annotate(int stage, int iter, IteratorAnnotation annotation) const {
+  return Apply(AnnotationStep{stage, iter, static_cast<int>(annotation)});
+}
+State State::ComputeAt(int stage, int target_stage, int target_iter) const {
+  return Apply(ComputeAtStep{stage, target_stage, target_iter});
+}
+State State::ComputeInline(int stage) const { return Apply(ComputeInlineStep{stage}); }
+State State::ComputeRoot(int stage) const { return Apply(ComputeRootStep{stage}); }
+
+State State::FromSteps(const ComputeDAG& dag, const std::vector<Step>& steps) {
+  State s(dag);
+  for (const Step& step : steps) s = s.Apply(step);
+  return s;
+}
+
+State State::Replay() const { return FromSteps(init_dag(), steps()); }
+
+nlohmann::json State::ToJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Step& s : steps()) out.push_back(StepToJson(s));
+  return out;
+}
+
+State State::FromJson(const ComputeDAG& dag, const nlohmann::json& steps) {
+  AS_CHECK(steps.is_array(), "a state's steps must be a JSON array, got " << steps.dump());
+  std::vector<Step> parsed;
+  for (const auto& record : steps) parsed.push_back(StepFromJson(record));
+  return FromSteps(dag, parsed);
+}
+
+State State::WithStages(std::vector<Stage> stages) const {
+  auto node = std::make_shared<StateNode>(*node_);
+  node->stages = std::move(stages);
+  return State(std::move(node));
+}
+
+bool State::SameSteps(const State& o) const { return ToJson() == o.ToJson(); }
+
+std::string State::PrintPythonSteps() const {
+  std::ostringstream os;
+  State replay(init_dag());
+  for (const Step& step : steps()) {
+    os << std::visit([&](const auto& s) { return s.Python(replay.node()); }, step) << "\n";
+    replay = replay.Apply(step);
+  }
+  return os.str();
+}
+
+namespace {
+
+std::string ExtentText(int64_t extent) { return extent < 0 ? "(None)" : "(0," + std::to_string(extent) + ")"; }
+
+void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& os);
+
+void PrintAttached(const StateNode& state, int stage_id, int node, int indent, std::ostream& os) {
+  for (size_t i = 0; i < state.stages.size(); ++i) {
+    const Stage& other = state.stages[i];
+    if (other.loc == ComputeLocKind::At && other.attach_stage == stage_id && other.attach_node == node) {
+      PrintStage(state, static_cast<int>(i), indent, os);
+    }
+  }
+}
+
+void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& os) {
+  const Stage& st = state.stages[stage_id];
+  if (st.auto_unroll_max_step > 0) {
+    os << std::string(indent * 2, ' ') << st.name() << " auto_unroll: " << st.auto_unroll_max_step << "\n";
+  }
+  for (int i = 0; i < st.num_iters(); ++i) {
+    const Iterator& it = st.iter(i);
+    const char* keyword = it.annotation == IteratorAnnotation::None ? "for" : IteratorAnnotationName(it.annotation);
+    os << std::string((indent + i) * 2, ' ') << keyword << " " << it.name << " " << ExtentText(it.extent) << "\n";
+    PrintAttached(state, stage_id, st.leaves[i], indent + i + 1, os);
+  }
+  os << std::string((indent + st.num_iters()) * 2, ' ') << st.name() << " = ...\n";
+}
+
+}  // namespace
+
+std::string State::ToString() const {
+  std::ostringstream os;
+  std::vector<std::string> placeholders;
+  for (const Stage& st : stages()) {
+    if (st.is_placeholder()) placeholders.push_back(st.name());
+  }
+  if (!placeholders.empty()) {
+    os << "Placeholder: ";
+    for (size_t i = 0; i < placeholders.size(); ++i) os << (i ? ", " : "") << placeholders[i];
+    os << "\n";
+  }
+  for (size_t i = 0; i < stages().size(); ++i) {
+    const Stage& st = stages()[i];
+    if (!st.is_placeholder() && st.loc == ComputeLocKind::Root) PrintStage(*node_, static_cast<int>(i), 0, os);
+  }
+  return os.str();
+}
+
+// ---- validity of compute locations ----
+
+namespace {
+
+// Stages that read `stage_id`, looking through inlined stages.
+std::vector<int> EffectiveReaders(const StateNode& state, int stage_id) {
+  std::vector<int> out;
+  std::function<void(int)> visit = [&](int s) {
+    for (int c : state.dag.access(s).consumers) {
+      if (state.stages[c].loc == ComputeLocKind::Inlined) {
+        visit(c);
+      } else {
+        out.push_back(c);
+      }
+    }
+  };
+  visit(stage_id);
+  return out;
+}
+
+// True when stage `reader` runs inside loop node `node` of stage `target`.
+bool RunsInside(const StateNode& state, int reader, int target, int node) {
+  if (reader == target) return true;
+  const int leaf = state.stages[target].LeafIndex(node);
+  int x = reader;
+  while (state.stages[x].loc == ComputeLocKind::At) {
+    const Stage& sx = state.stages[x];
+    if (sx.attach_stage == target) return state.stages[target].LeafIndex(sx.attach_node) >= leaf;
+    x = sx.attach_stage;
+  }
+  return false;
+}
+
+void CheckParallelNesting(const StateNode& state, int stage_id, const std::string& label) {
+  const Stage& st = state.stages[stage_id];
+  int parallel = 0;
+  for (int i = 0; i < st.num_iters(); ++i) parallel += st.iter(i).annotation == IteratorAnnotation::Parallel;
+  AS_CHECK(parallel <= 1, label << ": stage '" << st.name() << "' has nested parallel loops");
+  if (parallel == 0) return;
+  int x = stage_id;
+  while (state.stages[x].loc == ComputeLocKind::At) {
+    const Stage& sx = state.stages[x];
+    const Stage& target = state.stages[sx.attach_stage];
+    const int leaf = target.LeafIndex(sx.attach_node);
+    for (int i = 0; i <= leaf && i < target.num_iters(); ++i) {
+      AS_CHECK(target.iter(i).annotation != IteratorAnnotation::Parallel,
+               label << ": parallel loop of stage '" << st.name() << "' is nested in parallel loop '"
+                     << target.iter(i).name << "' of stage '" << target.name() << "'");
+    }
+    x = sx.attach_stage;
+  }
+}
+
+}  // namespace
+
+void CheckComputeLocations(const StateNode& state, const std::string& label) {
+  for (size_t p = 0; p < state.stages.size(); ++p) {
+    const Stage& st = state.stages[p];
+    CheckParallelNesting(state, static_cast<int>(p), label);
+    if (st.loc != ComputeLocKind::At) continue;
+    const Stage& target = state.stages[st.attach_stage];
+    AS_CHECK(target.loc != ComputeLocKind::Inlined,
+             label << ": stage '" << st.name() << "' is attached to '" << target.name() << "', which is inlined");
+    AS_CHECK(target.LeafIndex(st.attach_node) >= 0,
+             label << ": stage '" << st.name() << "' is attached to an iterator of '" << target.name()
+                   << "' that no longer exists");
+    for (int reader : EffectiveReaders(state, static_cast<int>(p))) {
+      AS_CHECK(RunsInside(state, reader, st.attach_stage, st.attach_node),
+               label << ": compute_at breaks a dependence: stage '" << state.stages[reader].name()
+                     << "' reads '" << st.name() << "' outside loop '" << target.nodes[st.attach_node].name
+                     << "' of stage '" << target.name() << "'");
+    }
+  }
+}
+
+}  // namespace autosched

@@ -1,0 +1,43 @@
+// SearchTask: one tuning problem, the DAG to compute plus where it will run.
+//
+// Its JSON form is self-contained (the DAG travels with it), so a task can be
+// re-created in another process, e.g. a measurement worker, without the Python
+// function that defined it:
+//   {"version": 1, "workload_key": ..., "desc": ..., "target": "llvm -mcpu=...",
+//    "hardware_params": {"num_cores": ..., ...}, "compute_dag": <ComputeDAG::ToJson>}
+// Fields a reader does not know are ignored (the Python layer adds "workload").
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "dag/compute_dag.h"
+#include "task/target.h"
+
+namespace autosched {
+
+struct SearchTask {
+  static constexpr int kJsonVersion = 1;
+
+  ComputeDAG compute_dag;
+  std::string workload_key;  // the DAG's key unless the caller names another
+  Target target;
+  HardwareParams hardware_params;
+  std::string desc;  // free text for logs, e.g. the workload function's name
+
+  // An empty workload_key takes the DAG's.
+  SearchTask(ComputeDAG dag, std::string workload_key, Target target, HardwareParams hardware_params,
+             std::string desc = "");
+  // Hardware parameters from DefaultHardwareParams(target).
+  SearchTask(ComputeDAG dag, Target target);
+
+  nlohmann::json ToJson() const;
+  // Throws Error naming a missing or malformed field, or an unsupported version.
+  static SearchTask FromJson(const nlohmann::json& doc);
+};
+
+nlohmann::json HardwareParamsToJson(const HardwareParams& params);
+// Missing fields keep their defaults; unknown fields are an Error naming them.
+HardwareParams HardwareParamsFromJson(const nlohmann::json& doc);
+
+}  // namespace autosched

@@ -1,0 +1,91 @@
+"""Standard workloads, registered by name for tasks, benchmarks and demos.
+
+Each function takes plain arguments and returns the argument list of a task (inputs first, outputs last), e.g.
+    ans.SearchTask(func="conv2d_nhwc", args=(1, 56, 56, 64, 64, 3, 3, 1, 1), target=...)
+Importing autosched.ops registers them.
+"""
+import autosched as _ans
+
+from .. import te
+from . import elemwise, nn, reduction
+
+
+def _register(name):
+    return _ans.register_workload(name)
+
+
+@_register("matmul_add")
+def matmul_add(N, L, M, dtype="float32"):
+    A = te.placeholder((N, L), name="A", dtype=dtype)
+    B = te.placeholder((L, M), name="B", dtype=dtype)
+    C = te.placeholder((N, M), name="C", dtype=dtype)
+    out = elemwise.add(nn.matmul(A, B), C, name="out")
+    return [A, B, C, out]
+
+
+@_register("dense_bias_relu")
+def dense_bias_relu(M, N, K, dtype="float32"):
+    data = te.placeholder((M, K), name="data", dtype=dtype)
+    weight = te.placeholder((N, K), name="weight", dtype=dtype)
+    bias = te.placeholder((N,), name="bias", dtype=dtype)
+    out = elemwise.relu(nn.dense(data, weight, bias))
+    return [data, weight, bias, out]
+
+
+@_register("batch_matmul")
+def batch_matmul_workload(B, M, N, K, dtype="float32"):
+    x = te.placeholder((B, M, K), name="x", dtype=dtype)
+    y = te.placeholder((B, N, K), name="y", dtype=dtype)
+    return [x, y, nn.batch_matmul(x, y)]
+
+
+@_register("conv2d_nhwc")
+def conv2d_nhwc_workload(N, H, W, CI, CO, KH, KW, stride, padding, dilation=1, groups=1, dtype="float32"):
+    data = te.placeholder((N, H, W, CI), name="data", dtype=dtype)
+    kernel = te.placeholder((KH, KW, CI // groups, CO), name="kernel", dtype=dtype)
+    return [data, kernel, nn.conv2d_nhwc(data, kernel, stride, padding, dilation, groups)]
+
+
+@_register("conv2d_nchw")
+def conv2d_nchw_workload(N, CI, H, W, CO, KH, KW, stride, padding, dilation=1, groups=1, dtype="float32"):
+    data = te.placeholder((N, CI, H, W), name="data", dtype=dtype)
+    kernel = te.placeholder((CO, CI // groups, KH, KW), name="kernel", dtype=dtype)
+    return [data, kernel, nn.conv2d_nchw(data, kernel, stride, padding, dilation, groups)]
+
+
+@_register("conv2d_nchw_bias_relu")
+def conv2d_nchw_bias_relu(N, CI, H, W, CO, KH, KW, stride, padding, dtype="float32"):
+    data = te.placeholder((N, CI, H, W), name="data", dtype=dtype)
+    kernel = te.placeholder((CO, CI, KH, KW), name="kernel", dtype=dtype)
+    bias = te.placeholder((CO,), name="bias", dtype=dtype)
+    out = elemwise.relu(nn.bias_add(nn.conv2d_nchw(data, kernel, stride, padding), bias, axis=1))
+    return [data, kernel, bias, out]
+
+
+@_register("conv2d_nchw_spatial_pack")
+def conv2d_nchw_spatial_pack_workload(N, CI, H, W, CO, KH, KW, stride, padding, tile=(2, 2, 4),
+                                      dtype="float32"):
+    data = te.placeholder((N, CI, H, W), name="data", dtype=dtype)
+    kernel = te.placeholder((CO, CI, KH, KW), name="kernel", dtype=dtype)
+    return [data, kernel, nn.conv2d_nchw_spatial_pack(data, kernel, stride, padding, tile=tuple(tile))]
+
+
+@_register("depthwise_conv2d_nhwc")
+def depthwise_conv2d_nhwc_workload(N, H, W, C, KH, KW, stride, padding, multiplier=1, dtype="float32"):
+    data = te.placeholder((N, H, W, C), name="data", dtype=dtype)
+    kernel = te.placeholder((KH, KW, C, multiplier), name="kernel", dtype=dtype)
+    return [data, kernel, nn.depthwise_conv2d_nhwc(data, kernel, stride, padding)]
+
+
+@_register("softmax")
+def softmax_workload(M, N, dtype="float32"):
+    x = te.placeholder((M, N), name="x", dtype=dtype)
+    return [x, reduction.softmax(x)]
+
+
+@_register("layer_norm")
+def layer_norm_workload(M, N, dtype="float32"):
+    x = te.placeholder((M, N), name="x", dtype=dtype)
+    gamma = te.placeholder((N,), name="gamma", dtype=dtype)
+    beta = te.placeholder((N,), name="beta", dtype=dtype)
+    return [x, gamma, beta, nn.layer_norm(x, gamma, beta, axis=-1)]

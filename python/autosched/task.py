@@ -1,0 +1,78 @@
+"""SearchTask: what to tune (a DAG, from a registered workload or given directly) and where it runs."""
+import json
+import warnings
+
+from . import _core, workload
+from ._core import ComputeDAG, HardwareParams, Target
+
+
+class SearchTask(_core.SearchTask):
+    """A tuning task.
+
+        SearchTask(func=matmul, args=(512, 512, 512, "float32"), target="llvm -mcpu=sapphirerapids")
+        SearchTask(compute_dag=dag, target=Target("opencl -device=mali"))
+
+    hardware_params=None takes the target's defaults (see HardwareParams). The workload key is the DAG's
+    structural key unless one is given. to_json()/from_json() carry the DAG, so a task is re-created in another
+    process with or without the workload function.
+    """
+
+    def __init__(self, func=None, args=(), compute_dag=None, workload_key=None, target=None,
+                 hardware_params=None, desc=""):
+        if target is None:
+            raise TypeError("SearchTask needs target= (e.g. 'llvm -mcpu=sapphirerapids')")
+        if isinstance(target, str):
+            target = Target(target)
+        self.workload = None  # {"name", "args", "module"} when built from a registered function
+        if func is not None:
+            if compute_dag is not None:
+                raise TypeError("SearchTask takes func= (with args=) or compute_dag=, not both")
+            name = func if isinstance(func, str) else workload.workload_name(func)
+            args = tuple(args)
+            module = None if isinstance(func, str) else getattr(func, "__module__", None)
+            self.workload = {"name": name, "args": workload.args_to_json(args, name), "module": module}
+            compute_dag = ComputeDAG(workload.build_workload(name, args, module))
+            desc = desc or name
+        elif compute_dag is None:
+            raise TypeError("SearchTask needs func= (with args=) or compute_dag=")
+        elif not isinstance(compute_dag, ComputeDAG):
+            raise TypeError(f"compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
+        super().__init__(compute_dag, target, workload_key or "", hardware_params, desc)
+
+    def to_json(self):
+        doc = json.loads(super().to_json())
+        if self.workload is not None:
+            doc["workload"] = self.workload
+        return json.dumps(doc)
+
+    @classmethod
+    def from_json(cls, text):
+        """Re-creates a task; uses the workload function when it is registered (or its module imports) and
+        still builds the same DAG, else the DAG stored in the JSON."""
+        core = _core.SearchTask._core_from_json(text)
+        stored = json.loads(text).get("workload")
+        dag = core.compute_dag
+        if stored:
+            try:
+                args = workload.args_from_json(stored["args"])
+                rebuilt = ComputeDAG(workload.build_workload(stored["name"], args, stored.get("module")))
+                if rebuilt.workload_key() == dag.workload_key():
+                    dag = rebuilt
+                else:
+                    warnings.warn(f"workload '{stored['name']}' now builds a different DAG than the one "
+                                  "recorded; using the recorded DAG")
+            except ValueError:
+                pass  # function not available here: the recorded DAG is the task
+        task = cls(compute_dag=dag, workload_key=core.workload_key, target=core.target,
+                   hardware_params=core.hardware_params, desc=core.desc)
+        task.workload = stored
+        return task
+
+    def __reduce__(self):
+        return (type(self).from_json, (self.to_json(),))
+
+    def __repr__(self):
+        return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target}\")"
+
+
+__all__ = ["SearchTask", "Target", "HardwareParams"]

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include "dag/compute_dag.h"
+#include "ir/error.h"
+#include "task/search_task.h"
+#include "task/target.h"
+
+namespace autosched {
+namespace {
+
+TEST(Target, ParsesKindAndOptions) {
+  Target t = Target::Parse("llvm -mcpu=sapphirerapids -num-cores=2 -fast-math");
+  EXPECT_EQ(t.kind, TargetKind::LLVM);
+  EXPECT_EQ(t.mcpu, "sapphirerapids");
+  EXPECT_EQ(t.num_cores, 2);
+  EXPECT_TRUE(t.HasOption("fast-math"));
+  EXPECT_EQ(Target::Parse(t.str()), t);
+
+  Target gpu = Target::Parse("  opencl   -device=mali ");
+  EXPECT_EQ(gpu.kind, TargetKind::OpenCL);
+  EXPECT_EQ(gpu.device, "mali");
+  EXPECT_EQ(gpu.str(), "opencl -device=mali");
+}
+
+void ExpectErrorMentions(const std::string& text, const std::string& needle) {
+  try {
+    Target::Parse(text);
+    ADD_FAILURE() << "no error for '" << text << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Target, RejectsMalformedInput) {
+  ExpectErrorMentions("cuda", "unknown target kind 'cuda'");
+  ExpectErrorMentions("", "empty target");
+  ExpectErrorMentions("llvm mcpu=x", "malformed target option 'mcpu=x'");
+  ExpectErrorMentions("llvm -numcores=2", "'-numcores'");
+  ExpectErrorMentions("llvm -num-cores=two", "-num-cores needs a positive integer, got 'two'");
+  ExpectErrorMentions("llvm -num-cores=0", "positive integer");
+  ExpectErrorMentions("llvm -mcpu", "-mcpu needs a value");
+  ExpectErrorMentions("llvm -fast-math=1", "flag");
+  ExpectErrorMentions("llvm -device=mali", "'-device' for llvm");
+  ExpectErrorMentions("opencl -device=voodoo", "unknown OpenCL device 'voodoo'");
+  ExpectErrorMentions("llvm -mcpu=a -mcpu=b", "given twice");
+}
+
+TEST(HardwareParams, DefaultsPerTarget) {
+  HardwareParams cpu = DefaultHardwareParams(Target::Parse("llvm -mcpu=sapphirerapids -num-cores=2"));
+  EXPECT_EQ(cpu.num_cores, 2);
+  EXPECT_EQ(cpu.vector_unit_bytes, 64);
+  EXPECT_EQ(cpu.cache_line_bytes, 64);
+  EXPECT_EQ(cpu.max_threads_per_block, 0);
+  EXPECT_EQ(DefaultHardwareParams(Target::Parse("llvm -mcpu=haswell")).vector_unit_bytes, 32);
+  EXPECT_GE(DefaultHardwareParams(Target::Parse("llvm")).num_cores, 1);
+
+  HardwareParams nvidia = DefaultHardwareParams(Target::Parse("opencl -device=nvidia"));
+  EXPECT_EQ(nvidia.warp_size, 32);
+  EXPECT_EQ(nvidia.max_threads_per_block, 1024);
+  EXPECT_EQ(nvidia.max_shared_memory_per_block, 48 * 1024);
+  HardwareParams mali = DefaultHardwareParams(Target::Parse("opencl -device=mali -num-cores=10"));
+  EXPECT_EQ(mali.num_cores, 10);
+  EXPECT_EQ(mali.warp_size, 1);
+  EXPECT_EQ(mali.max_threads_per_block, 256);
+}
+
+ComputeDAG SmallMatmul(int64_t n) {
+  Tensor a = placeholder({n, 8}, DataType::Float(32), "A");
+  Tensor b = placeholder({8, n}, DataType::Float(32), "B");
+  IterVar k = MakeReduceAxis(0, 8, "k");
+  IterVar i{VarNode::make("i"), 0, n, IterKind::Spatial};
+  IterVar j{VarNode::make("j"), 0, n, IterKind::Spatial};
+  Tensor c = compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, k.var}) * b({k.var, j.var}), {k}));
+  return ComputeDAG({a, b, c});
+}
+
+TEST(SearchTask, JsonRoundTrip) {
+  Target target = Target::Parse("opencl -device=mali");
+  HardwareParams params = DefaultHardwareParams(target);
+  params.max_threads_per_block = 128;
+  SearchTask task(SmallMatmul(16), "", target, params, "matmul");
+  EXPECT_EQ(task.workload_key, task.compute_dag.workload_key());
+
+  SearchTask back = SearchTask::FromJson(nlohmann::json::parse(task.ToJson().dump()));
+  EXPECT_EQ(back.workload_key, task.workload_key);
+  EXPECT_EQ(back.compute_dag.workload_key(), task.compute_dag.workload_key());
+  EXPECT_EQ(back.target, task.target);
+  EXPECT_EQ(back.hardware_params, task.hardware_params);
+  EXPECT_EQ(back.desc, "matmul");
+}
+
+TEST(SearchTask, RejectsBadJson) {
+  nlohmann::json doc = SearchTask(SmallMatmul(4), Target::Parse("llvm")).ToJson();
+  nlohmann::json future = doc;
+  future["version"] = 99;
+  EXPECT_THROW(SearchTask::FromJson(future), Error);
+  nlohmann::json missing = doc;
+  missing.erase("target");
+  try {
+    SearchTask::FromJson(missing);
+    ADD_FAILURE() << "no error for a missing field";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'target'"), std::string::npos) << e.what();
+  }
+  nlohmann::json unknown = doc;
+  unknown["hardware_params"]["num_warps"] = 3;
+  EXPECT_THROW(SearchTask::FromJson(unknown), Error);
+}
+
+}  // namespace
+}  // namespace autosched
