@@ -48,12 +48,14 @@ int OpIndexOf(const ComputeDAG& dag, py::handle op) {
 // One contiguous array per placeholder of dag.tensors(), in order, converted to
 // the tensor's dtype (a view when nothing needs converting); shapes checked.
 // `keep` holds the arrays alive while the evaluator reads them.
-std::vector<HostTensor> InputViews(const ComputeDAG& dag, const py::sequence& inputs, std::vector<py::array>* keep) {
+std::vector<HostTensor> InputViews(const ComputeDAG& dag, const py::sequence& inputs,
+                                   std::vector<py::array>* keep) {
   py::object ascontiguous = py::module_::import("numpy").attr("ascontiguousarray");
   std::vector<HostTensor> args(dag.tensors().size());
   size_t placeholders = 0;
   for (const Tensor& t : dag.tensors()) placeholders += t->is_placeholder();
-  AS_CHECK(inputs.size() == placeholders, "expected " << placeholders << " input array(s), one per placeholder "
+  AS_CHECK(inputs.size() == placeholders, "expected " << placeholders
+                                                      << " input array(s), one per placeholder "
                                                       << "among the DAG's tensors, got " << inputs.size());
   size_t next = 0;
   for (size_t i = 0; i < dag.tensors().size(); ++i) {
@@ -67,7 +69,8 @@ std::vector<HostTensor> InputViews(const ComputeDAG& dag, const py::sequence& in
       std::string expected, got;
       for (int64_t d : t->shape) expected += (expected.empty() ? "" : ", ") + std::to_string(d);
       for (int64_t d : shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-      AS_CHECK(false, "input for tensor '" << t->name << "' has shape (" << got << "), expected (" << expected << ")");
+      AS_CHECK(false, "input for tensor '" << t->name << "' has shape (" << got << "), expected (" << expected
+                                           << ")");
     }
     args[i].data = array.mutable_data();
     keep->push_back(array);
@@ -101,8 +104,9 @@ py::array_t<double> EvaluatePoints(const ComputeDAG& dag, const py::sequence& in
   for (size_t i = 0; i < dag.tensors().size(); ++i) {
     if (dag.tensors()[i]->is_compute()) outputs.push_back(static_cast<int>(i));
   }
-  AS_CHECK(output_index >= 0 && output_index < static_cast<int>(outputs.size()),
-           "output_index " << output_index << " out of range: the DAG has " << outputs.size() << " output(s)");
+  AS_CHECK(
+      output_index >= 0 && output_index < static_cast<int>(outputs.size()),
+      "output_index " << output_index << " out of range: the DAG has " << outputs.size() << " output(s)");
   std::vector<double> values;
   {
     py::gil_scoped_release release;
@@ -123,19 +127,22 @@ void bind_dag(py::module_& m) {
       .def_property_readonly("tensors", &ComputeDAG::tensors)
       .def_property_readonly("ops", &ComputeDAG::ops)
       .def("op_index", [](const ComputeDAG& dag, py::object op) { return OpIndexOf(dag, op); })
-      .def("access_info", [](const ComputeDAG& dag, py::object op) { return AccessInfoToDict(dag, OpIndexOf(dag, op)); },
-           "What the access analysis knows about an op (given by index, name or tensor), as a dict.")
+      .def(
+          "access_info",
+          [](const ComputeDAG& dag, py::object op) { return AccessInfoToDict(dag, OpIndexOf(dag, op)); },
+          "What the access analysis knows about an op (given by index, name or tensor), as a dict.")
       .def("element_wise_match", &ComputeDAG::ElementWiseMatch, py::arg("op"), py::arg("consumer"))
       .def("to_json", [](const ComputeDAG& dag) { return dag.ToJson().dump(); })
-      .def_static("from_json", [](const std::string& text) {
-        nlohmann::json doc;
-        try {
-          doc = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& e) {
-          throw Error(std::string("ComputeDAG.from_json: not valid JSON: ") + e.what());
-        }
-        return ComputeDAG::FromJson(doc);
-      })
+      .def_static("from_json",
+                  [](const std::string& text) {
+                    nlohmann::json doc;
+                    try {
+                      doc = nlohmann::json::parse(text);
+                    } catch (const nlohmann::json::exception& e) {
+                      throw Error(std::string("ComputeDAG.from_json: not valid JSON: ") + e.what());
+                    }
+                    return ComputeDAG::FromJson(doc);
+                  })
       .def("__str__", &ComputeDAG::ToString)
       .def("__repr__", [](const ComputeDAG& dag) {
         return "ComputeDAG(" + std::to_string(dag.ops().size()) + " ops, key " + dag.workload_key() + ")";

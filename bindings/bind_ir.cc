@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "bind.h"
 #include "ir/dtype.h"
@@ -44,27 +45,50 @@ Combiner ParseCombiner(const std::string& name) {
   return Combiner::Sum;
 }
 
+// numpy scalars (np.int64(3), np.float32(2)) as the Python number they hold.
+py::object NormalizeNumber(py::handle value) {
+  if (py::isinstance<py::bool_>(value) || py::isinstance<py::int_>(value) ||
+      py::isinstance<py::float_>(value)) {
+    return py::reinterpret_borrow<py::object>(value);
+  }
+  if (py::hasattr(value, "dtype") && py::hasattr(value, "item") && py::len(value.attr("shape")) == 0) {
+    std::string kind = py::str(value.attr("dtype").attr("kind"));
+    if (kind == "b" || kind == "i" || kind == "u" || kind == "f") return value.attr("item")();
+  }
+  return py::reinterpret_borrow<py::object>(value);
+}
+
 // A Python number as a constant of dtype `like` (see the rule above), or of
 // its default type (bool, int32, float32) when there is no other operand.
-Expr LiteralToExpr(py::handle value, const DataType* like) {
+Expr LiteralToExpr(py::handle original, const DataType* like) {
+  py::object value = NormalizeNumber(original);
   if (py::isinstance<py::bool_>(value)) {
     return IntImmNode::make(DataType::Bool(), value.cast<bool>() ? 1 : 0);
   }
   if (py::isinstance<py::int_>(value)) {
     auto v = value.cast<int64_t>();
-    if (like == nullptr) return IntImmNode::make(DataType::Int(32), v);
+    if (like == nullptr) {
+      AS_TYPE_CHECK(
+          WrapToType(DataType::Int(32), v) == v,
+          "integer literal " << v << " does not fit in int32; give a dtype, e.g. te.const(v, \"int64\")");
+      return IntImmNode::make(DataType::Int(32), v);
+    }
     AS_TYPE_CHECK(!like->is_bool(), "integer literal " << v << " used with an expression of dtype bool");
-    return make_const(*like, static_cast<double>(v));
+    AS_TYPE_CHECK(
+        !like->is_integer() || WrapToType(*like, v) == v,
+        "integer literal " << v << " does not fit in " << like->str() << " (the dtype of the other operand)");
+    return like->is_float() ? FloatImmNode::make(*like, static_cast<double>(v)) : IntImmNode::make(*like, v);
   }
   if (py::isinstance<py::float_>(value)) {
     double v = value.cast<double>();
     if (like == nullptr) return FloatImmNode::make(DataType::Float(32), v);
-    AS_TYPE_CHECK(like->is_float(), "float literal " << v << " used with an expression of dtype " << like->str()
+    AS_TYPE_CHECK(like->is_float(), "float literal " << v << " used with an expression of dtype "
+                                                     << like->str()
                                                      << "; cast one side first (te.cast / .astype)");
     return FloatImmNode::make(*like, v);
   }
-  throw TypeError("cannot use a value of Python type '" + std::string(py::str(py::type::of(value).attr("__name__"))) +
-                  "' in an expression");
+  throw TypeError("cannot use a value of Python type '" +
+                  std::string(py::str(py::type::of(original).attr("__name__"))) + "' in an expression");
 }
 
 // Expr, IterVar (its variable) or a Python number.
@@ -98,7 +122,8 @@ Expr Binary(BinOp op, py::handle a, py::handle b) {
 
 Expr Negate(const Expr& x) { return BinaryNode::make(BinOp::Sub, make_const(x.dtype(), 0), x); }
 
-bool IsOperand(py::handle value) {
+bool IsOperand(py::handle original) {
+  py::object value = NormalizeNumber(original);
   return py::isinstance<Expr>(value) || py::isinstance<IterVar>(value) || py::isinstance<py::int_>(value) ||
          py::isinstance<py::float_>(value);
 }
@@ -131,13 +156,20 @@ void DefineOperators(py::class_<T>& cls) {
     BinOp op;
   };
   static const Entry kOps[] = {
-      {"__add__", "__radd__", BinOp::Add},          {"__sub__", "__rsub__", BinOp::Sub},
-      {"__mul__", "__rmul__", BinOp::Mul},          {"__truediv__", "__rtruediv__", BinOp::Div},
-      {"__floordiv__", "__rfloordiv__", BinOp::FloorDiv}, {"__mod__", "__rmod__", BinOp::FloorMod},
-      {"__and__", "__rand__", BinOp::And},          {"__or__", "__ror__", BinOp::Or},
-      {"__lt__", nullptr, BinOp::LT},                {"__le__", nullptr, BinOp::LE},
-      {"__gt__", nullptr, BinOp::GT},                {"__ge__", nullptr, BinOp::GE},
-      {"__eq__", nullptr, BinOp::EQ},                {"__ne__", nullptr, BinOp::NE},
+      {"__add__", "__radd__", BinOp::Add},
+      {"__sub__", "__rsub__", BinOp::Sub},
+      {"__mul__", "__rmul__", BinOp::Mul},
+      {"__truediv__", "__rtruediv__", BinOp::Div},
+      {"__floordiv__", "__rfloordiv__", BinOp::FloorDiv},
+      {"__mod__", "__rmod__", BinOp::FloorMod},
+      {"__and__", "__rand__", BinOp::And},
+      {"__or__", "__ror__", BinOp::Or},
+      {"__lt__", nullptr, BinOp::LT},
+      {"__le__", nullptr, BinOp::LE},
+      {"__gt__", nullptr, BinOp::GT},
+      {"__ge__", nullptr, BinOp::GE},
+      {"__eq__", nullptr, BinOp::EQ},
+      {"__ne__", nullptr, BinOp::NE},
   };
   for (const Entry& e : kOps) {
     cls.def(e.name, bin(e.op));
@@ -150,10 +182,12 @@ void DefineOperators(py::class_<T>& cls) {
   cls.def("__neg__", [](py::object a) { return Negate(ToExpr(a)); });
   cls.def("__invert__", [](py::object a) { return NotNode::make(ToExpr(a)); });
   cls.def("__abs__", [](py::object a) { return CallNode::make(Intrinsic::Fabs, {ToExpr(a)}); });
-  cls.def("astype", [](py::object a, const std::string& dtype) { return cast(DataType::Parse(dtype), ToExpr(a)); });
+  cls.def("astype",
+          [](py::object a, const std::string& dtype) { return cast(DataType::Parse(dtype), ToExpr(a)); });
   cls.def("__bool__", [](py::object) -> bool {
-    throw TypeError("an expression has no truth value; use te.all / & / | to combine conditions, "
-                    "te.if_then_else / te.select to choose");
+    throw TypeError(
+        "an expression has no truth value; use te.all / & / | to combine conditions, "
+        "te.if_then_else / te.select to choose");
   });
   // __eq__ builds an expression, so hashing is by identity of the node.
   cls.def("__hash__", [](const T& self) { return reinterpret_cast<intptr_t>(ExprOf(self).get()); });
@@ -164,10 +198,10 @@ void BindExpr(py::module_& m) {
   expr.def_property_readonly("dtype", [](const Expr& e) { return e.dtype().str(); })
       .def_property_readonly("kind",
                              [](const Expr& e) {
-                               static const char* kNames[] = {"IntImm", "FloatImm", "Var",       "Binary",
-                                                              "Not",    "Select",   "Cast",      "Call",
-                                                              "TensorLoad", "Reduce", "BufferLoad", "Ramp",
-                                                              "Broadcast",  "Let"};
+                               static const char* kNames[] = {
+                                   "IntImm",     "FloatImm", "Var",       "Binary",     "Not",
+                                   "Select",     "Cast",     "Call",      "TensorLoad", "Reduce",
+                                   "BufferLoad", "Ramp",     "Broadcast", "Let"};
                                return std::string(kNames[static_cast<int>(e.kind())]);
                              })
       .def_property_readonly("value",
@@ -197,9 +231,10 @@ void BindIterVar(py::module_& m) {
   iter_var
       .def(py::init([](const std::string& name, int64_t min, int64_t extent, const std::string& kind) {
              AS_CHECK(extent > 0, "axis '" << name << "' has non-positive extent " << extent);
-             AS_CHECK(kind == "spatial" || kind == "reduce", "axis kind must be 'spatial' or 'reduce', got '"
-                                                                 << kind << "'");
-             return IterVar{VarNode::make(name), min, extent, kind == "spatial" ? IterKind::Spatial : IterKind::Reduce};
+             AS_CHECK(kind == "spatial" || kind == "reduce",
+                      "axis kind must be 'spatial' or 'reduce', got '" << kind << "'");
+             return IterVar{VarNode::make(name), min, extent,
+                            kind == "spatial" ? IterKind::Spatial : IterKind::Reduce};
            }),
            py::arg("name"), py::arg("min"), py::arg("extent"), py::arg("kind") = "spatial")
       .def_property_readonly("var", [](const IterVar& iv) { return iv.var; })
@@ -210,12 +245,14 @@ void BindIterVar(py::module_& m) {
                              [](const IterVar& iv) {
                                return py::module_::import("autosched._core").attr("Range")(iv.min, iv.extent);
                              })
-      .def_property_readonly("kind", [](const IterVar& iv) { return iv.kind == IterKind::Spatial ? "spatial" : "reduce"; })
+      .def_property_readonly(
+          "kind", [](const IterVar& iv) { return iv.kind == IterKind::Spatial ? "spatial" : "reduce"; })
       .def_property_readonly("dtype", [](const IterVar& iv) { return iv.var.dtype().str(); })
       .def("__str__", [](const IterVar& iv) { return iv.name(); })
       .def("__repr__", [](const IterVar& iv) {
-        return "IterVar(" + iv.name() + ", [" + std::to_string(iv.min) + ", " + std::to_string(iv.min + iv.extent) +
-               "), " + (iv.kind == IterKind::Spatial ? "spatial" : "reduce") + ")";
+        return "IterVar(" + iv.name() + ", [" + std::to_string(iv.min) + ", " +
+               std::to_string(iv.min + iv.extent) + "), " +
+               (iv.kind == IterKind::Spatial ? "spatial" : "reduce") + ")";
       });
   DefineOperators(iter_var);
 }
@@ -233,61 +270,75 @@ std::vector<Expr> ToIndices(py::handle index) {
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", "The output of a placeholder or compute operation.")
       .def("__getitem__", [](const Tensor& t, py::object index) { return t(ToIndices(index)); })
-      .def("__iter__", [](const Tensor& t) -> py::object {
-        throw TypeError("tensor '" + t->name + "' is symbolic and cannot be iterated; index it as T[i, j]");
-      })
+      .def("__iter__",
+           [](const Tensor& t) -> py::object {
+             throw TypeError("tensor '" + t->name +
+                             "' is symbolic and cannot be iterated; index it as T[i, j]");
+           })
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t->shape)); })
       .def_property_readonly("dtype", [](const Tensor& t) { return t->dtype.str(); })
       .def_property_readonly("name", [](const Tensor& t) { return t->name; })
       .def_property_readonly("ndim", &Tensor::ndim)
-      .def_property_readonly("op_kind", [](const Tensor& t) { return t->is_placeholder() ? "placeholder" : "compute"; })
+      .def_property_readonly("op_kind",
+                             [](const Tensor& t) { return t->is_placeholder() ? "placeholder" : "compute"; })
       .def_property_readonly("tag", [](const Tensor& t) { return t->tag; })
       .def_property_readonly("attrs", [](const Tensor& t) { return t->attrs; })
       .def_property_readonly("axis", [](const Tensor& t) { return t->axis; })
       .def_property_readonly("reduce_axis", [](const Tensor& t) { return t->reduce_axis; })
-      .def_property_readonly("body", [](const Tensor& t) -> py::object {
-        return t->body.defined() ? py::cast(t->body) : py::none();
-      })
+      .def_property_readonly(
+          "body",
+          [](const Tensor& t) -> py::object { return t->body.defined() ? py::cast(t->body) : py::none(); })
       .def("input_tensors", &InputTensors)
       .def("same_as", &Tensor::same_as)
-      .def("__eq__", [](const Tensor& a, py::object b) {
-        return py::isinstance<Tensor>(b) && a.same_as(b.cast<Tensor>());
-      })
-      .def("__ne__", [](const Tensor& a, py::object b) {
-        return !(py::isinstance<Tensor>(b) && a.same_as(b.cast<Tensor>()));
-      })
+      .def("__eq__", [](const Tensor& a,
+                        py::object b) { return py::isinstance<Tensor>(b) && a.same_as(b.cast<Tensor>()); })
+      .def("__ne__", [](const Tensor& a,
+                        py::object b) { return !(py::isinstance<Tensor>(b) && a.same_as(b.cast<Tensor>())); })
       .def("__hash__", [](const Tensor& t) { return reinterpret_cast<intptr_t>(t.get()); })
       .def("__str__", &OpToString)
       .def("__repr__", [](const Tensor& t) {
-        std::string shape;
-        for (int64_t d : t->shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-        return "Tensor(" + t->name + ", shape=(" + shape + (t->shape.size() == 1 ? ",)" : ")") +
-               ", dtype=" + t->dtype.str() + ")";
+        std::ostringstream text;
+        text << "Tensor(" << t->name << ", shape=(";
+        for (size_t i = 0; i < t->shape.size(); ++i) text << (i ? ", " : "") << t->shape[i];
+        text << (t->shape.size() == 1 ? ",)" : ")") << ", dtype=" << t->dtype.str() << ")";
+        return text.str();
       });
 }
 
 // Construction functions, one per IR node family; te.py builds on them.
 void BindConstructors(py::module_& m) {
-  m.def("convert", [](py::object value, py::object like) {
-    if (like.is_none()) return ToExpr(value);
-    DataType t = DataType::Parse(like.cast<std::string>());
-    return ToExpr(value, &t);
-  }, py::arg("value"), py::arg("dtype") = py::none(),
-        "An Expr from an Expr, IterVar or Python number (a literal takes `dtype` when given).");
-  m.def("const", [](py::object value, const std::string& dtype) {
-    DataType t = DataType::Parse(dtype);
-    if (py::isinstance<py::float_>(value)) {
-      double v = value.cast<double>();
-      AS_TYPE_CHECK(t.is_float() || std::floor(v) == v,
-                    "constant " << v << " is not a whole number and cannot be a " << t.str());
-      return make_const(t, v);
-    }
-    if (t.is_float()) return FloatImmNode::make(t, static_cast<double>(value.cast<int64_t>()));
-    return IntImmNode::make(t, value.cast<int64_t>());
-  }, py::arg("value"), py::arg("dtype"));
-  m.def("var", [](const std::string& name, const std::string& dtype) { return VarNode::make(name, DataType::Parse(dtype)); },
-        py::arg("name"), py::arg("dtype") = "int32");
-  m.def("binary", [](const std::string& op, py::object a, py::object b) { return Binary(ParseBinOp(op), a, b); });
+  m.def(
+      "convert",
+      [](py::object value, py::object like) {
+        if (like.is_none()) return ToExpr(value);
+        DataType t = DataType::Parse(like.cast<std::string>());
+        return ToExpr(value, &t);
+      },
+      py::arg("value"), py::arg("dtype") = py::none(),
+      "An Expr from an Expr, IterVar or Python number (a literal takes `dtype` when given).");
+  m.def(
+      "const",
+      [](py::object value, const std::string& dtype) {
+        value = NormalizeNumber(value);
+        DataType t = DataType::Parse(dtype);
+        if (py::isinstance<py::float_>(value)) {
+          double v = value.cast<double>();
+          AS_TYPE_CHECK(t.is_float() || std::floor(v) == v,
+                        "constant " << v << " is not a whole number and cannot be a " << t.str());
+          return make_const(t, v);
+        }
+        if (t.is_float()) return FloatImmNode::make(t, static_cast<double>(value.cast<int64_t>()));
+        return IntImmNode::make(t, value.cast<int64_t>());
+      },
+      py::arg("value"), py::arg("dtype"));
+  m.def(
+      "var",
+      [](const std::string& name, const std::string& dtype) {
+        return VarNode::make(name, DataType::Parse(dtype));
+      },
+      py::arg("name"), py::arg("dtype") = "int32");
+  m.def("binary",
+        [](const std::string& op, py::object a, py::object b) { return Binary(ParseBinOp(op), a, b); });
   m.def("logical_not", [](py::object a) { return NotNode::make(ToExpr(a)); });
   m.def("select", [](py::object c, py::object t, py::object f) {
     auto [x, y] = ToOperands(t, f);
@@ -307,19 +358,29 @@ void BindConstructors(py::module_& m) {
     }
     return CallNode::make(op, std::move(exprs));
   });
-  m.def("cast", [](py::object value, const std::string& dtype) { return cast(DataType::Parse(dtype), ToExpr(value)); });
+  m.def("cast", [](py::object value, const std::string& dtype) {
+    return cast(DataType::Parse(dtype), ToExpr(value));
+  });
   m.def("reduce_axis", &MakeReduceAxis, py::arg("min"), py::arg("extent"), py::arg("name"));
-  m.def("reduce", [](const std::string& combiner, py::object source, const std::vector<IterVar>& axis,
-                     py::object where) {
-    Expr condition = where.is_none() ? Expr() : ToExpr(where);
-    return ReduceNode::make(ParseCombiner(combiner), ToExpr(source), axis, condition);
-  }, py::arg("combiner"), py::arg("source"), py::arg("axis"), py::arg("where") = py::none());
-  m.def("identity", [](const std::string& combiner, const std::string& dtype) {
-    return CombinerIdentity(ParseCombiner(combiner), DataType::Parse(dtype));
-  }, "The identity of a combiner: sum 0, prod 1, max lowest, min highest value of dtype.");
-  m.def("placeholder", [](const std::vector<int64_t>& shape, const std::string& dtype, const std::string& name) {
-    return placeholder(shape, DataType::Parse(dtype), name);
-  }, py::arg("shape"), py::arg("dtype"), py::arg("name"));
+  m.def(
+      "reduce",
+      [](const std::string& combiner, py::object source, const std::vector<IterVar>& axis, py::object where) {
+        Expr condition = where.is_none() ? Expr() : ToExpr(where);
+        return ReduceNode::make(ParseCombiner(combiner), ToExpr(source), axis, condition);
+      },
+      py::arg("combiner"), py::arg("source"), py::arg("axis"), py::arg("where") = py::none());
+  m.def(
+      "identity",
+      [](const std::string& combiner, const std::string& dtype) {
+        return CombinerIdentity(ParseCombiner(combiner), DataType::Parse(dtype));
+      },
+      "The identity of a combiner: sum 0, prod 1, max lowest, min highest value of dtype.");
+  m.def(
+      "placeholder",
+      [](const std::vector<int64_t>& shape, const std::string& dtype, const std::string& name) {
+        return placeholder(shape, DataType::Parse(dtype), name);
+      },
+      py::arg("shape"), py::arg("dtype"), py::arg("name"));
   m.def("compute", &compute, py::arg("name"), py::arg("axis"), py::arg("body"), py::arg("tag") = "",
         py::arg("attrs") = std::map<std::string, std::string>{});
 }

@@ -1,9 +1,99 @@
+// Building states into native modules and calling them on numpy arrays
+// without copies. python/autosched/build_module.py adds the Pythonic layer
+// (ans.build, mod(*arrays), mod.time_evaluator(...)).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
 #include "bind.h"
+#include "codegen/build.h"
+#include "ir/error.h"
+#include "lower/lower.h"
+#include "lower/stmt_printer.h"
+#include "runtime/module.h"
+#include "schedule/state.h"
 
 namespace py = pybind11;
 
 namespace autosched::bindings {
+namespace {
 
-void bind_runtime(py::module_& m) {}
+// A view of a numpy array as a kernel argument; TypeError names argument i
+// when it is not an array of a supported dtype.
+CallArg ToCallArg(const py::handle& obj, size_t i) {
+  AS_TYPE_CHECK(py::isinstance<py::array>(obj),
+                "argument " << i << " must be a numpy.ndarray, got " << py::str(py::type::of(obj)).cast<std::string>());
+  auto arr = py::reinterpret_borrow<py::array>(obj);
+  std::string dtype_name = py::str(arr.dtype()).cast<std::string>();
+  CallArg arg;
+  try {
+    arg.dtype = DataType::Parse(dtype_name);
+  } catch (const Error&) {
+    AS_TYPE_CHECK(false, "argument " << i << " has unsupported dtype " << dtype_name);
+  }
+  arg.data = const_cast<void*>(arr.data());
+  for (py::ssize_t d = 0; d < arr.ndim(); ++d) arg.shape.push_back(arr.shape(d));
+  arg.c_contiguous = (arr.flags() & py::array::c_style) != 0;
+  return arg;
+}
+
+std::vector<CallArg> ToCallArgs(const py::args& arrays) {
+  std::vector<CallArg> args;
+  for (size_t i = 0; i < arrays.size(); ++i) args.push_back(ToCallArg(arrays[i], i));
+  return args;
+}
+
+Module BuildState(const State& state, const std::string& target) {
+  CodegenTarget t = CodegenTarget::Parse(target);
+  LoweredFunc f = Lower(state);
+  return Build(f, t);
+}
+
+std::string LoweredText(const State& state, bool log_passes) {
+  std::ostringstream log;
+  LowerOptions options;
+  if (log_passes) options.log = &log;
+  LoweredFunc f = Lower(state, options);
+  return log_passes ? log.str() : ToString(f);
+}
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  py::class_<Module>(m, "Module", "A compiled kernel; call it on numpy arrays (results written in place).")
+      .def_property_readonly("name", &Module::name)
+      .def_property_readonly("compile_seconds", &Module::compile_seconds)
+      .def_property_readonly("arg_specs",
+                             [](const Module& mod) {
+                               py::list specs;
+                               for (const ArgSpec& a : mod.args()) {
+                                 specs.append(py::make_tuple(a.name, a.dtype.str(), py::tuple(py::cast(a.shape))));
+                               }
+                               return specs;
+                             })
+      .def("__call__",
+           [](const Module& mod, const py::args& arrays) {
+             std::vector<CallArg> args = ToCallArgs(arrays);
+             py::gil_scoped_release release;
+             mod.Call(args);
+           })
+      .def(
+          "time_evaluate",
+          [](const Module& mod, const py::list& arrays, int number, int repeat, double min_repeat_ms,
+             bool flush_cache) {
+            std::vector<CallArg> args = ToCallArgs(py::args(py::tuple(arrays)));
+            py::gil_scoped_release release;
+            return mod.TimeEvaluate(args, {number, repeat, min_repeat_ms, flush_cache});
+          },
+          py::arg("arrays"), py::arg("number") = 1, py::arg("repeat") = 1, py::arg("min_repeat_ms") = 0.0,
+          py::arg("flush_cache") = false)
+      .def("get_source", &Module::GetSource, py::arg("format") = "ll")
+      .def("__repr__", [](const Module& mod) { return "Module(" + mod.name() + ")"; });
+
+  m.def("build_state", &BuildState, py::arg("state"), py::arg("target") = "llvm",
+        "Lowers a state and compiles it for the target.");
+  m.def("lowered_text", &LoweredText, py::arg("state"), py::arg("log_passes") = false,
+        "The fully lowered loop nest of a state (with log_passes: after every pass).");
+  m.def("has_llvm", &HasLLVMBackend, "True when this build can compile for 'llvm' targets.");
+}
 
 }  // namespace autosched::bindings

@@ -24,7 +24,7 @@ nlohmann::json ParseJson(const std::string& text, const char* what) {
 std::string HardwareParamsRepr(const HardwareParams& p) {
   std::string text = "HardwareParams(";
   bool first = true;
-#define AUTOSCHED_FIELD_REPR(name, default_value, doc)               \
+#define AUTOSCHED_FIELD_REPR(name, default_value, doc)                           \
   text += (first ? "" : ", ") + std::string(#name "=") + std::to_string(p.name); \
   first = false;
   AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_REPR)
@@ -42,19 +42,19 @@ void BindHardwareParams(py::module_& m) {
     if (kwargs.contains("target") && !kwargs["target"].is_none()) {
       py::object target = kwargs["target"];
       p = DefaultHardwareParams(py::isinstance<py::str>(target) ? Target::Parse(target.cast<std::string>())
-                                                                 : target.cast<Target>());
+                                                                : target.cast<Target>());
     }
     for (auto [key_handle, value] : kwargs) {
       std::string key = py::str(key_handle);
       if (key == "target" || value.is_none()) continue;
       bool known = false;
-#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc)                                        \
-  if (key == #name) {                                                                              \
-    AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),           \
-                  "HardwareParams: " #name " must be an int");                                     \
-    p.name = value.cast<int64_t>();                                                                \
-    AS_CHECK(p.name >= 0, "HardwareParams: " #name " must not be negative, got " << p.name);      \
-    known = true;                                                                                  \
+#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc)                                 \
+  if (key == #name) {                                                                        \
+    AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),      \
+                  "HardwareParams: " #name " must be an int");                               \
+    p.name = value.cast<int64_t>();                                                          \
+    AS_CHECK(p.name >= 0, "HardwareParams: " #name " must not be negative, got " << p.name); \
+    known = true;                                                                            \
   }
       AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
 #undef AUTOSCHED_FIELD_FROM_KWARG
@@ -62,7 +62,8 @@ void BindHardwareParams(py::module_& m) {
     }
     return p;
   }));
-#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc) cls.def_readwrite(#name, &HardwareParams::name, doc);
+#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc) \
+  cls.def_readwrite(#name, &HardwareParams::name, doc);
   AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_PROPERTY)
 #undef AUTOSCHED_FIELD_PROPERTY
   cls.def("__eq__", &HardwareParams::operator==)

@@ -4,7 +4,7 @@
 //  - float16 <-> double conversion and typed element access (ReadElement /
 //    WriteElement) at the top.
 //  - BodyCompiler turns one op's body into a tree of small closures. Every
-//    variable (spatial axis, reduce axis, let) gets a slot in the op's frame,
+//    variable (spatial or reduce axis) gets a slot in the op's frame,
 //    an array of Slot; a closure reads its operands' closures and the frame,
 //    so interpretation does no lookups. Integer and bool values travel as
 //    int64 (already wrapped to their dtype), floats as double.
@@ -203,7 +203,6 @@ class BodyCompiler {
   Code CompileCall(const CallNode* n);
   Code CompileLoad(const TensorLoadNode* n);
   Code CompileReduce(const ReduceNode* n);
-  Code CompileLet(const LetNode* n);
   Code CompileSelect(const SelectNode* n);
 
   Evaluator* ev_;
@@ -239,8 +238,8 @@ class Evaluator {
 
   const ComputeDAG& dag_;
   bool on_demand_;
-  std::vector<TensorStore> stores_;    // parallel to dag.ops()
-  std::vector<OpProgram> programs_;    // parallel to dag.ops(); empty bodies for placeholders
+  std::vector<TensorStore> stores_;  // parallel to dag.ops()
+  std::vector<OpProgram> programs_;  // parallel to dag.ops(); empty bodies for placeholders
   std::unordered_map<const TensorNode*, int> op_index_;
 };
 
@@ -270,11 +269,10 @@ Code BodyCompiler::Compile(const Expr& e) {
     case ExprKind::Call: return CompileCall(e.as<CallNode>());
     case ExprKind::TensorLoad: return CompileLoad(e.as<TensorLoadNode>());
     case ExprKind::Reduce: return CompileReduce(e.as<ReduceNode>());
-    case ExprKind::Let: return CompileLet(e.as<LetNode>());
     default: break;
   }
   AS_CHECK(false, "compute '" << op_->name << "': the reference evaluator does not take lowered-code "
-                              << "expressions (buffer loads, ramps, broadcasts)");
+                              << "expressions (buffer loads, ramps, broadcasts, lets)");
   return {};
 }
 
@@ -358,7 +356,9 @@ Code BodyCompiler::CompileIntBinary(BinOp op, DataType t, IntFn a, IntFn b) {
       case BinOp::Div: nonzero(y); return y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
       case BinOp::Mod: nonzero(y); return y == -1 ? 0 : x % y;
       case BinOp::FloorDiv: nonzero(y); return FloorDivInt(x, y);
-      case BinOp::FloorMod: nonzero(y); return static_cast<int64_t>(ux - static_cast<uint64_t>(FloorDivInt(x, y)) * uy);
+      case BinOp::FloorMod:
+        nonzero(y);
+        return static_cast<int64_t>(ux - static_cast<uint64_t>(FloorDivInt(x, y)) * uy);
       case BinOp::Min: return x < y ? x : y;
       case BinOp::Max: return x > y ? x : y;
       case BinOp::And: return x && y;
@@ -507,14 +507,16 @@ Code BodyCompiler::CompileLoad(const TensorLoadNode* n) {
     Expr var = idx;
     if (const auto* bin = idx.as<BinaryNode>()) {
       int64_t c = 0;
-      if ((bin->op == BinOp::Add || bin->op == BinOp::Sub) && bin->a.as<VarNode>() && GetConstInt(bin->b, &c)) {
+      if ((bin->op == BinOp::Add || bin->op == BinOp::Sub) && bin->a.as<VarNode>() &&
+          GetConstInt(bin->b, &c)) {
         var = bin->a;
         li.offset = bin->op == BinOp::Add ? c : -c;
       }
     }
     auto it = var.as<VarNode>() ? slots_.find(var.as<VarNode>()) : slots_.end();
     // Narrow index types and large offsets could wrap: those take the general path.
-    bool cannot_wrap = idx.dtype().bits >= 32 && li.offset > -(int64_t{1} << 30) && li.offset < (int64_t{1} << 30);
+    bool cannot_wrap =
+        idx.dtype().bits >= 32 && li.offset > -(int64_t{1} << 30) && li.offset < (int64_t{1} << 30);
     if (it != slots_.end() && cannot_wrap) {
       li.slot = it->second;
     } else if (!GetConstInt(idx, &li.offset)) {
@@ -584,31 +586,6 @@ Code BodyCompiler::CompileReduce(const ReduceNode* n) {
   return IntCode(t, ReduceLoop<int64_t>(n->axis, slots, identity, source.i, condition, combine));
 }
 
-Code BodyCompiler::CompileLet(const LetNode* n) {
-  Code value = Compile(n->value);
-  int slot = BindSlot(n->var.as<VarNode>());
-  Code body = Compile(n->body);
-  IntFn vi = value.i;
-  FloatFn vf = value.f;
-  auto bind = [slot, vi, vf](Slot* s) {
-    if (vf) {
-      s[slot].f = vf(s);
-    } else {
-      s[slot].i = vi(s);
-    }
-  };
-  if (body.is_float()) {
-    return FloatCode(n->dtype, [bind, f = body.f](Slot* s) {
-      bind(s);
-      return f(s);
-    });
-  }
-  return IntCode(n->dtype, [bind, i = body.i](Slot* s) {
-    bind(s);
-    return i(s);
-  });
-}
-
 // ---- Evaluator ----
 
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
@@ -619,8 +596,8 @@ std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
 
 void Evaluator::CheckArgs(const std::vector<HostTensor>& args, bool on_demand) const {
   const std::vector<Tensor>& tensors = dag_.tensors();
-  AS_CHECK(args.size() == tensors.size(), "the DAG takes " << tensors.size() << " arguments, got "
-                                                           << args.size());
+  AS_CHECK(args.size() == tensors.size(),
+           "the DAG takes " << tensors.size() << " arguments, got " << args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorNode* t = tensors[i].get();
     const HostTensor& a = args[i];
@@ -646,7 +623,8 @@ Evaluator::Evaluator(const ComputeDAG& dag, const std::vector<HostTensor>& args,
     s.strides = RowMajorStrides(s.tensor->shape);
     for (size_t a = 0; a < args.size(); ++a) {
       bool use_caller_memory = s.tensor->is_placeholder() || !on_demand;
-      if (dag.tensors()[a].get() == s.tensor && use_caller_memory) s.data = static_cast<uint8_t*>(args[a].data);
+      if (dag.tensors()[a].get() == s.tensor && use_caller_memory)
+        s.data = static_cast<uint8_t*>(args[a].data);
     }
     AS_CHECK(s.data != nullptr || s.tensor->is_compute(),
              "placeholder '" << s.tensor->name << "' is not among the DAG's arguments");

@@ -1,5 +1,9 @@
 // Text form of expressions and tensors, in the notation users know:
 //   (A[i, k]*B[k, j]), (i + 1), floordiv(i, 4), max(x, 0f), sum(..., axis=[k])
+// Immediates: integers plain (5, -3), bools True / False, floats as the
+// shortest decimal that reads back exactly plus a type suffix: 0.5f (float32),
+// 0.5h (float16), 0.5d (float64), inff / -inff / nanf. Lowered nodes print as
+// ramp(base, stride, lanes), broadcast(value, lanes), (let x = v in body).
 #pragma once
 
 #include <ostream>

@@ -22,8 +22,9 @@ using TensorIndexFn = std::function<int64_t(const TensorNode*)>;
 uint64_t StructuralHash(const Expr& e, const TensorIndexFn& tensor_index = nullptr);
 bool StructuralEqual(const Expr& a, const Expr& b, const TensorIndexFn& tensor_index = nullptr);
 
-// Hash of a compute op: axis extents, reduce axes, body (axis variables bound in
-// order), dtype. Names and tag excluded.
+// Hash of an op: kind, shape, dtype and, for compute ops, axis extents, reduce
+// axes, body (axis variables bound in order, spatial then reduce) and attrs.
+// Names and tag excluded.
 uint64_t StructuralHashOp(const Tensor& t, const TensorIndexFn& tensor_index);
 
 // Combines hashes (order-sensitive).

@@ -78,7 +78,8 @@ class StateLowerer {
     std::vector<Stmt> nests;
     for (size_t s = 0; s < state_.stages.size(); ++s) {
       const Stage& st = state_.stages[s];
-      if (!st.is_placeholder() && st.loc == ComputeLocKind::Root) nests.push_back(StageNest(static_cast<int>(s)));
+      if (!st.is_placeholder() && st.loc == ComputeLocKind::Root)
+        nests.push_back(StageNest(static_cast<int>(s)));
     }
     Stmt body = SeqNode::make(nests);
     for (size_t s = state_.stages.size(); s-- > 0;) {
@@ -156,7 +157,8 @@ class StateLowerer {
     for (int r = 0; r < (with_reduce ? st.num_root : n_axis); ++r) {
       const int64_t ext = r < n_axis ? b.region_extent[r] : st.nodes[r].extent;
       const Interval local = EvalInterval(b.local_values[r], info_.ranges);
-      if (!(local.bounded() && local.max < ext)) conds.push_back(b.local_values[r] < Expr(static_cast<int>(ext)));
+      if (!(local.bounded() && local.max < ext))
+        conds.push_back(b.local_values[r] < Expr(static_cast<int>(ext)));
       if (r >= n_axis || !b.narrowed) continue;
       const Interval root = EvalInterval(b.root_values[r], info_.ranges);
       if (!(root.has_lower() && root.min >= 0)) conds.push_back(b.root_values[r] >= Expr(0));
@@ -164,10 +166,23 @@ class StateLowerer {
         conds.push_back(b.root_values[r] < Expr(static_cast<int>(st.op->shape[r])));
       }
     }
+    // Split parts that do not divide their (derived) parent: the parent must
+    // stay inside its extent, or a fuse above it would wrap around.
+    for (const IterRelation& rel : st.relations) {
+      const int parent = rel.parents[0];
+      if (rel.kind != IterRelation::Kind::Split || parent < st.num_root) continue;
+      if (!with_reduce && st.nodes[parent].kind != IteratorKind::Spatial) continue;
+      const Interval v = EvalInterval(b.node_values[parent], info_.ranges);
+      if (!(v.bounded() && v.max < st.nodes[parent].extent)) {
+        conds.push_back(b.node_values[parent] < Expr(static_cast<int>(st.nodes[parent].extent)));
+      }
+    }
     return AndAll(conds);
   }
 
-  Stmt Guarded(const Expr& cond, Stmt body) { return cond.defined() ? IfThenElseNode::make(cond, body) : body; }
+  Stmt Guarded(const Expr& cond, Stmt body) {
+    return cond.defined() ? IfThenElseNode::make(cond, body) : body;
+  }
 
   // The innermost statement: the value store, or the reduction update.
   Stmt UpdateStore(int s) {
@@ -207,8 +222,8 @@ class StateLowerer {
                         BufferStoreNode::make(buffers_[s].buffer, red->identity(), idx));
     for (size_t k = loops.size(); k-- > 0;) {
       const Iterator& it = st.iter(loops[k].second);
-      body = ForNode::make(loops[k].first, Expr(0), Expr(static_cast<int>(it.extent)), ForKindOf(it.annotation),
-                           body);
+      body = ForNode::make(loops[k].first, Expr(0), Expr(static_cast<int>(it.extent)),
+                           ForKindOf(it.annotation), body);
     }
     return body;
   }
@@ -256,7 +271,8 @@ class StateLowerer {
       AS_ICHECK(first_reduce >= 0);
     }
     Stmt nest = Loops(s, 0, first_reduce);
-    if (st.auto_unroll_max_step > 0) nest = PragmaNode::make("auto_unroll_max_step", st.auto_unroll_max_step, nest);
+    if (st.auto_unroll_max_step > 0)
+      nest = PragmaNode::make("auto_unroll_max_step", st.auto_unroll_max_step, nest);
     return nest;
   }
 

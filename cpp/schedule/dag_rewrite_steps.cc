@@ -47,7 +47,7 @@ Tensor RedirectLoads(const Tensor& t, const TensorMap& map) {
 // What a DAG rewrite produces: definitions replacing ops, the ops that get
 // fresh stages, and memory scopes of new ops.
 struct DagRewrite {
-  TensorMap replace;                              // old op -> its new definition
+  TensorMap replace;                                  // old op -> its new definition
   std::unordered_map<const TensorNode*, bool> fresh;  // new op -> fresh stage
   std::unordered_map<const TensorNode*, MemScope> scope;
 };
@@ -62,7 +62,7 @@ MemScope ParseScope(const std::string& scope) {
 
 // Applies the rewrite: rebuilds downstream ops, makes the new DAG and stages.
 void CommitRewrite(StateNode& s, const DagRewrite& rw) {
-  TensorMap map;            // old op -> new op
+  TensorMap map;                                         // old op -> new op
   std::unordered_map<const TensorNode*, int> old_index;  // new op -> old stage
   for (size_t i = 0; i < s.dag.ops().size(); ++i) {
     const Tensor& op = s.dag.ops()[i];
@@ -116,7 +116,8 @@ void CheckNothingAttached(const StateNode& s, int stage_id, const char* step) {
 // Fresh spatial axes like t's.
 std::vector<IterVar> FreshAxes(const TensorNode& t) {
   std::vector<IterVar> axes;
-  for (const IterVar& iv : t.axis) axes.push_back({VarNode::make(iv.name()), 0, iv.extent, IterKind::Spatial});
+  for (const IterVar& iv : t.axis)
+    axes.push_back({VarNode::make(iv.name()), 0, iv.extent, IterKind::Spatial});
   return axes;
 }
 
@@ -165,8 +166,8 @@ std::string CacheReadStep::Python(const StateNode& b) const {
   std::string readers = "[";
   for (size_t i = 0; i < reader_stage_ids.size(); ++i) {
     const int r = reader_stage_ids[i];
-    readers += (i ? ", \"" : "\"") + (r >= 0 && r < static_cast<int>(b.stages.size()) ? b.stages[r].name() : "?") +
-               "\"";
+    readers += (i ? ", \"" : "\"") +
+               (r >= 0 && r < static_cast<int>(b.stages.size()) ? b.stages[r].name() : "?") + "\"";
   }
   return "s.cache_read(\"" + b.stages[stage_id].name() + "\", \"" + scope_name + "\", " + readers + "])";
 }
@@ -242,13 +243,12 @@ void RfactorStep::Apply(StateNode& s) const {
   std::vector<Expr> values(st.nodes.size());
   std::vector<IterVar> rf_reduce;
   IterVar factor_axis;
-  int64_t covered = 1;
   for (int leaf : st.leaves) {
     if (SplitRoot(st, leaf) != root) continue;
     const Iterator& it = st.nodes[leaf];
     AS_CHECK(it.extent > 0, "rfactor needs known extents, '" << it.name << "' has none");
-    covered *= it.extent;
-    IterVar iv{VarNode::make(it.name), 0, it.extent, leaf == factor_node ? IterKind::Spatial : IterKind::Reduce};
+    IterVar iv{VarNode::make(it.name), 0, it.extent,
+               leaf == factor_node ? IterKind::Spatial : IterKind::Reduce};
     values[leaf] = iv.var;
     if (leaf == factor_node) {
       factor_axis = iv;
@@ -260,8 +260,15 @@ void RfactorStep::Apply(StateNode& s) const {
   const Expr root_value = values[root];
   VarMap sub{{root_iv.var_node(), root_value}};
   Expr cond = red->condition.defined() ? Substitute(red->condition, sub) : Expr();
-  if (covered > root_iv.extent) {
-    Expr in_range = root_value < Expr(static_cast<int>(root_iv.extent));
+  // Every split on the way that does not divide keeps its parent in range
+  // (the root, and the parts split again).
+  for (const IterRelation& rel : st.relations) {
+    const int parent = rel.parents[0];
+    if (rel.kind != IterRelation::Kind::Split || SplitRoot(st, parent) != root) continue;
+    int64_t product = 1;
+    for (int child : rel.children) product *= st.nodes[child].extent;
+    if (product <= st.nodes[parent].extent) continue;
+    Expr in_range = values[parent] < Expr(static_cast<int>(st.nodes[parent].extent));
     cond = cond.defined() ? (cond && in_range) : in_range;
   }
   for (const IterVar& iv : red->axis) {
@@ -269,8 +276,9 @@ void RfactorStep::Apply(StateNode& s) const {
   }
   std::vector<IterVar> rf_axes = op->axis;
   rf_axes.insert(rf_axes.begin() + factor_iter_id, factor_axis);
-  Expr rf_body = rf_reduce.empty() ? Substitute(red->source, sub)
-                                   : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce, cond);
+  Expr rf_body = rf_reduce.empty()
+                     ? Substitute(red->source, sub)
+                     : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce, cond);
   AS_CHECK(!rf_reduce.empty() || !cond.defined(), "rfactor of '" << st.name() << "' leaves a guarded body");
   Tensor rf = compute(op->name + ".rf", rf_axes, rf_body, op->tag, op->attrs);
 
@@ -278,7 +286,8 @@ void RfactorStep::Apply(StateNode& s) const {
   IterVar sum_axis = MakeReduceAxis(0, factor_axis.extent, factor_axis.name() + ".v");
   std::vector<Expr> idx = AxisVars(axes);
   idx.insert(idx.begin() + factor_iter_id, sum_axis.var);
-  Tensor result = compute(op->name, axes, ReduceNode::make(red->combiner, rf(idx), {sum_axis}), op->tag, op->attrs);
+  Tensor result =
+      compute(op->name, axes, ReduceNode::make(red->combiner, rf(idx), {sum_axis}), op->tag, op->attrs);
   DagRewrite rw;
   rw.replace[op.get()] = result;
   rw.fresh[rf.get()] = true;

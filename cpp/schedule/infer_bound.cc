@@ -59,9 +59,11 @@ bool SplitLinear(const Expr& e, int64_t scale, const VarSet& outer, Coeffs* coef
   int64_t c = 0;
   switch (bin->op) {
     case BinOp::Add:
-      return SplitLinear(bin->a, scale, outer, coeffs, rest) && SplitLinear(bin->b, scale, outer, coeffs, rest);
+      return SplitLinear(bin->a, scale, outer, coeffs, rest) &&
+             SplitLinear(bin->b, scale, outer, coeffs, rest);
     case BinOp::Sub:
-      return SplitLinear(bin->a, scale, outer, coeffs, rest) && SplitLinear(bin->b, -scale, outer, coeffs, rest);
+      return SplitLinear(bin->a, scale, outer, coeffs, rest) &&
+             SplitLinear(bin->b, -scale, outer, coeffs, rest);
     case BinOp::Mul:
       if (GetConstInt(bin->b, &c)) return SplitLinear(bin->a, scale * c, outer, coeffs, rest);
       if (GetConstInt(bin->a, &c)) return SplitLinear(bin->b, scale * c, outer, coeffs, rest);
@@ -168,7 +170,8 @@ VarSet OuterVars(const StateNode& state, const std::vector<StageBound>& bounds, 
     const Stage& sx = state.stages[x];
     const Stage& target = state.stages[sx.attach_stage];
     const int leaf = target.LeafIndex(sx.attach_node);
-    for (int i = 0; i <= leaf; ++i) outer.insert(bounds[sx.attach_stage].node_vars[target.leaves[i]].as<VarNode>());
+    for (int i = 0; i <= leaf; ++i)
+      outer.insert(bounds[sx.attach_stage].node_vars[target.leaves[i]].as<VarNode>());
     x = sx.attach_stage;
   }
   return outer;
@@ -206,7 +209,8 @@ void NarrowRegion(const StateNode& state, std::vector<Stage>& stages, std::vecto
   for (size_t d = 0; d < op->shape.size(); ++d) {
     UnionRegion(per_dim[d], op->shape[d], &b.region_min[d], &b.region_extent[d]);
     int64_t c = 0;
-    b.narrowed = b.narrowed || !GetConstInt(b.region_min[d], &c) || c != 0 || b.region_extent[d] != op->shape[d];
+    b.narrowed =
+        b.narrowed || !GetConstInt(b.region_min[d], &c) || c != 0 || b.region_extent[d] != op->shape[d];
     stages[p].nodes[d].extent = b.region_extent[d];
   }
   PropagateExtents(&stages[p]);
@@ -214,8 +218,9 @@ void NarrowRegion(const StateNode& state, std::vector<Stage>& stages, std::vecto
 
 void CheckKnownExtents(const Stage& st) {
   for (int leaf : st.leaves) {
-    AS_CHECK(st.nodes[leaf].extent > 0, "stage '" << st.name() << "': iterator '" << st.nodes[leaf].name
-                                                  << "' has an unknown extent (fill the split lengths first)");
+    AS_CHECK(st.nodes[leaf].extent > 0, "stage '"
+                                            << st.name() << "': iterator '" << st.nodes[leaf].name
+                                            << "' has an unknown extent (fill the split lengths first)");
   }
 }
 
@@ -242,6 +247,7 @@ BoundInfo InferBoundDetailed(const State& state) {
     }
     std::vector<Expr> values = b.node_vars;
     DeriveNodeValues(st, &values);
+    b.node_values = values;
     for (int r = 0; r < st.num_root; ++r) {
       b.local_values.push_back(values[r]);
       const bool spatial = r < static_cast<int>(st.op->axis.size());

@@ -18,12 +18,13 @@
 namespace autosched {
 
 struct StageBound {
-  std::vector<Expr> node_vars;      // per iterator node: its loop variable (leaves only)
-  std::vector<Expr> local_values;   // per root node: its value from the leaves (0-based within the region)
-  std::vector<Expr> root_values;    // per root node: region start + local value (the tensor index)
-  std::vector<Expr> region_min;     // per spatial root axis
+  std::vector<Expr> node_vars;     // per iterator node: its loop variable (leaves only)
+  std::vector<Expr> node_values;   // per iterator node: its value from the leaves
+  std::vector<Expr> local_values;  // per root node: its value from the leaves (0-based within the region)
+  std::vector<Expr> root_values;   // per root node: region start + local value (the tensor index)
+  std::vector<Expr> region_min;    // per spatial root axis
   std::vector<int64_t> region_extent;
-  bool narrowed = false;            // region_min is not all zeros or extents not the full shape
+  bool narrowed = false;  // region_min is not all zeros or extents not the full shape
 };
 
 struct BoundInfo {

@@ -18,9 +18,9 @@ const char* IteratorKindName(IteratorKind k) {
 
 namespace {
 constexpr IteratorAnnotation kAllAnnotations[] = {
-    IteratorAnnotation::None,      IteratorAnnotation::Unroll,     IteratorAnnotation::Vectorize,
-    IteratorAnnotation::Parallel,  IteratorAnnotation::VThread,    IteratorAnnotation::BlockIdxX,
-    IteratorAnnotation::BlockIdxY, IteratorAnnotation::BlockIdxZ,  IteratorAnnotation::ThreadIdxX,
+    IteratorAnnotation::None,       IteratorAnnotation::Unroll,     IteratorAnnotation::Vectorize,
+    IteratorAnnotation::Parallel,   IteratorAnnotation::VThread,    IteratorAnnotation::BlockIdxX,
+    IteratorAnnotation::BlockIdxY,  IteratorAnnotation::BlockIdxZ,  IteratorAnnotation::ThreadIdxX,
     IteratorAnnotation::ThreadIdxY, IteratorAnnotation::ThreadIdxZ,
 };
 }  // namespace
@@ -76,7 +76,8 @@ Stage Stage::FromOp(const Tensor& op) {
   Stage stage;
   stage.op = op;
   for (const IterVar& iv : op->axis) stage.nodes.push_back({iv.name(), iv.extent, IteratorKind::Spatial});
-  for (const IterVar& iv : op->reduce_axis) stage.nodes.push_back({iv.name(), iv.extent, IteratorKind::Reduce});
+  for (const IterVar& iv : op->reduce_axis)
+    stage.nodes.push_back({iv.name(), iv.extent, IteratorKind::Reduce});
   stage.num_root = static_cast<int>(stage.nodes.size());
   for (int i = 0; i < stage.num_root; ++i) stage.leaves.push_back(i);
   return stage;
@@ -115,7 +116,10 @@ void PropagateExtents(Stage* stage) {
       int64_t known = 1;
       bool all_known = parent > 0;
       for (const auto& len : rel.lengths) {
-        if (len) known *= *len; else all_known = false;
+        if (len)
+          known *= *len;
+        else
+          all_known = false;
       }
       const size_t n = rel.children.size();
       for (size_t k = 0; k < n; ++k) {
@@ -215,7 +219,9 @@ State State::Split(int stage, int iter, const std::vector<std::optional<int64_t>
 }
 
 State State::Fuse(int stage, const std::vector<int>& iters) const { return Apply(FuseStep{stage, iters}); }
-State State::Reorder(int stage, const std::vector<int>& order) const { return Apply(ReorderStep{stage, order}); }
+State State::Reorder(int stage, const std::vector<int>& order) const {
+  return Apply(ReorderStep{stage, order});
+}
 State State::Annotate(int stage, int iter, IteratorAnnotation annotation) const {
   return Apply(AnnotationStep{stage, iter, static_cast<int>(annotation)});
 }
@@ -266,7 +272,9 @@ std::string State::PrintPythonSteps() const {
 
 namespace {
 
-std::string ExtentText(int64_t extent) { return extent < 0 ? "(None)" : "(0," + std::to_string(extent) + ")"; }
+std::string ExtentText(int64_t extent) {
+  return extent < 0 ? "(None)" : "(0," + std::to_string(extent) + ")";
+}
 
 void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& os);
 
@@ -286,8 +294,10 @@ void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& 
   }
   for (int i = 0; i < st.num_iters(); ++i) {
     const Iterator& it = st.iter(i);
-    const char* keyword = it.annotation == IteratorAnnotation::None ? "for" : IteratorAnnotationName(it.annotation);
-    os << std::string((indent + i) * 2, ' ') << keyword << " " << it.name << " " << ExtentText(it.extent) << "\n";
+    const char* keyword =
+        it.annotation == IteratorAnnotation::None ? "for" : IteratorAnnotationName(it.annotation);
+    os << std::string((indent + i) * 2, ' ') << keyword << " " << it.name << " " << ExtentText(it.extent)
+       << "\n";
     PrintAttached(state, stage_id, st.leaves[i], indent + i + 1, os);
   }
   os << std::string((indent + st.num_iters()) * 2, ' ') << st.name() << " = ...\n";
@@ -308,7 +318,8 @@ std::string State::ToString() const {
   }
   for (size_t i = 0; i < stages().size(); ++i) {
     const Stage& st = stages()[i];
-    if (!st.is_placeholder() && st.loc == ComputeLocKind::Root) PrintStage(*node_, static_cast<int>(i), 0, os);
+    if (!st.is_placeholder() && st.loc == ComputeLocKind::Root)
+      PrintStage(*node_, static_cast<int>(i), 0, os);
   }
   return os.str();
 }
@@ -374,11 +385,11 @@ void CheckComputeLocations(const StateNode& state, const std::string& label) {
     CheckParallelNesting(state, static_cast<int>(p), label);
     if (st.loc != ComputeLocKind::At) continue;
     const Stage& target = state.stages[st.attach_stage];
-    AS_CHECK(target.loc != ComputeLocKind::Inlined,
-             label << ": stage '" << st.name() << "' is attached to '" << target.name() << "', which is inlined");
-    AS_CHECK(target.LeafIndex(st.attach_node) >= 0,
-             label << ": stage '" << st.name() << "' is attached to an iterator of '" << target.name()
-                   << "' that no longer exists");
+    AS_CHECK(target.loc != ComputeLocKind::Inlined, label << ": stage '" << st.name() << "' is attached to '"
+                                                          << target.name() << "', which is inlined");
+    AS_CHECK(target.LeafIndex(st.attach_node) >= 0, label << ": stage '" << st.name()
+                                                          << "' is attached to an iterator of '"
+                                                          << target.name() << "' that no longer exists");
     for (int reader : EffectiveReaders(state, static_cast<int>(p))) {
       AS_CHECK(RunsInside(state, reader, st.attach_stage, st.attach_node),
                label << ": compute_at breaks a dependence: stage '" << state.stages[reader].name()

@@ -31,8 +31,17 @@ namespace autosched {
 enum class IteratorKind : uint8_t { Spatial, Reduce, Mixed };
 
 enum class IteratorAnnotation : uint8_t {
-  None, Unroll, Vectorize, Parallel, VThread,
-  BlockIdxX, BlockIdxY, BlockIdxZ, ThreadIdxX, ThreadIdxY, ThreadIdxZ,
+  None,
+  Unroll,
+  Vectorize,
+  Parallel,
+  VThread,
+  BlockIdxX,
+  BlockIdxY,
+  BlockIdxZ,
+  ThreadIdxX,
+  ThreadIdxY,
+  ThreadIdxZ,
 };
 const char* IteratorKindName(IteratorKind k);              // "spatial", "reduce", "mixed"
 const char* IteratorAnnotationName(IteratorAnnotation a);  // "none", "unroll", ..., "threadIdx.x"
@@ -49,8 +58,8 @@ struct Iterator {
 // How iterator nodes derive from each other.
 struct IterRelation {
   enum class Kind : uint8_t { Split, Fuse } kind = Kind::Split;
-  std::vector<int> parents;   // split: one; fuse: the fused nodes, outermost first
-  std::vector<int> children;  // split: the parts, outermost first; fuse: one
+  std::vector<int> parents;                     // split: one; fuse: the fused nodes, outermost first
+  std::vector<int> children;                    // split: the parts, outermost first; fuse: one
   std::vector<std::optional<int64_t>> lengths;  // split only
   bool inner_to_outer = true;                   // split only
 };

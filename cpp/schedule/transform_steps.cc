@@ -23,13 +23,14 @@ void CheckArgs(const json& a, size_t n, const char* name) {
 }
 
 int GetInt(const json& a, size_t i, const char* name) {
-  AS_CHECK(a[i].is_number_integer(), "record '" << name << "': argument " << i << " must be an integer, got "
-                                                << a[i].dump());
+  AS_CHECK(a[i].is_number_integer(),
+           "record '" << name << "': argument " << i << " must be an integer, got " << a[i].dump());
   return a[i].get<int>();
 }
 
 std::vector<int> GetInts(const json& a, size_t i, const char* name) {
-  AS_CHECK(a[i].is_array(), "record '" << name << "': argument " << i << " must be a list, got " << a[i].dump());
+  AS_CHECK(a[i].is_array(),
+           "record '" << name << "': argument " << i << " must be a list, got " << a[i].dump());
   std::vector<int> out;
   for (const auto& x : a[i]) {
     AS_CHECK(x.is_number_integer(), "record '" << name << "': argument " << i << " holds a non-integer");
@@ -39,7 +40,8 @@ std::vector<int> GetInts(const json& a, size_t i, const char* name) {
 }
 
 std::string GetString(const json& a, size_t i, const char* name) {
-  AS_CHECK(a[i].is_string(), "record '" << name << "': argument " << i << " must be a string, got " << a[i].dump());
+  AS_CHECK(a[i].is_string(),
+           "record '" << name << "': argument " << i << " must be a string, got " << a[i].dump());
   return a[i].get<std::string>();
 }
 
@@ -53,7 +55,8 @@ json OptionalToJson(const std::optional<int64_t>& v) { return v ? json(*v) : jso
 
 std::optional<int64_t> OptionalFromJson(const json& v, const char* name) {
   if (v.is_null()) return std::nullopt;
-  AS_CHECK(v.is_number_integer(), "record '" << name << "': a length must be an integer or null, got " << v.dump());
+  AS_CHECK(v.is_number_integer(),
+           "record '" << name << "': a length must be an integer or null, got " << v.dump());
   return v.get<int64_t>();
 }
 
@@ -192,7 +195,8 @@ std::optional<int64_t> FollowFusedSplitLength(const std::vector<Step>& steps, co
   AS_CHECK(!src_ids.empty(), "follow_fused_split needs at least one source step");
   std::optional<int64_t> product = 1;
   for (int id : src_ids) {
-    AS_CHECK(id >= 0 && id < static_cast<int>(steps.size()), "follows step " << id << ", which does not exist");
+    AS_CHECK(id >= 0 && id < static_cast<int>(steps.size()),
+             "follows step " << id << ", which does not exist");
     const auto* src = std::get_if<SplitStep>(&steps[id]);
     AS_CHECK(src != nullptr, "follows step " << id << ", which is not a split");
     AS_CHECK(level >= 0 && level < static_cast<int>(src->lengths.size()),
@@ -214,7 +218,8 @@ FollowFusedSplitStep FollowFusedSplitStep::FromArgs(const json& a) {
 }
 std::string FollowFusedSplitStep::Python(const StateNode& b) const {
   return "s.follow_fused_split(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
-         IntList(src_step_ids) + ", " + std::to_string(level) + ", " + (factor_or_nparts ? "True" : "False") + ")";
+         IntList(src_step_ids) + ", " + std::to_string(level) + ", " + (factor_or_nparts ? "True" : "False") +
+         ")";
 }
 
 // ---- fuse ----
@@ -317,8 +322,8 @@ void PragmaStep::Apply(StateNode& s) const {
   CheckComputeStage(s, stage_id);
   s.LeafAt(stage_id, iter_id);
   const std::string key = "auto_unroll_max_step$";
-  AS_CHECK(pragma_type.rfind(key, 0) == 0, "unknown pragma '" << pragma_type << "' (supported: "
-                                                              << key << "N)");
+  AS_CHECK(pragma_type.rfind(key, 0) == 0,
+           "unknown pragma '" << pragma_type << "' (supported: " << key << "N)");
   int64_t value = -1;
   try {
     size_t used = 0;
@@ -336,7 +341,8 @@ PragmaStep PragmaStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName), GetInt(a, 1, kRecordName), GetString(a, 2, kRecordName)};
 }
 std::string PragmaStep::Python(const StateNode& b) const {
-  return "s.pragma(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " + Quote(pragma_type) + ")";
+  return "s.pragma(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " + Quote(pragma_type) +
+         ")";
 }
 
 // ---- storage_align ----
@@ -345,9 +351,9 @@ void StorageAlignStep::Apply(StateNode& s) const {
   CheckComputeStage(s, stage_id);
   const int node = s.LeafAt(stage_id, iter_id);
   Stage& st = s.stages[stage_id];
-  AS_CHECK(node < static_cast<int>(st.op->axis.size()),
-           "storage_align needs an unsplit spatial axis of '" << st.name() << "', got '" << st.nodes[node].name
-                                                              << "'");
+  AS_CHECK(node < static_cast<int>(st.op->axis.size()), "storage_align needs an unsplit spatial axis of '"
+                                                            << st.name() << "', got '" << st.nodes[node].name
+                                                            << "'");
   AS_CHECK(factor > 0 && offset >= 0 && offset < factor,
            "storage_align needs factor > 0 and 0 <= offset < factor, got " << factor << ", " << offset);
   st.storage_align.push_back({node, factor, offset});
@@ -396,8 +402,9 @@ void ComputeInlineStep::Apply(StateNode& s) const {
   AS_CHECK(st.op->reduce_axis.empty(), "stage '" << st.name() << "' has a reduction and cannot be inlined");
   AS_CHECK(!s.IsOutput(stage_id), "stage '" << st.name() << "' is an output and cannot be inlined");
   for (const Stage& other : s.stages) {
-    AS_CHECK(!(other.loc == ComputeLocKind::At && other.attach_stage == stage_id),
-             "stage '" << st.name() << "' cannot be inlined: stage '" << other.name() << "' is attached to it");
+    AS_CHECK(
+        !(other.loc == ComputeLocKind::At && other.attach_stage == stage_id),
+        "stage '" << st.name() << "' cannot be inlined: stage '" << other.name() << "' is attached to it");
   }
   st.loc = ComputeLocKind::Inlined;
   st.attach_stage = st.attach_node = -1;
@@ -473,7 +480,8 @@ const char* StepRecordName(const Step& step) {
 }
 
 std::string StepLabel(const Step& step, int index) {
-  return "step " + std::to_string(index) + " (" + std::visit([](const auto& s) { return s.kName; }, step) + ")";
+  return "step " + std::to_string(index) + " (" + std::visit([](const auto& s) { return s.kName; }, step) +
+         ")";
 }
 
 }  // namespace autosched

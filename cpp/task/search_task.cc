@@ -4,7 +4,8 @@
 
 namespace autosched {
 
-SearchTask::SearchTask(ComputeDAG dag, std::string key, Target tgt, HardwareParams params, std::string description)
+SearchTask::SearchTask(ComputeDAG dag, std::string key, Target tgt, HardwareParams params,
+                       std::string description)
     : compute_dag(std::move(dag)),
       workload_key(std::move(key)),
       target(std::move(tgt)),
@@ -29,11 +30,11 @@ HardwareParams HardwareParamsFromJson(const nlohmann::json& doc) {
   HardwareParams params;
   for (const auto& [key, value] : doc.items()) {
     bool known = false;
-#define AUTOSCHED_FIELD_FROM_JSON(name, default_value, doc_text)                            \
-  if (key == #name) {                                                                       \
-    AS_CHECK(value.is_number_integer(), "hardware_params." #name " must be an integer");    \
-    params.name = value.get<int64_t>();                                                     \
-    known = true;                                                                           \
+#define AUTOSCHED_FIELD_FROM_JSON(name, default_value, doc_text)                         \
+  if (key == #name) {                                                                    \
+    AS_CHECK(value.is_number_integer(), "hardware_params." #name " must be an integer"); \
+    params.name = value.get<int64_t>();                                                  \
+    known = true;                                                                        \
   }
     AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_JSON)
 #undef AUTOSCHED_FIELD_FROM_JSON
@@ -76,7 +77,8 @@ SearchTask SearchTask::FromJson(const nlohmann::json& doc) {
   Target target = Target::Parse(StringField(doc, "target"));
   HardwareParams params = HardwareParamsFromJson(Field(doc, "hardware_params"));
   std::string desc = doc.contains("desc") ? StringField(doc, "desc") : "";
-  return SearchTask(std::move(dag), StringField(doc, "workload_key"), std::move(target), params, std::move(desc));
+  return SearchTask(std::move(dag), StringField(doc, "workload_key"), std::move(target), params,
+                    std::move(desc));
 }
 
 }  // namespace autosched

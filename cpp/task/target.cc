@@ -30,10 +30,14 @@ struct OptionSpec {
 // Options each kind accepts; anything else is reported, so that a typo such as
 // "-numcores=2" is not silently ignored.
 constexpr OptionSpec kOptions[] = {
-    {"mcpu", OptionValue::Text, true, false},         {"mtriple", OptionValue::Text, true, false},
-    {"mattr", OptionValue::Text, true, false},        {"opt-level", OptionValue::PositiveInt, true, false},
-    {"device", OptionValue::Text, false, true},       {"platform", OptionValue::Text, false, true},
-    {"num-cores", OptionValue::PositiveInt, true, true}, {"fast-math", OptionValue::Flag, true, true},
+    {"mcpu", OptionValue::Text, true, false},
+    {"mtriple", OptionValue::Text, true, false},
+    {"mattr", OptionValue::Text, true, false},
+    {"opt-level", OptionValue::PositiveInt, true, false},
+    {"device", OptionValue::Text, false, true},
+    {"platform", OptionValue::Text, false, true},
+    {"num-cores", OptionValue::PositiveInt, true, true},
+    {"fast-math", OptionValue::Flag, true, true},
 };
 
 constexpr const char* kOpenCLDevices[] = {"nvidia", "mali", "pocl"};
@@ -48,7 +52,8 @@ const OptionSpec* FindOption(const std::string& name, TargetKind kind) {
 std::string KnownOptions(TargetKind kind) {
   std::string list;
   for (const OptionSpec& spec : kOptions) {
-    if (kind == TargetKind::LLVM ? spec.llvm : spec.opencl) list += (list.empty() ? "-" : ", -") + std::string(spec.name);
+    if (kind == TargetKind::LLVM ? spec.llvm : spec.opencl)
+      list += (list.empty() ? "-" : ", -") + std::string(spec.name);
   }
   return list;
 }
@@ -67,7 +72,8 @@ int ParsePositiveInt(const std::string& option, const std::string& value) {
 }
 
 void ApplyOption(Target* target, const std::string& word) {
-  AS_CHECK(word.size() > 1 && word[0] == '-', "malformed target option '" << word << "': expected -name or -name=value");
+  AS_CHECK(word.size() > 1 && word[0] == '-',
+           "malformed target option '" << word << "': expected -name or -name=value");
   size_t eq = word.find('=');
   std::string name = word.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
   bool has_value = eq != std::string::npos;
@@ -79,7 +85,8 @@ void ApplyOption(Target* target, const std::string& word) {
   if (spec->value == OptionValue::Flag) {
     AS_CHECK(!has_value, "target option -" << name << " is a flag and takes no value, got '" << word << "'");
   } else {
-    AS_CHECK(has_value && !value.empty(), "target option -" << name << " needs a value (-" << name << "=...)");
+    AS_CHECK(has_value && !value.empty(),
+             "target option -" << name << " needs a value (-" << name << "=...)");
   }
   if (spec->value == OptionValue::PositiveInt) ParsePositiveInt(name, value);
   target->options[name] = value;
@@ -97,10 +104,20 @@ bool HostHasAvx512() {
 
 bool CpuHasAvx512(const std::string& mcpu) {
   if (mcpu.empty() || mcpu == "native") return HostHasAvx512();
-  static const char* kAvx512Cpus[] = {"sapphirerapids", "graniterapids", "emeraldrapids", "skylake-avx512",
-                                      "cascadelake",    "cooperlake",    "icelake-server", "icelake-client",
-                                      "tigerlake",      "rocketlake",    "znver4",         "znver5",
-                                      "knl",            "knm"};
+  static const char* kAvx512Cpus[] = {"sapphirerapids",
+                                      "graniterapids",
+                                      "emeraldrapids",
+                                      "skylake-avx512",
+                                      "cascadelake",
+                                      "cooperlake",
+                                      "icelake-server",
+                                      "icelake-client",
+                                      "tigerlake",
+                                      "rocketlake",
+                                      "znver4",
+                                      "znver5",
+                                      "knl",
+                                      "knm"};
   return std::find(std::begin(kAvx512Cpus), std::end(kAvx512Cpus), mcpu) != std::end(kAvx512Cpus);
 }
 
@@ -148,7 +165,8 @@ Target Target::Parse(const std::string& text) {
     AS_CHECK(known, "unknown OpenCL device '" << target.device << "': expected nvidia, mali or pocl "
                                               << "(or no -device for a generic GPU)");
   }
-  if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", target.options["num-cores"]);
+  if (target.HasOption("num-cores"))
+    target.num_cores = ParsePositiveInt("num-cores", target.options["num-cores"]);
   return target;
 }
 

@@ -37,14 +37,14 @@ struct Target {
 // One line per field: X(name, default, doc). The struct, its JSON form and the
 // Python keywords all come from this list. Values of 0 mean "does not apply"
 // (e.g. thread limits on a CPU).
-#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                     \
-  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                                \
-  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")       \
-  X(cache_line_bytes, 64, "bytes per cache line")                                               \
-  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")     \
-  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")       \
-  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")       \
-  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                                 \
+#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                 \
+  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                            \
+  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")   \
+  X(cache_line_bytes, 64, "bytes per cache line")                                           \
+  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block") \
+  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")   \
+  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")   \
+  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                             \
   X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit")
 
 struct HardwareParams {

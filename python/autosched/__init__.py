@@ -10,7 +10,9 @@ from . import _core  # noqa: E402
 from . import te  # noqa: E402
 from ._core import ComputeDAG, HardwareParams, Target, evaluate, evaluate_points  # noqa: E402
 from .task import SearchTask  # noqa: E402
+from .state import State  # noqa: E402
 from .workload import register_workload  # noqa: E402
+from .build_module import build  # noqa: E402
 
 __version__ = "0.1.0"
 

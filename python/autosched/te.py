@@ -63,7 +63,7 @@ def placeholder(shape, dtype="float32", name="placeholder"):
     return _core.placeholder(list(_shape_tuple(shape, f"placeholder '{name}'")), _dtype_str(dtype), name)
 
 
-def _axis_names(fcompute, ndim):
+def _axis_names(fcompute, ndim, name):
     """Index names from the lambda's parameters (i, j, ...), else i0, i1, ..."""
     try:
         params = list(_inspect.signature(fcompute).parameters.values())
@@ -72,7 +72,7 @@ def _axis_names(fcompute, ndim):
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     takes_varargs = _builtins.any(p.kind == p.VAR_POSITIONAL for p in params)
     if not takes_varargs and len(positional) != ndim:
-        raise ValueError(f"the compute function takes {len(positional)} index argument(s) but the shape has "
+        raise ValueError(f"compute '{name}': the function takes {len(positional)} index argument(s) but the shape has "
                          f"{ndim} dimension(s)")
     names = [p.name for p in positional[:ndim]]
     return names + [f"i{d}" for d in range(len(names), ndim)]
@@ -87,7 +87,7 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     dims = _shape_tuple(shape, f"compute '{name}'")
     if not callable(fcompute):
         raise TypeError(f"compute '{name}': fcompute must be callable, got {type(fcompute).__name__}")
-    axis = [IterVar(n, 0, extent, "spatial") for n, extent in zip(_axis_names(fcompute, len(dims)), dims)]
+    axis = [IterVar(n, 0, extent, "spatial") for n, extent in zip(_axis_names(fcompute, len(dims), name), dims)]
     body = fcompute(*[iv.var for iv in axis])
     if isinstance(body, (list, tuple)):
         raise TypeError(f"compute '{name}': the function must return one expression, got a {type(body).__name__}")

@@ -16,7 +16,7 @@
 #include "lower/lower_state.h"
 #include "schedule/state.h"
 
-namespace autosched::testing {
+namespace autosched::sched_test {
 
 // Runs a lowered function on double-valued buffers (loops run serially; out-of-
 // bounds accesses throw).
@@ -68,7 +68,8 @@ class LoopInterpreter {
       }
       case ExprKind::Call: {
         const auto* n = e.as<CallNode>();
-        if (n->op == Intrinsic::IfThenElse) return Eval(n->args[0]) != 0 ? Eval(n->args[1]) : Eval(n->args[2]);
+        if (n->op == Intrinsic::IfThenElse)
+          return Eval(n->args[0]) != 0 ? Eval(n->args[1]) : Eval(n->args[2]);
         const double x = Eval(n->args[0]);
         switch (n->op) {
           case Intrinsic::Exp: return std::exp(x);
@@ -169,7 +170,8 @@ inline ComputeDAG MatmulRelu(int64_t n, int64_t m, int64_t k) {
   Tensor b = placeholder({k, m}, f32, "B");
   IterVar i = Axis("i", n), j = Axis("j", m);
   IterVar r = MakeReduceAxis(0, k, "k");
-  Tensor c = compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
   IterVar i2 = Axis("i", n), j2 = Axis("j", m);
   Tensor bias = compute("E", {i2, j2}, c({i2.var, j2.var}) + Expr(1.0f));
   IterVar i3 = Axis("i", n), j3 = Axis("j", m);
@@ -192,16 +194,18 @@ inline void ExpectMatchesReference(const State& state, unsigned seed = 1) {
     ref.push_back(data);
     mine.emplace_back(data.begin(), data.end());
   }
-  for (size_t i = 0; i < ref.size(); ++i) host.push_back({ref[i].data(), dag.tensors()[i]->shape, DataType::Float(32)});
+  for (size_t i = 0; i < ref.size(); ++i)
+    host.push_back({ref[i].data(), dag.tensors()[i]->shape, DataType::Float(32)});
   EvaluateReference(dag, host);
   LoweredFunc f = LowerStateToStmt(state);
   LoopInterpreter().Run(f, &mine);
   for (size_t i = 0; i < ref.size(); ++i) {
     for (size_t e = 0; e < ref[i].size(); ++e) {
-      ASSERT_NEAR(mine[i][e], ref[i][e], 1e-4) << "tensor " << dag.tensors()[i]->name << " element " << e << "\n"
-                                               << state.ToString();
+      ASSERT_NEAR(mine[i][e], ref[i][e], 1e-4)
+          << "tensor " << dag.tensors()[i]->name << " element " << e << "\n"
+          << state.ToString();
     }
   }
 }
 
-}  // namespace autosched::testing
+}  // namespace autosched::sched_test

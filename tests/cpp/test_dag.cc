@@ -124,9 +124,9 @@ TEST(Dag, FlopCountSoftmaxAndPadding) {
 
   // Padding: index arithmetic and the bounds condition cost nothing.
   IterVar p = Axis("p", m + 2);
-  Tensor pad = compute("pad", {p},
-                       if_then_else(p.var >= 1 && p.var < static_cast<int>(m + 1),
-                                    x({Expr(0), p.var - 1}), Expr(0.0f)));
+  Tensor pad = compute(
+      "pad", {p},
+      if_then_else(p.var >= 1 && p.var < static_cast<int>(m + 1), x({Expr(0), p.var - 1}), Expr(0.0f)));
   ComputeDAG pad_dag({x, pad});
   EXPECT_EQ(pad_dag.flop_ct(), 0.0);
   // Integer arithmetic on data counts; a cast does not.

@@ -74,10 +74,11 @@ TEST(Evaluator, Matmul) {
   EXPECT_EQ(points[0], c[0]);
   EXPECT_EQ(points[1], c[4 * m + 2]);
   EXPECT_EQ(points[2], c[2 * m + 1]);
-  EXPECT_NE(ErrorOf([&] { EvaluateReferencePoints(dag, {View(a, {n, k}, kF32), View(b, {k, m}, kF32),
-                                                        HostTensor{nullptr, {n, m}, kF32}},
-                                                  2, {{5, 0}}); })
-                .find("outside tensor 'C'"),
+  EXPECT_NE(ErrorOf([&] {
+              EvaluateReferencePoints(
+                  dag, {View(a, {n, k}, kF32), View(b, {k, m}, kF32), HostTensor{nullptr, {n, m}, kF32}}, 2,
+                  {{5, 0}});
+            }).find("outside tensor 'C'"),
             std::string::npos);
 }
 
@@ -87,16 +88,16 @@ TEST(Evaluator, PaddedConvolution) {
   Tensor a = placeholder({n}, kF32, "A");
   Tensor w = placeholder({taps}, kF32, "W");
   IterVar p = Axis("p", n + 2);
-  Tensor pad = compute("pad", {p},
-                       if_then_else(p.var >= 1 && p.var < static_cast<int>(n + 1), a({p.var - 1}), Expr(0.0f)));
+  Tensor pad = compute(
+      "pad", {p}, if_then_else(p.var >= 1 && p.var < static_cast<int>(n + 1), a({p.var - 1}), Expr(0.0f)));
   IterVar i = Axis("i", n);
   IterVar r = MakeReduceAxis(0, taps, "r");
   Tensor out = compute("out", {i}, ReduceNode::make(Combiner::Sum, pad({i.var + r.var}) * w({r.var}), {r}));
   ComputeDAG dag({a, w, out});
   std::vector<float> av = {1, 2, 3, 4, 5, 6}, wv = {1, 10, 100}, ov(n);
   EvaluateReference(dag, {View(av, {n}, kF32), View(wv, {taps}, kF32), View(ov, {n}, kF32)});
-  std::vector<float> expect = {0 * 1 + 1 * 10 + 2 * 100, 1 + 20 + 300, 2 + 30 + 400,
-                               3 + 40 + 500, 4 + 50 + 600, 5 + 60 + 0};
+  std::vector<float> expect = {
+      0 * 1 + 1 * 10 + 2 * 100, 1 + 20 + 300, 2 + 30 + 400, 3 + 40 + 500, 4 + 50 + 600, 5 + 60 + 0};
   EXPECT_EQ(ov, expect);
   std::vector<double> last = EvaluateReferencePoints(
       dag, {View(av, {n}, kF32), View(wv, {taps}, kF32), HostTensor{nullptr, {n}, kF32}}, 2, {{5}});
@@ -116,8 +117,8 @@ TEST(Evaluator, ProdAndTinyReductions) {
   Tensor vsum = compute("vsum", {}, ReduceNode::make(Combiner::Sum, v({r2.var}), {r2}));
   ComputeDAG dag({a, v, prod, vmax, vsum});
   std::vector<float> av = {1, 2, 3, -1, 0.5f, 4}, vv = {-3, -2}, pv(2), mv(1), sv(1);
-  EvaluateReference(dag, {View(av, {2, 3}, kF32), View(vv, {2}, kF32), View(pv, {2}, kF32), View(mv, {}, kF32),
-                          View(sv, {}, kF32)});
+  EvaluateReference(dag, {View(av, {2, 3}, kF32), View(vv, {2}, kF32), View(pv, {2}, kF32),
+                          View(mv, {}, kF32), View(sv, {}, kF32)});
   EXPECT_EQ(pv, (std::vector<float>{6, -2}));
   EXPECT_EQ(mv[0], -2);
   EXPECT_EQ(sv[0], -5);
@@ -126,7 +127,8 @@ TEST(Evaluator, ProdAndTinyReductions) {
 TEST(Evaluator, ConditionalReduction) {
   Tensor a = placeholder({5}, kI32, "A");
   IterVar k = MakeReduceAxis(0, 5, "k");
-  Tensor s = compute("s", {}, ReduceNode::make(Combiner::Sum, a({k.var}), {k}, eq(floormod(k.var, 2), Expr(0))));
+  Tensor s =
+      compute("s", {}, ReduceNode::make(Combiner::Sum, a({k.var}), {k}, eq(floormod(k.var, 2), Expr(0))));
   ComputeDAG dag({a, s});
   std::vector<int32_t> av = {1, 10, 100, 1000, 10000}, sv(1);
   EvaluateReference(dag, {View(av, {5}, kI32), View(sv, {}, kI32)});
@@ -189,10 +191,12 @@ TEST(Evaluator, Float16RoundsToNearestEven) {
   ComputeDAG dag({a, h});
   std::vector<double> av = {1 + std::ldexp(1.0, -11),      // tie: down to even 1.0
                             1 + 3 * std::ldexp(1.0, -11),  // tie: up to even
-                            65519, 65520,                  // largest half / overflow to inf
-                            std::ldexp(1.0, -25),          // half the smallest subnormal: to 0
-                            3 * std::ldexp(1.0, -25),      // to 2 subnormal units
-                            -2.5, 1.0 / 3};
+                            65519,
+                            65520,                     // largest half / overflow to inf
+                            std::ldexp(1.0, -25),      // half the smallest subnormal: to 0
+                            3 * std::ldexp(1.0, -25),  // to 2 subnormal units
+                            -2.5,
+                            1.0 / 3};
   std::vector<uint16_t> hv(8);
   EvaluateReference(dag, {View(av, {8}, DataType::Float(64)), View(hv, {8}, kF16)});
   EXPECT_EQ(hv, (std::vector<uint16_t>{0x3c00, 0x3c02, 0x7bff, 0x7c00, 0x0000, 0x0002, 0xc100, 0x3555}));
@@ -259,8 +263,8 @@ TEST(Evaluator, ArgumentChecks) {
   });
   EXPECT_NE(dtype_msg.find("argument 2 ('C')"), std::string::npos) << dtype_msg;
   EXPECT_THROW(EvaluateReference(dag, {View(x, {2, 2}, kF32)}), Error);
-  EXPECT_THROW(EvaluateReference(dag, {HostTensor{nullptr, {2, 2}, kF32}, View(y, {2, 2}, kF32),
-                                       View(z, {2, 2}, kF32)}),
+  EXPECT_THROW(EvaluateReference(
+                   dag, {HostTensor{nullptr, {2, 2}, kF32}, View(y, {2, 2}, kF32), View(z, {2, 2}, kF32)}),
                Error);
 }
 
@@ -285,6 +289,24 @@ TEST(Evaluator, TranscendentalsAndIntermediates) {
 namespace autosched {
 namespace {
 
+// Points are computed on demand: an intermediate element nobody needs (here
+// one that would read out of bounds) is never computed.
+TEST(Evaluator, PointsComputeOnlyWhatIsNeeded) {
+  Tensor a = placeholder({4}, kF32, "A");
+  IterVar i = Axis("i", 4);
+  Tensor shifted = compute("shifted", {i}, a({i.var + 1}));  // element 3 is out of bounds
+  IterVar j = Axis("j", 3);
+  Tensor out = compute("out", {j}, shifted({j.var}) * Expr(2.0f));
+  ComputeDAG dag({a, out});
+  std::vector<float> av = {1, 2, 3, 4}, ov(3);
+  EXPECT_THROW(EvaluateReference(dag, {View(av, {4}, kF32), View(ov, {3}, kF32)}), Error);
+  std::vector<double> values =
+      EvaluateReferencePoints(dag, {View(av, {4}, kF32), HostTensor{nullptr, {3}, kF32}}, 1, {{2}, {0}, {2}});
+  EXPECT_EQ(values, (std::vector<double>{8, 4, 8}));
+  EXPECT_THROW(EvaluateReferencePoints(dag, {View(av, {4}, kF32), HostTensor{nullptr, {3}, kF32}}, 2, {{0}}),
+               Error);
+}
+
 #ifdef __FLT16_MAX__
 // Sweeps float32 bit patterns (all exponents, many mantissas) and compares the
 // evaluator's float16 rounding with the compiler's own conversion.
@@ -308,7 +330,8 @@ TEST(Evaluator, Float16MatchesCompilerConversion) {
     std::memcpy(&expect_bits, &expect, sizeof(expect_bits));
     bool both_nan = std::isnan(values[k]) && (hv[k] & 0x7c00) == 0x7c00 && (hv[k] & 0x3ff) != 0;
     if (hv[k] != expect_bits && !both_nan && mismatches++ < 5) {
-      ADD_FAILURE() << "value " << values[k] << ": got 0x" << std::hex << hv[k] << ", expected 0x" << expect_bits;
+      ADD_FAILURE() << "value " << values[k] << ": got 0x" << std::hex << hv[k] << ", expected 0x"
+                    << expect_bits;
     }
   }
   EXPECT_EQ(mismatches, 0);

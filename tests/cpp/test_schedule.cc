@@ -7,8 +7,8 @@
 namespace autosched {
 namespace {
 
-using testing::ExpectMatchesReference;
-using testing::MatmulRelu;
+using sched_test::ExpectMatchesReference;
+using sched_test::MatmulRelu;
 
 // Stage ids of MatmulRelu: A 0, B 1, C 2, E 3, D 4.
 constexpr int kC = 2, kE = 3, kD = 4;
@@ -38,9 +38,9 @@ TEST(Schedule, DefaultStateLowersCorrectly) { ExpectMatchesReference(State(Matmu
 
 TEST(Schedule, SplitReorderFuseAnnotate) {
   State s(MatmulRelu(10, 9, 7));
-  s = s.Split(kC, 0, {4});              // i.0 i.1 j k
-  s = s.Split(kC, 2, {2, 2});           // i.0 i.1 j.0 j.1 j.2 k
-  s = s.Split(kC, 5, {3});              // ... k.0 k.1
+  s = s.Split(kC, 0, {4});     // i.0 i.1 j k
+  s = s.Split(kC, 2, {2, 2});  // i.0 i.1 j.0 j.1 j.2 k
+  s = s.Split(kC, 5, {3});     // ... k.0 k.1
   EXPECT_EQ(s.stage(kC).iter(0).extent, 3);
   EXPECT_EQ(s.stage(kC).iter(2).name, "j.0");
   EXPECT_EQ(s.stage(kC).iter(2).extent, 3);
@@ -165,7 +165,8 @@ TEST(Schedule, InvalidStepsNameTheStep) {
   EXPECT_NE(ErrorOf([&] { s.Fuse(kC, {1, 2}); }).find("spatial and reduce"), std::string::npos);
   EXPECT_NE(ErrorOf([&] { StepFromJson(nlohmann::json::parse("[\"XX\", 1]")); }).find("unknown step"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([&] { StepFromJson(nlohmann::json::parse("[\"SP\", 1]")); }).find("SP"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { StepFromJson(nlohmann::json::parse("[\"SP\", 1]")); }).find("SP"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -70,7 +70,8 @@ ComputeDAG SmallMatmul(int64_t n) {
   IterVar k = MakeReduceAxis(0, 8, "k");
   IterVar i{VarNode::make("i"), 0, n, IterKind::Spatial};
   IterVar j{VarNode::make("j"), 0, n, IterKind::Spatial};
-  Tensor c = compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, k.var}) * b({k.var, j.var}), {k}));
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, k.var}) * b({k.var, j.var}), {k}));
   return ComputeDAG({a, b, c});
 }
 

@@ -1,0 +1,13 @@
+// AutoUnroll: inside a Pragma "auto_unroll_max_step" = N, every serial loop
+// with a constant extent whose total work (its extent times the work of its
+// body, a store counting 1) is at most N becomes an Unrolled loop. The pragma
+// itself is removed; other pragmas are kept.
+#pragma once
+
+#include "lower/stmt.h"
+
+namespace autosched {
+
+Stmt AutoUnroll(const Stmt& s);
+
+}  // namespace autosched

@@ -1,0 +1,202 @@
+#include "lower/passes/vectorize_loops.h"
+
+#include <unordered_map>
+
+#include "ir/structural.h"
+#include "lower/stmt_functor.h"
+
+namespace autosched {
+namespace {
+
+constexpr int kMaxLanes = 64;
+constexpr int64_t kMaxFallbackUnroll = 16;
+
+// Thrown (and caught in this file) when a body cannot be vectorized.
+struct CannotVectorize {};
+
+Expr Widen(const Expr& e, int lanes) {
+  return e.dtype().lanes == lanes ? e : BroadcastNode::make(e, lanes);
+}
+
+// Rewrites expressions with the loop variable replaced by a ramp.
+class ExprVectorizer : public ExprMutator {
+ public:
+  ExprVectorizer(const VarNode* var, Expr ramp, int lanes) : var_(var), ramp_(std::move(ramp)), lanes_(lanes) {}
+
+ protected:
+  Expr MutateVar(const Expr& e, const VarNode* n) override { return n == var_ ? ramp_ : e; }
+
+  Expr MutateBinary(const Expr& e, const BinaryNode* n) override {
+    Expr a = Mutate(n->a), b = Mutate(n->b);
+    if (a.dtype().lanes == 1 && b.dtype().lanes == 1) {
+      return a.same_as(n->a) && b.same_as(n->b) ? e : BinaryNode::make(n->op, a, b);
+    }
+    const auto *ra = a.as<RampNode>(), *rb = b.as<RampNode>();
+    const auto *ba = a.as<BroadcastNode>(), *bb = b.as<BroadcastNode>();
+    Expr sa = ba ? ba->value : a.dtype().lanes == 1 ? a : Expr();
+    Expr sb = bb ? bb->value : b.dtype().lanes == 1 ? b : Expr();
+    // Keep ramps as ramps, so that contiguous indices stay recognisable.
+    if (n->op == BinOp::Add || n->op == BinOp::Sub) {
+      bool add = n->op == BinOp::Add;
+      if (ra && sb.defined()) return RampNode::make(BinaryNode::make(n->op, ra->base, sb), ra->stride, lanes_);
+      if (add && rb && sa.defined()) return RampNode::make(sa + rb->base, rb->stride, lanes_);
+      if (ra && rb) {
+        int64_t stride = add ? ra->stride + rb->stride : ra->stride - rb->stride;
+        Expr base = BinaryNode::make(n->op, ra->base, rb->base);
+        return stride == 0 ? BroadcastNode::make(base, lanes_) : RampNode::make(base, stride, lanes_);
+      }
+    }
+    if (n->op == BinOp::Mul) {
+      int64_t c = 0;
+      if (ra && sb.defined() && GetConstInt(sb, &c) && c != 0) return RampNode::make(ra->base * sb, ra->stride * c, lanes_);
+      if (rb && sa.defined() && GetConstInt(sa, &c) && c != 0) return RampNode::make(sa * rb->base, rb->stride * c, lanes_);
+    }
+    if (sa.defined() && sb.defined()) return BroadcastNode::make(BinaryNode::make(n->op, sa, sb), lanes_);
+    return BinaryNode::make(n->op, Widen(a, lanes_), Widen(b, lanes_));
+  }
+
+  Expr MutateSelect(const Expr& e, const SelectNode* n) override {
+    Expr c = Mutate(n->condition), t = Mutate(n->true_value), f = Mutate(n->false_value);
+    if (c.dtype().lanes == 1 && t.dtype().lanes == 1 && f.dtype().lanes == 1) {
+      return c.same_as(n->condition) && t.same_as(n->true_value) && f.same_as(n->false_value)
+                 ? e
+                 : SelectNode::make(c, t, f);
+    }
+    return SelectNode::make(Widen(c, lanes_), Widen(t, lanes_), Widen(f, lanes_));
+  }
+
+  Expr MutateCall(const Expr& e, const CallNode* n) override {
+    std::vector<Expr> args;
+    bool vector = false;
+    for (const Expr& a : n->args) {
+      args.push_back(Mutate(a));
+      vector |= args.back().dtype().lanes > 1;
+    }
+    if (!vector) return ExprMutator::MutateCall(e, n);
+    // if_then_else must not evaluate the branch not taken; lanes would.
+    if (n->op == Intrinsic::IfThenElse) throw CannotVectorize();
+    for (Expr& a : args) a = Widen(a, lanes_);
+    return CallNode::make(n->op, args);
+  }
+
+  Expr MutateCast(const Expr& e, const CastNode* n) override {
+    Expr v = Mutate(n->value);
+    if (v.dtype().lanes == 1) return v.same_as(n->value) ? e : CastNode::make(n->dtype, v);
+    if (const auto* bc = v.as<BroadcastNode>()) return BroadcastNode::make(CastNode::make(n->dtype, bc->value), lanes_);
+    return CastNode::make(n->dtype.with_lanes(lanes_), v);
+  }
+
+  Expr MutateNot(const Expr& e, const NotNode* n) override {
+    Expr a = Mutate(n->a);
+    return a.same_as(n->a) ? e : NotNode::make(a);
+  }
+
+  Expr MutateLet(const Expr& e, const LetNode* n) override {
+    if (UsesVar(n->value, var_)) throw CannotVectorize();
+    return ExprMutator::MutateLet(e, n);
+  }
+  Expr MutateReduce(const Expr&, const ReduceNode*) override { throw CannotVectorize(); }
+  Expr MutateTensorLoad(const Expr&, const TensorLoadNode*) override { throw CannotVectorize(); }
+  Expr MutateRamp(const Expr&, const RampNode*) override { throw CannotVectorize(); }  // already vector code
+  Expr MutateBroadcast(const Expr&, const BroadcastNode*) override { throw CannotVectorize(); }
+
+  Expr MutateBufferLoad(const Expr& e, const BufferLoadNode* n) override {
+    if (n->indices.size() != 1) throw CannotVectorize();
+    return ExprMutator::MutateBufferLoad(e, n);
+  }
+
+ private:
+  const VarNode* var_;
+  Expr ramp_;
+  int lanes_;
+};
+
+// Rewrites the statements of one vectorized loop body.
+class StmtVectorizer : public StmtMutator {
+ public:
+  StmtVectorizer(const VarNode* var, Expr ramp, int lanes) : var_(var), exprs_(var, ramp, lanes), lanes_(lanes) {}
+
+ protected:
+  Expr MutateExpr(const Expr& e) override { return exprs_.Mutate(e); }
+
+  Stmt MutateBufferStore(const Stmt& s, const BufferStoreNode* n) override {
+    if (n->indices.size() != 1) throw CannotVectorize();
+    Expr index = MutateExpr(n->indices[0]);
+    const auto* ramp = index.as<RampNode>();
+    if (!ramp || ramp->stride == 0) throw CannotVectorize();  // not injective: a reduction or a race
+    // Lanes may only read a buffer they store at their own element.
+    PostOrderVisit(n->value, [&](const Expr& x) {
+      const auto* load = x.as<BufferLoadNode>();
+      if (!load || load->buffer != n->buffer) return;
+      if (!StructuralEqual(load->indices[0], n->indices[0])) throw CannotVectorize();
+    });
+    stored_.emplace(n->buffer.get(), n->indices[0]);
+    Expr value = Widen(MutateExpr(n->value), lanes_);
+    return BufferStoreNode::make(n->buffer, value, {index});
+  }
+
+  Stmt MutateIfThenElse(const Stmt& s, const IfThenElseNode* n) override {
+    if (UsesVar(n->condition, var_)) throw CannotVectorize();
+    return StmtMutator::MutateIfThenElse(s, n);
+  }
+  Stmt MutateFor(const Stmt& s, const ForNode* n) override {
+    if (UsesVar(n->min, var_) || UsesVar(n->extent, var_)) throw CannotVectorize();
+    return StmtMutator::MutateFor(s, n);
+  }
+  Stmt MutateLetStmt(const Stmt& s, const LetStmtNode* n) override {
+    if (UsesVar(n->value, var_)) throw CannotVectorize();
+    return StmtMutator::MutateLetStmt(s, n);
+  }
+  Stmt MutateAllocate(const Stmt&, const AllocateNode*) override { throw CannotVectorize(); }
+
+ public:
+  // After the rewrite: every load of a stored buffer anywhere in the body
+  // must read the element its lane stores.
+  void CheckLoadsOfStoredBuffers(const Stmt& original) {
+    VisitStmtExprs(original, [&](const Expr& e) {
+      PostOrderVisit(e, [&](const Expr& x) {
+        const auto* load = x.as<BufferLoadNode>();
+        if (!load) return;
+        auto range = stored_.equal_range(load->buffer.get());
+        for (auto it = range.first; it != range.second; ++it) {
+          if (!StructuralEqual(load->indices[0], it->second)) throw CannotVectorize();
+        }
+      });
+    });
+  }
+
+ private:
+  const VarNode* var_;
+  ExprVectorizer exprs_;
+  int lanes_;
+  std::unordered_multimap<const BufferNode*, Expr> stored_;
+};
+
+class LoopVectorizer : public StmtMutator {
+ protected:
+  Stmt MutateFor(const Stmt& s, const ForNode* n) override {
+    Stmt r = StmtMutator::MutateFor(s, n);  // inner loops first
+    if (n->for_kind != ForKind::Vectorized) return r;
+    const auto* loop = r.as<ForNode>();
+    int64_t extent = 0;
+    bool const_extent = GetConstInt(loop->extent, &extent);
+    if (const_extent && extent >= 2 && extent <= kMaxLanes) {
+      try {
+        int lanes = static_cast<int>(extent);
+        StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(loop->min, 1, lanes), lanes);
+        Stmt body = v.Mutate(loop->body);
+        v.CheckLoadsOfStoredBuffers(loop->body);
+        return body;
+      } catch (const CannotVectorize&) {
+      }
+    }
+    ForKind fallback = const_extent && extent <= kMaxFallbackUnroll ? ForKind::Unrolled : ForKind::Serial;
+    return ForNode::make(loop->loop_var, loop->min, loop->extent, fallback, loop->body);
+  }
+};
+
+}  // namespace
+
+Stmt VectorizeLoops(const Stmt& s) { return LoopVectorizer().Mutate(s); }
+
+}  // namespace autosched

@@ -1,0 +1,21 @@
+// VectorizeLoops: legalises Vectorized loops. A vectorized loop with a
+// constant extent of 2 .. 64 whose body can run all iterations at once is
+// replaced by its body with the loop variable as Ramp(min, 1, extent):
+// loads and stores become vector accesses (contiguous where the index is a
+// ramp of stride 1, gathers / scatters elsewhere) and scalars are broadcast.
+// Otherwise the loop falls back to an unrolled loop (extent <= 16) or a
+// serial one. Bodies that cannot be vectorized: a store whose index is not an
+// injective ramp of the loop variable (a reduction over the vectorized loop
+// among them), a load of a stored buffer at another index than the store
+// (a dependence between lanes), allocations, conditions, lets and
+// if_then_else depending on the loop variable, inner loops with bounds
+// depending on it. Run after FlattenStorage.
+#pragma once
+
+#include "lower/stmt.h"
+
+namespace autosched {
+
+Stmt VectorizeLoops(const Stmt& s);
+
+}  // namespace autosched
