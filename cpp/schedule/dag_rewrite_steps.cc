@@ -91,6 +91,7 @@ void CommitRewrite(StateNode& s, const DagRewrite& rw) {
         const Stage& old = s.stages[it->second];
         st.loc = old.loc;
         st.attach_stage = old.attach_stage;
+        st.attach_node = old.attach_node;
         st.loc_step = old.loc_step;
       }
       auto sc = rw.scope.find(op.get());

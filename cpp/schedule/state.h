@@ -28,6 +28,8 @@
 
 namespace autosched {
 
+// Mixed would be a fuse of spatial and reduce iterators; fuse rejects that, so
+// lowering only meets Spatial and Reduce.
 enum class IteratorKind : uint8_t { Spatial, Reduce, Mixed };
 
 enum class IteratorAnnotation : uint8_t {

@@ -4,6 +4,7 @@
 #include "schedule/transform_steps.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "ir/error.h"

@@ -108,12 +108,26 @@ TEST(Schedule, CacheWriteRfactorCacheRead) {
   cr = cr.Split(cr.StageIndex("C"), 0, {2});
   cr = cr.ComputeAt(shared, cr.StageIndex("C"), 0);
   ExpectMatchesReference(cr);
+
+  // cache_write of a stage attached elsewhere keeps its attach point.
+  State at(MatmulRelu(6, 5, 4));
+  at = at.ComputeInline(kE);
+  at = at.ComputeAt(kC, kD, 1);
+  at = at.Apply(CacheWriteStep{kC, "local"});
+  const Stage& moved = at.stage(at.StageIndex("C"));
+  EXPECT_EQ(moved.loc, ComputeLocKind::At);
+  EXPECT_EQ(at.stage(moved.attach_stage).nodes[moved.attach_node].name, "j");
+  ExpectMatchesReference(at);
 }
 
 TEST(Schedule, StorageAlignPadsStrides) {
   State s(MatmulRelu(6, 5, 4));
   s = s.Apply(StorageAlignStep{kC, 0, 8, 1});
   LoweredFunc f = LowerStateToStmt(s);
+  const auto* alloc = f.body.as<AllocateNode>();
+  ASSERT_NE(alloc, nullptr);
+  EXPECT_EQ(alloc->buffer->name, "C");
+  EXPECT_EQ(alloc->buffer->strides, (std::vector<int64_t>{9, 1}));  // 5 padded to 9 = 8 + 1
   ExpectMatchesReference(s);
 }
 
