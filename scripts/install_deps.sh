@@ -16,4 +16,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" setuptools wheel
+python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel

@@ -8,5 +8,7 @@ AUTOSCHED_BUILD_TESTS=1 python3 -m pip install -q --no-build-isolation .
 echo "== C++ tests =="
 build/release/autosched_tests --gtest_brief=1
 echo "== Python tests =="
-# Run from a neutral folder so the installed package, not the source tree, is imported.
-python3 -m pytest "$(pwd)/tests/python" -q -p no:cacheprovider --rootdir "$(pwd)" "$@"
+# The installed package is what gets imported: the sources under python/ are not on the path.
+# A test that hangs fails after 10 minutes with every thread's stack printed.
+python3 -m pytest "$(pwd)/tests/python" -q -p no:cacheprovider --rootdir "$(pwd)" \
+  --timeout=600 --timeout-method=thread "$@"
