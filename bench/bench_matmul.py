@@ -45,6 +45,7 @@ def schedule(dag, C, Bp, row_block):
     i_block, i_tile, i_reg = s.split(C, i, [row_block // ROWS, ROWS])
     j_tile, j_reg = s.split(C, j, [COLS])
     s.reorder(C, [i_block, j_tile, i_tile, i_reg, j_reg])
+    s.parallel(C, i_block)
     s.compute_at(CC, C, i_tile)
     ci, cj, ck = s[CC].iters
     cj_vec_outer, cj_vec = s.split(CC, cj, [LANES])
@@ -54,8 +55,6 @@ def schedule(dag, C, Bp, row_block):
     s.vectorize(CC, cj_vec)
     _, c_vec = s.split(C, j_reg, [LANES])
     s.vectorize(C, c_vec)
-    fused = s.fuse(C, [i_block, j_tile])
-    s.parallel(C, fused)
     return s
 
 

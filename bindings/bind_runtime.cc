@@ -20,8 +20,9 @@ namespace {
 // A view of a numpy array as a kernel argument; TypeError names argument i
 // when it is not an array of a supported dtype.
 CallArg ToCallArg(const py::handle& obj, size_t i) {
-  AS_TYPE_CHECK(py::isinstance<py::array>(obj),
-                "argument " << i << " must be a numpy.ndarray, got " << py::str(py::type::of(obj)).cast<std::string>());
+  AS_TYPE_CHECK(py::isinstance<py::array>(obj), "argument "
+                                                    << i << " must be a numpy.ndarray, got "
+                                                    << py::str(py::type::of(obj)).cast<std::string>());
   auto arr = py::reinterpret_borrow<py::array>(obj);
   std::string dtype_name = py::str(arr.dtype()).cast<std::string>();
   CallArg arg;
@@ -62,14 +63,15 @@ void bind_runtime(py::module_& m) {
   py::class_<Module>(m, "Module", "A compiled kernel; call it on numpy arrays (results written in place).")
       .def_property_readonly("name", &Module::name)
       .def_property_readonly("compile_seconds", &Module::compile_seconds)
-      .def_property_readonly("arg_specs",
-                             [](const Module& mod) {
-                               py::list specs;
-                               for (const ArgSpec& a : mod.args()) {
-                                 specs.append(py::make_tuple(a.name, a.dtype.str(), py::tuple(py::cast(a.shape))));
-                               }
-                               return specs;
-                             })
+      .def_property_readonly(
+          "arg_specs",
+          [](const Module& mod) {
+            py::list specs;
+            for (const ArgSpec& a : mod.args()) {
+              specs.append(py::make_tuple(a.name, a.dtype.str(), py::tuple(py::cast(a.shape))));
+            }
+            return specs;
+          })
       .def("__call__",
            [](const Module& mod, const py::args& arrays) {
              std::vector<CallArg> args = ToCallArgs(arrays);

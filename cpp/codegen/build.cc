@@ -15,7 +15,7 @@ CodegenTarget CodegenTarget::Parse(const std::string& target) {
   CodegenTarget t;
   AS_CHECK(ss >> t.kind, "empty target string");
   AS_CHECK(t.kind == "llvm", "cannot build for target kind '" << t.kind << "' in '" << target
-                                                           << "': only 'llvm' (CPU) targets can be built");
+                                                              << "': only 'llvm' (CPU) targets can be built");
   std::string opt;
   while (ss >> opt) {
     auto value_of = [&](const std::string& key) -> std::string {
@@ -35,8 +35,8 @@ CodegenTarget CodegenTarget::Parse(const std::string& target) {
         AS_CHECK(false, "target option -num-cores needs an integer, got '" << v << "'");
       }
       AS_CHECK(t.num_cores >= 1, "target option -num-cores must be at least 1, got " << v);
-    } else if (opt.rfind("-keys=", 0) == 0 || opt.rfind("-model=", 0) == 0 || opt.rfind("-mtriple=", 0) == 0 ||
-               opt.rfind("-opt-level=", 0) == 0) {
+    } else if (opt.rfind("-keys=", 0) == 0 || opt.rfind("-model=", 0) == 0 ||
+               opt.rfind("-mtriple=", 0) == 0 || opt.rfind("-opt-level=", 0) == 0) {
       // Descriptive options of other components; not used by code generation.
     } else {
       AS_CHECK(false, "unknown target option '" << opt << "' in '" << target << "'");

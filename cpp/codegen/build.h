@@ -3,8 +3,9 @@
 // A target string names the backend and its options, e.g.
 //   "llvm"                                   host CPU, all cores
 //   "llvm -mcpu=sapphirerapids -num-cores=2 -fast-math"
-// Options: -mcpu=NAME (default: the host CPU), -mattr=+f1,-f2 (extra CPU
-// features), -num-cores=N (threads for parallel loops; default all cores),
+// Options: -mcpu=NAME (default: the host CPU; vector extensions of NAME that
+// this host lacks are turned off, as kernels run in this process),
+// -mattr=+f1,-f2 (extra CPU features), -num-cores=N (threads for parallel loops; default all cores),
 // -fast-math (allow reassociation, reciprocal and contraction of floats;
 // off by default, so results follow IEEE order of operations).
 #pragma once

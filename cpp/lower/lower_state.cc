@@ -137,6 +137,7 @@ class StateLowerer {
         if (buffers_[t].relative) i = i - info_.stages[t].region_min[d];
         indices.push_back(i);
       }
+      if (indices.empty()) indices.push_back(Expr(0));  // a 0-d tensor holds one element
       return BufferLoadNode::make(buffers_[t].buffer, indices);
     });
   }
@@ -144,7 +145,9 @@ class StateLowerer {
   std::vector<Expr> StoreIndices(int s) {
     const StageBound& b = info_.stages[s];
     const auto& vals = buffers_[s].relative ? b.local_values : b.root_values;
-    return std::vector<Expr>(vals.begin(), vals.begin() + state_.stages[s].op->axis.size());
+    const size_t n_axis = state_.stages[s].op->axis.size();
+    if (n_axis == 0) return {Expr(0)};  // a 0-d tensor holds one element
+    return std::vector<Expr>(vals.begin(), vals.begin() + n_axis);
   }
 
   // Conditions under which the root axes are inside the region (and the

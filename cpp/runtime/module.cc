@@ -33,13 +33,17 @@ using Clock = std::chrono::steady_clock;
 
 Module::Module(std::string name, std::vector<ArgSpec> args, PackedKernel kernel, std::shared_ptr<void> owner,
                ModuleSources sources, double compile_seconds)
-    : name_(std::move(name)), args_(std::move(args)), kernel_(kernel), owner_(std::move(owner)),
+    : name_(std::move(name)),
+      args_(std::move(args)),
+      kernel_(kernel),
+      owner_(std::move(owner)),
       sources_(std::make_shared<ModuleSources>(std::move(sources))),
-      asm_cache_(std::make_shared<std::string>()), compile_seconds_(compile_seconds) {}
+      asm_cache_(std::make_shared<std::string>()),
+      compile_seconds_(compile_seconds) {}
 
 void Module::CheckArgs(const std::vector<CallArg>& args) const {
-  AS_CHECK(args.size() == args_.size(), "module '" << name_ << "' takes " << args_.size() << " arguments, got "
-                                                   << args.size());
+  AS_CHECK(args.size() == args_.size(),
+           "module '" << name_ << "' takes " << args_.size() << " arguments, got " << args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgSpec& spec = args_[i];
     const CallArg& a = args[i];
@@ -68,7 +72,7 @@ void Module::Call(const std::vector<CallArg>& args) const {
 std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const TimeOptions& options) const {
   AS_CHECK(options.number >= 1 && options.repeat >= 1,
            "time evaluator needs number >= 1 and repeat >= 1, got " << options.number << " and "
-                                                                     << options.repeat);
+                                                                    << options.repeat);
   AS_CHECK(options.min_repeat_ms >= 0, "min_repeat_ms must not be negative");
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);

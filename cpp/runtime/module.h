@@ -38,16 +38,16 @@ struct CallArg {
 
 // Options of the time evaluator.
 struct TimeOptions {
-  int number = 1;           // runs per repeat; the time of a repeat is divided by it
-  int repeat = 1;           // measurements returned
+  int number = 1;            // runs per repeat; the time of a repeat is divided by it
+  int repeat = 1;            // measurements returned
   double min_repeat_ms = 0;  // grow `number` until one repeat takes at least this long
   bool flush_cache = false;  // overwrite a large buffer before each repeat (cold caches)
 };
 
 // Texts describing how a module was made, for inspection.
 struct ModuleSources {
-  std::string lowered;  // the loop-nest IR that was compiled
-  std::string llvm_ir;  // optimised LLVM IR
+  std::string lowered;                    // the loop-nest IR that was compiled
+  std::string llvm_ir;                    // optimised LLVM IR
   std::function<std::string()> make_asm;  // assembly, produced on first request
 };
 

@@ -245,7 +245,11 @@ void RfactorStep::Apply(StateNode& s) const {
   std::vector<IterVar> rf_reduce;
   IterVar factor_axis;
   for (int leaf : st.leaves) {
-    if (SplitRoot(st, leaf) != root) continue;
+    if (SplitRoot(st, leaf) != root) {
+      // Only derived so that DeriveNodeValues can walk the other axes' relations; unused below.
+      values[leaf] = VarNode::make(st.nodes[leaf].name);
+      continue;
+    }
     const Iterator& it = st.nodes[leaf];
     AS_CHECK(it.extent > 0, "rfactor needs known extents, '" << it.name << "' has none");
     IterVar iv{VarNode::make(it.name), 0, it.extent,

@@ -94,8 +94,8 @@ TEST_F(CodegenTest, UnrolledReductionIntoLocalBuffer) {
   Buffer acc = MakeBuffer("acc", i32, {1}, MemScope::Local);
   Expr i = VarNode::make("i"), r = VarNode::make("r");
   Stmt init = BufferStoreNode::make(acc, Expr(0), {Expr(0)});
-  Stmt update = BufferStoreNode::make(acc, BufferLoadNode::make(acc, {Expr(0)}) +
-                                               BufferLoadNode::make(a, {i * k + r}), {Expr(0)});
+  Stmt update = BufferStoreNode::make(
+      acc, BufferLoadNode::make(acc, {Expr(0)}) + BufferLoadNode::make(a, {i * k + r}), {Expr(0)});
   Stmt out = BufferStoreNode::make(c, BufferLoadNode::make(acc, {Expr(0)}), {i});
   Stmt body = AllocateNode::make(acc, SeqNode::make({init, For(r, k, ForKind::Unrolled, update), out}));
   Module m = BuildOrSkip({"unroll", {a, c}, For(i, n, ForKind::Serial, body)});
@@ -143,14 +143,15 @@ TEST_F(CodegenTest, Int8WrapsAndFloorDivision) {
 TEST_F(CodegenTest, IntrinsicsMatchLibm) {
   const int n = 8;
   Buffer a = MakeBuffer("A", f32, {n});
-  std::vector<Intrinsic> ops = {Intrinsic::Exp, Intrinsic::Log,  Intrinsic::Sqrt,  Intrinsic::Tanh,
+  std::vector<Intrinsic> ops = {Intrinsic::Exp, Intrinsic::Log,     Intrinsic::Sqrt,  Intrinsic::Tanh,
                                 Intrinsic::Erf, Intrinsic::Sigmoid, Intrinsic::Floor, Intrinsic::Round};
   std::vector<Buffer> outs;
   std::vector<Stmt> stores;
   Expr i = VarNode::make("i");
   for (Intrinsic op : ops) {
     outs.push_back(MakeBuffer(std::string("out_") + IntrinsicName(op), f32, {n}));
-    stores.push_back(BufferStoreNode::make(outs.back(), CallNode::make(op, {BufferLoadNode::make(a, {i})}), {i}));
+    stores.push_back(
+        BufferStoreNode::make(outs.back(), CallNode::make(op, {BufferLoadNode::make(a, {i})}), {i}));
   }
   std::vector<Buffer> args = {a};
   args.insert(args.end(), outs.begin(), outs.end());
@@ -180,7 +181,8 @@ TEST_F(CodegenTest, LargeBufferOnHeapInsideParallelLoop) {
   Expr i = VarNode::make("i"), j = VarNode::make("j");
   Stmt fill = For(j, n, ForKind::Serial, BufferStoreNode::make(tmp, cast(f32, i), {j}));
   Stmt out = BufferStoreNode::make(c, BufferLoadNode::make(tmp, {Expr(n - 1)}) + 1.0f, {i});
-  Module m = BuildOrSkip({"heap", {c}, For(i, rows, ForKind::Parallel, AllocateNode::make(tmp, SeqNode::make({fill, out})))});
+  Module m = BuildOrSkip(
+      {"heap", {c}, For(i, rows, ForKind::Parallel, AllocateNode::make(tmp, SeqNode::make({fill, out})))});
   std::vector<float> cv(rows);
   m.Call({ArgOf(cv, f32, {rows})});
   for (int r = 0; r < rows; ++r) EXPECT_FLOAT_EQ(cv[r], r + 1.0f);
@@ -189,8 +191,10 @@ TEST_F(CodegenTest, LargeBufferOnHeapInsideParallelLoop) {
 TEST_F(CodegenTest, CallChecksNameTheWrongArgument) {
   Buffer a = MakeBuffer("A", f32, {4}), b = MakeBuffer("B", f32, {4});
   Expr i = VarNode::make("i");
-  Module m = BuildOrSkip({"copy", {a, b}, For(i, 4, ForKind::Serial,
-                                              BufferStoreNode::make(b, BufferLoadNode::make(a, {i}), {i}))});
+  Module m =
+      BuildOrSkip({"copy",
+                   {a, b},
+                   For(i, 4, ForKind::Serial, BufferStoreNode::make(b, BufferLoadNode::make(a, {i}), {i}))});
   std::vector<float> v(4), w(4);
   std::vector<int32_t> iv(4);
   auto expect_error = [&](const std::vector<CallArg>& args, const std::string& needle) {
@@ -231,6 +235,26 @@ TEST(ThreadPoolTest, ChunksCoverRangeAndNestedRunsSerially) {
     ThreadPool::Global().ParallelFor(3, 0, [&](int64_t, int64_t) {});  // nested: serial, no deadlock
   });
   for (int h : hits) EXPECT_EQ(h, 1);
+}
+
+}  // namespace
+}  // namespace autosched
+
+namespace autosched {
+namespace {
+
+TEST_F(CodegenTest, LargeUnrolledNestsStayLoopsAndZeroExtentsVanish) {
+  const int n = 40;  // 40 * 40 copies: over the emitter's budget
+  Buffer c = MakeBuffer("C", i32, {n, n});
+  Expr i = VarNode::make("i"), j = VarNode::make("j"), z = VarNode::make("z");
+  Stmt store = BufferStoreNode::make(c, i * j, {i * n + j});
+  Stmt empty = For(z, 0, ForKind::Unrolled, BufferStoreNode::make(c, Expr(-1), {z}));
+  Stmt nest = SeqNode::make({For(i, n, ForKind::Unrolled, For(j, n, ForKind::Unrolled, store)), empty});
+  Module m = BuildOrSkip({"big_unroll", {c}, nest});
+  std::vector<int32_t> cv(n * n);
+  m.Call({ArgOf(cv, i32, {n, n})});
+  for (int x = 0; x < n; ++x)
+    for (int y = 0; y < n; ++y) EXPECT_EQ(cv[x * n + y], x * y);
 }
 
 }  // namespace

@@ -18,7 +18,9 @@ namespace {
 
 DataType f32 = DataType::Float(32);
 
-Stmt Loop(const Expr& v, int extent, ForKind kind, Stmt body) { return ForNode::make(v, 0, extent, kind, body); }
+Stmt Loop(const Expr& v, int extent, ForKind kind, Stmt body) {
+  return ForNode::make(v, 0, extent, kind, body);
+}
 
 int CountLoops(const Stmt& s, ForKind kind) {
   int n = 0;
@@ -30,9 +32,8 @@ int CountLoops(const Stmt& s, ForKind kind) {
 
 int CountRamps(const Stmt& s) {
   int n = 0;
-  VisitStmtExprs(s, [&](const Expr& e) {
-    PostOrderVisit(e, [&](const Expr& x) { n += x.as<RampNode>() != nullptr; });
-  });
+  VisitStmtExprs(
+      s, [&](const Expr& e) { PostOrderVisit(e, [&](const Expr& x) { n += x.as<RampNode>() != nullptr; }); });
   return n;
 }
 
@@ -44,9 +45,12 @@ TEST(LowerPassesTest, VectorizedLoopBecomesRampCode) {
          c = MakeBuffer("C", f32, {rows, cols});
   Expr i = VarNode::make("i"), jo = VarNode::make("j.o"), ji = VarNode::make("j.i");
   Expr j = jo * 16 + ji;
-  Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {i, j}) * BufferLoadNode::make(b, {j}) + 1.0f, {i, j});
-  LoweredFunc f{"vec", {a, b, c},
-                Loop(i, rows, ForKind::Parallel, Loop(jo, 2, ForKind::Serial, Loop(ji, 16, ForKind::Vectorized, store)))};
+  Stmt store =
+      BufferStoreNode::make(c, BufferLoadNode::make(a, {i, j}) * BufferLoadNode::make(b, {j}) + 1.0f, {i, j});
+  LoweredFunc f{"vec",
+                {a, b, c},
+                Loop(i, rows, ForKind::Parallel,
+                     Loop(jo, 2, ForKind::Serial, Loop(ji, 16, ForKind::Vectorized, store)))};
   LoweredFunc lowered = RunLoweringPasses(f);
   EXPECT_EQ(CountLoops(lowered.body, ForKind::Vectorized), 0) << ToString(lowered);
   EXPECT_GE(CountRamps(lowered.body), 3) << ToString(lowered);
@@ -66,7 +70,10 @@ TEST(LowerPassesTest, ReductionOverVectorizedLoopFallsBack) {
   Expr i = VarNode::make("i"), k = VarNode::make("k");
   Stmt init = BufferStoreNode::make(c, Expr(0.0f), {i});
   Stmt update = BufferStoreNode::make(c, BufferLoadNode::make(c, {i}) + BufferLoadNode::make(a, {i, k}), {i});
-  LoweredFunc f{"red", {a, c}, Loop(i, rows, ForKind::Serial, SeqNode::make({init, Loop(k, red, ForKind::Vectorized, update)}))};
+  LoweredFunc f{
+      "red",
+      {a, c},
+      Loop(i, rows, ForKind::Serial, SeqNode::make({init, Loop(k, red, ForKind::Vectorized, update)}))};
   LoweredFunc lowered = RunLoweringPasses(f);
   EXPECT_EQ(CountLoops(lowered.body, ForKind::Vectorized), 0);
   EXPECT_EQ(CountLoops(lowered.body, ForKind::Unrolled), 1) << ToString(lowered);
@@ -100,7 +107,8 @@ TEST(LowerPassesTest, GuardsGoWhereTheSplitDivides) {
   Expr io = VarNode::make("i.o"), ii = VarNode::make("i.i");
   auto nest = [&](int bound) {
     Stmt store = BufferStoreNode::make(c, Expr(1.0f), {io * 8 + ii});
-    return Loop(io, 4, ForKind::Serial, Loop(ii, 8, ForKind::Serial, IfThenElseNode::make(io * 8 + ii < bound, store)));
+    return Loop(io, 4, ForKind::Serial,
+                Loop(ii, 8, ForKind::Serial, IfThenElseNode::make(io * 8 + ii < bound, store)));
   };
   auto count_ifs = [](const Stmt& s) {
     int n = 0;
@@ -114,7 +122,8 @@ TEST(LowerPassesTest, GuardsGoWhereTheSplitDivides) {
 TEST(LowerPassesTest, AutoUnrollRespectsMaxStep) {
   Buffer c = MakeBuffer("C", f32, {4, 4});
   Expr i = VarNode::make("i"), j = VarNode::make("j");
-  Stmt nest = Loop(i, 4, ForKind::Serial, Loop(j, 4, ForKind::Serial, BufferStoreNode::make(c, Expr(0.0f), {i, j})));
+  Stmt nest =
+      Loop(i, 4, ForKind::Serial, Loop(j, 4, ForKind::Serial, BufferStoreNode::make(c, Expr(0.0f), {i, j})));
   Stmt all = AutoUnroll(PragmaNode::make("auto_unroll_max_step", 16, nest));
   EXPECT_EQ(CountLoops(all, ForKind::Unrolled), 2);
   EXPECT_EQ(all.as<PragmaNode>(), nullptr);
@@ -126,10 +135,14 @@ TEST(LowerPassesTest, AutoUnrollRespectsMaxStep) {
 
 TEST(LowerPassesTest, FlatteningHonoursStridesAndUnitLoopsVanish) {
   const int rows = 3, cols = 5, pitch = 8;
-  Buffer a = MakeBuffer("A", f32, {rows, cols}), c = MakeBuffer("C", f32, {rows, cols}, MemScope::Global, {pitch, 1});
+  Buffer a = MakeBuffer("A", f32, {rows, cols}),
+         c = MakeBuffer("C", f32, {rows, cols}, MemScope::Global, {pitch, 1});
   Expr i = VarNode::make("i"), j = VarNode::make("j"), u = VarNode::make("u");
   Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {i, j + u}) * 2.0f, {i, j + u});
-  LoweredFunc f{"strided", {a, c}, Loop(i, rows, ForKind::Serial, Loop(j, cols, ForKind::Serial, Loop(u, 1, ForKind::Serial, store)))};
+  LoweredFunc f{
+      "strided",
+      {a, c},
+      Loop(i, rows, ForKind::Serial, Loop(j, cols, ForKind::Serial, Loop(u, 1, ForKind::Serial, store)))};
   std::ostringstream log;
   LoweredFunc lowered = RunLoweringPasses(f, {&log});
   EXPECT_NE(log.str().find("after storage flattening"), std::string::npos);
@@ -146,6 +159,54 @@ TEST(LowerPassesTest, FlatteningHonoursStridesAndUnitLoopsVanish) {
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < cols; ++k) EXPECT_FLOAT_EQ(cv[r * pitch + k], av[r * cols + k] * 2);
   EXPECT_FLOAT_EQ(cv[cols], -1);  // padding untouched
+}
+
+}  // namespace
+}  // namespace autosched
+
+namespace autosched {
+namespace {
+
+TEST(LowerPassesTest, PackedLayoutIndexStaysContiguous) {
+  // C[j] = A[floordiv(j, 32) * 40 + floormod(j, 32)] with j = jo * 16 + ji, ji vectorized.
+  Buffer a = MakeBuffer("A", f32, {160}), c = MakeBuffer("C", f32, {128});
+  Expr jo = VarNode::make("jo"), ji = VarNode::make("ji");
+  Expr j = jo * 16 + ji;
+  Expr src = floordiv(j, Expr(32)) * 40 + floormod(j, Expr(32));
+  Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {src}), {j});
+  LoweredFunc lowered = RunLoweringPasses(
+      {"packed", {a, c}, Loop(jo, 8, ForKind::Serial, Loop(ji, 16, ForKind::Vectorized, store))});
+  VisitStmtExprs(lowered.body, [&](const Expr& e) {
+    PostOrderVisit(e, [&](const Expr& x) {
+      if (const auto* load = x.as<BufferLoadNode>()) {
+        EXPECT_NE(load->indices[0].as<RampNode>(), nullptr) << ToString(lowered);
+      }
+    });
+  });
+  if (!HasLLVMBackend()) return;
+  std::vector<float> av(160), cv(128);
+  std::iota(av.begin(), av.end(), 0.0f);
+  Build(lowered, CodegenTarget::Parse("llvm")).Call({Arg(av, {160}), Arg(cv, {128})});
+  for (int x = 0; x < 128; ++x) EXPECT_FLOAT_EQ(cv[x], av[(x / 32) * 40 + x % 32]);
+}
+
+TEST(StmtFunctorTest, SubstituteRewriteAndVisit) {
+  Buffer c = MakeBuffer("C", f32, {8});
+  Expr i = VarNode::make("i"), n = VarNode::make("n");
+  Stmt s = Loop(i, 8, ForKind::Serial, BufferStoreNode::make(c, cast(f32, n), {i}));
+  EXPECT_TRUE(StmtUsesVar(s, n.as<VarNode>()));
+  Stmt t = SubstituteStmt(s, {{n.as<VarNode>(), Expr(3)}});
+  EXPECT_FALSE(StmtUsesVar(t, n.as<VarNode>()));
+  EXPECT_TRUE(SubstituteStmt(s, {}).same_as(s));
+  Stmt parallel = RewriteStmt(t, [](const Stmt& x) -> Stmt {
+    const auto* f = x.as<ForNode>();
+    return f ? ForNode::make(f->loop_var, f->min, f->extent, ForKind::Parallel, f->body) : Stmt();
+  });
+  EXPECT_EQ(CountLoops(parallel, ForKind::Parallel), 1);
+  int stores = 0;
+  PostOrderVisitStmt(parallel, [&](const Stmt& x) { stores += x.as<BufferStoreNode>() != nullptr; });
+  EXPECT_EQ(stores, 1);
+  EXPECT_NE(ToString(parallel).find("parallel for (i, 0, 8)"), std::string::npos) << ToString(parallel);
 }
 
 }  // namespace

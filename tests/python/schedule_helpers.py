@@ -29,7 +29,7 @@ def random_inputs(dag, rng, positive=False):
         if t.op_kind != "placeholder":
             arrays.append(np.zeros(t.shape, dtype=t.dtype))
         elif t.dtype.startswith("int"):
-            low = 0 if positive else -3
+            low = 1 if positive else -3
             arrays.append(rng.integers(low, 4, size=t.shape).astype(t.dtype))
         elif positive:
             arrays.append((rng.random(t.shape) + 0.5).astype(t.dtype))
@@ -73,6 +73,34 @@ def access(s, name):
     info["consumers"] = [ops[i].name for i in info["consumers"]]
     info["producers"] = [ops[i].name for i in info["producers"]]
     return info
+
+
+def loop_iterations(s):
+    """Iterations of the innermost statements of a state's loop nest, with bound-inferred extents (a
+    stage attached by compute_at runs once per iteration of the loops around its attach point)."""
+    bounded = s.dag.infer_bound(s)
+
+    def enclosing(name):
+        stage = bounded[name]
+        if stage.compute_at != "at":
+            return 1
+        target, iter_name = stage.attach_point
+        count = enclosing(target)
+        for it in bounded[target].iters:
+            count *= max(it.extent, 1)
+            if it.name == iter_name:
+                break
+        return count
+
+    total = 0
+    for stage in bounded.stages:
+        if stage.op.op_kind != "compute" or stage.compute_at == "inlined":
+            continue
+        own = 1
+        for it in stage.iters:
+            own *= max(it.extent, 1)
+        total += own * enclosing(stage.name)
+    return total
 
 
 def has_reduction(s, name):
@@ -233,7 +261,7 @@ def _inline_and_tile(s):
     inline_elementwise(s)
     for k, name in enumerate(compute_stages(s)):
         if is_root(s, name):
-            tile(s, name, skip=k)
+            tile(s, name, skip=k, reduce_split=k % 2 == 0)
 
 
 def _deep_tiles(s):

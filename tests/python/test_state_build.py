@@ -4,13 +4,12 @@ evaluator; plus a small differential fuzzer of random step sequences
 import os
 import random
 
-import numpy as np
 import pytest
 
 import autosched as ans
 from autosched import te
 
-TOL = {"float32": 1e-4, "float16": 2e-2, "int32": 0}
+from schedule_helpers import check
 
 
 def matmul_relu(n, m, k, dtype):
@@ -21,33 +20,6 @@ def matmul_relu(n, m, k, dtype):
     e = te.compute((n, m), lambda i, j: c[i, j] + te.const(1, dtype), name="E")
     d = te.compute((n, m), lambda i, j: te.max(e[i, j], te.const(0, dtype)), name="D")
     return ans.ComputeDAG([a, b, d]), c, e, d
-
-
-def random_inputs(dag, rng):
-    arrays = []
-    for t in dag.tensors:
-        if t.op_kind == "placeholder":
-            if t.dtype == "int32":
-                arrays.append(rng.integers(-3, 4, size=t.shape).astype("int32"))
-            else:
-                arrays.append((rng.random(t.shape) - 0.5).astype(t.dtype))
-        else:
-            arrays.append(np.zeros(t.shape, dtype=t.dtype))
-    return arrays
-
-
-def check(dag, state, seed=0):
-    rng = np.random.default_rng(seed)
-    arrays = random_inputs(dag, rng)
-    inputs = [x for x, t in zip(arrays, dag.tensors) if t.op_kind == "placeholder"]
-    expected = ans.evaluate(dag, inputs)
-    mod = ans.build(dag, state)
-    mod(*arrays)
-    outputs = [x for x, t in zip(arrays, dag.tensors) if t.op_kind != "placeholder"]
-    for got, want in zip(outputs, expected):
-        tol = TOL[str(got.dtype)]
-        np.testing.assert_allclose(got.astype("float64"), np.asarray(want, dtype="float64"), rtol=tol, atol=tol,
-                                   err_msg=str(state))
 
 
 def tiled(s, C, E, D):

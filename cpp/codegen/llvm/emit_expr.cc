@@ -8,8 +8,12 @@
 namespace autosched {
 
 IREmitter::IREmitter(llvm::Module* module, const CodegenTarget& target, std::string cpu, std::string features)
-    : ctx_(module->getContext()), module_(module), target_(target), b_(module->getContext()),
-      cpu_(std::move(cpu)), features_(std::move(features)) {
+    : ctx_(module->getContext()),
+      module_(module),
+      target_(target),
+      b_(module->getContext()),
+      cpu_(std::move(cpu)),
+      features_(std::move(features)) {
   if (target.fast_math) {
     llvm::FastMathFlags fmf;
     fmf.setFast();
@@ -69,8 +73,8 @@ llvm::Value* IREmitter::Emit(const Expr& e) {
     }
     case ExprKind::Var: {
       auto it = vars_.find(e.as<VarNode>());
-      AS_CHECK(it != vars_.end(), "code generation: variable '" << e.as<VarNode>()->name
-                                                                << "' is used outside its loop or let");
+      AS_CHECK(it != vars_.end(),
+               "code generation: variable '" << e.as<VarNode>()->name << "' is used outside its loop or let");
       return it->second;
     }
     case ExprKind::Binary: return EmitBinary(e.as<BinaryNode>());
@@ -163,8 +167,10 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
         if (op == BinOp::FloorDiv) return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
         return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
       }
-      case BinOp::Min: return EmitIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, t, {a, b});
-      case BinOp::Max: return EmitIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, t, {a, b});
+      case BinOp::Min:
+        return EmitIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, t, {a, b});
+      case BinOp::Max:
+        return EmitIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, t, {a, b});
       default: break;
     }
   }
@@ -207,7 +213,7 @@ llvm::Value* IREmitter::EmitCast(DataType to, const Expr& value) {
     if (to.bits == 16) {
       // Round to half once (from the widest source), then compute in float.
       llvm::Type* half = StorageType(to);
-      llvm::Value* h = from.is_float()  ? b_.CreateFPTrunc(v, half)
+      llvm::Value* h = from.is_float() ? b_.CreateFPTrunc(v, half)
                        : from.is_int() ? b_.CreateSIToFP(v, half)
                                        : b_.CreateUIToFP(v, half);
       return b_.CreateFPExt(h, ty);
@@ -313,8 +319,8 @@ llvm::Value* IREmitter::Index64(llvm::Value* index) {  // index already emitted
 llvm::Value* IREmitter::ElementPointers(const Buffer& buffer, const Expr& index, bool* contiguous,
                                         bool* broadcast) {
   auto it = buffers_.find(buffer.get());
-  AS_CHECK(it != buffers_.end(), "code generation: buffer '" << buffer->name
-                                                             << "' is neither an argument nor allocated");
+  AS_CHECK(it != buffers_.end(),
+           "code generation: buffer '" << buffer->name << "' is neither an argument nor allocated");
   llvm::Type* elem = StorageType(buffer->dtype);
   *contiguous = *broadcast = false;
   struct IndexScope {
@@ -335,8 +341,8 @@ llvm::Value* IREmitter::ElementPointers(const Buffer& buffer, const Expr& index,
 }
 
 llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
-  AS_CHECK(n->indices.size() == 1, "code generation: load from '" << n->buffer->name
-                                                                  << "' is not flattened to one index");
+  AS_CHECK(n->indices.size() == 1,
+           "code generation: load from '" << n->buffer->name << "' is not flattened to one index");
   DataType t = n->dtype;
   bool contiguous = false, broadcast = false;
   llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);

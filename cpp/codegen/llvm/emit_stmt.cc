@@ -10,8 +10,10 @@ namespace {
 
 // Buffers up to this size live on the stack; larger ones on the heap.
 constexpr int64_t kMaxStackBytes = 256 * 1024;
-// Unrolled loops up to this many iterations are copied by the emitter itself.
-constexpr int64_t kMaxEmitUnroll = 512;
+// Unrolled loops are copied by the emitter itself while the copies of one
+// statement (the product over nested unrolled loops) stay within this many;
+// beyond, the loop is left to LLVM's unroller, which weighs code size.
+constexpr int64_t kMaxUnrolledCopies = 1024;
 
 int64_t ElementsToReserve(const BufferNode& b) {
   if (b.strides.empty()) {
@@ -26,8 +28,8 @@ int64_t ElementsToReserve(const BufferNode& b) {
 
 }  // namespace
 
-llvm::Function* IREmitter::MakeFunction(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
-                                        bool internal) {
+llvm::Function* IREmitter::MakeFunction(const std::string& name, llvm::Type* ret,
+                                        std::vector<llvm::Type*> params, bool internal) {
   auto* type = llvm::FunctionType::get(ret, params, false);
   auto linkage = internal ? llvm::Function::InternalLinkage : llvm::Function::ExternalLinkage;
   llvm::Function* f = llvm::Function::Create(type, linkage, name, module_);
@@ -69,8 +71,8 @@ void IREmitter::EmitKernel(const LoweredFunc& f, const std::string& symbol) {
   llvm::Type* ptr = b_.getPtrTy();
   // The body takes the buffers as noalias pointers; the exported kernel
   // unpacks the argument array and calls it (inlined by the optimiser).
-  llvm::Function* body = MakeFunction(symbol + "_body", b_.getInt32Ty(),
-                                      std::vector<llvm::Type*>(f.args.size(), ptr), true);
+  llvm::Function* body =
+      MakeFunction(symbol + "_body", b_.getInt32Ty(), std::vector<llvm::Type*>(f.args.size(), ptr), true);
   body->addFnAttr(llvm::Attribute::AlwaysInline);
   function_ = body;
   fail_block_ = nullptr;
@@ -123,12 +125,12 @@ void IREmitter::EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNo
   llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "loop_exit", function_);
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
-  llvm::PHINode* counter = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  llvm::PHINode* counter = b_.CreatePHI(begin->getType(), 2, "i");
   counter->addIncoming(begin, pre);
   b_.CreateCondBr(b_.CreateICmpSLT(counter, end), body_bb, exit);
   b_.SetInsertPoint(body_bb);
   body(counter);
-  llvm::Value* next = b_.CreateAdd(counter, b_.getInt64(1), "", true, true);
+  llvm::Value* next = b_.CreateAdd(counter, llvm::ConstantInt::get(begin->getType(), 1), "", true, true);
   llvm::BranchInst* latch = b_.CreateBr(header);
   if (loop_md) latch->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
   counter->addIncoming(next, b_.GetInsertBlock());
@@ -153,16 +155,16 @@ llvm::MDNode* LoopHint(llvm::LLVMContext& ctx, const char* name, bool with_true)
 
 void IREmitter::EmitFor(const ForNode* n) {
   AS_CHECK(!IsGpuBinding(n->for_kind),
-           "code generation: loop '" << n->loop_var.as<VarNode>()->name << "' is bound to "
-                                     << ForKindName(n->for_kind)
-                                     << ", which the llvm (CPU) backend cannot run; GPU bindings need a GPU target");
+           "code generation: loop '"
+               << n->loop_var.as<VarNode>()->name << "' is bound to " << ForKindName(n->for_kind)
+               << ", which the llvm (CPU) backend cannot run; GPU bindings need a GPU target");
   int64_t extent = 0;
   bool const_extent = GetConstInt(n->extent, &extent);
   switch (n->for_kind) {
     case ForKind::Parallel: return EmitParallel(n);
     case ForKind::Unrolled:
-      if (const_extent && extent <= kMaxEmitUnroll) return EmitUnrolled(n, extent);
-      return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.unroll.full", false));
+      if (const_extent && extent * unrolled_copies_ <= kMaxUnrolledCopies) return EmitUnrolled(n, extent);
+      return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.unroll.enable", false));
     case ForKind::Vectorized:
       // Not legalised into vector code: let LLVM's loop vectorizer try.
       return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.vectorize.enable", true));
@@ -171,12 +173,15 @@ void IREmitter::EmitFor(const ForNode* n) {
 }
 
 void IREmitter::EmitSerialLoop(const ForNode* n, llvm::MDNode* loop_md) {
+  // The counter has the loop variable's own type, so that index arithmetic
+  // on it stays in one induction variable (LLVM widens it to 64 bits).
   const VarNode* var = n->loop_var.as<VarNode>();
   llvm::Type* var_type = ComputeType(var->dtype);
-  llvm::Value* min = b_.CreateSExtOrTrunc(Emit(n->min), b_.getInt64Ty());
-  llvm::Value* end = b_.CreateAdd(min, b_.CreateSExtOrTrunc(Emit(n->extent), b_.getInt64Ty()));
+  llvm::Value* min = b_.CreateSExtOrTrunc(Emit(n->min), var_type);
+  llvm::Value* end = b_.CreateAdd(min, b_.CreateSExtOrTrunc(Emit(n->extent), var_type), "", false, true);
   EmitCountedLoop(min, end, loop_md, [&](llvm::Value* counter) {
-    vars_[var] = b_.CreateTrunc(counter, var_type, var->name);
+    counter->setName(var->name);
+    vars_[var] = counter;
     EmitStmt(n->body);
   });
   vars_.erase(var);
@@ -184,11 +189,14 @@ void IREmitter::EmitSerialLoop(const ForNode* n, llvm::MDNode* loop_md) {
 
 void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
   const VarNode* var = n->loop_var.as<VarNode>();
+  if (extent <= 0) return;
   llvm::Value* min = Emit(n->min);
+  unrolled_copies_ *= extent;
   for (int64_t i = 0; i < extent; ++i) {
     vars_[var] = b_.CreateAdd(min, llvm::ConstantInt::get(min->getType(), i), var->name, false, true);
     EmitStmt(n->body);
   }
+  unrolled_copies_ /= extent;
   vars_.erase(var);
 }
 
@@ -223,6 +231,9 @@ void IREmitter::EmitParallel(const ForNode* n) {
   for (const VarNode* v : vars) captured.push_back(vars_[v]);
   for (const BufferNode* b : bufs) captured.push_back(buffers_[b]);
   for (size_t i = 0; i < captured.size(); ++i) {
+    AS_CHECK(captured[i]->getType()->getPrimitiveSizeInBits().getFixedValue() <= 64,
+             "code generation: parallel loop '" << n->loop_var.as<VarNode>()->name
+                                                << "' uses a vector value bound outside it");
     b_.CreateAlignedStore(captured[i], b_.CreateConstInBoundsGEP1_64(i64, closure, i), llvm::Align(8));
   }
 
@@ -275,8 +286,8 @@ void IREmitter::EmitParallel(const ForNode* n) {
     fail_block_ = saved_fail;
   }
 
-  llvm::FunctionCallee parallel_for = module_->getOrInsertFunction(
-      "autosched_parallel_for", b_.getInt32Ty(), i64, b_.getInt32Ty(), ptr, ptr);
+  llvm::FunctionCallee parallel_for =
+      module_->getOrInsertFunction("autosched_parallel_for", b_.getInt32Ty(), i64, b_.getInt32Ty(), ptr, ptr);
   llvm::Value* status =
       b_.CreateCall(parallel_for, {extent, b_.getInt32(target_.num_cores), wrapper, closure});
   llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "parallel_ok", function_);
@@ -285,8 +296,8 @@ void IREmitter::EmitParallel(const ForNode* n) {
 }
 
 void IREmitter::EmitStore(const BufferStoreNode* n) {
-  AS_CHECK(n->indices.size() == 1, "code generation: store to '" << n->buffer->name
-                                                                 << "' is not flattened to one index");
+  AS_CHECK(n->indices.size() == 1,
+           "code generation: store to '" << n->buffer->name << "' is not flattened to one index");
   DataType t = n->value.dtype();
   llvm::Value* value = ToStorage(Emit(n->value), t);
   bool contiguous = false, broadcast = false;
@@ -331,7 +342,8 @@ void IREmitter::EmitIf(const IfThenElseNode* n) {
   llvm::Value* cond = Emit(n->condition);
   llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", function_);
   llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", function_);
-  llvm::BasicBlock* else_bb = n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", function_) : join;
+  llvm::BasicBlock* else_bb =
+      n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", function_) : join;
   b_.CreateCondBr(cond, then_bb, else_bb);
   b_.SetInsertPoint(then_bb);
   EmitStmt(n->then_case);

@@ -65,7 +65,7 @@ class IREmitter {
   llvm::Module* module_;
   CodegenTarget target_;
   llvm::IRBuilder<> b_;
-  llvm::Function* function_ = nullptr;  // function being emitted
+  llvm::Function* function_ = nullptr;      // function being emitted
   llvm::BasicBlock* fail_block_ = nullptr;  // returns -1 (allocation failure)
   std::unordered_map<const VarNode*, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
@@ -73,6 +73,7 @@ class IREmitter {
   std::string cpu_, features_;
   bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
   int num_outlined_ = 0;
+  int64_t unrolled_copies_ = 1;  // product of the extents of the unrolled loops being emitted
 };
 
 }  // namespace autosched

@@ -40,6 +40,22 @@ struct CpuSpec {
   std::string triple, cpu, features;
 };
 
+// Kernels run in this process: vector extensions of the named CPU that this
+// host lacks are turned off (e.g. avx512fp16 for -mcpu=sapphirerapids on a
+// Zen 4), so that the code never dies of an illegal instruction.
+void DisableExtensionsHostLacks(CpuSpec* spec) {
+  if (!llvm::Triple(spec->triple).isX86()) return;
+  static const char* kExtensions[] = {"avx",        "avx2",       "fma",      "avx512f",
+                                      "avx512bw",   "avx512dq",   "avx512vl", "avx512fp16",
+                                      "avx512bf16", "avx512vnni", "amx-tile"};
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  for (const char* ext : kExtensions) {
+    auto it = host.find(ext);
+    if (it == host.end() || !it->second)
+      spec->features += std::string(spec->features.empty() ? "" : ",") + "-" + ext;
+  }
+}
+
 CpuSpec ResolveCpu(const CodegenTarget& target) {
   CpuSpec spec;
   spec.triple = llvm::sys::getProcessTriple();
@@ -54,6 +70,7 @@ CpuSpec ResolveCpu(const CodegenTarget& target) {
   }
   if (!target.mattr.empty()) features.push_back(target.mattr);
   for (size_t i = 0; i < features.size(); ++i) spec.features += (i ? "," : "") + features[i];
+  DisableExtensionsHostLacks(&spec);
   return spec;
 }
 
@@ -61,7 +78,8 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const CpuSpec& spec, bool
   std::string error;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(spec.triple, error);
   AS_CHECK(t != nullptr, "LLVM has no target for '" << spec.triple << "': " << error);
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(t->createMCSubtargetInfo(spec.triple, spec.cpu, ""));
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      t->createMCSubtargetInfo(spec.triple, spec.cpu, spec.features));
   AS_CHECK(subtarget && subtarget->isCPUStringValid(spec.cpu),
            "unknown -mcpu '" << spec.cpu << "' for " << spec.triple);
   llvm::TargetOptions options;
@@ -72,9 +90,9 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const CpuSpec& spec, bool
     options.NoNaNsFPMath = true;
     options.NoSignedZerosFPMath = true;
   }
-  return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
-      spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
+  return std::unique_ptr<llvm::TargetMachine>(
+      t->createTargetMachine(spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_, std::nullopt,
+                             llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
 }
 
 void Optimize(llvm::Module& module, llvm::TargetMachine* tm) {
@@ -107,8 +125,7 @@ std::string ModuleText(const llvm::Module& module) {
 std::string AssemblyOf(const std::string& ir_text, const CpuSpec& spec, bool fast_math) {
   llvm::LLVMContext ctx;
   llvm::SMDiagnostic diag;
-  std::unique_ptr<llvm::Module> module =
-      llvm::parseIR(llvm::MemoryBufferRef(ir_text, "kernel"), diag, ctx);
+  std::unique_ptr<llvm::Module> module = llvm::parseIR(llvm::MemoryBufferRef(ir_text, "kernel"), diag, ctx);
   AS_CHECK(module != nullptr, "cannot re-read generated LLVM IR: " << diag.getMessage().str());
   auto tm = MakeTargetMachine(spec, fast_math);
   llvm::SmallString<0> buffer;
@@ -173,16 +190,16 @@ Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target) {
   jtmb.addFeatures(std::vector<std::string>{spec.features});
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   jtmb.getOptions() = tm->Options;
-  auto jit = Unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
-                    "start");
+  auto jit = Unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "start");
   llvm::orc::JITDylib& lib = jit->getMainJITDylib();
-  lib.addGenerator(Unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-                              jit->getDataLayout().getGlobalPrefix()),
-                          "open the process's libraries"));
+  lib.addGenerator(Unwrap(
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix()),
+      "open the process's libraries"));
   llvm::orc::SymbolMap runtime;
   auto add = [&](const char* name, void* address) {
-    runtime[jit->mangleAndIntern(name)] = llvm::orc::ExecutorSymbolDef(
-        llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+    runtime[jit->mangleAndIntern(name)] =
+        llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(address),
+                                     llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   };
   add("autosched_parallel_for", reinterpret_cast<void*>(&autosched_parallel_for));
   add("autosched_alloc", reinterpret_cast<void*>(&autosched_alloc));

@@ -10,7 +10,9 @@ namespace {
 
 constexpr int64_t kUnknownWork = std::numeric_limits<int64_t>::max() / 4;
 
-int64_t SaturatingMul(int64_t a, int64_t b) { return a > kUnknownWork / std::max<int64_t>(b, 1) ? kUnknownWork : a * b; }
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  return a > kUnknownWork / std::max<int64_t>(b, 1) ? kUnknownWork : a * b;
+}
 
 class Unroller : public StmtMutator {
  public:

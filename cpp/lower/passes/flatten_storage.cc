@@ -13,7 +13,8 @@ std::vector<int64_t> ElementStrides(const BufferNode& buffer) {
     return buffer.strides;
   }
   std::vector<int64_t> strides(buffer.shape.size(), 1);
-  for (int d = static_cast<int>(buffer.shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * buffer.shape[d + 1];
+  for (int d = static_cast<int>(buffer.shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * buffer.shape[d + 1];
   return strides;
 }
 
@@ -27,9 +28,9 @@ Expr Scaled(const Expr& index, int64_t stride) {
 // The flat index of buffer[indices].
 Expr FlatIndex(const BufferNode& buffer, const std::vector<Expr>& indices) {
   if (indices.size() == 1) return indices[0];
-  AS_CHECK(indices.size() == buffer.shape.size(), "access to buffer '" << buffer.name << "' with "
-                                                                       << indices.size() << " indices for "
-                                                                       << buffer.shape.size() << " dimensions");
+  AS_CHECK(indices.size() == buffer.shape.size(),
+           "access to buffer '" << buffer.name << "' with " << indices.size() << " indices for "
+                                << buffer.shape.size() << " dimensions");
   std::vector<int64_t> strides = ElementStrides(buffer);
   Expr scalar_part;
   for (size_t d = 0; d + 1 < indices.size(); ++d) {
@@ -46,7 +47,8 @@ Expr FlatIndex(const BufferNode& buffer, const std::vector<Expr>& indices) {
     return BroadcastNode::make(scalar_part + Scaled(bc->value, stride), bc->lanes);
   }
   int lanes = last.dtype().lanes;
-  Expr stride_vec = BroadcastNode::make(make_const(last.dtype().element_of(), static_cast<double>(stride)), lanes);
+  Expr stride_vec =
+      BroadcastNode::make(make_const(last.dtype().element_of(), static_cast<double>(stride)), lanes);
   return BroadcastNode::make(scalar_part, lanes) + last * stride_vec;
 }
 

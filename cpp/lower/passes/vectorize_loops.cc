@@ -14,14 +14,24 @@ constexpr int64_t kMaxFallbackUnroll = 16;
 // Thrown (and caught in this file) when a body cannot be vectorized.
 struct CannotVectorize {};
 
-Expr Widen(const Expr& e, int lanes) {
-  return e.dtype().lanes == lanes ? e : BroadcastNode::make(e, lanes);
+Expr Widen(const Expr& e, int lanes) { return e.dtype().lanes == lanes ? e : BroadcastNode::make(e, lanes); }
+
+// True when e is provably a multiple of m for every value of its variables.
+bool KnownMultipleOf(const Expr& e, int64_t m) {
+  int64_t c = 0;
+  if (GetConstInt(e, &c)) return c % m == 0;
+  const auto* b = e.as<BinaryNode>();
+  if (!b) return false;
+  if (b->op == BinOp::Mul) return KnownMultipleOf(b->a, m) || KnownMultipleOf(b->b, m);
+  if (b->op == BinOp::Add || b->op == BinOp::Sub) return KnownMultipleOf(b->a, m) && KnownMultipleOf(b->b, m);
+  return false;
 }
 
 // Rewrites expressions with the loop variable replaced by a ramp.
 class ExprVectorizer : public ExprMutator {
  public:
-  ExprVectorizer(const VarNode* var, Expr ramp, int lanes) : var_(var), ramp_(std::move(ramp)), lanes_(lanes) {}
+  ExprVectorizer(const VarNode* var, Expr ramp, int lanes)
+      : var_(var), ramp_(std::move(ramp)), lanes_(lanes) {}
 
  protected:
   Expr MutateVar(const Expr& e, const VarNode* n) override { return n == var_ ? ramp_ : e; }
@@ -38,7 +48,8 @@ class ExprVectorizer : public ExprMutator {
     // Keep ramps as ramps, so that contiguous indices stay recognisable.
     if (n->op == BinOp::Add || n->op == BinOp::Sub) {
       bool add = n->op == BinOp::Add;
-      if (ra && sb.defined()) return RampNode::make(BinaryNode::make(n->op, ra->base, sb), ra->stride, lanes_);
+      if (ra && sb.defined())
+        return RampNode::make(BinaryNode::make(n->op, ra->base, sb), ra->stride, lanes_);
       if (add && rb && sa.defined()) return RampNode::make(sa + rb->base, rb->stride, lanes_);
       if (ra && rb) {
         int64_t stride = add ? ra->stride + rb->stride : ra->stride - rb->stride;
@@ -48,8 +59,21 @@ class ExprVectorizer : public ExprMutator {
     }
     if (n->op == BinOp::Mul) {
       int64_t c = 0;
-      if (ra && sb.defined() && GetConstInt(sb, &c) && c != 0) return RampNode::make(ra->base * sb, ra->stride * c, lanes_);
-      if (rb && sa.defined() && GetConstInt(sa, &c) && c != 0) return RampNode::make(sa * rb->base, rb->stride * c, lanes_);
+      if (ra && sb.defined() && GetConstInt(sb, &c) && c != 0)
+        return RampNode::make(ra->base * sb, ra->stride * c, lanes_);
+      if (rb && sa.defined() && GetConstInt(sa, &c) && c != 0)
+        return RampNode::make(sa * rb->base, rb->stride * c, lanes_);
+    }
+    if ((n->op == BinOp::FloorDiv || n->op == BinOp::FloorMod) && ra && ra->stride == 1 && sb.defined()) {
+      // Lanes starting at a multiple of `lanes` stay inside one block of a
+      // divisor that is a multiple of `lanes`: one quotient, consecutive
+      // remainders (packed layouts index like this).
+      int64_t c = 0;
+      if (GetConstInt(sb, &c) && c > 0 && c % lanes_ == 0 && KnownMultipleOf(ra->base, lanes_)) {
+        Expr scalar = BinaryNode::make(n->op, ra->base, sb);
+        return n->op == BinOp::FloorDiv ? BroadcastNode::make(scalar, lanes_)
+                                        : RampNode::make(scalar, 1, lanes_);
+      }
     }
     if (sa.defined() && sb.defined()) return BroadcastNode::make(BinaryNode::make(n->op, sa, sb), lanes_);
     return BinaryNode::make(n->op, Widen(a, lanes_), Widen(b, lanes_));
@@ -82,7 +106,8 @@ class ExprVectorizer : public ExprMutator {
   Expr MutateCast(const Expr& e, const CastNode* n) override {
     Expr v = Mutate(n->value);
     if (v.dtype().lanes == 1) return v.same_as(n->value) ? e : CastNode::make(n->dtype, v);
-    if (const auto* bc = v.as<BroadcastNode>()) return BroadcastNode::make(CastNode::make(n->dtype, bc->value), lanes_);
+    if (const auto* bc = v.as<BroadcastNode>())
+      return BroadcastNode::make(CastNode::make(n->dtype, bc->value), lanes_);
     return CastNode::make(n->dtype.with_lanes(lanes_), v);
   }
 
@@ -114,7 +139,8 @@ class ExprVectorizer : public ExprMutator {
 // Rewrites the statements of one vectorized loop body.
 class StmtVectorizer : public StmtMutator {
  public:
-  StmtVectorizer(const VarNode* var, Expr ramp, int lanes) : var_(var), exprs_(var, ramp, lanes), lanes_(lanes) {}
+  StmtVectorizer(const VarNode* var, Expr ramp, int lanes)
+      : var_(var), exprs_(var, ramp, lanes), lanes_(lanes) {}
 
  protected:
   Expr MutateExpr(const Expr& e) override { return exprs_.Mutate(e); }
