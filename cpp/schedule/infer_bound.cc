@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
+#include <limits>
 #include <unordered_set>
 
 #include "ir/error.h"
 #include "ir/functor.h"
+#include "ir/simplify.h"
 
 namespace autosched {
 
@@ -29,29 +30,40 @@ Expr ExpandInlined(const StateNode& state, const Expr& body) {
 namespace {
 
 using VarSet = std::unordered_set<const VarNode*>;
-// Coefficient of each outer loop variable (the Expr keeps the variable alive).
-using Coeffs = std::map<const VarNode*, std::pair<Expr, int64_t>>;
 
-bool UsesAny(const Expr& e, const VarSet& vars) {
+// Whether e uses a variable in vars (or, with `inside` false, one not in vars).
+bool UsesVars(const Expr& e, const VarSet& vars, bool inside) {
   bool found = false;
   PostOrderVisit(e, [&](const Expr& x) {
-    if (const auto* v = x.as<VarNode>()) found = found || vars.count(v);
+    if (const auto* v = x.as<VarNode>()) found = found || (vars.count(v) > 0) == inside;
   });
   return found;
 }
 
-// Splits scale * e into sum(coeff * outer var) + rest, where rest uses no
-// outer variable. False when an outer variable appears non-linearly.
-bool SplitLinear(const Expr& e, int64_t scale, const VarSet& outer, Coeffs* coeffs, Expr* rest) {
-  if (!UsesAny(e, outer)) {
-    Expr term = scale == 1 ? e : e * make_const(e.dtype(), static_cast<double>(scale));
-    *rest = rest->defined() ? *rest + term : term;
+// A region start must be computable from the loop variables alone: a
+// data-dependent index (a load, as in take / gather) cannot start a region.
+bool HasLoad(const Expr& e) {
+  bool found = false;
+  PostOrderVisit(e, [&](const Expr& x) { found = found || x.as<TensorLoadNode>() != nullptr; });
+  return found;
+}
+
+Expr AddTerm(const Expr& sum, const Expr& e, int64_t scale) {
+  Expr term = scale == 1 ? e : e * make_const(e.dtype(), static_cast<double>(scale));
+  return sum.defined() ? sum + term : term;
+}
+
+// Splits scale * e into a sum of terms over outer variables only (*start, any
+// expression: floordiv / floormod of a fused loop included) and terms without
+// outer variables (*rest). False when a term mixes both kinds of variables.
+bool SplitTerms(const Expr& e, int64_t scale, const VarSet& outer, Expr* start, Expr* rest) {
+  if (!UsesVars(e, outer, true)) {
+    *rest = AddTerm(*rest, e, scale);
     return true;
   }
-  if (const auto* v = e.as<VarNode>()) {
-    auto& entry = (*coeffs)[v];
-    entry.first = e;
-    entry.second += scale;
+  if (!UsesVars(e, outer, false)) {
+    if (HasLoad(e)) return false;
+    *start = AddTerm(*start, e, scale);
     return true;
   }
   const auto* bin = e.as<BinaryNode>();
@@ -59,67 +71,85 @@ bool SplitLinear(const Expr& e, int64_t scale, const VarSet& outer, Coeffs* coef
   int64_t c = 0;
   switch (bin->op) {
     case BinOp::Add:
-      return SplitLinear(bin->a, scale, outer, coeffs, rest) &&
-             SplitLinear(bin->b, scale, outer, coeffs, rest);
+      return SplitTerms(bin->a, scale, outer, start, rest) && SplitTerms(bin->b, scale, outer, start, rest);
     case BinOp::Sub:
-      return SplitLinear(bin->a, scale, outer, coeffs, rest) &&
-             SplitLinear(bin->b, -scale, outer, coeffs, rest);
+      return SplitTerms(bin->a, scale, outer, start, rest) && SplitTerms(bin->b, -scale, outer, start, rest);
     case BinOp::Mul:
-      if (GetConstInt(bin->b, &c)) return SplitLinear(bin->a, scale * c, outer, coeffs, rest);
-      if (GetConstInt(bin->a, &c)) return SplitLinear(bin->b, scale * c, outer, coeffs, rest);
+      if (GetConstInt(bin->b, &c)) return SplitTerms(bin->a, scale * c, outer, start, rest);
+      if (GetConstInt(bin->a, &c)) return SplitTerms(bin->b, scale * c, outer, start, rest);
       return false;
     default: return false;
   }
 }
 
-bool SameCoeffs(const Coeffs& a, const Coeffs& b) {
-  auto nonzero = [](const Coeffs& c) {
-    std::map<const VarNode*, int64_t> out;
-    for (const auto& [v, entry] : c) {
-      if (entry.second != 0) out[v] = entry.second;
-    }
-    return out;
-  };
-  return nonzero(a) == nonzero(b);
-}
-
-// One read of one dimension: symbolic part + [lo, hi] (when linear), and the
-// interval of the whole index over every loop.
+// One read of one dimension: when separable, index = start + offset with start
+// over the loops outside the attach point (undefined: 0) and offset in
+// [lo, hi] over the loops inside; `full` bounds the index over every loop.
 struct Access {
-  bool linear = false;
-  Coeffs coeffs;
+  bool separable = false;
+  Expr start;
   int64_t lo = 0, hi = 0;
   Interval full;
 };
 
+bool TrySeparate(const Expr& index, const VarSet& outer, const VarRanges& ranges, Access* a) {
+  Expr start, rest;
+  if (!SplitTerms(index, 1, outer, &start, &rest)) return false;
+  const Interval r = rest.defined() ? EvalInterval(rest, ranges) : Interval::Point(0);
+  if (!r.bounded()) return false;
+  a->separable = true;
+  a->start = start;
+  a->lo = r.min;
+  a->hi = r.max;
+  return true;
+}
+
 Access AnalyzeIndex(const Expr& index, const VarSet& outer, const VarRanges& ranges) {
   Access a;
   a.full = EvalInterval(index, ranges);
-  Expr rest;
-  if (SplitLinear(index, 1, outer, &a.coeffs, &rest)) {
-    const Interval r = rest.defined() ? EvalInterval(rest, ranges) : Interval::Point(0);
-    a.linear = r.bounded();
-    a.lo = r.min;
-    a.hi = r.max;
-  }
+  // Simplifying with the loop ranges first separates forms such as
+  // floordiv(f.0 * 8 + f.1, 4) into f.0 * 2 + floordiv(f.1, 4).
+  if (!TrySeparate(Simplify(index, ranges), outer, ranges, &a)) TrySeparate(index, outer, ranges, &a);
   return a;
 }
 
-// The region [min, min + extent) of one dimension of size `shape`.
-void UnionRegion(const std::vector<Access>& accesses, int64_t shape, Expr* min, int64_t* extent) {
-  bool same = !accesses.empty();
-  for (const Access& a : accesses) same = same && a.linear && SameCoeffs(a.coeffs, accesses[0].coeffs);
+// start(a) - start(base) when it is a constant.
+bool ConstantShift(const Access& a, const Access& base, const VarRanges& ranges, int64_t* shift) {
+  if (!a.start.defined() && !base.start.defined()) {
+    *shift = 0;
+    return true;
+  }
+  const Expr zero(0);
+  const Expr diff = (a.start.defined() ? a.start : zero) - (base.start.defined() ? base.start : zero);
+  return GetConstInt(Simplify(diff, ranges), shift);
+}
+
+// The region [min, min + extent) of one dimension of size `shape`: symbolic
+// when every read shares its start up to a constant, else the hull of the
+// reads over every loop (a constant region). Both cover every read.
+void UnionRegion(const std::vector<Access>& accesses, int64_t shape, const VarRanges& ranges, Expr* min,
+                 int64_t* extent) {
+  bool shared = !accesses.empty();
   int64_t lo = 0, hi = shape - 1;
-  bool symbolic = false;
-  if (same) {
-    lo = accesses[0].lo;
-    hi = accesses[0].hi;
-    for (const Access& a : accesses) {
-      lo = std::min(lo, a.lo);
-      hi = std::max(hi, a.hi);
-    }
-    for (const auto& entry : accesses[0].coeffs) symbolic = symbolic || entry.second.second != 0;
-  } else if (!accesses.empty()) {
+  if (shared) {
+    lo = std::numeric_limits<int64_t>::max();
+    hi = std::numeric_limits<int64_t>::min();
+  }
+  for (const Access& a : accesses) {
+    int64_t shift = 0;
+    shared = shared && a.separable && ConstantShift(a, accesses[0], ranges, &shift);
+    if (!shared) break;
+    lo = std::min(lo, a.lo + shift);
+    hi = std::max(hi, a.hi + shift);
+  }
+  Expr start = shared && accesses[0].start.defined() ? Simplify(accesses[0].start, ranges) : Expr();
+  int64_t c = 0;
+  if (start.defined() && GetConstInt(start, &c)) {
+    lo += c;
+    hi += c;
+    start = Expr();
+  }
+  if (!shared && !accesses.empty()) {
     lo = accesses[0].full.min;
     hi = accesses[0].full.max;
     for (const Access& a : accesses) {
@@ -127,7 +157,13 @@ void UnionRegion(const std::vector<Access>& accesses, int64_t shape, Expr* min, 
       hi = std::max(hi, a.full.max);
     }
   }
-  if (!symbolic) {  // a constant region: clip it to the tensor
+  if (!start.defined() || hi - lo + 1 >= shape) {
+    // A constant region, or a symbolic one at least as large as the tensor:
+    // the reads stay inside the tensor, so clip to it.
+    if (start.defined()) {
+      lo = 0;
+      hi = shape - 1;
+    }
     lo = std::max<int64_t>(lo, 0);
     hi = std::min<int64_t>(hi, shape - 1);
     if (hi < lo) hi = lo;
@@ -135,14 +171,7 @@ void UnionRegion(const std::vector<Access>& accesses, int64_t shape, Expr* min, 
     *extent = hi - lo + 1;
     return;
   }
-  Expr m;
-  for (const auto& [var, entry] : accesses[0].coeffs) {
-    if (entry.second == 0) continue;
-    Expr term = entry.second == 1 ? entry.first : entry.first * Expr(static_cast<int>(entry.second));
-    m = m.defined() ? m + term : term;
-  }
-  if (lo != 0) m = m + Expr(static_cast<int>(lo));
-  *min = m;
+  *min = lo == 0 ? start : start + Expr(static_cast<int>(lo));
   *extent = hi - lo + 1;
 }
 
@@ -207,7 +236,7 @@ void NarrowRegion(const StateNode& state, std::vector<Stage>& stages, std::vecto
   }
   StageBound& b = bounds[p];
   for (size_t d = 0; d < op->shape.size(); ++d) {
-    UnionRegion(per_dim[d], op->shape[d], &b.region_min[d], &b.region_extent[d]);
+    UnionRegion(per_dim[d], op->shape[d], ranges, &b.region_min[d], &b.region_extent[d]);
     int64_t c = 0;
     b.narrowed =
         b.narrowed || !GetConstInt(b.region_min[d], &c) || c != 0 || b.region_extent[d] != op->shape[d];

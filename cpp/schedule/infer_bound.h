@@ -3,11 +3,14 @@
 // A stage computed at a loop of another stage only needs the region of its
 // tensor that its readers touch during one iteration of that loop. For every
 // such stage (consumers first) the indices its readers use are written in
-// terms of loop variables; per dimension each index splits into a part linear
-// in the loop variables outside the attach point (symbolic: the region's
-// start) and a part over the loops inside it, bounded with ir/interval.h (the
-// region's extent). When an index mixes both non-linearly the whole tensor is
-// used, which stays correct.
+// terms of loop variables and simplified with the loop ranges; each index is
+// then split into a sum of terms over the loops outside the attach point (any
+// expression, e.g. floordiv / floormod of a fused loop: the region's start)
+// and terms over the loops inside it, bounded with ir/interval.h (the
+// region's extent). Reads whose starts differ by a constant share one region.
+// When a term mixes both kinds of loops, or the starts differ otherwise, the
+// hull of the reads over every loop is used (at worst the whole tensor), which
+// stays correct.
 #pragma once
 
 #include <vector>
