@@ -70,6 +70,7 @@ void BindState(py::module_& m) {
       .def_property_readonly("stages", &State::stages)
       .def_property_readonly("num_steps", [](const State& s) { return s.steps().size(); })
       .def("stage_index", &State::StageIndex, py::arg("name"))
+      .def("stage_index_of", &State::StageIndexOf, py::arg("tensor"))
       .def("attach_point", &AttachPoint, py::arg("stage"))
       .def("split", &State::Split, py::arg("stage"), py::arg("iter"), py::arg("lengths"),
            py::arg("inner_to_outer") = true)

@@ -146,11 +146,23 @@ void PropagateExtents(Stage* stage) {
 // ---- StateNode ----
 
 int StateNode::StageIndex(const std::string& name) const {
+  int found = -1;
   for (size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i].name() == name) return static_cast<int>(i);
+    if (stages[i].name() != name) continue;
+    AS_CHECK(found < 0, "stage name '" << name << "' is ambiguous: stages " << found << " and " << i
+                                       << " have it; address the stage by tensor or by index");
+    found = static_cast<int>(i);
   }
-  AS_CHECK(false, "no stage named '" << name << "'");
-  return -1;
+  AS_CHECK(found >= 0, "no stage named '" << name << "'");
+  return found;
+}
+
+int StateNode::StageIndexOf(const Tensor& tensor) const {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].op.same_as(tensor)) return static_cast<int>(i);
+  }
+  // Cache and rfactor steps rebuild the ops of the DAG: then the name decides.
+  return StageIndex(tensor->name);
 }
 
 Stage& StateNode::StageAt(int stage_id) {

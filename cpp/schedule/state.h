@@ -111,6 +111,8 @@ struct StateNode {
 
   // Index of a stage by tensor name; throws Error naming it when absent.
   int StageIndex(const std::string& name) const;
+  // Index of the stage computing `tensor` (by identity, else by unique name).
+  int StageIndexOf(const Tensor& tensor) const;
   // Checked access for steps (State::Apply prefixes messages with the step).
   Stage& StageAt(int stage_id);
   int LeafAt(int stage_id, int iter_id);  // node id of a stage's iterator
@@ -128,6 +130,7 @@ class State {
   const Stage& stage(int id) const;
   const std::vector<Step>& steps() const { return node_->steps; }
   int StageIndex(const std::string& name) const { return node_->StageIndex(name); }
+  int StageIndexOf(const Tensor& tensor) const { return node_->StageIndexOf(tensor); }
   const StateNode& node() const { return *node_; }
 
   // A new state with the step appended. Throws Error naming the step (its

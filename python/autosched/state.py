@@ -85,9 +85,9 @@ class State:
     # ---- resolution of stages and iterators ----
     def _stage_id(self, stage):
         if isinstance(stage, StageView):
-            stage = stage.name
-        elif not isinstance(stage, (int, str)) and hasattr(stage, "name"):
-            stage = stage.name
+            stage = stage.op
+        if isinstance(stage, _core.Tensor):
+            return self._core.stage_index_of(stage)
         if isinstance(stage, bool) or not isinstance(stage, (int, str)):
             raise TypeError("a stage is given by tensor, name or index, got %r" % (stage,))
         if isinstance(stage, str):

@@ -186,3 +186,24 @@ def test_full_reduction_to_a_scalar_builds():
     s.split("total", 1, [3])
     s.rfactor("total", 2, 0)
     check(dag, s)
+
+
+def test_vectorize_fallback_does_not_unroll_a_loop_nest():
+    # A vectorized loop that cannot become SIMD falls back to a plain loop when
+    # its body holds loops: unrolling copies of a whole nest once made this
+    # candidate take 39 s to compile.
+    from autosched import ops
+
+    data, kernel = te.placeholder((1, 7, 5, 3), name="data"), te.placeholder((3, 3, 3, 4), name="kernel")
+    dag = ans.ComputeDAG([data, kernel, ops.conv2d_nhwc(data, kernel, stride=2, padding=1)])
+    s = dag.get_init_state()
+    s.compute_at("PaddedInput", "Conv2dOutput", 0)
+    s.split("Conv2dOutput", 6, [1])
+    s.split("PaddedInput", 2, [4, 16], inner_to_outer=False)
+    s.split("PaddedInput", 0, [8])
+    s.compute_at("PaddedInput", "Conv2dOutput", 7)
+    s.split("Conv2dOutput", 0, [5])
+    s.vectorize("Conv2dOutput", 4)
+    s.reorder("PaddedInput", [3, 5, 1, 6, 0, 2, 4])
+    assert "unrolled for (ff" not in ans.build(dag, s).lowered_ir()
+    check(dag, s, seed=3)

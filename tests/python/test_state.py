@@ -96,3 +96,25 @@ def test_compute_at_breaking_a_dependence_is_rejected():
     s.compute_inline(c)  # now only D reads B (directly and through C)
     s.compute_at(b, d, 0)
     assert s[b].compute_at == "at"
+
+
+def test_ambiguous_stage_name_is_refused_and_tensors_pick_their_own_stage():
+    import numpy as np
+
+    import autosched as ans
+    from autosched import ops, te
+
+    x = te.placeholder((5, 7), name="x")
+    first = ops.add(x, 1.0)
+    second = ops.add(first, 2.0)  # same default name as `first`
+    dag = ans.ComputeDAG([x, second])
+    s = dag.get_init_state()
+    with pytest.raises(ValueError, match="ambiguous"):
+        s.split(first.name, 0, [2])
+    s.split(second, 1, [3])
+    s.vectorize(second, 2)
+    assert len(s[second].iters) == 3 and len(s[first].iters) == 2
+    data = np.random.default_rng(0).standard_normal((5, 7)).astype("float32")
+    out = np.zeros((5, 7), "float32")
+    ans.build(dag, s)(data, out)
+    np.testing.assert_allclose(out, data + 3.0, rtol=1e-6)

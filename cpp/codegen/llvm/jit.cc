@@ -103,7 +103,10 @@ void Optimize(llvm::Module& module, llvm::TargetMachine* tm) {
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
-  tuning.LoopUnrolling = true;
+  // Unrolling is the schedule's decision (unroll annotations, auto_unroll_max_step):
+  // LLVM's own full unrolling of constant-trip loops can blow a candidate's code
+  // up to minutes of compile time, so it only unrolls what it is told to.
+  tuning.LoopUnrolling = false;
   llvm::PassBuilder pb(tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
