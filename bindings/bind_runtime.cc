@@ -34,6 +34,7 @@ CallArg ToCallArg(const py::handle& obj, size_t i) {
   arg.data = const_cast<void*>(arr.data());
   for (py::ssize_t d = 0; d < arr.ndim(); ++d) arg.shape.push_back(arr.shape(d));
   arg.c_contiguous = (arr.flags() & py::array::c_style) != 0;
+  arg.writeable = arr.writeable();
   return arg;
 }
 

@@ -54,6 +54,25 @@ void Module::CheckArgs(const std::vector<CallArg>& args) const {
              which << " must have shape " << ShapeStr(spec.shape) << ", got " << ShapeStr(a.shape));
     AS_CHECK(a.c_contiguous, which << " must be C-contiguous (use numpy.ascontiguousarray)");
     AS_CHECK(a.data != nullptr, which << " has no data");
+    AS_CHECK(!spec.written || a.writeable, which << " is an output but its array is read-only");
+  }
+  // Generated code assumes its arguments do not alias (noalias): an output
+  // overlapping another argument would give wrong results silently.
+  auto bytes_of = [](const CallArg& a) {
+    int64_t n = a.dtype.bytes();
+    for (int64_t d : a.shape) n *= d;
+    return n;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args_[i].written) continue;
+    auto* begin_i = static_cast<const char*>(args[i].data);
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (j == i) continue;
+      auto* begin_j = static_cast<const char*>(args[j].data);
+      bool overlap = begin_i < begin_j + bytes_of(args[j]) && begin_j < begin_i + bytes_of(args[i]);
+      AS_CHECK(!overlap, "argument " << i << " ('" << args_[i].name << "') is an output and shares memory with argument "
+                                     << j << " ('" << args_[j].name << "'); pass separate arrays");
+    }
   }
 }
 

@@ -3,8 +3,9 @@
 //
 // Generated kernels take one argument, an array of data pointers in the order
 // of LoweredFunc::args. Module::Call checks every argument (count, shape,
-// dtype, C-contiguity) and names the first wrong one in an Error before the
-// kernel runs. The time evaluator measures the kernel the way the tuner does.
+// dtype, C-contiguity; outputs writeable and sharing no memory with another
+// argument, as the kernel assumes no aliasing) and names the first wrong one in
+// an Error before the kernel runs. The time evaluator measures the kernel the way the tuner does.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct ArgSpec {
   std::string name;
   DataType dtype;
   std::vector<int64_t> shape;
+  bool written = false;  // the kernel stores into it (an output)
 };
 
 // One argument as the caller hands it over (a view of caller-owned memory).
@@ -34,6 +36,7 @@ struct CallArg {
   DataType dtype;
   std::vector<int64_t> shape;
   bool c_contiguous = true;
+  bool writeable = true;
 };
 
 // Options of the time evaluator.

@@ -225,3 +225,26 @@ def test_sources_and_time_evaluator():
     assert len(times) == 3 and all(t > 0 for t in times)
     assert mod.compile_seconds > 0
     assert "after vectorization" in ans.build_module.lower(s, log_passes=True)
+
+
+def test_outputs_must_be_writeable_and_must_not_alias_inputs():
+    import numpy as np
+
+    a = te.placeholder((6, 4), name="a")
+    b = te.compute((6, 4), lambda i, j: a[i, j] * 2.0, name="b")
+    mod = ans.build(ans.ComputeDAG([a, b]))
+    x = np.ones((6, 4), "float32")
+    with pytest.raises(ValueError, match="shares memory"):
+        mod(x, x)
+    big = np.ones((12, 4), "float32")
+    with pytest.raises(ValueError, match="shares memory"):
+        mod(big[:6], big[3:9])
+    readonly = np.zeros((6, 4), "float32")
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        mod(x, readonly)
+    out = np.zeros((6, 4), "float32")
+    mod(big[:6], big[6:])  # disjoint views of one buffer are fine
+    np.testing.assert_array_equal(big[6:], 2 * big[:6])
+    mod(x, out)
+    np.testing.assert_array_equal(out, 2 * x)

@@ -16,9 +16,13 @@
 #include <chrono>
 #include <mutex>
 
+#include <unordered_set>
+
+#include "lower/stmt_functor.h"
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/error.h"
+#include "lower/stmt_functor.h"
 #include "lower/stmt_printer.h"
 #include "runtime/aligned_alloc.h"
 #include "runtime/thread_pool.h"
@@ -213,8 +217,12 @@ Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target) {
   auto kernel = address.toPtr<PackedKernel>();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+  std::unordered_set<const BufferNode*> stored;
+  PostOrderVisitStmt(f.body, [&](const Stmt& s) {
+    if (const auto* store = s.as<BufferStoreNode>()) stored.insert(store->buffer.get());
+  });
   std::vector<ArgSpec> args;
-  for (const Buffer& b : f.args) args.push_back({b->name, b->dtype, b->shape});
+  for (const Buffer& b : f.args) args.push_back({b->name, b->dtype, b->shape, stored.count(b.get()) > 0});
   ModuleSources sources;
   sources.lowered = ToString(f);
   sources.llvm_ir = ir_text;
