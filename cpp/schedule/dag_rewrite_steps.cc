@@ -35,6 +35,18 @@ Expr RedirectExpr(const Expr& e, const TensorMap& map, bool* touched) {
   });
 }
 
+// `base`, or `base` with the first free suffix _1, _2, ... when a stage already
+// has that name (a second cache_write of a stage, say), so stage names stay
+// unique and steps can keep addressing stages by name.
+std::string FreshStageName(const StateNode& s, const std::string& base) {
+  auto taken = [&](const std::string& name) {
+    return std::any_of(s.stages.begin(), s.stages.end(), [&](const Stage& st) { return st.name() == name; });
+  };
+  std::string name = base;
+  for (int i = 1; taken(name); ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
 // t with its loads of mapped tensors redirected; t itself when none is mapped.
 Tensor RedirectLoads(const Tensor& t, const TensorMap& map) {
   if (!t->is_compute()) return t;
@@ -143,7 +155,7 @@ void CacheReadStep::Apply(StateNode& s) const {
       axes.push_back({VarNode::make("ax" + std::to_string(d)), 0, src->shape[d], IterKind::Spatial});
     }
   }
-  Tensor cache = compute(src->name + "." + scope_name, axes, src(AxisVars(axes)), "", {});
+  Tensor cache = compute(FreshStageName(s, src->name + "." + scope_name), axes, src(AxisVars(axes)), "", {});
   DagRewrite rw;
   rw.fresh[cache.get()] = true;
   rw.scope[cache.get()] = mem;
@@ -182,7 +194,7 @@ void CacheWriteStep::Apply(StateNode& s) const {
   AS_CHECK(st.loc != ComputeLocKind::Inlined, "cache_write of inlined stage '" << st.name() << "'");
   CheckNothingAttached(s, stage_id, "cache_write");
   const Tensor& op = st.op;
-  Tensor cache = compute(op->name + "." + scope_name, op->axis, op->body, op->tag, op->attrs);
+  Tensor cache = compute(FreshStageName(s, op->name + "." + scope_name), op->axis, op->body, op->tag, op->attrs);
   auto axes = FreshAxes(*op.get());
   Tensor copy = compute(op->name, axes, cache(AxisVars(axes)), op->tag, op->attrs);
   DagRewrite rw;
@@ -285,7 +297,7 @@ void RfactorStep::Apply(StateNode& s) const {
                      ? Substitute(red->source, sub)
                      : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce, cond);
   AS_CHECK(!rf_reduce.empty() || !cond.defined(), "rfactor of '" << st.name() << "' leaves a guarded body");
-  Tensor rf = compute(op->name + ".rf", rf_axes, rf_body, op->tag, op->attrs);
+  Tensor rf = compute(FreshStageName(s, op->name + ".rf"), rf_axes, rf_body, op->tag, op->attrs);
 
   auto axes = FreshAxes(*op.get());
   IterVar sum_axis = MakeReduceAxis(0, factor_axis.extent, factor_axis.name() + ".v");

@@ -186,27 +186,29 @@ class State:
     def compute_root(self, stage):
         self._apply(self._core.compute_root(self._stage_id(stage)))
 
+    def _apply_adding_stage(self, new_core):
+        """Applies a step that adds one stage; returns that stage's tensor."""
+        before = {st.name for st in self._core.stages}
+        self._apply(new_core)
+        (added,) = [st for st in self._core.stages if st.name not in before]
+        return added.op
+
     def cache_read(self, stage, scope_name, reader_stages):
-        """Adds a stage "<name>.<scope>" read by reader_stages; returns its tensor."""
+        """Adds a stage "<name>.<scope>" read by reader_stages; returns its tensor.
+        (A suffix _1, _2, ... keeps the name unique when it is taken.)"""
         sid = self._stage_id(stage)
-        name = self._core.stages[sid].name
         readers = [self._stage_id(r) for r in reader_stages]
-        self._apply(self._core.cache_read(sid, scope_name, readers))
-        return self[name + "." + scope_name].op
+        return self._apply_adding_stage(self._core.cache_read(sid, scope_name, readers))
 
     def cache_write(self, stage, scope_name):
         """Adds a stage "<name>.<scope>" computing the tensor; returns its tensor."""
         sid = self._stage_id(stage)
-        name = self._core.stages[sid].name
-        self._apply(self._core.cache_write(sid, scope_name))
-        return self[name + "." + scope_name].op
+        return self._apply_adding_stage(self._core.cache_write(sid, scope_name))
 
     def rfactor(self, stage, iterator, factor_iter_id):
         """Factors a reduction into a stage "<name>.rf"; returns its tensor."""
         sid = self._stage_id(stage)
-        name = self._core.stages[sid].name
-        self._apply(self._core.rfactor(sid, self._iter_id(sid, iterator), factor_iter_id))
-        return self[name + ".rf"].op
+        return self._apply_adding_stage(self._core.rfactor(sid, self._iter_id(sid, iterator), factor_iter_id))
 
 
 def _get_init_state(dag):

@@ -118,3 +118,22 @@ def test_ambiguous_stage_name_is_refused_and_tensors_pick_their_own_stage():
     out = np.zeros((5, 7), "float32")
     ans.build(dag, s)(data, out)
     np.testing.assert_allclose(out, data + 3.0, rtol=1e-6)
+
+
+def test_repeated_cache_write_gets_a_unique_stage_name():
+    import numpy as np
+
+    a = te.placeholder((7, 5), name="a")
+    k = te.reduce_axis((0, 5), name="k")
+    c = te.compute((7,), lambda i: te.sum(a[i, k], axis=k), name="c")
+    dag = ans.ComputeDAG([a, c])
+    s = dag.get_init_state()
+    first = s.cache_write(c, "local")
+    second = s.cache_write(c, "local")
+    assert (first.name, second.name) == ("c.local", "c.local_1")
+    same = ans.State.from_json(dag, s.to_json())
+    assert str(same) == str(s)
+    data = np.random.default_rng(1).standard_normal((7, 5)).astype("float32")
+    out = np.zeros(7, "float32")
+    ans.build(dag, s)(data, out)
+    np.testing.assert_allclose(out, data.sum(axis=1), rtol=1e-5)
