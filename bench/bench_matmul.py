@@ -69,6 +69,9 @@ def main():
     parser.add_argument("--row-block", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--show", action="store_true", help="print the lowered loop nest")
+    parser.add_argument("--peak-gflops", type=float, default=None,
+                        help="the machine's fp32 peak, to print %% of peak (e.g. 2 cores x 32 FLOP/cycle x GHz "
+                             "for Zen 4, whose AVX-512 FMAs run as two 256-bit halves)")
     args = parser.parse_args()
     n = args.n
     assert n % COLS == 0 and n % args.row_block == 0 and args.row_block % ROWS == 0
@@ -109,6 +112,9 @@ def main():
     print(f"{'autosched':12}{ours * 1e3:10.2f}{gflops(n, ours):10.1f}")
     print(f"{'numpy':12}{theirs * 1e3:10.2f}{gflops(n, theirs):10.1f}")
     print(f"ratio autosched / numpy: {theirs / ours:.2f}")
+    if args.peak_gflops:
+        print(f"% of peak ({args.peak_gflops:.0f} GFLOP/s): autosched {100 * gflops(n, ours) / args.peak_gflops:.0f}%, "
+              f"numpy {100 * gflops(n, theirs) / args.peak_gflops:.0f}%")
     print(f"kernel compile time: {mod.compile_seconds:.3f} s (build incl. lowering: {build_seconds:.3f} s)")
 
 
