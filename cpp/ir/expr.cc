@@ -1,5 +1,6 @@
 #include "ir/expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -172,6 +173,10 @@ Expr TensorLoadNode::make(const Tensor& tensor, std::vector<Expr> indices) {
 
 IterVar MakeReduceAxis(int64_t min, int64_t extent, const std::string& name) {
   AS_CHECK(extent > 0, "reduce axis '" << name << "' has non-positive extent " << extent);
+  constexpr int64_t kInt32Max = (int64_t{1} << 31) - 1;
+  AS_CHECK(min >= -kInt32Max && extent <= kInt32Max - std::max<int64_t>(min, 0),
+           "reduce axis '" << name << "' over [" << min << ", " << min + extent
+                           << ") does not fit its 32-bit index variable");
   return IterVar{VarNode::make(name), min, extent, IterKind::Reduce};
 }
 

@@ -19,10 +19,19 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
 
 namespace {
 
+// Index arithmetic (te's index variables, flattened addresses in generated
+// code) is 32-bit, so a tensor holds fewer than 2^31 elements.
+constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;
+
 void CheckShape(const std::vector<int64_t>& shape, const std::string& name) {
+  int64_t elements = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     AS_CHECK(shape[i] > 0, "tensor '" << name << "' has non-positive extent " << shape[i]
                                       << " in dimension " << i);
+    AS_CHECK(shape[i] <= kMaxElements / elements,
+             "tensor '" << name << "' is too large: more than " << kMaxElements
+                        << " elements (tensor indices are 32-bit integers)");
+    elements *= shape[i];
   }
 }
 

@@ -220,3 +220,13 @@ def test_evaluate_float16_and_integer_division():
     (res,) = ans.evaluate(ans.ComputeDAG([n, q]), [np.array([7, -7, 2, -2], dtype=np.int32)])
     # floordiv, floormod (sign of the divisor), truncating division
     assert res.tolist() == [2 + 10 + 200, -3 + 20 - 200, 0 + 20 + 0, -1 + 10 + 0]
+
+
+def test_tensors_beyond_32_bit_indexing_are_refused():
+    with pytest.raises(ValueError, match="too large"):
+        te.placeholder((1 << 16, 1 << 15), name="big")
+    with pytest.raises(ValueError, match="too large"):
+        te.placeholder((1 << 40, 1 << 40), name="huge")
+    te.placeholder((1 << 15, 1 << 15), name="fits")  # 2^30 elements is fine
+    with pytest.raises(ValueError, match="32-bit"):
+        te.reduce_axis((0, 1 << 32), name="k")
