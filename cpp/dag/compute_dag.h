@@ -44,7 +44,9 @@ class ComputeDAG {
   // Throws Error if the list is empty, holds a duplicate, or if an output
   // depends on a placeholder that is not in the list.
   explicit ComputeDAG(const std::vector<Tensor>& tensors);
-  static ComputeDAG FromNode(std::shared_ptr<const ComputeDAGNode> node) { return ComputeDAG(std::move(node)); }
+  static ComputeDAG FromNode(std::shared_ptr<const ComputeDAGNode> node) {
+    return ComputeDAG(std::move(node));
+  }
 
   const std::vector<Tensor>& tensors() const { return node_->tensors; }
   const std::vector<Tensor>& ops() const { return node_->ops; }

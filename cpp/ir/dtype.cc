@@ -9,11 +9,9 @@ DataType DataType::Parse(const std::string& name) {
     const char* name;
     DataType type;
   } kTypes[] = {
-      {"bool", DataType::Bool()},       {"int8", DataType::Int(8)},
-      {"int16", DataType::Int(16)},     {"int32", DataType::Int(32)},
-      {"int64", DataType::Int(64)},     {"uint8", DataType::UInt(8)},
-      {"float16", DataType::Float(16)}, {"float32", DataType::Float(32)},
-      {"float64", DataType::Float(64)},
+      {"bool", DataType::Bool()},       {"int8", DataType::Int(8)},       {"int16", DataType::Int(16)},
+      {"int32", DataType::Int(32)},     {"int64", DataType::Int(64)},     {"uint8", DataType::UInt(8)},
+      {"float16", DataType::Float(16)}, {"float32", DataType::Float(32)}, {"float64", DataType::Float(64)},
   };
   for (const auto& entry : kTypes) {
     if (name == entry.name) return entry.type;

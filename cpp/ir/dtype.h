@@ -41,9 +41,7 @@ struct DataType {
 
   std::string str() const;  // "float32", "float32x16", "bool"
 
-  bool operator==(const DataType& o) const {
-    return code == o.code && bits == o.bits && lanes == o.lanes;
-  }
+  bool operator==(const DataType& o) const { return code == o.code && bits == o.bits && lanes == o.lanes; }
   bool operator!=(const DataType& o) const { return !(*this == o); }
 };
 

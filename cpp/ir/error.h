@@ -25,22 +25,22 @@ class TypeError : public Error {
 }  // namespace autosched
 
 // AS_CHECK(cond, "message " << value): throws autosched::Error when cond fails.
-#define AS_CHECK(cond, msg)                                     \
-  do {                                                          \
-    if (!(cond)) {                                              \
-      std::ostringstream as_check_stream_;                      \
-      as_check_stream_ << msg;                                  \
-      throw ::autosched::Error(as_check_stream_.str());         \
-    }                                                           \
+#define AS_CHECK(cond, msg)                             \
+  do {                                                  \
+    if (!(cond)) {                                      \
+      std::ostringstream as_check_stream_;              \
+      as_check_stream_ << msg;                          \
+      throw ::autosched::Error(as_check_stream_.str()); \
+    }                                                   \
   } while (0)
 
-#define AS_TYPE_CHECK(cond, msg)                                \
-  do {                                                          \
-    if (!(cond)) {                                              \
-      std::ostringstream as_check_stream_;                      \
-      as_check_stream_ << msg;                                  \
-      throw ::autosched::TypeError(as_check_stream_.str());     \
-    }                                                           \
+#define AS_TYPE_CHECK(cond, msg)                            \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      std::ostringstream as_check_stream_;                  \
+      as_check_stream_ << msg;                              \
+      throw ::autosched::TypeError(as_check_stream_.str()); \
+    }                                                       \
   } while (0)
 
 // An internal invariant; failing it is a bug in autosched, still reported as an

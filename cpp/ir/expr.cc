@@ -94,9 +94,9 @@ Expr VarNode::make(const std::string& name, DataType t) {
 
 Expr BinaryNode::make(BinOp op, Expr a, Expr b) {
   AS_CHECK(a.defined() && b.defined(), "operand of " << BinOpName(op) << " is undefined");
-  AS_TYPE_CHECK(a.dtype() == b.dtype(), "operands of " << BinOpName(op) << " have different dtypes: "
-                                                        << a.dtype().str() << " and " << b.dtype().str()
-                                                        << " (cast one of them)");
+  AS_TYPE_CHECK(a.dtype() == b.dtype(), "operands of "
+                                            << BinOpName(op) << " have different dtypes: " << a.dtype().str()
+                                            << " and " << b.dtype().str() << " (cast one of them)");
   DataType t = a.dtype();
   if (IsLogical(op)) {
     AS_TYPE_CHECK(t.is_bool(), BinOpName(op) << " needs bool operands, got " << t.str());
@@ -122,8 +122,8 @@ Expr SelectNode::make(Expr condition, Expr true_value, Expr false_value) {
                 "select branches have different dtypes: " << true_value.dtype().str() << " and "
                                                           << false_value.dtype().str());
   DataType t = true_value.dtype();
-  return Expr(std::make_shared<SelectNode>(t, std::move(condition), std::move(true_value),
-                                           std::move(false_value)));
+  return Expr(
+      std::make_shared<SelectNode>(t, std::move(condition), std::move(true_value), std::move(false_value)));
 }
 
 Expr CastNode::make(DataType t, Expr value) {
@@ -135,12 +135,12 @@ Expr CastNode::make(DataType t, Expr value) {
 
 Expr CallNode::make(Intrinsic op, std::vector<Expr> args) {
   size_t arity = op == Intrinsic::Pow ? 2 : op == Intrinsic::IfThenElse ? 3 : 1;
-  AS_CHECK(args.size() == arity, IntrinsicName(op) << " takes " << arity << " argument(s), got "
-                                                   << args.size());
+  AS_CHECK(args.size() == arity, IntrinsicName(op)
+                                     << " takes " << arity << " argument(s), got " << args.size());
   for (const Expr& a : args) AS_CHECK(a.defined(), IntrinsicName(op) << " got an undefined argument");
   if (op == Intrinsic::IfThenElse) {
-    AS_TYPE_CHECK(args[0].dtype().is_bool(), "if_then_else condition must be bool, got "
-                                                 << args[0].dtype().str());
+    AS_TYPE_CHECK(args[0].dtype().is_bool(),
+                  "if_then_else condition must be bool, got " << args[0].dtype().str());
     AS_TYPE_CHECK(args[1].dtype() == args[2].dtype(),
                   "if_then_else branches have different dtypes: " << args[1].dtype().str() << " and "
                                                                   << args[2].dtype().str());
@@ -149,8 +149,8 @@ Expr CallNode::make(Intrinsic op, std::vector<Expr> args) {
   }
   DataType t = args[0].dtype();
   if (op == Intrinsic::Pow) {
-    AS_TYPE_CHECK(args[1].dtype() == t, "pow operands have different dtypes: " << t.str() << " and "
-                                                                               << args[1].dtype().str());
+    AS_TYPE_CHECK(args[1].dtype() == t,
+                  "pow operands have different dtypes: " << t.str() << " and " << args[1].dtype().str());
   }
   bool ok = t.is_float() || (op == Intrinsic::Fabs && t.is_integer());
   AS_TYPE_CHECK(ok, IntrinsicName(op) << " needs a float argument, got " << t.str() << " (cast it first)");
@@ -187,13 +187,13 @@ Expr CombinerIdentity(Combiner c, DataType t) {
     case Combiner::Max:
       if (t.is_float()) return FloatImmNode::make(t, -std::numeric_limits<double>::infinity());
       if (t.is_uint()) return IntImmNode::make(t, 0);
-      return IntImmNode::make(t, t.bits >= 64 ? std::numeric_limits<int64_t>::min()
-                                              : -(int64_t{1} << (t.bits - 1)));
+      return IntImmNode::make(
+          t, t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits - 1)));
     case Combiner::Min:
       if (t.is_float()) return FloatImmNode::make(t, std::numeric_limits<double>::infinity());
       if (t.is_uint()) return IntImmNode::make(t, (int64_t{1} << t.bits) - 1);
-      return IntImmNode::make(t, t.bits >= 64 ? std::numeric_limits<int64_t>::max()
-                                              : (int64_t{1} << (t.bits - 1)) - 1);
+      return IntImmNode::make(
+          t, t.bits >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (t.bits - 1)) - 1);
   }
   return Expr();
 }
@@ -215,8 +215,8 @@ Expr ReduceNode::make(Combiner combiner, Expr source, std::vector<IterVar> axis,
     AS_TYPE_CHECK(condition.dtype().is_bool(), "reduction condition must be bool");
   }
   DataType t = source.dtype();
-  return Expr(std::make_shared<ReduceNode>(t, combiner, std::move(source), std::move(axis),
-                                           std::move(condition)));
+  return Expr(
+      std::make_shared<ReduceNode>(t, combiner, std::move(source), std::move(axis), std::move(condition)));
 }
 
 Expr ReduceNode::identity() const { return CombinerIdentity(combiner, dtype); }
@@ -269,8 +269,8 @@ Expr BroadcastNode::make(Expr value, int lanes) {
 
 Expr LetNode::make(Expr var, Expr value, Expr body) {
   AS_CHECK(var.as<VarNode>() != nullptr, "let binds a non-variable");
-  AS_TYPE_CHECK(var.dtype() == value.dtype(), "let binds a " << var.dtype().str() << " variable to a "
-                                                             << value.dtype().str() << " value");
+  AS_TYPE_CHECK(var.dtype() == value.dtype(),
+                "let binds a " << var.dtype().str() << " variable to a " << value.dtype().str() << " value");
   DataType t = body.dtype();
   return Expr(std::make_shared<LetNode>(t, std::move(var), std::move(value), std::move(body)));
 }

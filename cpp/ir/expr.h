@@ -57,12 +57,38 @@ enum class ExprKind : uint8_t {
 };
 
 enum class BinOp : uint8_t {
-  Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max,
-  EQ, NE, LT, LE, GT, GE, And, Or,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  FloorDiv,
+  FloorMod,
+  Min,
+  Max,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or,
 };
 
 enum class Intrinsic : uint8_t {
-  Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Pow, Fabs, Floor, Ceil, Round,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Sigmoid,
+  Erf,
+  Pow,
+  Fabs,
+  Floor,
+  Ceil,
+  Round,
   IfThenElse,
 };
 
@@ -153,8 +179,7 @@ struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Select;
   Expr condition, true_value, false_value;
   SelectNode(DataType t, Expr c, Expr x, Expr y)
-      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(x)),
-        false_value(std::move(y)) {}
+      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(x)), false_value(std::move(y)) {}
   static Expr make(Expr condition, Expr true_value, Expr false_value);
 };
 
@@ -169,8 +194,7 @@ struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Call;
   Intrinsic op;
   std::vector<Expr> args;
-  CallNode(DataType t, Intrinsic o, std::vector<Expr> a)
-      : ExprNode(kKind, t), op(o), args(std::move(a)) {}
+  CallNode(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
   static Expr make(Intrinsic op, std::vector<Expr> args);
 };
 
@@ -211,11 +235,13 @@ struct ReduceNode : ExprNode {
   std::vector<IterVar> axis;
   Expr condition;  // bool; undefined means "always"
   ReduceNode(DataType t, Combiner c, Expr s, std::vector<IterVar> ax, Expr cond)
-      : ExprNode(kKind, t), combiner(c), source(std::move(s)), axis(std::move(ax)),
+      : ExprNode(kKind, t),
+        combiner(c),
+        source(std::move(s)),
+        axis(std::move(ax)),
         condition(std::move(cond)) {}
   // Checks that every axis is a reduce axis and that the source uses it.
-  static Expr make(Combiner combiner, Expr source, std::vector<IterVar> axis,
-                   Expr condition = Expr());
+  static Expr make(Combiner combiner, Expr source, std::vector<IterVar> axis, Expr condition = Expr());
   // The combiner's identity for this node's dtype.
   Expr identity() const;
 };
@@ -259,7 +285,8 @@ struct RampNode : ExprNode {
   Expr base;
   int64_t stride;
   int lanes;
-  RampNode(DataType t, Expr b, int64_t s, int l) : ExprNode(kKind, t), base(std::move(b)), stride(s), lanes(l) {}
+  RampNode(DataType t, Expr b, int64_t s, int l)
+      : ExprNode(kKind, t), base(std::move(b)), stride(s), lanes(l) {}
   static Expr make(Expr base, int64_t stride, int lanes);
 };
 

@@ -150,9 +150,9 @@ Expr MutateChildren(ExprMutator*, const Expr& e, size_t num_binders,
 }
 }  // namespace
 
-#define AS_DEFAULT_MUTATE(Node, Method, binders)                                   \
-  Expr ExprMutator::Method(const Expr& e, const Node* n) {                         \
-    (void)n;                                                                       \
+#define AS_DEFAULT_MUTATE(Node, Method, binders)                                          \
+  Expr ExprMutator::Method(const Expr& e, const Node* n) {                                \
+    (void)n;                                                                              \
     return MutateChildren(this, e, binders, [this](const Expr& x) { return Mutate(x); }); \
   }
 AS_DEFAULT_MUTATE(BinaryNode, MutateBinary, 0)

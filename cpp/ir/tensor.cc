@@ -26,11 +26,11 @@ constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;
 void CheckShape(const std::vector<int64_t>& shape, const std::string& name) {
   int64_t elements = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    AS_CHECK(shape[i] > 0, "tensor '" << name << "' has non-positive extent " << shape[i]
-                                      << " in dimension " << i);
-    AS_CHECK(shape[i] <= kMaxElements / elements,
-             "tensor '" << name << "' is too large: more than " << kMaxElements
-                        << " elements (tensor indices are 32-bit integers)");
+    AS_CHECK(shape[i] > 0,
+             "tensor '" << name << "' has non-positive extent " << shape[i] << " in dimension " << i);
+    AS_CHECK(shape[i] <= kMaxElements / elements, "tensor '"
+                                                      << name << "' is too large: more than " << kMaxElements
+                                                      << " elements (tensor indices are 32-bit integers)");
     elements *= shape[i];
   }
 }
@@ -38,17 +38,17 @@ void CheckShape(const std::vector<int64_t>& shape, const std::string& name) {
 // Throws if e contains a Reduce anywhere (used on what must be reduction-free).
 void CheckNoReduce(const Expr& e, const std::string& name, const char* where) {
   PostOrderVisit(e, [&](const Expr& x) {
-    AS_CHECK(x.kind() != ExprKind::Reduce,
-             "compute '" << name << "': a reduction may only appear at the top of the body, found one "
-                         << where);
+    AS_CHECK(
+        x.kind() != ExprKind::Reduce,
+        "compute '" << name << "': a reduction may only appear at the top of the body, found one " << where);
   });
 }
 
 }  // namespace
 
 Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std::string& name) {
-  AS_TYPE_CHECK(IsSupportedScalar(dtype), "placeholder '" << name << "' has unsupported dtype "
-                                                          << dtype.str());
+  AS_TYPE_CHECK(IsSupportedScalar(dtype),
+                "placeholder '" << name << "' has unsupported dtype " << dtype.str());
   CheckShape(shape, name);
   auto node = std::make_shared<TensorNode>();
   node->name = name;
@@ -61,8 +61,8 @@ Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std:
 Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr body, const std::string& tag,
                const std::map<std::string, std::string>& attrs) {
   AS_CHECK(body.defined(), "compute '" << name << "' has an undefined body");
-  AS_TYPE_CHECK(IsSupportedScalar(body.dtype()), "compute '" << name << "' has unsupported dtype "
-                                                             << body.dtype().str());
+  AS_TYPE_CHECK(IsSupportedScalar(body.dtype()),
+                "compute '" << name << "' has unsupported dtype " << body.dtype().str());
   auto node = std::make_shared<TensorNode>();
   node->name = name;
   node->op_kind = OpKind::Compute;
@@ -70,8 +70,8 @@ Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr b
   node->tag = tag;
   node->attrs = attrs;
   for (const IterVar& iv : axis) {
-    AS_CHECK(iv.kind == IterKind::Spatial, "compute '" << name << "': axis '" << iv.name()
-                                                       << "' must be a spatial axis");
+    AS_CHECK(iv.kind == IterKind::Spatial,
+             "compute '" << name << "': axis '" << iv.name() << "' must be a spatial axis");
     AS_CHECK(iv.min == 0, "compute '" << name << "': axis '" << iv.name() << "' must start at 0");
     node->shape.push_back(iv.extent);
   }

@@ -64,8 +64,7 @@ Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std:
 // a variable that is neither an axis nor a reduce axis of this op, or when a
 // reduce axis is not used.
 Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr body,
-               const std::string& tag = "",
-               const std::map<std::string, std::string>& attrs = {});
+               const std::string& tag = "", const std::map<std::string, std::string>& attrs = {});
 
 // Direct producers of a compute tensor (tensors its body loads), in order of
 // first use, without duplicates. Empty for placeholders.

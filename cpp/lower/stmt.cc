@@ -25,8 +25,8 @@ bool IsGpuBinding(ForKind k) { return k >= ForKind::BlockIdxX; }
 
 Stmt ForNode::make(Expr loop_var, Expr min, Expr extent, ForKind kind, Stmt body) {
   AS_CHECK(loop_var.as<VarNode>() != nullptr, "for loop over a non-variable");
-  AS_CHECK(min.defined() && extent.defined(), "for loop '" << loop_var.as<VarNode>()->name
-                                                           << "' without bounds");
+  AS_CHECK(min.defined() && extent.defined(),
+           "for loop '" << loop_var.as<VarNode>()->name << "' without bounds");
   AS_CHECK(body.defined(), "for loop '" << loop_var.as<VarNode>()->name << "' without body");
   return Stmt(std::make_shared<ForNode>(std::move(loop_var), std::move(min), std::move(extent), kind,
                                         std::move(body)));
@@ -35,9 +35,9 @@ Stmt ForNode::make(Expr loop_var, Expr min, Expr extent, ForKind kind, Stmt body
 Stmt BufferStoreNode::make(Buffer buffer, Expr value, std::vector<Expr> indices) {
   AS_CHECK(buffer != nullptr, "store to an undefined buffer");
   AS_CHECK(!indices.empty(), "store to buffer '" << buffer->name << "' without indices");
-  AS_TYPE_CHECK(value.dtype().element_of() == buffer->dtype,
-                "store of " << value.dtype().str() << " into " << buffer->dtype.str() << " buffer '"
-                            << buffer->name << "'");
+  AS_TYPE_CHECK(value.dtype().element_of() == buffer->dtype, "store of " << value.dtype().str() << " into "
+                                                                         << buffer->dtype.str() << " buffer '"
+                                                                         << buffer->name << "'");
   return Stmt(std::make_shared<BufferStoreNode>(std::move(buffer), std::move(value), std::move(indices)));
 }
 
@@ -49,8 +49,8 @@ Stmt AllocateNode::make(Buffer buffer, Stmt body) {
 Stmt IfThenElseNode::make(Expr condition, Stmt then_case, Stmt else_case) {
   AS_TYPE_CHECK(condition.defined() && condition.dtype() == DataType::Bool(), "if condition must be a bool");
   AS_CHECK(then_case.defined(), "if without a then branch");
-  return Stmt(std::make_shared<IfThenElseNode>(std::move(condition), std::move(then_case),
-                                               std::move(else_case)));
+  return Stmt(
+      std::make_shared<IfThenElseNode>(std::move(condition), std::move(then_case), std::move(else_case)));
 }
 
 Stmt SeqNode::make(std::vector<Stmt> seq) {
@@ -69,8 +69,8 @@ Stmt SeqNode::make(std::vector<Stmt> seq) {
 
 Stmt LetStmtNode::make(Expr var, Expr value, Stmt body) {
   AS_CHECK(var.as<VarNode>() != nullptr, "let binds a non-variable");
-  AS_TYPE_CHECK(var.dtype() == value.dtype(), "let binds a " << var.dtype().str() << " variable to a "
-                                                             << value.dtype().str() << " value");
+  AS_TYPE_CHECK(var.dtype() == value.dtype(),
+                "let binds a " << var.dtype().str() << " variable to a " << value.dtype().str() << " value");
   return Stmt(std::make_shared<LetStmtNode>(std::move(var), std::move(value), std::move(body)));
 }
 

@@ -30,10 +30,17 @@ namespace autosched {
 enum class StmtKind : uint8_t { For, BufferStore, Allocate, IfThenElse, Seq, LetStmt, Pragma };
 
 enum class ForKind : uint8_t {
-  Serial, Parallel, Vectorized, Unrolled,
+  Serial,
+  Parallel,
+  Vectorized,
+  Unrolled,
   VThread,
-  BlockIdxX, BlockIdxY, BlockIdxZ,
-  ThreadIdxX, ThreadIdxY, ThreadIdxZ,
+  BlockIdxX,
+  BlockIdxY,
+  BlockIdxZ,
+  ThreadIdxX,
+  ThreadIdxY,
+  ThreadIdxZ,
 };
 const char* ForKindName(ForKind k);  // "serial", "parallel", "blockIdx.x", ...
 bool IsGpuBinding(ForKind k);        // block / thread indices
@@ -68,7 +75,11 @@ struct ForNode : StmtNode {
   ForKind for_kind;
   Stmt body;
   ForNode(Expr v, Expr mn, Expr ext, ForKind k, Stmt b)
-      : StmtNode(kKind), loop_var(std::move(v)), min(std::move(mn)), extent(std::move(ext)), for_kind(k),
+      : StmtNode(kKind),
+        loop_var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        for_kind(k),
         body(std::move(b)) {}
   static Stmt make(Expr loop_var, Expr min, Expr extent, ForKind kind, Stmt body);
 };
@@ -113,7 +124,8 @@ struct LetStmtNode : StmtNode {
   Expr var;  // a VarNode
   Expr value;
   Stmt body;
-  LetStmtNode(Expr x, Expr v, Stmt b) : StmtNode(kKind), var(std::move(x)), value(std::move(v)), body(std::move(b)) {}
+  LetStmtNode(Expr x, Expr v, Stmt b)
+      : StmtNode(kKind), var(std::move(x)), value(std::move(v)), body(std::move(b)) {}
   static Stmt make(Expr var, Expr value, Stmt body);
 };
 
@@ -122,7 +134,8 @@ struct PragmaNode : StmtNode {
   std::string key;
   int64_t value;
   Stmt body;
-  PragmaNode(std::string k, int64_t v, Stmt b) : StmtNode(kKind), key(std::move(k)), value(v), body(std::move(b)) {}
+  PragmaNode(std::string k, int64_t v, Stmt b)
+      : StmtNode(kKind), key(std::move(k)), value(v), body(std::move(b)) {}
   static Stmt make(std::string key, int64_t value, Stmt body);
 };
 

@@ -70,8 +70,9 @@ void Module::CheckArgs(const std::vector<CallArg>& args) const {
       if (j == i) continue;
       auto* begin_j = static_cast<const char*>(args[j].data);
       bool overlap = begin_i < begin_j + bytes_of(args[j]) && begin_j < begin_i + bytes_of(args[i]);
-      AS_CHECK(!overlap, "argument " << i << " ('" << args_[i].name << "') is an output and shares memory with argument "
-                                     << j << " ('" << args_[j].name << "'); pass separate arrays");
+      AS_CHECK(!overlap, "argument " << i << " ('" << args_[i].name
+                                     << "') is an output and shares memory with argument " << j << " ('"
+                                     << args_[j].name << "'); pass separate arrays");
     }
   }
 }

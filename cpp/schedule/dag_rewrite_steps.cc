@@ -194,7 +194,8 @@ void CacheWriteStep::Apply(StateNode& s) const {
   AS_CHECK(st.loc != ComputeLocKind::Inlined, "cache_write of inlined stage '" << st.name() << "'");
   CheckNothingAttached(s, stage_id, "cache_write");
   const Tensor& op = st.op;
-  Tensor cache = compute(FreshStageName(s, op->name + "." + scope_name), op->axis, op->body, op->tag, op->attrs);
+  Tensor cache =
+      compute(FreshStageName(s, op->name + "." + scope_name), op->axis, op->body, op->tag, op->attrs);
   auto axes = FreshAxes(*op.get());
   Tensor copy = compute(op->name, axes, cache(AxisVars(axes)), op->tag, op->attrs);
   DagRewrite rw;

@@ -15,10 +15,8 @@
 
 #include <chrono>
 #include <mutex>
-
 #include <unordered_set>
 
-#include "lower/stmt_functor.h"
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/error.h"

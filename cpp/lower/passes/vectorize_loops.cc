@@ -219,7 +219,8 @@ class LoopVectorizer : public StmtMutator {
     // Unrolling pays only for a straight-line body; copies of a loop nest just
     // grow the code (and the compile time) without removing any branch.
     bool straight_line = true;
-    PostOrderVisitStmt(loop->body, [&](const Stmt& inner) { straight_line &= inner.kind() != StmtKind::For; });
+    PostOrderVisitStmt(loop->body,
+                       [&](const Stmt& inner) { straight_line &= inner.kind() != StmtKind::For; });
     ForKind fallback =
         const_extent && extent <= kMaxFallbackUnroll && straight_line ? ForKind::Unrolled : ForKind::Serial;
     return ForNode::make(loop->loop_var, loop->min, loop->extent, fallback, loop->body);
