@@ -215,8 +215,8 @@ def test_call_checks_arguments():
 def test_sources_and_time_evaluator():
     dag, inputs, C = matmul_dag(32, 16, 64)
     s = dag.get_init_state()
-    s.vectorize(C, s[C].iters[1])  # j: 64 lanes, contiguous in B and C... reduction is k, inner to j?
-    s.reorder(C, [s[C].iters[0], s[C].iters[2], s[C].iters[1]])
+    s.vectorize(C, s[C].iters[1])  # j: 64 lanes, contiguous in B and C
+    s.reorder(C, [s[C].iters[0], s[C].iters[2], s[C].iters[1]])  # i, k, j
     mod = check_state(dag, inputs, s)
     assert "define" in mod.get_source("ll")
     assert re.search(r"v\w+ps\s", mod.get_source("asm"))
@@ -248,3 +248,19 @@ def test_outputs_must_be_writeable_and_must_not_alias_inputs():
     np.testing.assert_array_equal(big[6:], 2 * big[:6])
     mod(x, out)
     np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_vectorized_loops_become_avx512_code_where_the_cpu_has_it():
+    dag, inputs, C = matmul_dag(8, 16, 32)
+    s = dag.get_init_state()
+    i, j, k = s[C].iters
+    jo, ji = s.split(C, j, [16])
+    s.reorder(C, [i, jo, k, ji])
+    s.vectorize(C, ji)
+    mod = ans.build(dag, s, "llvm -mcpu=sapphirerapids -num-cores=2")
+    assert "<16 x float>" in mod.get_source("ll")
+    with open("/proc/cpuinfo") as f:
+        has_avx512 = "avx512f" in f.read()
+    register = "zmm" if has_avx512 else "ymm"
+    assert re.search(r"vfmadd\w*ps\s.*" + register + r"|vmulps\s.*" + register, mod.get_source("asm"))
+    check_state(dag, inputs, s)
