@@ -1,7 +1,5 @@
 #include "codegen/build.h"
 
-#include <sstream>
-
 #include "ir/error.h"
 
 #ifdef AUTOSCHED_HAS_LLVM
@@ -10,40 +8,19 @@
 
 namespace autosched {
 
-CodegenTarget CodegenTarget::Parse(const std::string& target) {
-  std::istringstream ss(target);
+CodegenTarget CodegenTarget::FromTarget(const Target& target) {
+  AS_CHECK(target.kind == TargetKind::LLVM, "cannot build for target kind '"
+                                                << TargetKindName(target.kind) << "' in '" << target.str()
+                                                << "': only 'llvm' (CPU) targets can be built");
   CodegenTarget t;
-  AS_CHECK(ss >> t.kind, "empty target string");
-  AS_CHECK(t.kind == "llvm", "cannot build for target kind '" << t.kind << "' in '" << target
-                                                              << "': only 'llvm' (CPU) targets can be built");
-  std::string opt;
-  while (ss >> opt) {
-    auto value_of = [&](const std::string& key) -> std::string {
-      return opt.rfind(key, 0) == 0 ? opt.substr(key.size()) : std::string();
-    };
-    if (opt == "-fast-math") {
-      t.fast_math = true;
-    } else if (!value_of("-mcpu=").empty()) {
-      t.mcpu = value_of("-mcpu=");
-    } else if (!value_of("-mattr=").empty()) {
-      t.mattr = value_of("-mattr=");
-    } else if (!value_of("-num-cores=").empty()) {
-      std::string v = value_of("-num-cores=");
-      try {
-        t.num_cores = std::stoi(v);
-      } catch (const std::exception&) {
-        AS_CHECK(false, "target option -num-cores needs an integer, got '" << v << "'");
-      }
-      AS_CHECK(t.num_cores >= 1, "target option -num-cores must be at least 1, got " << v);
-    } else if (opt.rfind("-keys=", 0) == 0 || opt.rfind("-model=", 0) == 0 ||
-               opt.rfind("-mtriple=", 0) == 0 || opt.rfind("-opt-level=", 0) == 0) {
-      // Descriptive options of other components; not used by code generation.
-    } else {
-      AS_CHECK(false, "unknown target option '" << opt << "' in '" << target << "'");
-    }
-  }
+  t.mcpu = target.mcpu;
+  if (target.HasOption("mattr")) t.mattr = target.options.at("mattr");
+  t.num_cores = target.num_cores;
+  t.fast_math = target.HasOption("fast-math");
   return t;
 }
+
+CodegenTarget CodegenTarget::Parse(const std::string& target) { return FromTarget(Target::Parse(target)); }
 
 std::string CodegenTarget::str() const {
   std::string s = kind;

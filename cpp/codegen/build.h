@@ -1,19 +1,21 @@
 // Building lowered functions into callable modules.
 //
-// A target string names the backend and its options, e.g.
+// The target is a task/target.h Target (parsed and checked there), e.g.
 //   "llvm"                                   host CPU, all cores
 //   "llvm -mcpu=sapphirerapids -num-cores=2 -fast-math"
-// Options: -mcpu=NAME (default: the host CPU; vector extensions of NAME that
-// this host lacks are turned off, as kernels run in this process),
-// -mattr=+f1,-f2 (extra CPU features), -num-cores=N (threads for parallel loops; default all cores),
-// -fast-math (allow reassociation, reciprocal and contraction of floats;
-// off by default, so results follow IEEE order of operations).
+// What code generation takes from it: -mcpu=NAME (default: the host CPU;
+// vector extensions of NAME that this host lacks are turned off, as kernels
+// run in this process), -mattr=+f1,-f2 (extra CPU features), -num-cores=N
+// (threads for parallel loops; default all cores), -fast-math (allow
+// reassociation, reciprocal and contraction of floats; off by default, so
+// results follow IEEE order of operations).
 #pragma once
 
 #include <string>
 
 #include "lower/stmt.h"
 #include "runtime/module.h"
+#include "task/target.h"
 
 namespace autosched {
 
@@ -24,7 +26,9 @@ struct CodegenTarget {
   int num_cores = 0;          // 0 = every core of the machine
   bool fast_math = false;
 
-  // Throws Error naming an unknown backend or option.
+  // Throws Error for a target this build cannot generate code for.
+  static CodegenTarget FromTarget(const Target& target);
+  // Target::Parse, then FromTarget: throws Error naming an unknown kind or option.
   static CodegenTarget Parse(const std::string& target);
   std::string str() const;
 };
