@@ -302,33 +302,27 @@ Code BodyCompiler::CompileSelect(const SelectNode* n) {
   });
 }
 
+// The comparisons of the IR on two values of one type.
+template <typename T>
+int64_t Compare(BinOp op, T x, T y) {
+  switch (op) {
+    case BinOp::EQ: return x == y;
+    case BinOp::NE: return x != y;
+    case BinOp::LT: return x < y;
+    case BinOp::LE: return x <= y;
+    case BinOp::GT: return x > y;
+    default: return x >= y;
+  }
+}
+
 Code BodyCompiler::CompileBinary(const BinaryNode* n) {
   Code a = Compile(n->a), b = Compile(n->b);
   if (IsComparison(n->op)) {
     if (a.is_float()) {
-      auto cmp = [op = n->op](double x, double y) -> int64_t {
-        switch (op) {
-          case BinOp::EQ: return x == y;
-          case BinOp::NE: return x != y;
-          case BinOp::LT: return x < y;
-          case BinOp::LE: return x <= y;
-          case BinOp::GT: return x > y;
-          default: return x >= y;
-        }
-      };
-      return IntCode(n->dtype, [cmp, af = a.f, bf = b.f](Slot* s) { return cmp(af(s), bf(s)); });
+      return IntCode(n->dtype,
+                     [op = n->op, af = a.f, bf = b.f](Slot* s) { return Compare(op, af(s), bf(s)); });
     }
-    auto cmp = [op = n->op](int64_t x, int64_t y) -> int64_t {
-      switch (op) {
-        case BinOp::EQ: return x == y;
-        case BinOp::NE: return x != y;
-        case BinOp::LT: return x < y;
-        case BinOp::LE: return x <= y;
-        case BinOp::GT: return x > y;
-        default: return x >= y;
-      }
-    };
-    return IntCode(n->dtype, [cmp, ai = a.i, bi = b.i](Slot* s) { return cmp(ai(s), bi(s)); });
+    return IntCode(n->dtype, [op = n->op, ai = a.i, bi = b.i](Slot* s) { return Compare(op, ai(s), bi(s)); });
   }
   if (a.is_float()) return CompileFloatBinary(n->op, n->dtype, a.f, b.f);
   return CompileIntBinary(n->op, n->dtype, a.i, b.i);

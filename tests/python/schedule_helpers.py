@@ -11,6 +11,7 @@ consumers, outputs), so a ValueError from one of them is a bug of the schedule l
 import numpy as np
 
 import autosched as ans
+from autosched import te
 
 # Relative and absolute tolerance per dtype, scaled by the magnitude of the expected output (float16 sums
 # are rounded at every stored partial result, so their error grows with the values).
@@ -20,6 +21,18 @@ SPLIT_FACTORS = (3, 2, 5, 4, 7)
 
 
 # ---- inputs and the check ----
+
+def matmul_bias_relu(n, m, k, dtype="float32"):
+    """C = A @ B, E = C + 1, D = max(E, 0): a reduction with two element-wise consumers.
+    Returns (dag, C, E, D)."""
+    a = te.placeholder((n, k), name="A", dtype=dtype)
+    b = te.placeholder((k, m), name="B", dtype=dtype)
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    e = te.compute((n, m), lambda i, j: c[i, j] + te.const(1, dtype), name="E")
+    d = te.compute((n, m), lambda i, j: te.max(e[i, j], te.const(0, dtype)), name="D")
+    return ans.ComputeDAG([a, b, d]), c, e, d
+
 
 def random_inputs(dag, rng, positive=False):
     """One array per tensor of the DAG: random placeholders, zeroed outputs. Integer placeholders hold

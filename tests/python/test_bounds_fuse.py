@@ -6,17 +6,7 @@ import pytest
 import autosched as ans
 from autosched import te
 
-from schedule_helpers import check
-
-
-def matmul_relu(n, m, k, dtype="float32"):
-    a = te.placeholder((n, k), name="A", dtype=dtype)
-    b = te.placeholder((k, m), name="B", dtype=dtype)
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    e = te.compute((n, m), lambda i, j: c[i, j] + te.const(1, dtype), name="E")
-    d = te.compute((n, m), lambda i, j: te.max(e[i, j], te.const(0, dtype)), name="D")
-    return ans.ComputeDAG([a, b, d])
+from schedule_helpers import check, matmul_bias_relu
 
 
 def fused_tiles(s, name, ti, tj, parallel=True):
@@ -53,7 +43,7 @@ SHAPES = [(64, 64, 32, 8, 16), (21, 35, 13, 4, 8)]  # tiles that divide, tiles t
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("n,m,k,ti,tj", SHAPES)
 def test_cache_write_at_fused_parallel_loop_is_one_tile(n, m, k, ti, tj, dtype):
-    dag = matmul_relu(n, m, k, dtype)
+    dag = matmul_bias_relu(n, m, k, dtype)[0]
     s = dag.get_init_state()
     local = cache_write_at_fused(s, ti, tj)
     assert extents(s, "C.local") == [k, ti, tj]
@@ -62,7 +52,7 @@ def test_cache_write_at_fused_parallel_loop_is_one_tile(n, m, k, ti, tj, dtype):
 
 @pytest.mark.parametrize("n,m,k,ti,tj", SHAPES)
 def test_cache_write_inside_fused_loop_is_one_row(n, m, k, ti, tj):
-    dag = matmul_relu(n, m, k)
+    dag = matmul_bias_relu(n, m, k)[0]
     s = dag.get_init_state()
     cache_write_at_fused(s, ti, tj, at_inner=True)
     assert extents(s, "C.local") == [k, 1, tj]
@@ -71,7 +61,7 @@ def test_cache_write_inside_fused_loop_is_one_row(n, m, k, ti, tj):
 
 @pytest.mark.parametrize("n,m,k", [(24, 40, 6), (19, 23, 5)])
 def test_elementwise_chain_at_fused_loop(n, m, k):
-    dag = matmul_relu(n, m, k)
+    dag = matmul_bias_relu(n, m, k)[0]
     s = dag.get_init_state()
     fused, ii, ji = fused_tiles(s, "D", 4, 8)
     s.vectorize("D", ji)
@@ -84,7 +74,7 @@ def test_elementwise_chain_at_fused_loop(n, m, k):
 
 def test_split_of_fused_loop():
     """The fused loop split by the inner tile count: its outer part still selects one row of tiles."""
-    dag = matmul_relu(32, 40, 7)
+    dag = matmul_bias_relu(32, 40, 7)[0]
     s = dag.get_init_state()
     local = s.cache_write("C", "local")
     fused, ii, ji = fused_tiles(s, "C", 4, 8, parallel=False)  # 8 x 5 tiles

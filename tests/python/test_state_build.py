@@ -9,17 +9,7 @@ import pytest
 import autosched as ans
 from autosched import te
 
-from schedule_helpers import check
-
-
-def matmul_relu(n, m, k, dtype):
-    a = te.placeholder((n, k), name="A", dtype=dtype)
-    b = te.placeholder((k, m), name="B", dtype=dtype)
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    e = te.compute((n, m), lambda i, j: c[i, j] + te.const(1, dtype), name="E")
-    d = te.compute((n, m), lambda i, j: te.max(e[i, j], te.const(0, dtype)), name="D")
-    return ans.ComputeDAG([a, b, d]), c, e, d
+from schedule_helpers import check, matmul_bias_relu
 
 
 def tiled(s, C, E, D):
@@ -86,7 +76,7 @@ SCHEDULES = [None, tiled, fused_parallel, compute_at_inline, cache_write, rfacto
 @pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda f: "default" if f is None else f.__name__)
 def test_schedule_matches_reference(schedule, dtype):
-    dag, C, E, D = matmul_relu(21, 35, 13, dtype)  # no split factor divides these
+    dag, C, E, D = matmul_bias_relu(21, 35, 13, dtype)  # no split factor divides these
     s = dag.get_init_state()
     if schedule is not None:
         schedule(s, C, E, D)
@@ -130,7 +120,7 @@ def test_random_schedules_match_reference():
     rejected = 0
     for case in range(cases):
         rng = random.Random(case)
-        dag, C, E, D = matmul_relu(9, 13, 7, "float32")
+        dag, C, E, D = matmul_bias_relu(9, 13, 7, "float32")
         s = dag.get_init_state()
         for _ in range(8):
             try:
