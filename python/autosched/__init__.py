@@ -17,4 +17,4 @@ from .build_module import build  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = ["te", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
-           "HardwareParams"]
+           "HardwareParams", "State", "build"]
