@@ -4,6 +4,7 @@
 #include "lower/passes/auto_unroll.h"
 #include "lower/passes/eliminate_guards.h"
 #include "lower/passes/flatten_storage.h"
+#include "lower/passes/partition_loops.h"
 #include "lower/passes/simplify_stmt.h"
 #include "lower/passes/vectorize_loops.h"
 #include "lower/stmt_printer.h"
@@ -29,6 +30,8 @@ LoweredFunc RunLoweringPasses(LoweredFunc f, const LowerOptions& options) {
   Log(options, "after simplify", f);
   f = Apply(f, EliminateGuards);
   Log(options, "after guard elimination", f);
+  f = Apply(f, PartitionLoops);
+  Log(options, "after loop partitioning", f);
   f = Apply(f, AutoUnroll);
   Log(options, "after auto-unroll", f);
   f = Apply(f, FlattenStorage);

@@ -1,32 +1,13 @@
 #include "lower/passes/eliminate_guards.h"
 
 #include "ir/simplify.h"
-#include "lower/stmt_functor.h"
+#include "lower/passes/range_tracking.h"
 
 namespace autosched {
 namespace {
 
-class GuardEliminator : public StmtMutator {
+class GuardEliminator : public RangeTrackingMutator {
  protected:
-  Stmt MutateFor(const Stmt& s, const ForNode* n) override {
-    const VarNode* var = n->loop_var.as<VarNode>();
-    int64_t min = 0, extent = 0;
-    if (GetConstInt(n->min, &min) && GetConstInt(n->extent, &extent) && extent > 0) {
-      ranges_[var] = Interval::FromExtent(min, extent);
-    }
-    Stmt r = StmtMutator::MutateFor(s, n);
-    ranges_.erase(var);
-    return r;
-  }
-
-  Stmt MutateLetStmt(const Stmt& s, const LetStmtNode* n) override {
-    const VarNode* var = n->var.as<VarNode>();
-    if (var->dtype.is_integer()) ranges_[var] = EvalInterval(n->value, ranges_);
-    Stmt r = StmtMutator::MutateLetStmt(s, n);
-    ranges_.erase(var);
-    return r;
-  }
-
   Stmt MutateIfThenElse(const Stmt& s, const IfThenElseNode* n) override {
     if (CanProve(n->condition, ranges_)) return Mutate(n->then_case);
     if (CanProve(NotNode::make(n->condition), ranges_)) {
@@ -34,9 +15,6 @@ class GuardEliminator : public StmtMutator {
     }
     return StmtMutator::MutateIfThenElse(s, n);
   }
-
- private:
-  VarRanges ranges_;
 };
 
 }  // namespace

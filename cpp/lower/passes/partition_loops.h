@@ -1,0 +1,25 @@
+// PartitionLoops: splits a loop so that most of its iterations run without
+// the bound checks of a split that does not divide its extent.
+//
+// A guard (IfThenElse without else whose condition is a conjunction of
+// comparisons) inside a Vectorized loop keeps that loop from becoming SIMD
+// when a comparison uses the vectorized variable, e.g. j.0*16 + j.1 < 41 with
+// j.1 vectorized; usually only the last iteration of the outer loop j.0 needs
+// it. For a serial or parallel loop v with constant bounds, the pass finds the
+// largest k such that, for v in [min, k), every such comparison that uses both
+// v and an enclosing vectorized variable is proven true (CanProve with the
+// ranges of all loops and lets around it; k is found by a binary search and
+// the result is always proven, never assumed). It then emits
+//   for (v, min, k - min) { body without the comparisons on v proven there }
+//   for (v, k, rest) { body }
+// dropping an empty part. A loop without such a comparison is left as is.
+// Run after EliminateGuards and before VectorizeLoops.
+#pragma once
+
+#include "lower/stmt.h"
+
+namespace autosched {
+
+Stmt PartitionLoops(const Stmt& s);
+
+}  // namespace autosched

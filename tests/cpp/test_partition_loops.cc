@@ -1,0 +1,144 @@
+// Loop partitioning: a guarded vectorized loop gets a guard-free SIMD main
+// part and a guarded tail; other loops are left alone.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "codegen/build.h"
+#include "lower/lower.h"
+#include "lower/passes/flatten_storage.h"
+#include "lower/passes/partition_loops.h"
+#include "lower/passes/vectorize_loops.h"
+#include "lower/stmt_functor.h"
+#include "lower/stmt_printer.h"
+
+namespace autosched {
+namespace {
+
+DataType f32 = DataType::Float(32);
+
+Stmt Loop(const Expr& v, int min, int extent, ForKind kind, Stmt body) {
+  return ForNode::make(v, min, extent, kind, body);
+}
+
+int CountGuards(const Stmt& s) {
+  int n = 0;
+  PostOrderVisitStmt(s, [&](const Stmt& x) { n += x.as<IfThenElseNode>() != nullptr; });
+  return n;
+}
+
+int CountRamps(const Stmt& s) {
+  int n = 0;
+  VisitStmtExprs(
+      s, [&](const Expr& e) { PostOrderVisit(e, [&](const Expr& x) { n += x.as<RampNode>() != nullptr; }); });
+  return n;
+}
+
+// C[i, j.0*16 + j.1] = A[i, ...] * 2 for j < cols, j.1 vectorized: the nest
+// lowering makes for a split of cols by 16 that does not divide.
+struct GuardedNest {
+  static constexpr int kRows = 3;
+  int cols;
+  Buffer a, c;
+  Expr i = VarNode::make("i"), jo = VarNode::make("j.0"), ji = VarNode::make("j.1");
+
+  explicit GuardedNest(int cols_)
+      : cols(cols_), a(MakeBuffer("A", f32, {kRows, cols_})), c(MakeBuffer("C", f32, {kRows, cols_})) {}
+
+  Stmt Make(ForKind outer, Expr guard) const {
+    Expr j = jo * 16 + ji;
+    Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {i, j}) * 2.0f, {i, j});
+    int tiles = (cols + 15) / 16;
+    return Loop(i, 0, kRows, outer,
+                Loop(jo, 0, tiles, ForKind::Serial,
+                     Loop(ji, 0, 16, ForKind::Vectorized, IfThenElseNode::make(guard, store))));
+  }
+  Stmt Make(ForKind outer = ForKind::Serial) const { return Make(outer, jo * 16 + ji < cols); }
+};
+
+TEST(PartitionLoopsTest, GuardedVectorLoopSplitsIntoSimdMainAndGuardedTail) {
+  GuardedNest nest(41);
+  Stmt partitioned = PartitionLoops(nest.Make());
+  // for i { for (j.0, 0, 2) { vectorized, no guard }; for (j.0, 2, 1) { guarded } }
+  const auto* outer = partitioned.as<ForNode>();
+  ASSERT_NE(outer, nullptr) << partitioned;
+  const auto* parts = outer->body.as<SeqNode>();
+  ASSERT_NE(parts, nullptr) << partitioned;
+  ASSERT_EQ(parts->seq.size(), 2u);
+  const auto *main = parts->seq[0].as<ForNode>(), *tail = parts->seq[1].as<ForNode>();
+  ASSERT_TRUE(main && tail);
+  int64_t main_min = -1, main_extent = -1, tail_min = -1, tail_extent = -1;
+  ASSERT_TRUE(GetConstInt(main->min, &main_min) && GetConstInt(main->extent, &main_extent));
+  ASSERT_TRUE(GetConstInt(tail->min, &tail_min) && GetConstInt(tail->extent, &tail_extent));
+  EXPECT_EQ(main_min, 0);
+  EXPECT_EQ(main_extent, 2);
+  EXPECT_EQ(tail_min, 2);
+  EXPECT_EQ(tail_extent, 1);
+  EXPECT_EQ(CountGuards(parts->seq[0]), 0) << partitioned;
+  EXPECT_EQ(CountGuards(parts->seq[1]), 1) << partitioned;
+  // The main part becomes SIMD, the tail does not.
+  EXPECT_GT(CountRamps(VectorizeLoops(FlattenStorage(parts->seq[0]))), 0);
+  EXPECT_EQ(CountRamps(VectorizeLoops(FlattenStorage(parts->seq[1]))), 0);
+}
+
+TEST(PartitionLoopsTest, PartitionedParallelNestComputesTheSameResult) {
+  for (int cols : {41, 37, 16, 9}) {
+    GuardedNest nest(cols);
+    LoweredFunc lowered = RunLoweringPasses({"part", {nest.a, nest.c}, nest.Make(ForKind::Parallel)});
+    if (cols > 16) EXPECT_GT(CountRamps(lowered.body), 0) << ToString(lowered);
+    if (!HasLLVMBackend()) continue;
+    int size = GuardedNest::kRows * cols;
+    std::vector<float> av(size), cv(size, -1.0f);
+    std::iota(av.begin(), av.end(), 1.0f);
+    Module m = Build(lowered, CodegenTarget::Parse("llvm"));
+    m.Call({CallArg{av.data(), f32, {GuardedNest::kRows, cols}, true},
+            CallArg{cv.data(), f32, {GuardedNest::kRows, cols}, true}});
+    for (int x = 0; x < size; ++x) ASSERT_FLOAT_EQ(cv[x], av[x] * 2.0f) << "cols " << cols << " at " << x;
+  }
+}
+
+TEST(PartitionLoopsTest, LoopWithoutGuardsIsUntouched) {
+  GuardedNest nest(32);
+  Expr j = nest.jo * 16 + nest.ji;
+  Stmt store = BufferStoreNode::make(nest.c, BufferLoadNode::make(nest.a, {nest.i, j}), {nest.i, j});
+  Stmt s = Loop(nest.jo, 0, 2, ForKind::Serial, Loop(nest.ji, 0, 16, ForKind::Vectorized, store));
+  EXPECT_TRUE(PartitionLoops(s).same_as(s));
+}
+
+TEST(PartitionLoopsTest, GuardNotDependingOnTheLoopIsUntouched) {
+  GuardedNest nest(48);
+  Expr n = VarNode::make("n");
+  // The guard depends on the vectorized variable and a free size only.
+  Stmt on_free_size = nest.Make(ForKind::Serial, nest.ji < n);
+  EXPECT_TRUE(PartitionLoops(on_free_size).same_as(on_free_size));
+  // Unprovable on every tile: a guard on a free size through j.0 as well.
+  Stmt unprovable = nest.Make(ForKind::Serial, nest.jo * 16 + nest.ji < n);
+  EXPECT_TRUE(PartitionLoops(unprovable).same_as(unprovable));
+}
+
+TEST(PartitionLoopsTest, GuardOutsideAnyVectorLoopIsUntouched) {
+  GuardedNest nest(41);
+  Expr j = nest.jo * 16 + nest.ji;
+  Stmt store = BufferStoreNode::make(nest.c, Expr(0.0f), {nest.i, j});
+  Stmt s = Loop(nest.jo, 0, 3, ForKind::Serial,
+                Loop(nest.ji, 0, 16, ForKind::Serial, IfThenElseNode::make(j < 41, store)));
+  EXPECT_TRUE(PartitionLoops(s).same_as(s));
+}
+
+TEST(PartitionLoopsTest, OnlyProvenComparisonsAreRemoved) {
+  GuardedNest nest(41);
+  Expr n = VarNode::make("n");
+  // Two comparisons: the one on the tile is proven in the main part, the one
+  // on the free size n stays (it does not use j.0).
+  Stmt s = nest.Make(ForKind::Serial, nest.jo * 16 + nest.ji < 41 && nest.i < n);
+  Stmt partitioned = PartitionLoops(s);
+  const auto* parts = partitioned.as<ForNode>()->body.as<SeqNode>();
+  ASSERT_NE(parts, nullptr) << partitioned;
+  std::string main = ToString(parts->seq[0]);
+  EXPECT_EQ(CountGuards(parts->seq[0]), 1) << main;
+  EXPECT_EQ(main.find("41"), std::string::npos) << main;
+  EXPECT_NE(main.find("< n"), std::string::npos) << main;
+}
+
+}  // namespace
+}  // namespace autosched
