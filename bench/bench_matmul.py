@@ -13,8 +13,9 @@ import os
 import sys
 import time
 
-# OpenBLAS misreads this CPU; tell it before numpy loads it.
-os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
 
 import numpy as np  # noqa: E402
 
@@ -107,7 +108,8 @@ def main():
         numpy_times.append((time.perf_counter() - t0) / reps)
     theirs = min(numpy_times)
 
-    print(f"matmul {n}x{n}x{n} float32, target '{args.target}', OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}")
+    coretype = os.environ.get("OPENBLAS_CORETYPE", "(unset)")
+    print(f"matmul {n}x{n}x{n} float32, target '{args.target}', OPENBLAS_CORETYPE={coretype}")
     print(f"{'':12}{'ms':>10}{'GFLOP/s':>10}")
     print(f"{'autosched':12}{ours * 1e3:10.2f}{gflops(n, ours):10.1f}")
     print(f"{'numpy':12}{theirs * 1e3:10.2f}{gflops(n, theirs):10.1f}")

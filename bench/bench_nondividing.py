@@ -2,14 +2,15 @@
 columns, parallel rows) on sizes its tiles divide and sizes they do not, against numpy (OpenBLAS) in the
 same run. Loop partitioning keeps the full tiles of a non-dividing split SIMD; only the tail is guarded.
 
-Run: OPENBLAS_CORETYPE=SkylakeX python3 bench/bench_nondividing.py [--sizes 512 500 509]
+Run: python3 bench/bench_nondividing.py [--sizes 512 500 509]
 Not a test: timings vary with the machine.
 """
 import argparse
-import os
 import time
 
-os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
 
 import numpy as np  # noqa: E402
 

@@ -133,6 +133,7 @@ void BindState(py::module_& m) {
 }  // namespace
 
 void bind_schedule(py::module_& m) {
+  m.attr("MAX_ITER_EXTENT") = kMaxIterExtent;
   BindIteratorAndStage(m);
   BindState(m);
   m.def("lower_state", &LowerStateToStmt, py::arg("state"), "The loop-nest IR of a state (a LoweredFunc).");

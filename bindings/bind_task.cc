@@ -62,8 +62,18 @@ void BindHardwareParams(py::module_& m) {
     }
     return p;
   }));
-#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc) \
-  cls.def_readwrite(#name, &HardwareParams::name, doc);
+  // Setters refuse what the constructor refuses.
+#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc)                                  \
+  cls.def_property(                                                                         \
+      #name, [](const HardwareParams& p) { return p.name; },                                \
+      [](HardwareParams& p, py::object value) {                                             \
+        AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value), \
+                      "HardwareParams: " #name " must be an int");                          \
+        const int64_t v = value.cast<int64_t>();                                            \
+        AS_CHECK(v >= 0, "HardwareParams: " #name " must not be negative, got " << v);      \
+        p.name = v;                                                                         \
+      },                                                                                    \
+      doc);
   AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_PROPERTY)
 #undef AUTOSCHED_FIELD_PROPERTY
   cls.def("__eq__", &HardwareParams::operator==)

@@ -178,11 +178,9 @@ CacheReadStep CacheReadStep::FromArgs(const json& a) {
 std::string CacheReadStep::Python(const StateNode& b) const {
   std::string readers = "[";
   for (size_t i = 0; i < reader_stage_ids.size(); ++i) {
-    const int r = reader_stage_ids[i];
-    readers += (i ? ", \"" : "\"") +
-               (r >= 0 && r < static_cast<int>(b.stages.size()) ? b.stages[r].name() : "?") + "\"";
+    readers += (i ? ", " : "") + PythonStageRef(b, reader_stage_ids[i]);
   }
-  return "s.cache_read(\"" + b.stages[stage_id].name() + "\", \"" + scope_name + "\", " + readers + "])";
+  return "s.cache_read(" + PythonStageRef(b, stage_id) + ", \"" + scope_name + "\", " + readers + "])";
 }
 
 // ---- cache_write ----
@@ -212,27 +210,91 @@ CacheWriteStep CacheWriteStep::FromArgs(const json& a) {
   return {a[0].get<int>(), a[1].get<std::string>()};
 }
 std::string CacheWriteStep::Python(const StateNode& b) const {
-  return "s.cache_write(\"" + b.stages[stage_id].name() + "\", \"" + scope_name + "\")";
+  return "s.cache_write(" + PythonStageRef(b, stage_id) + ", \"" + scope_name + "\")";
 }
 
 // ---- rfactor ----
 
 namespace {
 
-// The root node a leaf derives from through splits only; -1 when a fuse is on the way.
-int SplitRoot(const Stage& st, int node) {
-  for (;;) {
-    if (node < st.num_root) return node;
-    bool found = false;
+// Per node, whether it is connected to `node` through splits and fuses (in
+// either direction): the root axes the node derives from, every node derived
+// from those, and so on.
+std::vector<bool> ConnectedNodes(const Stage& st, int node) {
+  std::vector<bool> in(st.nodes.size(), false);
+  in[node] = true;
+  for (bool changed = true; changed;) {
+    changed = false;
     for (const IterRelation& rel : st.relations) {
-      if (std::find(rel.children.begin(), rel.children.end(), node) == rel.children.end()) continue;
-      if (rel.kind == IterRelation::Kind::Fuse) return -1;
-      node = rel.parents[0];
-      found = true;
-      break;
+      bool touches = false;
+      for (int n : rel.parents) touches = touches || in[n];
+      for (int n : rel.children) touches = touches || in[n];
+      if (!touches) continue;
+      for (const auto* side : {&rel.parents, &rel.children}) {
+        for (int n : *side) {
+          changed = changed || !in[n];
+          in[n] = true;
+        }
+      }
     }
-    AS_ICHECK(found);
   }
+  return in;
+}
+
+// The rf stage's axes: the op's spatial axes with the factor leaf inserted at
+// factor_iter_id, and as reduce axes the other leaves connected to it, then the
+// op's reduce axes that are not.
+struct RfAxes {
+  IterVar factor;
+  std::vector<IterVar> reduce;
+  VarMap roots;  // connected root reduce axes -> their values in the new axes
+  Expr cond;     // the reduction's condition and the range guards of non-dividing splits
+};
+
+RfAxes MakeRfAxes(const Stage& st, const ReduceNode& red, int factor_node) {
+  const std::vector<bool> connected = ConnectedNodes(st, factor_node);
+  RfAxes out;
+  std::vector<Expr> values(st.nodes.size());
+  for (int leaf : st.leaves) {
+    const Iterator& it = st.nodes[leaf];
+    if (!connected[leaf]) {
+      // Only derived so that DeriveNodeValues can walk the other axes' relations; unused below.
+      values[leaf] = VarNode::make(it.name);
+      continue;
+    }
+    AS_CHECK(it.extent > 0, "rfactor needs known extents, '" << it.name << "' has none");
+    IterVar iv{VarNode::make(it.name), 0, it.extent,
+               leaf == factor_node ? IterKind::Spatial : IterKind::Reduce};
+    values[leaf] = iv.var;
+    if (leaf == factor_node) {
+      out.factor = iv;
+    } else {
+      out.reduce.push_back(iv);
+    }
+  }
+  DeriveNodeValues(st, &values);
+  const size_t n_axis = st.op->axis.size();
+  for (size_t r = n_axis; r < static_cast<size_t>(st.num_root); ++r) {
+    const IterVar& iv = st.op->reduce_axis[r - n_axis];
+    if (!connected[r]) continue;
+    out.roots[iv.var_node()] = iv.min == 0 ? values[r] : values[r] + Expr(static_cast<int>(iv.min));
+  }
+  if (red.condition.defined()) out.cond = Substitute(red.condition, out.roots);
+  // Every split on the way that does not divide keeps its parent in range
+  // (a root, a fused node, or a part split again); fuses are exact.
+  for (const IterRelation& rel : st.relations) {
+    const int parent = rel.parents[0];
+    if (rel.kind != IterRelation::Kind::Split || !connected[parent]) continue;
+    int64_t product = 1;
+    for (int child : rel.children) product *= st.nodes[child].extent;
+    if (product <= st.nodes[parent].extent) continue;
+    Expr in_range = values[parent] < Expr(static_cast<int>(st.nodes[parent].extent));
+    out.cond = out.cond.defined() ? (out.cond && in_range) : in_range;
+  }
+  for (const IterVar& iv : red.axis) {
+    if (!out.roots.count(iv.var_node())) out.reduce.push_back(iv);
+  }
+  return out;
 }
 
 }  // namespace
@@ -248,60 +310,22 @@ void RfactorStep::Apply(StateNode& s) const {
   AS_CHECK(factor_iter_id >= 0 && factor_iter_id <= static_cast<int>(op->axis.size()),
            "rfactor: factor_iter_id " << factor_iter_id << " must be in [0, " << op->axis.size() << "]");
   CheckNothingAttached(s, stage_id, "rfactor");
-  const int root = SplitRoot(st, factor_node);
-  AS_CHECK(root >= 0, "rfactor of an iterator made by fuse is not supported");
-  const IterVar& root_iv = op->reduce_axis[root - op->axis.size()];
-
-  // Leaves that derive from the root: the factor one becomes spatial in the
-  // rf stage, the others stay reduce axes there.
-  std::vector<Expr> values(st.nodes.size());
-  std::vector<IterVar> rf_reduce;
-  IterVar factor_axis;
-  for (int leaf : st.leaves) {
-    if (SplitRoot(st, leaf) != root) {
-      // Only derived so that DeriveNodeValues can walk the other axes' relations; unused below.
-      values[leaf] = VarNode::make(st.nodes[leaf].name);
-      continue;
-    }
-    const Iterator& it = st.nodes[leaf];
-    AS_CHECK(it.extent > 0, "rfactor needs known extents, '" << it.name << "' has none");
-    IterVar iv{VarNode::make(it.name), 0, it.extent,
-               leaf == factor_node ? IterKind::Spatial : IterKind::Reduce};
-    values[leaf] = iv.var;
-    if (leaf == factor_node) {
-      factor_axis = iv;
-    } else {
-      rf_reduce.push_back(iv);
-    }
-  }
-  DeriveNodeValues(st, &values);
-  const Expr root_value = values[root];
-  VarMap sub{{root_iv.var_node(), root_value}};
-  Expr cond = red->condition.defined() ? Substitute(red->condition, sub) : Expr();
-  // Every split on the way that does not divide keeps its parent in range
-  // (the root, and the parts split again).
-  for (const IterRelation& rel : st.relations) {
-    const int parent = rel.parents[0];
-    if (rel.kind != IterRelation::Kind::Split || SplitRoot(st, parent) != root) continue;
-    int64_t product = 1;
-    for (int child : rel.children) product *= st.nodes[child].extent;
-    if (product <= st.nodes[parent].extent) continue;
-    Expr in_range = values[parent] < Expr(static_cast<int>(st.nodes[parent].extent));
-    cond = cond.defined() ? (cond && in_range) : in_range;
-  }
-  for (const IterVar& iv : red->axis) {
-    if (iv.var_node() != root_iv.var_node()) rf_reduce.push_back(iv);
+  // The factor iterator may derive from several reduce axes (a fuse of them,
+  // or a split part of such a fuse): all of them move into the rf stage.
+  const RfAxes rfa = MakeRfAxes(st, *red, factor_node);
+  const Expr source = Substitute(red->source, rfa.roots);
+  Expr rf_body;
+  if (!rfa.reduce.empty()) {
+    rf_body = ReduceNode::make(red->combiner, source, rfa.reduce, rfa.cond);
+  } else {  // nothing left to reduce: one element per factor value, the identity where guarded off
+    rf_body = rfa.cond.defined() ? if_then_else(rfa.cond, source, red->identity()) : source;
   }
   std::vector<IterVar> rf_axes = op->axis;
-  rf_axes.insert(rf_axes.begin() + factor_iter_id, factor_axis);
-  Expr rf_body = rf_reduce.empty()
-                     ? Substitute(red->source, sub)
-                     : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce, cond);
-  AS_CHECK(!rf_reduce.empty() || !cond.defined(), "rfactor of '" << st.name() << "' leaves a guarded body");
+  rf_axes.insert(rf_axes.begin() + factor_iter_id, rfa.factor);
   Tensor rf = compute(FreshStageName(s, op->name + ".rf"), rf_axes, rf_body, op->tag, op->attrs);
 
   auto axes = FreshAxes(*op.get());
-  IterVar sum_axis = MakeReduceAxis(0, factor_axis.extent, factor_axis.name() + ".v");
+  IterVar sum_axis = MakeReduceAxis(0, rfa.factor.extent, rfa.factor.name() + ".v");
   std::vector<Expr> idx = AxisVars(axes);
   idx.insert(idx.begin() + factor_iter_id, sum_axis.var);
   Tensor result =
@@ -320,7 +344,7 @@ RfactorStep RfactorStep::FromArgs(const json& a) {
   return {a[0].get<int>(), a[1].get<int>(), a[2].get<int>()};
 }
 std::string RfactorStep::Python(const StateNode& b) const {
-  return "s.rfactor(\"" + b.stages[stage_id].name() + "\", " + std::to_string(iter_id) + ", " +
+  return "s.rfactor(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
          std::to_string(factor_iter_id) + ")";
 }
 

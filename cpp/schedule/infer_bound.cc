@@ -277,12 +277,15 @@ BoundInfo InferBoundDetailed(const State& state) {
     std::vector<Expr> values = b.node_vars;
     DeriveNodeValues(st, &values);
     b.node_values = values;
+    const int n_axis = static_cast<int>(st.op->axis.size());
     for (int r = 0; r < st.num_root; ++r) {
       b.local_values.push_back(values[r]);
-      const bool spatial = r < static_cast<int>(st.op->axis.size());
+      // Loops count from 0; a root's value adds the region start (spatial)
+      // or the reduce axis's lower bound (te.reduce_axis((lo, hi))).
+      Expr start = r < n_axis ? b.region_min[r] : Expr(static_cast<int>(st.op->reduce_axis[r - n_axis].min));
       int64_t c = 0;
-      const bool zero_min = !spatial || (GetConstInt(b.region_min[r], &c) && c == 0);
-      b.root_values.push_back(zero_min ? values[r] : b.region_min[r] + values[r]);
+      const bool zero_min = GetConstInt(start, &c) && c == 0;
+      b.root_values.push_back(zero_min ? values[r] : start + values[r]);
     }
   }
   return {state.WithStages(std::move(stages)), std::move(bounds), std::move(ranges)};

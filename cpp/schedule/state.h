@@ -66,6 +66,11 @@ struct IterRelation {
   bool inner_to_outer = true;                   // split only
 };
 
+// Loop variables are 32-bit integers like tensor indices (ir/tensor.cc limits
+// a tensor to fewer than 2^31 elements for the same reason): split lengths and
+// the range an iterator covers stay within this.
+constexpr int64_t kMaxIterExtent = (int64_t{1} << 31) - 1;
+
 enum class ComputeLocKind : uint8_t { Root, Inlined, At };
 
 struct StorageAlign {

@@ -63,12 +63,8 @@ std::optional<int64_t> OptionalFromJson(const json& v, const char* name) {
 
 // ---- helpers for Python text ----
 
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
-std::string StageRef(const StateNode& s, int stage_id) {
-  if (stage_id >= 0 && stage_id < static_cast<int>(s.stages.size())) return Quote(s.stages[stage_id].name());
-  return std::to_string(stage_id);
-}
+// A Python string literal (JSON's escapes are valid Python).
+std::string Quote(const std::string& s) { return json(s).dump(); }
 
 template <typename T>
 std::string ListText(const std::vector<T>& xs, const std::function<std::string(const T&)>& fn) {
@@ -103,16 +99,41 @@ void MoveAttachments(StateNode& s, int stage_id, const std::vector<int>& from, i
   }
 }
 
+// Lengths are in [1, kMaxIterExtent], and so is the range the parts cover
+// (lowering computes the parent's value from them in 32-bit arithmetic).
+void CheckSplitLengths(const Iterator& parent, const std::vector<std::optional<int64_t>>& lengths) {
+  int64_t known = 1;
+  bool all_known = parent.extent > 0;
+  for (const auto& len : lengths) {
+    if (!len) {
+      all_known = false;
+      continue;
+    }
+    AS_CHECK(*len > 0,
+             "split of '" << parent.name << "' has a bad factor " << *len << " (lengths must be positive)");
+    AS_CHECK(*len <= kMaxIterExtent, "split of '" << parent.name << "' has length " << *len << ", more than "
+                                                  << kMaxIterExtent << " (loop indices are 32-bit integers)");
+    AS_CHECK(known <= kMaxIterExtent / *len, "split of '" << parent.name << "' by " << LengthList(lengths)
+                                                          << ": the lengths multiply to more than "
+                                                          << kMaxIterExtent
+                                                          << " (loop indices are 32-bit integers)");
+    known *= *len;
+  }
+  if (!all_known) return;
+  const int64_t rest = (parent.extent + known - 1) / known;  // the part that covers the rest
+  AS_CHECK(rest <= kMaxIterExtent / known,
+           "split of '" << parent.name << "' (extent " << parent.extent << ") by " << LengthList(lengths)
+                        << " covers " << rest * known << " iterations, more than " << kMaxIterExtent
+                        << " (loop indices are 32-bit integers)");
+}
+
 void ApplySplit(StateNode& s, int stage_id, int iter_id, const std::vector<std::optional<int64_t>>& lengths,
                 bool inner_to_outer) {
   CheckComputeStage(s, stage_id);
   const int node = s.LeafAt(stage_id, iter_id);
   Stage& st = s.stages[stage_id];
   AS_CHECK(!lengths.empty(), "split of '" << st.nodes[node].name << "' needs at least one length");
-  for (const auto& len : lengths) {
-    AS_CHECK(!len || *len > 0, "split of '" << st.nodes[node].name << "' has a bad factor " << *len
-                                            << " (lengths must be positive)");
-  }
+  CheckSplitLengths(st.nodes[node], lengths);
   const Iterator parent = st.nodes[node];
   IterRelation rel;
   rel.kind = IterRelation::Kind::Split;
@@ -131,6 +152,14 @@ void ApplySplit(StateNode& s, int stage_id, int iter_id, const std::vector<std::
 }
 
 }  // namespace
+
+std::string PythonStageRef(const StateNode& s, int stage_id) {
+  if (stage_id < 0 || stage_id >= static_cast<int>(s.stages.size())) return std::to_string(stage_id);
+  const std::string& name = s.stages[stage_id].name();
+  const auto same =
+      std::count_if(s.stages.begin(), s.stages.end(), [&](const Stage& st) { return st.name() == name; });
+  return same == 1 ? Quote(name) : std::to_string(stage_id);
+}
 
 // ---- split ----
 
@@ -152,8 +181,8 @@ SplitStep SplitStep::FromArgs(const json& a) {
   return s;
 }
 std::string SplitStep::Python(const StateNode& b) const {
-  return "s.split(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " + LengthList(lengths) +
-         (inner_to_outer ? "" : ", inner_to_outer=False") + ")";
+  return "s.split(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
+         LengthList(lengths) + (inner_to_outer ? "" : ", inner_to_outer=False") + ")";
 }
 
 // ---- follow_split ----
@@ -185,7 +214,7 @@ FollowSplitStep FollowSplitStep::FromArgs(const json& a) {
           GetInt(a, 3, kRecordName)};
 }
 std::string FollowSplitStep::Python(const StateNode& b) const {
-  return "s.follow_split(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
+  return "s.follow_split(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
          std::to_string(src_step_id) + ", " + std::to_string(n_split) + ")";
 }
 
@@ -203,7 +232,9 @@ std::optional<int64_t> FollowFusedSplitLength(const std::vector<Step>& steps, co
     AS_CHECK(level >= 0 && level < static_cast<int>(src->lengths.size()),
              "level " << level << " is out of range for step " << id);
     const auto& len = src->lengths[level];
-    product = (product && len) ? std::optional<int64_t>(*product * *len) : std::nullopt;
+    // Saturates past kMaxIterExtent (the split then refuses the length) rather than overflowing.
+    product = (product && len) ? std::optional<int64_t>(std::min(*product * *len, kMaxIterExtent + 1))
+                               : std::nullopt;
   }
   return product;
 }
@@ -218,7 +249,7 @@ FollowFusedSplitStep FollowFusedSplitStep::FromArgs(const json& a) {
           GetInt(a, 3, kRecordName), GetBool(a, 4, kRecordName)};
 }
 std::string FollowFusedSplitStep::Python(const StateNode& b) const {
-  return "s.follow_fused_split(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
+  return "s.follow_fused_split(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
          IntList(src_step_ids) + ", " + std::to_string(level) + ", " + (factor_or_nparts ? "True" : "False") +
          ")";
 }
@@ -243,6 +274,10 @@ void FuseStep::Apply(StateNode& s) const {
                                                                               << "') is not supported");
     fused.name += (k ? "@" : "") + it.name;
     fused.extent = (fused.extent < 0 || it.extent < 0) ? -1 : fused.extent * it.extent;
+    AS_CHECK(fused.extent <= kMaxIterExtent, "fuse of " << IntList(fused_ids) << " in stage '" << st.name()
+                                                        << "' makes an iterator of more than "
+                                                        << kMaxIterExtent
+                                                        << " iterations (loop indices are 32-bit integers)");
   }
   IterRelation rel;
   rel.kind = IterRelation::Kind::Fuse;
@@ -260,7 +295,7 @@ FuseStep FuseStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName), GetInts(a, 1, kRecordName)};
 }
 std::string FuseStep::Python(const StateNode& b) const {
-  return "s.fuse(" + StageRef(b, stage_id) + ", " + IntList(fused_ids) + ")";
+  return "s.fuse(" + PythonStageRef(b, stage_id) + ", " + IntList(fused_ids) + ")";
 }
 
 // ---- reorder ----
@@ -284,7 +319,7 @@ ReorderStep ReorderStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName), GetInts(a, 1, kRecordName)};
 }
 std::string ReorderStep::Python(const StateNode& b) const {
-  return "s.reorder(" + StageRef(b, stage_id) + ", " + IntList(after_ids) + ")";
+  return "s.reorder(" + PythonStageRef(b, stage_id) + ", " + IntList(after_ids) + ")";
 }
 
 // ---- annotation ----
@@ -308,7 +343,7 @@ AnnotationStep AnnotationStep::FromArgs(const json& a) {
 }
 std::string AnnotationStep::Python(const StateNode& b) const {
   const auto ann = static_cast<IteratorAnnotation>(annotation);
-  const std::string args = StageRef(b, stage_id) + ", " + std::to_string(iter_id);
+  const std::string args = PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id);
   switch (ann) {
     case IteratorAnnotation::Unroll: return "s.unroll(" + args + ")";
     case IteratorAnnotation::Vectorize: return "s.vectorize(" + args + ")";
@@ -342,8 +377,8 @@ PragmaStep PragmaStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName), GetInt(a, 1, kRecordName), GetString(a, 2, kRecordName)};
 }
 std::string PragmaStep::Python(const StateNode& b) const {
-  return "s.pragma(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " + Quote(pragma_type) +
-         ")";
+  return "s.pragma(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
+         Quote(pragma_type) + ")";
 }
 
 // ---- storage_align ----
@@ -366,7 +401,7 @@ StorageAlignStep StorageAlignStep::FromArgs(const json& a) {
           GetInt(a, 3, kRecordName)};
 }
 std::string StorageAlignStep::Python(const StateNode& b) const {
-  return "s.storage_align(" + StageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
+  return "s.storage_align(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
          std::to_string(factor) + ", " + std::to_string(offset) + ")";
 }
 
@@ -393,7 +428,7 @@ ComputeAtStep ComputeAtStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName), GetInt(a, 1, kRecordName), GetInt(a, 2, kRecordName)};
 }
 std::string ComputeAtStep::Python(const StateNode& b) const {
-  return "s.compute_at(" + StageRef(b, stage_id) + ", " + StageRef(b, target_stage_id) + ", " +
+  return "s.compute_at(" + PythonStageRef(b, stage_id) + ", " + PythonStageRef(b, target_stage_id) + ", " +
          std::to_string(target_iter_id) + ")";
 }
 
@@ -417,7 +452,7 @@ ComputeInlineStep ComputeInlineStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName)};
 }
 std::string ComputeInlineStep::Python(const StateNode& b) const {
-  return "s.compute_inline(" + StageRef(b, stage_id) + ")";
+  return "s.compute_inline(" + PythonStageRef(b, stage_id) + ")";
 }
 
 void ComputeRootStep::Apply(StateNode& s) const {
@@ -433,7 +468,7 @@ ComputeRootStep ComputeRootStep::FromArgs(const json& a) {
   return {GetInt(a, 0, kRecordName)};
 }
 std::string ComputeRootStep::Python(const StateNode& b) const {
-  return "s.compute_root(" + StageRef(b, stage_id) + ")";
+  return "s.compute_root(" + PythonStageRef(b, stage_id) + ")";
 }
 
 // ---- the table ----

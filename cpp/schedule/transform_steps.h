@@ -229,6 +229,9 @@ nlohmann::json StepToJson(const Step& step);
 Step StepFromJson(const nlohmann::json& record);
 // The record name ("SP") of a step.
 const char* StepRecordName(const Step& step);
+// How printed Python steps address stage stage_id of s: its name in quotes when
+// no other stage has it, else its index (which replays the same way).
+std::string PythonStageRef(const StateNode& s, int stage_id);
 // A short description for error messages: "step 3 (compute_at)".
 std::string StepLabel(const Step& step, int index);
 

@@ -11,6 +11,7 @@ SearchTask::SearchTask(ComputeDAG dag, std::string key, Target tgt, HardwarePara
       target(std::move(tgt)),
       hardware_params(params),
       desc(std::move(description)) {
+  CheckHardwareParams(hardware_params);
   if (workload_key.empty()) workload_key = compute_dag.workload_key();
 }
 
@@ -25,21 +26,30 @@ nlohmann::json HardwareParamsToJson(const HardwareParams& params) {
   return doc;
 }
 
+void CheckHardwareParams(const HardwareParams& params) {
+#define AUTOSCHED_FIELD_CHECK(name, default_value, doc_text) \
+  AS_CHECK(params.name >= 0, "HardwareParams: " #name " must not be negative, got " << params.name);
+  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_CHECK)
+#undef AUTOSCHED_FIELD_CHECK
+}
+
 HardwareParams HardwareParamsFromJson(const nlohmann::json& doc) {
   AS_CHECK(doc.is_object(), "hardware_params must be a JSON object");
   HardwareParams params;
   for (const auto& [key, value] : doc.items()) {
     bool known = false;
-#define AUTOSCHED_FIELD_FROM_JSON(name, default_value, doc_text)                         \
-  if (key == #name) {                                                                    \
-    AS_CHECK(value.is_number_integer(), "hardware_params." #name " must be an integer"); \
-    params.name = value.get<int64_t>();                                                  \
-    known = true;                                                                        \
+#define AUTOSCHED_FIELD_FROM_JSON(name, default_value, doc_text)                    \
+  if (key == #name) {                                                               \
+    AS_CHECK(value.is_number_integer(),                                             \
+             "hardware_params." #name " must be an integer, got " << value.dump()); \
+    params.name = value.get<int64_t>();                                             \
+    known = true;                                                                   \
   }
     AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_JSON)
 #undef AUTOSCHED_FIELD_FROM_JSON
     AS_CHECK(known, "unknown hardware parameter '" << key << "'");
   }
+  CheckHardwareParams(params);  // as the constructor does
   return params;
 }
 

@@ -25,7 +25,8 @@ struct SearchTask {
   HardwareParams hardware_params;
   std::string desc;  // free text for logs, e.g. the workload function's name
 
-  // An empty workload_key takes the DAG's.
+  // An empty workload_key takes the DAG's. Throws Error when a hardware
+  // parameter is negative.
   SearchTask(ComputeDAG dag, std::string workload_key, Target target, HardwareParams hardware_params,
              std::string desc = "");
   // Hardware parameters from DefaultHardwareParams(target).
@@ -36,6 +37,8 @@ struct SearchTask {
   static SearchTask FromJson(const nlohmann::json& doc);
 };
 
+// Throws Error naming the first negative field.
+void CheckHardwareParams(const HardwareParams& params);
 nlohmann::json HardwareParamsToJson(const HardwareParams& params);
 // Missing fields keep their defaults; unknown fields are an Error naming them.
 HardwareParams HardwareParamsFromJson(const nlohmann::json& doc);

@@ -8,7 +8,8 @@ if _os.environ.get("AUTOSCHED_BUILD_DIR"):
 
 from . import _core  # noqa: E402
 from . import te  # noqa: E402
-from ._core import ComputeDAG, HardwareParams, Target, evaluate, evaluate_points  # noqa: E402
+from ._core import ComputeDAG, HardwareParams, Target  # noqa: E402
+from ._evaluate import evaluate, evaluate_points  # noqa: E402
 from .task import SearchTask  # noqa: E402
 from .state import State  # noqa: E402
 from .workload import register_workload  # noqa: E402

@@ -30,6 +30,16 @@ def _dag_and_target(task_or_dag, target):
     raise TypeError(f"build needs a SearchTask or a ComputeDAG, got {type(task_or_dag).__name__}")
 
 
+def _check_same_dag(dag, core_state):
+    """A state schedules the DAG it was made from: building it for another one would silently compute that
+    other DAG, so a state whose initial DAG differs structurally from `dag` is refused."""
+    state_key, dag_key = core_state.init_dag.workload_key(), dag.workload_key()
+    if state_key != dag_key:
+        raise ValueError(f"the state was made from a different DAG (workload key {state_key}) than the one "
+                         f"given to build (workload key {dag_key}); build the state with the DAG it came "
+                         "from (dag.get_init_state() of that DAG)")
+
+
 class Module:
     """A compiled kernel. Arguments follow the DAG's tensor order."""
 
@@ -72,6 +82,7 @@ def build(task_or_dag, state=None, target=None):
     if state is None:
         state = dag.get_init_state() if hasattr(dag, "get_init_state") else _core.LoopState(dag)
     core_state = _core_state(state)
+    _check_same_dag(dag, core_state)
     target_text = "llvm" if target is None else str(target)
     return Module(_core.build_state(core_state, target_text), state)
 

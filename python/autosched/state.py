@@ -13,9 +13,26 @@ objects of ``s[stage].iters`` or by position. Each call appends one step to the
 state (the C++ state underneath is an immutable value; this wrapper holds the
 latest one). Invalid steps raise ValueError naming the step.
 """
+import numbers
+
 from . import _core
 
 __all__ = ["State", "StageView"]
+
+
+def _split_lengths(lengths):
+    """The lengths of a split as a list of ints (None: unknown); one int is one length. Non-integral lengths
+    are a TypeError; the step checks their range."""
+    if lengths is None or isinstance(lengths, (numbers.Number, str, bytes)):
+        lengths = [lengths]
+    try:
+        lengths = list(lengths)
+    except TypeError:
+        raise TypeError(f"split lengths must be an int or a list of ints, got {lengths!r}") from None
+    for x in lengths:
+        if x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Integral)):
+            raise TypeError(f"split lengths must be integers, got {x!r} ({type(x).__name__}) in {lengths!r}")
+    return [None if x is None else int(x) for x in lengths]
 
 
 class StageView:
@@ -117,10 +134,16 @@ class State:
 
     # ---- steps ----
     def split(self, stage, iterator, lengths, inner_to_outer=True):
-        """Splits an iterator into len(lengths)+1 iterators, outermost first; returns them."""
+        """Splits an iterator into len(lengths)+1 iterators, outermost first; returns them.
+        lengths: a list of ints (None: to be filled later), or one int."""
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
-        lengths = [None if x is None else int(x) for x in lengths]
+        lengths = _split_lengths(lengths)
+        for x in lengths:  # beyond int64 the binding could not take it; the step refuses any length this large
+            if x is not None and not -2**63 <= x < 2**63:
+                raise ValueError(f"step {self._core.num_steps} (split): split of '{self._iters(sid)[it].name}' "
+                                 f"has length {x}, more than {_core.MAX_ITER_EXTENT} (loop indices are 32-bit "
+                                 "integers)")
         self._apply(self._core.split(sid, it, lengths, inner_to_outer))
         return self._iters(sid)[it:it + len(lengths) + 1]
 

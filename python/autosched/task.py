@@ -48,21 +48,18 @@ class SearchTask(_core.SearchTask):
     @classmethod
     def from_json(cls, text):
         """Re-creates a task; uses the workload function when it is registered (or its module imports) and
-        still builds the same DAG, else the DAG stored in the JSON."""
+        still builds the same DAG, else the DAG stored in the JSON (with a warning when the function exists but
+        fails or builds another DAG)."""
         core = _core.SearchTask._core_from_json(text)
-        stored = json.loads(text).get("workload")
+        stored = _stored_workload(json.loads(text).get("workload"))
         dag = core.compute_dag
         if stored:
-            try:
-                args = workload.args_from_json(stored["args"])
-                rebuilt = ComputeDAG(workload.build_workload(stored["name"], args, stored.get("module")))
-                if rebuilt.workload_key() == dag.workload_key():
-                    dag = rebuilt
-                else:
-                    warnings.warn(f"workload '{stored['name']}' now builds a different DAG than the one "
-                                  "recorded; using the recorded DAG")
-            except ValueError:
-                pass  # function not available here: the recorded DAG is the task
+            rebuilt = _rebuild_workload(stored)
+            if rebuilt is not None and rebuilt.workload_key() == dag.workload_key():
+                dag = rebuilt
+            elif rebuilt is not None:
+                warnings.warn(f"workload '{stored['name']}' now builds a different DAG than the one "
+                              "recorded; using the recorded DAG")
         task = cls(compute_dag=dag, workload_key=core.workload_key, target=core.target,
                    hardware_params=core.hardware_params, desc=core.desc)
         task.workload = stored
@@ -73,6 +70,33 @@ class SearchTask(_core.SearchTask):
 
     def __repr__(self):
         return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target}\")"
+
+
+def _stored_workload(stored):
+    """The "workload" record of a task's JSON ({"name", "args", "module"}), checked; None when absent."""
+    if stored is None:
+        return None
+    if not (isinstance(stored, dict) and isinstance(stored.get("name"), str) and isinstance(stored.get("args"), list)
+            and isinstance(stored.get("module"), (str, type(None)))):
+        raise ValueError("search task JSON: field 'workload' must be an object {\"name\": str, \"args\": list, "
+                         f"\"module\": str or null}}, got {json.dumps(stored)}")
+    return stored
+
+
+def _rebuild_workload(stored):
+    """The DAG the registered function builds from the recorded args; None when the function is not available
+    here (the recorded DAG is then the task) or fails on those args (a warning names why)."""
+    name = stored["name"]
+    try:
+        workload.lookup_workload(name, stored.get("module"))
+    except ValueError:
+        return None
+    try:
+        return ComputeDAG(workload.build_workload(name, workload.args_from_json(stored["args"]), stored.get("module")))
+    except Exception as err:  # noqa: BLE001  (any failure of user code: the recorded DAG still holds)
+        warnings.warn(f"workload '{name}' could not be rebuilt from its recorded args {stored['args']} "
+                      f"({type(err).__name__}: {err}); using the recorded DAG")
+        return None
 
 
 __all__ = ["SearchTask", "Target", "HardwareParams"]

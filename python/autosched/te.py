@@ -116,6 +116,9 @@ def _reduce(combiner, expr, axis, where):
     for ax in axes:
         if not isinstance(ax, IterVar):
             raise TypeError(f"te.{combiner}: axis must be made with te.reduce_axis, got {ax!r}")
+    for i, ax in enumerate(axes):  # an axis given twice would reduce over it twice
+        if _builtins.any(ax.var.same_as(other.var) for other in axes[:i]):
+            raise ValueError(f"te.{combiner}: reduce axis '{ax.var.name}' is given more than once in axis=")
     return _core.reduce(combiner, _to_expr(expr), axes, where)
 
 

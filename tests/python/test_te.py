@@ -181,10 +181,10 @@ def test_evaluate_matmul_matches_numpy():
     out = te.compute(c.shape, lambda i, j: te.max(c[i, j], 0.0) + 1, name="out")
     dag = ans.ComputeDAG([a, b, out])
     rng = np.random.default_rng(0)
-    x, y = rng.standard_normal((4, 5)), rng.standard_normal((5, 3))  # float64: converted to float32
+    x, y = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
     (result,) = ans.evaluate(dag, [x, y])
     assert result.dtype == np.float32 and result.shape == (4, 3)
-    expect = np.maximum(x.astype(np.float32) @ y.astype(np.float32), 0) + 1
+    expect = np.maximum(x @ y, 0) + 1
     np.testing.assert_allclose(result, expect, rtol=1e-5)
     points = ans.evaluate_points(dag, [x, y], 0, [(0, 0), (3, 2)])
     np.testing.assert_allclose(points, [result[0, 0], result[3, 2]], rtol=1e-6)
