@@ -32,6 +32,23 @@ std::string HardwareParamsRepr(const HardwareParams& p) {
   return text + ")";
 }
 
+// A hardware parameter given from Python: an int in [0, 2^63) (TypeError /
+// Error naming the field otherwise), for the keywords and the setters alike.
+int64_t HardwareParamValue(const char* name, py::handle value) {
+  AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
+                "HardwareParams: " << name << " must be an int");
+  const bool negative = value.cast<py::int_>() < py::int_(0);
+  AS_CHECK(!negative,
+           "HardwareParams: " << name << " must not be negative, got " << py::str(value).cast<std::string>());
+  try {
+    return value.cast<int64_t>();
+  } catch (const py::cast_error&) {
+    AS_CHECK(false,
+             "HardwareParams: " << name << " is too large, got " << py::str(value).cast<std::string>());
+  }
+  return 0;
+}
+
 void BindHardwareParams(py::module_& m) {
   py::class_<HardwareParams> cls(m, "HardwareParams",
                                  "Machine facts the search uses; every field can be given by keyword.");
@@ -48,13 +65,10 @@ void BindHardwareParams(py::module_& m) {
       std::string key = py::str(key_handle);
       if (key == "target" || value.is_none()) continue;
       bool known = false;
-#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc)                                 \
-  if (key == #name) {                                                                        \
-    AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),      \
-                  "HardwareParams: " #name " must be an int");                               \
-    p.name = value.cast<int64_t>();                                                          \
-    AS_CHECK(p.name >= 0, "HardwareParams: " #name " must not be negative, got " << p.name); \
-    known = true;                                                                            \
+#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc) \
+  if (key == #name) {                                        \
+    p.name = HardwareParamValue(#name, value);               \
+    known = true;                                            \
   }
       AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
 #undef AUTOSCHED_FIELD_FROM_KWARG
@@ -63,17 +77,10 @@ void BindHardwareParams(py::module_& m) {
     return p;
   }));
   // Setters refuse what the constructor refuses.
-#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc)                                  \
-  cls.def_property(                                                                         \
-      #name, [](const HardwareParams& p) { return p.name; },                                \
-      [](HardwareParams& p, py::object value) {                                             \
-        AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value), \
-                      "HardwareParams: " #name " must be an int");                          \
-        const int64_t v = value.cast<int64_t>();                                            \
-        AS_CHECK(v >= 0, "HardwareParams: " #name " must not be negative, got " << v);      \
-        p.name = v;                                                                         \
-      },                                                                                    \
-      doc);
+#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc)   \
+  cls.def_property(                                          \
+      #name, [](const HardwareParams& p) { return p.name; }, \
+      [](HardwareParams& p, py::object value) { p.name = HardwareParamValue(#name, value); }, doc);
   AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_PROPERTY)
 #undef AUTOSCHED_FIELD_PROPERTY
   cls.def("__eq__", &HardwareParams::operator==)

@@ -139,11 +139,12 @@ class State:
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
         lengths = _split_lengths(lengths)
-        for x in lengths:  # beyond int64 the binding could not take it; the step refuses any length this large
+        for x in lengths:  # beyond int64 the binding could not take it; the step refuses such lengths anyway
             if x is not None and not -2**63 <= x < 2**63:
+                problem = (f"length {x}, more than {_core.MAX_ITER_EXTENT} (loop indices are 32-bit integers)"
+                           if x > 0 else f"a bad factor {x} (lengths must be positive)")
                 raise ValueError(f"step {self._core.num_steps} (split): split of '{self._iters(sid)[it].name}' "
-                                 f"has length {x}, more than {_core.MAX_ITER_EXTENT} (loop indices are 32-bit "
-                                 "integers)")
+                                 f"has {problem}")
         self._apply(self._core.split(sid, it, lengths, inner_to_outer))
         return self._iters(sid)[it:it + len(lengths) + 1]
 

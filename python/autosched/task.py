@@ -76,8 +76,9 @@ def _stored_workload(stored):
     """The "workload" record of a task's JSON ({"name", "args", "module"}), checked; None when absent."""
     if stored is None:
         return None
-    if not (isinstance(stored, dict) and isinstance(stored.get("name"), str) and isinstance(stored.get("args"), list)
-            and isinstance(stored.get("module"), (str, type(None)))):
+    well_formed = (isinstance(stored, dict) and isinstance(stored.get("name"), str)
+                   and isinstance(stored.get("args"), list) and isinstance(stored.get("module"), (str, type(None))))
+    if not well_formed:
         raise ValueError("search task JSON: field 'workload' must be an object {\"name\": str, \"args\": list, "
                          f"\"module\": str or null}}, got {json.dumps(stored)}")
     return stored
@@ -92,7 +93,8 @@ def _rebuild_workload(stored):
     except ValueError:
         return None
     try:
-        return ComputeDAG(workload.build_workload(name, workload.args_from_json(stored["args"]), stored.get("module")))
+        args = workload.args_from_json(stored["args"])
+        return ComputeDAG(workload.build_workload(name, args, stored.get("module")))
     except Exception as err:  # noqa: BLE001  (any failure of user code: the recorded DAG still holds)
         warnings.warn(f"workload '{name}' could not be rebuilt from its recorded args {stored['args']} "
                       f"({type(err).__name__}: {err}); using the recorded DAG")

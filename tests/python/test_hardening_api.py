@@ -41,7 +41,7 @@ def test_split_lengths_past_32_bits_are_refused(length):
     assert s.core.num_steps == 0
 
 
-@pytest.mark.parametrize("length, words", [(0, "bad factor 0"), (-3, "bad factor -3")])
+@pytest.mark.parametrize("length, words", [(0, "bad factor 0"), (-3, "bad factor -3"), (-2**70, "bad factor -")])
 def test_split_lengths_below_one_are_refused(length, words):
     dag, b = vector_double()
     with pytest.raises(ValueError, match=words):
@@ -208,6 +208,10 @@ def test_task_from_json_validates_hardware_params_like_the_constructor(field):
         setattr(params, field, -2)
     with pytest.raises(TypeError, match=f"{field} must be an int"):
         setattr(params, field, 2.5)
+    with pytest.raises(ValueError, match=f"{field} is too large"):
+        ans.HardwareParams(**{field: 2**70})
+    params.num_cores = 3
+    assert params.num_cores == 3
 
 
 def test_task_from_json_validates_field_types():
