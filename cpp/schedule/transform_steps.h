@@ -203,9 +203,11 @@ struct CacheWriteStep {
   std::string Python(const StateNode& before) const;
 };
 
-// Factors the reduction at iterator iter_id (a split part of one reduce axis)
-// into a new stage "<name>.rf" where it becomes a spatial axis placed at
-// position factor_iter_id; the original stage then reduces over it.
+// Factors the reduction at iterator iter_id (a reduce axis, a fuse of several,
+// or a split part of either) into a new stage "<name>.rf" where it becomes a
+// spatial axis placed at position factor_iter_id; the other iterators derived
+// from the same reduce axes stay reductions there, and the original stage then
+// reduces over the new axis.
 struct RfactorStep {
   static constexpr const char* kRecordName = "RF";
   static constexpr const char* kName = "rfactor";
