@@ -8,6 +8,7 @@
 #include "lower/passes/simplify_stmt.h"
 #include "lower/passes/vectorize_loops.h"
 #include "lower/stmt_printer.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {
@@ -16,35 +17,48 @@ void Log(const LowerOptions& options, const char* title, const LoweredFunc& f) {
   if (options.log) *options.log << "// " << title << "\n" << f << "\n";
 }
 
-// Applies a statement pass to the function body.
+// Applies a statement pass to the function body; a failure names the pass.
 template <typename Pass>
-LoweredFunc Apply(LoweredFunc f, Pass pass) {
-  f.body = pass(f.body);
+LoweredFunc Apply(LoweredFunc f, Pass pass, const char* pass_name) {
+  try {
+    f.body = pass(f.body);
+  } catch (const Error&) {
+    RethrowWithContext(std::string("lowering pass ") + pass_name);
+  } catch (const InternalError&) {
+    RethrowWithContext(std::string("lowering pass ") + pass_name);
+  }
   return f;
 }
 
 }  // namespace
 
 LoweredFunc RunLoweringPasses(LoweredFunc f, const LowerOptions& options) {
-  f = Apply(f, SimplifyStmt);
+  f = Apply(f, SimplifyStmt, "simplify_stmt");
   Log(options, "after simplify", f);
-  f = Apply(f, EliminateGuards);
+  f = Apply(f, EliminateGuards, "eliminate_guards");
   Log(options, "after guard elimination", f);
-  f = Apply(f, PartitionLoops);
+  f = Apply(f, PartitionLoops, "partition_loops");
   Log(options, "after loop partitioning", f);
-  f = Apply(f, AutoUnroll);
+  f = Apply(f, AutoUnroll, "auto_unroll");
   Log(options, "after auto-unroll", f);
-  f = Apply(f, FlattenStorage);
+  f = Apply(f, FlattenStorage, "flatten_storage");
   Log(options, "after storage flattening", f);
-  f = Apply(f, VectorizeLoops);
+  f = Apply(f, VectorizeLoops, "vectorize_loops");
   Log(options, "after vectorization", f);
-  f = Apply(f, SimplifyStmt);
+  f = Apply(f, SimplifyStmt, "simplify_stmt");
   Log(options, "after final simplify", f);
   return f;
 }
 
 LoweredFunc Lower(const State& state, const LowerOptions& options) {
-  LoweredFunc f = LowerStateToStmt(state);
+  LoweredFunc f;
+  try {
+    f = LowerStateToStmt(state);
+  } catch (const Error&) {
+    RethrowWithContext("lowering the state to a loop nest");
+  } catch (const InternalError&) {
+    RethrowWithContext("lowering the state to a loop nest");
+  }
   Log(options, "from the state", f);
   return RunLoweringPasses(std::move(f), options);
 }

@@ -205,12 +205,10 @@ State State::Apply(const Step& step) const {
     std::visit([&](const auto& s) { s.Apply(*node); }, step);
     node->steps.push_back(step);
     CheckComputeLocations(*node, label);
-  } catch (const TypeError& e) {
-    throw TypeError(label + ": " + e.what());
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    if (msg.rfind(label, 0) == 0) throw;  // already labelled
-    throw Error(label + ": " + msg);
+  } catch (const Error&) {
+    RethrowWithContext(label);
+  } catch (const InternalError&) {
+    RethrowWithContext(label);
   }
   return State(std::move(node));
 }

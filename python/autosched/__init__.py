@@ -8,7 +8,7 @@ if _os.environ.get("AUTOSCHED_BUILD_DIR"):
 
 from . import _core  # noqa: E402
 from . import te  # noqa: E402
-from ._core import ComputeDAG, HardwareParams, Target  # noqa: E402
+from ._core import ComputeDAG, HardwareParams, InternalError, Target  # noqa: E402
 from ._evaluate import evaluate, evaluate_points  # noqa: E402
 from .task import SearchTask  # noqa: E402
 from .state import State  # noqa: E402
@@ -17,5 +17,5 @@ from .build_module import build  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["te", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
+__all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
            "HardwareParams", "State", "build"]
