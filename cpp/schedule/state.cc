@@ -3,52 +3,37 @@
 #include <functional>
 #include <sstream>
 
-#include "ir/error.h"
+#include "support/enum_table.h"
+#include "support/error.h"
 
 namespace autosched {
 
-const char* IteratorKindName(IteratorKind k) {
-  switch (k) {
-    case IteratorKind::Spatial: return "spatial";
-    case IteratorKind::Reduce: return "reduce";
-    case IteratorKind::Mixed: return "mixed";
-  }
-  return "?";
-}
-
 namespace {
-constexpr IteratorAnnotation kAllAnnotations[] = {
-    IteratorAnnotation::None,       IteratorAnnotation::Unroll,     IteratorAnnotation::Vectorize,
-    IteratorAnnotation::Parallel,   IteratorAnnotation::VThread,    IteratorAnnotation::BlockIdxX,
-    IteratorAnnotation::BlockIdxY,  IteratorAnnotation::BlockIdxZ,  IteratorAnnotation::ThreadIdxX,
-    IteratorAnnotation::ThreadIdxY, IteratorAnnotation::ThreadIdxZ,
+constexpr EnumEntry<IteratorKind> kIteratorKindNames[] = {
+    {IteratorKind::Spatial, "spatial"}, {IteratorKind::Reduce, "reduce"}, {IteratorKind::Mixed, "mixed"}};
+constexpr EnumEntry<IteratorAnnotation> kIteratorAnnotationNames[] = {
+    {IteratorAnnotation::None, "none"},
+    {IteratorAnnotation::Unroll, "unroll"},
+    {IteratorAnnotation::Vectorize, "vectorize"},
+    {IteratorAnnotation::Parallel, "parallel"},
+    {IteratorAnnotation::VThread, "vthread"},
+    {IteratorAnnotation::BlockIdxX, "blockIdx.x"},
+    {IteratorAnnotation::BlockIdxY, "blockIdx.y"},
+    {IteratorAnnotation::BlockIdxZ, "blockIdx.z"},
+    {IteratorAnnotation::ThreadIdxX, "threadIdx.x"},
+    {IteratorAnnotation::ThreadIdxY, "threadIdx.y"},
+    {IteratorAnnotation::ThreadIdxZ, "threadIdx.z"},
 };
+constexpr EnumEntry<ComputeLocKind> kComputeLocKindNames[] = {
+    {ComputeLocKind::Root, "root"}, {ComputeLocKind::Inlined, "inlined"}, {ComputeLocKind::At, "at"}};
 }  // namespace
 
-const char* IteratorAnnotationName(IteratorAnnotation a) {
-  switch (a) {
-    case IteratorAnnotation::None: return "none";
-    case IteratorAnnotation::Unroll: return "unroll";
-    case IteratorAnnotation::Vectorize: return "vectorize";
-    case IteratorAnnotation::Parallel: return "parallel";
-    case IteratorAnnotation::VThread: return "vthread";
-    case IteratorAnnotation::BlockIdxX: return "blockIdx.x";
-    case IteratorAnnotation::BlockIdxY: return "blockIdx.y";
-    case IteratorAnnotation::BlockIdxZ: return "blockIdx.z";
-    case IteratorAnnotation::ThreadIdxX: return "threadIdx.x";
-    case IteratorAnnotation::ThreadIdxY: return "threadIdx.y";
-    case IteratorAnnotation::ThreadIdxZ: return "threadIdx.z";
-  }
-  return "?";
-}
-
+const char* IteratorKindName(IteratorKind k) { return EnumName(kIteratorKindNames, k); }
+const char* IteratorAnnotationName(IteratorAnnotation a) { return EnumName(kIteratorAnnotationNames, a); }
 IteratorAnnotation ParseIteratorAnnotation(const std::string& name) {
-  for (IteratorAnnotation a : kAllAnnotations) {
-    if (name == IteratorAnnotationName(a)) return a;
-  }
-  AS_CHECK(false, "unknown iterator annotation '" << name << "'");
-  return IteratorAnnotation::None;
+  return ParseEnum(kIteratorAnnotationNames, name, "iterator annotation");
 }
+const char* ComputeLocKindName(ComputeLocKind k) { return EnumName(kComputeLocKindNames, k); }
 
 // ---- Stage ----
 
@@ -233,7 +218,7 @@ State State::Reorder(int stage, const std::vector<int>& order) const {
   return Apply(ReorderStep{stage, order});
 }
 State State::Annotate(int stage, int iter, IteratorAnnotation annotation) const {
-  return Apply(AnnotationStep{stage, iter, static_cast<int>(annotation)});
+  return Apply(AnnotationStep{stage, iter, annotation});
 }
 State State::ComputeAt(int stage, int target_stage, int target_iter) const {
   return Apply(ComputeAtStep{stage, target_stage, target_iter});

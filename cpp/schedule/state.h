@@ -32,23 +32,7 @@ namespace autosched {
 // lowering only meets Spatial and Reduce.
 enum class IteratorKind : uint8_t { Spatial, Reduce, Mixed };
 
-enum class IteratorAnnotation : uint8_t {
-  None,
-  Unroll,
-  Vectorize,
-  Parallel,
-  VThread,
-  BlockIdxX,
-  BlockIdxY,
-  BlockIdxZ,
-  ThreadIdxX,
-  ThreadIdxY,
-  ThreadIdxZ,
-};
-const char* IteratorKindName(IteratorKind k);              // "spatial", "reduce", "mixed"
-const char* IteratorAnnotationName(IteratorAnnotation a);  // "none", "unroll", ..., "threadIdx.x"
-// Throws Error naming the string when it is not an annotation name.
-IteratorAnnotation ParseIteratorAnnotation(const std::string& name);
+const char* IteratorKindName(IteratorKind k);  // "spatial", "reduce", "mixed"
 
 struct Iterator {
   std::string name;
@@ -72,6 +56,7 @@ struct IterRelation {
 constexpr int64_t kMaxIterExtent = (int64_t{1} << 31) - 1;
 
 enum class ComputeLocKind : uint8_t { Root, Inlined, At };
+const char* ComputeLocKindName(ComputeLocKind k);  // "root", "inlined", "at"
 
 struct StorageAlign {
   int axis = 0;  // dimension of the tensor

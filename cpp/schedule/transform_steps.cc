@@ -326,9 +326,7 @@ std::string ReorderStep::Python(const StateNode& b) const {
 
 void AnnotationStep::Apply(StateNode& s) const {
   CheckComputeStage(s, stage_id);
-  AS_CHECK(annotation >= 0 && annotation <= static_cast<int>(IteratorAnnotation::ThreadIdxZ),
-           "unknown annotation " << annotation);
-  const auto ann = static_cast<IteratorAnnotation>(annotation);
+  const IteratorAnnotation ann = annotation;
   Iterator& it = s.stages[stage_id].nodes[s.LeafAt(stage_id, iter_id)];
   const bool on_reduce_ok = ann == IteratorAnnotation::None || ann == IteratorAnnotation::Unroll;
   AS_CHECK(it.kind == IteratorKind::Spatial || on_reduce_ok,
@@ -336,13 +334,29 @@ void AnnotationStep::Apply(StateNode& s) const {
                                        << s.stages[stage_id].name() << "' is not allowed");
   it.annotation = ann;
 }
-json AnnotationStep::Args() const { return {stage_id, iter_id, annotation}; }
+json AnnotationStep::Args() const { return {stage_id, iter_id, IteratorAnnotationName(annotation)}; }
 AnnotationStep AnnotationStep::FromArgs(const json& a) {
   CheckArgs(a, 3, kRecordName);
-  return {GetInt(a, 0, kRecordName), GetInt(a, 1, kRecordName), GetInt(a, 2, kRecordName)};
+  AnnotationStep step{GetInt(a, 0, kRecordName), GetInt(a, 1, kRecordName)};
+  if (a[2].is_string()) {
+    step.annotation = ParseIteratorAnnotation(a[2].get<std::string>());
+  } else {
+    // Version-1 records stored the ordinal, in the order the enum had then;
+    // this frozen list keeps them meaning what they meant.
+    static constexpr IteratorAnnotation kVersion1Order[] = {
+        IteratorAnnotation::None,       IteratorAnnotation::Unroll,    IteratorAnnotation::Vectorize,
+        IteratorAnnotation::Parallel,   IteratorAnnotation::VThread,   IteratorAnnotation::BlockIdxX,
+        IteratorAnnotation::BlockIdxY,  IteratorAnnotation::BlockIdxZ, IteratorAnnotation::ThreadIdxX,
+        IteratorAnnotation::ThreadIdxY, IteratorAnnotation::ThreadIdxZ};
+    const int ordinal = GetInt(a, 2, kRecordName);
+    AS_CHECK(ordinal >= 0 && ordinal < static_cast<int>(std::size(kVersion1Order)),
+             "record " << kRecordName << ": unknown annotation " << ordinal);
+    step.annotation = kVersion1Order[ordinal];
+  }
+  return step;
 }
 std::string AnnotationStep::Python(const StateNode& b) const {
-  const auto ann = static_cast<IteratorAnnotation>(annotation);
+  const IteratorAnnotation ann = annotation;
   const std::string args = PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id);
   switch (ann) {
     case IteratorAnnotation::Unroll: return "s.unroll(" + args + ")";

@@ -35,6 +35,25 @@ namespace autosched {
 
 struct StateNode;
 
+// How an iterator runs (unroll, vectorize, parallel, GPU bindings); records
+// store the name, never the ordinal.
+enum class IteratorAnnotation : uint8_t {
+  None,
+  Unroll,
+  Vectorize,
+  Parallel,
+  VThread,
+  BlockIdxX,
+  BlockIdxY,
+  BlockIdxZ,
+  ThreadIdxX,
+  ThreadIdxY,
+  ThreadIdxZ,
+};
+const char* IteratorAnnotationName(IteratorAnnotation a);  // "none", "unroll", ..., "threadIdx.x"
+// Throws Error naming the string when it is not an annotation name.
+IteratorAnnotation ParseIteratorAnnotation(const std::string& name);
+
 struct SplitStep {
   static constexpr const char* kRecordName = "SP";
   static constexpr const char* kName = "split";
@@ -109,7 +128,7 @@ struct AnnotationStep {
   static constexpr const char* kName = "annotation";
   int stage_id = 0;
   int iter_id = 0;
-  int annotation = 0;  // an IteratorAnnotation
+  IteratorAnnotation annotation = IteratorAnnotation::None;  // stored by name in records
   void Apply(StateNode& s) const;
   nlohmann::json Args() const;
   static AnnotationStep FromArgs(const nlohmann::json& a);

@@ -89,7 +89,7 @@ class StepFuzzer {
       case 5: {
         const IteratorAnnotation anns[] = {IteratorAnnotation::Parallel, IteratorAnnotation::Vectorize,
                                            IteratorAnnotation::Unroll};
-        return AnnotationStep{st, it, static_cast<int>(anns[Pick(3)])};
+        return AnnotationStep{st, it, anns[Pick(3)]};
       }
       case 6:
       case 7: {
