@@ -29,6 +29,14 @@ void FlushCaches() {
 
 using Clock = std::chrono::steady_clock;
 
+// Throws the Error that a kernel's failure status stands for.
+void CheckStatus(int32_t status, const std::string& name) {
+  if (status == kKernelOk) return;
+  AS_CHECK(status != kKernelOutOfMemory, "module '" << name << "' could not allocate a temporary buffer");
+  AS_CHECK(status != kKernelDivideByZero, "integer division by zero in module '" << name << "'");
+  AS_CHECK(false, "module '" << name << "' failed with status " << status);
+}
+
 }  // namespace
 
 Module::Module(std::string name, std::vector<ArgSpec> args, PackedKernel kernel, std::shared_ptr<void> owner,
@@ -86,7 +94,7 @@ std::vector<void*> Module::DataPointers(const std::vector<CallArg>& args) const 
 void Module::Call(const std::vector<CallArg>& args) const {
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
-  AS_CHECK(kernel_(ptrs.data()) == 0, "module '" << name_ << "' could not allocate a temporary buffer");
+  CheckStatus(kernel_(ptrs.data()), name_);
 }
 
 std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const TimeOptions& options) const {
@@ -97,7 +105,7 @@ std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
   // Warm-up (page faults, thread start) and status check.
-  AS_CHECK(kernel_(ptrs.data()) == 0, "module '" << name_ << "' could not allocate a temporary buffer");
+  CheckStatus(kernel_(ptrs.data()), name_);
   int number = options.number;
   std::vector<double> results;
   while (static_cast<int>(results.size()) < options.repeat) {
