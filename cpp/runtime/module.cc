@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "ir/error.h"
@@ -19,9 +20,12 @@ std::string ShapeStr(const std::vector<int64_t>& shape) {
 }
 
 // Overwrites a buffer larger than any last-level cache, so that a measured
-// run starts with cold caches.
+// run starts with cold caches. One buffer for the process, written by one
+// thread at a time (modules are timed from several threads at once).
 void FlushCaches() {
   constexpr size_t kBytes = size_t{64} << 20;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   static AlignedBuffer buffer(AlignedAlloc(kBytes));
   auto* p = static_cast<volatile char*>(buffer.get());
   for (size_t i = 0; i < kBytes; i += 64) p[i] = static_cast<char>(i);
