@@ -44,13 +44,17 @@ std::vector<CallArg> ToCallArgs(const py::args& arrays) {
   return args;
 }
 
+// Lowering and compiling take no Python object, so other Python threads run
+// meanwhile (and builds from several threads run at once).
 Module BuildState(const State& state, const std::string& target) {
+  py::gil_scoped_release release;
   CodegenTarget t = CodegenTarget::Parse(target);
   LoweredFunc f = Lower(state);
   return Build(f, t);
 }
 
 std::string LoweredText(const State& state, bool log_passes) {
+  py::gil_scoped_release release;
   std::ostringstream log;
   LowerOptions options;
   if (log_passes) options.log = &log;
@@ -97,6 +101,12 @@ void bind_runtime(py::module_& m) {
   m.def("lowered_text", &LoweredText, py::arg("state"), py::arg("log_passes") = false,
         "The fully lowered loop nest of a state (with log_passes: after every pass).");
   m.def("has_llvm", &HasLLVMBackend, "True when this build can compile for 'llvm' targets.");
+  m.def(
+      "dropped_cpu_features",
+      [](const std::string& target) { return DroppedCpuFeatures(CodegenTarget::Parse(target)); },
+      py::arg("target"),
+      "CPU features (LLVM names) that the target's -mcpu / -mattr ask for but that this host lacks, so "
+      "that built code does without them.");
 }
 
 }  // namespace autosched::bindings

@@ -39,6 +39,14 @@ bool HasLLVMBackend() {
 #endif
 }
 
+std::vector<std::string> DroppedCpuFeatures(const CodegenTarget& target) {
+#ifdef AUTOSCHED_HAS_LLVM
+  return DroppedFeaturesLLVM(target);
+#else
+  return {};
+#endif
+}
+
 Module Build(const LoweredFunc& f, const CodegenTarget& target) {
 #ifdef AUTOSCHED_HAS_LLVM
   return BuildLLVM(f, target);

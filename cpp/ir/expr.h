@@ -11,8 +11,8 @@
 //  - FloorDiv: rounds toward negative infinity, for integers and floats
 //    (floats: floor(a / b)). FloorMod: a - FloorDiv(a, b) * b, so its sign
 //    follows the divisor. Index arithmetic in te uses FloorDiv / FloorMod.
-//    Integer division by zero is an error in the evaluator, undefined in
-//    generated code.
+//    Integer division by zero is an error (evaluator and generated code); by
+//    -1 it negates, wrapping (INT_MIN / -1 == INT_MIN), remainder 0.
 //  - Comparisons and And / Or / Not produce bool; And / Or take bool operands.
 //  - Select(c, t, f) may evaluate both t and f; the intrinsic if_then_else
 //    evaluates only the chosen branch (use it to guard out-of-bounds loads,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "ir/error.h"
@@ -19,15 +20,26 @@ std::string ShapeStr(const std::vector<int64_t>& shape) {
 }
 
 // Overwrites a buffer larger than any last-level cache, so that a measured
-// run starts with cold caches.
+// run starts with cold caches. One buffer for the process, written by one
+// thread at a time (modules are timed from several threads at once).
 void FlushCaches() {
   constexpr size_t kBytes = size_t{64} << 20;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   static AlignedBuffer buffer(AlignedAlloc(kBytes));
   auto* p = static_cast<volatile char*>(buffer.get());
   for (size_t i = 0; i < kBytes; i += 64) p[i] = static_cast<char>(i);
 }
 
 using Clock = std::chrono::steady_clock;
+
+// Throws the Error that a kernel's failure status stands for.
+void CheckStatus(int32_t status, const std::string& name) {
+  if (status == kKernelOk) return;
+  AS_CHECK(status != kKernelOutOfMemory, "module '" << name << "' could not allocate a temporary buffer");
+  AS_CHECK(status != kKernelDivideByZero, "integer division by zero in module '" << name << "'");
+  AS_CHECK(false, "module '" << name << "' failed with status " << status);
+}
 
 }  // namespace
 
@@ -86,7 +98,7 @@ std::vector<void*> Module::DataPointers(const std::vector<CallArg>& args) const 
 void Module::Call(const std::vector<CallArg>& args) const {
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
-  AS_CHECK(kernel_(ptrs.data()) == 0, "module '" << name_ << "' could not allocate a temporary buffer");
+  CheckStatus(kernel_(ptrs.data()), name_);
 }
 
 std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const TimeOptions& options) const {
@@ -97,7 +109,7 @@ std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
   // Warm-up (page faults, thread start) and status check.
-  AS_CHECK(kernel_(ptrs.data()) == 0, "module '" << name_ << "' could not allocate a temporary buffer");
+  CheckStatus(kernel_(ptrs.data()), name_);
   int number = options.number;
   std::vector<double> results;
   while (static_cast<int>(results.size()) < options.repeat) {

@@ -18,9 +18,16 @@
 
 namespace autosched {
 
-// Signature of a generated kernel: 0 on success, non-zero when it could not
-// allocate a buffer.
+// Signature of a generated kernel: returns a KernelStatus.
 using PackedKernel = int32_t (*)(void** args);
+
+// What a kernel returns. On a failure it has freed what it allocated; the
+// outputs may be partly written.
+enum KernelStatus : int32_t {
+  kKernelOk = 0,
+  kKernelOutOfMemory = -1,   // a temporary buffer could not be allocated
+  kKernelDivideByZero = -2,  // an integer division or modulo by zero
+};
 
 // What a kernel expects of one argument.
 struct ArgSpec {

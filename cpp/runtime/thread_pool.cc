@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -29,9 +31,33 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+// The global pool. A child started by fork() has none of the parent's
+// threads: it drops the parent's pool (never destroyed, as its workers are
+// not there to join) and makes its own on first use. Reached from several
+// threads at once, so the pointer is guarded; the child gets a fresh mutex,
+// as fork() may copy it locked by a thread that does not exist there.
+namespace {
+std::mutex* global_mutex = new std::mutex;
+std::atomic<ThreadPool*> global_pool{nullptr};
+
+void ForgetPoolInChild() {
+  global_mutex = new std::mutex;  // the old one is leaked with the old pool
+  global_pool.store(nullptr);
+}
+}  // namespace
+
 ThreadPool& ThreadPool::Global() {
-  static ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
-  return pool;
+  if (ThreadPool* pool = global_pool.load(std::memory_order_acquire)) return *pool;
+  std::lock_guard<std::mutex> lock(*global_mutex);
+  if (global_pool.load() == nullptr) {
+    static const int registered = pthread_atfork(nullptr, nullptr, ForgetPoolInChild);
+    (void)registered;
+    // Never destroyed: at exit its workers still wait for work, and joining
+    // them from a static destructor would race with the rest of shutdown.
+    int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1;
+    global_pool.store(new ThreadPool(workers), std::memory_order_release);
+  }
+  return *global_pool.load();
 }
 
 void ThreadPool::WorkerLoop(int worker_index) {

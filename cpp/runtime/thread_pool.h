@@ -4,7 +4,8 @@
 // splits [0, n) into static contiguous chunks, one per task; the calling
 // thread runs the first chunk and waits for the rest. A ParallelFor issued
 // from inside a running chunk (a nested parallel loop) runs serially on the
-// calling thread: pools never nest.
+// calling thread: pools never nest. A child process started by fork() gets a
+// pool of its own on first use (the parent's workers do not exist there).
 #pragma once
 
 #include <condition_variable>
@@ -23,7 +24,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // The shared pool, with one thread per hardware core (the caller counts as one).
+  // The shared pool, with one thread per hardware core (the caller counts as
+  // one); made on first use, and again in a forked child.
   static ThreadPool& Global();
 
   // Threads that can run chunks at once (workers plus the caller).

@@ -11,8 +11,8 @@
 //    pass manager, ORC LLJIT, assembly printing on request, BuildLLVM.
 //
 // Calling convention of a kernel: int32_t name(void** args), args[i] being
-// the data pointer of LoweredFunc::args[i]; returns 0, or -1 when an
-// allocation failed. Arguments must not alias each other.
+// the data pointer of LoweredFunc::args[i]; returns a KernelStatus
+// (runtime/module.h). Arguments must not alias each other.
 #pragma once
 
 #include "codegen/build.h"
@@ -20,5 +20,6 @@
 namespace autosched {
 
 Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target);
+std::vector<std::string> DroppedFeaturesLLVM(const CodegenTarget& target);
 
 }  // namespace autosched

@@ -4,6 +4,7 @@
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/error.h"
 #include "ir/tensor.h"
+#include "runtime/module.h"
 
 namespace autosched {
 
@@ -140,8 +141,9 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
         llvm::Value* q = EmitIntrinsic(llvm::Intrinsic::floor, t, {b_.CreateFDiv(a, b)});
         return b_.CreateFSub(a, b_.CreateFMul(q, b));
       }
-      case BinOp::Min: return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
-      case BinOp::Max: return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+      // NaN in either operand gives NaN (as numpy.minimum / maximum do).
+      case BinOp::Min: return EmitIntrinsic(llvm::Intrinsic::minimum, t, {a, b});
+      case BinOp::Max: return EmitIntrinsic(llvm::Intrinsic::maximum, t, {a, b});
       default: break;
     }
   } else {
@@ -152,21 +154,10 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
       case BinOp::Add: return b_.CreateAdd(a, b, "", false, in_index_ && is_signed);
       case BinOp::Sub: return b_.CreateSub(a, b, "", false, in_index_ && is_signed);
       case BinOp::Mul: return b_.CreateMul(a, b, "", false, in_index_ && is_signed);
-      case BinOp::Div: return is_signed ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
-      case BinOp::Mod: return is_signed ? b_.CreateSRem(a, b) : b_.CreateURem(a, b);
+      case BinOp::Div:
+      case BinOp::Mod:
       case BinOp::FloorDiv:
-      case BinOp::FloorMod: {
-        if (!is_signed) return op == BinOp::FloorDiv ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
-        // Truncating division, corrected by one where the remainder is non-zero
-        // and its sign differs from the divisor's.
-        llvm::Value* q = b_.CreateSDiv(a, b);
-        llvm::Value* r = b_.CreateSRem(a, b);
-        llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
-        llvm::Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
-        if (op == BinOp::FloorDiv) return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
-        return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
-      }
+      case BinOp::FloorMod: return EmitIntDivision(op, t, a, b);
       case BinOp::Min:
         return EmitIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, t, {a, b});
       case BinOp::Max:
@@ -176,6 +167,60 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
   }
   AS_CHECK(false, "code generation: operator " << BinOpName(op) << " on " << t.str());
   return nullptr;
+}
+
+namespace {
+// Whether some lane of the integer constant c satisfies pred (true for a
+// lane that is not a known integer).
+bool SomeLane(llvm::Constant* c, bool (*pred)(const llvm::APInt&)) {
+  if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(c)) return pred(ci->getValue());
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType());
+  if (!vt) return true;
+  for (unsigned i = 0; i < vt->getNumElements(); ++i) {
+    auto* lane = llvm::dyn_cast_or_null<llvm::ConstantInt>(c->getAggregateElement(i));
+    if (!lane || pred(lane->getValue())) return true;
+  }
+  return false;
+}
+}  // namespace
+
+// Integer division and remainder with the reference evaluator's results
+// where hardware traps (and LLVM's are undefined): a zero divisor makes the
+// kernel fail with kKernelDivideByZero; a divisor of -1 gives the negated
+// dividend (wrapping, so INT_MIN / -1 == INT_MIN) and a remainder of 0. The
+// checks are left out for constant divisors that need them not.
+llvm::Value* IREmitter::EmitIntDivision(BinOp op, DataType t, llvm::Value* a, llvm::Value* b) {
+  bool is_signed = t.is_int();
+  auto* constant = llvm::dyn_cast<llvm::Constant>(b);
+  bool may_be_zero = !constant || SomeLane(constant, [](const llvm::APInt& v) { return v.isZero(); });
+  bool may_be_minus_one =
+      is_signed && (!constant || SomeLane(constant, [](const llvm::APInt& v) { return v.isAllOnes(); }));
+  llvm::Value* zero = llvm::Constant::getNullValue(b->getType());
+  if (may_be_zero) FailIf(b_.CreateICmpEQ(b, zero), b_.getInt32(kKernelDivideByZero));
+  llvm::Value* minus_one = nullptr;
+  if (may_be_minus_one) {
+    // Divide by 1 instead: the remainder is then 0 already, the quotient is negated below.
+    minus_one = b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(b->getType()));
+    b = b_.CreateSelect(minus_one, llvm::ConstantInt::get(b->getType(), 1), b);
+  }
+  llvm::Value* r = nullptr;
+  if (!is_signed) {
+    r = op == BinOp::Div || op == BinOp::FloorDiv ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
+  } else if (op == BinOp::Div || op == BinOp::Mod) {
+    r = op == BinOp::Div ? b_.CreateSDiv(a, b) : b_.CreateSRem(a, b);
+  } else {
+    // Truncating division, corrected by one where the remainder is non-zero
+    // and its sign differs from the divisor's.
+    llvm::Value* q = b_.CreateSDiv(a, b);
+    llvm::Value* rem = b_.CreateSRem(a, b);
+    llvm::Value* adjust =
+        b_.CreateAnd(b_.CreateICmpNE(rem, zero), b_.CreateICmpSLT(b_.CreateXor(rem, b), zero));
+    r = op == BinOp::FloorDiv ? b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()))
+                              : b_.CreateSelect(adjust, b_.CreateAdd(rem, b), rem);
+  }
+  if (minus_one && (op == BinOp::Div || op == BinOp::FloorDiv))
+    r = b_.CreateSelect(minus_one, b_.CreateNeg(a), r);
+  return r;
 }
 
 llvm::Value* IREmitter::EmitCompare(BinOp op, DataType t, llvm::Value* a, llvm::Value* b) {
@@ -287,9 +332,9 @@ llvm::Value* IREmitter::EmitCall(const CallNode* n) {
 llvm::Value* IREmitter::EmitIfThenElseExpr(const CallNode* n) {
   llvm::Value* cond = Emit(n->args[0]);
   if (n->args[0].dtype().lanes > 1) return b_.CreateSelect(cond, Emit(n->args[1]), Emit(n->args[2]));
-  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", function_);
-  llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "if_else", function_);
-  llvm::BasicBlock* join_bb = llvm::BasicBlock::Create(ctx_, "if_join", function_);
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", fn_.function);
+  llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "if_else", fn_.function);
+  llvm::BasicBlock* join_bb = llvm::BasicBlock::Create(ctx_, "if_join", fn_.function);
   b_.CreateCondBr(cond, then_bb, else_bb);
   b_.SetInsertPoint(then_bb);
   llvm::Value* t = Emit(n->args[1]);

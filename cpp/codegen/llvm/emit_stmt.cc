@@ -2,18 +2,20 @@
 #include <set>
 
 #include "codegen/llvm/ir_emitter.h"
+#include "codegen/unroll_budget.h"
 #include "ir/error.h"
 #include "lower/stmt_functor.h"
+#include "runtime/module.h"
 
 namespace autosched {
 namespace {
 
-// Buffers up to this size live on the stack; larger ones on the heap.
-constexpr int64_t kMaxStackBytes = 256 * 1024;
-// Unrolled loops are copied by the emitter itself while the copies of one
-// statement (the product over nested unrolled loops) stay within this many;
-// beyond, the loop is left to LLVM's unroller, which weighs code size.
-constexpr int64_t kMaxUnrolledCopies = 1024;
+// Buffers live on the stack while the buffers of the whole kernel (its
+// outlined parallel bodies included: the calling thread runs one chunk of
+// each on top of the kernel's frame) take at most this much; the others are
+// on the heap. Far below the smallest thread stack a kernel is likely to run
+// on (8 MiB for Linux threads, 512 KiB for secondary threads on macOS).
+constexpr int64_t kStackBudgetBytes = 256 * 1024;
 
 int64_t ElementsToReserve(const BufferNode& b) {
   if (b.strides.empty()) {
@@ -47,19 +49,39 @@ llvm::Function* IREmitter::MakeFunction(const std::string& name, llvm::Type* ret
   return f;
 }
 
-llvm::BasicBlock* IREmitter::FailBlock() {
-  if (!fail_block_) {
+void IREmitter::BeginFunction(llvm::Function* f) {
+  fn_ = FunctionState();
+  fn_.function = f;
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+}
+
+void IREmitter::FailIf(llvm::Value* cond, llvm::Value* status) {
+  if (cond->getType()->isVectorTy()) cond = b_.CreateOrReduce(cond);
+  if (!fn_.fail_block) {
     llvm::IRBuilderBase::InsertPointGuard guard(b_);
-    fail_block_ = llvm::BasicBlock::Create(ctx_, "fail", function_);
-    b_.SetInsertPoint(fail_block_);
-    b_.CreateRet(b_.getInt32(-1));
+    fn_.fail_block = llvm::BasicBlock::Create(ctx_, "fail", fn_.function);
+    b_.SetInsertPoint(fn_.fail_block);
+    fn_.fail_status = b_.CreatePHI(b_.getInt32Ty(), 2, "status");
   }
-  return fail_block_;
+  llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "ok", fn_.function);
+  fn_.fail_status->addIncoming(status, b_.GetInsertBlock());
+  b_.CreateCondBr(cond, fn_.fail_block, ok);
+  b_.SetInsertPoint(ok);
+}
+
+void IREmitter::EndFunction() {
+  if (!fn_.fail_block) return;
+  llvm::IRBuilderBase::InsertPointGuard guard(b_);
+  b_.SetInsertPoint(fn_.fail_block);
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::FunctionCallee release = module_->getOrInsertFunction("autosched_free", b_.getVoidTy(), ptr);
+  for (llvm::AllocaInst* slot : fn_.heap_slots) b_.CreateCall(release, {b_.CreateLoad(ptr, slot)});
+  b_.CreateRet(fn_.fail_status);
 }
 
 llvm::AllocaInst* IREmitter::EntryAlloca(llvm::Type* type, llvm::Value* count, uint64_t align) {
   llvm::IRBuilderBase::InsertPointGuard guard(b_);
-  llvm::BasicBlock& entry = function_->getEntryBlock();
+  llvm::BasicBlock& entry = fn_.function->getEntryBlock();
   b_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
   llvm::AllocaInst* a = b_.CreateAlloca(type, count);
   a->setAlignment(llvm::Align(align));
@@ -74,16 +96,16 @@ void IREmitter::EmitKernel(const LoweredFunc& f, const std::string& symbol) {
   llvm::Function* body =
       MakeFunction(symbol + "_body", b_.getInt32Ty(), std::vector<llvm::Type*>(f.args.size(), ptr), true);
   body->addFnAttr(llvm::Attribute::AlwaysInline);
-  function_ = body;
-  fail_block_ = nullptr;
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
+  unroll_ = LoopsToUnroll(f.body);
+  BeginFunction(body);
   for (size_t i = 0; i < f.args.size(); ++i) {
     body->addParamAttr(i, llvm::Attribute::NoAlias);
     body->getArg(i)->setName(f.args[i]->name);
     buffers_[f.args[i].get()] = body->getArg(i);
   }
   EmitStmt(f.body);
-  b_.CreateRet(b_.getInt32(0));
+  b_.CreateRet(b_.getInt32(kKernelOk));
+  EndFunction();
 
   llvm::Function* kernel = MakeFunction(symbol, b_.getInt32Ty(), {ptr}, false);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
@@ -120,9 +142,9 @@ void IREmitter::EmitStmt(const Stmt& s) {
 void IREmitter::EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,
                                 const std::function<void(llvm::Value*)>& body) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop_header", function_);
-  llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, "loop_body", function_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "loop_exit", function_);
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop_header", fn_.function);
+  llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, "loop_body", fn_.function);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "loop_exit", fn_.function);
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
   llvm::PHINode* counter = b_.CreatePHI(begin->getType(), 2, "i");
@@ -163,8 +185,9 @@ void IREmitter::EmitFor(const ForNode* n) {
   switch (n->for_kind) {
     case ForKind::Parallel: return EmitParallel(n);
     case ForKind::Unrolled:
-      if (const_extent && extent * unrolled_copies_ <= kMaxUnrolledCopies) return EmitUnrolled(n, extent);
-      return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.unroll.enable", false));
+      // Past the kernel's unroll budget the loop stays a loop.
+      if (const_extent && unroll_.count(n)) return EmitUnrolled(n, extent);
+      return EmitSerialLoop(n, nullptr);
     case ForKind::Vectorized:
       // Not legalised into vector code: let LLVM's loop vectorizer try.
       return EmitSerialLoop(n, LoopHint(ctx_, "llvm.loop.vectorize.enable", true));
@@ -191,12 +214,10 @@ void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
   const VarNode* var = n->loop_var.as<VarNode>();
   if (extent <= 0) return;
   llvm::Value* min = Emit(n->min);
-  unrolled_copies_ *= extent;
   for (int64_t i = 0; i < extent; ++i) {
     vars_[var] = b_.CreateAdd(min, llvm::ConstantInt::get(min->getType(), i), var->name, false, true);
     EmitStmt(n->body);
   }
-  unrolled_copies_ /= extent;
   vars_.erase(var);
 }
 
@@ -248,8 +269,7 @@ void IREmitter::EmitParallel(const ForNode* n) {
     llvm::IRBuilderBase::InsertPointGuard guard(b_);
     auto saved_vars = vars_;
     auto saved_buffers = buffers_;
-    llvm::Function* saved_function = function_;
-    llvm::BasicBlock* saved_fail = fail_block_;
+    FunctionState saved_fn = fn_;
 
     // Wrapper: unpack the closure, call the inner function.
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", wrapper));
@@ -261,9 +281,7 @@ void IREmitter::EmitParallel(const ForNode* n) {
     b_.CreateRet(b_.CreateCall(inner, args));
 
     // Inner: the loop over [begin, end) of this chunk.
-    function_ = inner;
-    fail_block_ = nullptr;
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", inner));
+    BeginFunction(inner);
     vars_.clear();
     buffers_.clear();
     for (size_t i = 0; i < vars.size(); ++i) vars_[vars[i]] = inner->getArg(3 + i);
@@ -278,21 +296,19 @@ void IREmitter::EmitParallel(const ForNode* n) {
       vars_[var] = b_.CreateTrunc(b_.CreateAdd(chunk_min, counter), ComputeType(var->dtype), var->name);
       EmitStmt(body);
     });
-    b_.CreateRet(b_.getInt32(0));
+    b_.CreateRet(b_.getInt32(kKernelOk));
+    EndFunction();
 
     vars_ = std::move(saved_vars);
     buffers_ = std::move(saved_buffers);
-    function_ = saved_function;
-    fail_block_ = saved_fail;
+    fn_ = std::move(saved_fn);
   }
 
   llvm::FunctionCallee parallel_for =
       module_->getOrInsertFunction("autosched_parallel_for", b_.getInt32Ty(), i64, b_.getInt32Ty(), ptr, ptr);
   llvm::Value* status =
       b_.CreateCall(parallel_for, {extent, b_.getInt32(target_.num_cores), wrapper, closure});
-  llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "parallel_ok", function_);
-  b_.CreateCondBr(b_.CreateICmpEQ(status, b_.getInt32(0)), ok, FailBlock());
-  b_.SetInsertPoint(ok);
+  FailIf(b_.CreateICmpNE(status, b_.getInt32(kKernelOk)), status);
 }
 
 void IREmitter::EmitStore(const BufferStoreNode* n) {
@@ -319,31 +335,41 @@ void IREmitter::EmitAllocate(const AllocateNode* n) {
   int64_t count = ElementsToReserve(buf);
   AS_CHECK(count > 0, "code generation: buffer '" << buf.name << "' has no elements");
   int64_t bytes = count * buf.dtype.bytes();
-  if (bytes <= kMaxStackBytes) {
+  if (bytes <= kStackBudgetBytes - stack_bytes_) {
+    stack_bytes_ += bytes;
     buffers_[&buf] = EntryAlloca(elem, b_.getInt64(count), 64);
     EmitStmt(n->body);
     buffers_.erase(&buf);
     return;
   }
+  // On the heap; the slot holds the pointer while it is live, so that the
+  // failure exit frees it too.
   llvm::Type* ptr = b_.getPtrTy();
+  llvm::AllocaInst* slot = EntryAlloca(ptr, nullptr, 8);
+  {
+    llvm::IRBuilderBase::InsertPointGuard guard(b_);
+    b_.SetInsertPoint(slot->getParent(), std::next(slot->getIterator()));
+    b_.CreateStore(llvm::ConstantPointerNull::get(b_.getPtrTy()), slot);
+  }
+  fn_.heap_slots.push_back(slot);
   llvm::FunctionCallee alloc = module_->getOrInsertFunction("autosched_alloc", ptr, b_.getInt64Ty());
   llvm::FunctionCallee release = module_->getOrInsertFunction("autosched_free", b_.getVoidTy(), ptr);
   llvm::Value* mem = b_.CreateCall(alloc, {b_.getInt64(bytes)}, buf.name);
-  llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "alloc_ok", function_);
-  b_.CreateCondBr(b_.CreateIsNull(mem), FailBlock(), ok);
-  b_.SetInsertPoint(ok);
+  FailIf(b_.CreateIsNull(mem), b_.getInt32(kKernelOutOfMemory));
+  b_.CreateStore(mem, slot);
   buffers_[&buf] = mem;
   EmitStmt(n->body);
   buffers_.erase(&buf);
   b_.CreateCall(release, {mem});
+  b_.CreateStore(llvm::ConstantPointerNull::get(b_.getPtrTy()), slot);
 }
 
 void IREmitter::EmitIf(const IfThenElseNode* n) {
   llvm::Value* cond = Emit(n->condition);
-  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", function_);
-  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", function_);
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_.function);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", fn_.function);
   llvm::BasicBlock* else_bb =
-      n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", function_) : join;
+      n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", fn_.function) : join;
   b_.CreateCondBr(cond, then_bb, else_bb);
   b_.SetInsertPoint(then_bb);
   EmitStmt(n->then_case);

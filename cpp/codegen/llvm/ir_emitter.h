@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "codegen/build.h"
@@ -33,6 +34,7 @@ class IREmitter {
   llvm::Value* Emit(const Expr& e);
   llvm::Value* EmitBinary(const BinaryNode* n);
   llvm::Value* EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitIntDivision(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitCompare(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitCast(DataType to, const Expr& value);
   llvm::Value* EmitCall(const CallNode* n);
@@ -56,24 +58,39 @@ class IREmitter {
   // values; body(counter) emits one iteration.
   void EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,
                        const std::function<void(llvm::Value*)>& body);
-  llvm::BasicBlock* FailBlock();
+  // Where cond (i1, or a vector of i1: any lane) holds, the function returns
+  // `status` (a KernelStatus) after freeing its heap buffers.
+  void FailIf(llvm::Value* cond, llvm::Value* status);
+  // Starts emitting `f` (entry block) / ends it (the failure exit's code).
+  void BeginFunction(llvm::Function* f);
+  void EndFunction();
   llvm::AllocaInst* EntryAlloca(llvm::Type* type, llvm::Value* count, uint64_t align);
   llvm::Function* MakeFunction(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
                                bool internal);
+
+  // The function being emitted and its failure exit: a block that frees the
+  // heap buffers (their pointers live in slots, null when not allocated) and
+  // returns the status of the branch that came there.
+  struct FunctionState {
+    llvm::Function* function = nullptr;
+    llvm::BasicBlock* fail_block = nullptr;
+    llvm::PHINode* fail_status = nullptr;
+    std::vector<llvm::AllocaInst*> heap_slots;
+  };
 
   llvm::LLVMContext& ctx_;
   llvm::Module* module_;
   CodegenTarget target_;
   llvm::IRBuilder<> b_;
-  llvm::Function* function_ = nullptr;      // function being emitted
-  llvm::BasicBlock* fail_block_ = nullptr;  // returns -1 (allocation failure)
+  FunctionState fn_;
   std::unordered_map<const VarNode*, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
   std::string symbol_;
   std::string cpu_, features_;
   bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
   int num_outlined_ = 0;
-  int64_t unrolled_copies_ = 1;  // product of the extents of the unrolled loops being emitted
+  std::unordered_set<const ForNode*> unroll_;  // unrolled loops to copy out (codegen/unroll_budget.h)
+  int64_t stack_bytes_ = 0;                    // stack taken by buffers, over all functions of the kernel
 };
 
 }  // namespace autosched

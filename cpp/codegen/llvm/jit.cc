@@ -37,30 +37,41 @@ void InitializeLLVMOnce() {
   });
 }
 
-// The CPU name and feature string that a target compiles for.
+// The CPU name and feature string that a target compiles for, and the
+// features of the target that were turned off because this host lacks them.
 struct CpuSpec {
   std::string triple, cpu, features;
+  std::vector<std::string> dropped;
 };
 
-// Kernels run in this process: vector extensions of the named CPU that this
-// host lacks are turned off (e.g. avx512fp16 for -mcpu=sapphirerapids on a
-// Zen 4), so that the code never dies of an illegal instruction.
-void DisableExtensionsHostLacks(CpuSpec* spec) {
-  if (!llvm::Triple(spec->triple).isX86()) return;
-  static const char* kExtensions[] = {"avx",        "avx2",       "fma",      "avx512f",
-                                      "avx512bw",   "avx512dq",   "avx512vl", "avx512fp16",
-                                      "avx512bf16", "avx512vnni", "amx-tile"};
+const llvm::Target* LookupTarget(const std::string& triple) {
+  std::string error;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, error);
+  AS_CHECK(t != nullptr, "LLVM has no target for '" << triple << "': " << error);
+  return t;
+}
+
+// Kernels run in this process, so every feature that the named CPU (with
+// -mattr) has and this host lacks is turned off: AVX-512 for -mcpu=
+// sapphirerapids on a Zen 3, but also GFNI, AMX, ... (LLVM uses GFNI for
+// vector byte shifts). The host's features are what LLVM detects; what it
+// does not report at all (tuning flags, x87) is left as the CPU has it.
+void DropFeaturesHostLacks(const llvm::Target& target, CpuSpec* spec) {
   llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-  for (const char* ext : kExtensions) {
-    auto it = host.find(ext);
-    if (it == host.end() || !it->second)
-      spec->features += std::string(spec->features.empty() ? "" : ",") + "-" + ext;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target.createMCSubtargetInfo(spec->triple, spec->cpu, spec->features));
+  for (const llvm::SubtargetFeatureKV& f : sti->getAllProcessorFeatures()) {
+    auto it = host.find(f.Key);
+    if (!sti->getFeatureBits().test(f.Value) || it == host.end() || it->second) continue;
+    spec->dropped.push_back(f.Key);
+    spec->features += std::string(spec->features.empty() ? "" : ",") + "-" + f.Key;
   }
 }
 
 CpuSpec ResolveCpu(const CodegenTarget& target) {
   CpuSpec spec;
   spec.triple = llvm::sys::getProcessTriple();
+  const llvm::Target* t = LookupTarget(spec.triple);
   std::vector<std::string> features;
   if (target.mcpu.empty() || target.mcpu == "native" || target.mcpu == "host") {
     spec.cpu = llvm::sys::getHostCPUName().str();
@@ -70,20 +81,18 @@ CpuSpec ResolveCpu(const CodegenTarget& target) {
   } else {
     spec.cpu = target.mcpu;
   }
-  if (!target.mattr.empty()) features.push_back(target.mattr);
-  for (size_t i = 0; i < features.size(); ++i) spec.features += (i ? "," : "") + features[i];
-  DisableExtensionsHostLacks(&spec);
-  return spec;
-}
-
-std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const CpuSpec& spec, bool fast_math) {
-  std::string error;
-  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(spec.triple, error);
-  AS_CHECK(t != nullptr, "LLVM has no target for '" << spec.triple << "': " << error);
   // Asked of a generic subtarget: one made for an unknown CPU prints a warning.
   std::unique_ptr<llvm::MCSubtargetInfo> generic(t->createMCSubtargetInfo(spec.triple, "generic", ""));
   AS_CHECK(generic && generic->isCPUStringValid(spec.cpu),
            "unknown -mcpu '" << spec.cpu << "' for " << spec.triple);
+  if (!target.mattr.empty()) features.push_back(target.mattr);
+  for (size_t i = 0; i < features.size(); ++i) spec.features += (i ? "," : "") + features[i];
+  DropFeaturesHostLacks(*t, &spec);
+  return spec;
+}
+
+std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const CpuSpec& spec, bool fast_math) {
+  const llvm::Target* t = LookupTarget(spec.triple);
   llvm::TargetOptions options;
   if (fast_math) {
     options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
@@ -170,6 +179,11 @@ std::string KernelSymbol(const std::string& name) {
 }
 
 }  // namespace
+
+std::vector<std::string> DroppedFeaturesLLVM(const CodegenTarget& target) {
+  InitializeLLVMOnce();
+  return ResolveCpu(target).dropped;
+}
 
 Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target) {
   InitializeLLVMOnce();
