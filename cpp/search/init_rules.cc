@@ -71,8 +71,9 @@ class FillTileSizeRule : public InitRule {
 
 // Per root stage: the outermost spatial, unannotated iterators are fused
 // until they make more than parallel_iterations_per_core * num_cores
-// iterations (a fuse stops after an iterator where another stage is
-// attached), then run in parallel.
+// iterations, then run in parallel. A fuse stops after an iterator where
+// another stage is attached; when the iterators up to there run only once,
+// the attached stages and the iterators after that one are tried instead.
 class ParallelRule : public InitRule {
  public:
   std::string name() const override { return "parallel"; }
@@ -81,26 +82,42 @@ class ParallelRule : public InitRule {
         ctx.params.parallel_iterations_per_core * std::max<int64_t>(1, ctx.task.hardware_params.num_cores);
     State s = state;
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-      if (!HasLoops(s, id) || s.stage(id).loc != ComputeLocKind::Root) continue;
-      const Stage& st = s.stage(id);
-      int count = 0;
-      int64_t product = 1;
-      for (int i = 0; i < st.num_iters(); ++i) {
-        const Iterator& it = st.iter(i);
-        if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
-        product *= it.extent;
-        ++count;
-        if (product > enough || HasAttached(s, id, st.leaves[i])) break;
-      }
-      if (product <= 1) continue;
-      if (count > 1) {
-        std::vector<int> ids(count);
-        for (int i = 0; i < count; ++i) ids[i] = i;
-        s = s.Fuse(id, ids);
-      }
-      s = s.Annotate(id, 0, IteratorAnnotation::Parallel);
+      if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = Annotate(s, id, 0, enough);
     }
     return s;
+  }
+
+ private:
+  static State Annotate(State s, int id, int offset, int64_t enough) {
+    const Stage st = s.stage(id);
+    int end = offset;
+    int64_t product = 1;
+    bool at_attach = false;
+    for (; end < st.num_iters(); ++end) {
+      const Iterator& it = st.iter(end);
+      if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
+      product *= it.extent;
+      at_attach = HasAttached(s, id, st.leaves[end]);
+      if (product > enough || at_attach) {
+        ++end;
+        break;
+      }
+    }
+    if (product == 1 && at_attach) {
+      for (int other = 0; other < static_cast<int>(s.stages().size()); ++other) {
+        const Stage& o = s.stage(other);
+        if (o.loc == ComputeLocKind::At && o.attach_stage == id && o.attach_node == st.leaves[end - 1])
+          s = Annotate(s, other, 0, enough);
+      }
+      return Annotate(s, id, end, enough);
+    }
+    if (product <= 1) return s;
+    if (end - offset > 1) {
+      std::vector<int> ids;
+      for (int i = offset; i < end; ++i) ids.push_back(i);
+      s = s.Fuse(id, ids);
+    }
+    return s.Annotate(id, offset, IteratorAnnotation::Parallel);
   }
 };
 

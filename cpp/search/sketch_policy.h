@@ -29,7 +29,9 @@ class SketchPolicy {
   const SearchParams& params() const { return params_; }
   // The ordered rules; a custom rule is inserted at the front.
   SketchRuleList& sketch_rules() { return sketch_rules_; }
+  const SketchRuleList& sketch_rules() const { return sketch_rules_; }
   InitRuleList& init_rules() { return init_rules_; }
+  const InitRuleList& init_rules() const { return init_rules_; }
 
   // Every sketch of the task, without duplicates, in generation order. A rule
   // whose apply throws is skipped for that partial sketch and recorded in
