@@ -125,6 +125,39 @@ TEST(SampleInitPopulation, AnnotatesParallelVectorizeAndUnroll) {
   EXPECT_GE(unroll_pragmas, 20);  // each state's reduction gets one
 }
 
+// The sketch's steps with every unknown split length replaced by `length`.
+State FillAll(const State& sketch, int64_t length) {
+  std::vector<Step> steps = sketch.steps();
+  for (Step& step : steps) {
+    if (auto* split = std::get_if<SplitStep>(&step)) {
+      for (auto& l : split->lengths) l = l.value_or(length);
+    }
+  }
+  return State::FromSteps(sketch.init_dag(), steps);
+}
+
+TEST(ParallelRule, LooksPastAnAttachPointThatRunsOnce) {
+  // Cache write fused at level 1 with all outer tiles of extent 1: the copy's
+  // loops up to the attach point run once, so the loops after it go parallel.
+  const SearchTask task = MakeTask(Matmul(8, 8, 8));
+  SketchPolicy policy(task);
+  std::vector<State> fused;
+  for (const State& s : policy.GenerateSketches()) {
+    if (s.stage(2).loc == ComputeLocKind::At && s.stage(3).num_iters() == 4) fused.push_back(s);
+  }
+  ASSERT_EQ(fused.size(), 1u);
+  const State filled = FillAll(fused[0], 2);  // i = 1 x 2 x 2 x 2: i.0 runs once
+  ASSERT_EQ(filled.stage(3).iter(0).extent, 1);
+  const SearchParams params;
+  std::mt19937 rng(1);
+  const State s = MakeParallelRule()->Apply(SketchContext{task, params}, filled, &rng);
+  const Stage& copy = s.stage(3);
+  ASSERT_EQ(copy.num_iters(), 3);  // i.0, j.0, i.1@j.1
+  EXPECT_EQ(copy.iter(2).annotation, IteratorAnnotation::Parallel);
+  EXPECT_EQ(copy.iter(0).annotation, IteratorAnnotation::None);
+  ExpectMatchesReference(s);
+}
+
 TEST(SampleInitPopulation, SameSeedSameStates) {
   SketchPolicy policy(MakeTask(MatmulRelu(32, 32, 32)));
   const InitPopulation a = policy.SampleInitPopulation(10, 5);
