@@ -97,7 +97,7 @@ class SimplifyComputeWithConstTensorRule : public SketchRule {
     std::vector<int> order = levels[0];
     for (const auto* part : {&levels[1], &reduce, &levels[2], &unrolled})
       order.insert(order.end(), part->begin(), part->end());
-    out = out.Reorder(stage_id, order);
+    if (!std::is_sorted(order.begin(), order.end())) out = out.Reorder(stage_id, order);
     const int first_unrolled = static_cast<int>(order.size() - unrolled.size());
     for (int i = first_unrolled; i < static_cast<int>(order.size()); ++i) {
       out = out.Annotate(stage_id, i, IteratorAnnotation::Unroll);

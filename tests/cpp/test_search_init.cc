@@ -102,6 +102,18 @@ TEST(SampleInitPopulation, SmallSpatialMatmulWithRfactorMatchesReference) {
   SampleAndCheck(MakeTask(Matmul(2, 3, 64)), 12);
 }
 
+TEST(SampleInitPopulation, ConstTensorReadMatchesReference) {
+  // O[i, e] = sum_r X[i, r] * G[r, e] with G a constant matrix (unrolled reads).
+  Tensor x = placeholder({12, 4}, kF32, "X");
+  IterVar a = Axis("a", 4), b = Axis("b", 4);
+  Tensor g = compute("G", {a, b}, select(eq(a.var, b.var), Expr(2.0f), Expr(0.5f)));
+  IterVar i = Axis("i", 12), e = Axis("e", 4);
+  IterVar r = MakeReduceAxis(0, 4, "r");
+  Tensor o =
+      compute("O", {i, e}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}) * g({r.var, e.var}), {r}));
+  SampleAndCheck(MakeTask(ComputeDAG({x, o})), 8);
+}
+
 TEST(SampleInitPopulation, AnnotatesParallelVectorizeAndUnroll) {
   SketchPolicy policy(MakeTask(Matmul(64, 64, 64)));
   const InitPopulation pop = policy.SampleInitPopulation(20, 11);

@@ -18,7 +18,7 @@ import autosched as ans
 from autosched import search
 
 from op_cases import CASES
-from schedule_helpers import assert_close, random_inputs
+from schedule_helpers import assert_close, check, random_inputs
 
 LONG_SAMPLES = os.environ.get("AUTOSCHED_SKETCH_SAMPLES")
 SAMPLES_PER_SKETCH = int(LONG_SAMPLES) if LONG_SAMPLES else 5
@@ -112,6 +112,22 @@ def test_search_params_bound_tiles_and_vectors():
                     assert it.extent <= 4, (stage.name, it)
     with pytest.raises(TypeError, match="no_such_knob"):
         search.SearchParams(no_such_knob=1)
+
+
+def test_reads_of_a_constant_tensor_are_unrolled_and_correct():
+    x = ans.te.placeholder((12, 4), name="X")
+    one, half = ans.te.const(2.0, "float32"), ans.te.const(0.5, "float32")
+    g = ans.te.compute((4, 4), lambda a, b: ans.te.select(a == b, one, half), name="G")  # no input
+    r = ans.te.reduce_axis((0, 4), name="r")
+    o = ans.te.compute((12, 4), lambda i, e: ans.te.sum(x[i, r] * g[r, e], axis=r), name="O")
+    dag = ans.ComputeDAG([x, o])
+    task = _task(dag)
+    (sketch,) = search.generate_sketches(task)
+    assert [it.annotation for it in sketch["O"].iters][-2:] == ["unroll", "unroll"]  # e and r
+    assert sketch["G"].compute_at == "inlined"
+    states, _ = search.sample_init_population(task, 4, seed=1)
+    for state in states:
+        check(dag, state)
 
 
 def test_rules_are_listed_in_order():
