@@ -1,0 +1,269 @@
+// The CPU init rules and the sampling loop of the initial population.
+#include "search/init_rules.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "lower/lower.h"
+#include "schedule/infer_bound.h"
+#include "search/search_util.h"
+
+namespace autosched {
+namespace {
+
+// True when some stage is computed at iterator node `node` of stage_id.
+bool HasAttached(const State& s, int stage_id, int node) {
+  for (const Stage& st : s.stages()) {
+    if (st.loc == ComputeLocKind::At && st.attach_stage == stage_id && st.attach_node == node) return true;
+  }
+  return false;
+}
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+// ---- fill-tile-size ----
+
+// Replays the sketch's steps, giving every split with an unknown length (and
+// the provisional rfactor split) lengths sampled from the real extent of the
+// iterator at that point of the replay.
+class FillTileSizeRule : public InitRule {
+ public:
+  std::string name() const override { return "fill-tile-size"; }
+  State Apply(const SketchContext& ctx, const State& sketch, std::mt19937* rng) const override {
+    State s(sketch.init_dag());
+    const std::vector<Step>& steps = sketch.steps();
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Step step = steps[i];
+      auto* split = std::get_if<SplitStep>(&step);
+      if (split != nullptr && NeedsFill(*split, steps, static_cast<int>(i))) {
+        const int64_t extent = s.stage(split->stage_id).iter(split->iter_id).extent;
+        AS_CHECK(extent > 0,
+                 "split of stage '" << s.stage(split->stage_id).name() << "' has no known extent");
+        const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
+                                                ctx.params.max_innermost_split_factor, rng);
+        split->lengths.assign(lengths.begin(), lengths.end());
+        split->extent = extent;
+      }
+      s = s.Apply(step);
+    }
+    return s;
+  }
+
+ private:
+  static bool NeedsFill(const SplitStep& split, const std::vector<Step>& steps, int step_id) {
+    const bool unknown = std::any_of(split.lengths.begin(), split.lengths.end(),
+                                     [](const std::optional<int64_t>& l) { return !l.has_value(); });
+    return unknown || IsRfactorSplit(steps, step_id);
+  }
+};
+
+// ---- parallel ----
+
+// Per root stage: the outermost spatial, unannotated iterators are fused
+// until they make more than parallel_iterations_per_core * num_cores
+// iterations, then run in parallel. A fuse stops after an iterator where
+// another stage is attached; when the iterators up to there run only once,
+// the attached stages and the iterators after that one are tried instead.
+class ParallelRule : public InitRule {
+ public:
+  std::string name() const override { return "parallel"; }
+  State Apply(const SketchContext& ctx, const State& state, std::mt19937*) const override {
+    const int64_t enough =
+        ctx.params.parallel_iterations_per_core * std::max<int64_t>(1, ctx.task.hardware_params.num_cores);
+    State s = state;
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = Annotate(s, id, 0, enough);
+    }
+    return s;
+  }
+
+ private:
+  static State Annotate(State s, int id, int offset, int64_t enough) {
+    const Stage st = s.stage(id);
+    int end = offset;
+    int64_t product = 1;
+    bool at_attach = false;
+    for (; end < st.num_iters(); ++end) {
+      const Iterator& it = st.iter(end);
+      if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
+      product *= it.extent;
+      at_attach = HasAttached(s, id, st.leaves[end]);
+      if (product > enough || at_attach) {
+        ++end;
+        break;
+      }
+    }
+    if (product == 1 && at_attach) {
+      for (int other = 0; other < static_cast<int>(s.stages().size()); ++other) {
+        const Stage& o = s.stage(other);
+        if (o.loc == ComputeLocKind::At && o.attach_stage == id && o.attach_node == st.leaves[end - 1])
+          s = Annotate(s, other, 0, enough);
+      }
+      return Annotate(s, id, end, enough);
+    }
+    if (product <= 1) return s;
+    if (end - offset > 1) {
+      std::vector<int> ids;
+      for (int i = offset; i < end; ++i) ids.push_back(i);
+      s = s.Fuse(id, ids);
+    }
+    return s.Annotate(id, offset, IteratorAnnotation::Parallel);
+  }
+};
+
+// ---- unroll ----
+
+class UnrollRule : public InitRule {
+ public:
+  std::string name() const override { return "unroll"; }
+  State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
+    const auto& candidates = ctx.params.auto_unroll_candidates;
+    State s = state;
+    if (candidates.empty()) return s;
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (!HasLoops(s, id) || !HasReduceIter(s.stage(id))) continue;
+      const int64_t value = candidates[RandomIndex(rng, static_cast<int64_t>(candidates.size()))];
+      s = s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
+    }
+    return s;
+  }
+};
+
+// ---- vectorize ----
+
+// Per stage with loops: the innermost spatial, unannotated iterators whose
+// extents multiply to at most the vector bound (one of them only when the
+// stage is tiled: the loops above the innermost tile are not contiguous) are
+// candidates; a random number of them, from the innermost, is fused and
+// vectorized. Extents come from bound inference, so stages computed inside
+// another stage's loops are judged by the region they really compute.
+class VectorizeRule : public InitRule {
+ public:
+  std::string name() const override { return "vectorize"; }
+  State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
+    const State bounded = InferBound(state);
+    State s = state;
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (!HasLoops(s, id)) continue;
+      const Stage& st = bounded.stage(id);
+      const int64_t bytes = std::max(1, st.op->dtype.bytes());
+      const int64_t bound =
+          std::min(ctx.params.max_vectorize_size,
+                   ctx.task.hardware_params.vector_unit_bytes / bytes * ctx.params.vector_lanes_factor);
+      const bool tiled = std::any_of(st.relations.begin(), st.relations.end(), [](const IterRelation& r) {
+        return r.kind == IterRelation::Kind::Split;
+      });
+      int count = 0;
+      int64_t product = 1;
+      for (int i = st.num_iters() - 1; i >= 0; --i) {
+        const Iterator& it = st.iter(i);
+        if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
+        if (HasAttached(s, id, st.leaves[i]) || (tiled && count > 0) || product * it.extent > bound) break;
+        product *= it.extent;
+        ++count;
+      }
+      if (count == 0) continue;
+      const int take = 1 + static_cast<int>(RandomIndex(rng, count));
+      const int first = st.num_iters() - take;
+      int64_t taken = 1;
+      for (int i = first; i < st.num_iters(); ++i) taken *= st.iter(i).extent;
+      if (taken <= 1) continue;
+      if (take > 1) {
+        std::vector<int> ids;
+        for (int i = first; i < st.num_iters(); ++i) ids.push_back(i);
+        s = s.Fuse(id, ids);
+      }
+      s = s.Annotate(id, first, IteratorAnnotation::Vectorize);
+    }
+    return s;
+  }
+};
+
+// One attempt: a random sketch through every init rule, then the checks.
+// Returns the drop reason ("" when the state is kept) and sets *message.
+std::string TryOne(const SketchContext& ctx, const std::vector<State>& sketches, const InitRuleList& rules,
+                   std::mt19937* rng, State* out, std::string* message) {
+  State s = sketches[RandomIndex(rng, static_cast<int64_t>(sketches.size()))];
+  std::string phase;
+  try {
+    for (const auto& rule : rules) {
+      phase = rule->name();
+      s = rule->Apply(ctx, s, rng);
+    }
+    phase = "infer_bound";
+    InferBound(s);
+    phase = "lower";
+    Lower(s);
+  } catch (const std::exception& e) {
+    *message = e.what();
+    return phase;
+  }
+  *out = s;
+  return "";
+}
+
+}  // namespace
+
+std::vector<int64_t> SampleSplitLengths(int64_t extent, int n, int64_t max_innermost, std::mt19937* rng) {
+  AS_CHECK(extent > 0 && n >= 1, "cannot sample " << n << " split lengths of extent " << extent);
+  std::vector<int64_t> lengths(n, 1);
+  int64_t remaining = extent;
+  for (int k = n - 1; k >= 0; --k) {
+    std::vector<int64_t> options = Divisors(remaining);
+    if (k == n - 1) {
+      options.erase(
+          std::remove_if(options.begin(), options.end(), [&](int64_t d) { return d > max_innermost; }),
+          options.end());
+    }
+    lengths[k] = options[RandomIndex(rng, static_cast<int64_t>(options.size()))];
+    remaining /= lengths[k];
+  }
+  return lengths;
+}
+
+std::shared_ptr<const InitRule> MakeFillTileSizeRule() { return std::make_shared<FillTileSizeRule>(); }
+std::shared_ptr<const InitRule> MakeParallelRule() { return std::make_shared<ParallelRule>(); }
+std::shared_ptr<const InitRule> MakeUnrollRule() { return std::make_shared<UnrollRule>(); }
+std::shared_ptr<const InitRule> MakeVectorizeRule() { return std::make_shared<VectorizeRule>(); }
+
+InitRuleList DefaultCpuInitRules() {
+  return {MakeFillTileSizeRule(), MakeParallelRule(), MakeUnrollRule(), MakeVectorizeRule()};
+}
+
+InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<State>& sketches, int n,
+                                    std::mt19937* rng, const SearchParams& params,
+                                    const InitRuleList& rules) {
+  AS_CHECK(n >= 1, "the initial population needs a size of at least 1, got " << n);
+  AS_CHECK(!sketches.empty(),
+           "no sketch to sample the initial population of task '" << task.desc << "' from");
+  const SketchContext ctx{task, params};
+  InitPopulation pop;
+  std::unordered_set<std::string> seen;
+  const int64_t attempts =
+      static_cast<int64_t>(n) * std::max<int64_t>(1, params.sample_init_attempts_per_state);
+  for (int64_t a = 0; a < attempts && static_cast<int>(pop.states.size()) < n; ++a) {
+    State s(task.compute_dag);
+    std::string message;
+    std::string reason = TryOne(ctx, sketches, rules, rng, &s, &message);
+    if (reason.empty() && !seen.insert(s.ToJson().dump()).second) reason = "duplicate";
+    if (reason.empty()) {
+      pop.states.push_back(s);
+      continue;
+    }
+    ++pop.drops[reason];
+    if (!message.empty()) pop.drop_messages.emplace(reason, message);
+  }
+  return pop;
+}
+
+}  // namespace autosched

@@ -1,0 +1,62 @@
+// SearchParams: the knobs of the search, one typed field each with its default
+// and what it does. Sketch generation and sampling of the initial population
+// read the first group; the evolutionary search and the measurement loop
+// (later parts of the search) read the second.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace autosched {
+
+struct SearchParams {
+  // ---- sketches and the initial population ----
+
+  // Tiling structure of multi-level tiling on CPUs: one letter per loop level,
+  // outermost first; S = a level of every spatial axis, R = a level of every
+  // reduce axis. "SSRSRS" splits each spatial axis in 4 and each reduce axis
+  // in 2 and orders the parts S0 S1 R0 S2 R1 S3.
+  std::string cpu_tiling_structure = "SSRSRS";
+
+  // Largest length of the innermost part of a sampled split.
+  int64_t max_innermost_split_factor = 64;
+
+  // Largest extent of a vectorized loop (after fusing innermost iterators).
+  // The target bounds it too: at most vector_lanes_factor SIMD registers of
+  // the stage's dtype (HardwareParams::vector_unit_bytes / dtype bytes * factor).
+  int64_t max_vectorize_size = 16;
+  int64_t vector_lanes_factor = 2;
+
+  // Outer spatial loops of a root stage are fused and run in parallel until
+  // they make more than parallel_iterations_per_core * num_cores iterations
+  // (or every outer spatial loop is taken).
+  int64_t parallel_iterations_per_core = 16;
+
+  // Values of the auto_unroll_max_step pragma that sampling picks from (0: no
+  // unrolling), put on stages with a reduction.
+  std::vector<int64_t> auto_unroll_candidates = {0, 16, 64, 512};
+
+  // Iterators that index constant tensors are unrolled by the
+  // simplify-compute-with-const-tensor rule only when their extents multiply
+  // to at most this.
+  int64_t max_const_unroll = 256;
+
+  // Sampling of the initial population stops after n * this many attempts
+  // even when fewer than n states were found (few distinct states exist for
+  // small or element-wise tasks).
+  int64_t sample_init_attempts_per_state = 8;
+
+  // ---- evolutionary search and measurement (later parts of the search) ----
+
+  int64_t evolutionary_search_population = 2048;  // states per generation
+  int64_t evolutionary_search_num_iters = 4;      // generations per round
+  double evolutionary_search_mutation_prob = 0.85;
+  int64_t sample_init_min_population = 50;      // random states at least in a round's population
+  double sample_init_use_measured_ratio = 0.2;  // share of measured good states seeding it
+  double eps_greedy = 0.05;                     // share of each round's measurements taken at random
+  int64_t num_measures_per_round = 64;
+  int64_t retry_search_one_round_on_empty = 1;  // retries when a round finds nothing new
+};
+
+}  // namespace autosched

@@ -1,0 +1,264 @@
+// The CPU sketch rules, one small class each, in the order of the list
+// (DefaultCpuSketchRules at the end). Conditions only look at the stage and
+// the access facts of the current DAG; applies use the State API, so a step
+// the core refuses throws Error, which sketch generation records.
+#include "search/sketch_rules.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "search/search_util.h"
+
+namespace autosched {
+namespace {
+
+using Condition = SketchRule::Condition;
+using Results = std::vector<std::pair<State, int>>;
+
+// A stage whose loops nothing has changed yet and that is computed at root.
+bool IsFreshRootStage(const State& s, int stage_id) {
+  const Stage& st = s.stage(stage_id);
+  return HasLoops(s, stage_id) && st.loc == ComputeLocKind::Root && IsUntouched(st);
+}
+
+// ---- always-inline ----
+
+class AlwaysInlineRule : public SketchRule {
+ public:
+  std::string name() const override { return "always-inline"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
+    return s.dag().access(stage_id).is_strictly_inlineable ? Condition::ApplyAndSkipRest : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    return {{s.ComputeInline(stage_id), stage_id - 1}};
+  }
+};
+
+// ---- simplify-compute-with-const-tensor ----
+
+// A constant tensor: a compute op that reads no tensor (a table of constants
+// written as an expression of its indices, e.g. a Winograd matrix).
+bool IsConstTensor(const Tensor& t) { return t->is_compute() && InputTensors(t).empty(); }
+
+// Per root node of the stage: whether it indexes a constant tensor.
+std::vector<bool> ConstIndexedNodes(const Stage& st) {
+  std::vector<const VarNode*> roots;  // the root nodes' variables: axes, then reduce axes
+  for (const IterVar& iv : st.op->axis) roots.push_back(iv.var_node());
+  for (const IterVar& iv : st.op->reduce_axis) roots.push_back(iv.var_node());
+  std::vector<bool> marked(roots.size(), false);
+  PostOrderVisit(st.op->body, [&](const Expr& x) {
+    const auto* load = x.as<TensorLoadNode>();
+    if (load == nullptr || !IsConstTensor(Tensor(load->tensor))) return;
+    for (const Expr& idx : load->indices) {
+      auto it = std::find(roots.begin(), roots.end(), idx.as<VarNode>());
+      if (idx.as<VarNode>() != nullptr && it != roots.end()) marked[it - roots.begin()] = true;
+    }
+  });
+  return marked;
+}
+
+// The iterators that index constant tensors are unrolled innermost, so that
+// the loads fold to constants; the other spatial iterators are tiled in 3.
+class SimplifyComputeWithConstTensorRule : public SketchRule {
+ public:
+  std::string name() const override { return "simplify-compute-with-const-tensor"; }
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
+    const Stage& st = s.stage(stage_id);
+    const std::vector<bool> marked = ConstIndexedNodes(st);
+    int64_t product = 1;
+    bool any = false;
+    for (int n = 0; n < st.num_root; ++n) {
+      if (!marked[n]) continue;
+      any = true;
+      product *= st.nodes[n].extent;
+    }
+    return any && product <= ctx.params.max_const_unroll ? Condition::ApplyAndSkipRest : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    const std::vector<bool> marked = ConstIndexedNodes(st);
+    State out = s;
+    std::vector<int> levels[3], reduce, unrolled;  // positions after the splits
+    int pos = 0;
+    for (int n = 0; n < st.num_root; ++n) {
+      if (marked[n]) {
+        unrolled.push_back(pos++);
+      } else if (st.nodes[n].kind == IteratorKind::Reduce) {
+        reduce.push_back(pos++);
+      } else {
+        out = out.Split(stage_id, pos, {std::nullopt, std::nullopt});
+        for (auto& level : levels) level.push_back(pos++);
+      }
+    }
+    std::vector<int> order = levels[0];
+    for (const auto* part : {&levels[1], &reduce, &levels[2], &unrolled})
+      order.insert(order.end(), part->begin(), part->end());
+    if (!std::is_sorted(order.begin(), order.end())) out = out.Reorder(stage_id, order);
+    const int first_unrolled = static_cast<int>(order.size() - unrolled.size());
+    for (int i = first_unrolled; i < static_cast<int>(order.size()); ++i) {
+      out = out.Annotate(stage_id, i, IteratorAnnotation::Unroll);
+    }
+    return {{out, stage_id - 1}};
+  }
+};
+
+// ---- add-rfactor ----
+
+// A reduction with little parallelism across its spatial axes is factored:
+// its largest reduce axis is split and one part becomes a spatial axis of a
+// new stage "<name>.rf", which the original stage then reduces. Two sketches:
+// the outer part factored (parallel over it) and the inner part factored
+// (placed innermost, vectorizable). The split length is provisional (see
+// IsRfactorSplit). The core refuses rfactor of fused iterators, so unlike
+// Ansor several reduce axes are not fused first: only the largest is split.
+class AddRfactorRule : public SketchRule {
+ public:
+  std::string name() const override { return "add-rfactor"; }
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id) || IsCacheWriteStage(s, stage_id)) return Condition::Skip;
+    const Stage& st = s.stage(stage_id);
+    const int64_t spatial = SpatialProduct(st), reduce = ReduceProduct(st);
+    const int64_t cores = std::max<int64_t>(1, ctx.task.hardware_params.num_cores);
+    if (!HasReduceIter(st) || reduce <= 1) return Condition::Skip;
+    const bool little_parallelism =
+        NeedsMultiLevelTiling(s, stage_id)
+            ? spatial <= reduce && spatial <= ctx.params.parallel_iterations_per_core * cores
+            : spatial < cores;
+    return little_parallelism ? Condition::Apply : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    const int num_spatial = static_cast<int>(st.op->axis.size());
+    int axis = -1;
+    for (int i = num_spatial; i < st.num_iters(); ++i) {
+      if (axis < 0 || st.iter(i).extent >= st.iter(axis).extent) axis = i;
+    }
+    const State split = s.Split(stage_id, axis, {int64_t{1}});
+    Results out;
+    for (int part : {axis, axis + 1}) {
+      State r = split.Apply(RfactorStep{stage_id, part, num_spatial});
+      AS_CHECK(r.stage(stage_id + 1).name() == st.name() && r.stage(stage_id).name().rfind(st.name(), 0) == 0,
+               "rfactor of '" << st.name() << "' did not place its new stage right before it");
+      if (part == axis + 1) {  // the factored axis innermost
+        std::vector<int> order;
+        for (int i = 0; i < r.stage(stage_id).num_iters(); ++i) {
+          if (i != num_spatial) order.push_back(i);
+        }
+        order.push_back(num_spatial);
+        r = r.Reorder(stage_id, order);
+      }
+      out.emplace_back(r, stage_id - 1);
+    }
+    return out;
+  }
+};
+
+// ---- add-cache-write ----
+
+// A stage worth multi-level tiling with no element-wise consumer to fuse into
+// computes into a "<name>.local" stage, which the next rule fuses into the
+// copy. Apply (not ApplyAndSkipRest): the sketch without the cache is kept.
+class AddCacheWriteRule : public SketchRule {
+ public:
+  std::string name() const override { return "add-cache-write"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id) || !NeedsMultiLevelTiling(s, stage_id)) return Condition::Skip;
+    if (IsCacheWriteStage(s, stage_id) || ElementwiseFusionTarget(s, stage_id) >= 0) return Condition::Skip;
+    return Condition::Apply;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const std::string name = s.stage(stage_id).name();
+    State r = s.Apply(CacheWriteStep{stage_id, "local"});
+    AS_CHECK(IsCacheWriteStage(r, stage_id) && r.stage(stage_id + 1).name() == name,
+             "cache_write of '" << name << "' did not place its new stage right before it");
+    return {{r, stage_id}};  // the ".local" stage is visited next
+  }
+};
+
+// ---- multi-level-tiling-with-fusion ----
+
+// Multi-level tiling, then the element-wise consumer tiled like the outer
+// levels and the stage computed inside them: one sketch per fusion level
+// (after the outermost spatial level, after the second).
+class MultiLevelTilingWithFusionRule : public SketchRule {
+ public:
+  std::string name() const override { return "multi-level-tiling-with-fusion"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id) || !NeedsMultiLevelTiling(s, stage_id)) return Condition::Skip;
+    if (ElementwiseFusionTarget(s, stage_id) < 0) return Condition::Skip;
+    // A cache-write stage exists to be fused: no other sketch for it.
+    return IsCacheWriteStage(s, stage_id) ? Condition::ApplyAndSkipRest : Condition::Apply;
+  }
+  Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
+    const int target = ElementwiseFusionTarget(s, stage_id);
+    const std::string& structure = ctx.params.cpu_tiling_structure;
+    const int n_space = static_cast<int>(std::count(structure.begin(), structure.end(), 'S'));
+    const TiledStage tiled = MultiLevelTile(s, stage_id, structure);
+    Results out;
+    for (int level = 1; level <= std::min(2, n_space - 1); ++level) {
+      auto [fused, attach] = FollowTiling(tiled.state, target, tiled.spatial_split_steps, level);
+      out.emplace_back(fused.ComputeAt(stage_id, target, attach), stage_id - 1);
+    }
+    return out;
+  }
+};
+
+// ---- multi-level-tiling ----
+
+class MultiLevelTilingRule : public SketchRule {
+ public:
+  std::string name() const override { return "multi-level-tiling"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    return IsFreshRootStage(s, stage_id) && NeedsMultiLevelTiling(s, stage_id) ? Condition::ApplyAndSkipRest
+                                                                               : Condition::Skip;
+  }
+  Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
+    return {{MultiLevelTile(s, stage_id, ctx.params.cpu_tiling_structure).state, stage_id - 1}};
+  }
+};
+
+// ---- skip-stage ----
+
+class SkipStageRule : public SketchRule {
+ public:
+  std::string name() const override { return "skip-stage"; }
+  Condition MeetCondition(const SketchContext&, const State&, int) const override { return Condition::Apply; }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    return {{s, stage_id - 1}};
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const SketchRule> MakeAlwaysInlineRule() { return std::make_shared<AlwaysInlineRule>(); }
+std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule() {
+  return std::make_shared<SimplifyComputeWithConstTensorRule>();
+}
+std::shared_ptr<const SketchRule> MakeAddRfactorRule() { return std::make_shared<AddRfactorRule>(); }
+std::shared_ptr<const SketchRule> MakeAddCacheWriteRule() { return std::make_shared<AddCacheWriteRule>(); }
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule() {
+  return std::make_shared<MultiLevelTilingWithFusionRule>();
+}
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule() {
+  return std::make_shared<MultiLevelTilingRule>();
+}
+std::shared_ptr<const SketchRule> MakeSkipStageRule() { return std::make_shared<SkipStageRule>(); }
+
+SketchRuleList DefaultCpuSketchRules() {
+  return {MakeAlwaysInlineRule(),  MakeSimplifyComputeWithConstTensorRule(), MakeAddRfactorRule(),
+          MakeAddCacheWriteRule(), MakeMultiLevelTilingWithFusionRule(),     MakeMultiLevelTilingRule(),
+          MakeSkipStageRule()};
+}
+
+bool IsRfactorSplit(const std::vector<Step>& steps, int step_id) {
+  if (step_id < 0 || step_id + 1 >= static_cast<int>(steps.size())) return false;
+  const auto* split = std::get_if<SplitStep>(&steps[step_id]);
+  const auto* rf = std::get_if<RfactorStep>(&steps[step_id + 1]);
+  return split != nullptr && rf != nullptr && rf->stage_id == split->stage_id;
+}
+
+}  // namespace autosched

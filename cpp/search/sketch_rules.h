@@ -1,0 +1,75 @@
+// Sketch rules: how a sketch (a State whose split lengths are still unknown)
+// grows, one stage at a time.
+//
+// Sketch generation (sketch_policy.h) walks the stages from the last (the
+// outputs) to the first. At stage i of a partial sketch it asks every rule of
+// one ordered list, in order, for its condition:
+//   Skip              the rule does not apply here;
+//   Apply             its results are kept and the next rules are asked too;
+//   ApplyAndSkipRest  its results are kept and the next rules are not asked.
+// A rule's Apply returns new (state, next stage id) pairs: the next stage id
+// is the stage to look at next in that state (usually i - 1; a rule that adds
+// a stage returns the id it wants visited next).
+//
+// The CPU list, in order (DefaultCpuSketchRules):
+//   always-inline                     strictly inlineable element-wise stage: inline it
+//   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
+//   add-rfactor                       a reduction with little spatial parallelism: factor it
+//   add-cache-write                   multi-level tiling without an element-wise consumer:
+//                                     compute into a "local" stage, copy out
+//   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
+//   multi-level-tiling                tile "SSRSRS"
+//   skip-stage                        leave the stage as it is
+// A custom rule goes first in the list (SketchPolicy::rules()).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedule/state.h"
+#include "search/search_params.h"
+#include "task/search_task.h"
+
+namespace autosched {
+
+// What a rule sees besides the state: the task and the parameters.
+struct SketchContext {
+  const SearchTask& task;
+  const SearchParams& params;
+};
+
+class SketchRule {
+ public:
+  enum class Condition { Skip, Apply, ApplyAndSkipRest };
+
+  virtual ~SketchRule() = default;
+  virtual std::string name() const = 0;
+  virtual Condition MeetCondition(const SketchContext& ctx, const State& state, int stage_id) const = 0;
+  // May throw Error (a step the core refuses); generation records it and
+  // goes on without this rule's results.
+  virtual std::vector<std::pair<State, int>> Apply(const SketchContext& ctx, const State& state,
+                                                   int stage_id) const = 0;
+};
+
+using SketchRuleList = std::vector<std::shared_ptr<const SketchRule>>;
+
+// The rules of the CPU policy, in the order above.
+SketchRuleList DefaultCpuSketchRules();
+
+// The rules one by one (for tests and custom lists).
+std::shared_ptr<const SketchRule> MakeAlwaysInlineRule();
+std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
+std::shared_ptr<const SketchRule> MakeAddRfactorRule();
+std::shared_ptr<const SketchRule> MakeAddCacheWriteRule();
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule();
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule();
+std::shared_ptr<const SketchRule> MakeSkipStageRule();
+
+// The split made by the add-rfactor rule carries the provisional length 1
+// (the core's rfactor needs known extents); a split step directly followed by
+// an rfactor step of the same stage is therefore sampled like an unknown one.
+bool IsRfactorSplit(const std::vector<Step>& steps, int step_id);
+
+}  // namespace autosched

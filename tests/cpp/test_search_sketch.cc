@@ -1,0 +1,260 @@
+// Sketch rules one by one (condition and apply) and whole sketch generation
+// on a matmul, matmul + element-wise consumers, reductions, an element-wise
+// op and a read of a constant tensor.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "schedule_test_util.h"
+#include "search/search_util.h"
+#include "search/sketch_policy.h"
+
+namespace autosched {
+namespace {
+
+using Condition = SketchRule::Condition;
+using sched_test::Axis;
+using sched_test::MatmulRelu;
+
+const DataType kF32 = DataType::Float(32);
+
+SearchTask MakeTask(const ComputeDAG& dag, int64_t num_cores = 4) {
+  HardwareParams hw = DefaultHardwareParams(Target::Parse("llvm"));
+  hw.num_cores = num_cores;
+  return SearchTask(dag, "", Target::Parse("llvm"), hw, "test");
+}
+
+// [A, B, C] with C = A x B (n x k, k x m).
+ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) {
+  Tensor a = placeholder({n, k}, kF32, "A");
+  Tensor b = placeholder({k, m}, kF32, "B");
+  IterVar i = Axis("i", n), j = Axis("j", m);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
+  return ComputeDAG({a, b, c});
+}
+
+// [X, S] with S[i] = sum_k X[i, k].
+ComputeDAG RowSum(int64_t n, int64_t k) {
+  Tensor x = placeholder({n, k}, kF32, "X");
+  IterVar i = Axis("i", n);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  return ComputeDAG({x, compute("S", {i}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}), {r}))});
+}
+
+// [X, Y] with T = X + 1 (inlineable) and Y = T * 2 (the output).
+ComputeDAG ElementWise(int64_t n, int64_t m) {
+  Tensor x = placeholder({n, m}, kF32, "X");
+  IterVar i = Axis("i", n), j = Axis("j", m);
+  Tensor t = compute("T", {i, j}, x({i.var, j.var}) + Expr(1.0f));
+  IterVar i2 = Axis("i", n), j2 = Axis("j", m);
+  return ComputeDAG({x, compute("Y", {i2, j2}, t({i2.var, j2.var}) * Expr(2.0f))});
+}
+
+int CountSteps(const State& s, const char* record_name) {
+  return static_cast<int>(std::count_if(s.steps().begin(), s.steps().end(), [&](const Step& step) {
+    return std::string(StepRecordName(step)) == record_name;
+  }));
+}
+
+std::vector<std::string> IterNames(const Stage& st) {
+  std::vector<std::string> names;
+  for (int i = 0; i < st.num_iters(); ++i) names.push_back(st.iter(i).name);
+  return names;
+}
+
+TEST(SketchRules, AlwaysInline) {
+  const SearchTask task = MakeTask(MatmulRelu(16, 16, 16));  // A 0, B 1, C 2, E 3, D 4
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  auto rule = MakeAlwaysInlineRule();
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 3), Condition::ApplyAndSkipRest);  // E = C + 1
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 4), Condition::Skip);              // D is an output
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 2), Condition::Skip);              // C has a reduction
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 0), Condition::Skip);              // a placeholder
+  auto out = rule->Apply(ctx, s, 3);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first.stage(3).loc, ComputeLocKind::Inlined);
+  EXPECT_EQ(out[0].second, 2);
+}
+
+TEST(SketchRules, MultiLevelTilingMakesSSRSRS) {
+  const SearchTask task = MakeTask(Matmul(32, 32, 32));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  auto rule = MakeMultiLevelTilingRule();
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 2), Condition::ApplyAndSkipRest);
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 0), Condition::Skip);
+  auto out = rule->Apply(ctx, s, 2);
+  ASSERT_EQ(out.size(), 1u);
+  const Stage& c = out[0].first.stage(2);
+  const std::vector<std::string> want = {"i.0", "j.0", "i.1", "j.1", "k.0",
+                                         "i.2", "j.2", "k.1", "i.3", "j.3"};
+  EXPECT_EQ(IterNames(c), want);
+  EXPECT_EQ(c.iter(9).extent, -1);  // lengths unknown in a sketch
+  // Not again on a tiled stage.
+  EXPECT_EQ(rule->MeetCondition(ctx, out[0].first, 2), Condition::Skip);
+}
+
+TEST(SketchRules, CacheWriteOnMatmulWithoutConsumer) {
+  const SearchTask task = MakeTask(Matmul(32, 32, 32));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  auto rule = MakeAddCacheWriteRule();
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 2), Condition::Apply);
+  auto out = rule->Apply(ctx, s, 2);
+  ASSERT_EQ(out.size(), 1u);
+  const State& r = out[0].first;
+  EXPECT_EQ(out[0].second, 2);
+  EXPECT_EQ(r.stage(2).name(), "C.local");
+  EXPECT_EQ(r.stage(2).scope, MemScope::Local);
+  EXPECT_EQ(r.stage(3).name(), "C");
+  EXPECT_TRUE(IsCacheWriteStage(r, 2));
+  EXPECT_EQ(rule->MeetCondition(ctx, r, 2), Condition::Skip);  // not twice
+  // The local stage is fused into its copy, and only fused.
+  auto fusion = MakeMultiLevelTilingWithFusionRule();
+  EXPECT_EQ(fusion->MeetCondition(ctx, r, 2), Condition::ApplyAndSkipRest);
+}
+
+TEST(SketchRules, FusionIntoElementWiseConsumer) {
+  const SearchTask task = MakeTask(MatmulRelu(16, 16, 16));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s = State(task.compute_dag).ComputeInline(3);  // E inlined: C's consumer is D
+  EXPECT_EQ(ElementwiseFusionTarget(s, 2), 4);
+  EXPECT_EQ(MakeAddCacheWriteRule()->MeetCondition(ctx, s, 2), Condition::Skip);
+  auto rule = MakeMultiLevelTilingWithFusionRule();
+  ASSERT_EQ(rule->MeetCondition(ctx, s, 2), Condition::Apply);
+  auto out = rule->Apply(ctx, s, 2);
+  ASSERT_EQ(out.size(), 2u);
+  for (int level = 1; level <= 2; ++level) {
+    const State& r = out[level - 1].first;
+    const Stage& c = r.stage(2);
+    const Stage& d = r.stage(4);
+    EXPECT_EQ(c.loc, ComputeLocKind::At);
+    EXPECT_EQ(c.attach_stage, 4);
+    EXPECT_EQ(d.num_iters(), 2 * (level + 1));  // i and j follow C's splits
+    EXPECT_EQ(d.LeafIndex(c.attach_node), 2 * level - 1);
+    EXPECT_EQ(CountSteps(r, "FSP"), 2);
+  }
+}
+
+TEST(SketchRules, RfactorOnReductionWithLittleParallelism) {
+  const SearchTask task = MakeTask(RowSum(2, 512), 8);
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  auto rule = MakeAddRfactorRule();
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 1), Condition::Apply);  // 2 rows < 8 cores
+  EXPECT_EQ(MakeAddRfactorRule()->MeetCondition(ctx, State(MakeTask(RowSum(64, 512), 8).compute_dag), 1),
+            Condition::Skip);
+  auto out = rule->Apply(ctx, s, 1);
+  ASSERT_EQ(out.size(), 2u);
+  for (const auto& [r, next] : out) {
+    EXPECT_EQ(next, 0);
+    EXPECT_EQ(r.stage(1).name(), "S.rf");
+    EXPECT_EQ(r.stage(2).name(), "S");
+    EXPECT_TRUE(IsRfactorSplit(r.steps(), 0));
+  }
+  // Outer part factored: S.rf(i, k.0) reduces k.1; inner part: k.1 innermost.
+  EXPECT_EQ(IterNames(out[0].first.stage(1)), (std::vector<std::string>{"i", "k.0", "k.1"}));
+  EXPECT_EQ(IterNames(out[1].first.stage(1)), (std::vector<std::string>{"i", "k.0", "k.1"}));
+  EXPECT_EQ(out[1].first.stage(1).iter(2).kind, IteratorKind::Spatial);
+  EXPECT_EQ(out[0].first.stage(1).iter(1).kind, IteratorKind::Spatial);
+}
+
+TEST(SketchRules, RfactorOnMultiLevelTiledOpWithSmallSpatialProduct) {
+  const SearchTask task = MakeTask(Matmul(4, 4, 1024));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  EXPECT_EQ(MakeAddRfactorRule()->MeetCondition(ctx, State(task.compute_dag), 2), Condition::Apply);
+  const SearchTask big = MakeTask(Matmul(64, 64, 64));
+  EXPECT_EQ(MakeAddRfactorRule()->MeetCondition(SketchContext{big, params}, State(big.compute_dag), 2),
+            Condition::Skip);
+}
+
+TEST(SketchPolicy, MatmulGivesTilingAndCacheWriteSketches) {
+  SketchPolicy policy(MakeTask(Matmul(64, 64, 64)));
+  const auto sketches = policy.GenerateSketches();
+  EXPECT_TRUE(policy.rule_failures().empty()) << policy.rule_failures()[0];
+  ASSERT_EQ(sketches.size(), 3u);  // tiled; cache write fused at level 1; at level 2
+  int cached = 0;
+  for (const State& s : sketches) {
+    cached += CountSteps(s, "CHW");
+    EXPECT_EQ(CountSteps(s, "RE"), CountSteps(s, "CHW") + 1);  // the tiling (+ the copy's)
+  }
+  EXPECT_EQ(cached, 2);
+}
+
+TEST(SketchPolicy, MatmulReluGivesFusedAndUnfusedSketches) {
+  SketchPolicy policy(MakeTask(MatmulRelu(64, 64, 64)));
+  const auto sketches = policy.GenerateSketches();
+  EXPECT_TRUE(policy.rule_failures().empty());
+  ASSERT_EQ(sketches.size(), 3u);
+  int fused = 0;
+  for (const State& s : sketches) {
+    EXPECT_EQ(s.stage(3).loc, ComputeLocKind::Inlined);
+    EXPECT_EQ(CountSteps(s, "CHW"), 0);
+    fused += s.stage(2).loc == ComputeLocKind::At;
+  }
+  EXPECT_EQ(fused, 2);
+}
+
+TEST(SketchPolicy, ReductionGivesRfactorSketches) {
+  SketchPolicy policy(MakeTask(RowSum(2, 512), 8));
+  const auto sketches = policy.GenerateSketches();
+  ASSERT_EQ(sketches.size(), 3u);
+  EXPECT_EQ(CountSteps(sketches[0], "RF") + CountSteps(sketches[1], "RF") + CountSteps(sketches[2], "RF"), 2);
+}
+
+TEST(SketchPolicy, ElementWiseOpIsInlinedAndLeftAlone) {
+  SketchPolicy policy(MakeTask(ElementWise(8, 8)));
+  const auto sketches = policy.GenerateSketches();
+  ASSERT_EQ(sketches.size(), 1u);
+  ASSERT_EQ(sketches[0].steps().size(), 1u);
+  EXPECT_EQ(sketches[0].stage(1).loc, ComputeLocKind::Inlined);
+}
+
+TEST(SketchPolicy, ConstTensorIndicesAreUnrolled) {
+  // G is a constant 4x4 matrix; O[i, e] = sum_r X[i, r] * G[r, e].
+  Tensor x = placeholder({12, 4}, kF32, "X");
+  IterVar a = Axis("a", 4), b = Axis("b", 4);
+  Tensor g = compute("G", {a, b}, select(eq(a.var, b.var), Expr(2.0f), Expr(0.5f)));
+  IterVar i = Axis("i", 12), e = Axis("e", 4);
+  IterVar rd = MakeReduceAxis(0, 4, "r");
+  Tensor o =
+      compute("O", {i, e}, ReduceNode::make(Combiner::Sum, x({i.var, rd.var}) * g({rd.var, e.var}), {rd}));
+  const SearchTask task = MakeTask(ComputeDAG({x, o}));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  const int o_id = s.StageIndex("O");
+  auto rule = MakeSimplifyComputeWithConstTensorRule();
+  ASSERT_EQ(rule->MeetCondition(ctx, s, o_id), Condition::ApplyAndSkipRest);
+  const State r = rule->Apply(ctx, s, o_id)[0].first;
+  EXPECT_EQ(IterNames(r.stage(o_id)), (std::vector<std::string>{"i.0", "i.1", "i.2", "e", "r"}));
+  EXPECT_EQ(r.stage(o_id).iter(3).annotation, IteratorAnnotation::Unroll);
+  EXPECT_EQ(r.stage(o_id).iter(4).annotation, IteratorAnnotation::Unroll);
+  SketchPolicy policy(task);
+  const auto sketches = policy.GenerateSketches();
+  ASSERT_EQ(sketches.size(), 1u);
+  EXPECT_EQ(sketches[0].stage(s.StageIndex("G")).loc, ComputeLocKind::Inlined);
+}
+
+TEST(SketchPolicy, RefusesTargetsWithoutRules) {
+  const ComputeDAG dag = Matmul(8, 8, 8);
+  SearchTask task(dag, Target::Parse("opencl"));
+  try {
+    SketchPolicy policy(task);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("opencl"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace autosched
