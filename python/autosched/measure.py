@@ -89,7 +89,7 @@ class LocalRunner:
 
     def __init__(self, timeout=10, number=3, repeat=1, min_repeat_ms=100, max_repeat=1_000_000, cooldown_s=0,
                  flush_cache=False, inject_faults=None, fault_seed=0, peak_flops=None, peak_bandwidth=None,
-                 verify_seed=0, whole_output_work=4e7, num_points=256):
+                 verify_seed=0, whole_output_work=2e6, num_points=256):
         faults = dict(inject_faults or {})
         for kind, share in faults.items():
             if kind not in FAULT_KINDS:
