@@ -132,6 +132,13 @@ def test_a_hang_ends_at_its_timeout(task, builder):
     assert time.time() - start < 10
 
 
+def test_a_build_past_its_timeout_is_a_build_timeout(task):
+    states = good_states(task, 2)
+    results = am.measure(task, states, am.LocalBuilder(timeout=0.001, n_parallel=1), am.LocalRunner())
+    assert [r.error for r in results] == ["build_timeout", "build_timeout"], [r.error_msg for r in results]
+    assert "builder's timeout" in results[0].error_msg
+
+
 def test_a_target_without_backend_is_a_compile_error(task, builder, runner):
     gpu = ans.SearchTask(compute_dag=task.compute_dag, target=ans.Target("opencl"))
     (r,) = am.measure(gpu, [task.compute_dag.get_init_state()], builder, runner)

@@ -35,11 +35,12 @@ def result(cost, error="none"):
                                all_cost=0.25, timestamp=time.time())
 
 
-def test_round_trip(tmp_path):
+@pytest.mark.parametrize("fsync", [False, True])
+def test_round_trip(tmp_path, fsync):
     path = tmp_path / "log.json"
     task = make_task()
     inputs = [am.MeasureInput(task, split_state(task, f)) for f in (2, 4)]
-    cb = ar.RecordToFile(path)
+    cb = ar.RecordToFile(path, fsync=fsync)
     cb(None, inputs, [result(2e-3), result(0, "wrong_answer")])
     loaded = ar.load_records(path)
     assert len(loaded) == 2
