@@ -553,19 +553,27 @@ Code BodyCompiler::CompileReduce(const ReduceNode* n) {
   for (const IterVar& iv : n->axis) slots.push_back(BindSlot(iv.var_node()));
   Code source = Compile(n->source);
   IntFn condition = n->condition.defined() ? Compile(n->condition).i : nullptr;
-  DataType t = n->dtype;
+  const DataType t = n->dtype, acc_t = n->acc_dtype;
   Combiner c = n->combiner;
   if (t.is_float()) {
     double identity = n->identity().as<FloatImmNode>()->value;
-    auto combine = [c](double acc, double v) {
+    // The accumulator is a double; a float16 accumulator is rounded to
+    // float16 after every step, as generated code stores it.
+    const bool round_each_step = acc_t.bits < 32;
+    auto combine = [c, acc_t, round_each_step](double acc, double v) {
+      double r;
       switch (c) {
-        case Combiner::Sum: return acc + v;
-        case Combiner::Prod: return acc * v;
-        case Combiner::Max: return std::isnan(acc) || std::isnan(v) ? acc + v : (v > acc ? v : acc);
-        default: return std::isnan(acc) || std::isnan(v) ? acc + v : (v < acc ? v : acc);
+        case Combiner::Sum: r = acc + v; break;
+        case Combiner::Prod: r = acc * v; break;
+        case Combiner::Max: r = std::isnan(acc) || std::isnan(v) ? acc + v : (v > acc ? v : acc); break;
+        default: r = std::isnan(acc) || std::isnan(v) ? acc + v : (v < acc ? v : acc); break;
       }
+      return round_each_step ? RoundToFloatType(acc_t, r) : r;
     };
-    return FloatCode(t, ReduceLoop<double>(n->axis, slots, identity, source.f, condition, combine));
+    FloatFn loop = ReduceLoop<double>(n->axis, slots, identity, source.f, condition, combine);
+    // One rounding to the result type at the end (source values convert to
+    // the accumulation type exactly: it is never narrower).
+    return FloatCode(t, [t, loop](Slot* s) { return RoundToFloatType(t, loop(s)); });
   }
   int64_t identity = n->identity().as<IntImmNode>()->value;
   auto combine = [c, t](int64_t acc, int64_t v) {

@@ -52,6 +52,7 @@ bool SameExpr(const Expr& a, const Expr& b) {
       break;
     case ExprKind::Reduce:
       if (a.as<ReduceNode>()->combiner != b.as<ReduceNode>()->combiner) return false;
+      if (a.as<ReduceNode>()->acc_dtype != b.as<ReduceNode>()->acc_dtype) return false;
       break;
     case ExprKind::BufferLoad:
       if (a.as<BufferLoadNode>()->buffer != b.as<BufferLoadNode>()->buffer) return false;

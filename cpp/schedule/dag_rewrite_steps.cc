@@ -294,9 +294,10 @@ void RfactorStep::Apply(StateNode& s) const {
   }
   std::vector<IterVar> rf_axes = op->axis;
   rf_axes.insert(rf_axes.begin() + factor_iter_id, factor_axis);
-  Expr rf_body = rf_reduce.empty()
-                     ? Substitute(red->source, sub)
-                     : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce, cond);
+  // Partial results stay in the accumulation type; the final reduction rounds once.
+  Expr rf_body = rf_reduce.empty() ? Substitute(red->source, sub)
+                                   : ReduceNode::make(red->combiner, Substitute(red->source, sub), rf_reduce,
+                                                      cond, red->acc_dtype, red->acc_dtype);
   AS_CHECK(!rf_reduce.empty() || !cond.defined(), "rfactor of '" << st.name() << "' leaves a guarded body");
   Tensor rf = compute(FreshStageName(s, op->name + ".rf"), rf_axes, rf_body, op->tag, op->attrs);
 
@@ -305,7 +306,9 @@ void RfactorStep::Apply(StateNode& s) const {
   std::vector<Expr> idx = AxisVars(axes);
   idx.insert(idx.begin() + factor_iter_id, sum_axis.var);
   Tensor result =
-      compute(op->name, axes, ReduceNode::make(red->combiner, rf(idx), {sum_axis}), op->tag, op->attrs);
+      compute(op->name, axes,
+              ReduceNode::make(red->combiner, rf(idx), {sum_axis}, Expr(), red->acc_dtype, red->dtype),
+              op->tag, op->attrs);
   DagRewrite rw;
   rw.replace[op.get()] = result;
   rw.fresh[rf.get()] = true;
