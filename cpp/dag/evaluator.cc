@@ -498,6 +498,14 @@ Code BodyCompiler::CompileLoad(const TensorLoadNode* n) {
   auto site = std::make_shared<LoadSite>(LoadSite{ev_, store, {}, op_->name});
   for (const Expr& idx : n->indices) {
     LoadIndex li;
+    // An int64 index converted to int32 (TensorLoadNode::make) is checked
+    // against the bounds at its own width: a value past int32 is out of
+    // bounds, not wrapped into them.
+    const auto* conversion = idx.as<CastNode>();
+    if (conversion && conversion->value.dtype().is_integer() && conversion->value.dtype().bits > 32) {
+      site->indices.push_back(LoadIndex{-1, 0, Compile(conversion->value).i});
+      continue;
+    }
     Expr var = idx;
     if (const auto* bin = idx.as<BinaryNode>()) {
       int64_t c = 0;

@@ -180,6 +180,8 @@ Expr TensorLoadNode::make(const Tensor& tensor, std::vector<Expr> indices) {
     AS_TYPE_CHECK(indices[i].dtype().is_integer() && indices[i].dtype().is_scalar(),
                   "index " << i << " of tensor '" << tensor->name << "' has dtype "
                            << indices[i].dtype().str() << ", expected an integer");
+    // Index arithmetic is int32 everywhere (see the semantics above).
+    indices[i] = cast(DataType::Int(32), std::move(indices[i]));
   }
   return Expr(std::make_shared<TensorLoadNode>(tensor->dtype, tensor.ptr(), std::move(indices)));
 }

@@ -233,7 +233,11 @@ class Tensor;
 struct TensorNode;
 
 // Reads one element of a tensor. Built by Tensor::operator() which checks the
-// number of indices against the tensor's rank.
+// number of indices against the tensor's rank. Indices may be of any integer
+// type; each is converted to int32, the type of all index arithmetic (tensors
+// hold fewer than 2^31 elements), so every pass combines indices of one type.
+// An index outside the tensor is an error in the evaluator (one that does not
+// fit in int32 included) and undefined in generated code.
 struct TensorLoadNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::TensorLoad;
   std::shared_ptr<const TensorNode> tensor;

@@ -146,10 +146,7 @@ class StateLowerer {
       AS_ICHECK(t >= 0 && buffers_[t].buffer);
       std::vector<Expr> indices;
       for (size_t d = 0; d < load->indices.size(); ++d) {
-        // Index arithmetic is int32 (tensors hold fewer than 2^31 elements):
-        // an index of another integer type is converted, so that lowering and
-        // flattening combine indices of one type.
-        Expr i = cast(DataType::Int(32), LowerLoads(load->indices[d]));
+        Expr i = LowerLoads(load->indices[d]);
         if (buffers_[t].relative) i = i - info_.stages[t].region_min[d];
         indices.push_back(i);
       }

@@ -20,8 +20,6 @@
 //    stage's and allocated around its nest; after the outermost reduce loop,
 //    the same kind of loops store the accumulator, converted once, into the
 //    stage's buffer.
-//  - Load indices of any integer type are converted to int32, the type of all
-//    index arithmetic.
 //  - auto_unroll_max_step becomes a Pragma around the stage's loop nest.
 // Indices stay multi-dimensional; storage flattening happens in lowering
 // passes. Throws Error for a state that cannot be lowered (unknown split

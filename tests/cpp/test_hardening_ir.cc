@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
+#include "ir/simplify.h"
 #include "ir/structural.h"
 #include "lower/lower.h"
 #include "lower/lower_state.h"
@@ -151,6 +152,19 @@ TEST(HardeningIr, LoadIndicesOfAnyIntegerTypeLower) {
   LoweredFunc f;
   ASSERT_NO_THROW(f = Lower(State(dag)));
   EXPECT_NE(ToString(f).find("int32(I["), std::string::npos) << ToString(f);
+}
+
+TEST(HardeningIr, NarrowingIntegerCastsMoveDownAndCancel) {
+  const DataType i64 = DataType::Int(64), i32 = DataType::Int(32);
+  Expr i = VarNode::make("i"), j = VarNode::make("j");
+  Expr wide = cast(i64, i) * IntImmNode::make(i64, 4) + cast(i64, j) - IntImmNode::make(i64, 1);
+  EXPECT_EQ(ToString(Simplify(cast(i32, wide))), ToString(Simplify(i * Expr(4) + j - Expr(1))));
+  // Not when the middle type loses values, nor through division.
+  Expr u8 = VarNode::make("u", DataType::UInt(8));
+  EXPECT_EQ(ToString(Simplify(cast(i32, cast(DataType::Int(8), u8)))), "int32(int8(u))");
+  EXPECT_EQ(ToString(Simplify(cast(i32, cast(i32, u8)))), "int32(u)");
+  Expr q = floordiv(cast(i64, i), IntImmNode::make(i64, 3));
+  EXPECT_EQ(Simplify(cast(i32, q)).as<CastNode>()->value.dtype(), i64);
 }
 
 // ---- depth ----

@@ -283,7 +283,15 @@ def test_int64_index_arithmetic_and_cast():
     c = te.compute((4, 3), lambda r, j: a_ph[i_ph[r] + 1, te.cast(j, "int64")], name="C")
     a = RNG.standard_normal((11, 3)).astype("float32")
     idx = np.array([9, 0, 4, 2], "int64")
-    check(ans.ComputeDAG([a_ph, b]), None, [a], a)
+    dag = ans.ComputeDAG([a_ph, b])
+    check(dag, None, [a], a)
+    for attach in (None, 0, 1):  # a cache of A read through the int64 index, at every level
+        s = dag.get_init_state()
+        cache = s.cache_read(a_ph, "local", [b])
+        bo, bi = s.split(b, s[b].iters[0], [4])
+        if attach is not None:
+            s.compute_at(cache, b, (bo, bi)[attach])
+        check(dag, s, [a], a)
     dag = ans.ComputeDAG([a_ph, i_ph, c])
     check(dag, None, [a, idx], a[idx + 1])
     s = dag.get_init_state()
@@ -297,6 +305,15 @@ def test_int64_index_arithmetic_and_cast():
     ro, ri = s.split(d, s[d].iters[1], [3])
     s.rfactor(d, ri, 1)
     check(dag, s, [a, idx], a[idx].sum(0))
+
+
+def test_int64_index_past_int32_is_out_of_bounds_in_the_evaluator():
+    a_ph = te.placeholder((4, 3), name="A")
+    i_ph = te.placeholder((2,), name="I", dtype="int64")
+    g = te.compute((2, 3), lambda r, j: a_ph[i_ph[r], j], name="G")
+    dag = ans.ComputeDAG([a_ph, i_ph, g])
+    with pytest.raises(ValueError, match="out-of-bounds load of tensor 'A' at index \\[4294967297, 0\\]"):
+        ans.evaluate(dag, [np.zeros((4, 3), "float32"), np.array([0, 2 ** 32 + 1], "int64")])
 
 
 # ---- 10. deep input: a clear error, never a crash ----
