@@ -99,7 +99,10 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
 
 
 def reduce_axis(dom, name="k"):
-    """A reduction axis over [lo, hi); use it in expressions like an index variable."""
+    """A reduction axis over [lo, hi); use it in expressions like an index variable.
+
+    The compute made with it runs the axis over [0, hi - lo) and reads k + lo where the body reads k, so its
+    reduce_axis and loop state start at 0 (the values are those of [lo, hi))."""
     try:
         lo, hi = dom
     except (TypeError, ValueError):
