@@ -221,7 +221,8 @@ class StateLowerer {
   // Loops over the spatial leaves after position `from` (fresh loop
   // variables) around the store `make_store(indices)`, guarded like the
   // stage's stores.
-  Stmt SpatialNest(int s, int from, const std::function<Stmt(const std::vector<Expr>&)>& make_store) {
+  Stmt SpatialNest(int s, int from, const char* suffix,
+                   const std::function<Stmt(const std::vector<Expr>&)>& make_store) {
     const Stage& st = state_.stages[s];
     const StageBound& b = info_.stages[s];
     VarMap fresh;
@@ -229,7 +230,7 @@ class StateLowerer {
     for (int i = from + 1; i < st.num_iters(); ++i) {
       const Iterator& it = st.iter(i);
       if (it.kind != IteratorKind::Spatial) continue;
-      Expr v = VarNode::make(it.name + ".init");
+      Expr v = VarNode::make(it.name + suffix);
       fresh[b.node_vars[st.leaves[i]].as<VarNode>()] = v;
       loops.push_back({v, i});
     }
@@ -249,7 +250,7 @@ class StateLowerer {
   Stmt InitNest(int s, int from) {
     const auto* red = state_.stages[s].op->body.as<ReduceNode>();
     const Buffer& target = buffers_[s].acc ? buffers_[s].acc : buffers_[s].buffer;
-    return SpatialNest(s, from, [&](const std::vector<Expr>& idx) {
+    return SpatialNest(s, from, ".init", [&](const std::vector<Expr>& idx) {
       return BufferStoreNode::make(target, red->identity(), idx);
     });
   }
@@ -259,7 +260,7 @@ class StateLowerer {
   Stmt FinalNest(int s, int from) {
     const Buffer& buf = buffers_[s].buffer;
     const Buffer& acc = buffers_[s].acc;
-    return SpatialNest(s, from, [&](const std::vector<Expr>& idx) {
+    return SpatialNest(s, from, ".final", [&](const std::vector<Expr>& idx) {
       return BufferStoreNode::make(buf, cast(buf->dtype, BufferLoadNode::make(acc, idx)), idx);
     });
   }
