@@ -8,6 +8,7 @@
 #include "dag/compute_dag.h"
 #include "dag/evaluator.h"
 #include "ir/error.h"
+#include "ir/serialize.h"
 
 namespace py = pybind11;
 
@@ -135,13 +136,7 @@ void bind_dag(py::module_& m) {
       .def("to_json", [](const ComputeDAG& dag) { return dag.ToJson().dump(); })
       .def_static("from_json",
                   [](const std::string& text) {
-                    nlohmann::json doc;
-                    try {
-                      doc = nlohmann::json::parse(text);
-                    } catch (const nlohmann::json::exception& e) {
-                      throw Error(std::string("ComputeDAG.from_json: not valid JSON: ") + e.what());
-                    }
-                    return ComputeDAG::FromJson(doc);
+                    return ComputeDAG::FromJson(ParseJsonText(text, "ComputeDAG.from_json"));
                   })
       .def("__str__", &ComputeDAG::ToString)
       .def("__repr__", [](const ComputeDAG& dag) {

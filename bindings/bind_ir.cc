@@ -115,12 +115,23 @@ std::pair<Expr, Expr> ToOperands(py::handle a, py::handle b) {
   return {ToExpr(a), ToExpr(b)};
 }
 
-Expr Binary(BinOp op, py::handle a, py::handle b) {
-  auto [x, y] = ToOperands(a, b);
-  return BinaryNode::make(op, x, y);
+// Expressions built from Python are held to kMaxExprDepth (the core allows
+// more, for what lowering adds).
+Expr Checked(Expr e) {
+  AS_CHECK(e.depth() <= kMaxExprDepth,
+           "expression is nested " << e.depth() << " levels deep, more than the limit of " << kMaxExprDepth
+                                   << " (write long sums as a reduction over a reduce axis, e.g. "
+                                      "te.sum(A[i, k], axis=k), or compute intermediate results in "
+                                      "separate tensors)");
+  return e;
 }
 
-Expr Negate(const Expr& x) { return BinaryNode::make(BinOp::Sub, make_const(x.dtype(), 0), x); }
+Expr Binary(BinOp op, py::handle a, py::handle b) {
+  auto [x, y] = ToOperands(a, b);
+  return Checked(BinaryNode::make(op, x, y));
+}
+
+Expr Negate(const Expr& x) { return Checked(BinaryNode::make(BinOp::Sub, make_const(x.dtype(), 0), x)); }
 
 bool IsOperand(py::handle original) {
   py::object value = NormalizeNumber(original);
@@ -177,13 +188,14 @@ void DefineOperators(py::class_<T>& cls) {
   }
   cls.def("__pow__", [](py::object a, py::object b) {
     auto [x, y] = ToOperands(a, b);
-    return CallNode::make(Intrinsic::Pow, {x, y});
+    return Checked(CallNode::make(Intrinsic::Pow, {x, y}));
   });
   cls.def("__neg__", [](py::object a) { return Negate(ToExpr(a)); });
-  cls.def("__invert__", [](py::object a) { return NotNode::make(ToExpr(a)); });
-  cls.def("__abs__", [](py::object a) { return CallNode::make(Intrinsic::Fabs, {ToExpr(a)}); });
-  cls.def("astype",
-          [](py::object a, const std::string& dtype) { return cast(DataType::Parse(dtype), ToExpr(a)); });
+  cls.def("__invert__", [](py::object a) { return Checked(NotNode::make(ToExpr(a))); });
+  cls.def("__abs__", [](py::object a) { return Checked(CallNode::make(Intrinsic::Fabs, {ToExpr(a)})); });
+  cls.def("astype", [](py::object a, const std::string& dtype) {
+    return Checked(cast(DataType::Parse(dtype), ToExpr(a)));
+  });
   cls.def("__bool__", [](py::object) -> bool {
     throw TypeError(
         "an expression has no truth value; use te.all / & / | to combine conditions, "
@@ -269,7 +281,7 @@ std::vector<Expr> ToIndices(py::handle index) {
 
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", "The output of a placeholder or compute operation.")
-      .def("__getitem__", [](const Tensor& t, py::object index) { return t(ToIndices(index)); })
+      .def("__getitem__", [](const Tensor& t, py::object index) { return Checked(t(ToIndices(index))); })
       .def("__iter__",
            [](const Tensor& t) -> py::object {
              throw TypeError("tensor '" + t->name +
@@ -339,10 +351,10 @@ void BindConstructors(py::module_& m) {
       py::arg("name"), py::arg("dtype") = "int32");
   m.def("binary",
         [](const std::string& op, py::object a, py::object b) { return Binary(ParseBinOp(op), a, b); });
-  m.def("logical_not", [](py::object a) { return NotNode::make(ToExpr(a)); });
+  m.def("logical_not", [](py::object a) { return Checked(NotNode::make(ToExpr(a))); });
   m.def("select", [](py::object c, py::object t, py::object f) {
     auto [x, y] = ToOperands(t, f);
-    return SelectNode::make(ToExpr(c), x, y);
+    return Checked(SelectNode::make(ToExpr(c), x, y));
   });
   m.def("call", [](const std::string& name, const std::vector<py::object>& args) {
     std::vector<Expr> exprs;
@@ -356,19 +368,25 @@ void BindConstructors(py::module_& m) {
     } else {
       for (const py::object& a : args) exprs.push_back(ToExpr(a));
     }
-    return CallNode::make(op, std::move(exprs));
+    return Checked(CallNode::make(op, std::move(exprs)));
   });
   m.def("cast", [](py::object value, const std::string& dtype) {
-    return cast(DataType::Parse(dtype), ToExpr(value));
+    return Checked(cast(DataType::Parse(dtype), ToExpr(value)));
   });
   m.def("reduce_axis", &MakeReduceAxis, py::arg("min"), py::arg("extent"), py::arg("name"));
   m.def(
       "reduce",
-      [](const std::string& combiner, py::object source, const std::vector<IterVar>& axis, py::object where) {
+      [](const std::string& combiner, py::object source, const std::vector<IterVar>& axis, py::object where,
+         py::object acc_dtype) {
         Expr condition = where.is_none() ? Expr() : ToExpr(where);
-        return ReduceNode::make(ParseCombiner(combiner), ToExpr(source), axis, condition);
+        Expr src = ToExpr(source);
+        DataType acc = acc_dtype.is_none() ? DefaultAccumulationType(src.dtype())
+                                           : DataType::Parse(acc_dtype.cast<std::string>());
+        return Checked(ReduceNode::make(ParseCombiner(combiner), src, axis, condition, acc, src.dtype()));
       },
-      py::arg("combiner"), py::arg("source"), py::arg("axis"), py::arg("where") = py::none());
+      py::arg("combiner"), py::arg("source"), py::arg("axis"), py::arg("where") = py::none(),
+      py::arg("acc_dtype") = py::none(),
+      "A reduction; acc_dtype is the accumulation type (default: float32 for float16, else the source's).");
   m.def(
       "identity",
       [](const std::string& combiner, const std::string& dtype) {

@@ -5,6 +5,7 @@
 
 #include "bind.h"
 #include "ir/error.h"
+#include "ir/serialize.h"
 #include "lower/lower_state.h"
 #include "lower/stmt_printer.h"
 #include "schedule/infer_bound.h"
@@ -116,13 +117,7 @@ void BindState(py::module_& m) {
       .def("to_json", [](const State& s) { return s.ToJson().dump(); })
       .def_static("from_json",
                   [](const ComputeDAG& dag, const std::string& text) {
-                    nlohmann::json doc;
-                    try {
-                      doc = nlohmann::json::parse(text);
-                    } catch (const nlohmann::json::exception& e) {
-                      throw Error(std::string("state JSON does not parse: ") + e.what());
-                    }
-                    return State::FromJson(dag, doc);
+                    return State::FromJson(dag, ParseJsonText(text, "state JSON"));
                   })
       .def("print_python_steps", &State::PrintPythonSteps)
       .def("infer_bound", &InferBound)

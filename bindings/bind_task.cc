@@ -5,6 +5,7 @@
 
 #include "bind.h"
 #include "ir/error.h"
+#include "ir/serialize.h"
 #include "task/search_task.h"
 #include "task/target.h"
 
@@ -13,13 +14,7 @@ namespace py = pybind11;
 namespace autosched::bindings {
 namespace {
 
-nlohmann::json ParseJson(const std::string& text, const char* what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string(what) + ": not valid JSON: " + e.what());
-  }
-}
+nlohmann::json ParseJson(const std::string& text, const char* what) { return ParseJsonText(text, what); }
 
 std::string HardwareParamsRepr(const HardwareParams& p) {
   std::string text = "HardwareParams(";

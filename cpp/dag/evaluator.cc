@@ -498,6 +498,14 @@ Code BodyCompiler::CompileLoad(const TensorLoadNode* n) {
   auto site = std::make_shared<LoadSite>(LoadSite{ev_, store, {}, op_->name});
   for (const Expr& idx : n->indices) {
     LoadIndex li;
+    // An int64 index converted to int32 (TensorLoadNode::make) is checked
+    // against the bounds at its own width: a value past int32 is out of
+    // bounds, not wrapped into them.
+    const auto* conversion = idx.as<CastNode>();
+    if (conversion && conversion->value.dtype().is_integer() && conversion->value.dtype().bits > 32) {
+      site->indices.push_back(LoadIndex{-1, 0, Compile(conversion->value).i});
+      continue;
+    }
     Expr var = idx;
     if (const auto* bin = idx.as<BinaryNode>()) {
       int64_t c = 0;
@@ -553,19 +561,27 @@ Code BodyCompiler::CompileReduce(const ReduceNode* n) {
   for (const IterVar& iv : n->axis) slots.push_back(BindSlot(iv.var_node()));
   Code source = Compile(n->source);
   IntFn condition = n->condition.defined() ? Compile(n->condition).i : nullptr;
-  DataType t = n->dtype;
+  const DataType t = n->dtype, acc_t = n->acc_dtype;
   Combiner c = n->combiner;
   if (t.is_float()) {
     double identity = n->identity().as<FloatImmNode>()->value;
-    auto combine = [c](double acc, double v) {
+    // The accumulator is a double; a float16 accumulator is rounded to
+    // float16 after every step, as generated code stores it.
+    const bool round_each_step = acc_t.bits < 32;
+    auto combine = [c, acc_t, round_each_step](double acc, double v) {
+      double r;
       switch (c) {
-        case Combiner::Sum: return acc + v;
-        case Combiner::Prod: return acc * v;
-        case Combiner::Max: return std::isnan(acc) || std::isnan(v) ? acc + v : (v > acc ? v : acc);
-        default: return std::isnan(acc) || std::isnan(v) ? acc + v : (v < acc ? v : acc);
+        case Combiner::Sum: r = acc + v; break;
+        case Combiner::Prod: r = acc * v; break;
+        case Combiner::Max: r = std::isnan(acc) || std::isnan(v) ? acc + v : (v > acc ? v : acc); break;
+        default: r = std::isnan(acc) || std::isnan(v) ? acc + v : (v < acc ? v : acc); break;
       }
+      return round_each_step ? RoundToFloatType(acc_t, r) : r;
     };
-    return FloatCode(t, ReduceLoop<double>(n->axis, slots, identity, source.f, condition, combine));
+    FloatFn loop = ReduceLoop<double>(n->axis, slots, identity, source.f, condition, combine);
+    // One rounding to the result type at the end (source values convert to
+    // the accumulation type exactly: it is never narrower).
+    return FloatCode(t, [t, loop](Slot* s) { return RoundToFloatType(t, loop(s)); });
   }
   int64_t identity = n->identity().as<IntImmNode>()->value;
   auto combine = [c, t](int64_t acc, int64_t v) {

@@ -5,8 +5,10 @@
 //
 // Floats are computed in double and rounded to the tensor's dtype when an
 // element is stored (float16 by round-to-nearest-even); integers wrap to their
-// dtype. A load out of a tensor's bounds is an Error naming the tensor and
-// the index, never a silent read.
+// dtype. A reduction follows its accumulation type (ir/expr.h): the
+// accumulator is a double, rounded to float16 after every step when the
+// reduction accumulates in float16, and the result is rounded once. A load out of a tensor's bounds is an
+// Error naming the tensor and the index, never a silent read.
 #pragma once
 
 #include <cstdint>

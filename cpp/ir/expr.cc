@@ -65,6 +65,19 @@ const char* CombinerName(Combiner c) {
 bool IsComparison(BinOp op) { return op >= BinOp::EQ && op <= BinOp::GE; }
 bool IsLogical(BinOp op) { return op == BinOp::And || op == BinOp::Or; }
 
+ExprNode::ExprNode(ExprKind k, DataType t, int child_depth) : kind(k), depth(child_depth + 1), dtype(t) {
+  AS_CHECK(depth <= kMaxNodeDepth, "expression is nested " << depth << " levels deep, more than the limit of "
+                                                           << kMaxNodeDepth
+                                                           << " (write long sums as a reduction over a "
+                                                              "reduce axis, or split the computation)");
+}
+
+int MaxDepth(const std::vector<Expr>& list) {
+  int d = 0;
+  for (const Expr& e : list) d = std::max(d, e.depth());
+  return d;
+}
+
 Expr::Expr(int value) : Expr(IntImmNode::make(DataType::Int(32), value)) {}
 Expr::Expr(float value) : Expr(FloatImmNode::make(DataType::Float(32), value)) {}
 
@@ -167,6 +180,8 @@ Expr TensorLoadNode::make(const Tensor& tensor, std::vector<Expr> indices) {
     AS_TYPE_CHECK(indices[i].dtype().is_integer() && indices[i].dtype().is_scalar(),
                   "index " << i << " of tensor '" << tensor->name << "' has dtype "
                            << indices[i].dtype().str() << ", expected an integer");
+    // Index arithmetic is int32 everywhere (see the semantics above).
+    indices[i] = cast(DataType::Int(32), std::move(indices[i]));
   }
   return Expr(std::make_shared<TensorLoadNode>(tensor->dtype, tensor.ptr(), std::move(indices)));
 }
@@ -198,28 +213,54 @@ Expr CombinerIdentity(Combiner c, DataType t) {
   return Expr();
 }
 
+DataType DefaultAccumulationType(DataType t) {
+  if (t.is_float() && t.bits == 16) return DataType::Float(32, t.lanes);
+  return t;
+}
+
 Expr ReduceNode::make(Combiner combiner, Expr source, std::vector<IterVar> axis, Expr condition) {
   AS_CHECK(source.defined(), CombinerName(combiner) << " reduction of an undefined expression");
-  AS_TYPE_CHECK(!source.dtype().is_bool(), CombinerName(combiner) << " reduction over bool values "
-                                                                     "(cast to an integer type first)");
-  AS_CHECK(!axis.empty(), CombinerName(combiner) << " reduction needs at least one reduce axis");
+  DataType t = source.dtype();
+  return make(combiner, std::move(source), std::move(axis), std::move(condition), DefaultAccumulationType(t),
+              t);
+}
+
+Expr ReduceNode::make(Combiner combiner, Expr source, std::vector<IterVar> axis, Expr condition,
+                      DataType acc_dtype, DataType result_dtype) {
+  const char* name = CombinerName(combiner);
+  AS_CHECK(source.defined(), name << " reduction of an undefined expression");
+  AS_TYPE_CHECK(!source.dtype().is_bool(), name << " reduction over bool values "
+                                                   "(cast to an integer type first)");
+  AS_TYPE_CHECK(IsSupportedScalar(acc_dtype) && IsSupportedScalar(result_dtype) && !result_dtype.is_bool(),
+                name << " reduction with unsupported types: accumulates in " << acc_dtype.str() << ", gives "
+                     << result_dtype.str());
+  const bool wider_float =
+      acc_dtype.is_float() && result_dtype.is_float() && acc_dtype.bits > result_dtype.bits;
+  AS_TYPE_CHECK(acc_dtype == result_dtype || wider_float,
+                name << " reduction of " << result_dtype.str() << " values cannot accumulate in "
+                     << acc_dtype.str() << " (use " << result_dtype.str()
+                     << (result_dtype.is_float() ? " or a wider float type)" : ")"));
+  const DataType src = source.dtype();
+  const bool widens_to_acc = src.is_float() && acc_dtype.is_float() && src.bits <= acc_dtype.bits;
+  AS_TYPE_CHECK(src == result_dtype || src == acc_dtype || widens_to_acc,
+                name << " reduction giving " << result_dtype.str() << " has a source of dtype "
+                     << source.dtype().str() << " (cast it first)");
+  AS_CHECK(!axis.empty(), name << " reduction needs at least one reduce axis");
   for (const IterVar& iv : axis) {
     AS_CHECK(iv.kind == IterKind::Reduce,
-             "axis '" << iv.name() << "' of a " << CombinerName(combiner)
+             "axis '" << iv.name() << "' of a " << name
                       << " reduction is not a reduce axis (make it with te.reduce_axis)");
     AS_CHECK(UsesVar(source, iv.var_node()) || (condition.defined() && UsesVar(condition, iv.var_node())),
-             "reduce axis '" << iv.name() << "' is not used in the body of the " << CombinerName(combiner)
-                             << " reduction");
+             "reduce axis '" << iv.name() << "' is not used in the body of the " << name << " reduction");
   }
   if (condition.defined()) {
     AS_TYPE_CHECK(condition.dtype().is_bool(), "reduction condition must be bool");
   }
-  DataType t = source.dtype();
-  return Expr(
-      std::make_shared<ReduceNode>(t, combiner, std::move(source), std::move(axis), std::move(condition)));
+  return Expr(std::make_shared<ReduceNode>(result_dtype, combiner, std::move(source), std::move(axis),
+                                           std::move(condition), acc_dtype));
 }
 
-Expr ReduceNode::identity() const { return CombinerIdentity(combiner, dtype); }
+Expr ReduceNode::identity() const { return CombinerIdentity(combiner, acc_dtype); }
 
 const char* MemScopeName(MemScope s) {
   switch (s) {

@@ -22,12 +22,22 @@
 //  - Reduce combines `source` over the reduction iteration space (all
 //    reduce axes, in order, where `condition` holds), starting from the
 //    combiner's identity: sum 0, prod 1, max lowest value (-inf for floats),
-//    min highest value (+inf for floats).
+//    min highest value (+inf for floats). It accumulates in its accumulation
+//    type `acc_dtype`: each source value is converted to it, the identity and
+//    every partial result are of it, and the result is converted to the
+//    node's dtype once at the end. By default float16 accumulates in float32
+//    and every other type in itself (DefaultAccumulationType); a wider float,
+//    or float16 itself, can be asked for explicitly.
+//  - Depth: a leaf has depth 1, a node one more than its deepest child. No
+//    node is deeper than kMaxNodeDepth (checked when it is made), so every
+//    recursive pass over expressions has a bound; what users write is held
+//    to kMaxExprDepth (see tensor.h and docs/ir.md).
 //  - Intrinsics (Call): exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, fabs,
 //    floor, ceil, round (half away from zero) are float-only; fabs also takes
 //    integers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -100,10 +110,22 @@ const char* CombinerName(Combiner c);     // "sum", "prod", "max", "min"
 bool IsComparison(BinOp op);              // EQ .. GE
 bool IsLogical(BinOp op);                 // And, Or
 
+// The depth limit of the expressions users write and of every compute op's
+// expression counted through the computed tensors it reads (tensor.h).
+constexpr int kMaxExprDepth = 256;
+// The depth limit of any node, lowered code included: room for what lowering
+// adds (inlined producers, split and flattened indices) on top of
+// kMaxExprDepth. Every recursive pass is sized to run at this depth on a
+// thread with a small (1 MiB) stack.
+constexpr int kMaxNodeDepth = 2 * kMaxExprDepth;
+
 struct ExprNode {
   ExprKind kind;
+  int depth;  // 1 for a leaf, else 1 + the deepest child's depth
   DataType dtype;
-  ExprNode(ExprKind k, DataType t) : kind(k), dtype(t) {}
+  // child_depth: the depth of the deepest child (0 for a leaf). Throws Error
+  // past kMaxNodeDepth.
+  ExprNode(ExprKind k, DataType t, int child_depth = 0);
   virtual ~ExprNode() = default;
 };
 
@@ -121,6 +143,8 @@ class Expr {
   const ExprNode* operator->() const { return node_.get(); }
   ExprKind kind() const { return node_->kind; }
   DataType dtype() const { return node_->dtype; }
+  // 0 for an undefined expression.
+  int depth() const { return node_ ? node_->depth : 0; }
   const std::shared_ptr<const ExprNode>& ptr() const { return node_; }
 
   // Downcast to a node type; nullptr when the kind does not match.
@@ -134,6 +158,9 @@ class Expr {
  private:
   std::shared_ptr<const ExprNode> node_;
 };
+
+// The depth of the deepest expression in the list (0 when empty).
+int MaxDepth(const std::vector<Expr>& list);
 
 struct IntImmNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::IntImm;
@@ -163,7 +190,7 @@ struct BinaryNode : ExprNode {
   BinOp op;
   Expr a, b;
   BinaryNode(DataType t, BinOp o, Expr x, Expr y)
-      : ExprNode(kKind, t), op(o), a(std::move(x)), b(std::move(y)) {}
+      : ExprNode(kKind, t, std::max(x.depth(), y.depth())), op(o), a(std::move(x)), b(std::move(y)) {}
   // Operands must have the same dtype (bool for And / Or).
   static Expr make(BinOp op, Expr a, Expr b);
 };
@@ -171,7 +198,7 @@ struct BinaryNode : ExprNode {
 struct NotNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Not;
   Expr a;
-  NotNode(DataType t, Expr x) : ExprNode(kKind, t), a(std::move(x)) {}
+  NotNode(DataType t, Expr x) : ExprNode(kKind, t, x.depth()), a(std::move(x)) {}
   static Expr make(Expr a);
 };
 
@@ -179,14 +206,17 @@ struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Select;
   Expr condition, true_value, false_value;
   SelectNode(DataType t, Expr c, Expr x, Expr y)
-      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(x)), false_value(std::move(y)) {}
+      : ExprNode(kKind, t, std::max({c.depth(), x.depth(), y.depth()})),
+        condition(std::move(c)),
+        true_value(std::move(x)),
+        false_value(std::move(y)) {}
   static Expr make(Expr condition, Expr true_value, Expr false_value);
 };
 
 struct CastNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Cast;
   Expr value;
-  CastNode(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
+  CastNode(DataType t, Expr v) : ExprNode(kKind, t, v.depth()), value(std::move(v)) {}
   static Expr make(DataType t, Expr value);
 };
 
@@ -194,7 +224,8 @@ struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Call;
   Intrinsic op;
   std::vector<Expr> args;
-  CallNode(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
+  CallNode(DataType t, Intrinsic o, std::vector<Expr> a)
+      : ExprNode(kKind, t, MaxDepth(a)), op(o), args(std::move(a)) {}
   static Expr make(Intrinsic op, std::vector<Expr> args);
 };
 
@@ -202,13 +233,17 @@ class Tensor;
 struct TensorNode;
 
 // Reads one element of a tensor. Built by Tensor::operator() which checks the
-// number of indices against the tensor's rank.
+// number of indices against the tensor's rank. Indices may be of any integer
+// type; each is converted to int32, the type of all index arithmetic (tensors
+// hold fewer than 2^31 elements), so every pass combines indices of one type.
+// An index outside the tensor is an error in the evaluator (one that does not
+// fit in int32 included) and undefined in generated code.
 struct TensorLoadNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::TensorLoad;
   std::shared_ptr<const TensorNode> tensor;
   std::vector<Expr> indices;
   TensorLoadNode(DataType t, std::shared_ptr<const TensorNode> ten, std::vector<Expr> idx)
-      : ExprNode(kKind, t), tensor(std::move(ten)), indices(std::move(idx)) {}
+      : ExprNode(kKind, t, MaxDepth(idx)), tensor(std::move(ten)), indices(std::move(idx)) {}
   static Expr make(const Tensor& tensor, std::vector<Expr> indices);
 };
 
@@ -228,21 +263,35 @@ struct IterVar {
 // Makes a reduction axis over [min, min + extent) with an int32 variable.
 IterVar MakeReduceAxis(int64_t min, int64_t extent, const std::string& name);
 
+// The type a reduction producing t accumulates in unless asked otherwise:
+// float32 for float16 (as PyTorch and cuBLAS do), t itself for every other t.
+DataType DefaultAccumulationType(DataType t);
+
+// dtype is the result type; acc_dtype the accumulation type (see the
+// semantics above).
 struct ReduceNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Reduce;
   Combiner combiner;
   Expr source;
   std::vector<IterVar> axis;
   Expr condition;  // bool; undefined means "always"
-  ReduceNode(DataType t, Combiner c, Expr s, std::vector<IterVar> ax, Expr cond)
-      : ExprNode(kKind, t),
+  DataType acc_dtype;
+  ReduceNode(DataType t, Combiner c, Expr s, std::vector<IterVar> ax, Expr cond, DataType acc)
+      : ExprNode(kKind, t, std::max(s.depth(), cond.depth())),
         combiner(c),
         source(std::move(s)),
         axis(std::move(ax)),
-        condition(std::move(cond)) {}
-  // Checks that every axis is a reduce axis and that the source uses it.
+        condition(std::move(cond)),
+        acc_dtype(acc) {}
+  // Checks that every axis is a reduce axis and that the source uses it. The
+  // result has the source's dtype and accumulates in its default type.
   static Expr make(Combiner combiner, Expr source, std::vector<IterVar> axis, Expr condition = Expr());
-  // The combiner's identity for this node's dtype.
+  // With explicit types: acc_dtype is result_dtype or (floats) a wider float;
+  // the source has the result type, or a type that converts exactly to the
+  // accumulation type (itself, or a float no wider).
+  static Expr make(Combiner combiner, Expr source, std::vector<IterVar> axis, Expr condition,
+                   DataType acc_dtype, DataType result_dtype);
+  // The combiner's identity in the accumulation type.
   Expr identity() const;
 };
 
@@ -275,7 +324,7 @@ struct BufferLoadNode : ExprNode {
   Buffer buffer;
   std::vector<Expr> indices;
   BufferLoadNode(DataType t, Buffer b, std::vector<Expr> idx)
-      : ExprNode(kKind, t), buffer(std::move(b)), indices(std::move(idx)) {}
+      : ExprNode(kKind, t, MaxDepth(idx)), buffer(std::move(b)), indices(std::move(idx)) {}
   static Expr make(Buffer buffer, std::vector<Expr> indices);
 };
 
@@ -286,7 +335,7 @@ struct RampNode : ExprNode {
   int64_t stride;
   int lanes;
   RampNode(DataType t, Expr b, int64_t s, int l)
-      : ExprNode(kKind, t), base(std::move(b)), stride(s), lanes(l) {}
+      : ExprNode(kKind, t, b.depth()), base(std::move(b)), stride(s), lanes(l) {}
   static Expr make(Expr base, int64_t stride, int lanes);
 };
 
@@ -295,7 +344,7 @@ struct BroadcastNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Broadcast;
   Expr value;
   int lanes;
-  BroadcastNode(DataType t, Expr v, int l) : ExprNode(kKind, t), value(std::move(v)), lanes(l) {}
+  BroadcastNode(DataType t, Expr v, int l) : ExprNode(kKind, t, v.depth()), value(std::move(v)), lanes(l) {}
   static Expr make(Expr value, int lanes);
 };
 
@@ -305,7 +354,10 @@ struct LetNode : ExprNode {
   Expr var;  // a VarNode
   Expr value, body;
   LetNode(DataType t, Expr x, Expr v, Expr b)
-      : ExprNode(kKind, t), var(std::move(x)), value(std::move(v)), body(std::move(b)) {}
+      : ExprNode(kKind, t, std::max({x.depth(), v.depth(), b.depth()})),
+        var(std::move(x)),
+        value(std::move(v)),
+        body(std::move(b)) {}
   static Expr make(Expr var, Expr value, Expr body);
 };
 

@@ -58,7 +58,9 @@ Expr WithChildren(const Expr& e, const std::vector<Expr>& kids) {
       auto* n = e.as<ReduceNode>();
       size_t first = n->axis.size();
       Expr cond = n->condition.defined() ? kids[first + 1] : Expr();
-      return Expr(std::make_shared<ReduceNode>(kids[first].dtype(), n->combiner, kids[first], n->axis, cond));
+      // Built directly: a rewrite may leave an axis unused, which make() refuses.
+      return Expr(
+          std::make_shared<ReduceNode>(n->dtype, n->combiner, kids[first], n->axis, cond, n->acc_dtype));
     }
     case ExprKind::BufferLoad: return BufferLoadNode::make(e.as<BufferLoadNode>()->buffer, kids);
     case ExprKind::Ramp: return RampNode::make(kids[0], e.as<RampNode>()->stride, e.as<RampNode>()->lanes);

@@ -61,6 +61,7 @@ void PrintReduce(std::ostream& os, const ReduceNode* n) {
   PrintAxisNames(os, n->axis);
   os << "]";
   if (n->condition.defined()) os << ", where=" << n->condition;
+  if (n->acc_dtype != DefaultAccumulationType(n->dtype)) os << ", acc_dtype=" << n->acc_dtype.str();
   os << ")";
 }
 
@@ -153,6 +154,8 @@ std::string OpToString(const Tensor& t) {
   if (const auto* red = t->body.as<ReduceNode>()) {
     os << CombinerAssign(red->combiner) << red->source;
     if (red->condition.defined()) os << " where " << red->condition;
+    if (red->acc_dtype != DefaultAccumulationType(red->dtype))
+      os << " (accumulates in " << red->acc_dtype.str() << ")";
   } else {
     os << " = " << t->body;
   }

@@ -11,6 +11,8 @@
 //   {"kind": "call", "op": "exp", "args": [...]}
 //   {"kind": "load", "tensor": 0, "indices": [...]}          tensor: index in "tensors"
 //   {"kind": "reduce", "combiner": "sum", "source": ..., "axis": [ids], "condition": ... or null}
+//     plus "acc_dtype" when the accumulation type is not the default, and
+//     "dtype" when the result type differs from the source's.
 // An axis is {"name", "min", "extent"}.
 #include "ir/serialize.h"
 
@@ -131,11 +133,14 @@ class GraphWriter {
         const auto* n = e.as<ReduceNode>();
         json axis = json::array();
         for (const IterVar& iv : n->axis) axis.push_back(VarId(iv.var_node()));
-        return {{"kind", "reduce"},
-                {"combiner", CombinerName(n->combiner)},
-                {"source", WriteExpr(n->source)},
-                {"axis", axis},
-                {"condition", n->condition.defined() ? WriteExpr(n->condition) : json(nullptr)}};
+        json j{{"kind", "reduce"},
+               {"combiner", CombinerName(n->combiner)},
+               {"source", WriteExpr(n->source)},
+               {"axis", axis},
+               {"condition", n->condition.defined() ? WriteExpr(n->condition) : json(nullptr)}};
+        if (n->acc_dtype != DefaultAccumulationType(n->dtype)) j["acc_dtype"] = n->acc_dtype.str();
+        if (n->dtype != n->source.dtype()) j["dtype"] = n->dtype.str();
+        return j;
       }
       default: break;
     }
@@ -336,7 +341,21 @@ class GraphReader {
                                                : std::numeric_limits<double>::quiet_NaN());
   }
 
+  // Counts the nesting of ReadExpr, so that a document nested past what an
+  // expression may be gets an error before the recursion goes deeper.
+  struct DepthGuard {
+    int& depth;
+    explicit DepthGuard(int& d, const std::string& path) : depth(d) {
+      AS_CHECK(depth < kMaxExprDepth, "malformed tensor graph: the expression at '"
+                                          << path.substr(0, 80) << "...' is nested more than "
+                                          << kMaxExprDepth << " levels deep");
+      ++depth;
+    }
+    ~DepthGuard() { --depth; }
+  };
+
   Expr ReadExpr(const json& j, const std::string& path) {
+    DepthGuard guard(depth_, path);
     std::string kind = GetString(j, "kind", path);
     if (kind == "int") return IntImmNode::make(GetDType(j, "dtype", path), GetInt(j, "value", path));
     if (kind == "float") return ReadFloat(j, path);
@@ -368,7 +387,11 @@ class GraphReader {
       }
       const json& cond = Field(j, "condition", path);
       Expr condition = cond.is_null() ? Expr() : ReadExpr(cond, path + ".condition");
-      return ReduceNode::make(c, Child(j, "source", path), axis, condition);
+      Expr source = Child(j, "source", path);
+      DataType result = j.contains("dtype") ? GetDType(j, "dtype", path) : source.dtype();
+      DataType acc =
+          j.contains("acc_dtype") ? GetDType(j, "acc_dtype", path) : DefaultAccumulationType(result);
+      return ReduceNode::make(c, source, axis, condition, acc, result);
     }
     AS_CHECK(false, "malformed tensor graph: field '" << path << ".kind' has unknown value '" << kind << "'");
     return {};
@@ -376,11 +399,42 @@ class GraphReader {
 
   std::vector<Tensor> tensors_;
   std::vector<IterVar> axes_;  // axis + reduce_axis of the op being read
+  int depth_ = 0;              // nesting of ReadExpr
 };
 
 }  // namespace
 
 json TensorsToJson(const std::vector<Tensor>& tensors) { return GraphWriter().Write(tensors); }
+
+json ParseJsonText(const std::string& text, const std::string& what) {
+  // Parsing, printing and walking a document recurse on its nesting: measure
+  // it first, skipping strings (where brackets are plain characters).
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      AS_CHECK(++depth <= kMaxJsonDepth, what << ": the JSON is nested more than " << kMaxJsonDepth
+                                              << " levels deep (at character " << i
+                                              << "); no document autosched writes is that deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(what + ": not valid JSON: " + e.what());
+  }
+}
 
 std::vector<Tensor> TensorsFromJson(const json& doc) {
   try {

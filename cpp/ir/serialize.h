@@ -11,6 +11,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "ir/tensor.h"
@@ -21,6 +22,18 @@ namespace autosched {
 // DAG, in the order given) and records their positions.
 nlohmann::json TensorsToJson(const std::vector<Tensor>& tensors);
 // Rebuilds the tensors; returns them in the order given to TensorsToJson.
+// Expressions nested deeper than kMaxExprDepth are an Error.
 std::vector<Tensor> TensorsFromJson(const nlohmann::json& doc);
+
+// The nesting limit of JSON read from users: a tensor graph nests at most
+// about two levels per expression level (a call's argument list, a load's
+// indices), plus a few for the document around it.
+constexpr int kMaxJsonDepth = 2 * kMaxExprDepth + 64;
+
+// Parses JSON text given by a user. Throws Error naming `what` when the text
+// is nested deeper than kMaxJsonDepth (checked before parsing, as parsing,
+// printing and walking a document recurse on its nesting) or is not JSON.
+// Every parse of user-supplied text goes through here.
+nlohmann::json ParseJsonText(const std::string& text, const std::string& what);
 
 }  // namespace autosched

@@ -9,6 +9,8 @@
 //    LinearForm (sum of coefficient * atom + constant, coefficients wrapped)
 //    and rebuilt in a canonical order (atoms sorted by printed form). This is
 //    exact for every value, wraparound included.
+//  - Integer casts narrowing int64 (index) arithmetic move down to the
+//    operands of +, -, *, where casts that widen and narrow back cancel.
 //  - Rules that reason about magnitudes (div/mod of linear forms, min/max,
 //    comparisons) first check that the linear form cannot wrap for any value
 //    in the ranges: its exact bounds, from interval analysis of the atoms, must
@@ -52,6 +54,7 @@ bool SameExpr(const Expr& a, const Expr& b) {
       break;
     case ExprKind::Reduce:
       if (a.as<ReduceNode>()->combiner != b.as<ReduceNode>()->combiner) return false;
+      if (a.as<ReduceNode>()->acc_dtype != b.as<ReduceNode>()->acc_dtype) return false;
       break;
     case ExprKind::BufferLoad:
       if (a.as<BufferLoadNode>()->buffer != b.as<BufferLoadNode>()->buffer) return false;
@@ -327,7 +330,27 @@ class Simplifier : public ExprMutator {
   Expr MutateCast(const Expr& e, const CastNode* n) override {
     Expr v = Mutate(n->value);
     if (Expr folded = FoldCast(e.dtype(), v); folded.defined()) return folded;
+    if (Expr narrowed = NarrowIntegerCast(e.dtype(), v); narrowed.defined()) return narrowed;
     return v.same_as(n->value) ? e : CastNode::make(e.dtype(), v);
+  }
+
+  // Integer casts, as int64 index arithmetic converted to int32 gives:
+  // cast(t, cast(u, x)) is cast(t, x) when u holds every value of x; and a
+  // cast to a type no wider commutes with +, -, * (all wrap modulo 2^bits),
+  // so it moves down to the operands, where it may cancel.
+  Expr NarrowIntegerCast(DataType t, const Expr& v) {
+    const DataType u = v.dtype();
+    if (t.lanes != 1 || u.lanes != 1 || !t.is_integer() || !u.is_integer()) return Expr();
+    if (const auto* inner = v.as<CastNode>()) {
+      const DataType x = inner->value.dtype();
+      const bool exact =
+          x.is_integer() && (x.is_uint() == u.is_uint() ? u.bits >= x.bits : x.is_uint() && u.bits > x.bits);
+      if (exact) return x == t ? inner->value : CastNode::make(t, inner->value);
+    }
+    const auto* bin = v.as<BinaryNode>();
+    if (!bin || t.bits > u.bits) return Expr();
+    if (bin->op != BinOp::Add && bin->op != BinOp::Sub && bin->op != BinOp::Mul) return Expr();
+    return Mutate(BinaryNode::make(bin->op, CastNode::make(t, bin->a), CastNode::make(t, bin->b)));
   }
 
   Expr MutateCall(const Expr& e, const CallNode* n) override {

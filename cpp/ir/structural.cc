@@ -128,7 +128,11 @@ class TokenWriter {
       }
       case ExprKind::Reduce: {
         const auto* n = e.as<ReduceNode>();
-        Put(static_cast<uint64_t>(n->combiner));
+        // A non-default accumulation type sets a flag and follows, so keys of
+        // reductions with the default stay as they were.
+        const bool custom_acc = n->acc_dtype != DefaultAccumulationType(n->dtype);
+        Put(static_cast<uint64_t>(n->combiner) | (custom_acc ? 0x100u : 0u));
+        if (custom_acc) PutDType(n->acc_dtype);
         Put(n->axis.size());
         for (const IterVar& iv : n->axis) PutIterVar(iv);
         PutExpr(n->source);

@@ -1,5 +1,7 @@
 #include "ir/tensor.h"
 
+#include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/error.h"
@@ -44,6 +46,40 @@ void CheckNoReduce(const Expr& e, const std::string& name, const char* where) {
   });
 }
 
+// The body with its reduce axes moved to start at 0 (see tensor.h).
+Expr NormalizeReduceAxes(const Expr& body) {
+  const auto* red = body.as<ReduceNode>();
+  if (!red) return body;
+  VarMap shift;
+  std::vector<IterVar> axes;
+  for (const IterVar& iv : red->axis) {
+    if (iv.min == 0) {
+      axes.push_back(iv);
+      continue;
+    }
+    const DataType t = iv.var.dtype();
+    Expr fresh = VarNode::make(iv.name(), t);
+    shift[iv.var_node()] = fresh + IntImmNode::make(t, iv.min);
+    axes.push_back(IterVar{fresh, 0, iv.extent, IterKind::Reduce});
+  }
+  if (shift.empty()) return body;
+  Expr cond = red->condition.defined() ? Substitute(red->condition, shift) : Expr();
+  return ReduceNode::make(red->combiner, Substitute(red->source, shift), axes, cond, red->acc_dtype,
+                          red->dtype);
+}
+
+// The depth of e with every load of a computed tensor counting that tensor's
+// depth below it (TensorNode::depth). Recursion is bounded by e's depth.
+int NestedDepth(const Expr& e, std::unordered_map<const ExprNode*, int>* memo) {
+  auto it = memo->find(e.get());
+  if (it != memo->end()) return it->second;
+  int below = 0;
+  for (const Expr& kid : Children(e)) below = std::max(below, NestedDepth(kid, memo));
+  if (const auto* load = e.as<TensorLoadNode>()) below = std::max(below, load->tensor->depth);
+  (*memo)[e.get()] = below + 1;
+  return below + 1;
+}
+
 }  // namespace
 
 Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std::string& name) {
@@ -61,6 +97,7 @@ Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std:
 Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr body, const std::string& tag,
                const std::map<std::string, std::string>& attrs) {
   AS_CHECK(body.defined(), "compute '" << name << "' has an undefined body");
+  body = NormalizeReduceAxes(body);
   AS_TYPE_CHECK(IsSupportedScalar(body.dtype()),
                 "compute '" << name << "' has unsupported dtype " << body.dtype().str());
   auto node = std::make_shared<TensorNode>();
@@ -94,6 +131,16 @@ Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr b
                                            << "', which is neither one of its axes nor a reduce axis");
     }
   });
+  std::unordered_map<const ExprNode*, int> memo;
+  node->depth = NestedDepth(body, &memo);
+  AS_CHECK(
+      node->depth <= kMaxExprDepth,
+      "compute '" << name << "' is " << node->depth
+                  << " levels deep (its expression, with the expressions of the computed tensors it reads "
+                     "in place of their loads), more than the limit of "
+                  << kMaxExprDepth
+                  << "; write long sums as a reduction over a reduce axis, or compute intermediate "
+                     "results in fewer steps");
   node->body = std::move(body);
   return Tensor(node);
 }

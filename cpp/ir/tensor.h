@@ -29,6 +29,11 @@ struct TensorNode {
   Expr body;
   std::string tag;  // free-form label, e.g. "conv2d_nhwc", "injective"
   std::map<std::string, std::string> attrs;
+  // Compute only: the depth of the body with the body of every computed
+  // tensor it reads standing in for the load (placeholders: 0). At most
+  // kMaxExprDepth: it bounds what inlining builds and how deep the evaluator
+  // recurses through producers.
+  int depth = 0;
 
   bool is_placeholder() const { return op_kind == OpKind::Placeholder; }
   bool is_compute() const { return op_kind == OpKind::Compute; }
@@ -59,10 +64,13 @@ class Tensor {
 Tensor placeholder(const std::vector<int64_t>& shape, DataType dtype, const std::string& name);
 
 // A compute tensor. `axis` holds one spatial IterVar per dimension of `shape`
-// (with matching extents); the reduce axes are taken from the body's Reduce
-// node. Throws when a Reduce is not at the top of the body, when the body uses
-// a variable that is neither an axis nor a reduce axis of this op, or when a
-// reduce axis is not used.
+// (with matching extents, starting at 0); the reduce axes are taken from the
+// body's Reduce node. A reduce axis over [min, min + extent) with min != 0 is
+// normalised to a fresh axis over [0, extent), its uses replaced by
+// `axis + min`, so that every later stage (schedule, lowering) sees axes that
+// start at 0. Throws when a Reduce is not at the top of the body, when the body
+// uses a variable that is neither an axis nor a reduce axis of this op, when a
+// reduce axis is not used, or when the op's depth passes kMaxExprDepth.
 Tensor compute(const std::string& name, const std::vector<IterVar>& axis, Expr body,
                const std::string& tag = "", const std::map<std::string, std::string>& attrs = {});
 

@@ -1,5 +1,6 @@
 #include "lower/lower_state.h"
 
+#include <functional>
 #include <unordered_set>
 
 #include "ir/error.h"
@@ -64,6 +65,10 @@ struct StageBuffer {
   Buffer buffer;
   bool relative = false;  // indexed relative to the stage's region (allocated at its attach point)
   bool allocate = false;  // not an argument
+  // A reduction whose accumulation type differs from its dtype accumulates in
+  // `acc` (indexed like `buffer`, allocated around the stage's nest) and
+  // stores the rounded result into `buffer` once its reduce loops are done.
+  Buffer acc;
 };
 
 class StateLowerer {
@@ -108,6 +113,14 @@ class StateLowerer {
         sb.relative = true;
         sb.buffer = MakeBuffer(st.name(), st.op->dtype, info_.stages[s].region_extent, st.scope);
       }
+    }
+    for (size_t s = 0; s < state_.stages.size(); ++s) {
+      const Stage& st = state_.stages[s];
+      const auto* red = st.op->body.as<ReduceNode>();
+      if (!red || red->acc_dtype == st.op->dtype || st.loc == ComputeLocKind::Inlined) continue;
+      const Buffer& b = buffers_[s].buffer;
+      const MemScope scope = buffers_[s].relative ? st.scope : MemScope::Global;
+      buffers_[s].acc = MakeBuffer(st.name() + ".acc", red->acc_dtype, b->shape, scope, b->strides);
     }
   }
 
@@ -194,41 +207,62 @@ class StateLowerer {
     const std::vector<Expr> idx = StoreIndices(s);
     const auto* red = st.op->body.as<ReduceNode>();
     if (!red) return Guarded(Guard(s, false), BufferStoreNode::make(buf, LowerExpr(s, st.op->body), idx));
-    Expr value = Combine(red->combiner, BufferLoadNode::make(buf, idx), LowerExpr(s, red->source));
+    const Buffer& acc = buffers_[s].acc ? buffers_[s].acc : buf;
+    Expr value = Combine(red->combiner, BufferLoadNode::make(acc, idx),
+                         cast(red->acc_dtype, LowerExpr(s, red->source)));
     Expr cond = Guard(s, true);
     if (red->condition.defined()) {
       Expr c = LowerExpr(s, red->condition);
       cond = cond.defined() ? (cond && c) : c;
     }
-    return Guarded(cond, BufferStoreNode::make(buf, value, idx));
+    return Guarded(cond, BufferStoreNode::make(acc, value, idx));
   }
 
-  // Loops over the spatial leaves after position `from`, storing the
-  // reduction's identity (fresh loop variables).
-  Stmt InitNest(int s, int from) {
+  // Loops over the spatial leaves after position `from` (fresh loop
+  // variables) around the store `make_store(indices)`, guarded like the
+  // stage's stores.
+  Stmt SpatialNest(int s, int from, const char* suffix,
+                   const std::function<Stmt(const std::vector<Expr>&)>& make_store) {
     const Stage& st = state_.stages[s];
     const StageBound& b = info_.stages[s];
-    const auto* red = st.op->body.as<ReduceNode>();
     VarMap fresh;
     std::vector<std::pair<Expr, int>> loops;
     for (int i = from + 1; i < st.num_iters(); ++i) {
       const Iterator& it = st.iter(i);
       if (it.kind != IteratorKind::Spatial) continue;
-      Expr v = VarNode::make(it.name + ".init");
+      Expr v = VarNode::make(it.name + suffix);
       fresh[b.node_vars[st.leaves[i]].as<VarNode>()] = v;
       loops.push_back({v, i});
     }
     std::vector<Expr> idx;
     for (const Expr& i : StoreIndices(s)) idx.push_back(Substitute(i, fresh));
     Expr cond = Guard(s, false);
-    Stmt body = Guarded(cond.defined() ? Substitute(cond, fresh) : cond,
-                        BufferStoreNode::make(buffers_[s].buffer, red->identity(), idx));
+    Stmt body = Guarded(cond.defined() ? Substitute(cond, fresh) : cond, make_store(idx));
     for (size_t k = loops.size(); k-- > 0;) {
       const Iterator& it = st.iter(loops[k].second);
       body = ForNode::make(loops[k].first, Expr(0), Expr(static_cast<int>(it.extent)),
                            ForKindOf(it.annotation), body);
     }
     return body;
+  }
+
+  // The reduction's identity stored before its outermost reduce loop.
+  Stmt InitNest(int s, int from) {
+    const auto* red = state_.stages[s].op->body.as<ReduceNode>();
+    const Buffer& target = buffers_[s].acc ? buffers_[s].acc : buffers_[s].buffer;
+    return SpatialNest(s, from, ".init", [&](const std::vector<Expr>& idx) {
+      return BufferStoreNode::make(target, red->identity(), idx);
+    });
+  }
+
+  // With an accumulator: its value, converted once to the stage's dtype,
+  // stored after the outermost reduce loop.
+  Stmt FinalNest(int s, int from) {
+    const Buffer& buf = buffers_[s].buffer;
+    const Buffer& acc = buffers_[s].acc;
+    return SpatialNest(s, from, ".final", [&](const std::vector<Expr>& idx) {
+      return BufferStoreNode::make(buf, cast(buf->dtype, BufferLoadNode::make(acc, idx)), idx);
+    });
   }
 
   // Stages attached at `node` of stage s, emitted before `rest`, with their
@@ -260,8 +294,9 @@ class StateLowerer {
     Stmt inner = WithAttached(s, node, Loops(s, pos + 1, first_reduce));
     Stmt loop = ForNode::make(info_.stages[s].node_vars[node], Expr(0), Expr(static_cast<int>(it.extent)),
                               ForKindOf(it.annotation), inner);
-    if (pos == first_reduce) return SeqNode::make({InitNest(s, pos), loop});
-    return loop;
+    if (pos != first_reduce) return loop;
+    if (buffers_[s].acc) return SeqNode::make({InitNest(s, pos), loop, FinalNest(s, pos)});
+    return SeqNode::make({InitNest(s, pos), loop});
   }
 
   Stmt StageNest(int s) {
@@ -276,6 +311,7 @@ class StateLowerer {
     Stmt nest = Loops(s, 0, first_reduce);
     if (st.auto_unroll_max_step > 0)
       nest = PragmaNode::make("auto_unroll_max_step", st.auto_unroll_max_step, nest);
+    if (buffers_[s].acc) nest = AllocateNode::make(buffers_[s].acc, nest);
     return nest;
   }
 

@@ -14,7 +14,12 @@
 //  - Where a split does not divide (or a region is cut at the tensor's edge)
 //    the store is guarded by an IfThenElse.
 //  - A reduction's init store is placed right before its outermost reduce
-//    loop, inside loops over the spatial iterators nested in it.
+//    loop, inside loops over the spatial iterators nested in it. A reduction
+//    whose accumulation type differs from its dtype (float16 by default)
+//    accumulates in a buffer "<stage>.acc" of that type, shaped like the
+//    stage's and allocated around its nest; after the outermost reduce loop,
+//    the same kind of loops store the accumulator, converted once, into the
+//    stage's buffer.
 //  - auto_unroll_max_step becomes a Pragma around the stage's loop nest.
 // Indices stay multi-dimensional; storage flattening happens in lowering
 // passes. Throws Error for a state that cannot be lowered (unknown split

@@ -315,10 +315,12 @@ void RfactorStep::Apply(StateNode& s) const {
   const RfAxes rfa = MakeRfAxes(st, *red, factor_node);
   const Expr source = Substitute(red->source, rfa.roots);
   Expr rf_body;
+  // Partial results stay in the accumulation type; the final reduction rounds once.
   if (!rfa.reduce.empty()) {
-    rf_body = ReduceNode::make(red->combiner, source, rfa.reduce, rfa.cond);
+    rf_body = ReduceNode::make(red->combiner, source, rfa.reduce, rfa.cond, red->acc_dtype, red->acc_dtype);
   } else {  // nothing left to reduce: one element per factor value, the identity where guarded off
-    rf_body = rfa.cond.defined() ? if_then_else(rfa.cond, source, red->identity()) : source;
+    const Expr partial = source.dtype() == red->acc_dtype ? source : cast(red->acc_dtype, source);
+    rf_body = rfa.cond.defined() ? if_then_else(rfa.cond, partial, red->identity()) : partial;
   }
   std::vector<IterVar> rf_axes = op->axis;
   rf_axes.insert(rf_axes.begin() + factor_iter_id, rfa.factor);
@@ -329,7 +331,9 @@ void RfactorStep::Apply(StateNode& s) const {
   std::vector<Expr> idx = AxisVars(axes);
   idx.insert(idx.begin() + factor_iter_id, sum_axis.var);
   Tensor result =
-      compute(op->name, axes, ReduceNode::make(red->combiner, rf(idx), {sum_axis}), op->tag, op->attrs);
+      compute(op->name, axes,
+              ReduceNode::make(red->combiner, rf(idx), {sum_axis}, Expr(), red->acc_dtype, red->dtype),
+              op->tag, op->attrs);
   DagRewrite rw;
   rw.replace[op.get()] = result;
   rw.fresh[rf.get()] = true;

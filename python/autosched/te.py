@@ -99,7 +99,10 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
 
 
 def reduce_axis(dom, name="k"):
-    """A reduction axis over [lo, hi); use it in expressions like an index variable."""
+    """A reduction axis over [lo, hi); use it in expressions like an index variable.
+
+    The compute made with it runs the axis over [0, hi - lo) and reads k + lo where the body reads k, so its
+    reduce_axis and loop state start at 0 (the values are those of [lo, hi))."""
     try:
         lo, hi = dom
     except (TypeError, ValueError):
@@ -109,7 +112,7 @@ def reduce_axis(dom, name="k"):
     return _core.reduce_axis(int(lo), int(hi) - int(lo), name)
 
 
-def _reduce(combiner, expr, axis, where):
+def _reduce(combiner, expr, axis, where, acc_dtype):
     if axis is None:
         raise TypeError(f"te.{combiner} needs axis= (a reduce axis or a list of them)")
     axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
@@ -119,35 +122,40 @@ def _reduce(combiner, expr, axis, where):
     for i, ax in enumerate(axes):  # an axis given twice would reduce over it twice
         if _builtins.any(ax.var.same_as(other.var) for other in axes[:i]):
             raise ValueError(f"te.{combiner}: reduce axis '{ax.var.name}' is given more than once in axis=")
-    return _core.reduce(combiner, _to_expr(expr), axes, where)
+    acc = None if acc_dtype is None else _dtype_str(acc_dtype)
+    return _core.reduce(combiner, _to_expr(expr), axes, where, acc)
 
 
-def sum(expr, axis=None, where=None):  # noqa: A001  (mirrors the DSL users know)
-    """Sum of expr over the reduce axes (only where `where` holds)."""
-    return _reduce("sum", expr, axis, where)
+# Reductions accumulate in float32 for float16 values (the result is rounded to float16 once, as PyTorch and
+# cuBLAS do) and in the values' own type otherwise; acc_dtype= asks for another accumulation type: float16
+# itself (faster, less accurate) or a wider float.
+
+def sum(expr, axis=None, where=None, acc_dtype=None):  # noqa: A001  (mirrors the DSL users know)
+    """Sum of expr over the reduce axes (only where `where` holds), accumulated in acc_dtype."""
+    return _reduce("sum", expr, axis, where, acc_dtype)
 
 
-def prod(expr, axis=None, where=None):
-    """Product of expr over the reduce axes."""
-    return _reduce("prod", expr, axis, where)
+def prod(expr, axis=None, where=None, acc_dtype=None):
+    """Product of expr over the reduce axes, accumulated in acc_dtype."""
+    return _reduce("prod", expr, axis, where, acc_dtype)
 
 
-def _min_max(combiner, a, b, axis, where):
+def _min_max(combiner, a, b, axis, where, acc_dtype):
     if b is not None:
-        if axis is not None or where is not None:
-            raise TypeError(f"te.{combiner}(a, b) is element-wise and takes no axis= or where=")
+        if axis is not None or where is not None or acc_dtype is not None:
+            raise TypeError(f"te.{combiner}(a, b) is element-wise and takes no axis=, where= or acc_dtype=")
         return _core.binary(combiner, a, b)
-    return _reduce(combiner, a, axis, where)
+    return _reduce(combiner, a, axis, where, acc_dtype)
 
 
-def max(a, b=None, axis=None, where=None):  # noqa: A001
+def max(a, b=None, axis=None, where=None, acc_dtype=None):  # noqa: A001
     """te.max(a, b): element-wise maximum; te.max(expr, axis=k): maximum over reduce axes."""
-    return _min_max("max", a, b, axis, where)
+    return _min_max("max", a, b, axis, where, acc_dtype)
 
 
-def min(a, b=None, axis=None, where=None):  # noqa: A001
+def min(a, b=None, axis=None, where=None, acc_dtype=None):  # noqa: A001
     """te.min(a, b): element-wise minimum; te.min(expr, axis=k): minimum over reduce axes."""
-    return _min_max("min", a, b, axis, where)
+    return _min_max("min", a, b, axis, where, acc_dtype)
 
 
 def if_then_else(cond, t, f):
