@@ -1,10 +1,12 @@
 // Lowering: a schedule's State to a LoweredFunc ready for code generation.
 //
 // Lower = LowerStateToStmt (lower_state.h) followed by the passes of
-// RunLoweringPasses, listed in order in lower.cc: simplification, guard
-// elimination, auto-unroll, storage flattening, vectorization legalisation,
-// and a final simplification. RunLoweringPasses also serves hand-built loop
-// nests (multi-dimensional indices, Vectorized loops, pragmas).
+// RunLoweringPasses, listed in order in lower.cc (the one list of passes):
+// simplify_stmt, eliminate_guards, partition_loops, auto_unroll,
+// flatten_storage, vectorize_loops, and a final simplify_stmt. A failure
+// inside a pass names it ("lowering pass vectorize_loops: ..."). Passes live in
+// passes/, one small header each. RunLoweringPasses also serves hand-built
+// loop nests (multi-dimensional indices, Vectorized loops, pragmas).
 #pragma once
 
 #include <ostream>
