@@ -46,11 +46,9 @@ std::vector<CallArg> ToCallArgs(const py::args& arrays) {
 
 // Lowering and compiling take no Python object, so other Python threads run
 // meanwhile (and builds from several threads run at once).
-Module BuildState(const State& state, const std::string& target) {
+Module BuildStateUnlocked(const State& state, const Target& target) {
   py::gil_scoped_release release;
-  CodegenTarget t = CodegenTarget::Parse(target);
-  LoweredFunc f = Lower(state);
-  return Build(f, t);
+  return BuildState(state, target);
 }
 
 std::string LoweredText(const State& state, bool log_passes) {
@@ -94,19 +92,25 @@ void bind_runtime(py::module_& m) {
           py::arg("arrays"), py::arg("number") = 1, py::arg("repeat") = 1, py::arg("min_repeat_ms") = 0.0,
           py::arg("flush_cache") = false)
       .def("get_source", &Module::GetSource, py::arg("format") = "ll")
+      .def_property_readonly("source_formats", [](const Module& mod) { return mod.sources().Formats(); })
+      .def_property_readonly("cannot_run", &Module::cannot_run,
+                             "Why this module cannot run on this host ('' when it can).")
       .def("__repr__", [](const Module& mod) { return "Module(" + mod.name() + ")"; });
 
-  m.def("build_state", &BuildState, py::arg("state"), py::arg("target") = "llvm",
-        "Lowers a state and compiles it for the target.");
+  m.def("build_state", &BuildStateUnlocked, py::arg("state"), py::arg("target"),
+        "Lowers a state and compiles it for the target (a Target).");
   m.def("lowered_text", &LoweredText, py::arg("state"), py::arg("log_passes") = false,
         "The fully lowered loop nest of a state (with log_passes: after every pass).");
   m.def("has_llvm", &HasLLVMBackend, "True when this build can compile for 'llvm' targets.");
+  const char* dropped_doc =
+      "CPU features (LLVM names) that the target's -mcpu / -mattr ask for but that this host lacks, so that "
+      "built code does without them (Target.dropped_features).";
   m.def(
-      "dropped_cpu_features",
-      [](const std::string& target) { return DroppedCpuFeatures(CodegenTarget::Parse(target)); },
-      py::arg("target"),
-      "CPU features (LLVM names) that the target's -mcpu / -mattr ask for but that this host lacks, so "
-      "that built code does without them.");
+      "dropped_cpu_features", [](const std::string& text) { return Target::Parse(text).cpu.dropped; },
+      py::arg("target"), dropped_doc);
+  m.def(
+      "dropped_cpu_features", [](const Target& target) { return target.cpu.dropped; }, py::arg("target"),
+      dropped_doc);
 }
 
 }  // namespace autosched::bindings

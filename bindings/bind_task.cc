@@ -81,27 +81,86 @@ void BindHardwareParams(py::module_& m) {
   cls.def("__eq__", &HardwareParams::operator==)
       .def("__repr__", &HardwareParamsRepr)
       .def("to_json", [](const HardwareParams& p) { return HardwareParamsToJson(p).dump(); })
-      .def_static("from_json", [](const std::string& text) {
-        return HardwareParamsFromJson(ParseJson(text, "HardwareParams.from_json"));
-      });
+      .def_static("from_json",
+                  [](const std::string& text) {
+                    return HardwareParamsFromJson(ParseJson(text, "HardwareParams.from_json"));
+                  })
+      .def(py::pickle([](const HardwareParams& p) { return py::make_tuple(HardwareParamsToJson(p).dump()); },
+                      [](const py::tuple& state) {
+                        return HardwareParamsFromJson(
+                            ParseJson(state[0].cast<std::string>(), "HardwareParams pickle"));
+                      }));
   m.def("default_hardware_params", &DefaultHardwareParams, py::arg("target"));
+}
+
+// A UserWarning naming the CPU features that the target's -mcpu / -mattr ask
+// for and that code built for it goes without, as this host lacks them.
+void WarnDroppedFeatures(const Target& t) {
+  if (t.cpu.dropped.empty()) return;
+  std::string names;
+  for (const std::string& f : t.cpu.dropped) names += (names.empty() ? "" : ", ") + f;
+  std::string message =
+      "target '" + t.str() + "': this host lacks " + std::to_string(t.cpu.dropped.size()) +
+      " CPU features that it asks for, and code built for it does without them: " + names +
+      "; the search assumes vector_unit_bytes=" + std::to_string(DefaultHardwareParams(t).vector_unit_bytes) +
+      ". Add -no-host-check to compile with them (the module can then be read with "
+      "get_source, not run here).";
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+}
+
+Target MakeTarget(const std::string& text) {
+  Target t = Target::Parse(text);
+  WarnDroppedFeatures(t);
+  return t;
+}
+
+void BindTarget(py::module_& m) {
+  py::class_<Target>(
+      m, "Target",
+      "Where code runs, e.g. Target('llvm') (the host CPU) or Target('llvm -mcpu=sapphirerapids "
+      "-num-cores=2'). str() is the target text followed by '  # ' and what it resolves to here; "
+      "Target(str(t)) == t.")
+      .def(py::init(&MakeTarget), py::arg("text"))
+      .def_static("host", &Target::Host, "The host CPU as LLVM detects it, with all its cores.")
+      .def_property_readonly("kind", [](const Target& t) { return TargetKindName(t.kind); })
+      .def_readonly("mcpu", &Target::mcpu, "-mcpu as given ('' for the host CPU)")
+      .def_readonly("mattr", &Target::mattr)
+      .def_readonly("mtriple", &Target::mtriple)
+      .def_readonly("opt_level", &Target::opt_level)
+      .def_readonly("host_check", &Target::host_check, "False with -no-host-check")
+      .def_readonly("device", &Target::device)
+      .def_readonly("platform", &Target::platform)
+      .def_readonly("num_cores", &Target::num_cores,
+                    "llvm: -num-cores or the cores of this machine; opencl: -num-cores or 0 (the device's)")
+      .def_readonly("fast_math", &Target::fast_math)
+      .def_readonly("options", &Target::options)
+      .def_property_readonly(
+          "cpu", [](const Target& t) { return t.cpu.name; }, "the LLVM CPU name code is built for")
+      .def_property_readonly(
+          "features", [](const Target& t) { return t.cpu.features; }, "CPU features code uses (LLVM names)")
+      .def_property_readonly(
+          "dropped_features", [](const Target& t) { return t.cpu.dropped; },
+          "features of -mcpu / -mattr turned off because this host lacks them")
+      .def_property_readonly(
+          "missing_features", [](const Target& t) { return t.cpu.missing; },
+          "with -no-host-check: features code uses that this host lacks (such modules do not run here)")
+      .def_property_readonly("hardware_params", &DefaultHardwareParams,
+                             "HardwareParams the search assumes for this target")
+      .def_property_readonly("text", &Target::str, "the canonical target text (what records store)")
+      .def("describe", &Target::Describe)
+      .def("has_option", &Target::HasOption)
+      .def("__eq__", &Target::operator==)
+      .def("__hash__", [](const Target& t) { return std::hash<std::string>()(t.str()); })
+      .def("__str__", [](const Target& t) { return t.str() + "  # " + t.Describe(); })
+      .def("__repr__", [](const Target& t) { return "Target(\"" + t.str() + "\", " + t.Describe() + ")"; })
+      .def(py::pickle([](const Target& t) { return py::make_tuple(t.str()); },
+                      [](const py::tuple& state) { return Target::Parse(state[0].cast<std::string>()); }));
 }
 
 }  // namespace
 
 void bind_task(py::module_& m) {
-  py::class_<Target>(m, "Target", "Where code runs, e.g. Target('llvm -mcpu=sapphirerapids -num-cores=2').")
-      .def(py::init(&Target::Parse), py::arg("text"))
-      .def_property_readonly("kind", [](const Target& t) { return TargetKindName(t.kind); })
-      .def_readonly("mcpu", &Target::mcpu)
-      .def_readonly("device", &Target::device)
-      .def_readonly("num_cores", &Target::num_cores)
-      .def_readonly("options", &Target::options)
-      .def("has_option", &Target::HasOption)
-      .def("__eq__", &Target::operator==)
-      .def("__hash__", [](const Target& t) { return std::hash<std::string>()(t.str()); })
-      .def("__str__", &Target::str)
-      .def("__repr__", [](const Target& t) { return "Target(\"" + t.str() + "\")"; });
+  BindTarget(m);
   py::implicitly_convertible<py::str, Target>();
   BindHardwareParams(m);
 

@@ -1,35 +1,14 @@
 #include "codegen/build.h"
 
 #include "ir/error.h"
+#include "lower/lower.h"
+#include "schedule/state.h"
 
 #ifdef AUTOSCHED_HAS_LLVM
 #include "codegen/llvm/codegen_llvm.h"
 #endif
 
 namespace autosched {
-
-CodegenTarget CodegenTarget::FromTarget(const Target& target) {
-  AS_CHECK(target.kind == TargetKind::LLVM, "cannot build for target kind '"
-                                                << TargetKindName(target.kind) << "' in '" << target.str()
-                                                << "': only 'llvm' (CPU) targets can be built");
-  CodegenTarget t;
-  t.mcpu = target.mcpu;
-  if (target.HasOption("mattr")) t.mattr = target.options.at("mattr");
-  t.num_cores = target.num_cores;
-  t.fast_math = target.HasOption("fast-math");
-  return t;
-}
-
-CodegenTarget CodegenTarget::Parse(const std::string& target) { return FromTarget(Target::Parse(target)); }
-
-std::string CodegenTarget::str() const {
-  std::string s = kind;
-  if (!mcpu.empty()) s += " -mcpu=" + mcpu;
-  if (!mattr.empty()) s += " -mattr=" + mattr;
-  if (num_cores > 0) s += " -num-cores=" + std::to_string(num_cores);
-  if (fast_math) s += " -fast-math";
-  return s;
-}
 
 bool HasLLVMBackend() {
 #ifdef AUTOSCHED_HAS_LLVM
@@ -39,22 +18,22 @@ bool HasLLVMBackend() {
 #endif
 }
 
-std::vector<std::string> DroppedCpuFeatures(const CodegenTarget& target) {
+Module Build(const LoweredFunc& f, const Target& target) {
+  AS_CHECK(
+      target.kind != TargetKind::OpenCL,
+      "cannot build '" << f.name << "' for target '" << target.str()
+                       << "': OpenCL code generation is not available yet (only 'llvm' CPU targets can be "
+                          "built)");
+  AS_ICHECK(target.kind == TargetKind::LLVM, "Build: unhandled target kind");
 #ifdef AUTOSCHED_HAS_LLVM
-  return DroppedFeaturesLLVM(target);
+  // A Target made without Parse has no resolved CPU yet.
+  return BuildLLVM(f, target.cpu.name.empty() ? Target::Parse(target.str()) : target);
 #else
-  return {};
+  throw Error("cannot build '" + f.name + "' for target '" + target.str() +
+              "': this autosched was built without LLVM 19 (the CPU backend)");
 #endif
 }
 
-Module Build(const LoweredFunc& f, const CodegenTarget& target) {
-#ifdef AUTOSCHED_HAS_LLVM
-  return BuildLLVM(f, target);
-#else
-  AS_CHECK(false, "cannot build '" << f.name << "' for target '" << target.str()
-                                   << "': this autosched was built without LLVM 19 (the CPU backend)");
-  return Module("", {}, nullptr, nullptr, {}, 0);
-#endif
-}
+Module BuildState(const State& state, const Target& target) { return Build(Lower(state), target); }
 
 }  // namespace autosched

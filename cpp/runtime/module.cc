@@ -33,25 +33,84 @@ void FlushCaches() {
 
 using Clock = std::chrono::steady_clock;
 
-// Throws the Error that a kernel's failure status stands for.
-void CheckStatus(int32_t status, const std::string& name) {
+// Throws the Error that a kernel's failure status stands for; `when` says
+// which run failed (empty for a plain call).
+void CheckStatus(int32_t status, const std::string& name, const std::string& when = "") {
   if (status == kKernelOk) return;
-  AS_CHECK(status != kKernelOutOfMemory, "module '" << name << "' could not allocate a temporary buffer");
-  AS_CHECK(status != kKernelDivideByZero, "integer division by zero in module '" << name << "'");
-  AS_CHECK(false, "module '" << name << "' failed with status " << status);
+  std::string where = when.empty() ? "" : " (" + when + ")";
+  AS_CHECK(status != kKernelOutOfMemory,
+           "module '" << name << "' could not allocate a temporary buffer" << where);
+  AS_CHECK(status != kKernelDivideByZero, "integer division by zero in module '" << name << "'" << where);
+  AS_CHECK(false, "module '" << name << "' failed with status " << status << where);
+}
+
+std::vector<void*> DataPointers(const std::vector<CallArg>& args) {
+  std::vector<void*> ptrs;
+  for (const CallArg& a : args) ptrs.push_back(a.data);
+  return ptrs;
 }
 
 }  // namespace
 
-Module::Module(std::string name, std::vector<ArgSpec> args, PackedKernel kernel, std::shared_ptr<void> owner,
-               ModuleSources sources, double compile_seconds)
+ModuleSources::ModuleSources() : shared_(std::make_shared<Shared>()) {}
+
+void ModuleSources::Add(const std::string& format, std::string text) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->entries[format] = Entry{std::move(text), nullptr, ""};
+}
+
+void ModuleSources::AddLazy(const std::string& format, std::function<std::string()> make) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->entries[format] = Entry{"", std::move(make), ""};
+}
+
+void ModuleSources::AddAlias(const std::string& alias, const std::string& format) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->entries[alias] = Entry{"", nullptr, format};
+}
+
+std::vector<std::string> ModuleSources::Formats() const {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  std::vector<std::string> formats;
+  for (const auto& [format, entry] : shared_->entries) {
+    if (entry.alias_of.empty()) formats.push_back(format);
+  }
+  return formats;
+}
+
+std::string ModuleSources::Get(const std::string& requested) const {
+  std::unique_lock<std::mutex> lock(shared_->mutex);
+  auto it = shared_->entries.find(requested);
+  if (it != shared_->entries.end() && !it->second.alias_of.empty())
+    it = shared_->entries.find(it->second.alias_of);
+  if (it == shared_->entries.end()) {
+    lock.unlock();
+    std::string known;
+    for (const std::string& f : Formats()) known += (known.empty() ? "'" : ", '") + f + "'";
+    AS_CHECK(false, "unknown source format '" << requested << "' (this module has " << known << ")");
+  }
+  // Made under the lock: a second thread asking meanwhile waits for the text.
+  if (it->second.make) {
+    it->second.text = it->second.make();
+    it->second.make = nullptr;
+  }
+  return it->second.text;
+}
+
+Module::Module(std::string name, std::vector<ArgSpec> args, std::shared_ptr<Kernel> kernel,
+               ModuleSources sources, double compile_seconds, std::string cannot_run)
     : name_(std::move(name)),
       args_(std::move(args)),
-      kernel_(kernel),
-      owner_(std::move(owner)),
-      sources_(std::make_shared<ModuleSources>(std::move(sources))),
-      asm_cache_(std::make_shared<std::string>()),
-      compile_seconds_(compile_seconds) {}
+      kernel_(std::move(kernel)),
+      sources_(std::move(sources)),
+      compile_seconds_(compile_seconds),
+      cannot_run_(std::move(cannot_run)) {
+  AS_ICHECK(kernel_ != nullptr || !cannot_run_.empty(), "a module without a kernel must say why");
+}
+
+void Module::CheckRunnable() const {
+  AS_CHECK(cannot_run_.empty(), "module '" << name_ << "' cannot run on this host: " << cannot_run_);
+}
 
 void Module::CheckArgs(const std::vector<CallArg>& args) const {
   AS_CHECK(args.size() == args_.size(),
@@ -89,16 +148,12 @@ void Module::CheckArgs(const std::vector<CallArg>& args) const {
   }
 }
 
-std::vector<void*> Module::DataPointers(const std::vector<CallArg>& args) const {
-  std::vector<void*> ptrs;
-  for (const CallArg& a : args) ptrs.push_back(a.data);
-  return ptrs;
-}
-
 void Module::Call(const std::vector<CallArg>& args) const {
+  CheckRunnable();
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
-  CheckStatus(kernel_(ptrs.data()), name_);
+  CheckStatus(kernel_->Run(ptrs.data()), name_);
+  CheckStatus(kernel_->Synchronize(), name_);
 }
 
 std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const TimeOptions& options) const {
@@ -106,16 +161,30 @@ std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const
            "time evaluator needs number >= 1 and repeat >= 1, got " << options.number << " and "
                                                                     << options.repeat);
   AS_CHECK(options.min_repeat_ms >= 0, "min_repeat_ms must not be negative");
+  CheckRunnable();
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
-  // Warm-up (page faults, thread start) and status check.
-  CheckStatus(kernel_(ptrs.data()), name_);
+  int64_t runs = 0;  // counts every run, for the message of a failing one
+  auto when = [&] { return "run " + std::to_string(runs) + " of the time evaluator"; };
+  auto run = [&] {
+    ++runs;
+    int32_t status = kernel_->Run(ptrs.data());
+    if (status != kKernelOk) CheckStatus(status, name_, when());
+  };
+  auto synchronize = [&] {
+    int32_t status = kernel_->Synchronize();
+    if (status != kKernelOk) CheckStatus(status, name_, "after " + when());
+  };
+  // Warm-up (page faults, thread start).
+  run();
+  synchronize();
   int number = options.number;
   std::vector<double> results;
   while (static_cast<int>(results.size()) < options.repeat) {
     if (options.flush_cache) FlushCaches();
     auto start = Clock::now();
-    for (int i = 0; i < number; ++i) kernel_(ptrs.data());
+    for (int i = 0; i < number; ++i) run();
+    synchronize();
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     double ms = seconds * 1e3;
     if (ms < options.min_repeat_ms && number < (1 << 30)) {
@@ -127,17 +196,6 @@ std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const
     results.push_back(seconds / number);
   }
   return results;
-}
-
-std::string Module::GetSource(const std::string& format) const {
-  if (format == "ll" || format == "llvm") return sources_->llvm_ir;
-  if (format == "lowered") return sources_->lowered;
-  if (format == "asm" || format == "s") {
-    if (asm_cache_->empty() && sources_->make_asm) *asm_cache_ = sources_->make_asm();
-    return *asm_cache_;
-  }
-  AS_CHECK(false, "unknown source format '" << format << "' (use 'll', 'asm' or 'lowered')");
-  return {};
 }
 
 }  // namespace autosched

@@ -1,16 +1,27 @@
-// A built module: one compiled kernel plus the description of its arguments,
-// callable on caller-owned memory without copies.
+// A built module, the same for every backend: one compiled kernel, the
+// description of its arguments, and the sources it was made from; callable on
+// caller-owned memory without copies.
 //
-// Generated kernels take one argument, an array of data pointers in the order
-// of LoweredFunc::args. Module::Call checks every argument (count, shape,
-// dtype, C-contiguity; outputs writeable and sharing no memory with another
-// argument, as the kernel assumes no aliasing) and names the first wrong one in
-// an Error before the kernel runs. The time evaluator measures the kernel the way the tuner does.
+//  - Kernel: what a backend implements (the LLVM JIT in codegen/llvm/jit.cc;
+//    an OpenCL kernel later). Run takes the data pointers of the arguments in
+//    the order of LoweredFunc::args and returns a KernelStatus; Synchronize
+//    waits for work Run left running (a no-op for code that runs to the end).
+//  - Module::Call checks every argument (count, shape, dtype, C-contiguity;
+//    outputs writeable and sharing no memory with another argument, as kernels
+//    assume no aliasing) and names the first wrong one in an Error before the
+//    kernel runs, then raises the Error that a failing status stands for.
+//  - Module::TimeEvaluate is the timing loop the tuner uses: it checks the
+//    status of every run (the warm-up included), so a failing run is an
+//    Error, never a time.
+//  - ModuleSources: named texts ("lowered", "ll", "asm", later "cl"), given
+//    or produced on first request.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,15 +29,25 @@
 
 namespace autosched {
 
-// Signature of a generated kernel: returns a KernelStatus.
-using PackedKernel = int32_t (*)(void** args);
-
 // What a kernel returns. On a failure it has freed what it allocated; the
 // outputs may be partly written.
 enum KernelStatus : int32_t {
   kKernelOk = 0,
   kKernelOutOfMemory = -1,   // a temporary buffer could not be allocated
   kKernelDivideByZero = -2,  // an integer division or modulo by zero
+};
+
+// Signature of a kernel generated for the CPU: returns a KernelStatus.
+using PackedKernel = int32_t (*)(void** args);
+
+// The compiled code of one module, as a backend provides it.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Runs (or starts) the kernel once; args[i] is the data of argument i.
+  virtual int32_t Run(void** args) = 0;
+  // Waits for the work of earlier Runs; returns the first failure status.
+  virtual int32_t Synchronize() = 0;
 };
 
 // What a kernel expects of one argument.
@@ -54,40 +75,65 @@ struct TimeOptions {
   bool flush_cache = false;  // overwrite a large buffer before each repeat (cold caches)
 };
 
-// Texts describing how a module was made, for inspection.
-struct ModuleSources {
-  std::string lowered;                    // the loop-nest IR that was compiled
-  std::string llvm_ir;                    // optimised LLVM IR
-  std::function<std::string()> make_asm;  // assembly, produced on first request
+// Named texts describing how a module was made. Copies share the texts; a
+// lazily produced one is made once, on its first request, from any thread.
+class ModuleSources {
+ public:
+  ModuleSources();
+  void Add(const std::string& format, std::string text);
+  void AddLazy(const std::string& format, std::function<std::string()> make);
+  // Another name for a format, e.g. "s" for "asm".
+  void AddAlias(const std::string& alias, const std::string& format);
+
+  // Throws Error naming the known formats when `format` is not one of them.
+  std::string Get(const std::string& format) const;
+  std::vector<std::string> Formats() const;  // sorted, aliases left out
+
+ private:
+  struct Entry {
+    std::string text;
+    std::function<std::string()> make;  // set until the text is made
+    std::string alias_of;
+  };
+  struct Shared {
+    std::mutex mutex;
+    std::map<std::string, Entry> entries;
+  };
+  std::shared_ptr<Shared> shared_;
 };
 
 class Module {
  public:
-  Module(std::string name, std::vector<ArgSpec> args, PackedKernel kernel, std::shared_ptr<void> owner,
-         ModuleSources sources, double compile_seconds);
+  // kernel may be null only with a non-empty cannot_run: a module that can be
+  // read (its sources) but not run on this host; Call and TimeEvaluate then
+  // throw Error with cannot_run as the reason.
+  Module(std::string name, std::vector<ArgSpec> args, std::shared_ptr<Kernel> kernel, ModuleSources sources,
+         double compile_seconds, std::string cannot_run = "");
 
   const std::string& name() const { return name_; }
   const std::vector<ArgSpec>& args() const { return args_; }
   double compile_seconds() const { return compile_seconds_; }
+  const std::string& cannot_run() const { return cannot_run_; }
 
   // Checks the arguments, then runs the kernel; results are written in place.
   void Call(const std::vector<CallArg>& args) const;
-  // Seconds per run, one entry per repeat (see TimeOptions).
+  // Seconds per run, one entry per repeat (see TimeOptions). Throws Error
+  // when any run fails.
   std::vector<double> TimeEvaluate(const std::vector<CallArg>& args, const TimeOptions& options) const;
-  // "ll" (LLVM IR), "asm" (assembly) or "lowered" (loop-nest IR).
-  std::string GetSource(const std::string& format) const;
+  // A source by format name (sources().Formats() lists them).
+  std::string GetSource(const std::string& format) const { return sources_.Get(format); }
+  const ModuleSources& sources() const { return sources_; }
 
  private:
+  void CheckRunnable() const;
   void CheckArgs(const std::vector<CallArg>& args) const;
-  std::vector<void*> DataPointers(const std::vector<CallArg>& args) const;
 
   std::string name_;
   std::vector<ArgSpec> args_;
-  PackedKernel kernel_;
-  std::shared_ptr<void> owner_;  // keeps the compiled code alive
-  std::shared_ptr<ModuleSources> sources_;
-  std::shared_ptr<std::string> asm_cache_;
+  std::shared_ptr<Kernel> kernel_;
+  ModuleSources sources_;
   double compile_seconds_;
+  std::string cannot_run_;
 };
 
 }  // namespace autosched

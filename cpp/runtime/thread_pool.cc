@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "task/host_cpu.h"
+
 namespace autosched {
 namespace {
 // Set while this thread runs a chunk, so nested parallel loops run serially.
@@ -54,7 +56,7 @@ ThreadPool& ThreadPool::Global() {
     (void)registered;
     // Never destroyed: at exit its workers still wait for work, and joining
     // them from a static destructor would race with the rest of shutdown.
-    int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1;
+    int workers = HostCores() - 1;
     global_pool.store(new ThreadPool(workers), std::memory_order_release);
   }
   return *global_pool.load();

@@ -1,6 +1,9 @@
 // The CPU thread pool that parallel loops of generated code run on.
 //
-// One process-wide pool of workers (the machine's core count). ParallelFor
+// One process-wide pool of workers: one thread per core this process may run
+// on (HostCores(), which is also the default num_cores of an llvm Target; a
+// kernel asks for its target's num_cores tasks, and a target with more cores
+// than the machine runs on the machine's). ParallelFor
 // splits [0, n) into static contiguous chunks, one per task; the calling
 // thread runs the first chunk and waits for the rest. A ParallelFor issued
 // from inside a running chunk (a nested parallel loop) runs serially on the
@@ -24,8 +27,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // The shared pool, with one thread per hardware core (the caller counts as
-  // one); made on first use, and again in a forked child.
+  // The shared pool, with one thread per core of HostCores() (the caller
+  // counts as one); made on first use, and again in a forked child.
   static ThreadPool& Global();
 
   // Threads that can run chunks at once (workers plus the caller).

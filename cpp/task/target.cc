@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 #include "ir/error.h"
@@ -19,7 +18,7 @@ const char* TargetKindName(TargetKind kind) {
 
 namespace {
 
-enum class OptionValue : uint8_t { Flag, Text, PositiveInt };
+enum class OptionValue : uint8_t { Flag, Text, PositiveInt, OptLevel };
 
 struct OptionSpec {
   const char* name;
@@ -30,12 +29,13 @@ struct OptionSpec {
 // Options each kind accepts; anything else is reported, so that a typo such as
 // "-numcores=2" is not silently ignored.
 constexpr OptionSpec kOptions[] = {
-    {"mcpu", OptionValue::Text, true, false},
-    {"mtriple", OptionValue::Text, true, false},
-    {"mattr", OptionValue::Text, true, false},
-    {"opt-level", OptionValue::PositiveInt, true, false},
-    {"device", OptionValue::Text, false, true},
-    {"platform", OptionValue::Text, false, true},
+    {"mcpu", OptionValue::Text, true, false},           // LLVM CPU name
+    {"mtriple", OptionValue::Text, true, false},        // must be the host's (CheckTripleMatchesHost)
+    {"mattr", OptionValue::Text, true, false},          // +feature,-feature
+    {"opt-level", OptionValue::OptLevel, true, false},  // LLVM's O0..O3
+    {"no-host-check", OptionValue::Flag, true, false},  // keep features this host lacks (no runs here)
+    {"device", OptionValue::Text, false, true},         // kOpenCLDevices
+    {"platform", OptionValue::Text, false, true},       // OpenCL platform name
     {"num-cores", OptionValue::PositiveInt, true, true},
     {"fast-math", OptionValue::Flag, true, true},
 };
@@ -58,7 +58,8 @@ std::string KnownOptions(TargetKind kind) {
   return list;
 }
 
-int ParsePositiveInt(const std::string& option, const std::string& value) {
+int ParseInt(const std::string& option, const std::string& value, long long low, long long high,
+             const char* expected) {
   size_t used = 0;
   long long n = 0;
   try {
@@ -66,10 +67,16 @@ int ParsePositiveInt(const std::string& option, const std::string& value) {
   } catch (const std::exception&) {
     used = 0;
   }
-  AS_CHECK(used == value.size() && !value.empty() && n > 0 && n < (1LL << 31),
-           "target option -" << option << " needs a positive integer, got '" << value << "'");
+  AS_CHECK(used == value.size() && !value.empty() && n >= low && n <= high,
+           "target option -" << option << " needs " << expected << ", got '" << value << "'");
   return static_cast<int>(n);
 }
+
+int ParsePositiveInt(const std::string& option, const std::string& value) {
+  return ParseInt(option, value, 1, (1LL << 31) - 1, "a positive integer");
+}
+
+int ParseOptLevel(const std::string& value) { return ParseInt("opt-level", value, 0, 3, "0, 1, 2 or 3"); }
 
 void ApplyOption(Target* target, const std::string& word) {
   AS_CHECK(word.size() > 1 && word[0] == '-',
@@ -89,36 +96,55 @@ void ApplyOption(Target* target, const std::string& word) {
              "target option -" << name << " needs a value (-" << name << "=...)");
   }
   if (spec->value == OptionValue::PositiveInt) ParsePositiveInt(name, value);
+  if (spec->value == OptionValue::OptLevel) ParseOptLevel(value);
   target->options[name] = value;
 }
 
-int HostThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
-
-bool HostHasAvx512() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
+int VectorUnitBytes(const CpuSpec& cpu) {
+  if (cpu.Has("avx512f")) return 64;
+  if (cpu.Has("avx2") || cpu.Has("avx")) return 32;
+  return 16;
 }
 
-bool CpuHasAvx512(const std::string& mcpu) {
-  if (mcpu.empty() || mcpu == "native") return HostHasAvx512();
-  static const char* kAvx512Cpus[] = {"sapphirerapids",
-                                      "graniterapids",
-                                      "emeraldrapids",
-                                      "skylake-avx512",
-                                      "cascadelake",
-                                      "cooperlake",
-                                      "icelake-server",
-                                      "icelake-client",
-                                      "tigerlake",
-                                      "rocketlake",
-                                      "znver4",
-                                      "znver5",
-                                      "knl",
-                                      "knm"};
-  return std::find(std::begin(kAvx512Cpus), std::end(kAvx512Cpus), mcpu) != std::end(kAvx512Cpus);
+// A Target that was not made by Parse (a default-constructed one) has no
+// resolved CPU: resolve it from its options.
+Target Resolved(const Target& target) {
+  if (target.kind != TargetKind::LLVM || !target.cpu.name.empty()) return target;
+  return Target::Parse(target.str());
+}
+
+// "a, b, c" of at most `most` names, then "... (N in all)".
+std::string NameList(const std::vector<std::string>& names, size_t most) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < most; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > most) text += ", ... (" + std::to_string(names.size()) + " in all)";
+  return text;
+}
+
+// Vector instruction sets worth naming first, widest first.
+constexpr const char* kNotableFeatures[] = {"avx512f",  "avx512bw", "avx512vnni", "avx512bf16", "avx512fp16",
+                                            "amx-tile", "avx2",     "avx",        "fma",        "f16c",
+                                            "sse4.2",   "neon",     "sve",        "sve2"};
+
+// Those of kNotableFeatures that the CPU has.
+std::string VectorIsaSummary(const CpuSpec& cpu) {
+  std::vector<std::string> present;
+  for (const char* f : kNotableFeatures) {
+    if (cpu.Has(f)) present.push_back(f);
+  }
+  return present.empty() ? "no vector extensions" : NameList(present, present.size());
+}
+
+// `names` with the notable features first, in kNotableFeatures' order.
+std::vector<std::string> NotableFirst(const std::vector<std::string>& names) {
+  std::vector<std::string> ordered;
+  for (const char* f : kNotableFeatures) {
+    if (std::find(names.begin(), names.end(), f) != names.end()) ordered.push_back(f);
+  }
+  for (const std::string& f : names) {
+    if (std::find(ordered.begin(), ordered.end(), f) == ordered.end()) ordered.push_back(f);
+  }
+  return ordered;
 }
 
 HardwareParams OpenCLDefaults(const std::string& device) {
@@ -134,7 +160,7 @@ HardwareParams OpenCLDefaults(const std::string& device) {
     p.max_vthread_extent = 8;
     return p;
   }
-  p.num_cores = device == "mali" ? 4 : device == "pocl" ? HostThreads() : 16;
+  p.num_cores = device == "mali" ? 4 : device == "pocl" ? HostCores() : 16;
   p.warp_size = 1;
   p.max_threads_per_block = 256;
   p.max_shared_memory_per_block = 32 * 1024;
@@ -144,7 +170,8 @@ HardwareParams OpenCLDefaults(const std::string& device) {
 
 }  // namespace
 
-Target Target::Parse(const std::string& text) {
+Target Target::Parse(const std::string& full_text) {
+  const std::string text = full_text.substr(0, full_text.find('#'));
   std::istringstream words(text);
   std::string kind_word;
   AS_CHECK(static_cast<bool>(words >> kind_word), "empty target string: expected 'llvm ...' or 'opencl ...'");
@@ -157,18 +184,31 @@ Target Target::Parse(const std::string& text) {
     AS_CHECK(false, "unknown target kind '" << kind_word << "' in '" << text << "': expected llvm or opencl");
   }
   for (std::string word; words >> word;) ApplyOption(&target, word);
-  if (target.HasOption("mcpu")) target.mcpu = target.options["mcpu"];
+  auto option = [&](const char* name) { return target.HasOption(name) ? target.options.at(name) : ""; };
+  target.mcpu = option("mcpu");
+  target.mattr = option("mattr");
+  target.mtriple = option("mtriple");
+  target.device = option("device");
+  target.platform = option("platform");
+  target.fast_math = target.HasOption("fast-math");
+  target.host_check = !target.HasOption("no-host-check");
+  if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
+  if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));
   if (target.HasOption("device")) {
-    target.device = target.options["device"];
     bool known = std::find(std::begin(kOpenCLDevices), std::end(kOpenCLDevices), target.device) !=
                  std::end(kOpenCLDevices);
     AS_CHECK(known, "unknown OpenCL device '" << target.device << "': expected nvidia, mali or pocl "
                                               << "(or no -device for a generic GPU)");
   }
-  if (target.HasOption("num-cores"))
-    target.num_cores = ParsePositiveInt("num-cores", target.options["num-cores"]);
+  if (target.kind == TargetKind::LLVM) {
+    if (!target.mtriple.empty()) CheckTripleMatchesHost(target.mtriple);
+    target.cpu = ResolveCpu(target.mcpu, target.mattr, target.host_check);
+    if (target.num_cores == 0) target.num_cores = HostCores();
+  }
   return target;
 }
+
+Target Target::Host() { return Parse("llvm"); }
 
 std::string Target::str() const {
   std::string text = TargetKindName(kind);
@@ -184,16 +224,49 @@ bool HardwareParams::operator==(const HardwareParams& o) const {
   return true;
 }
 
-HardwareParams DefaultHardwareParams(const Target& target) {
-  HardwareParams p;
-  if (target.kind == TargetKind::OpenCL) {
-    p = OpenCLDefaults(target.device);
+std::string Target::Describe() const {
+  const HardwareParams params = DefaultHardwareParams(*this);
+  std::ostringstream os;
+  if (kind == TargetKind::OpenCL) {
+    os << "OpenCL " << (device.empty() ? "generic GPU" : "device " + device);
+    if (!platform.empty()) os << " on platform " << platform;
+    os << ", " << params.num_cores << " compute units";
   } else {
-    p.num_cores = HostThreads();
-    p.vector_unit_bytes = CpuHasAvx512(target.mcpu) ? 64 : 32;
-    p.cache_line_bytes = 64;
+    const Target t = Resolved(*this);
+    os << (t.cpu.is_host && t.mattr.empty() ? "host CPU " : "CPU ") << t.cpu.name << " ("
+       << VectorIsaSummary(t.cpu) << ")";
+    if (!t.cpu.dropped.empty())
+      os << " without " << t.cpu.dropped.size() << " of its features this host lacks ("
+         << NameList(NotableFirst(t.cpu.dropped), 6) << ")";
+    if (!t.cpu.missing.empty())
+      os << " with " << t.cpu.missing.size() << " features this host lacks ("
+         << NameList(NotableFirst(t.cpu.missing), 6) << "): built code cannot run here";
+    os << ", " << params.num_cores << (params.num_cores == 1 ? " core" : " cores");
   }
-  if (target.num_cores > 0) p.num_cores = target.num_cores;
+  os << ", vector_unit_bytes=" << params.vector_unit_bytes;
+  return os.str();
+}
+
+HardwareParams DefaultHardwareParams(const Target& target) {
+  if (target.kind == TargetKind::OpenCL) {
+    HardwareParams p = OpenCLDefaults(target.device);
+    if (target.num_cores > 0) p.num_cores = target.num_cores;
+    return p;
+  }
+  const Target t = Resolved(target);
+  HardwareParams p;
+  p.num_cores = t.num_cores;
+  p.vector_unit_bytes = VectorUnitBytes(t.cpu);
+  p.cache_line_bytes = 64;
+  // The OS describes the host's caches, which are those of the target's CPU
+  // only when that CPU is the host's.
+  if (t.cpu.is_host || t.cpu.name == HostCpu().name) {
+    const HostCaches& caches = HostCacheSizes();
+    if (caches.line_bytes > 0) p.cache_line_bytes = caches.line_bytes;
+    p.l1_cache_bytes = caches.l1_bytes;
+    p.l2_cache_bytes = caches.l2_bytes;
+    p.l3_cache_bytes = caches.l3_bytes;
+  }
   return p;
 }
 

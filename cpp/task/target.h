@@ -1,9 +1,28 @@
 // Target: where generated code runs, parsed from a string such as
+//   "llvm"                                      the host CPU, all its cores
 //   "llvm -mcpu=sapphirerapids -num-cores=2 -fast-math"
 //   "opencl -device=mali"
 // The first word is the kind (llvm: CPU code through LLVM; opencl: OpenCL C for
-// a GPU); each further word is an option "-name" or "-name=value". Unknown
-// kinds, unknown options and malformed values throw Error naming them.
+// a GPU); each further word is an option "-name" or "-name=value"; a '#' starts
+// a comment that runs to the end. Unknown kinds, unknown options, malformed
+// values and options that cannot be honoured throw Error naming them.
+//
+// llvm options:
+//   -mcpu=NAME      LLVM CPU name (default: the host's, as LLVM detects it);
+//                   features NAME has and this host lacks are turned off
+//                   (cpu.dropped) unless -no-host-check is given
+//   -mattr=+f,-g    CPU features turned on / off
+//   -mtriple=T      must name this host's architecture and OS (kernels run in
+//                   this process); anything else is refused
+//   -num-cores=N    threads for parallel loops (default: the cores this
+//                   process may use); also HardwareParams::num_cores
+//   -opt-level=0..3 LLVM's optimisation level (default 3)
+//   -fast-math      allow reassociation, reciprocals and contraction of floats
+//   -no-host-check  keep every feature of -mcpu / -mattr even where this host
+//                   lacks it: the built module can be read (get_source) but
+//                   refuses to run here, naming the missing features
+// opencl options: -device=nvidia|mali|pocl, -platform=NAME, -num-cores=N
+// (compute units), -fast-math.
 //
 // HardwareParams: the machine facts the search needs, one typed field each with
 // a documented default; DefaultHardwareParams(target) fills them per target.
@@ -13,6 +32,8 @@
 #include <map>
 #include <string>
 
+#include "task/host_cpu.h"
+
 namespace autosched {
 
 enum class TargetKind : uint8_t { LLVM, OpenCL };
@@ -20,32 +41,52 @@ const char* TargetKindName(TargetKind kind);  // "llvm", "opencl"
 
 struct Target {
   TargetKind kind = TargetKind::LLVM;
-  std::string mcpu;    // llvm: -mcpu= (empty: the host CPU)
-  std::string device;  // opencl: -device= (empty: a generic GPU)
-  int num_cores = 0;   // -num-cores= (0: not given, use the machine's)
+  // llvm
+  std::string mcpu;        // -mcpu= as given (empty: the host CPU)
+  std::string mattr;       // -mattr= as given
+  std::string mtriple;     // -mtriple= as given (checked against the host)
+  int opt_level = 3;       // -opt-level=
+  bool host_check = true;  // false with -no-host-check
+  CpuSpec cpu;             // what -mcpu / -mattr resolve to on this host (Parse fills it)
+  // opencl
+  std::string device;    // -device= (empty: a generic GPU)
+  std::string platform;  // -platform= (empty: the first platform with the device)
+  // both
+  // llvm: -num-cores= else the cores of this machine (the one value kernels,
+  // thread pool and HardwareParams use); opencl: -num-cores= else 0 (the device's).
+  int num_cores = 0;
+  bool fast_math = false;  // -fast-math
   // Every option as given, without the leading '-'; flags map to "".
   std::map<std::string, std::string> options;
 
   // Throws Error naming the offending word.
   static Target Parse(const std::string& text);
+  // Parse("llvm"): the host CPU with all its cores.
+  static Target Host();
   bool HasOption(const std::string& name) const { return options.count(name) != 0; }
   // Canonical text: kind, then the options sorted by name. Parse(str()) == *this.
   std::string str() const;
+  // One line on what code is built for and what the search assumes, e.g.
+  // "host CPU znver3 (avx2, fma), 2 cores, vector_unit_bytes=32".
+  std::string Describe() const;
   bool operator==(const Target& o) const { return kind == o.kind && options == o.options; }
 };
 
 // One line per field: X(name, default, doc). The struct, its JSON form and the
 // Python keywords all come from this list. Values of 0 mean "does not apply"
 // (e.g. thread limits on a CPU).
-#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                 \
-  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                            \
-  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")   \
-  X(cache_line_bytes, 64, "bytes per cache line")                                           \
-  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block") \
-  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")   \
-  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")   \
-  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                             \
-  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit")
+#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                  \
+  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                             \
+  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")    \
+  X(cache_line_bytes, 64, "bytes per cache line")                                            \
+  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")  \
+  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")    \
+  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")    \
+  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                              \
+  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit") \
+  X(l1_cache_bytes, 0, "CPU: bytes of level-1 data cache per core; 0 where unknown")         \
+  X(l2_cache_bytes, 0, "CPU: bytes of level-2 cache per core; 0 where unknown")              \
+  X(l3_cache_bytes, 0, "CPU: bytes of the level-3 cache (shared); 0 where unknown")
 
 struct HardwareParams {
 #define AUTOSCHED_DECLARE_FIELD(name, default_value, doc) int64_t name = default_value;
@@ -55,10 +96,11 @@ struct HardwareParams {
 };
 
 // Defaults per target:
-//  llvm:   num_cores from -num-cores= else the host's hardware threads;
-//          vector_unit_bytes 64 for AVX-512 CPUs (sapphirerapids, skylake-avx512,
-//          icelake-*, cascadelake, cooperlake, tigerlake, znver4; an empty or
-//          "native" -mcpu asks the host), else 32; cache line 64; GPU fields 0.
+//  llvm:   num_cores: the target's (given or the machine's); vector_unit_bytes
+//          from the features the target keeps: 64 with avx512f, 32 with avx2
+//          or avx, else 16; cache line and cache sizes as the OS reports them
+//          when the target's CPU is the host's (else line 64, sizes 0); GPU
+//          fields 0.
 //  opencl: cache line 64, vector unit 16 bytes (float4), and per device:
 //          nvidia: 132 compute units, warp 32, 1024 threads, 48 KiB shared,
 //                  64 KiB private, vthread 8;

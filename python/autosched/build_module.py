@@ -2,10 +2,11 @@
 
     mod = ans.build(task_or_dag, state=None, target=None)
     mod(a, b, out)                        # C-contiguous numpy arrays, written in place
-    times = mod.time_evaluator(number=10, repeat=3)(a, b, out)   # seconds per run
-    print(mod.get_source("asm"))          # "ll", "asm" or "lowered"
+    res = mod.time_evaluator(number=10, repeat=3)(a, b, out)    # res.mean, res.results: seconds per run
+    print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
 """
 from . import _core
+from ._core import Target
 
 
 def _core_state(state):
@@ -40,6 +41,23 @@ def _check_same_dag(dag, core_state):
                          "from (dag.get_init_state() of that DAG)")
 
 
+class TimeResult(tuple):
+    """Seconds per run, one entry per repeat: a tuple of the times, with .results (the same times) and
+    .mean. Every run behind it succeeded: a failing run raises instead of giving a time."""
+
+    @property
+    def results(self):
+        return tuple(self)
+
+    @property
+    def mean(self):
+        return sum(self) / len(self)
+
+    def __repr__(self):
+        times = ", ".join(f"{t:.3e}" for t in self)
+        return f"TimeResult(mean={self.mean:.3e} s, results=({times}))"
+
+
 class Module:
     """A compiled kernel. Arguments follow the DAG's tensor order."""
 
@@ -51,14 +69,27 @@ class Module:
         self._mod(*arrays)
 
     def time_evaluator(self, number=1, repeat=1, min_repeat_ms=0, flush_cache=False):
-        """A function that runs the kernel and returns `repeat` times in seconds per run."""
+        """A function that runs the kernel on its arguments and returns a TimeResult: `repeat` times in
+        seconds per run (each the mean of `number` runs; `number` grows until a repeat takes at least
+        `min_repeat_ms`), after one warm-up run. A run that fails raises ValueError."""
         def evaluate(*arrays):
-            return self._mod.time_evaluate(list(arrays), number, repeat, float(min_repeat_ms), flush_cache)
+            return TimeResult(self._mod.time_evaluate(list(arrays), number, repeat, float(min_repeat_ms),
+                                                      flush_cache))
         return evaluate
 
     def get_source(self, fmt="ll"):
-        """'ll': optimised LLVM IR, 'asm': assembly, 'lowered': the loop nest that was compiled."""
+        """'ll': optimised LLVM IR, 'asm': assembly, 'lowered': the loop nest that was compiled (see
+        source_formats)."""
         return self._mod.get_source(fmt)
+
+    @property
+    def source_formats(self):
+        return self._mod.source_formats
+
+    @property
+    def cannot_run(self):
+        """Why this module cannot run on this host ('' when it can), e.g. built with -no-host-check."""
+        return self._mod.cannot_run
 
     def lowered_ir(self):
         return self._mod.get_source("lowered")
@@ -77,14 +108,20 @@ class Module:
 
 
 def build(task_or_dag, state=None, target=None):
-    """Compile `state` (default: the plain loop nest of the DAG) for `target` (default: host CPU)."""
+    """Compile `state` (default: the plain loop nest of the DAG) for `target` (a Target or its text; default:
+    the task's target, else the host CPU, Target("llvm"))."""
     dag, target = _dag_and_target(task_or_dag, target)
     if state is None:
         state = dag.get_init_state() if hasattr(dag, "get_init_state") else _core.LoopState(dag)
     core_state = _core_state(state)
     _check_same_dag(dag, core_state)
-    target_text = "llvm" if target is None else str(target)
-    return Module(_core.build_state(core_state, target_text), state)
+    if target is None:
+        target = Target.host()
+    elif isinstance(target, str):
+        target = Target(target)
+    elif not isinstance(target, Target):
+        raise TypeError(f"target must be a Target or a target string, got {type(target).__name__}")
+    return Module(_core.build_state(core_state, target), state)
 
 
 def lower(state, log_passes=False):

@@ -9,7 +9,7 @@ from ._core import ComputeDAG, HardwareParams, Target
 class SearchTask(_core.SearchTask):
     """A tuning task.
 
-        SearchTask(func=matmul, args=(512, 512, 512, "float32"), target="llvm -mcpu=sapphirerapids")
+        SearchTask(func=matmul, args=(512, 512, 512, "float32"), target="llvm")
         SearchTask(compute_dag=dag, target=Target("opencl -device=mali"))
 
     hardware_params=None takes the target's defaults (see HardwareParams). The workload key is the DAG's
@@ -20,7 +20,7 @@ class SearchTask(_core.SearchTask):
     def __init__(self, func=None, args=(), compute_dag=None, workload_key=None, target=None,
                  hardware_params=None, desc=""):
         if target is None:
-            raise TypeError("SearchTask needs target= (e.g. 'llvm -mcpu=sapphirerapids')")
+            raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
         if isinstance(target, str):
             target = Target(target)
         self.workload = None  # {"name", "args", "module"} when built from a registered function
@@ -69,7 +69,7 @@ class SearchTask(_core.SearchTask):
         return (type(self).from_json, (self.to_json(),))
 
     def __repr__(self):
-        return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target}\")"
+        return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target.text}\")"
 
 
 def _stored_workload(stored):

@@ -25,7 +25,7 @@ Stmt For(const Expr& v, int64_t extent, ForKind kind, Stmt body) {
 }
 
 Module BuildOrSkip(const LoweredFunc& f, const std::string& target = "llvm") {
-  return Build(f, CodegenTarget::Parse(target));
+  return Build(f, Target::Parse(target));
 }
 
 class CodegenTest : public ::testing::Test {
@@ -223,8 +223,8 @@ TEST_F(CodegenTest, UnsupportedInputIsAnError) {
   EXPECT_THROW(BuildOrSkip({"gpu", {a}, gpu}), Error);
   Stmt unflat = For(i, 4, ForKind::Serial, BufferStoreNode::make(a, Expr(1.0f), {i, i}));
   EXPECT_THROW(BuildOrSkip({"unflat", {a}, unflat}), Error);
-  EXPECT_THROW(CodegenTarget::Parse("llvm -bogus"), Error);
-  EXPECT_THROW(CodegenTarget::Parse("cuda"), Error);
+  EXPECT_THROW(Target::Parse("llvm -bogus"), Error);
+  EXPECT_THROW(Target::Parse("cuda"), Error);
   EXPECT_THROW(BuildOrSkip({"cpu", {a}, unflat}, "llvm -mcpu=notacpu"), Error);
 }
 

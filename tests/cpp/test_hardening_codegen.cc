@@ -52,7 +52,7 @@ Module BuildBinaryOps(const std::vector<BinOp>& binops, DataType t, int n, int l
     stores.push_back(BufferStoreNode::make(args->back(), value, {index}));
   }
   return Build({"binops", *args, For(i, n / lanes, ForKind::Serial, SeqNode::make(stores))},
-               CodegenTarget::Parse("llvm"));
+               Target::Parse("llvm"));
 }
 
 TEST_F(HardeningCodegenTest, FloatMaxMinPropagateNaN) {
@@ -126,7 +126,7 @@ TEST_F(HardeningCodegenTest, ManyLargeBuffersShareTheStackBudget) {
   }
   Stmt body = SeqNode::make(steps);
   for (int s = stages - 1; s >= 0; --s) body = AllocateNode::make(tmp[s], body);
-  Module m = Build({"chain", {in, out}, body}, CodegenTarget::Parse("llvm"));
+  Module m = Build({"chain", {in, out}, body}, Target::Parse("llvm"));
   std::vector<float> iv(n, 0.5f), ov(n);
   m.Call({ArgOf(iv, f32), ArgOf(ov, f32)});
   for (float v : ov) ASSERT_EQ(v, 0.5f + stages + 1);
@@ -166,7 +166,7 @@ TEST_F(HardeningCodegenTest, LoopsPastTheUnrollBudgetStayCorrect) {
   Expr i = VarNode::make("i"), j = VarNode::make("j");
   Stmt store = BufferStoreNode::make(c, i - j, {i * n + j});
   Module m = Build({"big", {c}, For(i, n, ForKind::Unrolled, For(j, n, ForKind::Unrolled, store))},
-                   CodegenTarget::Parse("llvm"));
+                   Target::Parse("llvm"));
   std::vector<int32_t> cv(n * n);
   m.Call({ArgOf(cv, i32)});
   for (int x = 0; x < n; ++x)
@@ -198,14 +198,14 @@ TEST(ThreadPoolForkTest, ForkedChildRunsParallelLoops) {
 }
 
 TEST_F(HardeningCodegenTest, DroppedCpuFeatures) {
-  EXPECT_TRUE(DroppedCpuFeatures(CodegenTarget::Parse("llvm")).empty());
+  EXPECT_TRUE(Target::Parse("llvm").cpu.dropped.empty());
   // Whatever this host lacks of a Sapphire Rapids is named in LLVM's terms; a host with all of it loses
   // nothing.
-  for (const std::string& f : DroppedCpuFeatures(CodegenTarget::Parse("llvm -mcpu=sapphirerapids"))) {
+  for (const std::string& f : Target::Parse("llvm -mcpu=sapphirerapids").cpu.dropped) {
     ASSERT_FALSE(f.empty());
     EXPECT_TRUE(f[0] != '+' && f[0] != '-' && f.find_first_of(", ") == std::string::npos) << f;
   }
-  EXPECT_THROW(DroppedCpuFeatures(CodegenTarget::Parse("llvm -mcpu=notacpu")), Error);
+  EXPECT_THROW(Target::Parse("llvm -mcpu=notacpu"), Error);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ TEST(LowerPassesTest, VectorizedLoopBecomesRampCode) {
   EXPECT_EQ(CountLoops(lowered.body, ForKind::Vectorized), 0) << ToString(lowered);
   EXPECT_GE(CountRamps(lowered.body), 3) << ToString(lowered);
   if (!HasLLVMBackend()) return;
-  Module m = Build(lowered, CodegenTarget::Parse("llvm"));
+  Module m = Build(lowered, Target::Parse("llvm"));
   std::vector<float> av(rows * cols), bv(cols), cv(rows * cols);
   std::iota(av.begin(), av.end(), 1.0f);
   std::iota(bv.begin(), bv.end(), -3.0f);
@@ -81,7 +81,7 @@ TEST(LowerPassesTest, ReductionOverVectorizedLoopFallsBack) {
   if (!HasLLVMBackend()) return;
   std::vector<float> av(rows * red), cv(rows, -1);
   std::iota(av.begin(), av.end(), 0.5f);
-  Build(lowered, CodegenTarget::Parse("llvm")).Call({Arg(av, {rows, red}), Arg(cv, {rows})});
+  Build(lowered, Target::Parse("llvm")).Call({Arg(av, {rows, red}), Arg(cv, {rows})});
   for (int r = 0; r < rows; ++r) {
     float sum = 0;
     for (int x = 0; x < red; ++x) sum += av[r * red + x];
@@ -98,7 +98,7 @@ TEST(LowerPassesTest, LaneDependenceIsNotVectorized) {
   EXPECT_EQ(CountRamps(lowered.body), 0) << ToString(lowered);
   if (!HasLLVMBackend()) return;
   std::vector<float> av(17, 1.0f);
-  Build(lowered, CodegenTarget::Parse("llvm")).Call({Arg(av, {17})});
+  Build(lowered, Target::Parse("llvm")).Call({Arg(av, {17})});
   EXPECT_FLOAT_EQ(av[16], 65536.0f);
 }
 
@@ -155,7 +155,7 @@ TEST(LowerPassesTest, FlatteningHonoursStridesAndUnitLoopsVanish) {
   // the compact shape, so call the kernel through a pitch-sized buffer.
   std::vector<float> av(rows * cols), cv(rows * pitch, -1);
   std::iota(av.begin(), av.end(), 0.0f);
-  Build(lowered, CodegenTarget::Parse("llvm")).Call({Arg(av, {rows, cols}), Arg(cv, {rows, cols})});
+  Build(lowered, Target::Parse("llvm")).Call({Arg(av, {rows, cols}), Arg(cv, {rows, cols})});
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < cols; ++k) EXPECT_FLOAT_EQ(cv[r * pitch + k], av[r * cols + k] * 2);
   EXPECT_FLOAT_EQ(cv[cols], -1);  // padding untouched
@@ -186,7 +186,7 @@ TEST(LowerPassesTest, PackedLayoutIndexStaysContiguous) {
   if (!HasLLVMBackend()) return;
   std::vector<float> av(160), cv(128);
   std::iota(av.begin(), av.end(), 0.0f);
-  Build(lowered, CodegenTarget::Parse("llvm")).Call({Arg(av, {160}), Arg(cv, {128})});
+  Build(lowered, Target::Parse("llvm")).Call({Arg(av, {160}), Arg(cv, {128})});
   for (int x = 0; x < 128; ++x) EXPECT_FLOAT_EQ(cv[x], av[(x / 32) * 40 + x % 32]);
 }
 

@@ -90,7 +90,7 @@ TEST(PartitionLoopsTest, PartitionedParallelNestComputesTheSameResult) {
     int size = GuardedNest::kRows * cols;
     std::vector<float> av(size), cv(size, -1.0f);
     std::iota(av.begin(), av.end(), 1.0f);
-    Module m = Build(lowered, CodegenTarget::Parse("llvm"));
+    Module m = Build(lowered, Target::Parse("llvm"));
     m.Call({CallArg{av.data(), f32, {GuardedNest::kRows, cols}, true},
             CallArg{cv.data(), f32, {GuardedNest::kRows, cols}, true}});
     for (int x = 0; x < size; ++x) ASSERT_FLOAT_EQ(cv[x], av[x] * 2.0f) << "cols " << cols << " at " << x;

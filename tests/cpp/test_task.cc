@@ -46,12 +46,20 @@ TEST(Target, RejectsMalformedInput) {
 }
 
 TEST(HardwareParams, DefaultsPerTarget) {
-  HardwareParams cpu = DefaultHardwareParams(Target::Parse("llvm -mcpu=sapphirerapids -num-cores=2"));
+  // Vector width from the features the target keeps: a Sapphire Rapids keeps AVX-512 only where this host
+  // has it, or with -no-host-check.
+  Target spr = Target::Parse("llvm -mcpu=sapphirerapids -num-cores=2");
+  HardwareParams cpu = DefaultHardwareParams(spr);
   EXPECT_EQ(cpu.num_cores, 2);
-  EXPECT_EQ(cpu.vector_unit_bytes, 64);
+  EXPECT_EQ(cpu.vector_unit_bytes, spr.cpu.Has("avx512f") ? 64 : 32);
   EXPECT_EQ(cpu.cache_line_bytes, 64);
   EXPECT_EQ(cpu.max_threads_per_block, 0);
-  EXPECT_EQ(DefaultHardwareParams(Target::Parse("llvm -mcpu=haswell")).vector_unit_bytes, 32);
+#ifdef AUTOSCHED_HAS_LLVM
+  EXPECT_EQ(
+      DefaultHardwareParams(Target::Parse("llvm -mcpu=sapphirerapids -no-host-check")).vector_unit_bytes, 64);
+  EXPECT_EQ(DefaultHardwareParams(Target::Parse("llvm -mcpu=haswell -no-host-check")).vector_unit_bytes, 32);
+  EXPECT_EQ(DefaultHardwareParams(Target::Parse("llvm -mcpu=nehalem")).vector_unit_bytes, 16);
+#endif
   EXPECT_GE(DefaultHardwareParams(Target::Parse("llvm")).num_cores, 1);
 
   HardwareParams nvidia = DefaultHardwareParams(Target::Parse("opencl -device=nvidia"));

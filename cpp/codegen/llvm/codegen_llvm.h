@@ -1,14 +1,18 @@
 // The LLVM CPU backend: lowered loop nests to native code, compiled in
 // process by the ORC JIT (see build.h for the entry point most code uses).
 //
-// Roadmap of this folder (the only place that includes LLVM headers):
+// Roadmap of this folder (with task/host_cpu.cc, which detects the host CPU
+// and resolves -mcpu / -mattr, the only places that include LLVM headers):
 //  - ir_emitter.h / emit_expr.cc / emit_stmt.cc: IREmitter turns one
 //    LoweredFunc into LLVM IR. Vector dtypes become LLVM vector types;
 //    float16 is stored as `half` and computed in float; bool is stored as
 //    one byte and computed as i1. Parallel loops are outlined into a function
 //    run through the runtime thread pool (autosched_parallel_for).
-//  - jit.cc: target machine for -mcpu / -mattr, the O3 pipeline of the new
-//    pass manager, ORC LLJIT, assembly printing on request, BuildLLVM.
+//  - jit.cc: target machine for the target's resolved CPU, the pipeline of
+//    the new pass manager at -opt-level (default O3), ORC LLJIT, assembly
+//    printing on request, BuildLLVM. The JIT-compiled function is the
+//    module's Kernel (runtime/module.h); a module whose CPU features this host
+//    lacks (-no-host-check) is not JIT-compiled: it keeps its sources only.
 //
 // Calling convention of a kernel: int32_t name(void** args), args[i] being
 // the data pointer of LoweredFunc::args[i]; returns a KernelStatus
@@ -19,7 +23,7 @@
 
 namespace autosched {
 
-Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target);
-std::vector<std::string> DroppedFeaturesLLVM(const CodegenTarget& target);
+// target.cpu must be resolved (Target::Parse does it).
+Module BuildLLVM(const LoweredFunc& f, const Target& target);
 
 }  // namespace autosched

@@ -8,13 +8,13 @@
 
 namespace autosched {
 
-IREmitter::IREmitter(llvm::Module* module, const CodegenTarget& target, std::string cpu, std::string features)
+IREmitter::IREmitter(llvm::Module* module, const Target& target)
     : ctx_(module->getContext()),
       module_(module),
       target_(target),
       b_(module->getContext()),
-      cpu_(std::move(cpu)),
-      features_(std::move(features)) {
+      cpu_(target.cpu.name),
+      features_(target.cpu.llvm_features) {
   if (target.fast_math) {
     llvm::FastMathFlags fmf;
     fmf.setFast();

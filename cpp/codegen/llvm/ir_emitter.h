@@ -18,8 +18,8 @@ namespace autosched {
 
 class IREmitter {
  public:
-  // cpu / features: what the functions are compiled for (target-cpu, target-features).
-  IREmitter(llvm::Module* module, const CodegenTarget& target, std::string cpu, std::string features);
+  // Functions are compiled for target.cpu (target-cpu, target-features).
+  IREmitter(llvm::Module* module, const Target& target);
   // Emits `int32_t <symbol>(void** args)` and the functions it calls.
   void EmitKernel(const LoweredFunc& f, const std::string& symbol);
 
@@ -80,7 +80,7 @@ class IREmitter {
 
   llvm::LLVMContext& ctx_;
   llvm::Module* module_;
-  CodegenTarget target_;
+  Target target_;
   llvm::IRBuilder<> b_;
   FunctionState fn_;
   std::unordered_map<const VarNode*, llvm::Value*> vars_;

@@ -1,20 +1,17 @@
-// BuildLLVM: emit, optimise (O3, new pass manager), JIT-compile with ORC.
+// BuildLLVM: emit, optimise (-opt-level, new pass manager), JIT-compile with ORC.
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
-#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/SourceMgr.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/TargetParser/Host.h>
 
+#include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <unordered_set>
 
 #include "codegen/llvm/codegen_llvm.h"
@@ -28,22 +25,6 @@
 namespace autosched {
 namespace {
 
-void InitializeLLVMOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-  });
-}
-
-// The CPU name and feature string that a target compiles for, and the
-// features of the target that were turned off because this host lacks them.
-struct CpuSpec {
-  std::string triple, cpu, features;
-  std::vector<std::string> dropped;
-};
-
 const llvm::Target* LookupTarget(const std::string& triple) {
   std::string error;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, error);
@@ -51,50 +32,18 @@ const llvm::Target* LookupTarget(const std::string& triple) {
   return t;
 }
 
-// Kernels run in this process, so every feature that the named CPU (with
-// -mattr) has and this host lacks is turned off: AVX-512 for -mcpu=
-// sapphirerapids on a Zen 3, but also GFNI, AMX, ... (LLVM uses GFNI for
-// vector byte shifts). The host's features are what LLVM detects; what it
-// does not report at all (tuning flags, x87) is left as the CPU has it.
-void DropFeaturesHostLacks(const llvm::Target& target, CpuSpec* spec) {
-  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      target.createMCSubtargetInfo(spec->triple, spec->cpu, spec->features));
-  for (const llvm::SubtargetFeatureKV& f : sti->getAllProcessorFeatures()) {
-    auto it = host.find(f.Key);
-    if (!sti->getFeatureBits().test(f.Value) || it == host.end() || it->second) continue;
-    spec->dropped.push_back(f.Key);
-    spec->features += std::string(spec->features.empty() ? "" : ",") + "-" + f.Key;
-  }
+llvm::CodeGenOptLevel CodeGenLevel(int opt_level) {
+  static const llvm::CodeGenOptLevel kLevels[] = {llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
+                                                  llvm::CodeGenOptLevel::Default,
+                                                  llvm::CodeGenOptLevel::Aggressive};
+  return kLevels[std::clamp(opt_level, 0, 3)];
 }
 
-CpuSpec ResolveCpu(const CodegenTarget& target) {
-  CpuSpec spec;
-  spec.triple = llvm::sys::getProcessTriple();
-  const llvm::Target* t = LookupTarget(spec.triple);
-  std::vector<std::string> features;
-  if (target.mcpu.empty() || target.mcpu == "native" || target.mcpu == "host") {
-    spec.cpu = llvm::sys::getHostCPUName().str();
-    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-      features.push_back((f.second ? "+" : "-") + f.first().str());
-    }
-  } else {
-    spec.cpu = target.mcpu;
-  }
-  // Asked of a generic subtarget: one made for an unknown CPU prints a warning.
-  std::unique_ptr<llvm::MCSubtargetInfo> generic(t->createMCSubtargetInfo(spec.triple, "generic", ""));
-  AS_CHECK(generic && generic->isCPUStringValid(spec.cpu),
-           "unknown -mcpu '" << spec.cpu << "' for " << spec.triple);
-  if (!target.mattr.empty()) features.push_back(target.mattr);
-  for (size_t i = 0; i < features.size(); ++i) spec.features += (i ? "," : "") + features[i];
-  DropFeaturesHostLacks(*t, &spec);
-  return spec;
-}
-
-std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const CpuSpec& spec, bool fast_math) {
+std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const Target& target) {
+  const CpuSpec& spec = target.cpu;
   const llvm::Target* t = LookupTarget(spec.triple);
   llvm::TargetOptions options;
-  if (fast_math) {
+  if (target.fast_math) {
     options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
     options.UnsafeFPMath = true;
     options.NoInfsFPMath = true;
@@ -102,11 +51,11 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const CpuSpec& spec, bool
     options.NoSignedZerosFPMath = true;
   }
   return std::unique_ptr<llvm::TargetMachine>(
-      t->createTargetMachine(spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_, std::nullopt,
-                             llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
+      t->createTargetMachine(spec.triple, spec.name, spec.llvm_features, options, llvm::Reloc::PIC_,
+                             std::nullopt, CodeGenLevel(target.opt_level), /*JIT=*/true));
 }
 
-void Optimize(llvm::Module& module, llvm::TargetMachine* tm) {
+void Optimize(llvm::Module& module, llvm::TargetMachine* tm, int opt_level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -124,7 +73,12 @@ void Optimize(llvm::Module& module, llvm::TargetMachine* tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  static const llvm::OptimizationLevel kLevels[] = {llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+                                                    llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+  llvm::OptimizationLevel level = kLevels[std::clamp(opt_level, 0, 3)];
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, mam);
 }
 
@@ -136,17 +90,17 @@ std::string ModuleText(const llvm::Module& module) {
 }
 
 // Assembly of LLVM IR text, compiled again for the same CPU.
-std::string AssemblyOf(const std::string& ir_text, const CpuSpec& spec, bool fast_math) {
+std::string AssemblyOf(const std::string& ir_text, const Target& target) {
   llvm::LLVMContext ctx;
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> module = llvm::parseIR(llvm::MemoryBufferRef(ir_text, "kernel"), diag, ctx);
   AS_CHECK(module != nullptr, "cannot re-read generated LLVM IR: " << diag.getMessage().str());
-  auto tm = MakeTargetMachine(spec, fast_math);
+  auto tm = MakeTargetMachine(target);
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   AS_CHECK(!tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile),
-           "LLVM cannot print assembly for " << spec.cpu);
+           "LLVM cannot print assembly for " << target.cpu.name);
   pm.run(*module);
   return std::string(buffer.str());
 }
@@ -178,36 +132,27 @@ std::string KernelSymbol(const std::string& name) {
   return s;
 }
 
-}  // namespace
+// The LLVM backend's Kernel: a function compiled by an ORC JIT, which owns
+// its code. It runs to the end in the calling thread (parallel loops wait for
+// their chunks), so there is nothing to synchronize.
+class JitKernel final : public Kernel {
+ public:
+  JitKernel(std::unique_ptr<llvm::orc::LLJIT> jit, PackedKernel fn) : jit_(std::move(jit)), fn_(fn) {}
+  int32_t Run(void** args) override { return fn_(args); }
+  int32_t Synchronize() override { return kKernelOk; }
 
-std::vector<std::string> DroppedFeaturesLLVM(const CodegenTarget& target) {
-  InitializeLLVMOnce();
-  return ResolveCpu(target).dropped;
-}
+ private:
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  PackedKernel fn_;
+};
 
-Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target) {
-  InitializeLLVMOnce();
-  auto start = std::chrono::steady_clock::now();
-  CpuSpec spec = ResolveCpu(target);
-  std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(spec, target.fast_math);
-
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto module = std::make_unique<llvm::Module>(f.name, *ctx);
-  module->setTargetTriple(spec.triple);
-  module->setDataLayout(tm->createDataLayout());
-  std::string symbol = KernelSymbol(f.name);
-  IREmitter(module.get(), target, spec.cpu, spec.features).EmitKernel(f, symbol);
-  std::string verify_errors;
-  llvm::raw_string_ostream verify_os(verify_errors);
-  AS_CHECK(!llvm::verifyModule(*module, &verify_os),
-           "internal error: invalid LLVM IR generated for '" << f.name << "': " << verify_os.str());
-  Optimize(*module, tm.get());
-  std::string ir_text = ModuleText(*module);
-
-  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(spec.triple)};
-  jtmb.setCPU(spec.cpu);
-  jtmb.addFeatures(std::vector<std::string>{spec.features});
-  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+std::shared_ptr<Kernel> JitCompile(std::unique_ptr<llvm::Module> module,
+                                   std::unique_ptr<llvm::LLVMContext> ctx, const std::string& symbol,
+                                   const Target& target, llvm::TargetMachine* tm) {
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(target.cpu.triple)};
+  jtmb.setCPU(target.cpu.name);
+  jtmb.addFeatures(std::vector<std::string>{target.cpu.llvm_features});
+  jtmb.setCodeGenOptLevel(CodeGenLevel(target.opt_level));
   jtmb.getOptions() = tm->Options;
   auto jit = Unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "start");
   llvm::orc::JITDylib& lib = jit->getMainJITDylib();
@@ -225,23 +170,65 @@ Module BuildLLVM(const LoweredFunc& f, const CodegenTarget& target) {
   add("autosched_free", reinterpret_cast<void*>(&autosched_free));
   Check(lib.define(llvm::orc::absoluteSymbols(std::move(runtime))), "define runtime symbols");
   Check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))), "add the module");
-  auto address = Unwrap(jit->lookup(symbol), "compile the kernel");
-  auto kernel = address.toPtr<PackedKernel>();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto fn = Unwrap(jit->lookup(symbol), "compile the kernel").toPtr<PackedKernel>();
+  return std::make_shared<JitKernel>(std::move(jit), fn);
+}
 
+std::vector<ArgSpec> ArgSpecs(const LoweredFunc& f) {
   std::unordered_set<const BufferNode*> stored;
   PostOrderVisitStmt(f.body, [&](const Stmt& s) {
     if (const auto* store = s.as<BufferStoreNode>()) stored.insert(store->buffer.get());
   });
   std::vector<ArgSpec> args;
   for (const Buffer& b : f.args) args.push_back({b->name, b->dtype, b->shape, stored.count(b.get()) > 0});
+  return args;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
+  return text;
+}
+
+}  // namespace
+
+Module BuildLLVM(const LoweredFunc& f, const Target& target) {
+  InitializeLLVMNativeTarget();
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(target);
+
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto module = std::make_unique<llvm::Module>(f.name, *ctx);
+  module->setTargetTriple(target.cpu.triple);
+  module->setDataLayout(tm->createDataLayout());
+  std::string symbol = KernelSymbol(f.name);
+  IREmitter(module.get(), target).EmitKernel(f, symbol);
+  std::string verify_errors;
+  llvm::raw_string_ostream verify_os(verify_errors);
+  AS_CHECK(!llvm::verifyModule(*module, &verify_os),
+           "internal error: invalid LLVM IR generated for '" << f.name << "': " << verify_os.str());
+  Optimize(*module, tm.get(), target.opt_level);
+  std::string ir_text = ModuleText(*module);
+
   ModuleSources sources;
-  sources.lowered = ToString(f);
-  sources.llvm_ir = ir_text;
-  bool fast_math = target.fast_math;
-  sources.make_asm = [ir_text, spec, fast_math] { return AssemblyOf(ir_text, spec, fast_math); };
-  std::shared_ptr<void> owner(jit.release(), [](void* p) { delete static_cast<llvm::orc::LLJIT*>(p); });
-  return Module(f.name, std::move(args), kernel, std::move(owner), std::move(sources), seconds);
+  sources.Add("lowered", ToString(f));
+  sources.Add("ll", ir_text);
+  sources.AddLazy("asm", [ir_text, target] { return AssemblyOf(ir_text, target); });
+  sources.AddAlias("llvm", "ll");
+  sources.AddAlias("s", "asm");
+  // Code using features this host lacks is never JIT-compiled here: it could
+  // only be run, and would fault (SIGILL).
+  std::shared_ptr<Kernel> kernel;
+  std::string cannot_run;
+  if (target.cpu.missing.empty()) {
+    kernel = JitCompile(std::move(module), std::move(ctx), symbol, target, tm.get());
+  } else {
+    cannot_run = "it was built with -no-host-check for " + target.cpu.name +
+                 " and uses CPU features this host lacks: " + JoinNames(target.cpu.missing) +
+                 " (its code can still be read with get_source('asm') or get_source('ll'))";
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Module(f.name, ArgSpecs(f), std::move(kernel), std::move(sources), seconds, std::move(cannot_run));
 }
 
 }  // namespace autosched

@@ -1,0 +1,283 @@
+#include "task/host_cpu.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "ir/error.h"
+
+#ifdef AUTOSCHED_HAS_LLVM
+#include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+#endif
+
+namespace autosched {
+
+bool CpuSpec::Has(const std::string& feature) const {
+  return std::binary_search(features.begin(), features.end(), feature);
+}
+
+namespace {
+
+std::vector<std::string> SplitComma(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+std::string JoinComma(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ",") + item;
+  return text;
+}
+
+// Every -mattr item is "+name" or "-name".
+void CheckMattrSyntax(const std::string& mattr) {
+  for (const std::string& item : SplitComma(mattr)) {
+    AS_CHECK(item.size() > 1 && (item[0] == '+' || item[0] == '-'),
+             "-mattr item '" << item << "' must be +feature or -feature");
+  }
+}
+
+#ifdef AUTOSCHED_HAS_LLVM
+
+const llvm::Target& LookupTarget(const std::string& triple) {
+  std::string error;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, error);
+  AS_CHECK(t != nullptr, "LLVM has no target for '" << triple << "': " << error);
+  return *t;
+}
+
+std::vector<std::string> EnabledFeatures(const llvm::MCSubtargetInfo& sti) {
+  std::vector<std::string> enabled;
+  for (const llvm::SubtargetFeatureKV& f : sti.getAllProcessorFeatures()) {
+    if (sti.getFeatureBits().test(f.Value)) enabled.push_back(f.Key);
+  }
+  std::sort(enabled.begin(), enabled.end());
+  return enabled;
+}
+
+// LLVM warns on stderr and goes on for a feature it does not know: refuse it.
+void CheckMattrNames(const llvm::MCSubtargetInfo& generic, const std::string& mattr,
+                     const std::string& triple) {
+  for (const std::string& item : SplitComma(mattr)) {
+    std::string name = item.substr(1);
+    bool known = false;
+    for (const llvm::SubtargetFeatureKV& f : generic.getAllProcessorFeatures()) known |= name == f.Key;
+    AS_CHECK(known, "unknown CPU feature '" << name << "' in -mattr for " << triple);
+  }
+}
+
+CpuSpec Resolve(const std::string& mcpu, const std::string& mattr, bool host_check) {
+  InitializeLLVMNativeTarget();
+  CpuSpec spec;
+  spec.triple = llvm::sys::getProcessTriple();
+  const llvm::Target& target = LookupTarget(spec.triple);
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> parts;
+  spec.is_host = mcpu.empty() || mcpu == "native" || mcpu == "host";
+  if (spec.is_host) {
+    spec.name = llvm::sys::getHostCPUName().str();
+    for (const auto& f : host) parts.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(parts.begin(), parts.end());
+  } else {
+    spec.name = mcpu;
+  }
+  // Asked of a generic subtarget: one made for an unknown CPU prints a warning.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(target.createMCSubtargetInfo(spec.triple, "generic", ""));
+  AS_CHECK(generic && generic->isCPUStringValid(spec.name),
+           "unknown -mcpu '" << spec.name << "' for " << spec.triple);
+  CheckMattrNames(*generic, mattr, spec.triple);
+  if (!mattr.empty()) parts.push_back(mattr);
+  spec.llvm_features = JoinComma(parts);
+  // The features this CPU has that the host lacks. What LLVM's host detection
+  // does not report at all (tuning flags, x87) is left as the CPU has it.
+  std::unique_ptr<llvm::MCSubtargetInfo> asked(
+      target.createMCSubtargetInfo(spec.triple, spec.name, spec.llvm_features));
+  std::vector<std::string> lacking;
+  for (const llvm::SubtargetFeatureKV& f : asked->getAllProcessorFeatures()) {
+    auto it = host.find(f.Key);
+    if (asked->getFeatureBits().test(f.Value) && it != host.end() && !it->second) lacking.push_back(f.Key);
+  }
+  if (host_check) {
+    spec.dropped = lacking;
+    for (const std::string& f : lacking) parts.push_back("-" + f);
+    spec.llvm_features = JoinComma(parts);
+  } else {
+    spec.missing = lacking;
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> final_sti(
+      target.createMCSubtargetInfo(spec.triple, spec.name, spec.llvm_features));
+  spec.features = EnabledFeatures(*final_sti);
+  return spec;
+}
+
+#else  // no LLVM: /proc/cpuinfo
+
+const char* CompiledArch() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+// The host's flags in LLVM's names (where they differ from the kernel's).
+std::vector<std::string> ProcCpuinfoFeatures() {
+  static const std::map<std::string, std::string> kRenamed = {
+      {"sse4_1", "sse4.1"}, {"sse4_2", "sse4.2"}, {"pni", "sse3"}, {"bmi1", "bmi"}, {"asimd", "neon"}};
+  std::ifstream in("/proc/cpuinfo");
+  std::vector<std::string> features;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+    std::stringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) {
+      auto it = kRenamed.find(w);
+      features.push_back(it == kRenamed.end() ? w : it->second);
+    }
+    break;
+  }
+  return features;
+}
+
+CpuSpec Resolve(const std::string& mcpu, const std::string& mattr, bool host_check) {
+  CpuSpec spec;
+  spec.triple = std::string(CompiledArch()) + "-unknown-linux-gnu";
+  spec.is_host = mcpu.empty() || mcpu == "native" || mcpu == "host";
+  spec.name = spec.is_host ? "generic" : mcpu;
+  spec.features = ProcCpuinfoFeatures();
+  for (const std::string& item : SplitComma(mattr)) {
+    std::string name = item.substr(1);
+    spec.features.erase(std::remove(spec.features.begin(), spec.features.end(), name), spec.features.end());
+    if (item[0] == '+') spec.features.push_back(name);
+  }
+  std::sort(spec.features.begin(), spec.features.end());
+  spec.features.erase(std::unique(spec.features.begin(), spec.features.end()), spec.features.end());
+  spec.llvm_features = mattr;
+  return spec;
+}
+
+#endif
+
+int64_t ParseCacheSize(std::string text) {
+  if (text.empty()) return 0;
+  int64_t scale = 1;
+  char unit = text.back();
+  if (unit == 'K' || unit == 'M' || unit == 'G') {
+    scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : int64_t{1} << 30;
+    text.pop_back();
+  }
+  try {
+    return std::stoll(text) * scale;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::string ReadWord(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  in >> word;
+  return word;
+}
+
+}  // namespace
+
+void InitializeLLVMNativeTarget() {
+#ifdef AUTOSCHED_HAS_LLVM
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+#endif
+}
+
+const CpuSpec& HostCpu() {
+  static const CpuSpec host = Resolve("", "", true);
+  return host;
+}
+
+CpuSpec ResolveCpu(const std::string& mcpu, const std::string& mattr, bool host_check) {
+  CheckMattrSyntax(mattr);
+  if ((mcpu.empty() || mcpu == "native" || mcpu == "host") && mattr.empty()) return HostCpu();
+  return Resolve(mcpu, mattr, host_check);
+}
+
+void CheckTripleMatchesHost(const std::string& text) {
+#ifdef AUTOSCHED_HAS_LLVM
+  llvm::Triple given(llvm::Triple::normalize(text));
+  llvm::Triple host(llvm::sys::getProcessTriple());
+  AS_CHECK(given.getArch() != llvm::Triple::UnknownArch,
+           "-mtriple=" << text << " names no architecture that LLVM knows");
+  AS_CHECK(given.getArch() == host.getArch(),
+           "-mtriple=" << text << " names the architecture " << given.getArchName().str()
+                       << ", but kernels are compiled to run in this process on " << host.getArchName().str()
+                       << " (" << host.str() << "): building for another architecture is not supported");
+  AS_CHECK(given.getOS() == host.getOS() || given.getOS() == llvm::Triple::UnknownOS,
+           "-mtriple=" << text << " names the operating system " << given.getOSName().str()
+                       << ", but kernels are compiled to run in this process on " << host.str());
+#else
+  std::string arch = text.substr(0, text.find('-'));
+  AS_CHECK(arch == CompiledArch(), "-mtriple=" << text << " names the architecture " << arch
+                                               << ", but kernels would run on this host (" << CompiledArch()
+                                               << "): building for another architecture is not supported");
+#endif
+}
+
+int HostCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Linux describes cpu0's caches in sysfs (index*/level, type, size); elsewhere
+// glibc's sysconf may know them.
+const HostCaches& HostCacheSizes() {
+  static const HostCaches caches = [] {
+    HostCaches c;
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index";
+    for (int i = 0; i < 8; ++i) {
+      std::string level = ReadWord(dir + std::to_string(i) + "/level");
+      std::string type = ReadWord(dir + std::to_string(i) + "/type");
+      if (level.empty() || type == "Instruction") continue;
+      int64_t size = ParseCacheSize(ReadWord(dir + std::to_string(i) + "/size"));
+      int64_t* slot = level == "1"   ? &c.l1_bytes
+                      : level == "2" ? &c.l2_bytes
+                      : level == "3" ? &c.l3_bytes
+                                     : nullptr;
+      if (slot != nullptr) *slot = size;
+      if (level == "1")
+        c.line_bytes = ParseCacheSize(ReadWord(dir + std::to_string(i) + "/coherency_line_size"));
+    }
+#ifdef _SC_LEVEL1_DCACHE_LINESIZE
+    auto conf = [](int name) { return std::max<int64_t>(0, sysconf(name)); };
+    if (c.line_bytes == 0) c.line_bytes = conf(_SC_LEVEL1_DCACHE_LINESIZE);
+    if (c.l1_bytes == 0) c.l1_bytes = conf(_SC_LEVEL1_DCACHE_SIZE);
+    if (c.l2_bytes == 0) c.l2_bytes = conf(_SC_LEVEL2_CACHE_SIZE);
+    if (c.l3_bytes == 0) c.l3_bytes = conf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    return c;
+  }();
+  return caches;
+}
+
+}  // namespace autosched

@@ -1,0 +1,61 @@
+// The CPU that code of an llvm target is compiled for, resolved on this host.
+//
+// HostCpu() is the host as LLVM detects it (sys::getHostCPUName and
+// sys::getHostCPUFeatures). ResolveCpu() turns a target's -mcpu and -mattr into
+// an LLVM CPU name and feature list. Kernels run in this process, so by default
+// every feature that the named CPU (or -mattr) has and this host lacks is
+// turned off and listed in CpuSpec::dropped; with the host check off
+// (-no-host-check) they stay on and are listed in CpuSpec::missing: such code
+// can be read (assembly, LLVM IR) but not run here.
+//
+// With LLVM (AUTOSCHED_HAS_LLVM) this file and codegen/llvm/ are the places
+// that include LLVM headers. Without it the host's features are the flags of
+// /proc/cpuinfo and its name is "generic"; a named -mcpu is then recorded but
+// its features are taken to be the host's (no CPU backend can build for it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace autosched {
+
+struct CpuSpec {
+  std::string triple;                 // LLVM triple of this process (kernels run here)
+  std::string name;                   // LLVM CPU name, e.g. "znver3", "sapphirerapids"
+  bool is_host = false;               // name is the host's CPU (no -mcpu, or -mcpu=native/host)
+  std::vector<std::string> features;  // features code uses (LLVM names, sorted)
+  std::vector<std::string> dropped;   // of the CPU or -mattr, turned off: this host lacks them
+  std::vector<std::string> missing;   // kept although this host lacks them (host check off)
+  std::string llvm_features;          // "+f1,-f2,..." as handed to LLVM
+
+  bool Has(const std::string& feature) const;
+};
+
+// The host CPU (computed once per process).
+const CpuSpec& HostCpu();
+
+// The CPU for -mcpu (empty, "native" or "host": the host's) and -mattr
+// ("+f1,-f2"). host_check: turn off what this host lacks (see above). Throws
+// Error naming an unknown CPU or feature.
+CpuSpec ResolveCpu(const std::string& mcpu, const std::string& mattr, bool host_check);
+
+// Throws Error unless `triple` names this host's architecture and operating
+// system (kernels are compiled to run in this process).
+void CheckTripleMatchesHost(const std::string& triple);
+
+// Cores this process may run on (its CPU affinity), at least 1.
+int HostCores();
+
+// Sizes of the host's data caches in bytes as the OS reports them; 0 where it
+// does not say.
+struct HostCaches {
+  int64_t line_bytes = 0, l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+};
+const HostCaches& HostCacheSizes();
+
+// Registers LLVM's native target, assembly printer and parser (once per
+// process); a no-op without LLVM.
+void InitializeLLVMNativeTarget();
+
+}  // namespace autosched

@@ -1,0 +1,210 @@
+// Target resolution on this host, Build's dispatch on the target's kind, and
+// the backend-neutral Module: its timing loop checks every run of a kernel.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "codegen/build.h"
+#include "ir/error.h"
+#include "runtime/module.h"
+#include "task/host_cpu.h"
+#include "task/target.h"
+
+namespace autosched {
+namespace {
+
+DataType f32 = DataType::Float(32);
+
+// Returns `fail_with` on run number `fail_on` (1-based), kKernelOk otherwise.
+class FakeKernel : public Kernel {
+ public:
+  FakeKernel(int fail_on, int32_t fail_with, bool fail_sync = false)
+      : fail_on_(fail_on), fail_with_(fail_with), fail_sync_(fail_sync) {}
+  int32_t Run(void** args) override {
+    static_cast<float*>(args[0])[0] += 1.0f;
+    return ++runs == fail_on_ ? fail_with_ : kKernelOk;
+  }
+  int32_t Synchronize() override {
+    ++syncs;
+    return fail_sync_ ? -7 : kKernelOk;
+  }
+  int runs = 0, syncs = 0;
+
+ private:
+  int fail_on_;
+  int32_t fail_with_;
+  bool fail_sync_;
+};
+
+Module FakeModule(std::shared_ptr<Kernel> kernel) {
+  ModuleSources sources;
+  sources.Add("lowered", "for (i, 0, 1) ...");
+  return Module("fake", {{"x", f32, {1}, true}}, std::move(kernel), std::move(sources), 0.0);
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModuleTimeEvaluator, ChecksTheStatusOfEveryRun) {
+  float x = 0;
+  std::vector<CallArg> args = {CallArg{&x, f32, {1}, true}};
+  auto ok = std::make_shared<FakeKernel>(0, kKernelOk);
+  std::vector<double> times = FakeModule(ok).TimeEvaluate(args, {4, 3, 0, false});
+  EXPECT_EQ(times.size(), 3u);
+  EXPECT_EQ(ok->runs, 1 + 4 * 3);  // the warm-up, then number * repeat
+  EXPECT_EQ(x, 13.0f);
+
+  // The third run is the second timed one: an error, not a time.
+  auto third = std::make_shared<FakeKernel>(3, kKernelDivideByZero);
+  std::string message = ErrorOf([&] { FakeModule(third).TimeEvaluate(args, {5, 2, 0, false}); });
+  EXPECT_NE(message.find("division by zero"), std::string::npos) << message;
+  EXPECT_NE(message.find("run 3 of the time evaluator"), std::string::npos) << message;
+  EXPECT_EQ(third->runs, 3);  // stopped at the failing run
+
+  auto warmup = std::make_shared<FakeKernel>(1, -42);
+  message = ErrorOf([&] { FakeModule(warmup).TimeEvaluate(args, {5, 2, 0, false}); });
+  EXPECT_NE(message.find("status -42 (run 1 of"), std::string::npos) << message;
+
+  // A failure while growing `number` to min_repeat_ms counts too.
+  auto growing = std::make_shared<FakeKernel>(40, kKernelOutOfMemory);
+  message = ErrorOf([&] { FakeModule(growing).TimeEvaluate(args, {1, 1, 1e6, false}); });
+  EXPECT_NE(message.find("could not allocate"), std::string::npos) << message;
+
+  auto sync = std::make_shared<FakeKernel>(0, kKernelOk, /*fail_sync=*/true);
+  EXPECT_NE(ErrorOf([&] {
+              FakeModule(sync).TimeEvaluate(args, {2, 2, 0, false});
+            }).find("status -7"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { FakeModule(sync).Call(args); }).find("status -7"), std::string::npos);
+}
+
+TEST(ModuleSources, NamedLazyAndRefusingUnknownFormats) {
+  std::atomic<int> made{0};
+  ModuleSources sources;
+  sources.Add("ll", "define i32 @f");
+  sources.AddLazy("asm", [&] {
+    ++made;
+    return std::string("vaddps");
+  });
+  sources.AddAlias("s", "asm");
+  Module m("m", {}, std::make_shared<FakeKernel>(0, kKernelOk), sources, 0.0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&] { EXPECT_EQ(m.GetSource("asm"), "vaddps"); });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(m.GetSource("s"), "vaddps");
+  EXPECT_EQ(made.load(), 1);
+  EXPECT_EQ(m.sources().Formats(), (std::vector<std::string>{"asm", "ll"}));
+  std::string message = ErrorOf([&] { m.GetSource("cl"); });
+  EXPECT_NE(message.find("unknown source format 'cl' (this module has 'asm', 'll')"), std::string::npos)
+      << message;
+}
+
+TEST(Module, WithoutKernelReadsButRefusesToRun) {
+  ModuleSources sources;
+  sources.Add("asm", "vaddps zmm0");
+  Module m("export", {{"x", f32, {1}, true}}, nullptr, sources, 0.0, "it uses avx512f");
+  float x = 0;
+  EXPECT_EQ(m.GetSource("asm"), "vaddps zmm0");
+  std::string message = ErrorOf([&] { m.Call({CallArg{&x, f32, {1}, true}}); });
+  EXPECT_NE(message.find("cannot run on this host: it uses avx512f"), std::string::npos) << message;
+  EXPECT_FALSE(ErrorOf([&] { m.TimeEvaluate({CallArg{&x, f32, {1}, true}}, {}); }).empty());
+}
+
+TEST(TargetResolution, HostCpuAsLLVMSeesIt) {
+  Target host = Target::Host();
+  EXPECT_EQ(host, Target::Parse("llvm"));
+  EXPECT_TRUE(host.cpu.is_host);
+  EXPECT_FALSE(host.cpu.name.empty());
+  EXPECT_TRUE(host.cpu.dropped.empty() && host.cpu.missing.empty());
+  EXPECT_EQ(host.num_cores, HostCores());
+  EXPECT_EQ(DefaultHardwareParams(host).num_cores, host.num_cores);
+#if defined(__x86_64__)
+  EXPECT_EQ(host.cpu.Has("avx2"), __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(host.cpu.Has("avx512f"), __builtin_cpu_supports("avx512f") != 0);
+  int64_t want = host.cpu.Has("avx512f") ? 64 : host.cpu.Has("avx2") ? 32 : 16;
+  EXPECT_EQ(DefaultHardwareParams(host).vector_unit_bytes, want);
+#endif
+  std::string text = host.Describe();
+  EXPECT_NE(text.find("host CPU " + host.cpu.name), std::string::npos) << text;
+  EXPECT_NE(text.find("vector_unit_bytes="), std::string::npos) << text;
+  EXPECT_EQ(Target::Parse("llvm -num-cores=3  # a comment"), Target::Parse("llvm -num-cores=3"));
+}
+
+TEST(TargetResolution, ForeignCpuLosesWhatTheHostLacksUnlessNoHostCheck) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  Target narrowed = Target::Parse("llvm -mcpu=sapphirerapids");
+  Target full = Target::Parse("llvm -mcpu=sapphirerapids -no-host-check");
+  EXPECT_TRUE(full.cpu.Has("avx512f"));
+  EXPECT_TRUE(full.cpu.dropped.empty());
+  EXPECT_EQ(full.cpu.missing, narrowed.cpu.dropped);
+  EXPECT_EQ(DefaultHardwareParams(full).vector_unit_bytes, 64);
+  bool host_has_avx512 = HostCpu().Has("avx512f");
+  EXPECT_EQ(narrowed.cpu.Has("avx512f"), host_has_avx512);
+  EXPECT_EQ(DefaultHardwareParams(narrowed).vector_unit_bytes, host_has_avx512 ? 64 : 32);
+  for (const std::string& f : narrowed.cpu.dropped) EXPECT_FALSE(narrowed.cpu.Has(f)) << f;
+}
+
+TEST(TargetResolution, RefusesOptionsItCannotHonour) {
+  std::string triple = ErrorOf([] { Target::Parse("llvm -mtriple=aarch64-linux-gnu"); });
+#if defined(__x86_64__)
+  EXPECT_NE(triple.find("architecture aarch64"), std::string::npos) << triple;
+  EXPECT_NO_THROW(Target::Parse("llvm -mtriple=x86_64-linux-gnu"));
+#endif
+  EXPECT_NE(ErrorOf([] { Target::Parse("llvm -opt-level=4"); }).find("0, 1, 2 or 3"), std::string::npos);
+  EXPECT_EQ(Target::Parse("llvm -opt-level=0").opt_level, 0);
+  EXPECT_NE(ErrorOf([] { Target::Parse("llvm -mattr=avx2"); }).find("+feature or -feature"),
+            std::string::npos);
+  if (HasLLVMBackend()) {
+    EXPECT_NE(ErrorOf([] { Target::Parse("llvm -mattr=+avx9000"); }).find("unknown CPU feature 'avx9000'"),
+              std::string::npos);
+  }
+}
+
+LoweredFunc Doubler(int64_t n) {
+  Buffer a = MakeBuffer("A", f32, {n}), c = MakeBuffer("C", f32, {n});
+  Expr i = VarNode::make("i");
+  Stmt body = BufferStoreNode::make(c, BufferLoadNode::make(a, {i}) * Expr(2.0f), {i});
+  return {"doubler", {a, c}, ForNode::make(i, 0, static_cast<int>(n), ForKind::Vectorized, body)};
+}
+
+TEST(Build, DispatchesOnTheTargetKind) {
+  std::string message = ErrorOf([] { Build(Doubler(16), Target::Parse("opencl -device=pocl")); });
+  EXPECT_NE(message.find("not available yet"), std::string::npos) << message;
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  std::vector<float> a(16), c(16);
+  for (int k = 0; k < 16; ++k) a[k] = static_cast<float>(k);
+  for (int level = 0; level <= 3; ++level) {
+    std::fill(c.begin(), c.end(), 0.0f);
+    Module m = Build(Doubler(16), Target::Parse("llvm -opt-level=" + std::to_string(level)));
+    m.Call({CallArg{a.data(), f32, {16}, true}, CallArg{c.data(), f32, {16}, true}});
+    for (int k = 0; k < 16; ++k) EXPECT_EQ(c[k], 2.0f * k) << "opt-level " << level;
+  }
+}
+
+TEST(Build, NoHostCheckGivesReadableCodeThatRefusesToRunWhereFeaturesLack) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  Target target = Target::Parse("llvm -mcpu=sapphirerapids -no-host-check");
+  Module m = Build(Doubler(64), target);
+  EXPECT_NE(m.GetSource("asm").find("zmm"), std::string::npos);
+  std::vector<float> a(64, 1.0f), c(64, 0.0f);
+  std::vector<CallArg> args = {CallArg{a.data(), f32, {64}, true}, CallArg{c.data(), f32, {64}, true}};
+  if (target.cpu.missing.empty()) {
+    m.Call(args);  // this host is a Sapphire Rapids or better
+    EXPECT_EQ(c[63], 2.0f);
+    return;
+  }
+  std::string message = ErrorOf([&] { m.Call(args); });
+  EXPECT_NE(message.find("cannot run on this host"), std::string::npos) << message;
+  EXPECT_NE(message.find("avx512f"), std::string::npos) << message;
+  EXPECT_EQ(c[0], 0.0f);
+}
+
+}  // namespace
+}  // namespace autosched
