@@ -27,7 +27,7 @@ BuiltCandidate LowerAndBuild(const State& state, const Target& target) {
   }
   try {
     BuiltCandidate out;
-    out.module = Build(f, CodegenTarget::FromTarget(target));
+    out.module = Build(f, target);
     return out;
   } catch (const std::exception& e) {
     return Failed(MeasureError::Compile, "code generation failed", e);

@@ -111,6 +111,9 @@ def load_bench_env():
 
 def test_bench_env_sets_coretype_only_with_avx512(tmp_path, monkeypatch):
     env = load_bench_env()
+    # The helper writes os.environ; a private copy keeps its writes from reaching later tests (a
+    # SkylakeX core type left behind kills numpy in children on CPUs without AVX-512).
+    monkeypatch.setattr(os, "environ", dict(os.environ))
     without = tmp_path / "cpuinfo_avx2"
     without.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n\n")
     with_512 = tmp_path / "cpuinfo_avx512"
