@@ -59,7 +59,9 @@ def load_best_record(path, workload_key=None, target=None):
     """(MeasureInput, MeasureResult) of the fastest record without error, of that workload key and target
     (None: any); never a record of another target. (None, None) when there is none."""
     loaded = _load(path)
-    index = loaded.best(workload_key or "", "" if target is None else str(target))
+    if target is not None and not isinstance(target, str):
+        target = target.text  # a Target: its canonical text, as records store it
+    index = loaded.best(workload_key or "", target or "")
     if index is None:
         return None, None
     return _to_pairs([loaded.records[index]])[0]

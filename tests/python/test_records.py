@@ -46,7 +46,7 @@ def test_round_trip(tmp_path, fsync):
     assert len(loaded) == 2
     (inp0, res0), (inp1, res1) = loaded
     assert inp0.task.workload_key == task.workload_key
-    assert str(inp0.task.target) == str(task.target)
+    assert inp0.task.target.text == task.target.text
     assert inp0.task is inp1.task  # records of one task share it
     assert isinstance(inp0.state, ans.State)
     assert inp0.state.to_json() == inputs[0].state.to_json()
@@ -84,7 +84,7 @@ def test_best_record_never_of_another_target(tmp_path):
     cb([am.MeasureInput(cpu, split_state(cpu, 4))], [result(2e-3)])
     cb([am.MeasureInput(cpu, split_state(cpu, 1))], [result(1e-9, "implausible")])
     inp, res = ar.load_best_record(path, cpu.workload_key, "llvm")
-    assert res.costs[0] == 2e-3 and str(inp.task.target) == "llvm"
+    assert res.costs[0] == 2e-3 and inp.task.target.text == "llvm"
     inp, res = ar.load_best_record(path, target=ans.Target("llvm -num-cores=1"))
     assert res.costs[0] == 1e-6
     assert ar.load_best_record(path, workload_key="other") == (None, None)
