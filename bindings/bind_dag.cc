@@ -51,7 +51,8 @@ int OpIndexOf(const ComputeDAG& dag, py::handle op) {
 // `keep` holds the arrays alive while the evaluator reads them.
 std::vector<HostTensor> InputViews(const ComputeDAG& dag, const py::sequence& inputs,
                                    std::vector<py::array>* keep) {
-  py::object ascontiguous = py::module_::import("numpy").attr("ascontiguousarray");
+  // asarray(order="C"), not ascontiguousarray: that one turns 0-d arrays into shape (1,).
+  py::object asarray = py::module_::import("numpy").attr("asarray");
   std::vector<HostTensor> args(dag.tensors().size());
   size_t placeholders = 0;
   for (const Tensor& t : dag.tensors()) placeholders += t->is_placeholder();
@@ -64,7 +65,7 @@ std::vector<HostTensor> InputViews(const ComputeDAG& dag, const py::sequence& in
     args[i].shape = t->shape;
     args[i].dtype = t->dtype;
     if (!t->is_placeholder()) continue;
-    py::array array = ascontiguous(inputs[next++], py::arg("dtype") = t->dtype.str());
+    py::array array = asarray(inputs[next++], py::arg("dtype") = t->dtype.str(), py::arg("order") = "C");
     std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
     if (shape != t->shape) {
       std::string expected, got;

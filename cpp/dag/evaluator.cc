@@ -336,23 +336,21 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
 }
 
 Code BodyCompiler::CompileIntBinary(BinOp op, DataType t, IntFn a, IntFn b) {
-  std::string name = op_->name;
-  auto nonzero = [name](int64_t d) {
-    AS_CHECK(d != 0, "integer division by zero in compute '" << name << "'");
-  };
-  // Arithmetic in uint64 wraps without undefined behaviour; WrapToType narrows.
-  auto arith = [op, nonzero](int64_t x, int64_t y) -> int64_t {
+  // Integer division and remainder by 0 give 0 (docs/ir.md), as generated code does.
+  auto arith = [op](int64_t x, int64_t y) -> int64_t {
     uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+    const bool divides =
+        op == BinOp::Div || op == BinOp::Mod || op == BinOp::FloorDiv || op == BinOp::FloorMod;
+    if (divides && y == 0) return 0;
+    // Arithmetic in uint64 wraps without undefined behaviour; WrapToType narrows.
     switch (op) {
       case BinOp::Add: return static_cast<int64_t>(ux + uy);
       case BinOp::Sub: return static_cast<int64_t>(ux - uy);
       case BinOp::Mul: return static_cast<int64_t>(ux * uy);
-      case BinOp::Div: nonzero(y); return y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
-      case BinOp::Mod: nonzero(y); return y == -1 ? 0 : x % y;
-      case BinOp::FloorDiv: nonzero(y); return FloorDivInt(x, y);
-      case BinOp::FloorMod:
-        nonzero(y);
-        return static_cast<int64_t>(ux - static_cast<uint64_t>(FloorDivInt(x, y)) * uy);
+      case BinOp::Div: return y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
+      case BinOp::Mod: return y == -1 ? 0 : x % y;
+      case BinOp::FloorDiv: return FloorDivInt(x, y);
+      case BinOp::FloorMod: return static_cast<int64_t>(ux - static_cast<uint64_t>(FloorDivInt(x, y)) * uy);
       case BinOp::Min: return x < y ? x : y;
       case BinOp::Max: return x > y ? x : y;
       case BinOp::And: return x && y;

@@ -40,7 +40,6 @@ void CheckStatus(int32_t status, const std::string& name, const std::string& whe
   std::string where = when.empty() ? "" : " (" + when + ")";
   AS_CHECK(status != kKernelOutOfMemory,
            "module '" << name << "' could not allocate a temporary buffer" << where);
-  AS_CHECK(status != kKernelDivideByZero, "integer division by zero in module '" << name << "'" << where);
   AS_CHECK(false, "module '" << name << "' failed with status " << status << where);
 }
 

@@ -33,8 +33,7 @@ namespace autosched {
 // outputs may be partly written.
 enum KernelStatus : int32_t {
   kKernelOk = 0,
-  kKernelOutOfMemory = -1,   // a temporary buffer could not be allocated
-  kKernelDivideByZero = -2,  // an integer division or modulo by zero
+  kKernelOutOfMemory = -1,  // a temporary buffer could not be allocated
 };
 
 // Signature of a kernel generated for the CPU: returns a KernelStatus.

@@ -170,18 +170,15 @@ TEST(Evaluator, IntegerDivisionSemantics) {
   EXPECT_EQ(fmv, (std::vector<int32_t>{2, 1, 0, 0}));
 }
 
-TEST(Evaluator, IntegerDivisionByZeroIsAnError) {
+TEST(Evaluator, IntegerDivisionByZeroGivesZero) {
   Tensor a = placeholder({2}, kI32, "A");
   Tensor b = placeholder({2}, kI32, "B");
   IterVar i = Axis("i", 2);
   Tensor q = compute("q", {i}, a({i.var}) / b({i.var}));
   ComputeDAG dag({a, b, q});
-  std::vector<int32_t> av = {1, 2}, bv = {1, 0}, qv(2);
-  std::string msg = ErrorOf([&] {
-    EvaluateReference(dag, {View(av, {2}, kI32), View(bv, {2}, kI32), View(qv, {2}, kI32)});
-  });
-  EXPECT_NE(msg.find("division by zero"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'q'"), std::string::npos) << msg;
+  std::vector<int32_t> av = {7, 2}, bv = {1, 0}, qv(2);
+  EvaluateReference(dag, {View(av, {2}, kI32), View(bv, {2}, kI32), View(qv, {2}, kI32)});
+  EXPECT_EQ(qv, (std::vector<int32_t>{7, 0}));
 }
 
 TEST(Evaluator, Float16RoundsToNearestEven) {

@@ -197,8 +197,8 @@ def test_int_min_divided_by_minus_one_gives_the_evaluators_result(dtype):
     """)
 
 
-def test_integer_division_by_zero_is_an_error():
-    # In a child: x86 traps on a division by zero (SIGFPE).
+def test_integer_division_by_zero_gives_zero_as_in_the_evaluator():
+    # In a child: x86 traps on a division by zero (SIGFPE); generated code must not.
     out = run_child(f"""
         n = 32
         def dag_of(dtype):
@@ -218,23 +218,13 @@ def test_integer_division_by_zero_is_an_error():
             av = np.arange(n).astype(dtype)
             bv = np.full(n, 3, dtype)
             bv[n - 5] = 0
-            try:
-                ans.evaluate(dag, [av, bv])
-                raise AssertionError("the evaluator accepted a division by zero")
-            except ValueError as e:
-                assert "division by zero" in str(e)
+            want = ans.evaluate(dag, [av, bv])
+            assert all(w[n - 5] == 0 for w in want), want
             for kind, state in states.items():
                 mod = ans.build(dag, state, "llvm -num-cores=2")
                 outs = [np.zeros(n, dtype) for _ in names]
-                try:
-                    mod(av, bv, *outs)
-                    raise AssertionError(f"no error for {{dtype}} {{kind}}")
-                except ValueError as e:
-                    assert "integer division by zero" in str(e), str(e)
-                bv[n - 5] = 1  # the same module runs on good input
                 mod(av, bv, *outs)
-                assert all((o == w).all() for o, w in zip(outs, ans.evaluate(dag, [av, bv])))
-                bv[n - 5] = 0
+                assert all((o == w).all() for o, w in zip(outs, want)), (dtype, kind)
                 print(dtype, kind, "ok")
     """)
     assert out.count(" ok") == 12, out

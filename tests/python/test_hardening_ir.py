@@ -479,3 +479,18 @@ def test_deeply_nested_json_is_refused():
     print("done")
     """)
     assert "done" in out
+
+
+def test_zero_dimensional_inputs_evaluate_and_build():
+    import numpy as np
+    import autosched as ans
+    from autosched import te
+    p0 = te.placeholder((), name="p0", dtype="float32")
+    t = te.compute((3,), lambda i: p0[()] + 1.0, name="T")
+    dag = ans.ComputeDAG([p0, t])
+    x = np.array(2.0, dtype="float32")
+    (want,) = ans.evaluate(dag, [x])
+    out = np.zeros(3, "float32")
+    ans.build(dag)(x, out)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(want, np.full(3, 3.0, "float32"))

@@ -185,8 +185,8 @@ bool SomeLane(llvm::Constant* c, bool (*pred)(const llvm::APInt&)) {
 }  // namespace
 
 // Integer division and remainder with the reference evaluator's results
-// where hardware traps (and LLVM's are undefined): a zero divisor makes the
-// kernel fail with kKernelDivideByZero; a divisor of -1 gives the negated
+// where hardware traps (and LLVM's are undefined): a zero divisor gives 0
+// (quotient and remainder, docs/ir.md); a divisor of -1 gives the negated
 // dividend (wrapping, so INT_MIN / -1 == INT_MIN) and a remainder of 0. The
 // checks are left out for constant divisors that need them not.
 llvm::Value* IREmitter::EmitIntDivision(BinOp op, DataType t, llvm::Value* a, llvm::Value* b) {
@@ -196,7 +196,11 @@ llvm::Value* IREmitter::EmitIntDivision(BinOp op, DataType t, llvm::Value* a, ll
   bool may_be_minus_one =
       is_signed && (!constant || SomeLane(constant, [](const llvm::APInt& v) { return v.isAllOnes(); }));
   llvm::Value* zero = llvm::Constant::getNullValue(b->getType());
-  if (may_be_zero) FailIf(b_.CreateICmpEQ(b, zero), b_.getInt32(kKernelDivideByZero));
+  llvm::Value* by_zero = nullptr;
+  if (may_be_zero) {  // divide by 1 instead, the result is replaced by 0 below
+    by_zero = b_.CreateICmpEQ(b, zero);
+    b = b_.CreateSelect(by_zero, llvm::ConstantInt::get(b->getType(), 1), b);
+  }
   llvm::Value* minus_one = nullptr;
   if (may_be_minus_one) {
     // Divide by 1 instead: the remainder is then 0 already, the quotient is negated below.
@@ -220,6 +224,7 @@ llvm::Value* IREmitter::EmitIntDivision(BinOp op, DataType t, llvm::Value* a, ll
   }
   if (minus_one && (op == BinOp::Div || op == BinOp::FloorDiv))
     r = b_.CreateSelect(minus_one, b_.CreateNeg(a), r);
+  if (by_zero) r = b_.CreateSelect(by_zero, zero, r);
   return r;
 }
 
