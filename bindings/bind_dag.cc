@@ -28,22 +28,16 @@ py::dict AccessInfoToDict(const ComputeDAG& dag, int op) {
   return d;
 }
 
-int OpIndexOf(const ComputeDAG& dag, py::handle op) {
-  int index = -1;
-  if (py::isinstance<py::int_>(op)) {
-    index = op.cast<int>();
-    if (index < 0) index += static_cast<int>(dag.ops().size());
-    AS_CHECK(index >= 0 && index < static_cast<int>(dag.ops().size()),
-             "op index " << op.cast<int>() << " out of range: the DAG has " << dag.ops().size() << " ops");
-  } else if (py::isinstance<Tensor>(op)) {
-    index = dag.OpIndex(op.cast<Tensor>().get());
-    AS_CHECK(index >= 0, "tensor '" << op.cast<Tensor>()->name << "' is not an op of this DAG");
-  } else {
-    std::string name = py::str(op);
-    index = dag.OpIndex(name);
-    AS_CHECK(index >= 0, "no op named '" << name << "' in this DAG");
-  }
-  return index;
+// op_index and access_info take an op by position, name or tensor: one
+// overload per way, each resolved by ComputeDAG::FindOp.
+template <typename OpRef>
+void DefineOpLookups(py::class_<ComputeDAG>& cls) {
+  cls.def("op_index", py::overload_cast<OpRef>(&ComputeDAG::FindOp, py::const_), py::arg("op"))
+      .def(
+          "access_info",
+          [](const ComputeDAG& dag, OpRef op) { return AccessInfoToDict(dag, dag.FindOp(op)); },
+          py::arg("op"),
+          "What the access analysis knows about an op (given by index, name or tensor), as a dict.");
 }
 
 // One contiguous array per placeholder of dag.tensors(), in order, converted to
@@ -122,27 +116,34 @@ py::array_t<double> EvaluatePoints(const ComputeDAG& dag, const py::sequence& in
 }  // namespace
 
 void bind_dag(py::module_& m) {
-  py::class_<ComputeDAG>(m, "ComputeDAG", "The operations a task computes, in topological order.")
+  py::class_<ComputeDAG> dag(m, "ComputeDAG", "The operations a task computes, in topological order.");
+  dag.def(py::init<const ComputeDAG&>(), py::arg("dag"))
       .def(py::init<const std::vector<Tensor>&>(), py::arg("tensors"))
       .def_property_readonly("flop_ct", &ComputeDAG::flop_ct)
       .def("workload_key", &ComputeDAG::workload_key)
       .def_property_readonly("tensors", &ComputeDAG::tensors)
       .def_property_readonly("ops", &ComputeDAG::ops)
-      .def("op_index", [](const ComputeDAG& dag, py::object op) { return OpIndexOf(dag, op); })
-      .def(
-          "access_info",
-          [](const ComputeDAG& dag, py::object op) { return AccessInfoToDict(dag, OpIndexOf(dag, op)); },
-          "What the access analysis knows about an op (given by index, name or tensor), as a dict.")
       .def("element_wise_match", &ComputeDAG::ElementWiseMatch, py::arg("op"), py::arg("consumer"))
-      .def("to_json", [](const ComputeDAG& dag) { return dag.ToJson().dump(); })
+      .def("to_json", [](const ComputeDAG& d) { return d.ToJson().dump(); })
       .def_static("from_json",
                   [](const std::string& text) {
                     return ComputeDAG::FromJson(ParseJsonText(text, "ComputeDAG.from_json"));
                   })
+      // Pickled as its JSON; a DAG is immutable, so copies are the DAG itself.
+      .def(py::pickle([](const ComputeDAG& d) { return d.ToJson().dump(); },
+                      [](const std::string& text) {
+                        return ComputeDAG::FromJson(ParseJsonText(text, "pickled ComputeDAG"));
+                      }))
+      .def("__copy__", [](py::object self) { return self; })
+      .def(
+          "__deepcopy__", [](py::object self, py::object) { return self; }, py::arg("memo"))
       .def("__str__", &ComputeDAG::ToString)
-      .def("__repr__", [](const ComputeDAG& dag) {
-        return "ComputeDAG(" + std::to_string(dag.ops().size()) + " ops, key " + dag.workload_key() + ")";
+      .def("__repr__", [](const ComputeDAG& d) {
+        return "ComputeDAG(" + std::to_string(d.ops().size()) + " ops, key " + d.workload_key() + ")";
       });
+  DefineOpLookups<int64_t>(dag);
+  DefineOpLookups<const std::string&>(dag);
+  DefineOpLookups<const Tensor&>(dag);
   m.def("evaluate", &Evaluate, py::arg("dag"), py::arg("inputs"),
         "Reference results: one array per compute tensor among dag.tensors, from one array per placeholder.");
   m.def("evaluate_points", &EvaluatePoints, py::arg("dag"), py::arg("inputs"), py::arg("output_index"),

@@ -14,36 +14,13 @@
 #include "ir/error.h"
 #include "ir/expr.h"
 #include "ir/printer.h"
+#include "ir/serialize.h"
 #include "ir/tensor.h"
 
 namespace py = pybind11;
 
 namespace autosched::bindings {
 namespace {
-
-BinOp ParseBinOp(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(BinOp::Or); ++i) {
-    if (name == BinOpName(static_cast<BinOp>(i))) return static_cast<BinOp>(i);
-  }
-  AS_CHECK(false, "unknown binary operator '" << name << "'");
-  return BinOp::Add;
-}
-
-Intrinsic ParseIntrinsic(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(Intrinsic::IfThenElse); ++i) {
-    if (name == IntrinsicName(static_cast<Intrinsic>(i))) return static_cast<Intrinsic>(i);
-  }
-  AS_CHECK(false, "unknown intrinsic '" << name << "'");
-  return Intrinsic::Exp;
-}
-
-Combiner ParseCombiner(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(Combiner::Min); ++i) {
-    if (name == CombinerName(static_cast<Combiner>(i))) return static_cast<Combiner>(i);
-  }
-  AS_CHECK(false, "unknown reduction '" << name << "': expected sum, prod, max or min");
-  return Combiner::Sum;
-}
 
 // numpy scalars (np.int64(3), np.float32(2)) as the Python number they hold.
 py::object NormalizeNumber(py::handle value) {
@@ -208,14 +185,7 @@ void DefineOperators(py::class_<T>& cls) {
 void BindExpr(py::module_& m) {
   py::class_<Expr> expr(m, "Expr", "An immutable expression of the tensor-expression IR.");
   expr.def_property_readonly("dtype", [](const Expr& e) { return e.dtype().str(); })
-      .def_property_readonly("kind",
-                             [](const Expr& e) {
-                               static const char* kNames[] = {
-                                   "IntImm",     "FloatImm", "Var",       "Binary",     "Not",
-                                   "Select",     "Cast",     "Call",      "TensorLoad", "Reduce",
-                                   "BufferLoad", "Ramp",     "Broadcast", "Let"};
-                               return std::string(kNames[static_cast<int>(e.kind())]);
-                             })
+      .def_property_readonly("kind", [](const Expr& e) { return ExprKindName(e.kind()); })
       .def_property_readonly("value",
                              [](const Expr& e) -> py::object {
                                if (const auto* i = e.as<IntImmNode>()) {
@@ -243,10 +213,7 @@ void BindIterVar(py::module_& m) {
   iter_var
       .def(py::init([](const std::string& name, int64_t min, int64_t extent, const std::string& kind) {
              AS_CHECK(extent > 0, "axis '" << name << "' has non-positive extent " << extent);
-             AS_CHECK(kind == "spatial" || kind == "reduce",
-                      "axis kind must be 'spatial' or 'reduce', got '" << kind << "'");
-             return IterVar{VarNode::make(name), min, extent,
-                            kind == "spatial" ? IterKind::Spatial : IterKind::Reduce};
+             return IterVar{VarNode::make(name), min, extent, ParseIterKind(kind)};
            }),
            py::arg("name"), py::arg("min"), py::arg("extent"), py::arg("kind") = "spatial")
       .def_property_readonly("var", [](const IterVar& iv) { return iv.var; })
@@ -257,14 +224,12 @@ void BindIterVar(py::module_& m) {
                              [](const IterVar& iv) {
                                return py::module_::import("autosched._core").attr("Range")(iv.min, iv.extent);
                              })
-      .def_property_readonly(
-          "kind", [](const IterVar& iv) { return iv.kind == IterKind::Spatial ? "spatial" : "reduce"; })
+      .def_property_readonly("kind", [](const IterVar& iv) { return IterKindName(iv.kind); })
       .def_property_readonly("dtype", [](const IterVar& iv) { return iv.var.dtype().str(); })
       .def("__str__", [](const IterVar& iv) { return iv.name(); })
       .def("__repr__", [](const IterVar& iv) {
         return "IterVar(" + iv.name() + ", [" + std::to_string(iv.min) + ", " +
-               std::to_string(iv.min + iv.extent) + "), " +
-               (iv.kind == IterKind::Spatial ? "spatial" : "reduce") + ")";
+               std::to_string(iv.min + iv.extent) + "), " + IterKindName(iv.kind) + ")";
       });
   DefineOperators(iter_var);
 }
@@ -293,6 +258,8 @@ void BindTensor(py::module_& m) {
       .def_property_readonly("ndim", &Tensor::ndim)
       .def_property_readonly("op_kind",
                              [](const Tensor& t) { return t->is_placeholder() ? "placeholder" : "compute"; })
+      // One output per op: the tensor is its op, so C.op.axis reads as in TVM.
+      .def_property_readonly("op", [](const Tensor& t) { return t; })
       .def_property_readonly("tag", [](const Tensor& t) { return t->tag; })
       .def_property_readonly("attrs", [](const Tensor& t) { return t->attrs; })
       .def_property_readonly("axis", [](const Tensor& t) { return t->axis; })
@@ -307,6 +274,16 @@ void BindTensor(py::module_& m) {
       .def("__ne__", [](const Tensor& a,
                         py::object b) { return !(py::isinstance<Tensor>(b) && a.same_as(b.cast<Tensor>())); })
       .def("__hash__", [](const Tensor& t) { return reinterpret_cast<intptr_t>(t.get()); })
+      // Pickled with the ops it reads (its graph's JSON): the copy is an equal
+      // tensor with inputs of its own. Tensors are immutable, so copy and
+      // deepcopy keep the tensor itself (and a graph's tensors stay linked).
+      .def(py::pickle([](const Tensor& t) { return TensorsToJson({t}).dump(); },
+                      [](const std::string& text) {
+                        return TensorsFromJson(ParseJsonText(text, "pickled tensor")).at(0);
+                      }))
+      .def("__copy__", [](py::object self) { return self; })
+      .def(
+          "__deepcopy__", [](py::object self, py::object) { return self; }, py::arg("memo"))
       .def("__str__", &OpToString)
       .def("__repr__", [](const Tensor& t) {
         std::ostringstream text;

@@ -1,13 +1,14 @@
-// Loop states, transform steps and lowering. Stages and iterators are
-// addressed by position here; python/autosched/state.py resolves tensors,
-// names and iterator objects to positions.
+// Loop states and transform steps. Every step is applied the same way: the
+// Python State method builds the step's record (["SP", args...], as records on
+// disk store it; transform_steps.h) and LoopState.apply_step replays it, so a
+// new step needs no binding. Stages are resolved by the core
+// (ComputeDAG::FindOp); python/autosched/state.py resolves iterator objects
+// and names to positions.
 #include <pybind11/stl.h>
 
 #include "bind.h"
 #include "ir/error.h"
 #include "ir/serialize.h"
-#include "lower/lower_state.h"
-#include "lower/stmt_printer.h"
 #include "schedule/infer_bound.h"
 #include "schedule/state.h"
 
@@ -17,15 +18,6 @@ namespace autosched::bindings {
 
 namespace {
 
-const char* LocName(ComputeLocKind k) {
-  switch (k) {
-    case ComputeLocKind::Root: return "root";
-    case ComputeLocKind::Inlined: return "inlined";
-    case ComputeLocKind::At: return "at";
-  }
-  return "?";
-}
-
 // Python view of a stage's location: None, or (stage name, iterator name).
 py::object AttachPoint(const State& s, int stage_id) {
   const Stage& st = s.stage(stage_id);
@@ -34,9 +26,10 @@ py::object AttachPoint(const State& s, int stage_id) {
   return py::make_tuple(target.name(), target.nodes[st.attach_node].name);
 }
 
-template <typename StepT>
-State ApplyStep(const State& s, StepT step) {
-  return s.Apply(Step(std::move(step)));
+// A step given by its JSON record; errors name the step (State::Apply) or
+// the record (StepFromJson).
+State ApplyStepRecord(const State& s, const std::string& record) {
+  return s.Apply(StepFromJson(ParseJsonText(record, "step record")));
 }
 
 void BindIteratorAndStage(py::module_& m) {
@@ -57,7 +50,7 @@ void BindIteratorAndStage(py::module_& m) {
       .def_property_readonly("name", &Stage::name)
       .def_property_readonly("op", [](const Stage& st) { return st.op; })
       .def_property_readonly("iters", &Stage::iters)
-      .def_property_readonly("compute_at", [](const Stage& st) { return LocName(st.loc); })
+      .def_property_readonly("compute_at", [](const Stage& st) { return ComputeLocKindName(st.loc); })
       .def_property_readonly("scope", [](const Stage& st) { return MemScopeName(st.scope); })
       .def_property_readonly("auto_unroll_max_step", [](const Stage& st) { return st.auto_unroll_max_step; })
       .def("__repr__", [](const Stage& st) { return "Stage(" + st.name() + ")"; });
@@ -70,48 +63,13 @@ void BindState(py::module_& m) {
       .def_property_readonly("init_dag", &State::init_dag)
       .def_property_readonly("stages", &State::stages)
       .def_property_readonly("num_steps", [](const State& s) { return s.steps().size(); })
-      .def("stage_index", &State::StageIndex, py::arg("name"))
-      .def("stage_index_of", &State::StageIndexOf, py::arg("tensor"))
+      // A stage by position, name or tensor (ComputeDAG::FindOp).
+      .def("stage_id", &State::StageIndexAt, py::arg("stage"))
+      .def("stage_id", &State::StageIndex, py::arg("stage"))
+      .def("stage_id", &State::StageIndexOf, py::arg("stage"))
       .def("attach_point", &AttachPoint, py::arg("stage"))
-      .def("split", &State::Split, py::arg("stage"), py::arg("iter"), py::arg("lengths"),
-           py::arg("inner_to_outer") = true)
-      .def("follow_split",
-           [](const State& s, int st, int it, int src, int n) {
-             return ApplyStep(s, FollowSplitStep{st, it, src, n});
-           })
-      .def("follow_fused_split",
-           [](const State& s, int st, int it, const std::vector<int>& src, int level, bool factor) {
-             return ApplyStep(s, FollowFusedSplitStep{st, it, src, level, factor});
-           })
-      .def("fuse", &State::Fuse, py::arg("stage"), py::arg("iters"))
-      .def("reorder", &State::Reorder, py::arg("stage"), py::arg("order"))
-      .def("annotate",
-           [](const State& s, int st, int it, const std::string& ann) {
-             return s.Annotate(st, it, ParseIteratorAnnotation(ann));
-           })
-      .def("pragma",
-           [](const State& s, int st, int it, const std::string& p) {
-             return ApplyStep(s, PragmaStep{st, it, p});
-           })
-      .def("storage_align",
-           [](const State& s, int st, int it, int64_t factor, int64_t offset) {
-             return ApplyStep(s, StorageAlignStep{st, it, factor, offset});
-           })
-      .def("compute_at", &State::ComputeAt)
-      .def("compute_inline", &State::ComputeInline)
-      .def("compute_root", &State::ComputeRoot)
-      .def("cache_read",
-           [](const State& s, int st, const std::string& scope, const std::vector<int>& readers) {
-             return ApplyStep(s, CacheReadStep{st, scope, readers});
-           })
-      .def("cache_write",
-           [](const State& s, int st, const std::string& scope) {
-             return ApplyStep(s, CacheWriteStep{st, scope});
-           })
-      .def("rfactor",
-           [](const State& s, int st, int it, int factor_iter) {
-             return ApplyStep(s, RfactorStep{st, it, factor_iter});
-           })
+      .def("apply_step", &ApplyStepRecord, py::arg("record"),
+           "A new state with the step appended; record: the step's JSON record, e.g. '[\"CI\", 2]'.")
       .def("replay", &State::Replay)
       .def("same_steps", &State::SameSteps)
       .def("to_json", [](const State& s) { return s.ToJson().dump(); })
@@ -119,6 +77,18 @@ void BindState(py::module_& m) {
                   [](const ComputeDAG& dag, const std::string& text) {
                     return State::FromJson(dag, ParseJsonText(text, "state JSON"));
                   })
+      // Pickled as its initial DAG and its steps; a state is immutable, so
+      // copies are the state itself.
+      .def(py::pickle([](const State& s) { return py::make_tuple(s.init_dag(), s.ToJson().dump()); },
+                      [](const py::tuple& t) {
+                        AS_CHECK(t.size() == 2,
+                                 "a pickled LoopState is (dag, steps), got " << t.size() << " items");
+                        return State::FromJson(t[0].cast<ComputeDAG>(),
+                                               ParseJsonText(t[1].cast<std::string>(), "pickled LoopState"));
+                      }))
+      .def("__copy__", [](py::object self) { return self; })
+      .def(
+          "__deepcopy__", [](py::object self, py::object) { return self; }, py::arg("memo"))
       .def("print_python_steps", &State::PrintPythonSteps)
       .def("infer_bound", &InferBound)
       .def("__str__", &State::ToString)
@@ -131,10 +101,6 @@ void bind_schedule(py::module_& m) {
   m.attr("MAX_ITER_EXTENT") = kMaxIterExtent;
   BindIteratorAndStage(m);
   BindState(m);
-  m.def("lower_state", &LowerStateToStmt, py::arg("state"), "The loop-nest IR of a state (a LoweredFunc).");
-  m.def(
-      "lower_state_text", [](const State& s) { return ToString(LowerStateToStmt(s)); }, py::arg("state"),
-      "The loop-nest IR of a state, as text.");
 }
 
 }  // namespace autosched::bindings

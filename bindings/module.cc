@@ -28,6 +28,7 @@ PYBIND11_MODULE(_core, m) {
   autosched::bindings::bind_dag(m);
   autosched::bindings::bind_task(m);
   autosched::bindings::bind_schedule(m);
+  autosched::bindings::bind_lower(m);
   autosched::bindings::bind_runtime(m);
   autosched::bindings::bind_search(m);
   autosched::bindings::bind_measure(m);

@@ -278,6 +278,33 @@ int ComputeDAG::OpIndex(const std::string& name) const {
   return -1;
 }
 
+int ComputeDAG::FindOp(int64_t index) const {
+  const auto n = static_cast<int64_t>(ops().size());
+  AS_CHECK(index >= -n && index < n,
+           "stage " << index << " does not exist (there are " << n << " stages, one per op)");
+  return static_cast<int>(index < 0 ? index + n : index);
+}
+
+int ComputeDAG::FindOp(const std::string& name) const {
+  int found = -1;
+  std::string names;
+  for (size_t i = 0; i < ops().size(); ++i) {
+    names += (i ? ", " : "") + ops()[i]->name;
+    if (ops()[i]->name != name) continue;
+    AS_CHECK(found < 0, "stage name '" << name << "' is ambiguous: stages " << found << " and " << i
+                                       << " have it; address the stage by tensor or by index");
+    found = static_cast<int>(i);
+  }
+  AS_CHECK(found >= 0, "no stage named '" << name << "' (the stages are " << names << ")");
+  return found;
+}
+
+int ComputeDAG::FindOp(const Tensor& tensor) const {
+  AS_CHECK(tensor.defined(), "an undefined tensor names no stage");
+  const int index = OpIndex(tensor.get());
+  return index >= 0 ? index : FindOp(tensor->name);
+}
+
 bool ComputeDAG::ElementWiseMatch(int op, int consumer) const {
   int n = static_cast<int>(ops().size());
   AS_CHECK(op >= 0 && op < n && consumer >= 0 && consumer < n,

@@ -54,6 +54,15 @@ class ComputeDAG {
   // Position of a tensor in ops(); -1 if absent.
   int OpIndex(const TensorNode* t) const;
   int OpIndex(const std::string& name) const;
+  // The op a user names, as every API that takes a stage resolves it (a
+  // State has one stage per op, in the same order): by position (negative
+  // counts from the end), by name (unique among the ops) or by tensor (by
+  // identity, else by its unique name: cache and rfactor steps rebuild ops).
+  // Throws Error naming the stage when there is no such op or the name is
+  // ambiguous.
+  int FindOp(int64_t index) const;
+  int FindOp(const std::string& name) const;
+  int FindOp(const Tensor& tensor) const;
   // True when op's output feeds `consumer` element by element: the consumer
   // reads op at exactly its own spatial indices (same order, no arithmetic).
   bool ElementWiseMatch(int op, int consumer) const;

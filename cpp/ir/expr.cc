@@ -7,60 +7,87 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/tensor.h"
+#include "support/enum_table.h"
 
 namespace autosched {
 
-const char* BinOpName(BinOp op) {
-  switch (op) {
-    case BinOp::Add: return "add";
-    case BinOp::Sub: return "sub";
-    case BinOp::Mul: return "mul";
-    case BinOp::Div: return "div";
-    case BinOp::Mod: return "mod";
-    case BinOp::FloorDiv: return "floordiv";
-    case BinOp::FloorMod: return "floormod";
-    case BinOp::Min: return "min";
-    case BinOp::Max: return "max";
-    case BinOp::EQ: return "eq";
-    case BinOp::NE: return "ne";
-    case BinOp::LT: return "lt";
-    case BinOp::LE: return "le";
-    case BinOp::GT: return "gt";
-    case BinOp::GE: return "ge";
-    case BinOp::And: return "and";
-    case BinOp::Or: return "or";
-  }
-  return "?";
-}
+namespace {
 
-const char* IntrinsicName(Intrinsic op) {
-  switch (op) {
-    case Intrinsic::Exp: return "exp";
-    case Intrinsic::Log: return "log";
-    case Intrinsic::Sqrt: return "sqrt";
-    case Intrinsic::Rsqrt: return "rsqrt";
-    case Intrinsic::Tanh: return "tanh";
-    case Intrinsic::Sigmoid: return "sigmoid";
-    case Intrinsic::Erf: return "erf";
-    case Intrinsic::Pow: return "pow";
-    case Intrinsic::Fabs: return "fabs";
-    case Intrinsic::Floor: return "floor";
-    case Intrinsic::Ceil: return "ceil";
-    case Intrinsic::Round: return "round";
-    case Intrinsic::IfThenElse: return "if_then_else";
-  }
-  return "?";
-}
+constexpr EnumEntry<ExprKind> kExprKindNames[] = {
+    {ExprKind::IntImm, "IntImm"},
+    {ExprKind::FloatImm, "FloatImm"},
+    {ExprKind::Var, "Var"},
+    {ExprKind::Binary, "Binary"},
+    {ExprKind::Not, "Not"},
+    {ExprKind::Select, "Select"},
+    {ExprKind::Cast, "Cast"},
+    {ExprKind::Call, "Call"},
+    {ExprKind::TensorLoad, "TensorLoad"},
+    {ExprKind::Reduce, "Reduce"},
+    {ExprKind::BufferLoad, "BufferLoad"},
+    {ExprKind::Ramp, "Ramp"},
+    {ExprKind::Broadcast, "Broadcast"},
+    {ExprKind::Let, "Let"},
+};
 
-const char* CombinerName(Combiner c) {
-  switch (c) {
-    case Combiner::Sum: return "sum";
-    case Combiner::Prod: return "prod";
-    case Combiner::Max: return "max";
-    case Combiner::Min: return "min";
-  }
-  return "?";
-}
+constexpr EnumEntry<BinOp> kBinOpNames[] = {
+    {BinOp::Add, "add"},
+    {BinOp::Sub, "sub"},
+    {BinOp::Mul, "mul"},
+    {BinOp::Div, "div"},
+    {BinOp::Mod, "mod"},
+    {BinOp::FloorDiv, "floordiv"},
+    {BinOp::FloorMod, "floormod"},
+    {BinOp::Min, "min"},
+    {BinOp::Max, "max"},
+    {BinOp::EQ, "eq"},
+    {BinOp::NE, "ne"},
+    {BinOp::LT, "lt"},
+    {BinOp::LE, "le"},
+    {BinOp::GT, "gt"},
+    {BinOp::GE, "ge"},
+    {BinOp::And, "and"},
+    {BinOp::Or, "or"},
+};
+
+constexpr EnumEntry<Intrinsic> kIntrinsicNames[] = {
+    {Intrinsic::Exp, "exp"},
+    {Intrinsic::Log, "log"},
+    {Intrinsic::Sqrt, "sqrt"},
+    {Intrinsic::Rsqrt, "rsqrt"},
+    {Intrinsic::Tanh, "tanh"},
+    {Intrinsic::Sigmoid, "sigmoid"},
+    {Intrinsic::Erf, "erf"},
+    {Intrinsic::Pow, "pow"},
+    {Intrinsic::Fabs, "fabs"},
+    {Intrinsic::Floor, "floor"},
+    {Intrinsic::Ceil, "ceil"},
+    {Intrinsic::Round, "round"},
+    {Intrinsic::IfThenElse, "if_then_else"},
+};
+
+constexpr EnumEntry<Combiner> kCombinerNames[] = {
+    {Combiner::Sum, "sum"}, {Combiner::Prod, "prod"}, {Combiner::Max, "max"}, {Combiner::Min, "min"}};
+
+constexpr EnumEntry<IterKind> kIterKindNames[] = {{IterKind::Spatial, "spatial"},
+                                                  {IterKind::Reduce, "reduce"}};
+
+constexpr EnumEntry<MemScope> kMemScopeNames[] = {
+    {MemScope::Global, "global"}, {MemScope::Shared, "shared"}, {MemScope::Local, "local"}};
+
+}  // namespace
+
+const char* ExprKindName(ExprKind k) { return EnumName(kExprKindNames, k); }
+const char* BinOpName(BinOp op) { return EnumName(kBinOpNames, op); }
+const char* IntrinsicName(Intrinsic op) { return EnumName(kIntrinsicNames, op); }
+const char* CombinerName(Combiner c) { return EnumName(kCombinerNames, c); }
+const char* IterKindName(IterKind k) { return EnumName(kIterKindNames, k); }
+const char* MemScopeName(MemScope s) { return EnumName(kMemScopeNames, s); }
+BinOp ParseBinOp(const std::string& name) { return ParseEnum(kBinOpNames, name, "binary operator"); }
+Intrinsic ParseIntrinsic(const std::string& name) { return ParseEnum(kIntrinsicNames, name, "intrinsic"); }
+Combiner ParseCombiner(const std::string& name) { return ParseEnum(kCombinerNames, name, "reduction"); }
+IterKind ParseIterKind(const std::string& name) { return ParseEnum(kIterKindNames, name, "axis kind"); }
+MemScope ParseMemScope(const std::string& name) { return ParseEnum(kMemScopeNames, name, "memory scope"); }
 
 bool IsComparison(BinOp op) { return op >= BinOp::EQ && op <= BinOp::GE; }
 bool IsLogical(BinOp op) { return op == BinOp::And || op == BinOp::Or; }
@@ -261,15 +288,6 @@ Expr ReduceNode::make(Combiner combiner, Expr source, std::vector<IterVar> axis,
 }
 
 Expr ReduceNode::identity() const { return CombinerIdentity(combiner, acc_dtype); }
-
-const char* MemScopeName(MemScope s) {
-  switch (s) {
-    case MemScope::Global: return "global";
-    case MemScope::Shared: return "shared";
-    case MemScope::Local: return "local";
-  }
-  return "?";
-}
 
 Buffer MakeBuffer(const std::string& name, DataType dtype, std::vector<int64_t> shape, MemScope scope,
                   std::vector<int64_t> strides) {

@@ -104,11 +104,17 @@ enum class Intrinsic : uint8_t {
 
 enum class Combiner : uint8_t { Sum, Prod, Max, Min };
 
+// Names used in records, messages and Python (one table per enum in expr.cc);
+// the parsers throw Error naming the text and the known names.
+const char* ExprKindName(ExprKind k);     // "IntImm", "Binary", "Reduce", ...
 const char* BinOpName(BinOp op);          // "add", "floordiv", "lt", ...
 const char* IntrinsicName(Intrinsic op);  // "exp", "if_then_else", ...
 const char* CombinerName(Combiner c);     // "sum", "prod", "max", "min"
-bool IsComparison(BinOp op);              // EQ .. GE
-bool IsLogical(BinOp op);                 // And, Or
+BinOp ParseBinOp(const std::string& name);
+Intrinsic ParseIntrinsic(const std::string& name);
+Combiner ParseCombiner(const std::string& name);
+bool IsComparison(BinOp op);  // EQ .. GE
+bool IsLogical(BinOp op);     // And, Or
 
 // The depth limit of the expressions users write and of every compute op's
 // expression counted through the computed tensors it reads (tensor.h).
@@ -248,6 +254,8 @@ struct TensorLoadNode : ExprNode {
 };
 
 enum class IterKind : uint8_t { Spatial, Reduce };
+const char* IterKindName(IterKind k);  // "spatial", "reduce"
+IterKind ParseIterKind(const std::string& name);
 
 // An iteration variable over [min, min + extent).
 struct IterVar {
@@ -300,7 +308,8 @@ struct ReduceNode : ExprNode {
 // Memory scope of a buffer: global (arguments and root allocations), shared
 // (per GPU block) or local (per thread / register).
 enum class MemScope : uint8_t { Global, Shared, Local };
-const char* MemScopeName(MemScope s);
+const char* MemScopeName(MemScope s);  // "global", "shared", "local"
+MemScope ParseMemScope(const std::string& name);
 
 // A named region of memory with an element type and a (possibly
 // multi-dimensional) shape. Storage flattening turns every access into a

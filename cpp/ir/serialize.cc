@@ -183,34 +183,22 @@ const json& GetArray(const json& obj, const char* key, const std::string& path) 
   return v;
 }
 
-DataType GetDType(const json& obj, const char* key, const std::string& path) {
+// A string field read with a parser (DataType::Parse, the enum parsers of
+// expr.h); the parser's message gets the field.
+template <typename T>
+T GetParsed(const json& obj, const char* key, const std::string& path, T (*parse)(const std::string&)) {
   std::string name = GetString(obj, key, path);
   try {
-    return DataType::Parse(name);
+    return parse(name);
   } catch (const Error& err) {
     AS_CHECK(false, "malformed tensor graph: field '" << path << "." << key << "': " << err.what());
   }
-  return {};
+  return T{};
 }
 
-template <typename T, size_t N>
-T ParseName(const std::string& name, const T (&values)[N], const char* (*name_of)(T),
-            const std::string& field) {
-  for (T v : values) {
-    if (name == name_of(v)) return v;
-  }
-  AS_CHECK(false, "malformed tensor graph: field '" << field << "' has unknown value '" << name << "'");
-  return values[0];
+DataType GetDType(const json& obj, const char* key, const std::string& path) {
+  return GetParsed(obj, key, path, &DataType::Parse);
 }
-
-constexpr BinOp kBinOps[] = {BinOp::Add,      BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::Mod, BinOp::FloorDiv,
-                             BinOp::FloorMod, BinOp::Min, BinOp::Max, BinOp::EQ,  BinOp::NE,  BinOp::LT,
-                             BinOp::LE,       BinOp::GT,  BinOp::GE,  BinOp::And, BinOp::Or};
-constexpr Intrinsic kIntrinsics[] = {
-    Intrinsic::Exp,     Intrinsic::Log,   Intrinsic::Sqrt,      Intrinsic::Rsqrt, Intrinsic::Tanh,
-    Intrinsic::Sigmoid, Intrinsic::Erf,   Intrinsic::Pow,       Intrinsic::Fabs,  Intrinsic::Floor,
-    Intrinsic::Ceil,    Intrinsic::Round, Intrinsic::IfThenElse};
-constexpr Combiner kCombiners[] = {Combiner::Sum, Combiner::Prod, Combiner::Max, Combiner::Min};
 
 // Errors raised while building IR nodes (type checks) get the tensor's path.
 std::string WithPath(const Error& err, const std::string& path) {
@@ -361,7 +349,7 @@ class GraphReader {
     if (kind == "float") return ReadFloat(j, path);
     if (kind == "var") return AxisAt(Field(j, "id", path), path + ".id").var;
     if (kind == "binary") {
-      BinOp op = ParseName(GetString(j, "op", path), kBinOps, BinOpName, path + ".op");
+      BinOp op = GetParsed(j, "op", path, ParseBinOp);
       return BinaryNode::make(op, Child(j, "a", path), Child(j, "b", path));
     }
     if (kind == "not") return NotNode::make(Child(j, "a", path));
@@ -371,7 +359,7 @@ class GraphReader {
     }
     if (kind == "cast") return CastNode::make(GetDType(j, "dtype", path), Child(j, "value", path));
     if (kind == "call") {
-      Intrinsic op = ParseName(GetString(j, "op", path), kIntrinsics, IntrinsicName, path + ".op");
+      Intrinsic op = GetParsed(j, "op", path, ParseIntrinsic);
       return CallNode::make(op, ReadExprs(j, "args", path));
     }
     if (kind == "load") {
@@ -379,7 +367,7 @@ class GraphReader {
       return t(ReadExprs(j, "indices", path));
     }
     if (kind == "reduce") {
-      Combiner c = ParseName(GetString(j, "combiner", path), kCombiners, CombinerName, path + ".combiner");
+      Combiner c = GetParsed(j, "combiner", path, ParseCombiner);
       std::vector<IterVar> axis;
       const json& ids = GetArray(j, "axis", path);
       for (size_t i = 0; i < ids.size(); ++i) {

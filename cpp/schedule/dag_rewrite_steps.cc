@@ -64,14 +64,6 @@ struct DagRewrite {
   std::unordered_map<const TensorNode*, MemScope> scope;
 };
 
-MemScope ParseScope(const std::string& scope) {
-  if (scope == "local") return MemScope::Local;
-  if (scope == "shared") return MemScope::Shared;
-  if (scope == "global") return MemScope::Global;
-  AS_CHECK(false, "unknown memory scope '" << scope << "' (local, shared or global)");
-  return MemScope::Global;
-}
-
 // Applies the rewrite: rebuilds downstream ops, makes the new DAG and stages.
 void CommitRewrite(StateNode& s, const DagRewrite& rw) {
   TensorMap map;                                         // old op -> new op
@@ -146,7 +138,7 @@ std::vector<Expr> AxisVars(const std::vector<IterVar>& axes) {
 
 void CacheReadStep::Apply(StateNode& s) const {
   const Stage& st = s.StageAt(stage_id);
-  const MemScope mem = ParseScope(scope_name);
+  const MemScope mem = ParseMemScope(scope_name);
   AS_CHECK(!reader_stage_ids.empty(), "cache_read of '" << st.name() << "' needs at least one reader");
   const Tensor& src = st.op;
   auto axes = FreshAxes(*src.get());
@@ -187,7 +179,7 @@ std::string CacheReadStep::Python(const StateNode& b) const {
 
 void CacheWriteStep::Apply(StateNode& s) const {
   const Stage& st = s.StageAt(stage_id);
-  const MemScope mem = ParseScope(scope_name);
+  const MemScope mem = ParseMemScope(scope_name);
   AS_CHECK(!st.is_placeholder(), "cache_write of placeholder '" << st.name() << "'");
   AS_CHECK(st.loc != ComputeLocKind::Inlined, "cache_write of inlined stage '" << st.name() << "'");
   CheckNothingAttached(s, stage_id, "cache_write");

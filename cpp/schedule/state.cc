@@ -3,6 +3,7 @@
 #include <functional>
 #include <sstream>
 
+#include "schedule/infer_bound.h"
 #include "support/enum_table.h"
 #include "support/error.h"
 
@@ -130,25 +131,9 @@ void PropagateExtents(Stage* stage) {
 
 // ---- StateNode ----
 
-int StateNode::StageIndex(const std::string& name) const {
-  int found = -1;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i].name() != name) continue;
-    AS_CHECK(found < 0, "stage name '" << name << "' is ambiguous: stages " << found << " and " << i
-                                       << " have it; address the stage by tensor or by index");
-    found = static_cast<int>(i);
-  }
-  AS_CHECK(found >= 0, "no stage named '" << name << "'");
-  return found;
-}
-
-int StateNode::StageIndexOf(const Tensor& tensor) const {
-  for (size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i].op.same_as(tensor)) return static_cast<int>(i);
-  }
-  // Cache and rfactor steps rebuild the ops of the DAG: then the name decides.
-  return StageIndex(tensor->name);
-}
+int StateNode::StageIndex(const std::string& name) const { return dag.FindOp(name); }
+int StateNode::StageIndexOf(const Tensor& tensor) const { return dag.FindOp(tensor); }
+int StateNode::StageIndexAt(int64_t index) const { return dag.FindOp(index); }
 
 Stage& StateNode::StageAt(int stage_id) {
   AS_CHECK(stage_id >= 0 && stage_id < static_cast<int>(stages.size()),
@@ -267,23 +252,35 @@ std::string State::PrintPythonSteps() const {
 
 namespace {
 
-std::string ExtentText(int64_t extent) {
-  return extent < 0 ? "(None)" : "(0," + std::to_string(extent) + ")";
+// A stage attached by compute_at has the extents bound inference gives it;
+// `inferred` false: inference could not run yet (unknown split lengths), and
+// such stages print '?' rather than the full tensor's extents.
+struct PrintContext {
+  const StateNode& state;
+  bool inferred;
+  std::ostream& os;
+};
+
+std::string ExtentText(int64_t extent, bool not_inferred) {
+  if (extent < 0) return "(None)";
+  return not_inferred ? "(0,?)" : "(0," + std::to_string(extent) + ")";
 }
 
-void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& os);
+void PrintStage(const PrintContext& ctx, int stage_id, int indent);
 
-void PrintAttached(const StateNode& state, int stage_id, int node, int indent, std::ostream& os) {
-  for (size_t i = 0; i < state.stages.size(); ++i) {
-    const Stage& other = state.stages[i];
+void PrintAttached(const PrintContext& ctx, int stage_id, int node, int indent) {
+  for (size_t i = 0; i < ctx.state.stages.size(); ++i) {
+    const Stage& other = ctx.state.stages[i];
     if (other.loc == ComputeLocKind::At && other.attach_stage == stage_id && other.attach_node == node) {
-      PrintStage(state, static_cast<int>(i), indent, os);
+      PrintStage(ctx, static_cast<int>(i), indent);
     }
   }
 }
 
-void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& os) {
-  const Stage& st = state.stages[stage_id];
+void PrintStage(const PrintContext& ctx, int stage_id, int indent) {
+  const Stage& st = ctx.state.stages[stage_id];
+  std::ostream& os = ctx.os;
+  const bool not_inferred = !ctx.inferred && st.loc == ComputeLocKind::At;
   if (st.auto_unroll_max_step > 0) {
     os << std::string(indent * 2, ' ') << st.name() << " auto_unroll: " << st.auto_unroll_max_step << "\n";
   }
@@ -291,9 +288,9 @@ void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& 
     const Iterator& it = st.iter(i);
     const char* keyword =
         it.annotation == IteratorAnnotation::None ? "for" : IteratorAnnotationName(it.annotation);
-    os << std::string((indent + i) * 2, ' ') << keyword << " " << it.name << " " << ExtentText(it.extent)
-       << "\n";
-    PrintAttached(state, stage_id, st.leaves[i], indent + i + 1, os);
+    os << std::string((indent + i) * 2, ' ') << keyword << " " << it.name << " "
+       << ExtentText(it.extent, not_inferred) << "\n";
+    PrintAttached(ctx, stage_id, st.leaves[i], indent + i + 1);
   }
   os << std::string((indent + st.num_iters()) * 2, ' ') << st.name() << " = ...\n";
 }
@@ -301,9 +298,16 @@ void PrintStage(const StateNode& state, int stage_id, int indent, std::ostream& 
 }  // namespace
 
 std::string State::ToString() const {
+  std::optional<State> bounded;
+  try {
+    bounded = InferBound(*this);
+  } catch (const Error&) {
+    // Unknown split lengths: printed as they are, attached stages with '?'.
+  }
+  const StateNode& shown = bounded ? bounded->node() : *node_;
   std::ostringstream os;
   std::vector<std::string> placeholders;
-  for (const Stage& st : stages()) {
+  for (const Stage& st : shown.stages) {
     if (st.is_placeholder()) placeholders.push_back(st.name());
   }
   if (!placeholders.empty()) {
@@ -311,10 +315,10 @@ std::string State::ToString() const {
     for (size_t i = 0; i < placeholders.size(); ++i) os << (i ? ", " : "") << placeholders[i];
     os << "\n";
   }
-  for (size_t i = 0; i < stages().size(); ++i) {
-    const Stage& st = stages()[i];
-    if (!st.is_placeholder() && st.loc == ComputeLocKind::Root)
-      PrintStage(*node_, static_cast<int>(i), 0, os);
+  const PrintContext ctx{shown, bounded.has_value(), os};
+  for (size_t i = 0; i < shown.stages.size(); ++i) {
+    const Stage& st = shown.stages[i];
+    if (!st.is_placeholder() && st.loc == ComputeLocKind::Root) PrintStage(ctx, static_cast<int>(i), 0);
   }
   return os.str();
 }

@@ -14,7 +14,7 @@
 //
 // Extents of stages attached by compute_at are those of the full tensor until
 // bound inference (infer_bound.h) narrows them to the region their consumers
-// read.
+// read; ToString prints the inferred ones.
 #pragma once
 
 #include <memory>
@@ -99,10 +99,12 @@ struct StateNode {
   std::vector<Stage> stages;
   std::vector<Step> steps;
 
-  // Index of a stage by tensor name; throws Error naming it when absent.
+  // How users address stages: stage i computes dag.ops()[i], so these are
+  // ComputeDAG::FindOp (by name, by tensor, by position); they throw Error
+  // naming the stage when there is none or a name is ambiguous.
   int StageIndex(const std::string& name) const;
-  // Index of the stage computing `tensor` (by identity, else by unique name).
   int StageIndexOf(const Tensor& tensor) const;
+  int StageIndexAt(int64_t index) const;  // negative counts from the end
   // Checked access for steps (State::Apply prefixes messages with the step).
   Stage& StageAt(int stage_id);
   int LeafAt(int stage_id, int iter_id);  // node id of a stage's iterator
@@ -121,6 +123,7 @@ class State {
   const std::vector<Step>& steps() const { return node_->steps; }
   int StageIndex(const std::string& name) const { return node_->StageIndex(name); }
   int StageIndexOf(const Tensor& tensor) const { return node_->StageIndexOf(tensor); }
+  int StageIndexAt(int64_t index) const { return node_->StageIndexAt(index); }
   const StateNode& node() const { return *node_; }
 
   // A new state with the step appended. Throws Error naming the step (its
@@ -146,7 +149,9 @@ class State {
   static State FromJson(const ComputeDAG& dag, const nlohmann::json& steps);
 
   // The loop nest, one line per loop ("for i.0 (0,32)", "parallel j (0,16)")
-  // and per stage body ("C = ..."); inlined stages are left out.
+  // and per stage body ("C = ..."); inlined stages are left out. Extents are
+  // those bound inference gives; while it cannot run (unknown split lengths:
+  // "(None)"), the extents of stages attached by compute_at print as "(0,?)".
   std::string ToString() const;
   // The steps as calls of the Python State API, one per line.
   std::string PrintPythonSteps() const;

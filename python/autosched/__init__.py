@@ -8,7 +8,8 @@ if _os.environ.get("AUTOSCHED_BUILD_DIR"):
 
 from . import _core  # noqa: E402
 from . import te  # noqa: E402
-from ._core import ComputeDAG, HardwareParams, InternalError, Target  # noqa: E402
+from ._core import HardwareParams, InternalError, Target  # noqa: E402
+from .compute_dag import ComputeDAG  # noqa: E402
 from ._evaluate import evaluate, evaluate_points  # noqa: E402
 from .task import SearchTask  # noqa: E402
 from .state import State  # noqa: E402

@@ -8,16 +8,21 @@
     print(s)                          # the loop nest
     print(dag.print_python_steps(s))  # the steps as Python
 
-Stages are addressed by tensor, by name or by position; iterators by the
-objects of ``s[stage].iters`` or by position. Each call appends one step to the
-state (the C++ state underneath is an immutable value; this wrapper holds the
-latest one). Invalid steps raise ValueError naming the step.
+Stages are addressed by tensor, by name or by position (resolved by the core:
+ComputeDAG::FindOp); iterators by the objects of ``s[stage].iters``, by name or
+by position. Each call appends one step: it builds the step's record (the JSON
+form records store, ["SP", stage, iter, ...]; docs/schedules.md lists them) and
+the immutable C++ state underneath replays it (``LoopState.apply_step``); this
+wrapper holds the latest state. Invalid steps raise ValueError naming the step.
 """
+import json
 import numbers
 
 from . import _core
 
-__all__ = ["State", "StageView"]
+__all__ = ["State", "StageView", "lower_state", "lower_state_text"]
+
+INT32_RANGE = (-2**31, 2**31)
 
 
 def _split_lengths(lengths):
@@ -54,7 +59,8 @@ class StageView:
 
 
 class State:
-    """A loop state of a ComputeDAG; see the module docstring."""
+    """A loop state of a ComputeDAG; see the module docstring. States pickle (as their DAG and steps) and
+    copy (copies are independent: each holds its own latest state)."""
 
     def __init__(self, core_state):
         self._core = core_state
@@ -71,6 +77,14 @@ class State:
     def copy(self):
         return State(self._core)
 
+    __copy__ = copy
+
+    def __deepcopy__(self, memo):
+        return State(self._core)  # the C++ state is immutable: sharing it is a deep copy
+
+    def __reduce__(self):
+        return State, (self._core,)
+
     @property
     def core(self):
         """The underlying immutable C++ state."""
@@ -79,7 +93,8 @@ class State:
     @property
     def dag(self):
         """The current DAG (changed by cache_read, cache_write and rfactor)."""
-        return self._core.dag
+        from .compute_dag import as_compute_dag  # compute_dag imports this module
+        return as_compute_dag(self._core.dag)
 
     @property
     def stages(self):
@@ -103,78 +118,95 @@ class State:
     def _stage_id(self, stage):
         if isinstance(stage, StageView):
             stage = stage.op
-        if isinstance(stage, _core.Tensor):
-            return self._core.stage_index_of(stage)
-        if isinstance(stage, bool) or not isinstance(stage, (int, str)):
+        if isinstance(stage, bool) or not isinstance(stage, (_core.Tensor, str, numbers.Integral)):
             raise TypeError("a stage is given by tensor, name or index, got %r" % (stage,))
-        if isinstance(stage, str):
-            return self._core.stage_index(stage)
-        if not 0 <= stage < len(self._core.stages):
-            raise ValueError("stage %d does not exist (the state has %d stages)" % (stage, len(self._core.stages)))
-        return stage
+        return self._core.stage_id(stage if isinstance(stage, (_core.Tensor, str)) else int(stage))
 
     def _iter_id(self, stage_id, it):
-        if isinstance(it, int) and not isinstance(it, bool):
-            return it
+        iters = self._core.stages[stage_id].iters
+        if isinstance(it, numbers.Integral) and not isinstance(it, bool):
+            if not INT32_RANGE[0] <= it < INT32_RANGE[1]:  # the step checks the range; a record holds int32
+                raise ValueError("stage '%s' has no iterator %d (it has %d)"
+                                 % (self._core.stages[stage_id].name, it, len(iters)))
+            return int(it)
         name = getattr(it, "name", it)
         if not isinstance(name, str):
-            raise TypeError("an iterator is given by object or index, got %r" % (it,))
-        iters = self._core.stages[stage_id].iters
+            raise TypeError("an iterator is given by object, name or index, got %r" % (it,))
         for i, x in enumerate(iters):
             if x.name == name:
                 return i
         raise ValueError("stage '%s' has no iterator '%s' (it has %s)"
                          % (self._core.stages[stage_id].name, name, [x.name for x in iters]))
 
-    def _apply(self, new_core):
-        self._core = new_core
-
     def _iters(self, stage_id):
         return self._core.stages[stage_id].iters
 
-    # ---- steps ----
+    def _apply(self, step, record_name, *args):
+        """Appends the step whose record is [record_name, *args]."""
+        self._core = self._core.apply_step(json.dumps([record_name, *args]))
+
+    def _int(self, step, what, x):
+        """An integer argument of a step; records hold 32-bit ones, so a larger one is refused here rather
+        than cut short."""
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise TypeError(f"step {self._core.num_steps} ({step}): {what} must be an integer, got {x!r}")
+        if not INT32_RANGE[0] <= x < INT32_RANGE[1]:
+            raise ValueError(f"step {self._core.num_steps} ({step}): {what} {x} is out of range")
+        return int(x)
+
+    def _str(self, step, what, x):
+        if not isinstance(x, str):
+            raise TypeError(f"step {self._core.num_steps} ({step}): {what} must be a string, got {x!r}")
+        return x
+
+    # ---- steps (the record of each: transform_steps.h) ----
     def split(self, stage, iterator, lengths, inner_to_outer=True):
         """Splits an iterator into len(lengths)+1 iterators, outermost first; returns them.
         lengths: a list of ints (None: to be filled later), or one int."""
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
         lengths = _split_lengths(lengths)
-        for x in lengths:  # beyond int64 the binding could not take it; the step refuses such lengths anyway
+        for x in lengths:  # beyond int64 a record could not hold it; the step refuses such lengths anyway
             if x is not None and not -2**63 <= x < 2**63:
                 problem = (f"length {x}, more than {_core.MAX_ITER_EXTENT} (loop indices are 32-bit integers)"
                            if x > 0 else f"a bad factor {x} (lengths must be positive)")
                 raise ValueError(f"step {self._core.num_steps} (split): split of '{self._iters(sid)[it].name}' "
                                  f"has {problem}")
-        self._apply(self._core.split(sid, it, lengths, inner_to_outer))
+        iters = self._iters(sid)
+        extent = iters[it].extent if 0 <= it < len(iters) else None  # informative, kept in the record
+        self._apply("split", "SP", sid, it, extent, lengths, bool(inner_to_outer))
         return self._iters(sid)[it:it + len(lengths) + 1]
 
     def follow_split(self, stage, iterator, src_step_id, n_split):
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
-        self._apply(self._core.follow_split(sid, it, src_step_id, n_split))
+        n_split = self._int("follow_split", "n_split", n_split)
+        self._apply("follow_split", "FSP", sid, it, self._int("follow_split", "src_step_id", src_step_id), n_split)
         return self._iters(sid)[it:it + n_split + 1]
 
     def follow_fused_split(self, stage, iterator, src_step_ids, level, factor_or_nparts):
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
-        self._apply(self._core.follow_fused_split(sid, it, list(src_step_ids), level, bool(factor_or_nparts)))
+        src = [self._int("follow_fused_split", "a source step", x) for x in src_step_ids]
+        self._apply("follow_fused_split", "FFSP", sid, it, src, self._int("follow_fused_split", "level", level),
+                    bool(factor_or_nparts))
         return self._iters(sid)[it:it + 2]
 
     def fuse(self, stage, iters):
         """Fuses consecutive iterators; returns the fused one."""
         sid = self._stage_id(stage)
         ids = [self._iter_id(sid, x) for x in iters]
-        self._apply(self._core.fuse(sid, ids))
+        self._apply("fuse", "FU", sid, ids)
         return self._iters(sid)[min(ids)] if ids else None
 
     def reorder(self, stage, order):
         sid = self._stage_id(stage)
-        self._apply(self._core.reorder(sid, [self._iter_id(sid, x) for x in order]))
+        self._apply("reorder", "RE", sid, [self._iter_id(sid, x) for x in order])
 
     def _annotate(self, stage, iterator, annotation):
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
-        self._apply(self._core.annotate(sid, it, annotation))
+        self._apply("annotation", "AN", sid, it, self._str("annotation", "the annotation", annotation))
         return self._iters(sid)[it]
 
     def parallel(self, stage, iterator):
@@ -193,27 +225,28 @@ class State:
     def pragma(self, stage, iterator, pragma_type):
         """pragma_type: "auto_unroll_max_step$N"."""
         sid = self._stage_id(stage)
-        self._apply(self._core.pragma(sid, self._iter_id(sid, iterator), pragma_type))
+        self._apply("pragma", "PR", sid, self._iter_id(sid, iterator), self._str("pragma", "the pragma", pragma_type))
 
     def storage_align(self, stage, iterator, factor, offset):
         sid = self._stage_id(stage)
-        self._apply(self._core.storage_align(sid, self._iter_id(sid, iterator), factor, offset))
+        self._apply("storage_align", "SA", sid, self._iter_id(sid, iterator),
+                    self._int("storage_align", "factor", factor), self._int("storage_align", "offset", offset))
 
     def compute_at(self, stage, target_stage, target_iter):
         sid = self._stage_id(stage)
         tid = self._stage_id(target_stage)
-        self._apply(self._core.compute_at(sid, tid, self._iter_id(tid, target_iter)))
+        self._apply("compute_at", "CA", sid, tid, self._iter_id(tid, target_iter))
 
     def compute_inline(self, stage):
-        self._apply(self._core.compute_inline(self._stage_id(stage)))
+        self._apply("compute_inline", "CI", self._stage_id(stage))
 
     def compute_root(self, stage):
-        self._apply(self._core.compute_root(self._stage_id(stage)))
+        self._apply("compute_root", "CR", self._stage_id(stage))
 
-    def _apply_adding_stage(self, new_core):
+    def _apply_adding_stage(self, step, record_name, *args):
         """Applies a step that adds one stage; returns that stage's tensor."""
         before = {st.name for st in self._core.stages}
-        self._apply(new_core)
+        self._apply(step, record_name, *args)
         (added,) = [st for st in self._core.stages if st.name not in before]
         return added.op
 
@@ -222,48 +255,32 @@ class State:
         (A suffix _1, _2, ... keeps the name unique when it is taken.)"""
         sid = self._stage_id(stage)
         readers = [self._stage_id(r) for r in reader_stages]
-        return self._apply_adding_stage(self._core.cache_read(sid, scope_name, readers))
+        return self._apply_adding_stage("cache_read", "CHR", sid, self._str("cache_read", "the scope", scope_name),
+                                        readers)
 
     def cache_write(self, stage, scope_name):
         """Adds a stage "<name>.<scope>" computing the tensor; returns its tensor."""
         sid = self._stage_id(stage)
-        return self._apply_adding_stage(self._core.cache_write(sid, scope_name))
+        return self._apply_adding_stage("cache_write", "CHW", sid, self._str("cache_write", "the scope", scope_name))
 
     def rfactor(self, stage, iterator, factor_iter_id):
         """Factors a reduction into a stage "<name>.rf"; returns its tensor."""
         sid = self._stage_id(stage)
-        return self._apply_adding_stage(self._core.rfactor(sid, self._iter_id(sid, iterator), factor_iter_id))
+        return self._apply_adding_stage("rfactor", "RF", sid, self._iter_id(sid, iterator),
+                                        self._int("rfactor", "factor_iter_id", factor_iter_id))
 
 
-def _get_init_state(dag):
-    """The state with no steps: the plain loop nest of the DAG."""
-    return State(_core.LoopState(dag))
-
-
-def _print_python_steps(dag, state):
-    """The steps of state as calls of this API (``s`` is the state)."""
-    return _core_state_of(state).print_python_steps()
-
-
-def _infer_bound(dag, state):
-    """A copy of state whose iterators have the extents bound inference gives."""
-    return State(_core_state_of(state).infer_bound())
-
-
-def _core_state_of(state):
+def core_state(state):
+    """The C++ LoopState of a State (or the LoopState itself)."""
     return state._core if isinstance(state, State) else state
 
 
-_core.ComputeDAG.get_init_state = _get_init_state
-_core.ComputeDAG.print_python_steps = _print_python_steps
-_core.ComputeDAG.infer_bound = _infer_bound
-
-
 def lower_state(state):
-    """The loop-nest IR (a LoweredFunc) of a state."""
-    return _core.lower_state(_core_state_of(state))
+    """The loop nest of a state as it comes from the state, before the lowering passes (a LoweredFunc:
+    name, args, and its text as str())."""
+    return _core.lower_state(core_state(state))
 
 
 def lower_state_text(state):
-    """The loop-nest IR of a state, as text."""
-    return _core.lower_state_text(_core_state_of(state))
+    """The loop nest of a state before the lowering passes, as text."""
+    return str(lower_state(state))

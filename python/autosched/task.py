@@ -4,6 +4,7 @@ import warnings
 
 from . import _core, workload
 from ._core import ComputeDAG, HardwareParams, Target
+from .compute_dag import as_compute_dag
 
 
 class SearchTask(_core.SearchTask):
@@ -38,6 +39,11 @@ class SearchTask(_core.SearchTask):
         elif not isinstance(compute_dag, ComputeDAG):
             raise TypeError(f"compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
         super().__init__(compute_dag, target, workload_key or "", hardware_params, desc)
+
+    @property
+    def compute_dag(self):
+        """The task's DAG (an autosched.ComputeDAG)."""
+        return as_compute_dag(super().compute_dag)
 
     def to_json(self):
         doc = json.loads(super().to_json())

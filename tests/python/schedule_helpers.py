@@ -2,6 +2,7 @@
 evaluator, and a rule-based generator of hand-style schedules for any DAG.
 
     check(dag, state)                     # build, run on random inputs, compare with ans.evaluate
+    tile_matmul(s, C); cache_write_matmul(s, C)   # the hand-written matmul schedules
     for name, schedule in generated_schedules(dag):
         s = dag.get_init_state(); schedule(s); check(dag, s)
 
@@ -21,6 +22,15 @@ SPLIT_FACTORS = (3, 2, 5, 4, 7)
 
 
 # ---- inputs and the check ----
+
+def matmul(n, m, k, dtype="float32"):
+    """C = A @ B with A (n, k) and B (k, m). Returns (dag, C)."""
+    a = te.placeholder((n, k), name="A", dtype=dtype)
+    b = te.placeholder((k, m), name="B", dtype=dtype)
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return ans.ComputeDAG([a, b, c]), c
+
 
 def matmul_bias_relu(n, m, k, dtype="float32"):
     """C = A @ B, E = C + 1, D = max(E, 0): a reduction with two element-wise consumers.
@@ -69,6 +79,52 @@ def check(dag, state, seed=0, positive=False):
     outputs = [x for x, inp in zip(arrays, is_input) if not inp]
     for got, want in zip(outputs, expected):
         assert_close(got, want, got.dtype, message=str(state))
+
+
+# ---- the hand-written matmul schedules of the build tests ----
+
+def tile_matmul(s, C):
+    """Tiles matmul stage C (axes i, j, k): i by 8, j by 16, k by 4, ordered io jo ko ii ki ji; io in
+    parallel, ki unrolled, ji vectorized. Returns (io, ji)."""
+    i, j, k = s[C].iters
+    io, ii = s.split(C, i, [8])
+    jo, ji = s.split(C, j, [16])
+    ko, ki = s.split(C, k, [4])
+    s.reorder(C, [io, jo, ko, ii, ki, ji])
+    s.parallel(C, io)
+    s.unroll(C, ki)
+    s.vectorize(C, ji)
+    return io, ji
+
+
+def cache_write_matmul(s, C, i_factor=4, j_factor=16):
+    """Computes matmul stage C through a local cache: C (now the copy out) is split i by i_factor and j by
+    j_factor, ordered io jo ii ji; the cache is computed at jo with its reduction outermost and its j
+    vectorized. Returns (the cache's tensor, io, ji)."""
+    local = s.cache_write(C, "local")
+    i, j = s[C].iters
+    io, ii = s.split(C, i, [i_factor])
+    jo, ji = s.split(C, j, [j_factor])
+    s.reorder(C, [io, jo, ii, ji])
+    s.compute_at(local, C, jo)
+    li, lj, lk = s[local].iters
+    s.reorder(local, [lk, li, lj])
+    s.vectorize(local, lj)
+    return local, io, ji
+
+
+def compute_at_inline(s, C, E, D):
+    """Schedules matmul_bias_relu: E inlined, D tiled 4 x 8 (rows in parallel, columns vectorized, an
+    auto-unroll pragma) and C computed at D's column tile."""
+    s.compute_inline(E)
+    i, j = s[D].iters
+    io, ii = s.split(D, i, [4])
+    jo, ji = s.split(D, j, [8])
+    s.reorder(D, [io, jo, ii, ji])
+    s.compute_at(C, D, jo)
+    s.parallel(D, io)
+    s.vectorize(D, ji)
+    s.pragma(D, io, "auto_unroll_max_step$16")
 
 
 # ---- looking at a state ----

@@ -8,7 +8,7 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-from schedule_helpers import assert_close
+from schedule_helpers import assert_close, cache_write_matmul, tile_matmul
 
 pytestmark = pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
 
@@ -133,29 +133,14 @@ def matmul_dag(n, l, m, dtype="float32"):
 def test_tiled_parallel_vectorized_matmul(dtype):
     dag, inputs, C = matmul_dag(37, 29, 45, dtype)  # no extent divides the factors
     s = dag.get_init_state()
-    i, j, k = s[C].iters
-    io, ii = s.split(C, i, [8])
-    jo, ji = s.split(C, j, [16])
-    ko, ki = s.split(C, k, [4])
-    s.reorder(C, [io, jo, ko, ii, ki, ji])
-    s.parallel(C, io)
-    s.unroll(C, ki)
-    s.vectorize(C, ji)
+    tile_matmul(s, C)
     check_state(dag, inputs, s, "llvm -num-cores=2")
 
 
 def test_cache_write_compute_at_and_pragma():
     dag, inputs, C = matmul_dag(64, 32, 48)
     s = dag.get_init_state()
-    CC = s.cache_write(C, "local")
-    i, j = s[C].iters
-    io, ii = s.split(C, i, [4])
-    jo, ji = s.split(C, j, [16])
-    s.reorder(C, [io, jo, ii, ji])
-    s.compute_at(CC, C, jo)
-    ci, cj, ck = s[CC].iters
-    s.reorder(CC, [ck, ci, cj])
-    s.vectorize(CC, cj)
+    _, io, ji = cache_write_matmul(s, C)
     s.vectorize(C, ji)
     s.pragma(C, io, "auto_unroll_max_step$64")
     s.parallel(C, io)

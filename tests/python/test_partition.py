@@ -3,7 +3,7 @@ tiles that need no bound check become vector code (ramp stores) in the lowered l
 import autosched as ans
 from autosched import te
 
-from schedule_helpers import check
+from schedule_helpers import cache_write_matmul, check, matmul
 
 
 def vector_stores(mod):
@@ -12,21 +12,9 @@ def vector_stores(mod):
 
 
 def tiled_matmul(n, m, k):
-    a = te.placeholder((n, k), name="A")
-    b = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    dag = ans.ComputeDAG([a, b, c])
+    dag, c = matmul(n, m, k)
     s = dag.get_init_state()
-    cl = s.cache_write(c, "local")
-    i, j = s[c].iters
-    io, ii = s.split(c, i, [8])
-    jo, ji = s.split(c, j, [16])
-    s.reorder(c, [io, jo, ii, ji])
-    s.compute_at(cl, c, jo)
-    ci, cj, ck = s[cl].iters
-    s.reorder(cl, [ck, ci, cj])
-    s.vectorize(cl, cj)
+    _, io, _ = cache_write_matmul(s, c, i_factor=8)
     return dag, s, c, io
 
 

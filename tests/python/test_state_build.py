@@ -9,18 +9,11 @@ import pytest
 import autosched as ans
 from autosched import te
 
-from schedule_helpers import check, matmul_bias_relu
+from schedule_helpers import cache_write_matmul, check, compute_at_inline, matmul_bias_relu, tile_matmul
 
 
 def tiled(s, C, E, D):
-    i, j, k = s[C].iters
-    io, ii = s.split(C, i, [8])
-    jo, ji = s.split(C, j, [16])
-    ko, ki = s.split(C, k, [4])
-    s.reorder(C, [io, jo, ko, ii, ki, ji])
-    s.parallel(C, io)
-    s.unroll(C, ki)
-    s.vectorize(C, ji)
+    tile_matmul(s, C)
 
 
 def fused_parallel(s, C, E, D):
@@ -31,29 +24,9 @@ def fused_parallel(s, C, E, D):
     s.vectorize(D, fi)
 
 
-def compute_at_inline(s, C, E, D):
-    s.compute_inline(E)
-    i, j = s[D].iters
-    io, ii = s.split(D, i, [4])
-    jo, ji = s.split(D, j, [8])
-    s.reorder(D, [io, jo, ii, ji])
-    s.compute_at(C, D, jo)
-    s.parallel(D, io)
-    s.vectorize(D, ji)
-    s.pragma(D, io, "auto_unroll_max_step$16")
-
-
 def cache_write(s, C, E, D):
-    local = s.cache_write(C, "local")
+    _, io, _ = cache_write_matmul(s, C)
     s.compute_inline(E)
-    i, j = s[C].iters
-    io, ii = s.split(C, i, [4])
-    jo, ji = s.split(C, j, [16])
-    s.reorder(C, [io, jo, ii, ji])
-    s.compute_at(local, C, jo)
-    li, lj, lk = s[local].iters
-    s.reorder(local, [lk, li, lj])
-    s.vectorize(local, lj)
     s.parallel(C, io)
 
 

@@ -1,0 +1,145 @@
+"""Golden tests of code generation: the lowered loop nests of fixed, hand-written schedules of a matmul, a
+conv2d and a softmax are kept in tests/golden/<name>.txt, so that a change to lowering shows up as a diff
+to review. After an intended change, rewrite them with
+
+    AUTOSCHED_UPDATE_GOLDEN=1 python3 -m pytest tests/python/test_golden.py
+
+and commit the new files with it. The LLVM IR is not stored (it depends on the CPU): the vectorized loops
+are checked to use the vector width of the target instead.
+"""
+import difflib
+import os
+import platform
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import autosched as ans
+from autosched import _core, ops, te
+
+from schedule_helpers import cache_write_matmul, check, matmul
+
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
+UPDATE = os.environ.get("AUTOSCHED_UPDATE_GOLDEN") == "1"
+
+
+# ---- the schedules (fixed: changing one means rewriting its golden file) ----
+
+def matmul_schedule():
+    """A 64x48x32 matmul through a local cache computed at the tile of its copy; rows in parallel."""
+    dag, c = matmul(64, 48, 32)
+    s = dag.get_init_state()
+    _, io, _ = cache_write_matmul(s, c)
+    s.parallel(c, io)
+    return dag, s
+
+
+def conv2d_schedule():
+    """A 3x3 conv2d (NCHW, padding 1) with the padding inlined, computed through a local cache at each
+    tile of 4 output channels x 8 columns; reductions outside the vectorized columns."""
+    data = te.placeholder((1, 8, 16, 16), name="data")
+    kernel = te.placeholder((16, 8, 3, 3), name="kernel")
+    out = ops.conv2d_nchw(data, kernel, stride=1, padding=1)
+    dag = ans.ComputeDAG([data, kernel, out])
+    s = dag.get_init_state()
+    local = s.cache_write(out, "local")
+    s.compute_inline("PaddedInput")
+    n, f, y, x = s[out].iters
+    fo, fi = s.split(out, f, [4])
+    xo, xi = s.split(out, x, [8])
+    s.reorder(out, [n, fo, y, xo, fi, xi])
+    s.parallel(out, fo)
+    s.vectorize(out, xi)
+    s.compute_at(local, out, xo)
+    ln, lf, ly, lx, rc, ry, rx = s[local].iters
+    s.reorder(local, [ln, ly, rc, ry, rx, lf, lx])
+    s.vectorize(local, lx)
+    return dag, s
+
+
+def softmax_schedule():
+    """A row softmax: the max, exp and sum stages computed per row of the output, rows in parallel, the
+    element-wise loops split by 16 and vectorized."""
+    x = te.placeholder((8, 64), name="x")
+    out = ops.softmax(x)
+    dag = ans.ComputeDAG([x, out])
+    s = dag.get_init_state()
+    i, j = s[out].iters
+    s.parallel(out, i)
+    jo, ji = s.split(out, j, [16])
+    s.vectorize(out, ji)
+    for producer in ["T_softmax_expsum", "T_softmax_exp", "T_softmax_maxelem"]:
+        s.compute_at(producer, out, i)
+    _, exp_j = s["T_softmax_exp"].iters
+    _, exp_ji = s.split("T_softmax_exp", exp_j, [16])
+    s.vectorize("T_softmax_exp", exp_ji)
+    return dag, s
+
+
+SCHEDULES = {"matmul": matmul_schedule, "conv2d": conv2d_schedule, "softmax": softmax_schedule}
+
+
+# ---- the golden comparison ----
+
+def check_golden(name, text, directory=GOLDEN_DIR, update=UPDATE):
+    path = directory / f"{name}.txt"
+    if update:
+        directory.mkdir(exist_ok=True)
+        path.write_text(text)
+        return
+    if not path.exists():
+        pytest.fail(f"no golden file {path}: write it with AUTOSCHED_UPDATE_GOLDEN=1", pytrace=False)
+    want = path.read_text()
+    if text != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(keepends=True), text.splitlines(keepends=True),
+                                            fromfile=f"tests/golden/{name}.txt", tofile="lowered now"))
+        pytest.fail(f"the lowered loop nest of '{name}' differs from its golden file (review the diff; "
+                    f"AUTOSCHED_UPDATE_GOLDEN=1 rewrites the file):\n{diff}", pytrace=False)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_lowered_ir_matches_golden(name):
+    dag, s = SCHEDULES[name]()
+    check_golden(name, str(_core.lower(s.core)))
+
+
+@pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_golden_schedules_compute_the_reference(name):
+    dag, s = SCHEDULES[name]()
+    check(dag, s)
+
+
+def test_a_changed_lowering_fails_with_a_readable_diff(tmp_path):
+    (tmp_path / "x.txt").write_text("for (i, 0, 4) {\n  A[i] = 0f\n}\n")
+    with pytest.raises(pytest.fail.Exception) as failure:
+        check_golden("x", "for (i, 0, 8) {\n  A[i] = 0f\n}\n", tmp_path, update=False)
+    message = str(failure.value)
+    assert "--- tests/golden/x.txt" in message and "+++ lowered now" in message
+    assert "-for (i, 0, 4) {" in message and "+for (i, 0, 8) {" in message
+
+
+# ---- vector width in the LLVM IR ----
+
+X86_TARGETS = ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"]
+
+
+@pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
+@pytest.mark.parametrize("target", ["llvm"] + X86_TARGETS)
+def test_vectorized_loops_use_the_target_vector_width(target):
+    if target in X86_TARGETS and platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("an x86 CPU name")
+    lanes = _core.default_hardware_params(ans.Target(target)).vector_unit_bytes // 4  # float32 lanes
+    dag, c = matmul(8, 4 * lanes, 16)
+    s = dag.get_init_state()
+    i, j, k = s[c].iters
+    jo, ji = s.split(c, j, [lanes])
+    s.reorder(c, [i, jo, k, ji])
+    s.vectorize(c, ji)
+    ll = ans.build(dag, s, target).get_source("ll")
+    widths = Counter(int(n) for n in re.findall(r"<(\d+) x float>", ll))
+    assert widths[lanes] > 0, f"no <{lanes} x float> in the LLVM IR for {target}: {dict(widths)}"
+    assert max(widths) == lanes, f"vectors wider than {lanes} lanes for {target}: {dict(widths)}"
+    check(dag, s)
