@@ -21,4 +21,5 @@ PYBIND11_MODULE(_core, m) {
   autosched::bindings::bind_task(m);
   autosched::bindings::bind_schedule(m);
   autosched::bindings::bind_runtime(m);
+  autosched::bindings::bind_cost_model(m);
 }
