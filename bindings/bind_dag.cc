@@ -7,8 +7,8 @@
 #include "bind.h"
 #include "dag/compute_dag.h"
 #include "dag/evaluator.h"
-#include "ir/error.h"
 #include "ir/serialize.h"
+#include "support/error.h"
 
 namespace py = pybind11;
 

@@ -11,11 +11,11 @@
 
 #include "bind.h"
 #include "ir/dtype.h"
-#include "ir/error.h"
 #include "ir/expr.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/tensor.h"
+#include "support/error.h"
 
 namespace py = pybind11;
 

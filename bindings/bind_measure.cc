@@ -5,10 +5,10 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
-#include "ir/error.h"
 #include "measure/records.h"
 #include "measure/runner.h"
 #include "measure/worker_process.h"
+#include "support/error.h"
 
 namespace py = pybind11;
 

@@ -6,11 +6,11 @@
 
 #include "bind.h"
 #include "codegen/build.h"
-#include "ir/error.h"
 #include "lower/lower.h"
 #include "lower/stmt_printer.h"
 #include "runtime/module.h"
 #include "schedule/state.h"
+#include "support/error.h"
 
 namespace py = pybind11;
 

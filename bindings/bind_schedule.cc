@@ -7,10 +7,10 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
-#include "ir/error.h"
 #include "ir/serialize.h"
 #include "schedule/infer_bound.h"
 #include "schedule/state.h"
+#include "support/error.h"
 
 namespace py = pybind11;
 

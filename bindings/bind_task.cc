@@ -4,8 +4,8 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
-#include "ir/error.h"
 #include "ir/serialize.h"
+#include "support/error.h"
 #include "task/search_task.h"
 #include "task/target.h"
 

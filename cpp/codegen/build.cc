@@ -1,8 +1,8 @@
 #include "codegen/build.h"
 
-#include "ir/error.h"
 #include "lower/lower.h"
 #include "schedule/state.h"
+#include "support/error.h"
 
 #ifdef AUTOSCHED_HAS_LLVM
 #include "codegen/llvm/codegen_llvm.h"

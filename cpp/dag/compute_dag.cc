@@ -14,11 +14,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/structural.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

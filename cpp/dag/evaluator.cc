@@ -27,7 +27,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -1,6 +1,6 @@
 #include "ir/dtype.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

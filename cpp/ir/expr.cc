@@ -4,10 +4,10 @@
 #include <cmath>
 #include <limits>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/tensor.h"
 #include "support/enum_table.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -21,8 +21,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/error.h"
 #include "ir/functor.h"
+#include "support/error.h"
 
 namespace autosched {
 

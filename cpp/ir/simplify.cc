@@ -21,9 +21,9 @@
 #include <cmath>
 #include <optional>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/printer.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -3,9 +3,9 @@
 #include <functional>
 #include <unordered_set>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "schedule/infer_bound.h"
+#include "support/error.h"
 
 namespace autosched {
 

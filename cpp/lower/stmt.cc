@@ -1,6 +1,6 @@
 #include "lower/stmt.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

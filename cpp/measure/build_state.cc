@@ -3,8 +3,8 @@
 #include <exception>
 
 #include "codegen/build.h"
-#include "ir/error.h"
 #include "lower/lower.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

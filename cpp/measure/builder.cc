@@ -5,7 +5,7 @@
 #include <deque>
 #include <sstream>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

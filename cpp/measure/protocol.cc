@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

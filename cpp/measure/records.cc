@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -4,8 +4,8 @@
 #include <sstream>
 #include <thread>
 
-#include "ir/error.h"
 #include "measure/builder.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

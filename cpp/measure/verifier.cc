@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "dag/evaluator.h"
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -15,10 +15,10 @@
 #include <memory>
 #include <optional>
 
-#include "ir/error.h"
 #include "measure/build_state.h"
 #include "measure/protocol.h"
 #include "measure/verifier.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

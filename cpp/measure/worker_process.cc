@@ -15,8 +15,8 @@
 #include <cstring>
 #include <thread>
 
-#include "ir/error.h"
 #include "measure/protocol.h"
+#include "support/error.h"
 
 extern char** environ;
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

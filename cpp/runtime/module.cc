@@ -5,8 +5,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "ir/error.h"
 #include "runtime/aligned_alloc.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

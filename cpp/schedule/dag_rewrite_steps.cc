@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "schedule/state.h"
 #include "schedule/transform_steps.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -5,9 +5,9 @@
 #include <limits>
 #include <unordered_set>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/simplify.h"
+#include "support/error.h"
 
 namespace autosched {
 

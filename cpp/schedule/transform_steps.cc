@@ -7,8 +7,8 @@
 #include <functional>
 #include <sstream>
 
-#include "ir/error.h"
 #include "schedule/state.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -10,7 +10,10 @@
 //   static X FromArgs(json)       the inverse of Args
 //   std::string Python(const StateNode& before) const
 //                               the call of the Python State API that makes it
-// so adding a step touches only this header, its .cc and the variant.
+// so adding a step touches this header (its struct and the variant entry),
+// its .cc, its method in python/autosched/state.py (which writes the record)
+// and its row in docs/schedules.md; the bindings take any step's record
+// through one LoopState.apply_step.
 //
 // Stages are addressed by their position in the state's stage list (the
 // current DAG's ops in topological order) and iterators by their position in

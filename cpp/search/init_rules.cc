@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "ir/error.h"
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/search_util.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -22,7 +22,7 @@
 
 #include <unordered_set>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

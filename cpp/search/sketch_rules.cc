@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "ir/error.h"
 #include "ir/functor.h"
 #include "search/search_util.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

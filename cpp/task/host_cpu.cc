@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 #ifdef AUTOSCHED_HAS_LLVM
 #include <llvm/ADT/StringMap.h>

@@ -1,6 +1,6 @@
 #include "task/search_task.h"
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 

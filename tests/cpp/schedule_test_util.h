@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "dag/evaluator.h"
-#include "ir/error.h"
 #include "lower/lower_state.h"
 #include "schedule/state.h"
+#include "support/error.h"
 
 namespace autosched::sched_test {
 

@@ -5,9 +5,9 @@
 #include <numeric>
 
 #include "codegen/build.h"
-#include "ir/error.h"
 #include "lower/stmt_printer.h"
 #include "runtime/thread_pool.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "dag/evaluator.h"
-#include "ir/error.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "ir/error.h"
 #include "ir/expr.h"
 #include "ir/tensor.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "codegen/build.h"
 #include "codegen/unroll_budget.h"
-#include "ir/error.h"
 #include "runtime/thread_pool.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

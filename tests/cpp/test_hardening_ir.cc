@@ -10,7 +10,6 @@
 
 #include "dag/compute_dag.h"
 #include "dag/evaluator.h"
-#include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/simplify.h"
@@ -18,6 +17,7 @@
 #include "lower/lower.h"
 #include "lower/lower_state.h"
 #include "lower/stmt_printer.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

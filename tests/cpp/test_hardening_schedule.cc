@@ -4,8 +4,8 @@
 // steps with duplicate stage names, and hardware parameters from JSON.
 #include <gtest/gtest.h>
 
-#include "ir/error.h"
 #include "schedule_test_util.h"
+#include "support/error.h"
 #include "task/search_task.h"
 
 namespace autosched {

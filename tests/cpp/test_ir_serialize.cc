@@ -2,10 +2,10 @@
 
 #include <limits>
 
-#include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/structural.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "ir/error.h"
 #include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

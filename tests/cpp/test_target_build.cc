@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "codegen/build.h"
-#include "ir/error.h"
 #include "runtime/module.h"
+#include "support/error.h"
 #include "task/host_cpu.h"
 #include "task/target.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "dag/compute_dag.h"
-#include "ir/error.h"
+#include "support/error.h"
 #include "task/search_task.h"
 #include "task/target.h"
 

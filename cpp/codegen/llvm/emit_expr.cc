@@ -2,9 +2,9 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/llvm/ir_emitter.h"
-#include "ir/error.h"
 #include "ir/tensor.h"
 #include "runtime/module.h"
+#include "support/error.h"
 
 namespace autosched {
 

@@ -3,9 +3,9 @@
 
 #include "codegen/llvm/ir_emitter.h"
 #include "codegen/unroll_budget.h"
-#include "ir/error.h"
 #include "lower/stmt_functor.h"
 #include "runtime/module.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

@@ -16,11 +16,11 @@
 
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/ir_emitter.h"
-#include "ir/error.h"
 #include "lower/stmt_functor.h"
 #include "lower/stmt_printer.h"
 #include "runtime/aligned_alloc.h"
 #include "runtime/thread_pool.h"
+#include "support/error.h"
 
 namespace autosched {
 namespace {

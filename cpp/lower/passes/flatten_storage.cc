@@ -1,7 +1,7 @@
 #include "lower/passes/flatten_storage.h"
 
-#include "ir/error.h"
 #include "lower/stmt_functor.h"
+#include "support/error.h"
 
 namespace autosched {
 
