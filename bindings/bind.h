@@ -12,5 +12,6 @@ void bind_task(pybind11::module_& m);      // Target, HardwareParams, SearchTask
 void bind_schedule(pybind11::module_& m);  // State, steps, lowering
 void bind_runtime(pybind11::module_& m);   // build, modules, time evaluator
 void bind_search(pybind11::module_& m);    // search params, sketch policy
+void bind_measure(pybind11::module_& m);   // measurement in worker processes, records
 
 }  // namespace autosched::bindings

@@ -30,4 +30,5 @@ PYBIND11_MODULE(_core, m) {
   autosched::bindings::bind_schedule(m);
   autosched::bindings::bind_runtime(m);
   autosched::bindings::bind_search(m);
+  autosched::bindings::bind_measure(m);
 }

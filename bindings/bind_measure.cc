@@ -1,0 +1,176 @@
+// Measurement and records: LocalMeasurer (the supervisor of worker processes),
+// MeasureResult, the record writer and loader. python/autosched/measure.py and
+// records.py add the Pythonic layer (LocalBuilder, LocalRunner, measure,
+// load_records, RecordToFile).
+#include <pybind11/stl.h>
+
+#include "bind.h"
+#include "ir/error.h"
+#include "measure/records.h"
+#include "measure/runner.h"
+#include "measure/worker_process.h"
+
+namespace py = pybind11;
+
+namespace autosched::bindings {
+namespace {
+
+nlohmann::json ParseJson(const std::string& text, const char* what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string(what) + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string ResultRepr(const MeasureResult& r) {
+  std::ostringstream ss;
+  ss.precision(4);
+  ss << "MeasureResult(error=" << MeasureErrorName(r.error) << ", costs=[";
+  for (size_t i = 0; i < r.costs.size(); ++i) ss << (i ? ", " : "") << r.costs[i];
+  ss << "]";
+  if (!r.error_msg.empty()) ss << ", error_msg='" << r.error_msg.substr(0, 200) << "'";
+  return ss.str() + ")";
+}
+
+void BindResult(py::module_& m) {
+  py::enum_<MeasureError> kinds(m, "MeasureErrorNo", "Why a candidate has no valid time.");
+  // Upper-case forms of the names; pybind11 keeps the pointers, so they live
+  // as long as the process.
+  static const std::vector<std::string> upper = [] {
+    std::vector<std::string> names;
+    for (int i = 0; i < kNumMeasureErrors; ++i) {
+      std::string name = MeasureErrorName(static_cast<MeasureError>(i));
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      names.push_back(name);
+    }
+    return names;
+  }();
+  for (int i = 0; i < kNumMeasureErrors; ++i) kinds.value(upper[i].c_str(), static_cast<MeasureError>(i));
+  m.def("parse_measure_error", &ParseMeasureError, py::arg("name"));
+
+  py::class_<MeasureResult>(m, "MeasureResult", "The outcome of measuring one candidate.")
+      .def(py::init([](std::vector<double> costs, const std::string& error, std::string error_msg,
+                       double all_cost, double timestamp) {
+             MeasureResult r;
+             r.costs = std::move(costs);
+             r.error = ParseMeasureError(error);
+             r.error_msg = std::move(error_msg);
+             r.all_cost = all_cost;
+             r.timestamp = timestamp;
+             return r;
+           }),
+           py::arg("costs") = std::vector<double>{}, py::arg("error") = "none", py::arg("error_msg") = "",
+           py::arg("all_cost") = 0.0, py::arg("timestamp") = 0.0)
+      .def_readonly("costs", &MeasureResult::costs, "seconds per run, one per repeat")
+      .def_readonly("error_no", &MeasureResult::error)
+      .def_property_readonly("error", [](const MeasureResult& r) { return MeasureErrorName(r.error); })
+      .def_readonly("error_msg", &MeasureResult::error_msg)
+      .def_readonly("all_cost", &MeasureResult::all_cost, "wall seconds to build and run it")
+      .def_readonly("timestamp", &MeasureResult::timestamp)
+      .def_property_readonly("ok", &MeasureResult::ok)
+      .def_property_readonly("mean_cost", &MeasureResult::mean_cost)
+      .def("to_json", [](const MeasureResult& r) { return MeasureResultToJson(r).dump(); })
+      .def_static(
+          "from_json",
+          [](const std::string& text) { return MeasureResultFromJson(ParseJson(text, "MeasureResult")); })
+      .def("__repr__", &ResultRepr);
+}
+
+std::vector<MeasureResult> MeasureStates(LocalMeasurer& measurer, const SearchTask& task,
+                                         const std::vector<State>& states) {
+  // Ctrl-C reaches Python only between bytecodes: poll for it while waiting.
+  measurer.interrupt = [] {
+    py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+  };
+  std::vector<MeasureResult> results;
+  bool interrupted = false;
+  {
+    py::gil_scoped_release release;
+    try {
+      results = measurer.Measure(task, states);
+    } catch (const MeasureInterrupted&) {
+      interrupted = true;
+    }
+  }
+  measurer.interrupt = nullptr;
+  if (interrupted) throw py::error_already_set();
+  return results;
+}
+
+void BindMeasurer(py::module_& m) {
+  py::class_<LocalMeasurer>(m, "LocalMeasurer", "Builds and runs candidates in supervised worker processes.")
+      .def(py::init([](const py::dict& o, std::string worker_path) {
+             BuilderOptions b;
+             RunnerOptions r;
+             b.timeout = o["build_timeout"].cast<double>();
+             b.n_parallel = o["n_parallel"].cast<int>();
+             r.timeout = o["timeout"].cast<double>();
+             r.number = o["number"].cast<int>();
+             r.repeat = o["repeat"].cast<int>();
+             r.min_repeat_ms = o["min_repeat_ms"].cast<double>();
+             r.max_repeat = o["max_repeat"].cast<int64_t>();
+             r.cooldown_s = o["cooldown_s"].cast<double>();
+             r.flush_cache = o["flush_cache"].cast<bool>();
+             r.peak_flops = o["peak_flops"].cast<double>();
+             r.peak_bandwidth = o["peak_bandwidth"].cast<double>();
+             r.verify.seed = o["verify_seed"].cast<uint64_t>();
+             r.verify.whole_output_work = o["whole_output_work"].cast<double>();
+             r.verify.num_points = o["num_points"].cast<int>();
+             py::dict f = o["faults"].cast<py::dict>();
+             r.faults.wrong_result = f["wrong_result"].cast<double>();
+             r.faults.crash = f["crash"].cast<double>();
+             r.faults.hang = f["hang"].cast<double>();
+             r.faults.zero_time = f["zero_time"].cast<double>();
+             r.faults.seed = o["fault_seed"].cast<uint64_t>();
+             return std::make_unique<LocalMeasurer>(b, r, std::move(worker_path));
+           }),
+           py::arg("options"), py::arg("worker_path") = "")
+      .def("measure", &MeasureStates, py::arg("task"), py::arg("states"),
+           "One MeasureResult per state; the GIL is released while workers build and run.")
+      .def_property_readonly("worker_path", &LocalMeasurer::worker_path)
+      .def_property_readonly("processes_started", &LocalMeasurer::processes_started);
+  m.def("default_worker_path", &DefaultWorkerPath);
+}
+
+void BindRecords(py::module_& m) {
+  py::class_<RecordWriter>(m, "RecordWriter", "Appends records to a log, one line each.")
+      .def(py::init<const std::string&, bool>(), py::arg("path"), py::arg("fsync") = false)
+      .def(
+          "write",
+          [](RecordWriter& w, const std::string& task_json, const State& state, const MeasureResult& result) {
+            w.Write(ParseJson(task_json, "RecordWriter.write task"), state, result);
+          },
+          py::arg("task_json"), py::arg("state"), py::arg("result"))
+      .def_property_readonly("path", &RecordWriter::path);
+
+  py::class_<Record>(m, "Record", "One loaded record.")
+      .def_property_readonly("task", [](const Record& r) { return *r.task; })
+      .def_property_readonly("task_json", [](const Record& r) { return r.task_json->dump(); })
+      .def_readonly("state", &Record::state)
+      .def_readonly("result", &Record::result)
+      .def_readonly("line", &Record::line)
+      .def_readonly("text", &Record::text);
+  py::class_<LoadedRecords>(m, "LoadedRecords")
+      .def_readonly("records", &LoadedRecords::records)
+      .def_readonly("warnings", &LoadedRecords::warnings)
+      .def(
+          "best",
+          [](const LoadedRecords& l, const std::string& key, const std::string& target) {
+            return BestRecord(l.records, key, target);
+          },
+          py::arg("workload_key") = "", py::arg("target") = "")
+      .def("distill", [](const LoadedRecords& l) { return DistillRecords(l.records); });
+  m.def("load_records", &LoadRecords, py::arg("path"));
+}
+
+}  // namespace
+
+void bind_measure(py::module_& m) {
+  BindResult(m);
+  BindMeasurer(m);
+  BindRecords(m);
+}
+
+}  // namespace autosched::bindings

@@ -1,0 +1,21 @@
+// The build phase: lowers and compiles every ToBuild candidate of a batch, in
+// parallel over the pool's workers (one request per worker at a time). Each
+// worker keeps the modules it built for the run phase (runner.h).
+//
+// Errors are the candidate's: instantiation, lower and compile as the worker
+// reports them; a worker that dies while compiling gives "compile" with how it
+// died; one that takes longer than BuilderOptions::timeout is killed and gives
+// "build_timeout". Candidates the lost worker had built already go back to
+// ToBuild and are compiled again by another worker.
+#pragma once
+
+#include <vector>
+
+#include "measure/supervisor.h"
+
+namespace autosched {
+
+void BuildBatch(WorkerPool* pool, const BuilderOptions& options, std::vector<Candidate>* batch,
+                const InterruptCheck& interrupt);
+
+}  // namespace autosched

@@ -1,0 +1,118 @@
+// Measurement of candidate schedules: the types every part of cpp/measure/
+// shares.
+//
+// Roadmap of this directory:
+//   measure.h      MeasureInput / MeasureResult, the error kinds and their names,
+//                  the options of the builder and the runner.
+//   build_state.h  lower a state and build it for a target (errors typed as
+//                  lower / compile).
+//   verifier.h     deterministic random inputs, the reference (whole outputs or
+//                  sampled points), the comparison with a tolerance per dtype,
+//                  and the plausibility bound on times.
+//   protocol.h     length-prefixed JSON messages over a socket.
+//   worker.h       what the worker executable (worker_main.cc) does with each
+//                  message: init (task), build, run, exit.
+//   worker_process.h  one worker process seen from the supervisor: spawn,
+//                  send, receive with a deadline, kill.
+//   runner.h       LocalMeasurer: the supervisor. Builds a batch in parallel
+//                  over worker processes, then times the built candidates one
+//                  at a time; restarts workers that crash or hang and records
+//                  the candidate's typed error.
+//   records.h      the record log (versioned JSON lines, docs/records.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/state.h"
+#include "task/search_task.h"
+
+namespace autosched {
+
+// Why a candidate has no valid time. Records and messages carry the names
+// (MeasureErrorName), never the numbers.
+enum class MeasureError : uint8_t {
+  None,           // "none": verified and plausible; costs are real times
+  Instantiation,  // "instantiation": the steps do not replay on the task's DAG
+  Lower,          // "lower": lowering the state failed
+  Compile,        // "compile": code generation failed, or the worker died while compiling
+  Runtime,        // "runtime": the kernel failed or the worker died (any signal) while running it
+  BuildTimeout,   // "build_timeout": lowering + compiling took longer than the builder's timeout
+  RunTimeout,     // "run_timeout": verification + timing took longer than the runner's timeout
+  WrongAnswer,    // "wrong_answer": the output differs from the reference; never timed
+  Implausible,    // "implausible": a time that is zero, negative, NaN or faster than the hardware allows
+  Unknown,        // "unknown": anything else (e.g. the reference could not be computed)
+};
+constexpr int kNumMeasureErrors = 10;
+
+const char* MeasureErrorName(MeasureError e);
+// Throws Error naming the string when it is not an error name.
+MeasureError ParseMeasureError(const std::string& name);
+
+struct MeasureInput {
+  SearchTask task;
+  State state;
+};
+
+struct MeasureResult {
+  std::vector<double> costs;  // seconds per run, one per repeat; empty unless timed
+  MeasureError error = MeasureError::None;
+  std::string error_msg;
+  double all_cost = 0;   // wall seconds the candidate took to build and run
+  double timestamp = 0;  // seconds since the Unix epoch when the measurement ended
+
+  bool ok() const { return error == MeasureError::None; }
+  double mean_cost() const;  // mean of costs; +inf when there is none or error != None
+};
+
+nlohmann::json MeasureResultToJson(const MeasureResult& r);
+// Throws Error naming a missing or malformed field.
+MeasureResult MeasureResultFromJson(const nlohmann::json& doc);
+
+// Options of the build phase.
+struct BuilderOptions {
+  double timeout = 15;  // seconds to lower and compile one candidate
+  int n_parallel = 0;   // worker processes that compile at once; 0: the number of cores
+};
+
+// Shares of candidates that get a fault injected (tests of the measurement
+// itself). Which candidates get one is decided from `seed` and the candidate's
+// sequence number (an even spread, see LocalMeasurer::FaultFor), so a run
+// repeats exactly.
+struct FaultInjection {
+  double wrong_result = 0;  // the output is perturbed before verification -> wrong_answer
+  double crash = 0;         // the worker raises SIGSEGV while running it -> runtime
+  double hang = 0;          // the worker loops forever while running it -> run_timeout
+  double zero_time = 0;     // the worker reports a time of 0 -> implausible
+  uint64_t seed = 0;
+  bool any() const { return wrong_result > 0 || crash > 0 || hang > 0 || zero_time > 0; }
+};
+
+// How outputs are checked before a time counts (verifier.h).
+struct VerifyOptions {
+  uint64_t seed = 0;  // the random inputs; the same in every worker
+  // Tasks whose work (flop count + output elements) is at most this compare
+  // every output element; larger ones compare `num_points` sampled points.
+  double whole_output_work = 4e7;
+  int num_points = 256;
+};
+
+// Options of the run phase.
+struct RunnerOptions {
+  double timeout = 10;  // seconds to verify and time one candidate
+  int number = 3;       // runs per repeat (grown to reach min_repeat_ms)
+  int repeat = 1;       // costs per candidate
+  double min_repeat_ms = 100;
+  // The most runs one repeat may grow to while reaching min_repeat_ms.
+  int64_t max_repeat = 1000000;
+  double cooldown_s = 0;     // pause before each candidate's run
+  bool flush_cache = false;  // overwrite a large buffer before each repeat
+  // Plausibility bounds; 0 derives them from the task (verifier.h).
+  double peak_flops = 0;      // FLOP/s
+  double peak_bandwidth = 0;  // bytes/s
+  VerifyOptions verify;
+  FaultInjection faults;
+};
+
+}  // namespace autosched

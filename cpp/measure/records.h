@@ -1,0 +1,73 @@
+// The record log: one JSON object per line, one line per measurement
+// (docs/records.md describes the format and its versions):
+//   {"version": 1, "task": <SearchTask JSON>, "state": <State::ToJson steps>,
+//    "result": {"costs": [s, ...], "error": "none", "error_msg": "", "all_cost": s, "timestamp": t}}
+// Writing appends one whole line with a single write() and no user-space
+// buffer, so a writer killed at any moment leaves every earlier line intact;
+// fsync after each line is optional. Loading skips, with a warning naming the
+// line number, a torn last line, lines that are not JSON, lines of another
+// format or version, and schedules that no longer replay on their task.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure/measure.h"
+
+namespace autosched {
+
+constexpr int kRecordVersion = 1;
+
+nlohmann::json RecordToJson(const nlohmann::json& task_json, const State& state, const MeasureResult& result);
+
+class RecordWriter {
+ public:
+  // Opens (creating) the file for appending. Throws Error naming the path.
+  explicit RecordWriter(const std::string& path, bool fsync = false);
+  ~RecordWriter();
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+
+  // Appends one record. task_json is the task as it should be stored (the
+  // Python layer adds its "workload" field); throws Error when the write fails.
+  void Write(const nlohmann::json& task_json, const State& state, const MeasureResult& result);
+  void Write(const SearchTask& task, const State& state, const MeasureResult& result) {
+    Write(task.ToJson(), state, result);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool fsync_ = false;
+};
+
+struct Record {
+  std::shared_ptr<const SearchTask> task;           // shared by the records of one task
+  std::shared_ptr<const nlohmann::json> task_json;  // as stored
+  State state;
+  MeasureResult result;
+  int line = 0;      // 1-based line number in the file
+  std::string text;  // the line as stored
+};
+
+struct LoadedRecords {
+  std::vector<Record> records;
+  std::vector<std::string> warnings;  // "path:line: why it was skipped"
+};
+
+// Throws Error when the file cannot be read; a missing file has no records.
+LoadedRecords LoadRecords(const std::string& path);
+
+// Index of the fastest record without error, of the given workload key and
+// target (empty: any; targets compare by their canonical text), or nullopt.
+std::optional<size_t> BestRecord(const std::vector<Record>& records, const std::string& workload_key = "",
+                                 const std::string& target = "");
+
+// The best record of every (workload key, target), in order of first
+// appearance.
+std::vector<size_t> DistillRecords(const std::vector<Record>& records);
+
+}  // namespace autosched

@@ -1,0 +1,175 @@
+#include "measure/runner.h"
+
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "ir/error.h"
+#include "measure/builder.h"
+
+namespace autosched {
+namespace {
+
+void Sleep(double seconds, const InterruptCheck& interrupt) {
+  auto end = SteadyClock::now() +
+             std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  while (SteadyClock::now() < end) {
+    if (interrupt && interrupt()) throw MeasureInterrupted();
+    std::this_thread::sleep_for(
+        std::min<SteadyClock::duration>(end - SteadyClock::now(), std::chrono::milliseconds(100)));
+  }
+}
+
+nlohmann::json RunMessage(int id, const Candidate& c, const RunnerOptions& o) {
+  return {{"cmd", "run"},
+          {"id", id},
+          {"fault", c.fault},
+          {"number", o.number},
+          {"repeat", o.repeat},
+          {"min_repeat_ms", o.min_repeat_ms},
+          {"max_repeat", o.max_repeat},
+          {"flush_cache", o.flush_cache}};
+}
+
+// Applies the reply of a run to the candidate.
+void TakeRunReply(const nlohmann::json& reply, const PlausibilityBound& bound, Candidate* c) {
+  MeasureError error = ParseMeasureError(reply.value("error", "unknown"));
+  if (error != MeasureError::None) return Finish(c, error, reply.value("msg", ""));
+  std::vector<double> costs;
+  for (const nlohmann::json& v : reply.value("costs", nlohmann::json::array())) {
+    costs.push_back(v.is_number() ? v.get<double>() : NAN);
+  }
+  std::string why = CheckPlausible(costs, bound);
+  Finish(c, why.empty() ? MeasureError::None : MeasureError::Implausible, why, std::move(costs));
+}
+
+// Runs the candidates built on worker w, one at a time. Returns when w holds
+// none (all run, or w was lost and they went back to ToBuild).
+void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
+                         const PlausibilityBound& bound, std::vector<Candidate>* batch,
+                         const InterruptCheck& interrupt) {
+  auto lose = [&] {
+    for (int other : pool->Lose(w)) Requeue(&(*batch)[other]);
+  };
+  while (!pool->built(w).empty()) {
+    int id = pool->built(w).front();
+    Candidate& c = (*batch)[id];
+    if (options.cooldown_s > 0) Sleep(options.cooldown_s, interrupt);
+    auto start = SteadyClock::now();
+    if (!pool->proc(w)->Send(RunMessage(id, c, options))) return lose();  // died while idle: no blame
+    nlohmann::json reply;
+    auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(
+                                std::chrono::duration<double>(options.timeout));
+    WorkerProcess::Status status = WaitReply(pool->proc(w), deadline, &reply, interrupt);
+    c.seconds += std::chrono::duration<double>(SteadyClock::now() - start).count();
+    pool->built(w).erase(pool->built(w).begin());
+    if (status == WorkerProcess::Status::Ok) {
+      TakeRunReply(reply, bound, &c);
+      continue;
+    }
+    if (status == WorkerProcess::Status::Closed) {
+      Finish(&c, MeasureError::Runtime,
+             "the worker process " + pool->proc(w)->ExitDescription() + " while running the candidate");
+    } else {
+      std::ostringstream ss;
+      ss << "verifying and timing took longer than the runner's timeout of " << options.timeout << " s";
+      Finish(&c, MeasureError::RunTimeout, ss.str());
+    }
+    return lose();
+  }
+}
+
+int WorkerCount(const BuilderOptions& b) {
+  AS_CHECK(b.timeout > 0, "builder timeout must be positive, got " << b.timeout);
+  AS_CHECK(b.n_parallel >= 0, "n_parallel must not be negative, got " << b.n_parallel);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return b.n_parallel > 0 ? b.n_parallel : cores;
+}
+
+void CheckRunnerOptions(const RunnerOptions& r) {
+  AS_CHECK(r.timeout > 0, "runner timeout must be positive, got " << r.timeout);
+  AS_CHECK(r.number >= 1, "number must be at least 1, got " << r.number);
+  AS_CHECK(r.repeat >= 1, "repeat must be at least 1, got " << r.repeat);
+  AS_CHECK(r.min_repeat_ms >= 0, "min_repeat_ms must not be negative, got " << r.min_repeat_ms);
+  AS_CHECK(r.max_repeat >= 1, "max_repeat must be at least 1, got " << r.max_repeat);
+  AS_CHECK(r.cooldown_s >= 0, "cooldown_s must not be negative, got " << r.cooldown_s);
+  AS_CHECK(r.peak_flops >= 0 && r.peak_bandwidth >= 0, "peak_flops and peak_bandwidth must not be negative");
+  AS_CHECK(r.verify.num_points >= 1, "the verifier needs at least one point, got " << r.verify.num_points);
+  const FaultInjection& f = r.faults;
+  for (double p : {f.wrong_result, f.crash, f.hang, f.zero_time}) {
+    AS_CHECK(p >= 0 && p <= 1, "injected fault shares must lie in [0, 1], got " << p);
+  }
+  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time <= 1 + 1e-12,
+           "injected fault shares must add up to at most 1");
+}
+
+}  // namespace
+
+void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt) {
+  for (int w = 0; w < pool->size(); ++w) RunWorkerCandidates(pool, w, options, bound, batch, interrupt);
+}
+
+LocalMeasurer::LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path)
+    : builder_(builder),
+      runner_((CheckRunnerOptions(runner), runner)),
+      worker_path_(worker_path.empty() ? DefaultWorkerPath() : std::move(worker_path)),
+      pool_(worker_path_, WorkerCount(builder)) {}
+
+LocalMeasurer::~LocalMeasurer() { pool_.KillAll(); }
+
+// A low-discrepancy (Weyl) sequence u_k = frac(offset + k * (golden ratio - 1))
+// spreads the candidates evenly over [0, 1): any run of candidates gets each
+// fault close to its share, so even short test batches see every kind.
+std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
+  const FaultInjection& f = runner_.faults;
+  if (!f.any()) return "none";
+  uint64_t z = f.seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z ^= z >> 31;
+  double offset = static_cast<double>(z >> 11) / static_cast<double>(1ull << 53);
+  double u = std::fmod(offset + static_cast<double>(sequence) * 0.6180339887498949, 1.0);
+  const std::pair<double, const char*> shares[] = {
+      {f.wrong_result, "wrong_result"}, {f.crash, "crash"}, {f.hang, "hang"}, {f.zero_time, "zero_time"}};
+  for (const auto& [p, name] : shares) {
+    if (u < p) return name;
+    u -= p;
+  }
+  return "none";
+}
+
+std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const std::vector<State>& states) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const VerifyOptions& v = runner_.verify;
+  pool_.SetTask(
+      {{"cmd", "init"},
+       {"task", task.ToJson()},
+       {"verify",
+        {{"seed", v.seed}, {"whole_output_work", v.whole_output_work}, {"num_points", v.num_points}}}});
+  PlausibilityBound bound = DerivePlausibilityBound(task, runner_.peak_flops, runner_.peak_bandwidth);
+  std::vector<Candidate> batch(states.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    batch[i].steps = states[i].ToJson();
+    batch[i].fault = FaultFor(sequence_++);
+  }
+  auto pending = [&] {
+    for (const Candidate& c : batch) {
+      if (c.phase != Candidate::Phase::Done) return true;
+    }
+    return false;
+  };
+  try {
+    while (pending()) {
+      BuildBatch(&pool_, builder_, &batch, interrupt);
+      RunBuilt(&pool_, runner_, bound, &batch, interrupt);
+    }
+  } catch (...) {
+    pool_.KillAll();  // workers may hold half-done requests
+    throw;
+  }
+  std::vector<MeasureResult> results;
+  for (Candidate& c : batch) results.push_back(std::move(c.result));
+  return results;
+}
+
+}  // namespace autosched

@@ -1,0 +1,61 @@
+// The run phase and LocalMeasurer, the supervisor of measurement.
+//
+// LocalMeasurer::Measure(task, states):
+//   1. every worker of the pool gets the task once (worker.h "init": inputs
+//      and reference are prepared there);
+//   2. build phase (builder.h): all candidates compile in parallel;
+//   3. run phase (RunBuilt): the built candidates are verified and timed ONE AT
+//      A TIME, worker after worker, never while a build or another run is in
+//      progress; a worker that dies while running takes only that candidate
+//      with it ("runtime", naming the signal), one that passes the timeout is
+//      killed ("run_timeout"); the candidates it had built go back to step 2;
+//   4. times that are not plausible (verifier.h) become "implausible".
+// No candidate ends the session: every failure is recorded as the candidate's
+// typed error and the batch goes on. Workers live across calls while the task
+// stays the same, and are re-initialised for a new task.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "measure/supervisor.h"
+#include "measure/verifier.h"
+
+namespace autosched {
+
+void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt);
+
+class LocalMeasurer {
+ public:
+  // An empty worker_path takes DefaultWorkerPath(). Throws Error for invalid
+  // options (the message names the option).
+  LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path = "");
+  ~LocalMeasurer();
+
+  // One result per state, in order. Throws Error only for problems of the
+  // setup (the worker cannot start), MeasureInterrupted when `interrupt` asks.
+  std::vector<MeasureResult> Measure(const SearchTask& task, const std::vector<State>& states);
+
+  const BuilderOptions& builder_options() const { return builder_; }
+  const RunnerOptions& runner_options() const { return runner_; }
+  const std::string& worker_path() const { return worker_path_; }
+  // Worker processes started so far (restarts included).
+  int processes_started() const { return pool_.processes_started(); }
+
+  InterruptCheck interrupt;
+
+ private:
+  std::string FaultFor(uint64_t sequence) const;
+
+  BuilderOptions builder_;
+  RunnerOptions runner_;
+  std::string worker_path_;
+  WorkerPool pool_;
+  uint64_t sequence_ = 0;  // candidates measured so far (decides injected faults)
+  std::mutex mutex_;
+};
+
+}  // namespace autosched

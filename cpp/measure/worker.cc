@@ -1,0 +1,201 @@
+#include "measure/worker.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "ir/error.h"
+#include "measure/build_state.h"
+#include "measure/protocol.h"
+#include "measure/verifier.h"
+
+namespace autosched {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class Worker {
+ public:
+  json Handle(const json& msg);
+
+ private:
+  json Init(const json& msg);
+  json BuildOne(const json& msg);
+  json RunOne(const json& msg);
+  std::vector<double> Time(const Module& mod, const json& msg);
+
+  std::optional<SearchTask> task_;
+  std::unique_ptr<TestData> data_;
+  std::map<int64_t, Module> modules_;
+};
+
+json Reply(const json& id, MeasureError error, const std::string& msg) {
+  return {{"id", id}, {"error", MeasureErrorName(error)}, {"msg", msg}};
+}
+
+json Worker::Handle(const json& msg) {
+  const std::string cmd = msg.value("cmd", "");
+  if (cmd == "init") return Init(msg);
+  if (cmd == "build") return BuildOne(msg);
+  if (cmd == "run") return RunOne(msg);
+  throw Error("unknown worker command '" + cmd + "'");
+}
+
+json Worker::Init(const json& msg) {
+  auto start = Clock::now();
+  modules_.clear();
+  data_.reset();
+  task_.reset();
+  try {
+    task_ = SearchTask::FromJson(msg.at("task"));
+    const json& v = msg.at("verify");
+    VerifyOptions options;
+    options.seed = v.at("seed").get<uint64_t>();
+    options.whole_output_work = v.at("whole_output_work").get<double>();
+    options.num_points = v.at("num_points").get<int>();
+    data_ = std::make_unique<TestData>(task_->compute_dag, options);
+  } catch (const std::exception& e) {
+    task_.reset();
+    return {
+        {"ok", false}, {"error", "unknown"}, {"msg", std::string("preparing the task failed: ") + e.what()}};
+  }
+  return {{"ok", true}, {"whole", data_->whole()}, {"seconds", SecondsSince(start)}};
+}
+
+json Worker::BuildOne(const json& msg) {
+  auto start = Clock::now();
+  const json& id = msg.at("id");
+  AS_CHECK(task_.has_value(), "build before init");
+  std::optional<State> state;
+  try {
+    state = State::FromJson(task_->compute_dag, msg.at("state"));
+  } catch (const std::exception& e) {
+    return Reply(id, MeasureError::Instantiation, std::string("the steps do not apply: ") + e.what());
+  }
+  BuiltCandidate built = LowerAndBuild(*state, task_->target);
+  json reply = Reply(id, built.error, built.error_msg);
+  if (built.module) modules_.insert_or_assign(id.get<int64_t>(), std::move(*built.module));
+  reply["seconds"] = SecondsSince(start);
+  return reply;
+}
+
+// Seconds per run, one per repeat; `number` grows until a repeat lasts
+// min_repeat_ms (at most max_repeat runs).
+std::vector<double> Worker::Time(const Module& mod, const json& msg) {
+  int64_t number = std::max<int64_t>(1, msg.at("number").get<int64_t>());
+  const int repeat = std::max(1, msg.at("repeat").get<int>());
+  const double min_ms = msg.at("min_repeat_ms").get<double>();
+  const int64_t max_number = std::max<int64_t>(number, msg.at("max_repeat").get<int64_t>());
+  const bool flush = msg.at("flush_cache").get<bool>();
+  std::vector<CallArg> args = data_->CallArgs();
+  std::vector<double> costs;
+  while (static_cast<int>(costs.size()) < repeat) {
+    TimeOptions options;
+    options.number = static_cast<int>(number);
+    options.flush_cache = flush;
+    double per_run = mod.TimeEvaluate(args, options).at(0);
+    double ms = per_run * static_cast<double>(number) * 1e3;
+    if (ms < min_ms && number < max_number) {
+      double scale = ms > 0 ? min_ms / ms * 1.1 : 10.0;
+      number = std::min<int64_t>(max_number, static_cast<int64_t>(std::ceil(number * std::max(scale, 2.0))));
+      continue;
+    }
+    costs.push_back(per_run);
+  }
+  return costs;
+}
+
+json Worker::RunOne(const json& msg) {
+  const json& id = msg.at("id");
+  auto it = modules_.find(id.get<int64_t>());
+  AS_CHECK(it != modules_.end(), "run of candidate " << id.dump() << ", which this worker has not built");
+  Module mod = std::move(it->second);
+  modules_.erase(it);
+  const std::string fault = msg.value("fault", "none");
+  if (fault == "crash") {
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+  }
+  if (fault == "hang") {
+    volatile uint64_t spins = 0;
+    while (true) spins = spins + 1;
+  }
+  try {
+    data_->PoisonOutputs();
+    mod.Call(data_->CallArgs());
+  } catch (const std::exception& e) {
+    return Reply(id, MeasureError::Runtime, std::string("the kernel failed: ") + e.what());
+  }
+  if (fault == "wrong_result") data_->PerturbOutputs();
+  std::string mismatch = data_->Compare(task_->target.HasOption("fast-math"));
+  if (!mismatch.empty()) return Reply(id, MeasureError::WrongAnswer, mismatch);
+  json reply = Reply(id, MeasureError::None, "");
+  try {
+    std::vector<double> costs = Time(mod, msg);
+    if (fault == "zero_time") costs.assign(costs.size(), 0.0);
+    reply["costs"] = costs;
+  } catch (const std::exception& e) {
+    return Reply(id, MeasureError::Runtime, std::string("timing failed: ") + e.what());
+  }
+  return reply;
+}
+
+}  // namespace
+
+int RunWorker(int fd) {
+  Worker worker;
+  std::string buffer;
+  json msg;
+  while (true) {
+    try {
+      while (!DecodeMessage(&buffer, &msg)) {
+        if (!ReadSome(fd, &buffer, -1)) return 0;  // the supervisor is gone
+      }
+    } catch (const std::exception& e) {
+      return 2;  // a malformed frame: the stream cannot be trusted any more
+    }
+    if (msg.value("cmd", "") == "exit") return 0;
+    json reply;
+    try {
+      reply = worker.Handle(msg);
+    } catch (const std::exception& e) {
+      reply = {{"id", msg.value("id", json())}, {"ok", false}, {"error", "unknown"}, {"msg", e.what()}};
+    }
+    if (!WriteAll(fd, EncodeMessage(reply))) return 0;
+  }
+}
+
+int WorkerMain(int argc, char** argv) {
+  int fd = 3;
+  long parent = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--fd") == 0) fd = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--parent") == 0) parent = std::atol(argv[i + 1]);
+  }
+#ifdef __linux__
+  // End with the supervisor, even when a candidate hangs.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+  if (parent != 0 && getppid() != parent) return 0;  // the supervisor died before prctl
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // crashing candidates leave no core files
+  return RunWorker(fd);
+}
+
+}  // namespace autosched

@@ -1,0 +1,121 @@
+// The record log: round trip, torn and foreign lines, best record, distill.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "measure/records.h"
+#include "schedule_test_util.h"
+
+namespace autosched {
+namespace {
+
+using sched_test::MatmulRelu;
+
+std::string TempPath(const std::string& name) {
+  return testing::TempDir() + "/" + name + "_" + std::to_string(getpid()) + ".json";
+}
+
+MeasureResult Result(double cost, MeasureError error = MeasureError::None) {
+  MeasureResult r;
+  if (cost > 0) r.costs = {cost, cost};
+  r.error = error;
+  r.error_msg = error == MeasureError::None ? "" : "why";
+  r.all_cost = 0.5;
+  r.timestamp = 1.7e9;
+  return r;
+}
+
+TEST(MeasureRecords, RoundTripKeepsTaskStateAndResult) {
+  std::string path = TempPath("roundtrip");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(8, 8, 8), Target::Parse("llvm -num-cores=2"));
+  State s(task.compute_dag);
+  s = s.Split(s.StageIndex("C"), 0, {std::optional<int64_t>(2)});
+  {
+    RecordWriter w(path);
+    w.Write(task, s, Result(1e-3));
+    w.Write(task, State(task.compute_dag), Result(0, MeasureError::WrongAnswer));
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  EXPECT_TRUE(loaded.warnings.empty());
+  ASSERT_EQ(loaded.records.size(), 2u);
+  const Record& r = loaded.records[0];
+  EXPECT_EQ(r.task->workload_key, task.workload_key);
+  EXPECT_EQ(r.task->target.str(), task.target.str());
+  EXPECT_EQ(r.task->hardware_params, task.hardware_params);
+  EXPECT_TRUE(r.state.SameSteps(s));
+  EXPECT_EQ(r.result.costs, std::vector<double>({1e-3, 1e-3}));
+  EXPECT_EQ(loaded.records[1].result.error, MeasureError::WrongAnswer);
+  EXPECT_EQ(loaded.records[1].result.error_msg, "why");
+  EXPECT_EQ(loaded.records[0].task.get(), loaded.records[1].task.get());  // one task object per task
+  // The state field carries step names.
+  EXPECT_NE(r.text.find("\"error\":\"none\""), std::string::npos);
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, BadLinesAreSkippedWithTheirLineNumber) {
+  std::string path = TempPath("badlines");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  {
+    RecordWriter w(path);
+    w.Write(task, State(task.compute_dag), Result(2e-3));
+  }
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "not json\n";
+    out << R"({"i": [["key", "llvm"]], "r": [[0.1], 0, 1, 2], "v": "v0.6"})"
+        << "\n";
+    out << R"({"version": 99, "task": {}, "state": [], "result": {}})"
+        << "\n";
+    out << R"({"version": 1, "task": {"nope": 1}, "state": [], "result": {}})"
+        << "\n";
+  }
+  {
+    RecordWriter w(path);  // appends after a full line
+    w.Write(task, State(task.compute_dag), Result(1e-3));
+  }
+  {
+    std::ofstream out(path, std::ios::app);
+    out << R"({"version": 1, "task": {"workl)";  // torn by a kill
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  EXPECT_EQ(loaded.records.size(), 2u);
+  ASSERT_EQ(loaded.warnings.size(), 5u);
+  EXPECT_NE(loaded.warnings[0].find(":2: not valid JSON"), std::string::npos) << loaded.warnings[0];
+  EXPECT_NE(loaded.warnings[1].find(":3: not an autosched record"), std::string::npos) << loaded.warnings[1];
+  EXPECT_NE(loaded.warnings[2].find(":4: record version 99"), std::string::npos) << loaded.warnings[2];
+  EXPECT_NE(loaded.warnings[3].find(":5:"), std::string::npos) << loaded.warnings[3];
+  EXPECT_NE(loaded.warnings[4].find(":7: incomplete last line"), std::string::npos) << loaded.warnings[4];
+  // A writer opened after the torn line starts a new line: its record loads.
+  {
+    RecordWriter w(path);
+    w.Write(task, State(task.compute_dag), Result(5e-4));
+  }
+  loaded = LoadRecords(path);
+  EXPECT_EQ(loaded.records.size(), 3u);
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, BestAndDistillKeepTargetsApart) {
+  SearchTask cpu(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  SearchTask other(MatmulRelu(4, 4, 4), Target::Parse("llvm -num-cores=1"));
+  std::vector<Record> records;
+  auto add = [&](const SearchTask& t, double cost, MeasureError e = MeasureError::None) {
+    records.push_back(Record{std::make_shared<SearchTask>(t), std::make_shared<nlohmann::json>(t.ToJson()),
+                             State(t.compute_dag), Result(cost, e), 0, ""});
+  };
+  add(cpu, 3e-3);
+  add(other, 1e-4);
+  add(cpu, 2e-3);
+  add(cpu, 1e-5, MeasureError::Implausible);
+  EXPECT_EQ(BestRecord(records, cpu.workload_key, "llvm"), std::optional<size_t>(2));
+  EXPECT_EQ(BestRecord(records, "", "llvm -num-cores=1"), std::optional<size_t>(1));
+  EXPECT_EQ(BestRecord(records), std::optional<size_t>(1));
+  EXPECT_EQ(BestRecord(records, "nokey"), std::nullopt);
+  EXPECT_EQ(DistillRecords(records), std::vector<size_t>({2, 1}));
+}
+
+}  // namespace
+}  // namespace autosched

@@ -1,0 +1,178 @@
+"""Measurement in worker processes: verified, plausible times for good schedules; every failure (injected wrong
+results, crashes, hangs, zero times; compile errors) recorded under its error code while the batch goes on."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched import measure as am
+
+from schedule_helpers import generated_schedules, matmul_bias_relu
+
+if not ans._core.has_llvm():
+    pytest.skip("built without the LLVM backend", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def task():
+    dag = matmul_bias_relu(16, 12, 8)[0]
+    return ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
+
+
+def good_states(task, n):
+    dag = task.compute_dag
+    states = []
+    for _, schedule in generated_schedules(dag)[:n]:
+        s = dag.get_init_state()
+        schedule(s)
+        states.append(s)
+    return states
+
+
+@pytest.fixture(scope="module")
+def builder():
+    return am.LocalBuilder(n_parallel=2)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = am.LocalRunner(timeout=5, min_repeat_ms=1)
+    yield r
+    r.close()
+
+
+def test_good_states_verify_and_get_plausible_times(task, builder, runner):
+    states = good_states(task, 4)
+    results = am.measure(task, states, builder, runner)
+    assert len(results) == len(states)
+    flop = task.compute_dag.flop_ct
+    for r in results:
+        assert r.error == "none", r.error_msg
+        assert r.error_no == am.MeasureErrorNo.NONE
+        assert len(r.costs) == 1 and r.costs[0] > 0
+        assert flop / r.costs[0] < 1e13  # far below any CPU's peak
+        assert r.all_cost > 0 and r.timestamp > 1.6e9
+    # The same runner keeps its workers for the next batch of the task.
+    started = runner._measurer.processes_started
+    am.measure(task, states[:1], builder, runner)
+    assert runner._measurer.processes_started == started
+
+
+def test_measure_releases_the_gil(task, builder, runner):
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.005)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        before = len(ticks)
+        am.measure(task, good_states(task, 2), builder, am.LocalRunner(timeout=5, min_repeat_ms=50))
+        assert len(ticks) - before > 5
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_every_injected_fault_is_recorded_and_the_batch_goes_on(task, builder):
+    faults = {"wrong_result": 0.15, "crash": 0.15, "hang": 0.1, "zero_time": 0.15}
+    runner = am.LocalRunner(timeout=1, min_repeat_ms=1, inject_faults=faults, fault_seed=1)
+    states = good_states(task, 2) * 6
+    start = time.time()
+    results = am.measure(task, states, builder, runner)
+    assert time.time() - start < 30
+    kinds = [r.error for r in results]
+    for kind in ("none", "wrong_answer", "runtime", "run_timeout", "implausible"):
+        assert kind in kinds, kinds
+    for r in results:
+        if r.error == "runtime":
+            assert "SIGSEGV" in r.error_msg
+        if r.error == "wrong_answer":
+            assert "differs from the reference" in r.error_msg and not r.costs
+        if r.error == "run_timeout":
+            assert "timeout of 1" in r.error_msg
+        if r.error == "implausible":
+            assert "not a positive finite" in r.error_msg
+        if r.error == "none":
+            assert r.costs and r.costs[0] > 0
+    # The same seed gives the same faults.
+    again = am.measure(task, states, builder,
+                       am.LocalRunner(timeout=1, min_repeat_ms=1, inject_faults=faults, fault_seed=1))
+    assert [r.error for r in again] == kinds
+
+
+def test_a_crash_mid_batch_loses_no_other_candidate(task, builder):
+    runner = am.LocalRunner(timeout=5, min_repeat_ms=1, inject_faults={"crash": 0.3})
+    results = am.measure(task, good_states(task, 4) * 2, builder, runner)
+    crashed = [r for r in results if r.error == "runtime"]
+    assert 1 <= len(crashed) <= 4
+    assert all(r.error == "none" for r in results if r not in crashed), [r.error for r in results]
+
+
+def test_a_hang_ends_at_its_timeout(task, builder):
+    runner = am.LocalRunner(timeout=0.5, min_repeat_ms=1, inject_faults={"hang": 1.0})
+    start = time.time()
+    (r,) = am.measure(task, good_states(task, 1), builder, runner)
+    assert r.error == "run_timeout" and r.error_no == am.MeasureErrorNo.RUN_TIMEOUT
+    assert time.time() - start < 10
+
+
+def test_a_target_without_backend_is_a_compile_error(task, builder, runner):
+    gpu = ans.SearchTask(compute_dag=task.compute_dag, target=ans.Target("opencl"))
+    (r,) = am.measure(gpu, [task.compute_dag.get_init_state()], builder, runner)
+    if r.error != "none":  # a build with an OpenCL backend may compile it
+        assert r.error == "compile", r.error_msg
+        assert r.error_msg
+
+
+def test_float16_and_int_tasks_verify(builder, runner):
+    from op_cases import CASES
+    for dtype in ("float16", "int32"):
+        builder_fn = CASES["matmul"][0]
+        task = ans.SearchTask(compute_dag=ans.ComputeDAG(builder_fn(dtype)), target=ans.Target("llvm"))
+        (r,) = am.measure(task, good_states(task, 1), builder, runner)
+        assert r.error == "none", (dtype, r.error_msg)
+
+
+def test_plausibility_bound_can_be_overridden(task, builder):
+    runner = am.LocalRunner(timeout=5, min_repeat_ms=1, peak_flops=1.0)
+    (r,) = am.measure(task, good_states(task, 1), builder, runner)
+    assert r.error == "implausible" and "faster than the hardware allows" in r.error_msg
+    assert r.costs  # the measured time is kept for inspection
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ValueError, match="inject_faults: unknown fault 'segfault'"):
+        am.LocalRunner(inject_faults={"segfault": 0.1})
+    with pytest.raises(ValueError, match="add up to more than 1"):
+        am.LocalRunner(inject_faults={"crash": 0.7, "hang": 0.7})
+    with pytest.raises(ValueError, match="number must be"):
+        am.LocalRunner(number=0)
+    with pytest.raises(ValueError, match="timeout must be"):
+        am.LocalBuilder(timeout=-1)
+    with pytest.raises(TypeError, match="SearchTask"):
+        am.measure("task", [])
+
+
+def test_missing_worker_is_a_clear_error(task, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WORKER", "/nonexistent/autosched_worker")
+    with pytest.raises(ValueError, match="/nonexistent/autosched_worker"):
+        am.measure(task, good_states(task, 1), am.LocalBuilder(n_parallel=1), am.LocalRunner())
+
+
+def test_best_measured_state_builds_to_the_right_answer(task, builder, runner):
+    states = good_states(task, 3)
+    results = am.measure(task, states, builder, runner)
+    best = min(range(len(states)), key=lambda i: results[i].mean_cost)
+    mod = ans.build(task, states[best])
+    rng = np.random.default_rng(0)
+    a, b = (rng.random(t.shape).astype("float32") for t in task.compute_dag.tensors[:2])
+    out = np.zeros(task.compute_dag.tensors[2].shape, "float32")
+    mod(a, b, out)
+    np.testing.assert_allclose(out, np.maximum(a @ b + 1, 0), rtol=1e-5)
