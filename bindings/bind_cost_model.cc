@@ -1,0 +1,152 @@
+// Python view of the cost models and program features.
+// python/autosched/cost_model.py adds update(inputs, results) over measured
+// pairs on top of update(tasks, states, costs, ok).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bind.h"
+#include "cost_model/cost_model.h"
+#include "cost_model/features.h"
+#include "cost_model/random_model.h"
+#include "cost_model/training_data.h"
+#include "cost_model/xgboost_model.h"
+#include "ir/error.h"
+
+namespace py = pybind11;
+
+namespace autosched::bindings {
+namespace {
+
+std::vector<MeasuredProgram> MakePrograms(const std::vector<SearchTask>& tasks,
+                                          const std::vector<State>& states,
+                                          const std::vector<std::vector<double>>& costs,
+                                          const std::vector<bool>& ok) {
+  AS_CHECK(tasks.size() == states.size() && states.size() == costs.size() && costs.size() == ok.size(),
+           "update: tasks, states, costs and ok must have the same length, got "
+               << tasks.size() << ", " << states.size() << ", " << costs.size() << " and " << ok.size());
+  std::vector<MeasuredProgram> out;
+  out.reserve(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) out.push_back({tasks[i], states[i], costs[i], ok[i]});
+  return out;
+}
+
+// (rows x NumFeatures() float32 array, error message) per state.
+py::list ExtractFeaturesPy(const std::vector<State>& states, const HardwareParams& hardware,
+                           int num_threads) {
+  std::vector<ProgramFeatures> features;
+  {
+    py::gil_scoped_release release;
+    features = ExtractFeaturesParallel(states, hardware, num_threads);
+  }
+  py::list out;
+  for (const ProgramFeatures& f : features) {
+    py::array_t<float> array({static_cast<py::ssize_t>(f.rows), static_cast<py::ssize_t>(NumFeatures())});
+    std::copy(f.values.begin(), f.values.end(), array.mutable_data());
+    out.append(py::make_tuple(array, f.error));
+  }
+  return out;
+}
+
+std::string ParamsRepr(const XGBModelParams& p) {
+  std::ostringstream text;
+  text << "XGBModelParams(";
+  const char* sep = "";
+#define AUTOSCHED_FIELD_REPR(type, name, default_value, doc) \
+  text << sep << #name "=" << p.name;                        \
+  sep = ", ";
+  AUTOSCHED_XGB_MODEL_PARAMS_FIELDS(AUTOSCHED_FIELD_REPR)
+#undef AUTOSCHED_FIELD_REPR
+  return text.str() + ")";
+}
+
+void BindParams(py::module_& m) {
+  py::class_<XGBModelParams> cls(m, "XGBModelParams",
+                                 "Parameters of XGBModel; every field can be given by keyword.");
+  cls.def(py::init([](py::kwargs kwargs) {
+    XGBModelParams p;
+    for (auto [key_handle, value] : kwargs) {
+      std::string key = py::str(key_handle);
+      bool known = false;
+#define AUTOSCHED_FIELD_FROM_KWARG(type, name, default_value, doc)                                         \
+  if (key == #name) {                                                                                      \
+    AS_TYPE_CHECK(                                                                                         \
+        !py::isinstance<py::bool_>(value) &&                                                               \
+            (py::isinstance<py::int_>(value) ||                                                            \
+             (std::is_floating_point_v<type> && py::isinstance<py::float_>(value))),                       \
+        "XGBModelParams: " #name " must be " << (std::is_floating_point_v<type> ? "a number" : "an int")); \
+    p.name = value.cast<type>();                                                                           \
+    known = true;                                                                                          \
+  }
+      AUTOSCHED_XGB_MODEL_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
+#undef AUTOSCHED_FIELD_FROM_KWARG
+      AS_TYPE_CHECK(known, "XGBModelParams got an unknown keyword '" << key << "'");
+    }
+    CheckParams(p);
+    return p;
+  }));
+#define AUTOSCHED_FIELD_PROPERTY(type, name, default_value, doc) \
+  cls.def_readwrite(#name, &XGBModelParams::name, doc);
+  AUTOSCHED_XGB_MODEL_PARAMS_FIELDS(AUTOSCHED_FIELD_PROPERTY)
+#undef AUTOSCHED_FIELD_PROPERTY
+  cls.def("__repr__", &ParamsRepr).def("to_json", [](const XGBModelParams& p) {
+    return ParamsToJson(p).dump();
+  });
+
+  py::class_<TrainingReport>(m, "TrainingReport", "What the last training of an XGBModel did.")
+      .def_readonly("rounds", &TrainingReport::rounds)
+      .def_readonly("best_round", &TrainingReport::best_round)
+      .def_readonly("metric", &TrainingReport::metric)
+      .def_readonly("programs", &TrainingReport::programs)
+      .def_readonly("rows", &TrainingReport::rows)
+      .def_readonly("seconds", &TrainingReport::seconds)
+      .def("__repr__", [](const TrainingReport& r) {
+        std::ostringstream text;
+        text << "TrainingReport(rounds=" << r.rounds << ", best_round=" << r.best_round
+             << ", metric=" << r.metric << ", programs=" << r.programs << ", rows=" << r.rows
+             << ", seconds=" << r.seconds << ")";
+        return text.str();
+      });
+}
+
+void BindModels(py::module_& m) {
+  py::class_<CostModel>(m, "CostModel", "Scores states: higher = faster (update / predict / save / load).")
+      .def(
+          "update",
+          [](CostModel& model, const std::vector<SearchTask>& tasks, const std::vector<State>& states,
+             const std::vector<std::vector<double>>& costs, const std::vector<bool>& ok) {
+            std::vector<MeasuredProgram> programs = MakePrograms(tasks, states, costs, ok);
+            py::gil_scoped_release release;
+            model.Update(programs);
+          },
+          py::arg("tasks"), py::arg("states"), py::arg("costs"), py::arg("ok"))
+      .def("predict", &CostModel::Predict, py::arg("task"), py::arg("states"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("save", &CostModel::Save, py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def("load", &CostModel::Load, py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("num_samples", &CostModel::num_samples);
+
+  py::class_<RandomModel, CostModel>(m, "RandomModel", "Uniform random scores in [0, 1), seeded.")
+      .def(py::init<uint64_t>(), py::arg("seed") = 0);
+
+  py::class_<XGBModel, CostModel>(m, "XGBModel", "Gradient-boosted trees over program features (pack-sum).")
+      .def(py::init<XGBModelParams>(), py::arg("params") = XGBModelParams())
+      .def_property_readonly("params", &XGBModel::params)
+      .def_property_readonly("trained", &XGBModel::trained)
+      .def_property_readonly("last_training", &XGBModel::last_training);
+}
+
+}  // namespace
+
+void bind_cost_model(py::module_& m) {
+  m.def("feature_names", &FeatureNames, "Names of the program features, in row order.");
+  m.def("extract_features", &ExtractFeaturesPy, py::arg("states"), py::arg("hardware_params"),
+        py::arg("num_threads") = 0,
+        "Per state: (rows x features float32 array, error); the error says why a state has no rows.");
+  m.def("pairwise_accuracy", &PairwiseAccuracy, py::arg("scores"), py::arg("labels"), py::arg("groups"),
+        "Share of same-group pairs with different labels that the scores order like the labels.");
+  m.def("has_xgboost", &HasXGBoost, "Whether autosched was built with XGBoost (XGBModel needs it).");
+  BindParams(m);
+  BindModels(m);
+}
+
+}  // namespace autosched::bindings

@@ -1,0 +1,222 @@
+#include "cost_model/features.h"
+
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+#include "cost_model/feature_analysis.h"
+#include "ir/error.h"
+#include "lower/lower.h"
+
+namespace autosched {
+namespace {
+
+// ---- The feature table: {name, extractor}, in row order ----
+
+struct FeatureDef {
+  const char* name;
+  double (*extract)(const StoreAnalysis&);
+};
+
+double Op(const StoreAnalysis& s, OpCountKind k) { return s.ops[static_cast<int>(k)]; }
+
+const BufferStats* Slot(const StoreAnalysis& s, size_t slot) {
+  return slot < s.buffers.size() ? &s.buffers[slot] : nullptr;
+}
+
+double CoreUsage(const StoreAnalysis& s) {
+  double cores = static_cast<double>(std::max<int64_t>(s.hardware.num_cores, 1));
+  double tasks = s.parallel.prod;
+  if (tasks <= 0) return 1 / cores;
+  return tasks / (std::ceil(tasks / cores) * cores);
+}
+
+#define AS_OP(name, kind)                                                 \
+  {                                                                       \
+    name, [](const StoreAnalysis& s) { return Op(s, OpCountKind::kind); } \
+  }
+#define AS_FIELD(name, expr)                                      \
+  {                                                               \
+    name, [](const StoreAnalysis& s) -> double { return (expr); } \
+  }
+#define AS_ANNOTATION(prefix, field)                                              \
+  AS_FIELD(prefix "_num", s.field.num), AS_FIELD(prefix "_prod", s.field.prod),   \
+      AS_FIELD(prefix "_len", s.field.len), AS_FIELD(prefix "_pos", s.field.pos), \
+      AS_FIELD(prefix "_over_reduce", s.field.over_reduce)
+// One entry of buffer slot `slot`; 0 when the statement accesses fewer buffers.
+#define AS_BUF(slot, name, expr)                               \
+  {                                                            \
+    "B" #slot "." name, [](const StoreAnalysis& s) -> double { \
+      const BufferStats* b = Slot(s, slot);                    \
+      return b ? static_cast<double>(expr) : 0.0;              \
+    }                                                          \
+  }
+#define AS_BUFFER_SLOT(i)                                                                               \
+  AS_BUF(i, "acc_read", b->access == AccessType::Read),                                                 \
+      AS_BUF(i, "acc_write", b->access == AccessType::Write),                                           \
+      AS_BUF(i, "acc_read_write", b->access == AccessType::ReadWrite), AS_BUF(i, "bytes", b->bytes),    \
+      AS_BUF(i, "unique_bytes", b->unique_bytes), AS_BUF(i, "lines", b->lines),                         \
+      AS_BUF(i, "unique_lines", b->unique_lines),                                                       \
+      AS_BUF(i, "reuse_loop_read", b->reuse == ReuseType::LoopMultipleRead),                            \
+      AS_BUF(i, "reuse_serial_read_write", b->reuse == ReuseType::SerialMultipleReadWrite),             \
+      AS_BUF(i, "reuse_none", b->reuse == ReuseType::NoReuse),                                          \
+      AS_BUF(i, "reuse_dis_iter", b->reuse_dis_iter), AS_BUF(i, "reuse_dis_bytes", b->reuse_dis_bytes), \
+      AS_BUF(i, "reuse_ct", b->reuse_ct),                                                               \
+      AS_BUF(i, "bytes_d_reuse_ct", b->bytes / std::max(b->reuse_ct, 1.0)),                             \
+      AS_BUF(i, "unique_bytes_d_reuse_ct", b->unique_bytes / std::max(b->reuse_ct, 1.0)),               \
+      AS_BUF(i, "lines_d_reuse_ct", b->lines / std::max(b->reuse_ct, 1.0)),                             \
+      AS_BUF(i, "unique_lines_d_reuse_ct", b->unique_lines / std::max(b->reuse_ct, 1.0)),               \
+      AS_BUF(i, "stride", b->stride)
+#define AS_INTENSITY(i) AS_FIELD("intensity_" #i, s.intensity[i])
+
+constexpr FeatureDef kFeatureTable[] = {
+    // computation: operations by kind, times the trip count
+    AS_OP("float_mad", FloatMad),
+    AS_OP("float_addsub", FloatAddSub),
+    AS_OP("float_mul", FloatMul),
+    AS_OP("float_divmod", FloatDivMod),
+    AS_OP("float_cmp", FloatCmp),
+    AS_OP("float_math_func", FloatMathFunc),
+    AS_OP("float_other_func", FloatOtherFunc),
+    AS_OP("int_mad", IntMad),
+    AS_OP("int_addsub", IntAddSub),
+    AS_OP("int_mul", IntMul),
+    AS_OP("int_divmod", IntDivMod),
+    AS_OP("int_cmp", IntCmp),
+    AS_OP("int_math_func", IntMathFunc),
+    AS_OP("int_other_func", IntOtherFunc),
+    AS_OP("bool_op", BoolOp),
+    AS_OP("select_op", SelectOp),
+    // loops: annotations of the enclosing loops (vector lanes count as a vectorized loop)
+    AS_ANNOTATION("vec", vectorize),
+    AS_ANNOTATION("unroll", unroll),
+    AS_ANNOTATION("parallel", parallel),
+    // machine fit: the loop nest against the hardware parameters
+    AS_FIELD("vector_fill", s.lanes* static_cast<double>(s.elem_bytes) /
+                                static_cast<double>(std::max<int64_t>(s.hardware.vector_unit_bytes, 1))),
+    AS_FIELD("parallel_core_usage", CoreUsage(s)),
+    AS_FIELD("work_per_parallel_task", s.outer_prod / std::max(s.parallel.prod, 1.0)),
+    AS_FIELD("innermost_loop_extent", s.innermost_loop_extent),
+    // gpu: thread bindings (extent 1 where not bound, all 0 on a CPU)
+    AS_FIELD("is_gpu", s.is_gpu),
+    AS_FIELD("blockIdx_x_len", s.is_gpu ? s.block_idx[0] : 0),
+    AS_FIELD("blockIdx_y_len", s.is_gpu ? s.block_idx[1] : 0),
+    AS_FIELD("blockIdx_z_len", s.is_gpu ? s.block_idx[2] : 0),
+    AS_FIELD("threadIdx_x_len", s.is_gpu ? s.thread_idx[0] : 0),
+    AS_FIELD("threadIdx_y_len", s.is_gpu ? s.thread_idx[1] : 0),
+    AS_FIELD("threadIdx_z_len", s.is_gpu ? s.thread_idx[2] : 0),
+    AS_FIELD("vthread_len", s.is_gpu ? s.vthread : 0),
+    // statement
+    AS_FIELD("is_reduction_update", s.is_reduction_update),
+    AS_FIELD("guard_depth", s.guard_depth),
+    AS_FIELD("num_buffers", static_cast<double>(s.buffers.size())),
+    // buffers: the kNumBufferSlots largest by bytes
+    AS_BUFFER_SLOT(0),
+    AS_BUFFER_SLOT(1),
+    AS_BUFFER_SLOT(2),
+    AS_BUFFER_SLOT(3),
+    AS_BUFFER_SLOT(4),
+    // arithmetic intensity: operations per byte touched, from the innermost body outwards
+    AS_INTENSITY(0),
+    AS_INTENSITY(1),
+    AS_INTENSITY(2),
+    AS_INTENSITY(3),
+    AS_INTENSITY(4),
+    AS_INTENSITY(5),
+    AS_INTENSITY(6),
+    AS_INTENSITY(7),
+    AS_INTENSITY(8),
+    AS_INTENSITY(9),
+    // allocation of the stored buffer inside the function
+    AS_FIELD("alloc_bytes", s.alloc_bytes),
+    AS_FIELD("alloc_outer_prod", s.alloc_outer_prod),
+    AS_FIELD("alloc_inner_prod", s.alloc_inner_prod),
+    AS_FIELD("alloc_is_local", s.alloc_is_local),
+    // outer scope
+    AS_FIELD("outer_prod", s.outer_prod),
+    AS_FIELD("num_loops", static_cast<double>(s.loops.size())),
+    AS_FIELD("auto_unroll_max_step", static_cast<double>(s.auto_unroll_max_step)),
+};
+static_assert(kIntensityCurveSamples == 10, "the table lists 10 intensity samples");
+
+#undef AS_OP
+#undef AS_FIELD
+#undef AS_ANNOTATION
+#undef AS_BUF
+#undef AS_BUFFER_SLOT
+#undef AS_INTENSITY
+
+constexpr int kTableSize = static_cast<int>(sizeof(kFeatureTable) / sizeof(kFeatureTable[0]));
+
+float Transform(double x) {
+  if (!std::isfinite(x)) return x > 0 ? 64.0f : (x < 0 ? -64.0f : 0.0f);
+  double y = std::log2(1 + std::fabs(x));
+  return static_cast<float>(x < 0 ? -y : y);
+}
+
+}  // namespace
+
+const std::vector<std::string>& FeatureNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const FeatureDef& f : kFeatureTable) out.emplace_back(f.name);
+    return out;
+  }();
+  return names;
+}
+
+int NumFeatures() { return kTableSize; }
+
+ProgramFeatures ExtractFeatures(const LoweredFunc& f, const HardwareParams& hardware, bool log_transform) {
+  std::vector<StoreAnalysis> stores = AnalyzeStores(f, hardware);
+  ProgramFeatures out;
+  out.rows = static_cast<int>(stores.size());
+  out.values.reserve(stores.size() * kTableSize);
+  for (const StoreAnalysis& s : stores) {
+    for (const FeatureDef& def : kFeatureTable) {
+      double x = def.extract(s);
+      out.values.push_back(log_transform ? Transform(x) : static_cast<float>(x));
+    }
+  }
+  return out;
+}
+
+ProgramFeatures ExtractFeatures(const State& state, const HardwareParams& hardware) {
+  ProgramFeatures out;
+  try {
+    return ExtractFeatures(Lower(state), hardware);
+  } catch (const Error& e) {
+    out.error = std::string("lowering failed: ") + e.what();
+  } catch (const std::exception& e) {
+    out.error = std::string("feature extraction failed: ") + e.what();
+  }
+  return out;
+}
+
+std::vector<ProgramFeatures> ExtractFeaturesParallel(const std::vector<State>& states,
+                                                     const HardwareParams& hardware, int num_threads) {
+  std::vector<ProgramFeatures> out(states.size());
+  ParallelFor(states.size(), num_threads, [&](size_t i) { out[i] = ExtractFeatures(states[i], hardware); });
+  return out;
+}
+
+void ParallelFor(size_t n, int num_threads, const std::function<void(size_t)>& fn) {
+  size_t threads = num_threads > 0 ? static_cast<size_t>(num_threads)
+                                   : std::max<size_t>(std::thread::hardware_concurrency(), 1);
+  threads = std::min(threads, n);
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace autosched

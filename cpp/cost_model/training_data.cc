@@ -1,0 +1,103 @@
+#include "cost_model/training_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace autosched {
+
+void TrainingSet::Add(const std::string& task_key, ProgramFeatures features, double cost, bool ok) {
+  auto it = task_ids_.find(task_key);
+  if (it == task_ids_.end()) {
+    it = task_ids_.emplace(task_key, static_cast<int>(task_keys_.size())).first;
+    task_keys_.push_back(task_key);
+  }
+  ok = ok && std::isfinite(cost) && cost > 0;
+  programs_.push_back({it->second, std::move(features), cost, ok});
+}
+
+std::vector<size_t> TrainingSet::TrainablePrograms() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < programs_.size(); ++i) {
+    if (programs_[i].features.rows > 0) out.push_back(i);
+  }
+  return out;
+}
+
+PackedRows TrainingSet::Pack(const std::vector<size_t>& programs) const {
+  std::vector<double> best(task_keys_.size(), std::numeric_limits<double>::infinity());
+  for (const Program& p : programs_) {
+    if (p.ok) best[p.task] = std::min(best[p.task], p.cost);
+  }
+  PackedRows out;
+  size_t total_rows = 0;
+  for (size_t i : programs) total_rows += programs_[i].features.values.size();
+  out.values.reserve(total_rows);
+  for (size_t i : programs) {
+    const Program& p = programs_[i];
+    int id = static_cast<int>(out.labels.size());
+    out.labels.push_back(p.ok ? static_cast<float>(best[p.task] / p.cost) : 0.0f);
+    out.task.push_back(p.task);
+    out.values.insert(out.values.end(), p.features.values.begin(), p.features.values.end());
+    out.program.insert(out.program.end(), p.features.rows, id);
+  }
+  return out;
+}
+
+std::vector<double> PackSum(const std::vector<float>& row_predictions, const std::vector<int>& row_program,
+                            size_t num_programs) {
+  std::vector<double> sums(num_programs, 0.0);
+  for (size_t r = 0; r < row_predictions.size() && r < row_program.size(); ++r) {
+    sums[row_program[r]] += row_predictions[r];
+  }
+  return sums;
+}
+
+void PackSumGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
+                      bool weight_by_label, double min_label_weight, std::vector<float>* grad,
+                      std::vector<float>* hess) {
+  grad->resize(rows.num_rows());
+  hess->resize(rows.num_rows());
+  for (size_t r = 0; r < rows.num_rows(); ++r) {
+    int p = rows.program[r];
+    double label = rows.labels[p];
+    double weight = weight_by_label ? std::max(label, min_label_weight) : 1.0;
+    (*grad)[r] = static_cast<float>(weight * (program_predictions[p] - label));
+    (*hess)[r] = static_cast<float>(weight);
+  }
+}
+
+double PackSumRmse(const std::vector<double>& program_predictions, const std::vector<float>& labels) {
+  if (labels.empty()) return 0;
+  double sum = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double d = program_predictions[i] - labels[i];
+    sum += d * d;
+  }
+  return std::sqrt(sum / static_cast<double>(labels.size()));
+}
+
+double PairwiseAccuracy(const std::vector<double>& scores, const std::vector<double>& labels,
+                        const std::vector<int>& groups) {
+  // Pairs are counted within each group after sorting it by label.
+  std::map<int, std::vector<size_t>> by_group;
+  for (size_t i = 0; i < scores.size(); ++i) by_group[groups[i]].push_back(i);
+  double right = 0, total = 0;
+  for (auto& [group, ids] : by_group) {
+    for (size_t a = 0; a < ids.size(); ++a) {
+      for (size_t b = a + 1; b < ids.size(); ++b) {
+        size_t i = ids[a], j = ids[b];
+        if (labels[i] == labels[j]) continue;
+        total += 1;
+        if (scores[i] == scores[j]) {
+          right += 0.5;
+        } else if ((scores[i] > scores[j]) == (labels[i] > labels[j])) {
+          right += 1;
+        }
+      }
+    }
+  }
+  return total > 0 ? right / total : 0.5;
+}
+
+}  // namespace autosched

@@ -1,0 +1,74 @@
+// What a learned cost model trains on, independent of the learner: measured
+// programs grouped by task with their feature rows, throughput labels, and
+// the pack-sum objective and metrics.
+//
+// Labels: per task, min cost / cost, so the task's fastest program has 1 and
+// a failed measurement 0; they are recomputed from all programs at each
+// training, as a new best changes every label of its task.
+//
+// Pack-sum: a program's prediction is the sum of its rows' predictions (one
+// row per buffer store). The squared error (sum - label)^2 / 2 of a program
+// gives every one of its rows grad = w * (sum - label), hess = w, with w the
+// program's weight (its label, floored, when weighting by label).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cost_model/features.h"
+
+namespace autosched {
+
+// Rows of several programs in one matrix.
+struct PackedRows {
+  std::vector<float> values;  // num_rows x NumFeatures()
+  std::vector<int> program;   // per row: its program (0-based within this matrix)
+  std::vector<float> labels;  // per program
+  std::vector<int> task;      // per program: task index (for per-task metrics)
+  size_t num_rows() const { return program.size(); }
+  size_t num_programs() const { return labels.size(); }
+};
+
+class TrainingSet {
+ public:
+  // Adds one measured program of the task named task_key. cost: mean seconds,
+  // ignored unless ok. A program without rows (it failed to lower) counts
+  // for its task's best cost but gives no training rows.
+  void Add(const std::string& task_key, ProgramFeatures features, double cost, bool ok);
+  size_t num_programs() const { return programs_.size(); }
+  size_t num_tasks() const { return task_keys_.size(); }
+  // Indices of the programs that have rows.
+  std::vector<size_t> TrainablePrograms() const;
+  // The given programs' rows with their current labels.
+  PackedRows Pack(const std::vector<size_t>& programs) const;
+
+ private:
+  struct Program {
+    int task;
+    ProgramFeatures features;
+    double cost;
+    bool ok;
+  };
+  std::vector<Program> programs_;
+  std::map<std::string, int> task_ids_;
+  std::vector<std::string> task_keys_;
+};
+
+// Per program: the sum of its rows' predictions.
+std::vector<double> PackSum(const std::vector<float>& row_predictions, const std::vector<int>& row_program,
+                            size_t num_programs);
+// Per-row gradient and hessian of the pack-sum squared error.
+void PackSumGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
+                      bool weight_by_label, double min_label_weight, std::vector<float>* grad,
+                      std::vector<float>* hess);
+// Root mean squared error of program predictions against labels.
+double PackSumRmse(const std::vector<double>& program_predictions, const std::vector<float>& labels);
+// Share of pairs of programs of the same group, with different labels, that
+// the scores order like the labels (higher label = higher score); 0.5 on ties
+// of scores. 0.5 when there is no such pair.
+double PairwiseAccuracy(const std::vector<double>& scores, const std::vector<double>& labels,
+                        const std::vector<int>& groups);
+
+}  // namespace autosched

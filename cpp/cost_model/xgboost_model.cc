@@ -1,0 +1,288 @@
+// The only file that includes XGBoost (its C API). Without XGBoost the
+// class exists but its constructor throws Error saying how to get it.
+#include "cost_model/xgboost_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "cost_model/model_file.h"
+#include "cost_model/training_data.h"
+#include "ir/error.h"
+
+#ifdef AUTOSCHED_HAS_XGBOOST
+#include <xgboost/c_api.h>
+#endif
+
+namespace autosched {
+
+#ifdef AUTOSCHED_HAS_XGBOOST
+
+namespace {
+
+void Check(int status, const char* what) {
+  if (status != 0) throw Error(std::string("XGBoost failed to ") + what + ": " + XGBGetLastError());
+}
+
+class DMatrix {
+ public:
+  DMatrix(const std::vector<float>& values, size_t rows, int threads) {
+    Check(XGDMatrixCreateFromMat_omp(values.data(), rows, NumFeatures(), std::nanf(""), &handle_, threads),
+          "create a feature matrix");
+  }
+  ~DMatrix() { XGDMatrixFree(handle_); }
+  DMatrix(const DMatrix&) = delete;
+  DMatrix& operator=(const DMatrix&) = delete;
+  DMatrixHandle get() const { return handle_; }
+
+ private:
+  DMatrixHandle handle_ = nullptr;
+};
+
+// Predictions of the first `rounds` trees (0: all) for every row of m.
+std::vector<float> PredictRows(BoosterHandle booster, const DMatrix& m, int rounds, bool training) {
+  std::string config = std::string("{\"type\": 0, \"training\": ") + (training ? "true" : "false") +
+                       ", \"iteration_begin\": 0, \"iteration_end\": " + std::to_string(rounds) +
+                       ", \"strict_shape\": false}";
+  const bst_ulong* shape = nullptr;
+  bst_ulong dim = 0;
+  const float* result = nullptr;
+  Check(XGBoosterPredictFromDMatrix(booster, m.get(), config.c_str(), &shape, &dim, &result), "predict");
+  bst_ulong n = dim > 0 ? shape[0] : 0;
+  return std::vector<float>(result, result + n);
+}
+
+std::string TaskKey(const SearchTask& task) { return task.workload_key + " @ " + task.target.str(); }
+
+double MeanCost(const std::vector<double>& costs) {
+  if (costs.empty()) return 0;
+  return std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
+}
+
+std::string Num(double x) {
+  std::ostringstream s;
+  s.precision(17);
+  s << x;
+  return s.str();
+}
+
+}  // namespace
+
+struct XGBModel::Impl {
+  TrainingSet data;
+  BoosterHandle booster = nullptr;
+
+  ~Impl() { Reset(); }
+  void Reset() {
+    if (booster) XGBoosterFree(booster);
+    booster = nullptr;
+  }
+  // A new booster with the model's parameters, caching the given matrices.
+  void Create(const XGBModelParams& p, const std::vector<DMatrixHandle>& cache) {
+    Reset();
+    Check(XGBoosterCreate(cache.data(), cache.size(), &booster), "create a booster");
+    std::vector<std::pair<const char*, std::string>> settings = {
+        {"booster", "gbtree"},
+        {"tree_method", "hist"},
+        {"base_score", "0"},  // a program sums its rows: no per-row offset
+        {"verbosity", "0"},
+        {"disable_default_eval_metric", "1"},
+        {"max_depth", std::to_string(p.max_depth)},
+        {"eta", Num(p.eta)},
+        {"gamma", Num(p.gamma)},
+        {"min_child_weight", Num(p.min_child_weight)},
+        {"lambda", Num(p.reg_lambda)},
+        {"subsample", Num(p.subsample)},
+        {"colsample_bytree", Num(p.colsample_bytree)},
+        {"seed", std::to_string(p.seed)},
+    };
+    if (p.num_threads > 0) settings.emplace_back("nthread", std::to_string(p.num_threads));
+    for (const auto& [name, value] : settings) Check(XGBoosterSetParam(booster, name, value.c_str()), name);
+  }
+};
+
+bool HasXGBoost() { return true; }
+
+XGBModel::XGBModel(XGBModelParams params)
+    : params_(params), rng_(params.seed), impl_(std::make_unique<Impl>()) {
+  CheckParams(params_);
+}
+
+XGBModel::~XGBModel() = default;
+
+size_t XGBModel::num_samples() const { return impl_->data.num_programs(); }
+
+bool XGBModel::trained() const { return impl_->booster != nullptr && report_.best_round >= 0; }
+
+void XGBModel::Update(const std::vector<MeasuredProgram>& programs) {
+  std::vector<ProgramFeatures> features(programs.size());
+  ParallelFor(programs.size(), params_.num_threads, [&](size_t i) {
+    features[i] = ExtractFeatures(programs[i].state, programs[i].task.hardware_params);
+  });
+  for (size_t i = 0; i < programs.size(); ++i) {
+    const MeasuredProgram& p = programs[i];
+    impl_->data.Add(TaskKey(p.task), std::move(features[i]), MeanCost(p.costs), p.ok && !p.costs.empty());
+  }
+  if (impl_->data.num_programs() >= static_cast<size_t>(params_.num_warmup_samples)) Train();
+}
+
+void XGBModel::Train() {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<size_t> ids = impl_->data.TrainablePrograms();
+  if (ids.empty()) return;
+  std::vector<size_t> valid_ids;
+  if (params_.validation_fraction > 0) {
+    std::mt19937_64 split_rng(params_.seed);
+    std::shuffle(ids.begin(), ids.end(), split_rng);
+    auto num_valid = static_cast<size_t>(params_.validation_fraction * static_cast<double>(ids.size()));
+    if (num_valid > 0 && num_valid < ids.size()) {
+      valid_ids.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(num_valid));
+      ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(num_valid));
+    }
+  }
+  PackedRows train = impl_->data.Pack(ids);
+  PackedRows valid = impl_->data.Pack(valid_ids);
+  DMatrix dtrain(train.values, train.num_rows(), params_.num_threads);
+  std::unique_ptr<DMatrix> dvalid;
+  std::vector<DMatrixHandle> cache{dtrain.get()};
+  if (valid.num_rows() > 0) {
+    dvalid = std::make_unique<DMatrix>(valid.values, valid.num_rows(), params_.num_threads);
+    cache.push_back(dvalid->get());
+  }
+  impl_->Create(params_, cache);
+
+  TrainingReport report;
+  report.programs = train.num_programs();
+  report.rows = train.num_rows();
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<float> grad, hess;
+  int round = 0;
+  for (;; ++round) {
+    // Predictions of the first `round` trees give both the metric of the
+    // previous round and the gradients of the next.
+    std::vector<double> sums =
+        PackSum(PredictRows(impl_->booster, dtrain, 0, true), train.program, train.num_programs());
+    if (round > 0) {
+      double metric = dvalid ? PackSumRmse(PackSum(PredictRows(impl_->booster, *dvalid, 0, false),
+                                                   valid.program, valid.num_programs()),
+                                           valid.labels)
+                             : PackSumRmse(sums, train.labels);
+      if (metric < best) {
+        best = metric;
+        report.best_round = round - 1;
+      } else if (round - 1 - report.best_round >= params_.early_stopping_rounds) {
+        break;
+      }
+    }
+    if (round == params_.max_rounds) break;
+    PackSumGradients(sums, train, params_.weight_by_label != 0, params_.min_label_weight, &grad, &hess);
+    Check(XGBoosterBoostOneIter(impl_->booster, dtrain.get(), grad.data(), hess.data(), grad.size()),
+          "train a round");
+  }
+  report.rounds = round;
+  report.metric = best;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report_ = report;
+}
+
+std::vector<double> XGBModel::Predict(const SearchTask& task, const std::vector<State>& states) {
+  if (!trained()) {  // warm-up
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    std::vector<double> out(states.size());
+    for (double& s : out) s = uniform(rng_);
+    return out;
+  }
+  return PredictFeatures(ExtractFeaturesParallel(states, task.hardware_params, params_.num_threads));
+}
+
+std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>& programs) {
+  AS_CHECK(trained(), "XGBModel.predict_features: the model has not been trained yet");
+  std::vector<float> values;
+  std::vector<int> row_program;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    AS_CHECK(programs[i].values.size() == static_cast<size_t>(programs[i].rows) * NumFeatures(),
+             "XGBModel: program " << i << " has " << programs[i].values.size() << " feature values for "
+                                  << programs[i].rows << " rows of " << NumFeatures());
+    values.insert(values.end(), programs[i].values.begin(), programs[i].values.end());
+    row_program.insert(row_program.end(), programs[i].rows, static_cast<int>(i));
+  }
+  std::vector<double> scores(programs.size(), kInvalidScore);
+  if (row_program.empty()) return scores;
+  DMatrix m(values, row_program.size(), params_.num_threads);
+  std::vector<double> sums =
+      PackSum(PredictRows(impl_->booster, m, report_.best_round + 1, false), row_program, programs.size());
+  for (size_t i = 0; i < programs.size(); ++i) {
+    if (programs[i].rows > 0) scores[i] = sums[i];
+  }
+  return scores;
+}
+
+void XGBModel::Save(const std::string& path) const {
+  nlohmann::json doc = {{"params", ParamsToJson(params_)},
+                        {"feature_names", FeatureNames()},
+                        {"best_round", report_.best_round},
+                        {"booster", nullptr}};
+  if (trained()) {
+    bst_ulong len = 0;
+    const char* raw = nullptr;
+    Check(XGBoosterSaveModelToBuffer(impl_->booster, "{\"format\": \"json\"}", &len, &raw), "save the model");
+    doc["booster"] = nlohmann::json::parse(std::string(raw, len));
+  }
+  WriteModelFile(path, "xgb", doc);
+}
+
+void XGBModel::Load(const std::string& path) {
+  nlohmann::json doc = ReadModelFile(path, "xgb");
+  try {
+    AS_CHECK(doc.at("feature_names") == nlohmann::json(FeatureNames()),
+             "cost model file '" << path << "' was trained on other features ("
+                                 << doc.at("feature_names").size() << " features, this autosched has "
+                                 << NumFeatures() << "); train a new model from the records");
+    XGBModelParams params = XGBModelParamsFromJson(doc.at("params"));
+    int best_round = doc.at("best_round").get<int>();
+    auto impl = std::make_unique<Impl>();
+    if (!doc.at("booster").is_null()) {
+      std::string text = doc.at("booster").dump();
+      impl->Create(params, {});
+      Check(XGBoosterLoadModelFromBuffer(impl->booster, text.data(), text.size()), "load the model");
+    }
+    params_ = params;
+    impl_ = std::move(impl);
+    report_ = TrainingReport{};
+    report_.best_round = impl_->booster ? best_round : -1;
+    rng_.seed(params_.seed);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("cost model file '" + path + "': " + e.what());
+  }
+}
+
+#else  // no XGBoost
+
+struct XGBModel::Impl {};
+
+namespace {
+[[noreturn]] void NoXGBoost() {
+  throw Error(
+      "XGBModel needs XGBoost, and this autosched was built without it: install libxgboost-dev and rebuild "
+      "(RandomModel works without it)");
+}
+}  // namespace
+
+bool HasXGBoost() { return false; }
+XGBModel::XGBModel(XGBModelParams params) : params_(params) { NoXGBoost(); }
+XGBModel::~XGBModel() = default;
+size_t XGBModel::num_samples() const { return 0; }
+bool XGBModel::trained() const { return false; }
+void XGBModel::Update(const std::vector<MeasuredProgram>&) { NoXGBoost(); }
+void XGBModel::Train() { NoXGBoost(); }
+std::vector<double> XGBModel::Predict(const SearchTask&, const std::vector<State>&) { NoXGBoost(); }
+std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>&) { NoXGBoost(); }
+void XGBModel::Save(const std::string&) const { NoXGBoost(); }
+void XGBModel::Load(const std::string&) { NoXGBoost(); }
+
+#endif
+
+}  // namespace autosched

@@ -1,0 +1,70 @@
+// XGBModel: gradient-boosted trees (XGBoost) over the program features.
+//
+// A program's score is the sum of its statements' predictions (one feature
+// row per buffer store), trained with the pack-sum objective of
+// training_data.h on throughput labels normalised per task (best = 1, failed
+// = 0). Each Update adds the programs and retrains from scratch on all of
+// them; until params.num_warmup_samples programs have been measured the
+// model gives uniform random scores. Early stopping watches the pack-sum RMSE
+// on the training data, or on a held-out share of the programs
+// (validation_fraction), and prediction uses the trees up to the best round.
+//
+// XGBoost is an optional dependency: without it (AUTOSCHED_HAS_XGBOOST unset)
+// the constructor throws Error saying so. This header does not include
+// XGBoost; xgboost_model.cc is the only file that does.
+#pragma once
+
+#include <memory>
+#include <random>
+
+#include "cost_model/cost_model.h"
+#include "cost_model/cost_model_params.h"
+#include "cost_model/features.h"
+
+namespace autosched {
+
+// True when autosched was built with XGBoost.
+bool HasXGBoost();
+
+// What the last training did.
+struct TrainingReport {
+  int rounds = 0;       // boosting rounds run
+  int best_round = -1;  // the round whose trees prediction uses (-1: none trained)
+  double metric = 0;    // pack-sum RMSE at best_round (held-out when validation_fraction > 0)
+  size_t programs = 0;  // programs trained on
+  size_t rows = 0;      // their feature rows
+  double seconds = 0;   // wall time of the training
+};
+
+class XGBModel : public CostModel {
+ public:
+  explicit XGBModel(XGBModelParams params = {});
+  ~XGBModel() override;
+  XGBModel(const XGBModel&) = delete;
+  XGBModel& operator=(const XGBModel&) = delete;
+
+  void Update(const std::vector<MeasuredProgram>& programs) override;
+  std::vector<double> Predict(const SearchTask& task, const std::vector<State>& states) override;
+  // Scores of programs whose features are extracted already (with the same
+  // hardware parameters as the training data); no rows: kInvalidScore.
+  std::vector<double> PredictFeatures(const std::vector<ProgramFeatures>& programs);
+  void Save(const std::string& path) const override;
+  void Load(const std::string& path) override;
+  size_t num_samples() const override;
+
+  const XGBModelParams& params() const { return params_; }
+  // Whether predictions come from trees (false during warm-up).
+  bool trained() const;
+  const TrainingReport& last_training() const { return report_; }
+
+ private:
+  struct Impl;  // the XGBoost booster and the training data
+  void Train();
+
+  XGBModelParams params_;
+  TrainingReport report_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace autosched

@@ -1,0 +1,126 @@
+"""Cost models: which candidate states are worth measuring.
+
+    model = XGBModel()                      # or XGBModel(max_depth=8, num_warmup_samples=50)
+    model.update(inputs, results)           # measured pairs: input.task, input.state; result.costs, .error_no
+    scores = model.predict(task, states)    # one float per state, higher = faster
+    model.save("model.json"); model.load("model.json")
+
+`update` accepts any objects with those attributes (measurement records, a loader's output, simple
+namespaces): `costs` are seconds per run and `error_no` 0 means the measurement succeeded. A state that
+cannot be lowered scores -inf. XGBModel gives uniform random scores until `num_warmup_samples` programs
+have been measured, then retrains on all of its data at every update. RandomModel is the baseline.
+`extract_features(task, states)` gives the feature rows the model sees (one per buffer store);
+`feature_names()` names their columns.
+"""
+from . import _core
+from .build_module import _core_state
+
+__all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "feature_names", "extract_features",
+           "pairwise_accuracy"]
+
+XGBModelParams = _core.XGBModelParams
+
+
+def feature_names():
+    """Names of the feature columns, in order."""
+    return list(_core.feature_names())
+
+
+def extract_features(task, states, num_threads=0):
+    """Per state: (rows x features float32 array, error); error says why a state has no rows."""
+    return _core.extract_features([_core_state(s) for s in states], task.hardware_params, num_threads)
+
+
+def pairwise_accuracy(scores, costs, groups=None):
+    """Share of pairs (within a group; one group by default) with different costs that the scores rank
+    right: a higher score for the lower cost. Failed programs can be given an infinite cost."""
+    scores = [float(s) for s in scores]
+    labels = [0.0 if c == float("inf") else 1.0 / float(c) for c in costs]
+    groups = [0] * len(scores) if groups is None else list(groups)
+    if not len(scores) == len(labels) == len(groups):
+        raise ValueError(f"pairwise_accuracy: {len(scores)} scores, {len(labels)} costs and {len(groups)} groups")
+    ids = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    return _core.pairwise_accuracy(scores, labels, [ids[g] for g in groups])
+
+
+def _measured(inputs, results):
+    """The four parallel lists of the core's update from (input, result) pairs."""
+    inputs, results = list(inputs), list(results)
+    if len(inputs) != len(results):
+        raise ValueError(f"update: {len(inputs)} inputs but {len(results)} results")
+    tasks, states, costs, ok = [], [], [], []
+    for i, (inp, res) in enumerate(zip(inputs, results)):
+        for obj, attrs, what in ((inp, ("task", "state"), "input"), (res, ("costs", "error_no"), "result")):
+            missing = [a for a in attrs if not hasattr(obj, a)]
+            if missing:
+                raise TypeError(f"update: {what} {i} ({type(obj).__name__}) has no attribute {missing[0]!r}")
+        tasks.append(inp.task)
+        states.append(_core_state(inp.state))
+        succeeded = int(res.error_no) == 0
+        costs.append([float(c) for c in res.costs] if succeeded else [])
+        ok.append(succeeded)
+    return tasks, states, costs, ok
+
+
+class CostModel:
+    """Scores states of a task (higher = faster), learning from measured programs."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def update(self, inputs, results):
+        """Adds measured (input, result) pairs and retrains."""
+        self._core.update(*_measured(inputs, results))
+
+    def predict(self, task, states):
+        """One score per state, higher = faster; -inf for a state that cannot be lowered."""
+        return list(self._core.predict(task, [_core_state(s) for s in states]))
+
+    def save(self, path):
+        self._core.save(str(path))
+
+    def load(self, path):
+        self._core.load(str(path))
+
+    @property
+    def num_samples(self):
+        """Measured programs given to update since construction or load."""
+        return self._core.num_samples
+
+
+class RandomModel(CostModel):
+    """Uniform random scores in [0, 1), seeded: the baseline."""
+
+    def __init__(self, seed=0):
+        super().__init__(_core.RandomModel(seed))
+
+
+class XGBModel(CostModel):
+    """Gradient-boosted trees over program features; a program scores the sum of its statements.
+
+    Parameters are XGBModelParams fields, by keyword (see docs/cost_model.md), or params=XGBModelParams(...).
+    Raises ValueError when autosched was built without XGBoost.
+    """
+
+    def __init__(self, params=None, **kwargs):
+        if params is not None and kwargs:
+            raise TypeError("XGBModel takes params= or keywords, not both")
+        if params is None:
+            params = XGBModelParams(**kwargs)
+        elif not isinstance(params, XGBModelParams):
+            raise TypeError(f"params must be an XGBModelParams, got {type(params).__name__}")
+        super().__init__(_core.XGBModel(params))
+
+    @property
+    def params(self):
+        return self._core.params
+
+    @property
+    def trained(self):
+        """False while the model still gives warm-up (random) scores."""
+        return self._core.trained
+
+    @property
+    def last_training(self):
+        """Rounds, best round, metric, data size and seconds of the last training."""
+        return self._core.last_training

@@ -1,0 +1,235 @@
+// Program features of the cost model: the feature table, the access analysis
+// (unique elements and lines of tiles and windows) and the values extracted
+// from lowered matmuls, checked by hand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "cost_model/buffer_access.h"
+#include "cost_model/features.h"
+#include "ir/error.h"
+#include "lower/lower.h"
+#include "schedule_test_util.h"
+
+namespace autosched {
+namespace {
+
+using sched_test::Axis;
+
+// [A, B, C] with C = A x B, all n x n float32.
+ComputeDAG Matmul(int64_t n) {
+  const DataType f32 = DataType::Float(32);
+  Tensor a = placeholder({n, n}, f32, "A");
+  Tensor b = placeholder({n, n}, f32, "B");
+  IterVar i = Axis("i", n), j = Axis("j", n);
+  IterVar r = MakeReduceAxis(0, n, "k");
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
+  return ComputeDAG({a, b, c});
+}
+
+constexpr int kC = 2;  // stage of C in Matmul
+
+// i, j split by 8 and 16; loops io (parallel), jo, k, ii (unrolled), ji (vectorized).
+State TiledMatmul(int64_t n) {
+  State s(Matmul(n));
+  s = s.Split(kC, 0, {8});   // io ii j k
+  s = s.Split(kC, 2, {16});  // io ii jo ji k
+  s = s.Reorder(kC, {0, 2, 4, 1, 3});
+  s = s.Annotate(kC, 0, IteratorAnnotation::Parallel);
+  s = s.Annotate(kC, 3, IteratorAnnotation::Unroll);
+  return s.Annotate(kC, 4, IteratorAnnotation::Vectorize);
+}
+
+// Raw feature values by name, one map per row.
+std::vector<std::map<std::string, double>> RawRows(const State& s, HardwareParams hw = {}) {
+  ProgramFeatures f = ExtractFeatures(Lower(s), hw, /*log_transform=*/false);
+  std::vector<std::map<std::string, double>> rows(f.rows);
+  for (int r = 0; r < f.rows; ++r) {
+    for (int k = 0; k < NumFeatures(); ++k) rows[r][FeatureNames()[k]] = f.values[r * NumFeatures() + k];
+  }
+  return rows;
+}
+
+const std::map<std::string, double>& UpdateRow(const std::vector<std::map<std::string, double>>& rows) {
+  auto it =
+      std::find_if(rows.begin(), rows.end(), [](const auto& r) { return r.at("is_reduction_update") == 1; });
+  if (it == rows.end()) throw Error("no reduction update among the rows");
+  return *it;
+}
+
+// The buffer slot (0..4) holding a buffer identified by its bytes.
+std::string SlotWithBytes(const std::map<std::string, double>& row, double bytes) {
+  for (int b = 0; b < kNumBufferSlots; ++b) {
+    std::string prefix = "B" + std::to_string(b) + ".";
+    if (row.at(prefix + "bytes") == bytes) return prefix;
+  }
+  return "none.";
+}
+
+TEST(CostModelFeatures, TableNamesAreUniqueAndComplete) {
+  const std::vector<std::string>& names = FeatureNames();
+  EXPECT_EQ(static_cast<int>(names.size()), NumFeatures());
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+  EXPECT_EQ(names.front(), "float_mad");
+  EXPECT_EQ(names.back(), "auto_unroll_max_step");
+  for (const char* n : {"vec_len", "parallel_prod", "blockIdx_x_len", "B0.acc_read", "B4.stride",
+                        "intensity_9", "alloc_bytes", "outer_prod"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+  EXPECT_EQ(NumFeatures(), 153);
+}
+
+TEST(CostModelFeatures, UniqueElementsOfTilesAndWindows) {
+  EXPECT_EQ(UniqueElements({}), 1);
+  EXPECT_EQ(UniqueElements({{0, 10}}), 1);           // a loop that does not move the index
+  EXPECT_EQ(UniqueElements({{1, 8}, {64, 4}}), 32);  // a 4 x 8 tile of a 64-wide row-major array
+  EXPECT_EQ(UniqueElements({{100, 5}}), 5);          // strided
+  EXPECT_EQ(UniqueElements({{1, 3}, {1, 28}}), 30);  // 1-D window: 28 outputs of a 3-tap filter
+  EXPECT_EQ(UniqueElements({{1, 3}, {1, 28}, {30, 3}, {30, 28}}), 900);  // 2-D window of a 30 x 30 input
+  EXPECT_EQ(UniqueElements({{-1, 8}}), 8);                               // reversed
+  EXPECT_EQ(UniqueLines({{1, 64}}, 16), 4);           // 64 contiguous floats = 4 lines of 64 bytes
+  EXPECT_EQ(UniqueLines({{64, 8}}, 16), 8);           // a column: one line per element
+  EXPECT_EQ(UniqueLines({{2, 8}}, 16), 1);            // every other element of one line
+  EXPECT_EQ(UniqueLines({{1, 16}, {64, 4}}, 16), 4);  // a 4 x 16 tile
+}
+
+TEST(CostModelFeatures, TiledMatmulByHand) {
+  const int64_t n = 64;
+  auto rows = RawRows(TiledMatmul(n));
+  ASSERT_EQ(rows.size(), 2u);  // C = 0 and C += A * B
+  const auto& r = UpdateRow(rows);
+  // One multiply-add per (i, j, k), 16 lanes at a time.
+  EXPECT_EQ(r.at("float_mad"), n * n * n);
+  EXPECT_EQ(r.at("float_addsub"), 0);
+  EXPECT_EQ(r.at("float_mul"), 0);
+  EXPECT_EQ(r.at("vec_num"), 1);
+  EXPECT_EQ(r.at("vec_len"), 16);
+  EXPECT_EQ(r.at("vec_pos"), 1);
+  EXPECT_EQ(r.at("unroll_len"), 8);
+  EXPECT_EQ(r.at("unroll_pos"), 1);  // the innermost remaining loop
+  EXPECT_EQ(r.at("parallel_len"), 8);
+  EXPECT_EQ(r.at("parallel_pos"), 4);  // io, jo, k, ii
+  EXPECT_EQ(r.at("parallel_over_reduce"), 0);
+  EXPECT_EQ(r.at("num_loops"), 4);
+  EXPECT_EQ(r.at("outer_prod"), 8 * 4 * 64 * 8);
+  EXPECT_EQ(r.at("is_gpu"), 0);
+  EXPECT_EQ(r.at("threadIdx_x_len"), 0);
+  EXPECT_EQ(r.at("num_buffers"), 3);
+  EXPECT_EQ(r.at("vector_fill"), 2);  // 16 floats in a 32-byte vector unit
+  EXPECT_EQ(r.at("parallel_core_usage"), 1);
+
+  const double iters = 8 * 4 * 64 * 8;
+  // C: read and written, 16 lanes each, reused across k.
+  std::string c = SlotWithBytes(r, iters * 32 * 4);
+  ASSERT_NE(c, "none.");
+  EXPECT_EQ(r.at(c + "acc_read_write"), 1);
+  EXPECT_EQ(r.at(c + "unique_bytes"), n * n * 4);
+  EXPECT_EQ(r.at(c + "reuse_loop_read"), 1);
+  EXPECT_EQ(r.at(c + "reuse_ct"), 64);
+  EXPECT_EQ(r.at(c + "reuse_dis_iter"), 8);
+  EXPECT_EQ(r.at(c + "stride"), 1);
+  // B: a 16-lane row, the same for every ii.
+  std::string b = SlotWithBytes(r, iters * 16 * 4);
+  ASSERT_NE(b, "none.");
+  EXPECT_EQ(r.at(b + "acc_read"), 1);
+  EXPECT_EQ(r.at(b + "reuse_ct"), 8);
+  EXPECT_EQ(r.at(b + "reuse_dis_iter"), 1);
+  EXPECT_EQ(r.at(b + "stride"), 1);
+  EXPECT_EQ(r.at(b + "unique_lines"), n * n * 4 / 64);
+  // A: one broadcast element, moved by ii (64 apart) and k; jo reuses it.
+  std::string a = SlotWithBytes(r, iters * 1 * 4);
+  ASSERT_NE(a, "none.");
+  EXPECT_EQ(r.at(a + "stride"), 64);
+  EXPECT_EQ(r.at(a + "reuse_ct"), 4);
+  EXPECT_EQ(r.at(a + "reuse_dis_iter"), 64 * 8);
+  EXPECT_EQ(r.at(a + "lines"), iters);  // a new line for every ii
+  EXPECT_EQ(r.at("B3.bytes"), 0);       // fewer than five buffers: zeros
+  // Intensity grows from the innermost body to the whole nest.
+  EXPECT_LT(r.at("intensity_0"), r.at("intensity_9"));
+}
+
+TEST(CostModelFeatures, CacheWriteAllocationAndCoreUsage) {
+  State s(Matmul(32));
+  s = s.Apply(CacheWriteStep{kC, "local"});  // C.local, then C copies it
+  HardwareParams hw;
+  hw.num_cores = 3;
+  auto rows = RawRows(s, hw);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& update = UpdateRow(rows);
+  EXPECT_EQ(update.at("alloc_bytes"), 32 * 32 * 4);
+  EXPECT_EQ(update.at("alloc_outer_prod"), 1);
+  EXPECT_EQ(update.at("alloc_inner_prod"), 32 * 32 * 32);
+  EXPECT_EQ(update.at("parallel_num"), 0);
+  EXPECT_NEAR(update.at("parallel_core_usage"), 1.0 / 3, 1e-7);  // one core of three
+  EXPECT_EQ(rows.back().at("alloc_bytes"), 0);                   // the copy stores to the argument C
+}
+
+TEST(CostModelFeatures, LogTransformAndRowLayout) {
+  State s = TiledMatmul(64);
+  ProgramFeatures raw = ExtractFeatures(Lower(s), HardwareParams{}, false);
+  ProgramFeatures f = ExtractFeatures(s, HardwareParams{});
+  ASSERT_TRUE(f.ok()) << f.error;
+  ASSERT_EQ(f.rows, raw.rows);
+  ASSERT_EQ(f.values.size(), static_cast<size_t>(f.rows * NumFeatures()));
+  for (size_t i = 0; i < f.values.size(); ++i) {
+    EXPECT_NEAR(f.values[i], std::log2(1 + raw.values[i]), 1e-4 * (1 + f.values[i]))
+        << FeatureNames()[i % NumFeatures()];
+  }
+}
+
+TEST(CostModelFeatures, StateThatFailsToLowerGivesReasonNotRows) {
+  State s(Matmul(16));
+  s = s.Split(kC, 0, {std::nullopt});  // a split length never filled in
+  ProgramFeatures f;
+  EXPECT_NO_THROW(f = ExtractFeatures(s, HardwareParams{}));
+  EXPECT_EQ(f.rows, 0);
+  EXPECT_TRUE(f.values.empty());
+  EXPECT_FALSE(f.ok());
+  EXPECT_NE(f.error.find("lowering failed"), std::string::npos) << f.error;
+}
+
+TEST(CostModelFeatures, ParallelExtractionMatchesSerial) {
+  std::vector<State> states;
+  for (int64_t tile : {1, 2, 4, 8, 16, 32}) {
+    State s(Matmul(32));
+    s = s.Split(kC, 1, {tile});
+    s = s.Annotate(kC, 0, IteratorAnnotation::Parallel);
+    states.push_back(s);
+    states.push_back(s.Annotate(kC, 2, IteratorAnnotation::Vectorize));
+  }
+  states.push_back(State(Matmul(16)).Split(kC, 0, {std::nullopt}));
+  std::vector<ProgramFeatures> parallel = ExtractFeaturesParallel(states, HardwareParams{}, 4);
+  ASSERT_EQ(parallel.size(), states.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    ProgramFeatures serial = ExtractFeatures(states[i], HardwareParams{});
+    EXPECT_EQ(parallel[i].values, serial.values) << i;
+    EXPECT_EQ(parallel[i].error, serial.error) << i;
+  }
+  EXPECT_FALSE(parallel.back().ok());
+}
+
+TEST(CostModelFeatures, GpuBindings) {
+  State s(Matmul(64));
+  s = s.Split(kC, 0, {16});  // io ii j k
+  s = s.Split(kC, 2, {8});   // io ii jo ji k
+  s = s.Reorder(kC, {0, 2, 1, 3, 4});
+  s = s.Annotate(kC, 0, IteratorAnnotation::BlockIdxX);
+  s = s.Annotate(kC, 1, IteratorAnnotation::BlockIdxY);
+  s = s.Annotate(kC, 2, IteratorAnnotation::ThreadIdxX);
+  s = s.Annotate(kC, 3, IteratorAnnotation::ThreadIdxY);
+  auto rows = RawRows(s);
+  const auto& r = UpdateRow(rows);
+  EXPECT_EQ(r.at("is_gpu"), 1);
+  EXPECT_EQ(r.at("blockIdx_x_len"), 4);
+  EXPECT_EQ(r.at("blockIdx_y_len"), 8);
+  EXPECT_EQ(r.at("threadIdx_x_len"), 16);
+  EXPECT_EQ(r.at("threadIdx_y_len"), 8);
+  EXPECT_EQ(r.at("blockIdx_z_len"), 1);
+  EXPECT_EQ(r.at("vthread_len"), 1);
+}
+
+}  // namespace
+}  // namespace autosched
