@@ -55,5 +55,11 @@ std::pair<State, int> FollowTiling(const State& s, int stage_id, const std::vect
 // Uniform integer in [0, n) (n > 0) from the generator; portable across
 // standard libraries, so a seed gives the same states everywhere.
 inline int64_t RandomIndex(std::mt19937* rng, int64_t n) { return static_cast<int64_t>((*rng)() % n); }
+// Uniform in [0, 1), portable likewise.
+inline double RandomUnit(std::mt19937* rng) { return static_cast<double>((*rng)()) / 4294967296.0; }
+
+// The key of a state among measured and searched ones: its steps as JSON
+// text (two states with the same steps are the same schedule).
+inline std::string StateKey(const State& s) { return s.ToJson().dump(); }
 
 }  // namespace autosched
