@@ -6,18 +6,13 @@
 
 namespace autosched::bindings {
 
-void bind_ir(pybind11::module_& m);        // dtypes, expressions, tensors
-void bind_dag(pybind11::module_& m);       // ComputeDAG, reference evaluator
-void bind_task(pybind11::module_& m);      // Target, HardwareParams, SearchTask
-void bind_schedule(pybind11::module_& m);  // State, steps, lowering
-void bind_runtime(pybind11::module_& m);   // build, modules, time evaluator
-void bind_search(pybind11::module_& m);    // search params, sketch policy
-void bind_measure(pybind11::module_& m);   // measurement in worker processes, records
 void bind_ir(pybind11::module_& m);          // dtypes, expressions, tensors
 void bind_dag(pybind11::module_& m);         // ComputeDAG, reference evaluator
 void bind_task(pybind11::module_& m);        // Target, HardwareParams, SearchTask
 void bind_schedule(pybind11::module_& m);    // State, steps, lowering
 void bind_runtime(pybind11::module_& m);     // build, modules, time evaluator
+void bind_search(pybind11::module_& m);      // search params, sketch policy, search rounds
+void bind_measure(pybind11::module_& m);     // measurement in worker processes, records
 void bind_cost_model(pybind11::module_& m);  // program features, cost models
 
 }  // namespace autosched::bindings

@@ -133,7 +133,8 @@ class UnrollRule : public InitRule {
     if (candidates.empty()) return s;
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (!HasLoops(s, id) || !HasReduceIter(s.stage(id))) continue;
-      const int64_t value = candidates[RandomIndex(rng, static_cast<int64_t>(candidates.size()))];
+      const std::vector<int64_t> useful = UsefulUnrollSteps(candidates, StageIterations(s.stage(id)));
+      const int64_t value = useful[RandomIndex(rng, static_cast<int64_t>(useful.size()))];
       s = s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
     }
     return s;

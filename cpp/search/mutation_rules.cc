@@ -115,7 +115,8 @@ class MutateAutoUnrollRule : public MutationRule {
     if (candidates.empty()) return std::nullopt;
     auto& pragma = std::get<PragmaStep>(steps[Pick(candidates, rng)]);
     std::vector<int64_t> values;
-    for (int64_t v : ctx.params.auto_unroll_candidates) {
+    const int64_t iterations = StageIterations(s.stage(pragma.stage_id));
+    for (int64_t v : UsefulUnrollSteps(ctx.params.auto_unroll_candidates, iterations)) {
       if (kPrefix + std::to_string(v) != pragma.pragma_type) values.push_back(v);
     }
     if (values.empty()) return std::nullopt;

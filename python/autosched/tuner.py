@@ -29,7 +29,7 @@ from .records import RecordToFile, RecordWarning
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
 
-__all__ = ["TuningOptions", "TuneResult", "tune", "peak_gflops"]
+__all__ = ["TuningOptions", "TuneResult", "tune", "peak_gflops", "format_time"]
 
 
 def _count(name, value, minimum, allow_none=False):
@@ -148,9 +148,19 @@ class TuneResult:
         return flop / self.best_cost / 1e9 if self.best_cost and flop > 0 else None
 
     def __repr__(self):
-        best = "none" if self.best_cost is None else f"{self.best_cost * 1e3:.4g} ms"
+        best = "none" if self.best_cost is None else format_time(self.best_cost)
         speedup = "" if self.speedup is None else f", x{self.speedup:.3g} over baseline"
         return f"TuneResult(trials={self.trials}, best={best}{speedup}, stop='{self.stop_reason}')"
+
+
+def format_time(seconds):
+    """A duration with a readable unit: "812 ns", "3.2 us", "4.13 ms", "1.5 s"."""
+    if seconds is None:
+        return "-"
+    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
+        if seconds < scale * 1000:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
 
 
 def _phase_seconds(runner):
@@ -298,7 +308,7 @@ class _Run:
         if cost is None:
             return "no valid schedule yet"
         flop = self.task.compute_dag.flop_ct
-        text = f"{cost * 1e3:.4g} ms"
+        text = format_time(cost)
         if flop > 0:
             gflops = flop / cost / 1e9
             text += f" = {gflops:.4g} GFLOP/s"
@@ -333,15 +343,12 @@ class _Run:
         if not self.options.verbose:
             return
         flop = self.task.compute_dag.flop_ct
-
-        def ms(c):
-            return "-" if c is None else f"{c * 1e3:.4g}"
         gflops = f"{flop / r.best_cost / 1e9:.4g}" if r.best_cost and flop > 0 else "-"
         peak = f"{100 * flop / r.best_cost / 1e9 / self.peak:.3g}" if r.best_cost and flop > 0 and self.peak else "-"
         speedup = f"{r.speedup:.3g}x" if r.speedup else "-"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
-                f"resumed, {r.rounds} rounds)"), ("baseline (ms)", ms(r.baseline_cost)), ("best (ms)", ms(r.best_cost)),
+                f"resumed, {r.rounds} rounds)"), ("baseline", format_time(r.baseline_cost)), ("best", format_time(r.best_cost)),
                 ("GFLOP/s", gflops), ("% of peak", peak), ("speed-up", speedup), ("errors", errors)]
         width = max(len(k) for k, _ in rows)
         print("Tuning summary")
