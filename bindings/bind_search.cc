@@ -104,12 +104,17 @@ void BindPolicy(py::module_& m) {
                              [](const SketchPolicy& p) { return RuleNames(p.sketch_rules()); })
       .def_property_readonly("init_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.init_rules()); })
-      .def("generate_sketches", &SketchPolicy::GenerateSketches)
+      .def("generate_sketches", &SketchPolicy::GenerateSketches, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("rule_failures", &SketchPolicy::rule_failures)
       .def(
           "sample_init_population",
           [](SketchPolicy& p, int n, uint32_t seed) {
-            return PopulationTuple(p.SampleInitPopulation(n, seed));
+            InitPopulation pop;
+            {
+              py::gil_scoped_release release;
+              pop = p.SampleInitPopulation(n, seed);
+            }
+            return PopulationTuple(pop);
           },
           py::arg("n"), py::arg("seed") = 0)
       .def_property_readonly("mutation_rule_names",
@@ -166,10 +171,16 @@ void bind_search(py::module_& m) {
       "sample_init_population",
       [](const SearchTask& task, int n, uint32_t seed, const py::object& params, const py::object& sketches) {
         SketchPolicy policy(task, ParamsOrDefault(params));
-        if (sketches.is_none()) return PopulationTuple(policy.SampleInitPopulation(n, seed));
-        std::mt19937 rng(seed);
-        return PopulationTuple(SampleInitPopulation(task, sketches.cast<std::vector<State>>(), n, &rng,
-                                                    policy.params(), policy.init_rules()));
+        const bool given = !sketches.is_none();
+        const std::vector<State> from = given ? sketches.cast<std::vector<State>>() : std::vector<State>{};
+        InitPopulation pop;
+        {
+          py::gil_scoped_release release;
+          std::mt19937 rng(seed);
+          pop = given ? SampleInitPopulation(task, from, n, &rng, policy.params(), policy.init_rules())
+                      : policy.SampleInitPopulation(n, seed);
+        }
+        return PopulationTuple(pop);
       },
       py::arg("task"), py::arg("n"), py::arg("seed") = 0, py::arg("params") = py::none(),
       py::arg("sketches") = py::none(),

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -104,6 +105,28 @@ def test_search_round_returns_distinct_unmeasured_states():
     assert policy.num_measured == 32 and policy.cost_model.num_samples == 32
 
 
+def test_search_round_releases_the_gil():
+    task = make_task(matmul(64, 64, 64))
+    policy = search.SketchPolicy(task, "random", search.SearchParams(evolutionary_search_population=256))
+    ticks, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.002)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        start = time.monotonic()
+        policy.continue_search_one_round(8)
+        elapsed = time.monotonic() - start
+    finally:
+        stop.set()
+        t.join()
+    assert elapsed < 0.05 or len(ticks) > 3
+
+
 def test_tuning_options_and_cost_model_errors_are_named():
     with pytest.raises(ValueError, match="num_measure_trials"):
         ans.TuningOptions(num_measure_trials=-1)
@@ -154,6 +177,18 @@ def test_tuned_matmul_is_10x_faster_than_default_and_correct(tmp_path, capsys):
                   f"{numpy_cost * 1e3:.3f} ms (tuned/numpy time {result.best_cost / numpy_cost:.2f}); time "
                   f"{dict(result.seconds)}")
     assert speedup >= 10, (default.mean_cost, result.best_cost)
+
+
+def test_early_stopping_and_time_budget_end_the_run():
+    task = make_task(matmul(32, 32, 32))
+    opts = ans.TuningOptions(num_measure_trials=400, num_measures_per_round=4, early_stopping=4,
+                             runner=quick_runner(min_repeat_ms=1), verbose=0)
+    result = task.tune(opts, search_policy=fast_policy(task))
+    assert result.trials < 400 and result.stop_reason.startswith("early stopping"), result.stop_reason
+    opts = ans.TuningOptions(num_measure_trials=400, num_measures_per_round=4, time_budget_s=0.5,
+                             runner=quick_runner(min_repeat_ms=1), verbose=0)
+    result = task.tune(opts, search_policy=fast_policy(task))
+    assert result.trials < 400 and result.stop_reason.startswith("time budget"), result.stop_reason
 
 
 def tiny_tasks():
