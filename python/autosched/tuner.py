@@ -101,11 +101,13 @@ def _cpu_ghz():
     return 3.0
 
 
-def peak_gflops(task):
+def peak_gflops(task, describe=False):
     """Estimated peak GFLOP/s of the task's CPU target: cores x 2 FMA units x 2 FLOP x SIMD lanes of the
-    DAG's widest output type x the clock. None for other targets."""
+    DAG's output type x the clock the kernel reports (under a hypervisor often the base clock, below the
+    boost clock: pass TuningOptions(peak_gflops=...) for the real figure). None for other targets. With
+    describe=True, (value, how it was estimated)."""
     if str(task.target).split()[0] != "llvm":
-        return None
+        return (None, "") if describe else None
     hw = task.hardware_params
     cores = hw.num_cores if hw.num_cores > 0 else (os.cpu_count() or 1)
     bits = 32
@@ -115,7 +117,11 @@ def peak_gflops(task):
     except (AttributeError, IndexError):
         pass
     lanes = max(1, hw.vector_unit_bytes * 8 // max(bits, 8))
-    return cores * 2 * 2 * lanes * _cpu_ghz()
+    ghz = _cpu_ghz()
+    value = cores * 2 * 2 * lanes * ghz
+    if not describe:
+        return value
+    return value, f"{value:.4g} GFLOP/s = {cores} cores x {4 * lanes} FLOP/cycle x {ghz:.3g} GHz"
 
 
 class TuneResult:
@@ -186,7 +192,10 @@ class _Run:
         self.start = time.monotonic()
         self.last_improvement = 0  # trial count at the last better schedule
         self.baseline_keys = {}    # state key -> "plain" / "parallel"
-        self.peak = options.peak_gflops or peak_gflops(task)
+        if options.peak_gflops:
+            self.peak, self.peak_text = options.peak_gflops, f"{options.peak_gflops:.4g} GFLOP/s (given)"
+        else:
+            self.peak, self.peak_text = peak_gflops(task, describe=True)
         self.empty_reason = ""
 
     # ---- bookkeeping ----
@@ -344,7 +353,9 @@ class _Run:
             return
         flop = self.task.compute_dag.flop_ct
         gflops = f"{flop / r.best_cost / 1e9:.4g}" if r.best_cost and flop > 0 else "-"
-        peak = f"{100 * flop / r.best_cost / 1e9 / self.peak:.3g}" if r.best_cost and flop > 0 and self.peak else "-"
+        peak = "-"
+        if r.best_cost and flop > 0 and self.peak:
+            peak = f"{100 * flop / r.best_cost / 1e9 / self.peak:.3g} (of {self.peak_text})"
         speedup = f"{r.speedup:.3g}x" if r.speedup else "-"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
