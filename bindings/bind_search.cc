@@ -1,10 +1,12 @@
-// Python view of the search: SearchParams, SketchPolicy, and the two entry
-// points generate_sketches / sample_init_population. python/autosched/search.py
-// wraps the returned LoopStates in autosched.State.
+// Python view of the search: SearchParams, SketchPolicy (sketches, sampling,
+// search rounds), mutation and the baseline states.
+// python/autosched/search.py wraps the returned LoopStates in autosched.State.
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "search/search_util.h"
 #include "search/sketch_policy.h"
+#include "support/error.h"
 
 namespace py = pybind11;
 
@@ -35,7 +37,49 @@ void BindSearchParams(py::module_& m) {
       .def_readwrite("sample_init_use_measured_ratio", &SearchParams::sample_init_use_measured_ratio)
       .def_readwrite("eps_greedy", &SearchParams::eps_greedy)
       .def_readwrite("num_measures_per_round", &SearchParams::num_measures_per_round)
-      .def_readwrite("retry_search_one_round_on_empty", &SearchParams::retry_search_one_round_on_empty);
+      .def_readwrite("retry_search_one_round_on_empty", &SearchParams::retry_search_one_round_on_empty)
+      .def_readwrite("num_threads", &SearchParams::num_threads);
+}
+
+py::dict RoundStats(const SearchRoundStats& r) {
+  const EvolutionStats& e = r.evolution;
+  py::dict d;
+  d["sampled"] = r.sampled;
+  d["seeded_measured"] = r.seeded_measured;
+  d["sample_drops"] = r.sample_drops;
+  d["generations"] = e.generations;
+  d["scored"] = e.scored;
+  d["mutated"] = e.mutated;
+  d["copied"] = e.copied;
+  d["mutation_attempts"] = e.attempts;
+  d["mutation_failures"] = e.failures;
+  d["mutation_failure_messages"] = e.failure_messages;
+  d["best_score"] = e.best_score;
+  d["picked_best"] = r.picked_best;
+  d["picked_random"] = r.picked_random;
+  d["tries"] = r.tries;
+  d["search_seconds"] = r.search_seconds();
+  d["cost_model_seconds"] = r.cost_model_seconds();
+  return d;
+}
+
+// (mutated state or None, failure reason, message).
+py::tuple Mutate(const SearchTask& task, const State& state, uint32_t seed, const py::object& params,
+                 const std::string& rule) {
+  const SearchParams p = ParamsOrDefault(params);
+  MutationRuleList rules = DefaultCpuMutationRules();
+  if (!rule.empty()) {
+    auto it = std::find_if(rules.begin(), rules.end(), [&](const auto& r) { return r.rule->name() == rule; });
+    AS_CHECK(it != rules.end(), "no mutation rule named '" << rule << "'");
+    rules = {*it};
+  }
+  std::mt19937 rng(seed);
+  MutationResult r;
+  {
+    py::gil_scoped_release release;
+    r = MutateState(SketchContext{task, p}, state, rules, &rng);
+  }
+  return py::make_tuple(r.state ? py::cast(*r.state) : py::none(), r.failure, r.message);
 }
 
 template <typename RuleList>
@@ -45,28 +89,77 @@ std::vector<std::string> RuleNames(const RuleList& rules) {
   return names;
 }
 
-}  // namespace
-
-void bind_search(py::module_& m) {
-  BindSearchParams(m);
-  py::class_<SketchPolicy>(m, "SketchPolicy", "Sketch generation and sampling of the initial population.")
-      .def(py::init([](const SearchTask& task, const py::object& params) {
-             return SketchPolicy(task, ParamsOrDefault(params));
+void BindPolicy(py::module_& m) {
+  py::class_<SketchPolicy>(m, "SketchPolicy", "Sketches, sampling and rounds of the evolutionary search.")
+      .def(py::init([](const SearchTask& task, const py::object& params, CostModel* model, uint64_t seed) {
+             if (model == nullptr) return std::make_unique<SketchPolicy>(task, ParamsOrDefault(params), seed);
+             // The Python object owns the model; keep_alive ties it to the policy.
+             std::shared_ptr<CostModel> shared(model, [](CostModel*) {});
+             return std::make_unique<SketchPolicy>(task, shared, ParamsOrDefault(params), seed);
            }),
-           py::arg("task"), py::arg("params") = py::none())
+           py::arg("task"), py::arg("params") = py::none(), py::arg("cost_model") = nullptr,
+           py::arg("seed") = 0, py::keep_alive<1, 4>())
       .def_property_readonly("params", &SketchPolicy::params)
       .def_property_readonly("sketch_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.sketch_rules()); })
       .def_property_readonly("init_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.init_rules()); })
-      .def("generate_sketches", &SketchPolicy::GenerateSketches)
+      .def("generate_sketches", &SketchPolicy::GenerateSketches, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("rule_failures", &SketchPolicy::rule_failures)
       .def(
           "sample_init_population",
           [](SketchPolicy& p, int n, uint32_t seed) {
-            return PopulationTuple(p.SampleInitPopulation(n, seed));
+            InitPopulation pop;
+            {
+              py::gil_scoped_release release;
+              pop = p.SampleInitPopulation(n, seed);
+            }
+            return PopulationTuple(pop);
           },
-          py::arg("n"), py::arg("seed") = 0);
+          py::arg("n"), py::arg("seed") = 0)
+      .def_property_readonly("mutation_rule_names",
+                             [](const SketchPolicy& p) {
+                               std::vector<std::string> names;
+                               for (const auto& r : p.mutation_rules()) names.push_back(r.rule->name());
+                               return names;
+                             })
+      .def_property(
+          "mutation_probabilities",
+          [](const SketchPolicy& p) {
+            std::vector<double> out;
+            for (const auto& r : p.mutation_rules()) out.push_back(r.probability);
+            return out;
+          },
+          [](SketchPolicy& p, const std::vector<double>& probs) {
+            AS_CHECK(probs.size() == p.mutation_rules().size(), "mutation_probabilities needs "
+                                                                    << p.mutation_rules().size()
+                                                                    << " values, got " << probs.size());
+            for (double x : probs) AS_CHECK(x >= 0, "mutation probabilities must be >= 0, got " << x);
+            for (size_t i = 0; i < probs.size(); ++i) p.mutation_rules()[i].probability = probs[i];
+          })
+      .def("continue_search_one_round", &SketchPolicy::ContinueSearchOneRound, py::arg("num_measure"),
+           py::call_guard<py::gil_scoped_release>(),
+           "The next batch of states to measure (fewer or none when the search space is exhausted).")
+      .def("record_measured", &SketchPolicy::RecordMeasured, py::arg("states"), py::arg("results"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("is_measured", &SketchPolicy::IsMeasured, py::arg("state"))
+      .def_property_readonly("num_measured", &SketchPolicy::num_measured)
+      .def_property_readonly("model_update_seconds", &SketchPolicy::model_update_seconds)
+      .def_property_readonly("last_round", [](const SketchPolicy& p) { return RoundStats(p.last_round()); });
+}
+
+}  // namespace
+
+void bind_search(py::module_& m) {
+  BindSearchParams(m);
+  BindPolicy(m);
+  m.def("mutate_state", &Mutate, py::arg("task"), py::arg("state"), py::arg("seed") = 0,
+        py::arg("params") = py::none(), py::arg("rule") = "",
+        "One mutation of a state (a rule picked by probability, or the named one): (state or None, "
+        "failure, message).");
+  m.def("baseline_states", &BaselineStates, py::arg("task"), py::arg("params") = SearchParams(),
+        "The plain loop nest and its parallel + vectorized variant (what tuning measures first).");
+  m.def("state_key", &StateKey, py::arg("state"), "The key of a state among measured ones (its steps).");
   m.def(
       "generate_sketches",
       [](const SearchTask& task, const py::object& params) {
@@ -78,10 +171,16 @@ void bind_search(py::module_& m) {
       "sample_init_population",
       [](const SearchTask& task, int n, uint32_t seed, const py::object& params, const py::object& sketches) {
         SketchPolicy policy(task, ParamsOrDefault(params));
-        if (sketches.is_none()) return PopulationTuple(policy.SampleInitPopulation(n, seed));
-        std::mt19937 rng(seed);
-        return PopulationTuple(SampleInitPopulation(task, sketches.cast<std::vector<State>>(), n, &rng,
-                                                    policy.params(), policy.init_rules()));
+        const bool given = !sketches.is_none();
+        const std::vector<State> from = given ? sketches.cast<std::vector<State>>() : std::vector<State>{};
+        InitPopulation pop;
+        {
+          py::gil_scoped_release release;
+          std::mt19937 rng(seed);
+          pop = given ? SampleInitPopulation(task, from, n, &rng, policy.params(), policy.init_rules())
+                      : policy.SampleInitPopulation(n, seed);
+        }
+        return PopulationTuple(pop);
       },
       py::arg("task"), py::arg("n"), py::arg("seed") = 0, py::arg("params") = py::none(),
       py::arg("sketches") = py::none(),

@@ -242,7 +242,7 @@ void NarrowRegion(const StateNode& state, std::vector<Stage>& stages, std::vecto
         b.narrowed || !GetConstInt(b.region_min[d], &c) || c != 0 || b.region_extent[d] != op->shape[d];
     stages[p].nodes[d].extent = b.region_extent[d];
   }
-  PropagateExtents(&stages[p]);
+  PropagateExtents(&stages[p], /*tighten=*/b.narrowed);
 }
 
 void CheckKnownExtents(const Stage& st) {

@@ -1,5 +1,6 @@
 #include "schedule/state.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -95,7 +96,7 @@ void DeriveNodeValues(const Stage& stage, std::vector<Expr>* values) {
   }
 }
 
-void PropagateExtents(Stage* stage) {
+void PropagateExtents(Stage* stage, bool tighten) {
   for (const IterRelation& rel : stage->relations) {
     if (rel.kind == IterRelation::Kind::Split) {
       const int64_t parent = stage->nodes[rel.parents[0]].extent;
@@ -108,6 +109,7 @@ void PropagateExtents(Stage* stage) {
           all_known = false;
       }
       const size_t n = rel.children.size();
+      int64_t inside = known;  // product of the lengths inside part k (inner_to_outer)
       for (size_t k = 0; k < n; ++k) {
         const bool rest = rel.inner_to_outer ? k == 0 : k + 1 == n;
         const size_t len_index = rel.inner_to_outer ? k - 1 : k;
@@ -116,6 +118,12 @@ void PropagateExtents(Stage* stage) {
           ext = all_known ? (parent + known - 1) / known : -1;
         } else {
           ext = rel.lengths[len_index] ? *rel.lengths[len_index] : -1;
+          if (rel.inner_to_outer && all_known) {
+            inside /= ext;
+            // A part longer than what its parent leaves it: only when every
+            // part outside it runs once, so the index math is unchanged.
+            if (tighten) ext = std::min(ext, (parent + inside - 1) / inside);
+          }
         }
       }
     } else {

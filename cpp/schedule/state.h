@@ -172,8 +172,13 @@ class State {
 // (values[leaf] set, others undefined): parents of splits and fuses are
 // derived through the relations, with the extents the nodes have now.
 void DeriveNodeValues(const Stage& stage, std::vector<Expr>* values);
-// Recomputes the extents of derived nodes from the root extents.
-void PropagateExtents(Stage* stage);
+// Recomputes the extents of derived nodes from the root extents. With
+// `tighten` (bound inference of a stage narrowed to a region), a split part
+// longer than the range its parent leaves it gets that range instead
+// (min(length, ceil(parent / product of the lengths inside it))), as TVM's
+// bound inference does: this happens only when every part outside it runs
+// once, so the index math is the same and no iteration is wasted on guards.
+void PropagateExtents(Stage* stage, bool tighten = false);
 
 // Checks that every stage that reads a stage attached by compute_at runs
 // inside that loop, and that no parallel loop encloses another. Throws Error

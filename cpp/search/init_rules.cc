@@ -6,6 +6,7 @@
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
+#include "search/parallel.h"
 #include "search/search_util.h"
 #include "support/error.h"
 
@@ -132,7 +133,8 @@ class UnrollRule : public InitRule {
     if (candidates.empty()) return s;
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (!HasLoops(s, id) || !HasReduceIter(s.stage(id))) continue;
-      const int64_t value = candidates[RandomIndex(rng, static_cast<int64_t>(candidates.size()))];
+      const std::vector<int64_t> useful = UsefulUnrollSteps(candidates, StageIterations(s.stage(id)));
+      const int64_t value = useful[RandomIndex(rng, static_cast<int64_t>(useful.size()))];
       s = s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
     }
     return s;
@@ -262,6 +264,53 @@ InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<St
     }
     ++pop.drops[reason];
     if (!message.empty()) pop.drop_messages.emplace(reason, message);
+  }
+  return pop;
+}
+
+namespace {
+
+struct Attempt {
+  State state;
+  std::string reason;  // "" when kept
+  std::string message;
+};
+
+}  // namespace
+
+InitPopulation SampleInitPopulationParallel(const SearchTask& task, const std::vector<State>& sketches, int n,
+                                            uint64_t seed, const SearchParams& params,
+                                            const InitRuleList& rules) {
+  AS_CHECK(n >= 1, "the initial population needs a size of at least 1, got " << n);
+  AS_CHECK(!sketches.empty(),
+           "no sketch to sample the initial population of task '" << task.desc << "' from");
+  const SketchContext ctx{task, params};
+  InitPopulation pop;
+  std::unordered_set<std::string> seen;
+  const int64_t max_attempts =
+      static_cast<int64_t>(n) * std::max<int64_t>(1, params.sample_init_attempts_per_state);
+  int64_t done = 0;
+  while (done < max_attempts && static_cast<int>(pop.states.size()) < n) {
+    // A batch of what is missing (at least 16), tried in parallel; kept in
+    // attempt order.
+    const int64_t batch =
+        std::min(max_attempts - done, std::max<int64_t>(16, n - static_cast<int64_t>(pop.states.size())));
+    std::vector<Attempt> tries(batch, Attempt{State(task.compute_dag), "", ""});
+    RunParallel(batch, static_cast<int>(params.num_threads), [&](int64_t i) {
+      std::mt19937 rng = RngFor(seed, static_cast<uint64_t>(done + i));
+      tries[i].reason = TryOne(ctx, sketches, rules, &rng, &tries[i].state, &tries[i].message);
+    });
+    done += batch;
+    for (Attempt& a : tries) {
+      if (static_cast<int>(pop.states.size()) >= n) break;
+      if (a.reason.empty() && !seen.insert(StateKey(a.state)).second) a.reason = "duplicate";
+      if (a.reason.empty()) {
+        pop.states.push_back(std::move(a.state));
+        continue;
+      }
+      ++pop.drops[a.reason];
+      if (!a.message.empty()) pop.drop_messages.emplace(a.reason, a.message);
+    }
   }
   return pop;
 }

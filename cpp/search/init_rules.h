@@ -67,4 +67,11 @@ InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<St
                                     std::mt19937* rng, const SearchParams& params = {},
                                     const InitRuleList& rules = DefaultCpuInitRules());
 
+// The same on all cores (params.num_threads): attempt a draws from its own
+// generator, seeded from (seed, a), and states are kept in attempt order, so
+// a seed gives the same population with any number of threads.
+InitPopulation SampleInitPopulationParallel(const SearchTask& task, const std::vector<State>& sketches, int n,
+                                            uint64_t seed, const SearchParams& params = {},
+                                            const InitRuleList& rules = DefaultCpuInitRules());
+
 }  // namespace autosched

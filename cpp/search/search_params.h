@@ -1,7 +1,7 @@
 // SearchParams: the knobs of the search, one typed field each with its default
 // and what it does. Sketch generation and sampling of the initial population
-// read the first group; the evolutionary search and the measurement loop
-// (later parts of the search) read the second.
+// read the first group; the evolutionary search and the rounds of the
+// sketch policy read the second.
 #pragma once
 
 #include <cstdint>
@@ -47,16 +47,31 @@ struct SearchParams {
   // small or element-wise tasks).
   int64_t sample_init_attempts_per_state = 8;
 
-  // ---- evolutionary search and measurement (later parts of the search) ----
+  // ---- evolutionary search (evolutionary_search.h, sketch_policy.h) ----
 
-  int64_t evolutionary_search_population = 2048;  // states per generation
-  int64_t evolutionary_search_num_iters = 4;      // generations per round
+  // States per generation of the evolutionary search; the initial population
+  // is about as large (random states plus measured ones).
+  int64_t evolutionary_search_population = 2048;
+  // Generations of selection and mutation per round.
+  int64_t evolutionary_search_num_iters = 4;
+  // Chance that a selected parent is mutated rather than copied.
   double evolutionary_search_mutation_prob = 0.85;
-  int64_t sample_init_min_population = 50;      // random states at least in a round's population
-  double sample_init_use_measured_ratio = 0.2;  // share of measured good states seeding it
-  double eps_greedy = 0.05;                     // share of each round's measurements taken at random
+  // Random states sampled at least for a round's initial population.
+  int64_t sample_init_min_population = 50;
+  // Share of the population seeded with the best measured states (by
+  // throughput), at most all of them.
+  double sample_init_use_measured_ratio = 0.2;
+  // Share of each round's measurements picked at random among the sampled
+  // states instead of by the cost model (epsilon-greedy).
+  double eps_greedy = 0.05;
+  // States measured per round (the tuner's TuningOptions overrides it).
   int64_t num_measures_per_round = 64;
-  int64_t retry_search_one_round_on_empty = 1;  // retries when a round finds nothing new
+  // Rounds tried again (with another seed) when a round finds no state that
+  // was not measured yet; after that, the search space counts as exhausted.
+  int64_t retry_search_one_round_on_empty = 1;
+  // Threads for sampling, mutation and the checks of states; 0: one per
+  // hardware thread.
+  int64_t num_threads = 0;
 };
 
 }  // namespace autosched

@@ -111,4 +111,24 @@ std::pair<State, int> FollowTiling(const State& s, int stage_id, const std::vect
   return {out, level * rank - 1};
 }
 
+std::vector<int64_t> UsefulUnrollSteps(const std::vector<int64_t>& candidates, int64_t iterations) {
+  std::vector<int64_t> sorted = candidates;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> out;
+  for (int64_t v : sorted) {
+    out.push_back(v);
+    if (v >= iterations) break;
+  }
+  return out;
+}
+
+int64_t StageIterations(const Stage& st) {
+  int64_t product = 1;
+  for (int i = 0; i < st.num_iters(); ++i) {
+    product *= std::max<int64_t>(1, st.iter(i).extent);
+    if (product > kMaxIterExtent) return kMaxIterExtent;
+  }
+  return product;
+}
+
 }  // namespace autosched

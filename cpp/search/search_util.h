@@ -52,8 +52,21 @@ TiledStage MultiLevelTile(const State& s, int stage_id, const std::string& struc
 std::pair<State, int> FollowTiling(const State& s, int stage_id, const std::vector<int>& split_steps,
                                    int level);
 
+// The auto_unroll_max_step values worth trying on a stage whose loops run
+// `iterations` times in all: those below it and the smallest one at or above
+// it (any larger value unrolls the same loops).
+std::vector<int64_t> UsefulUnrollSteps(const std::vector<int64_t>& candidates, int64_t iterations);
+// The product of a stage's loop extents (-1 extents count as 1).
+int64_t StageIterations(const Stage& st);
+
 // Uniform integer in [0, n) (n > 0) from the generator; portable across
 // standard libraries, so a seed gives the same states everywhere.
 inline int64_t RandomIndex(std::mt19937* rng, int64_t n) { return static_cast<int64_t>((*rng)() % n); }
+// Uniform in [0, 1), portable likewise.
+inline double RandomUnit(std::mt19937* rng) { return static_cast<double>((*rng)()) / 4294967296.0; }
+
+// The key of a state among measured and searched ones: its steps as JSON
+// text (two states with the same steps are the same schedule).
+inline std::string StateKey(const State& s) { return s.ToJson().dump(); }
 
 }  // namespace autosched

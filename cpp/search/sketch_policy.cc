@@ -7,7 +7,10 @@
 //   init_rules.h      InitRule and the ordered CPU list (tile sizes,
 //                     parallel, unroll, vectorize); SampleInitPopulation.
 //   search_util.h     state queries and tiling helpers both lists share.
-//   sketch_policy.*   this file: the two entry points below.
+//   mutation_rules.h  MutationRule and the CPU list with probabilities.
+//   evolutionary_search.h  generations of scoring, selection and mutation.
+//   parallel.h        the parallel loop and per-item seeds.
+//   sketch_policy.*   this file: sketches, sampling and the search rounds.
 //
 // Data flow:
 //   SearchTask ─► GenerateSketches: a worklist of (partial sketch, stage id),
@@ -17,22 +20,41 @@
 //     stage id is below 0 is a finished sketch.
 //   sketches ─► SampleInitPopulation: random sketch ─► init rules ─► bound
 //     inference and lowering as a check ─► distinct states, drops counted.
-//   (next: mutations, evolutionary search with the cost model, measurement.)
+//   ContinueSearchOneRound: random states (sampled in parallel) + the best
+//     measured states ─► EvolutionarySearch (cost model scores, mutations)
+//     ─► the best unmeasured states + a few random ones (epsilon-greedy)
+//     ─► the batch to measure. RecordMeasured brings the results back: the
+//     measured set (dedup, also of a resumed log), the best measured states,
+//     and the cost model's update.
 #include "search/sketch_policy.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <unordered_set>
 
+#include "cost_model/random_model.h"
+#include "search/parallel.h"
+#include "search/search_util.h"
 #include "support/error.h"
 
 namespace autosched {
 
-SketchPolicy::SketchPolicy(SearchTask task, SearchParams params)
+SketchPolicy::SketchPolicy(SearchTask task, SearchParams params, uint64_t seed)
+    : SketchPolicy(std::move(task), std::make_shared<RandomModel>(seed), std::move(params), seed) {}
+
+SketchPolicy::SketchPolicy(SearchTask task, std::shared_ptr<CostModel> cost_model, SearchParams params,
+                           uint64_t seed)
     : task_(std::move(task)),
       params_(std::move(params)),
+      seed_(seed),
       sketch_rules_(DefaultCpuSketchRules()),
-      init_rules_(DefaultCpuInitRules()) {
+      init_rules_(DefaultCpuInitRules()),
+      mutation_rules_(DefaultCpuMutationRules()),
+      cost_model_(std::move(cost_model)) {
   AS_CHECK(task_.target.kind == TargetKind::LLVM,
            "the sketch policy has rules for CPU (llvm) targets only, not for '" << task_.target.str() << "'");
+  AS_CHECK(cost_model_ != nullptr, "the sketch policy needs a cost model");
 }
 
 void SketchPolicy::ApplyRules(const State& state, int stage_id, std::vector<std::pair<State, int>>* next) {
@@ -77,6 +99,140 @@ InitPopulation SketchPolicy::SampleInitPopulation(int n, uint32_t seed) {
   std::vector<State> sketches = GenerateSketches();
   std::mt19937 rng(seed);
   return autosched::SampleInitPopulation(task_, sketches, n, &rng, params_, init_rules_);
+}
+
+// ---- search rounds ----
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void Shuffle(std::vector<State>* v, std::mt19937* rng) {
+  for (int64_t i = static_cast<int64_t>(v->size()) - 1; i > 0; --i) {
+    std::swap((*v)[i], (*v)[RandomIndex(rng, i + 1)]);
+  }
+}
+
+}  // namespace
+
+const std::vector<State>& SketchPolicy::Sketches() {
+  if (!sketches_) sketches_ = GenerateSketches();
+  return *sketches_;
+}
+
+// Random states from the sketches (at least sample_init_min_population, up
+// to the population size) plus the best measured states.
+std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_states) {
+  const auto start = Clock::now();
+  const int64_t population = std::max<int64_t>(1, params_.evolutionary_search_population);
+  const int64_t use_measured = std::min(
+      static_cast<int64_t>(measured_good_.size()),
+      static_cast<int64_t>(params_.sample_init_use_measured_ratio * static_cast<double>(population)));
+  const int64_t num_random =
+      std::max<int64_t>(std::max<int64_t>(1, params_.sample_init_min_population), population - use_measured);
+  std::vector<State> pop;
+  if (!Sketches().empty()) {
+    InitPopulation sampled = SampleInitPopulationParallel(task_, Sketches(), static_cast<int>(num_random),
+                                                          SeedFor(seed_, rounds_, 1), params_, init_rules_);
+    last_round_.sampled += static_cast<int64_t>(sampled.states.size());
+    for (const auto& [reason, count] : sampled.drops) last_round_.sample_drops[reason] += count;
+    pop = std::move(sampled.states);
+  }
+  *random_states = pop;
+  std::partial_sort(measured_good_.begin(), measured_good_.begin() + use_measured, measured_good_.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int64_t i = 0; i < use_measured; ++i) pop.push_back(measured_good_[i].second);
+  last_round_.seeded_measured += use_measured;
+  last_round_.sample_seconds += SecondsSince(start);
+  return pop;
+}
+
+// num_measure - eps_greedy * num_measure states from `best`, the rest from
+// `random` (either list makes up for the other), each not measured yet.
+std::vector<State> SketchPolicy::PickEpsGreedy(const std::vector<State>& best,
+                                               const std::vector<State>& random, int num_measure) {
+  const int num_random = static_cast<int>(params_.eps_greedy * num_measure);
+  const size_t num_good = static_cast<size_t>(num_measure - num_random);
+  size_t next_best = 0, next_random = 0;
+  std::vector<State> out;
+  while (out.size() < static_cast<size_t>(num_measure)) {
+    const bool has_best = next_best < best.size(), has_random = next_random < random.size();
+    if (!has_best && !has_random) break;
+    const bool from_best = has_best && (out.size() < num_good || !has_random);
+    const State& s = from_best ? best[next_best++] : random[next_random++];
+    if (!measured_keys_.insert(StateKey(s)).second) continue;
+    out.push_back(s);
+    ++(from_best ? last_round_.picked_best : last_round_.picked_random);
+  }
+  return out;
+}
+
+std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
+  AS_CHECK(num_measure >= 1, "a search round needs to measure at least 1 state, got " << num_measure);
+  last_round_ = SearchRoundStats();
+  const SketchContext ctx{task_, params_};
+  std::vector<State> batch;
+  const int64_t tries = 1 + std::max<int64_t>(0, params_.retry_search_one_round_on_empty);
+  for (int64_t t = 0; t < tries && batch.empty(); ++t) {
+    ++rounds_;
+    ++last_round_.tries;
+    std::vector<State> random_states;
+    const std::vector<State> init = InitialPopulation(&random_states);
+    std::vector<State> best;
+    if (!init.empty()) {
+      best = EvolutionarySearch(ctx, init, 2 * num_measure, cost_model_.get(), measured_keys_,
+                                mutation_rules_, SeedFor(seed_, rounds_, 2), &last_round_.evolution);
+    }
+    std::mt19937 rng = RngFor(seed_, rounds_, 3);
+    Shuffle(&random_states, &rng);
+    batch = PickEpsGreedy(best, random_states, num_measure);
+  }
+  return batch;
+}
+
+bool SketchPolicy::IsMeasured(const State& state) const { return measured_keys_.count(StateKey(state)) != 0; }
+
+void SketchPolicy::RecordMeasured(const std::vector<State>& states,
+                                  const std::vector<MeasureResult>& results) {
+  AS_CHECK(states.size() == results.size(),
+           "RecordMeasured: " << states.size() << " states but " << results.size() << " results");
+  std::vector<MeasuredProgram> programs;
+  const double flop = task_.compute_dag.flop_ct();
+  for (size_t i = 0; i < states.size(); ++i) {
+    const std::string key = StateKey(states[i]);
+    measured_keys_.insert(key);
+    const MeasureResult& r = results[i];
+    const double cost = r.mean_cost();
+    if (r.ok() && std::isfinite(cost) && cost > 0 && good_keys_.insert(key).second) {
+      measured_good_.emplace_back(flop > 0 ? flop / cost : 1 / cost, states[i]);
+    }
+    programs.push_back({task_, states[i], r.costs, r.ok()});
+  }
+  if (programs.empty()) return;
+  const auto start = Clock::now();
+  cost_model_->Update(programs);
+  model_update_seconds_ += SecondsSince(start);
+}
+
+std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params) {
+  const SketchContext ctx{task, params};
+  const State plain(task.compute_dag);
+  std::vector<State> out;
+  std::string message;
+  if (CheckState(plain, &message).empty()) out.push_back(plain);
+  try {
+    std::mt19937 rng(0);
+    State s = MakeParallelRule()->Apply(ctx, plain, &rng);
+    s = MakeVectorizeRule()->Apply(ctx, s, &rng);
+    if (!s.SameSteps(plain) && CheckState(s, &message).empty()) out.push_back(s);
+  } catch (const std::exception&) {
+    // No parallel variant: the plain loop nest is the baseline.
+  }
+  return out;
 }
 
 }  // namespace autosched

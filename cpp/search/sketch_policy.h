@@ -1,18 +1,28 @@
-// SketchPolicy: the search policy of autosched, after Ansor's. This part
-// generates the sketches of a task and samples the initial population from
-// them; the evolutionary search, measurement and the cost model come later.
+// SketchPolicy: the search policy of autosched, after Ansor's. It generates
+// the sketches of a task, samples random states from them, and runs one round
+// of the evolutionary search guided by a cost model per batch of states to
+// measure; measured results come back to it (and its cost model).
 //
-//   SketchPolicy policy(task);                       // CPU rules, default params
-//   std::vector<State> sketches = policy.GenerateSketches();
-//   InitPopulation pop = policy.SampleInitPopulation(64, /*seed=*/1);
+//   SketchPolicy policy(task, model);                 // CPU rules, default params
+//   std::vector<State> batch = policy.ContinueSearchOneRound(64);
+//   ... measure the batch ...
+//   policy.RecordMeasured(batch, results);            // never proposed again
 //
-// See sketch_rules.h for the rules and their order, init_rules.h for sampling.
+// See sketch_rules.h for the rules and their order, init_rules.h for sampling,
+// mutation_rules.h and evolutionary_search.h for the search.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "cost_model/cost_model.h"
+#include "measure/measure.h"
+#include "search/evolutionary_search.h"
 #include "search/init_rules.h"
 #include "search/search_params.h"
 #include "search/sketch_rules.h"
@@ -20,10 +30,29 @@
 
 namespace autosched {
 
+// What the last round did and where its time went.
+struct SearchRoundStats {
+  int64_t sampled = 0;                          // random states in the initial population
+  int64_t seeded_measured = 0;                  // measured states added to it
+  std::map<std::string, int64_t> sample_drops;  // dropped sampling attempts by reason
+  EvolutionStats evolution;                     // summed over the round's tries
+  int64_t picked_best = 0;                      // states picked from the search's best
+  int64_t picked_random = 0;                    // states picked at random (epsilon-greedy)
+  int tries = 0;                                // 1 + retries of a round that found nothing new
+  double sample_seconds = 0;                    // sketches and sampling
+  // Search time without the cost model: sampling, breeding, mutation, checks.
+  double search_seconds() const { return sample_seconds + evolution.search_seconds; }
+  double cost_model_seconds() const { return evolution.cost_model_seconds; }
+};
+
 class SketchPolicy {
  public:
-  // Throws Error for a target without sketch rules yet (only llvm has them).
-  explicit SketchPolicy(SearchTask task, SearchParams params = {});
+  // A policy with a RandomModel seeded with `seed`. Throws Error for a target
+  // without sketch rules yet (only llvm has them).
+  explicit SketchPolicy(SearchTask task, SearchParams params = {}, uint64_t seed = 0);
+  // A policy guided by cost_model (shared: the caller may keep using it).
+  SketchPolicy(SearchTask task, std::shared_ptr<CostModel> cost_model, SearchParams params = {},
+               uint64_t seed = 0);
 
   const SearchTask& task() const { return task_; }
   const SearchParams& params() const { return params_; }
@@ -32,6 +61,10 @@ class SketchPolicy {
   const SketchRuleList& sketch_rules() const { return sketch_rules_; }
   InitRuleList& init_rules() { return init_rules_; }
   const InitRuleList& init_rules() const { return init_rules_; }
+  // The mutation rules with their probabilities (mutation_rules.h).
+  MutationRuleList& mutation_rules() { return mutation_rules_; }
+  const MutationRuleList& mutation_rules() const { return mutation_rules_; }
+  CostModel& cost_model() { return *cost_model_; }
 
   // Every sketch of the task, without duplicates, in generation order. A rule
   // whose apply throws is skipped for that partial sketch and recorded in
@@ -43,14 +76,53 @@ class SketchPolicy {
   // for a seed.
   InitPopulation SampleInitPopulation(int n, uint32_t seed);
 
+  // One round of the search: up to num_measure distinct states never
+  // measured (nor returned by an earlier round), mostly the best the
+  // evolutionary search found, eps_greedy of them random sampled states.
+  // They count as measured from now on. Fewer, or none, when the search
+  // finds nothing new even after retry_search_one_round_on_empty retries:
+  // the search space is exhausted. Throws Error when num_measure < 1.
+  std::vector<State> ContinueSearchOneRound(int num_measure);
+  const SearchRoundStats& last_round() const { return last_round_; }
+
+  // Measured states and their results (from this policy's rounds, a record
+  // log being resumed, or elsewhere): never proposed again, the fastest seed
+  // later populations, and the cost model is updated with them. Throws Error
+  // when the lengths differ.
+  void RecordMeasured(const std::vector<State>& states, const std::vector<MeasureResult>& results);
+  bool IsMeasured(const State& state) const;
+  size_t num_measured() const { return measured_keys_.size(); }
+  // Seconds the cost model's updates took so far.
+  double model_update_seconds() const { return model_update_seconds_; }
+
  private:
   void ApplyRules(const State& state, int stage_id, std::vector<std::pair<State, int>>* next);
+  const std::vector<State>& Sketches();
+  std::vector<State> InitialPopulation(std::vector<State>* random_states);
+  std::vector<State> PickEpsGreedy(const std::vector<State>& best, const std::vector<State>& random,
+                                   int num_measure);
 
   SearchTask task_;
   SearchParams params_;
+  uint64_t seed_ = 0;
   SketchRuleList sketch_rules_;
   InitRuleList init_rules_;
+  MutationRuleList mutation_rules_;
+  std::shared_ptr<CostModel> cost_model_;
   std::vector<std::string> rule_failures_;
+  std::optional<std::vector<State>> sketches_;  // generated on the first round
+  std::unordered_set<std::string> measured_keys_;
+  std::vector<std::pair<double, State>> measured_good_;  // (throughput, state) of successful measurements
+  std::unordered_set<std::string> good_keys_;            // their keys
+  uint64_t rounds_ = 0;
+  SearchRoundStats last_round_;
+  double model_update_seconds_ = 0;
 };
+
+// What a tuning run measures before searching: the plain loop nest of the
+// task's DAG, and the same with the init rules "parallel" and "vectorize"
+// applied (outer loops parallel, inner loops vectorized). Distinct states
+// that pass bound inference and lowering, the plain one first.
+std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params = {});
 
 }  // namespace autosched

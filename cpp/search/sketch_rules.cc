@@ -109,12 +109,11 @@ class SimplifyComputeWithConstTensorRule : public SketchRule {
 // ---- add-rfactor ----
 
 // A reduction with little parallelism across its spatial axes is factored:
-// its largest reduce axis is split and one part becomes a spatial axis of a
-// new stage "<name>.rf", which the original stage then reduces. Two sketches:
-// the outer part factored (parallel over it) and the inner part factored
-// (placed innermost, vectorizable). The split length is provisional (see
-// IsRfactorSplit). The core refuses rfactor of fused iterators, so unlike
-// Ansor several reduce axes are not fused first: only the largest is split.
+// its reduce axes are fused into one, which is split, and one part becomes a
+// spatial axis of a new stage "<name>.rf" that the original stage then
+// reduces. Two sketches: the outer part factored (parallel over it) and the
+// inner part factored (placed innermost, vectorizable). The split length is
+// provisional (see IsRfactorSplit).
 class AddRfactorRule : public SketchRule {
  public:
   std::string name() const override { return "add-rfactor"; }
@@ -133,17 +132,20 @@ class AddRfactorRule : public SketchRule {
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
     const Stage& st = s.stage(stage_id);
     const int num_spatial = static_cast<int>(st.op->axis.size());
-    int axis = -1;
-    for (int i = num_spatial; i < st.num_iters(); ++i) {
-      if (axis < 0 || st.iter(i).extent >= st.iter(axis).extent) axis = i;
+    // An untouched stage lists its spatial axes, then its reduce axes.
+    State fused = s;
+    if (st.num_iters() - num_spatial > 1) {
+      std::vector<int> reduce_ids;
+      for (int i = num_spatial; i < st.num_iters(); ++i) reduce_ids.push_back(i);
+      fused = s.Fuse(stage_id, reduce_ids);
     }
-    const State split = s.Split(stage_id, axis, {int64_t{1}});
+    const State split = fused.Split(stage_id, num_spatial, {int64_t{1}});
     Results out;
-    for (int part : {axis, axis + 1}) {
+    for (int part : {num_spatial, num_spatial + 1}) {
       State r = split.Apply(RfactorStep{stage_id, part, num_spatial});
       AS_CHECK(r.stage(stage_id + 1).name() == st.name() && r.stage(stage_id).name().rfind(st.name(), 0) == 0,
                "rfactor of '" << st.name() << "' did not place its new stage right before it");
-      if (part == axis + 1) {  // the factored axis innermost
+      if (part == num_spatial + 1) {  // the factored axis innermost
         std::vector<int> order;
         for (int i = 0; i < r.stage(stage_id).num_iters(); ++i) {
           if (i != num_spatial) order.push_back(i);
@@ -159,16 +161,16 @@ class AddRfactorRule : public SketchRule {
 
 // ---- add-cache-write ----
 
-// A stage worth multi-level tiling with no element-wise consumer to fuse into
-// computes into a "<name>.local" stage, which the next rule fuses into the
-// copy. Apply (not ApplyAndSkipRest): the sketch without the cache is kept.
+// A stage worth multi-level tiling computes into a "<name>.local" stage,
+// which the next rule fuses into the copy. Apply (not ApplyAndSkipRest): the
+// sketches without the cache (tiled, or fused into an element-wise consumer)
+// are kept too, so a matmul with a bias gets both kinds.
 class AddCacheWriteRule : public SketchRule {
  public:
   std::string name() const override { return "add-cache-write"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id) || !NeedsMultiLevelTiling(s, stage_id)) return Condition::Skip;
-    if (IsCacheWriteStage(s, stage_id) || ElementwiseFusionTarget(s, stage_id) >= 0) return Condition::Skip;
-    return Condition::Apply;
+    return IsCacheWriteStage(s, stage_id) ? Condition::Skip : Condition::Apply;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
     const std::string name = s.stage(stage_id).name();

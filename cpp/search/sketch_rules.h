@@ -14,9 +14,10 @@
 // The CPU list, in order (DefaultCpuSketchRules):
 //   always-inline                     strictly inlineable element-wise stage: inline it
 //   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
-//   add-rfactor                       a reduction with little spatial parallelism: factor it
-//   add-cache-write                   multi-level tiling without an element-wise consumer:
-//                                     compute into a "local" stage, copy out
+//   add-rfactor                       a reduction with little spatial parallelism: fuse its
+//                                     reduce axes, split, factor a part
+//   add-cache-write                   multi-level tiling: compute into a "local" stage, copy
+//                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
 //   multi-level-tiling                tile "SSRSRS"
 //   skip-stage                        leave the stage as it is

@@ -77,6 +77,42 @@ class SearchTask(_core.SearchTask):
     def __repr__(self):
         return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target.text}\")"
 
+    # ---- tuning (python/autosched/tuner.py) ----
+    def tune(self, options, search_policy=None, cost_model=None):
+        """Tunes the task (see autosched.tuner); returns a TuneResult."""
+        from . import tuner
+        return tuner.tune(self, options, search_policy, cost_model)
+
+    def apply_best(self, log_file):
+        """The fastest verified schedule of this task (workload key and target) in the log, as a State of
+        this task's DAG. Raises ValueError when the log has none."""
+        from .records import load_best_record
+        from .state import State
+        inp, _ = load_best_record(log_file, workload_key=self.workload_key, target=self.target)
+        if inp is None:
+            raise ValueError(f"record log '{log_file}' has no successful measurement of task "
+                             f"'{self.desc or self.workload_key}' (workload key {self.workload_key}, target "
+                             f"'{self.target}')")
+        return State.from_json(self.compute_dag, inp.state.to_json())
+
+    def print_best(self, log_file, print_mode="schedule"):
+        """The best schedule in the log as text: "schedule" the Python steps that make it, "loops" its loop
+        nest, "lowered" the lowered loop-nest IR."""
+        state = self.apply_best(log_file)
+        if print_mode == "schedule":
+            return state.core.print_python_steps()
+        if print_mode == "loops":
+            return str(state)
+        if print_mode == "lowered":
+            from .build_module import lower
+            return lower(state)
+        raise ValueError(f"print_mode must be 'schedule', 'loops' or 'lowered', got {print_mode!r}")
+
+    def build_best(self, log_file):
+        """The best schedule in the log, compiled for the task's target (a callable module)."""
+        from .build_module import build
+        return build(self, self.apply_best(log_file))
+
 
 def _stored_workload(stored):
     """The "workload" record of a task's JSON ({"name", "args", "module"}), checked; None when absent."""

@@ -126,7 +126,8 @@ TEST(SketchRules, FusionIntoElementWiseConsumer) {
   const SketchContext ctx{task, params};
   const State s = State(task.compute_dag).ComputeInline(3);  // E inlined: C's consumer is D
   EXPECT_EQ(ElementwiseFusionTarget(s, 2), 4);
-  EXPECT_EQ(MakeAddCacheWriteRule()->MeetCondition(ctx, s, 2), Condition::Skip);
+  // The cache write applies too (Apply): both kinds of sketches are kept.
+  EXPECT_EQ(MakeAddCacheWriteRule()->MeetCondition(ctx, s, 2), Condition::Apply);
   auto rule = MakeMultiLevelTilingWithFusionRule();
   ASSERT_EQ(rule->MeetCondition(ctx, s, 2), Condition::Apply);
   auto out = rule->Apply(ctx, s, 2);
@@ -190,18 +191,20 @@ TEST(SketchPolicy, MatmulGivesTilingAndCacheWriteSketches) {
   EXPECT_EQ(cached, 2);
 }
 
-TEST(SketchPolicy, MatmulReluGivesFusedAndUnfusedSketches) {
+TEST(SketchPolicy, MatmulReluGivesFusedCachedAndUnfusedSketches) {
   SketchPolicy policy(MakeTask(MatmulRelu(64, 64, 64)));
   const auto sketches = policy.GenerateSketches();
   EXPECT_TRUE(policy.rule_failures().empty());
-  ASSERT_EQ(sketches.size(), 3u);
-  int fused = 0;
+  ASSERT_EQ(sketches.size(), 5u);  // cache write at level 1, 2; fused at level 1, 2; tiled
+  int fused = 0, cached = 0;
   for (const State& s : sketches) {
-    EXPECT_EQ(s.stage(3).loc, ComputeLocKind::Inlined);
-    EXPECT_EQ(CountSteps(s, "CHW"), 0);
-    fused += s.stage(2).loc == ComputeLocKind::At;
+    const int cache = CountSteps(s, "CHW");
+    cached += cache;
+    EXPECT_EQ(s.stage(3 + cache).loc, ComputeLocKind::Inlined);  // E
+    fused += cache == 0 && s.stage(2).loc == ComputeLocKind::At;
   }
   EXPECT_EQ(fused, 2);
+  EXPECT_EQ(cached, 2);
 }
 
 TEST(SketchPolicy, ReductionGivesRfactorSketches) {

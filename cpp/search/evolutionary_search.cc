@@ -1,0 +1,201 @@
+#include "search/evolutionary_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+
+#include "search/parallel.h"
+#include "search/search_util.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The best states seen, at most `capacity`, none measured, each once.
+class BestHeap {
+ public:
+  BestHeap(size_t capacity, const std::unordered_set<std::string>& measured)
+      : capacity_(capacity), measured_(measured) {}
+
+  void Offer(double score, const std::string& key, const State& state) {
+    if (!std::isfinite(score) || measured_.count(key) || kept_.count(key)) return;
+    if (heap_.size() == capacity_) {
+      if (score <= heap_.front().score) return;
+      std::pop_heap(heap_.begin(), heap_.end(), Lower);
+      kept_.erase(heap_.back().key);
+      heap_.pop_back();
+    }
+    heap_.push_back({score, key, state});
+    std::push_heap(heap_.begin(), heap_.end(), Lower);
+    kept_.insert(key);
+  }
+
+  std::vector<State> BestFirst() {
+    std::sort(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return a.score > b.score; });
+    std::vector<State> out;
+    for (Entry& e : heap_) out.push_back(std::move(e.state));
+    return out;
+  }
+
+ private:
+  struct Entry {
+    double score;
+    std::string key;
+    State state;
+  };
+  // A min-heap on the score: the front is the worst kept state.
+  static bool Lower(const Entry& a, const Entry& b) { return a.score > b.score; }
+
+  size_t capacity_;
+  const std::unordered_set<std::string>& measured_;
+  std::vector<Entry> heap_;
+  std::unordered_set<std::string> kept_;
+};
+
+// Scores every state, asking the model once per distinct state.
+std::vector<double> ScorePopulation(const SketchContext& ctx, const std::vector<State>& pop,
+                                    const std::vector<std::string>& keys, CostModel* model,
+                                    EvolutionStats* stats) {
+  std::unordered_map<std::string, size_t> slot;
+  std::vector<State> distinct;
+  std::vector<size_t> index(pop.size());
+  for (size_t i = 0; i < pop.size(); ++i) {
+    auto [it, fresh] = slot.emplace(keys[i], distinct.size());
+    if (fresh) distinct.push_back(pop[i]);
+    index[i] = it->second;
+  }
+  const auto start = Clock::now();
+  std::vector<double> distinct_scores = model->Predict(ctx.task, distinct);
+  stats->cost_model_seconds += SecondsSince(start);
+  AS_ICHECK(distinct_scores.size() == distinct.size());
+  stats->scored += static_cast<int64_t>(distinct.size());
+  std::vector<double> scores(pop.size());
+  for (size_t i = 0; i < pop.size(); ++i) scores[i] = distinct_scores[index[i]];
+  return scores;
+}
+
+// Index drawn with probability proportional to its weight (cumulative sums).
+size_t Choose(const std::vector<double>& cumulative, std::mt19937* rng) {
+  const double u = RandomUnit(rng) * cumulative.back();
+  auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
+  return std::min<size_t>(it - cumulative.begin(), cumulative.size() - 1);
+}
+
+// What one slot of the next generation got.
+struct Slot {
+  State state;
+  bool mutated = false;
+  int attempts = 0;
+  std::vector<std::pair<std::string, std::string>> failures;  // (reason, message)
+};
+
+constexpr int kTriesPerSlot = 4;
+
+Slot BreedSlot(const SketchContext& ctx, const std::vector<State>& pop, const std::vector<double>& cumulative,
+               const MutationRuleList& rules, std::mt19937* rng) {
+  Slot slot{pop[Choose(cumulative, rng)], false, 0, {}};
+  for (int t = 0; t < kTriesPerSlot; ++t) {
+    const State& parent = t == 0 ? slot.state : pop[Choose(cumulative, rng)];
+    if (RandomUnit(rng) >= ctx.params.evolutionary_search_mutation_prob) {
+      slot.state = parent;
+      return slot;
+    }
+    ++slot.attempts;
+    MutationResult r = MutateState(ctx, parent, rules, rng);
+    if (r.state) {
+      slot.state = std::move(*r.state);
+      slot.mutated = true;
+      return slot;
+    }
+    slot.failures.emplace_back(r.failure, r.message);
+    slot.state = parent;
+  }
+  return slot;  // a copy of the last parent
+}
+
+std::vector<State> Breed(const SketchContext& ctx, const std::vector<State>& pop,
+                         const std::vector<double>& weights, const MutationRuleList& rules, uint64_t seed,
+                         int generation, EvolutionStats* stats) {
+  std::vector<double> cumulative(weights.size());
+  std::partial_sum(weights.begin(), weights.end(), cumulative.begin());
+  const int64_t size = std::max<int64_t>(1, ctx.params.evolutionary_search_population);
+  std::vector<Slot> slots(size, Slot{pop.front(), false, 0, {}});
+  RunParallel(size, static_cast<int>(ctx.params.num_threads), [&](int64_t i) {
+    std::mt19937 rng = RngFor(seed, static_cast<uint64_t>(generation), static_cast<uint64_t>(i));
+    slots[i] = BreedSlot(ctx, pop, cumulative, rules, &rng);
+  });
+  std::vector<State> next;
+  next.reserve(size);
+  for (Slot& s : slots) {
+    stats->attempts += s.attempts;
+    (s.mutated ? stats->mutated : stats->copied) += 1;
+    for (auto& [reason, message] : s.failures) {
+      ++stats->failures[reason];
+      if (!message.empty()) stats->failure_messages.emplace(reason, message);
+    }
+    next.push_back(std::move(s.state));
+  }
+  return next;
+}
+
+}  // namespace
+
+std::vector<double> SelectionWeights(const std::vector<double>& scores) {
+  std::vector<double> w(scores.size(), 0.0);
+  bool positive = false;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (std::isfinite(scores[i]) && scores[i] > 0) {
+      w[i] = scores[i];
+      positive = true;
+    }
+  }
+  if (positive) return w;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (std::isfinite(scores[i])) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  for (size_t r = 0; r < order.size(); ++r) w[order[r]] = static_cast<double>(r + 1);
+  return w;
+}
+
+std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vector<State>& init_population,
+                                      int num_out, CostModel* model,
+                                      const std::unordered_set<std::string>& measured,
+                                      const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats) {
+  AS_CHECK(num_out >= 1, "the evolutionary search needs to return at least 1 state, got " << num_out);
+  AS_ICHECK(model != nullptr && stats != nullptr);
+  BestHeap heap(static_cast<size_t>(num_out), measured);
+  std::vector<State> pop = init_population;
+  const int64_t num_iters = std::max<int64_t>(0, ctx.params.evolutionary_search_num_iters);
+  for (int k = 0; k <= num_iters && !pop.empty(); ++k) {
+    auto start = Clock::now();
+    std::vector<std::string> keys(pop.size());
+    RunParallel(static_cast<int64_t>(pop.size()), static_cast<int>(ctx.params.num_threads),
+                [&](int64_t i) { keys[i] = StateKey(pop[i]); });
+    stats->search_seconds += SecondsSince(start);
+    const std::vector<double> scores = ScorePopulation(ctx, pop, keys, model, stats);
+    ++stats->generations;
+    for (size_t i = 0; i < pop.size(); ++i) {
+      heap.Offer(scores[i], keys[i], pop[i]);
+      if (std::isfinite(scores[i])) stats->best_score = std::max(stats->best_score, scores[i]);
+    }
+    if (k == num_iters) break;
+    const std::vector<double> weights = SelectionWeights(scores);
+    if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
+    start = Clock::now();
+    pop = Breed(ctx, pop, weights, rules, seed, k, stats);
+    stats->search_seconds += SecondsSince(start);
+  }
+  return heap.BestFirst();
+}
+
+}  // namespace autosched

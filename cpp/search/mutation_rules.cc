@@ -1,0 +1,355 @@
+// The CPU mutation rules, one small class each, and MutateState. Every rule
+// edits a copy of the step list and replays it (State::FromSteps), so the
+// core checks each step as it would for a user's schedule.
+#include "search/mutation_rules.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "lower/lower.h"
+#include "schedule/infer_bound.h"
+#include "search/search_util.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+template <typename T>
+std::vector<int> StepsOfKind(const std::vector<Step>& steps) {
+  std::vector<int> ids;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    if (std::holds_alternative<T>(steps[i])) ids.push_back(i);
+  }
+  return ids;
+}
+
+template <typename T>
+const T& Pick(const std::vector<T>& v, std::mt19937* rng) {
+  return v[RandomIndex(rng, static_cast<int64_t>(v.size()))];
+}
+
+std::vector<int64_t> DivisorsAbove1(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 2; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// True when some stage is computed at iterator node `node` of stage_id.
+bool HasAttachedStage(const State& s, int stage_id, int node) {
+  for (const Stage& st : s.stages()) {
+    if (st.loc == ComputeLocKind::At && st.attach_stage == stage_id && st.attach_node == node) return true;
+  }
+  return false;
+}
+
+// ---- tile-size ----
+
+// The parts of a split are its lengths plus the part that covers the rest
+// (outermost with inner_to_outer, else innermost). A factor of one part moves
+// to another, so the product stays the extent; only splits whose lengths
+// divide the extent exactly qualify.
+class MutateTileSizeRule : public MutationRule {
+ public:
+  std::string name() const override { return "tile-size"; }
+  std::optional<State> Apply(const SketchContext& ctx, const State& s, std::mt19937* rng) const override {
+    std::vector<Step> steps = s.steps();
+    std::vector<int> candidates;
+    for (int id : StepsOfKind<SplitStep>(steps)) {
+      if (!Parts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
+    }
+    if (candidates.empty()) return std::nullopt;
+    auto& split = std::get<SplitStep>(steps[Pick(candidates, rng)]);
+    std::vector<int64_t> parts = Parts(split);
+    const int n = static_cast<int>(parts.size());
+    const int64_t max_inner = ctx.params.max_innermost_split_factor;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const int src = static_cast<int>(RandomIndex(rng, n));
+      const int dst = static_cast<int>((src + 1 + RandomIndex(rng, n - 1)) % n);
+      if (parts[src] == 1) continue;
+      const int64_t factor = Pick(DivisorsAbove1(parts[src]), rng);
+      if (dst == n - 1 && parts[dst] * factor > max_inner) continue;
+      parts[src] /= factor;
+      parts[dst] *= factor;
+      const size_t first = split.inner_to_outer ? 1 : 0;
+      for (size_t k = 0; k < split.lengths.size(); ++k) split.lengths[k] = parts[first + k];
+      return State::FromSteps(s.init_dag(), steps);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // Every part, outermost first; empty when the split does not qualify.
+  static std::vector<int64_t> Parts(const SplitStep& split) {
+    if (!split.extent || *split.extent < 1) return {};
+    int64_t product = 1;
+    std::vector<int64_t> lengths;
+    for (const auto& len : split.lengths) {
+      if (!len) return {};
+      product *= *len;
+      lengths.push_back(*len);
+    }
+    if (*split.extent % product != 0 || *split.extent == 1) return {};
+    const int64_t rest = *split.extent / product;
+    if (split.inner_to_outer)
+      lengths.insert(lengths.begin(), rest);
+    else
+      lengths.push_back(rest);
+    return lengths;
+  }
+};
+
+// ---- auto-unroll ----
+
+class MutateAutoUnrollRule : public MutationRule {
+ public:
+  std::string name() const override { return "auto-unroll"; }
+  std::optional<State> Apply(const SketchContext& ctx, const State& s, std::mt19937* rng) const override {
+    static const std::string kPrefix = "auto_unroll_max_step$";
+    std::vector<Step> steps = s.steps();
+    std::vector<int> candidates;
+    for (int id : StepsOfKind<PragmaStep>(steps)) {
+      if (std::get<PragmaStep>(steps[id]).pragma_type.rfind(kPrefix, 0) == 0) candidates.push_back(id);
+    }
+    if (candidates.empty()) return std::nullopt;
+    auto& pragma = std::get<PragmaStep>(steps[Pick(candidates, rng)]);
+    std::vector<int64_t> values;
+    const int64_t iterations = StageIterations(s.stage(pragma.stage_id));
+    for (int64_t v : UsefulUnrollSteps(ctx.params.auto_unroll_candidates, iterations)) {
+      if (kPrefix + std::to_string(v) != pragma.pragma_type) values.push_back(v);
+    }
+    if (values.empty()) return std::nullopt;
+    pragma.pragma_type = kPrefix + std::to_string(Pick(values, rng));
+    return State::FromSteps(s.init_dag(), steps);
+  }
+};
+
+// ---- compute-location ----
+
+// A compute_at step gets another iterator of the same target stage, taken
+// from the target's iterators as they are when the step applies: the leading
+// ones that are neither reductions nor vectorized or unrolled.
+class MutateComputeLocationRule : public MutationRule {
+ public:
+  std::string name() const override { return "compute-location"; }
+  std::optional<State> Apply(const SketchContext&, const State& s, std::mt19937* rng) const override {
+    std::vector<Step> steps = s.steps();
+    const std::vector<int> candidates = StepsOfKind<ComputeAtStep>(steps);
+    if (candidates.empty()) return std::nullopt;
+    const int id = Pick(candidates, rng);
+    auto& step = std::get<ComputeAtStep>(steps[id]);
+    const State before = State::FromSteps(s.init_dag(), {steps.begin(), steps.begin() + id});
+    const Stage& target = before.stage(step.target_stage_id);
+    std::vector<int> positions;
+    for (int p = 0; p < target.num_iters(); ++p) {
+      const Iterator& it = target.iter(p);
+      if (it.kind != IteratorKind::Spatial || it.annotation == IteratorAnnotation::Vectorize ||
+          it.annotation == IteratorAnnotation::Unroll)
+        break;
+      if (p != step.target_iter_id) positions.push_back(p);
+    }
+    if (positions.empty()) return std::nullopt;
+    step.target_iter_id = Pick(positions, rng);
+    return State::FromSteps(s.init_dag(), steps);
+  }
+};
+
+// ---- parallel ----
+
+// Later steps address the parallel stage's iterators by position: fusing k2
+// instead of k1 loops shifts the positions after the fused loop by k1 - k2.
+// nullopt when a step cannot be moved along (it names a loop that is now
+// fused, reorders the stage, or changes the stage list).
+std::optional<Step> ShiftPositions(Step step, int stage_id, int first, int shift) {
+  bool ok = true;
+  auto move = [&](int* pos) {
+    if (*pos <= first) return;
+    *pos += shift;
+    ok = ok && *pos > first;
+  };
+  std::visit(
+      [&](auto& st) {
+        using T = std::decay_t<decltype(st)>;
+        if constexpr (std::is_same_v<T, CacheReadStep> || std::is_same_v<T, CacheWriteStep> ||
+                      std::is_same_v<T, RfactorStep>) {
+          ok = false;
+        } else if constexpr (std::is_same_v<T, ComputeAtStep>) {
+          if (st.target_stage_id == stage_id) move(&st.target_iter_id);
+        } else if constexpr (std::is_same_v<T, ReorderStep>) {
+          ok = st.stage_id != stage_id;
+        } else if constexpr (std::is_same_v<T, FuseStep>) {
+          if (st.stage_id == stage_id) {
+            for (int& p : st.fused_ids) move(&p);
+          }
+        } else if constexpr (std::is_same_v<T, ComputeInlineStep> || std::is_same_v<T, ComputeRootStep>) {
+          // No iterator position of the stage's loops.
+        } else {
+          if (st.stage_id == stage_id) move(&st.iter_id);
+        }
+      },
+      step);
+  if (!ok) return std::nullopt;
+  return step;
+}
+
+class MutateParallelRule : public MutationRule {
+ public:
+  std::string name() const override { return "parallel"; }
+  std::optional<State> Apply(const SketchContext&, const State& s, std::mt19937* rng) const override {
+    const std::vector<Step>& steps = s.steps();
+    std::vector<int> candidates;
+    for (int id : StepsOfKind<AnnotationStep>(steps)) {
+      if (std::get<AnnotationStep>(steps[id]).annotation == IteratorAnnotation::Parallel)
+        candidates.push_back(id);
+    }
+    if (candidates.empty()) return std::nullopt;
+    const int ann_id = Pick(candidates, rng);
+    const AnnotationStep ann = std::get<AnnotationStep>(steps[ann_id]);
+    const auto* fuse = ann_id > 0 ? std::get_if<FuseStep>(&steps[ann_id - 1]) : nullptr;
+    const bool fused =
+        fuse != nullptr && fuse->stage_id == ann.stage_id && fuse->fused_ids.front() == ann.iter_id;
+    const int start = fused ? ann_id - 1 : ann_id;  // the steps replaced
+    const int old_count = fused ? static_cast<int>(fuse->fused_ids.size()) : 1;
+    const State before = State::FromSteps(s.init_dag(), {steps.begin(), steps.begin() + start});
+    const Stage& st = before.stage(ann.stage_id);
+    // Like the parallel init rule, the fuse ends at a loop where another
+    // stage is attached: fusing the loops inside it would leave that stage a
+    // smaller region than its tiles.
+    int max_count = 0;
+    for (int p = ann.iter_id; p < st.num_iters(); ++p) {
+      const Iterator& it = st.iter(p);
+      if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
+      ++max_count;
+      if (HasAttachedStage(before, ann.stage_id, st.leaves[p])) break;
+    }
+    std::vector<int> counts;
+    for (int c = 1; c <= max_count; ++c) {
+      if (c != old_count) counts.push_back(c);
+    }
+    if (counts.empty()) return std::nullopt;
+    const int count = Pick(counts, rng);
+    std::vector<Step> out(steps.begin(), steps.begin() + start);
+    if (count > 1) {
+      std::vector<int> ids(count);
+      std::iota(ids.begin(), ids.end(), ann.iter_id);
+      out.push_back(FuseStep{ann.stage_id, ids});
+    }
+    out.push_back(ann);
+    // Step ids after the replaced ones move when the fuse appears or goes.
+    const int step_shift = static_cast<int>(out.size()) - (ann_id + 1);
+    for (size_t i = ann_id + 1; i < steps.size(); ++i) {
+      std::optional<Step> moved = ShiftPositions(steps[i], ann.stage_id, ann.iter_id, old_count - count);
+      if (!moved) return std::nullopt;
+      ShiftStepRefs(&*moved, start, step_shift);
+      out.push_back(*moved);
+    }
+    return State::FromSteps(s.init_dag(), out);
+  }
+
+ private:
+  // Follow-split steps name earlier steps by index.
+  static void ShiftStepRefs(Step* step, int from, int shift) {
+    if (auto* f = std::get_if<FollowSplitStep>(step); f && f->src_step_id >= from) f->src_step_id += shift;
+    if (auto* f = std::get_if<FollowFusedSplitStep>(step)) {
+      for (int& id : f->src_step_ids) {
+        if (id >= from) id += shift;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const MutationRule> MakeMutateTileSizeRule() {
+  return std::make_shared<MutateTileSizeRule>();
+}
+std::shared_ptr<const MutationRule> MakeMutateAutoUnrollRule() {
+  return std::make_shared<MutateAutoUnrollRule>();
+}
+std::shared_ptr<const MutationRule> MakeMutateComputeLocationRule() {
+  return std::make_shared<MutateComputeLocationRule>();
+}
+std::shared_ptr<const MutationRule> MakeMutateParallelRule() {
+  return std::make_shared<MutateParallelRule>();
+}
+
+MutationRuleList DefaultCpuMutationRules() {
+  return {{MakeMutateTileSizeRule(), 0.90},
+          {MakeMutateAutoUnrollRule(), 0.04},
+          {MakeMutateComputeLocationRule(), 0.05},
+          {MakeMutateParallelRule(), 0.01}};
+}
+
+std::string CheckState(const State& state, std::string* message) {
+  std::string phase = "infer_bound";
+  try {
+    const State bounded = InferBound(state);
+    phase = "padding";
+    const double padding = PaddingRatio(bounded);
+    if (padding > kMaxPaddingRatio) {
+      *message = "a stage runs " + std::to_string(padding) + " times the iterations of its region";
+      return phase;
+    }
+    phase = "lower";
+    Lower(state);
+  } catch (const std::exception& e) {
+    *message = e.what();
+    return phase;
+  }
+  return "";
+}
+
+double PaddingRatio(const State& bounded) {
+  double worst = 1;
+  for (int id = 0; id < static_cast<int>(bounded.stages().size()); ++id) {
+    if (!HasLoops(bounded, id)) continue;
+    const Stage& st = bounded.stage(id);
+    double leaves = 1, roots = 1;
+    for (int i = 0; i < st.num_iters(); ++i)
+      leaves *= static_cast<double>(std::max<int64_t>(1, st.iter(i).extent));
+    for (int n = 0; n < st.num_root; ++n)
+      roots *= static_cast<double>(std::max<int64_t>(1, st.nodes[n].extent));
+    worst = std::max(worst, leaves / roots);
+  }
+  return worst;
+}
+
+MutationResult MutateState(const SketchContext& ctx, const State& state, const MutationRuleList& rules,
+                           std::mt19937* rng) {
+  MutationResult out;
+  double total = 0;
+  for (const auto& r : rules) total += std::max(0.0, r.probability);
+  if (rules.empty() || total <= 0) {
+    out.failure = "no rule";
+    return out;
+  }
+  double u = RandomUnit(rng) * total;
+  size_t pick = 0;
+  while (pick + 1 < rules.size() && u >= std::max(0.0, rules[pick].probability)) {
+    u -= std::max(0.0, rules[pick].probability);
+    ++pick;
+  }
+  const MutationRule& rule = *rules[pick].rule;
+  std::optional<State> mutated;
+  try {
+    mutated = rule.Apply(ctx, state, rng);
+  } catch (const std::exception& e) {
+    out.failure = rule.name() + ": replay";
+    out.message = e.what();
+    return out;
+  }
+  if (!mutated) {
+    out.failure = rule.name() + ": nothing";
+    return out;
+  }
+  const std::string check = CheckState(*mutated, &out.message);
+  if (!check.empty()) {
+    out.failure = rule.name() + ": " + check;
+    return out;
+  }
+  out.state = std::move(mutated);
+  return out;
+}
+
+}  // namespace autosched

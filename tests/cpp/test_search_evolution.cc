@@ -1,0 +1,380 @@
+// Mutations and the evolutionary search: every mutation keeps a state valid
+// (split products equal the extents, the result lowers and computes what the
+// reference computes), the search returns distinct unmeasured states and is
+// reproducible for a seed with any number of threads, and the policy's
+// rounds never propose a state twice.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cost_model/random_model.h"
+#include "schedule/infer_bound.h"
+#include "schedule_test_util.h"
+#include "search/evolutionary_search.h"
+#include "search/parallel.h"
+#include "search/search_util.h"
+#include "search/sketch_policy.h"
+
+namespace autosched {
+namespace {
+
+using sched_test::Axis;
+using sched_test::ExpectMatchesReference;
+using sched_test::MatmulRelu;
+
+const DataType kF32 = DataType::Float(32);
+
+SearchTask MakeTask(const ComputeDAG& dag, int64_t num_cores = 4) {
+  HardwareParams hw = DefaultHardwareParams(Target::Parse("llvm"));
+  hw.num_cores = num_cores;
+  hw.vector_unit_bytes = 32;
+  return SearchTask(dag, "", Target::Parse("llvm"), hw, "test");
+}
+
+ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) {
+  Tensor a = placeholder({n, k}, kF32, "A");
+  Tensor b = placeholder({k, m}, kF32, "B");
+  IterVar i = Axis("i", n), j = Axis("j", m);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
+  return ComputeDAG({a, b, c});
+}
+
+// [X, S] with S[i] = sum over (k1, k2) of X[i, k1, k2].
+ComputeDAG SumOfTwoAxes(int64_t n, int64_t k1, int64_t k2) {
+  Tensor x = placeholder({n, k1, k2}, kF32, "X");
+  IterVar i = Axis("i", n);
+  IterVar r1 = MakeReduceAxis(0, k1, "k1"), r2 = MakeReduceAxis(0, k2, "k2");
+  return ComputeDAG(
+      {x, compute("S", {i}, ReduceNode::make(Combiner::Sum, x({i.var, r1.var, r2.var}), {r1, r2}))});
+}
+
+ComputeDAG Add(int64_t n) {
+  Tensor a = placeholder({n}, kF32, "A");
+  Tensor b = placeholder({n}, kF32, "B");
+  IterVar i = Axis("i", n);
+  return ComputeDAG({a, b, compute("C", {i}, a({i.var}) + b({i.var}))});
+}
+
+std::vector<State> Sample(const SearchTask& task, int n, uint32_t seed = 1) {
+  SketchPolicy policy(task);
+  return policy.SampleInitPopulation(n, seed).states;
+}
+
+MutationRuleList Only(const std::string& name) {
+  for (const auto& r : DefaultCpuMutationRules()) {
+    if (r.rule->name() == name) return {r};
+  }
+  ADD_FAILURE() << "no rule " << name;
+  return {};
+}
+
+// Every split of a complete state: the lengths multiply to a divisor of the
+// extent recorded in the step.
+void ExpectSplitsDivide(const State& s) {
+  for (const Step& step : s.steps()) {
+    const auto* sp = std::get_if<SplitStep>(&step);
+    if (sp == nullptr) continue;
+    int64_t product = 1;
+    for (const auto& l : sp->lengths) {
+      ASSERT_TRUE(l.has_value());
+      product *= *l;
+    }
+    ASSERT_TRUE(sp->extent.has_value());
+    EXPECT_EQ(*sp->extent % product, 0);
+  }
+}
+
+int NumSteps(const State& s, const char* kind) {
+  int n = 0;
+  for (const Step& step : s.steps()) n += std::string(StepRecordName(step)) == kind;
+  return n;
+}
+
+TEST(MutationRules, DefaultListHasProbabilitiesBesideTheRules) {
+  const MutationRuleList rules = DefaultCpuMutationRules();
+  ASSERT_EQ(rules.size(), 4u);
+  EXPECT_EQ(rules[0].rule->name(), "tile-size");
+  EXPECT_DOUBLE_EQ(rules[0].probability, 0.90);
+  EXPECT_EQ(rules[1].rule->name(), "auto-unroll");
+  EXPECT_EQ(rules[2].rule->name(), "compute-location");
+  EXPECT_EQ(rules[3].rule->name(), "parallel");
+}
+
+TEST(MutationRules, TileSizeKeepsProductsAndChangesOneSplit) {
+  const SearchTask task = MakeTask(MatmulRelu(24, 32, 16));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  int changed = 0;
+  std::mt19937 rng(5);
+  for (const State& s : Sample(task, 12)) {
+    for (int k = 0; k < 6; ++k) {
+      MutationResult r = MutateState(ctx, s, Only("tile-size"), &rng);
+      if (!r.state) continue;
+      ++changed;
+      ExpectSplitsDivide(*r.state);
+      ASSERT_EQ(r.state->steps().size(), s.steps().size());
+      int differing = 0;
+      for (size_t i = 0; i < s.steps().size(); ++i) {
+        differing += StepToJson(s.steps()[i]) != StepToJson(r.state->steps()[i]);
+        if (const auto* sp = std::get_if<SplitStep>(&r.state->steps()[i])) {
+          EXPECT_LE(*sp->lengths.back(), params.max_innermost_split_factor);
+        }
+      }
+      EXPECT_EQ(differing, 1);
+      if (changed % 8 == 1) ExpectMatchesReference(*r.state);
+    }
+  }
+  EXPECT_GT(changed, 20);
+}
+
+TEST(MutationRules, AutoUnrollPicksAnotherCandidate) {
+  const SearchTask task = MakeTask(Matmul(16, 16, 16));
+  const SearchParams params;
+  std::mt19937 rng(2);
+  for (const State& s : Sample(task, 6)) {
+    MutationResult r = MutateState(SketchContext{task, params}, s, Only("auto-unroll"), &rng);
+    ASSERT_TRUE(r.state) << r.failure << ": " << r.message;
+    std::string before, after;
+    for (size_t i = 0; i < s.steps().size(); ++i) {
+      if (const auto* p = std::get_if<PragmaStep>(&s.steps()[i])) {
+        before += p->pragma_type;
+        after += std::get<PragmaStep>(r.state->steps()[i]).pragma_type;
+      }
+    }
+    EXPECT_NE(before, after);
+  }
+}
+
+TEST(MutationRules, ComputeLocationMovesTheAttachPoint) {
+  const SearchTask task = MakeTask(MatmulRelu(16, 32, 8));
+  const SearchParams params;
+  std::mt19937 rng(9);
+  int moved = 0;
+  for (const State& s : Sample(task, 16)) {
+    if (NumSteps(s, "CA") == 0) continue;
+    MutationResult r = MutateState(SketchContext{task, params}, s, Only("compute-location"), &rng);
+    if (!r.state) {
+      EXPECT_NE(r.failure.find("compute-location: "), std::string::npos);
+      continue;
+    }
+    if (++moved <= 3) ExpectMatchesReference(*r.state);
+  }
+  EXPECT_GT(moved, 2);
+}
+
+TEST(MutationRules, ParallelChangesTheFusedLoopsAndStaysCorrect) {
+  const SearchTask task = MakeTask(MatmulRelu(16, 32, 8), 2);
+  const SearchParams params;
+  std::mt19937 rng(4);
+  int changed = 0;
+  for (const State& s : Sample(task, 16, 7)) {
+    MutationResult r = MutateState(SketchContext{task, params}, s, Only("parallel"), &rng);
+    if (!r.state) continue;
+    ++changed;
+    EXPECT_NE(StateKey(*r.state), StateKey(s));
+    ExpectSplitsDivide(*r.state);
+    ExpectMatchesReference(*r.state);
+  }
+  EXPECT_GT(changed, 2);
+}
+
+TEST(MutationRules, StateWithoutChoicesReportsNothing) {
+  const SearchTask task = MakeTask(Add(2));
+  const SearchParams params;
+  std::mt19937 rng(1);
+  for (const State& s : Sample(task, 4)) {
+    MutationResult r = MutateState(SketchContext{task, params}, s, Only("tile-size"), &rng);
+    EXPECT_FALSE(r.state);
+    EXPECT_EQ(r.failure, "tile-size: nothing");
+  }
+}
+
+// A stage fused at level 2 computes one level-2 tile of its consumer per
+// iteration: bound inference gives its level-1 tile loops the extent 1
+// instead of their split lengths (before, they ran l1 times over a region
+// that needs one, guarding the rest away).
+TEST(MutationRules, SampledStatesAreNotPaddedAtAnyFusionLevel) {
+  const SearchTask task = MakeTask(MatmulRelu(32, 32, 16));
+  SearchParams params;
+  const InitPopulation pop =
+      SampleInitPopulationParallel(task, SketchPolicy(task).GenerateSketches(), 40, 2, params);
+  int level2 = 0;
+  for (const State& s : pop.states) {
+    EXPECT_DOUBLE_EQ(PaddingRatio(InferBound(s)), 1.0) << s.ToString();
+    bool at_level2 = false;
+    for (const Step& step : s.steps()) {
+      const auto* ca = std::get_if<ComputeAtStep>(&step);
+      at_level2 = at_level2 || (ca != nullptr && ca->target_iter_id == 3);
+    }
+    if (at_level2 && ++level2 <= 2) ExpectMatchesReference(s);
+  }
+  EXPECT_GT(level2, 2);
+}
+
+TEST(EvolutionarySearch, SelectionWeights) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(SelectionWeights({0.5, -1, 2, -inf}), (std::vector<double>{0.5, 0, 2, 0}));
+  // Nothing positive: by rank among the finite scores.
+  EXPECT_EQ(SelectionWeights({-3, -1, -inf, -2}), (std::vector<double>{1, 3, 0, 2}));
+  EXPECT_EQ(SelectionWeights({-inf}), (std::vector<double>{0}));
+}
+
+TEST(EvolutionarySearch, ReturnsDistinctUnmeasuredStates) {
+  const SearchTask task = MakeTask(Matmul(32, 32, 32));
+  SearchParams params;
+  params.evolutionary_search_population = 64;
+  params.evolutionary_search_num_iters = 2;
+  const std::vector<State> init = Sample(task, 48);
+  std::unordered_set<std::string> measured;
+  for (size_t i = 0; i < init.size(); i += 2) measured.insert(StateKey(init[i]));
+  RandomModel model(3);
+  EvolutionStats stats;
+  const std::vector<State> out = EvolutionarySearch(SketchContext{task, params}, init, 20, &model, measured,
+                                                    DefaultCpuMutationRules(), 11, &stats);
+  EXPECT_EQ(out.size(), 20u);
+  std::set<std::string> keys;
+  for (const State& s : out) {
+    const std::string key = StateKey(s);
+    EXPECT_EQ(measured.count(key), 0u);
+    EXPECT_TRUE(keys.insert(key).second);
+    ExpectSplitsDivide(s);
+  }
+  EXPECT_EQ(stats.generations, 3);
+  EXPECT_GT(stats.mutated, 0);
+  EXPECT_GT(stats.scored, 0);
+}
+
+TEST(EvolutionarySearch, SameSeedSameStatesWithAnyThreadCount) {
+  const SearchTask task = MakeTask(Matmul(32, 32, 32));
+  std::vector<std::string> runs[2];
+  for (int threads : {1, 2}) {
+    SearchParams params;
+    params.evolutionary_search_population = 48;
+    params.evolutionary_search_num_iters = 2;
+    params.num_threads = threads;
+    const std::vector<State> init = SampleInitPopulationParallel(task, SketchPolicy(task).GenerateSketches(),
+                                                                 32, 7, params, DefaultCpuInitRules())
+                                        .states;
+    RandomModel model(1);
+    EvolutionStats stats;
+    for (const State& s : EvolutionarySearch(SketchContext{task, params}, init, 10, &model, {},
+                                             DefaultCpuMutationRules(), 5, &stats)) {
+      runs[threads - 1].push_back(StateKey(s));
+    }
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_FALSE(runs[0].empty());
+}
+
+SearchParams SmallParams() {
+  SearchParams params;
+  params.evolutionary_search_population = 48;
+  params.evolutionary_search_num_iters = 2;
+  params.sample_init_min_population = 8;
+  return params;
+}
+
+MeasureResult FakeResult(double cost) {
+  MeasureResult r;
+  r.costs = {cost};
+  return r;
+}
+
+TEST(SketchPolicyRounds, RoundsNeverRepeatAStateAndLearn) {
+  SketchPolicy policy(MakeTask(Matmul(32, 32, 32)), SmallParams(), 3);
+  std::set<std::string> seen;
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<State> batch = policy.ContinueSearchOneRound(8);
+    ASSERT_EQ(batch.size(), 8u);
+    std::vector<MeasureResult> results;
+    for (const State& s : batch) {
+      EXPECT_TRUE(seen.insert(StateKey(s)).second);
+      EXPECT_TRUE(policy.IsMeasured(s));
+      results.push_back(FakeResult(1e-3 * (1 + results.size())));
+    }
+    policy.RecordMeasured(batch, results);
+    EXPECT_GE(policy.last_round().picked_best, 7);
+  }
+  EXPECT_EQ(policy.cost_model().num_samples(), 24u);
+  EXPECT_EQ(policy.num_measured(), 24u);
+  EXPECT_GT(policy.last_round().seeded_measured, 0);
+}
+
+TEST(SketchPolicyRounds, TinyTaskRunsOutOfStates) {
+  SketchPolicy policy(MakeTask(Add(2)), SmallParams());
+  size_t total = 0;
+  std::vector<State> batch;
+  for (int round = 0; round < 10; ++round) {
+    batch = policy.ContinueSearchOneRound(4);
+    total += batch.size();
+    if (batch.empty()) break;
+    policy.RecordMeasured(batch, std::vector<MeasureResult>(batch.size(), FakeResult(1e-6)));
+  }
+  EXPECT_TRUE(batch.empty());
+  EXPECT_GE(total, 1u);
+  EXPECT_LE(total, 4u);
+  EXPECT_EQ(policy.last_round().tries, 2);  // retried once on empty
+}
+
+TEST(SketchPolicyRounds, BaselineIsPlainThenParallel) {
+  const SearchTask task = MakeTask(Matmul(32, 32, 32));
+  const std::vector<State> base = BaselineStates(task);
+  ASSERT_EQ(base.size(), 2u);
+  EXPECT_TRUE(base[0].steps().empty());
+  EXPECT_EQ(base[1].stage(2).iter(0).annotation, IteratorAnnotation::Parallel);
+  ExpectMatchesReference(base[1]);
+}
+
+TEST(SketchRulesUpdate, MatmulWithConsumerGetsFusionAndCacheWriteSketches) {
+  const SearchTask task = MakeTask(MatmulRelu(32, 32, 32));
+  SketchPolicy policy(task);
+  const auto sketches = policy.GenerateSketches();
+  EXPECT_TRUE(policy.rule_failures().empty());
+  int fused = 0, cached = 0, plain = 0;
+  std::vector<State> cache_sketches;
+  for (const State& s : sketches) {
+    if (NumSteps(s, "CHW") > 0) {
+      ++cached;
+      EXPECT_EQ(s.stage(2).name(), "C.local");
+      EXPECT_EQ(s.stage(2).loc, ComputeLocKind::At);
+      cache_sketches.push_back(s);
+    } else if (s.stage(2).loc == ComputeLocKind::At) {
+      ++fused;
+    } else {
+      ++plain;
+    }
+  }
+  EXPECT_EQ(cached, 2);
+  EXPECT_EQ(fused, 2);
+  EXPECT_EQ(plain, 1);
+  for (const State& s : SampleInitPopulationParallel(task, cache_sketches, 4, 5).states) {
+    ExpectMatchesReference(s);
+  }
+}
+
+TEST(SketchRulesUpdate, RfactorFusesEveryReduceAxisFirst) {
+  const SearchTask task = MakeTask(SumOfTwoAxes(2, 16, 24), 8);
+  SketchPolicy policy(task);
+  const auto sketches = policy.GenerateSketches();
+  EXPECT_TRUE(policy.rule_failures().empty()) << policy.rule_failures()[0];
+  int factored = 0;
+  for (const State& s : sketches) {
+    if (NumSteps(s, "RF") == 0) continue;
+    ++factored;
+    EXPECT_EQ(NumSteps(s, "FU"), 1);
+    EXPECT_EQ(s.stage(1).name(), "S.rf");
+  }
+  EXPECT_EQ(factored, 2);
+  SearchParams params;
+  params.sample_init_min_population = 8;
+  const InitPopulation pop = SampleInitPopulationParallel(task, sketches, 12, 3, params);
+  ASSERT_FALSE(pop.states.empty());
+  for (const State& s : pop.states) {
+    if (NumSteps(s, "RF") > 0) ExpectMatchesReference(s);
+  }
+}
+
+}  // namespace
+}  // namespace autosched
