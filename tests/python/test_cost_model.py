@@ -1,9 +1,10 @@
 """The cost models from Python: features, update / predict / save / load, and the ranking of measured
 schedules.
 
-test_xgb_ranks_measured_schedules builds and times a few hundred random schedules of a small matmul and
+test_xgb_ranks_measured_schedules builds and times 400 random schedules of a small matmul and
 conv2d (cost_model_data.py, shared with bench/bench_cost_model.py, which runs the larger version), trains
-XGBModel on 80% and checks its pairwise ranking accuracy on the rest against a bar RandomModel cannot reach.
+XGBModel on 80% and checks its pairwise ranking accuracy on the rest against a bar RandomModel cannot reach
+(about 25 s on a 2-core machine).
 """
 import math
 import types
@@ -134,10 +135,10 @@ def test_pairwise_accuracy():
 
 @pytest.fixture(scope="module")
 def measured():
-    """About 300 measured schedules of a 64^3 matmul and an 8-channel 14x14 conv2d (16 filters)."""
+    """400 measured schedules of a 64^3 matmul and an 8-channel 14x14 conv2d (16 filters)."""
     inputs, results = [], []
     for task in (data.matmul_task(64), data.conv2d_task(8, 14, 16)):
-        task_inputs, task_results = data.measure(task, data.random_states(task, 150, seed=0))
+        task_inputs, task_results = data.measure(task, data.random_states(task, 200, seed=0))
         inputs += task_inputs
         results += task_results
     return inputs, results
@@ -148,11 +149,16 @@ def measured():
 def test_xgb_ranks_measured_schedules(measured):
     inputs, results = measured
     assert sum(r.error_no == 0 for r in results) == len(results), [r.error for r in results if r.error_no][:3]
-    (train_in, train_res), (test_in, test_res) = data.split_train_test(inputs, results, 0.2, seed=0)
-    model = XGBModel(num_warmup_samples=0)
-    model.update(train_in, train_res)
-    xgb = data.pairwise_accuracy_of(model, test_in, test_res)
-    rnd = data.pairwise_accuracy_of(RandomModel(0), test_in, test_res)
-    print(f"pairwise accuracy on {len(test_in)} held-out states: XGBModel {xgb:.3f}, RandomModel {rnd:.3f}")
-    assert abs(rnd - 0.5) < 0.12, rnd
-    assert xgb >= 0.75, (xgb, rnd)
+    xgb, rnd = [], []
+    for seed in range(3):  # three 80 / 20 splits, to average out the draw of the held-out states
+        (train_in, train_res), (test_in, test_res) = data.split_train_test(inputs, results, 0.2, seed)
+        model = XGBModel(num_warmup_samples=0)
+        model.update(train_in, train_res)
+        xgb.append(data.pairwise_accuracy_of(model, test_in, test_res))
+        rnd.append(data.pairwise_accuracy_of(RandomModel(seed), test_in, test_res))
+    xgb, rnd = sum(xgb) / 3, sum(rnd) / 3
+    print(f"pairwise accuracy on {len(test_in)} held-out states, mean of 3 splits: XGBModel {xgb:.3f}, "
+          f"RandomModel {rnd:.3f}")
+    # Measured here: about 0.79 (0.86 on the benchmark's larger set); random scores stay near 0.5.
+    assert abs(rnd - 0.5) < 0.1, rnd
+    assert xgb >= 0.72, (xgb, rnd)
