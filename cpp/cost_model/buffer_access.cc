@@ -320,6 +320,28 @@ void IntensityCurve(const std::vector<LoopInfo>& loops, const std::vector<double
   }
 }
 
+// The accumulator tile: the stored elements written inside the innermost loop
+// that does not move them (a reduction loop), which stay in registers when
+// every loop inside it is unrolled or vectorized.
+void SetAccumulatorTile(const BufferGroup* written, const std::vector<bool>& write_moves,
+                        StoreAnalysis* out) {
+  const std::vector<LoopInfo>& loops = out->loops;
+  size_t depth = loops.size();
+  if (!written) return;
+  for (size_t l = depth; l-- > 0;) {
+    if (loops[l].extent <= 1 || write_moves[l]) continue;
+    size_t inner = depth - 1 - l;
+    out->acc_tile_bytes = UniqueElements(InnerTerms(written->accesses[written->rep], loops, inner)) *
+                          written->buffer->dtype.bytes();
+    out->acc_loop_extent = static_cast<double>(loops[l].extent);
+    out->acc_tile_unrolled =
+        std::all_of(loops.begin() + static_cast<std::ptrdiff_t>(l) + 1, loops.end(), [](const LoopInfo& x) {
+          return x.kind == ForKind::Unrolled || x.kind == ForKind::Vectorized || x.extent <= 1;
+        });
+    return;
+  }
+}
+
 }  // namespace
 
 std::vector<bool> AnalyzeAccesses(const std::vector<RawAccess>& accesses, const std::vector<LetBinding>& lets,
@@ -341,15 +363,18 @@ std::vector<bool> AnalyzeAccesses(const std::vector<RawAccess>& accesses, const 
   });
   IntensityCurve(loops, footprint, flops, out);
   std::vector<bool> write_moves(depth, false);
-  for (size_t i = 0; i < accesses.size(); ++i) {
-    if (!accesses[i].is_write) continue;
+  const BufferGroup* written = nullptr;
+  for (const RawAccess& a : accesses) {
+    if (!a.is_write) continue;
     for (const BufferGroup& g : groups) {
-      if (g.buffer->name != accesses[i].buffer->name) continue;
+      if (g.buffer->name != a.buffer->name) continue;
+      written = &g;
       for (const AccessTerms& t : g.accesses) {
         for (size_t l = 0; l < depth; ++l) write_moves[l] = write_moves[l] || t.moves[l];
       }
     }
   }
+  SetAccumulatorTile(written, write_moves, out);
   return write_moves;
 }
 

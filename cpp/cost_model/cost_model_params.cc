@@ -1,5 +1,6 @@
 #include "cost_model/cost_model_params.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -23,13 +24,17 @@ void CheckParams(const XGBModelParams& p) {
            "XGBModelParams: early_stopping_rounds must be at least 1, got " << p.early_stopping_rounds);
   AS_CHECK(p.validation_fraction >= 0 && p.validation_fraction < 1,
            "XGBModelParams: validation_fraction must be in [0, 1), got " << p.validation_fraction);
-  AS_CHECK(p.weight_by_label == 0 || p.weight_by_label == 1,
-           "XGBModelParams: weight_by_label must be 0 or 1, got " << p.weight_by_label);
+  AS_CHECK(p.label_octaves >= 0 && std::isfinite(p.label_octaves),
+           "XGBModelParams: label_octaves must not be negative, got " << p.label_octaves);
+  AS_CHECK(std::isfinite(p.label_weight_power),
+           "XGBModelParams: label_weight_power must be finite, got " << p.label_weight_power);
   AS_CHECK(p.min_label_weight > 0,
            "XGBModelParams: min_label_weight must be positive, got " << p.min_label_weight);
   AS_CHECK(p.num_warmup_samples >= 0,
            "XGBModelParams: num_warmup_samples must not be negative, got " << p.num_warmup_samples);
   AS_CHECK(p.num_threads >= 0, "XGBModelParams: num_threads must not be negative, got " << p.num_threads);
+  AS_CHECK(p.xgboost_threads >= 0,
+           "XGBModelParams: xgboost_threads must not be negative, got " << p.xgboost_threads);
 }
 
 nlohmann::json ParamsToJson(const XGBModelParams& p) {

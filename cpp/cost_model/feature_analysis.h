@@ -100,6 +100,11 @@ struct StoreAnalysis {
   std::array<double, kIntensityCurveSamples> intensity{};
   // The stored buffer when it is allocated inside the function.
   double alloc_bytes = 0, alloc_outer_prod = 0, alloc_inner_prod = 0, alloc_is_local = 0;
+  // The accumulator tile of the stored buffer (buffer_access.cc): bytes
+  // written inside the innermost loop that does not move them, that loop's
+  // extent, and whether every loop inside it is unrolled or vectorized.
+  double acc_tile_bytes = 0, acc_loop_extent = 0;
+  bool acc_tile_unrolled = false;
   int64_t auto_unroll_max_step = 0;
   int guard_depth = 0;               // enclosing IfThenElse statements
   bool is_reduction_update = false;  // the value reads the stored element

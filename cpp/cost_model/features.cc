@@ -32,6 +32,16 @@ double CoreUsage(const StoreAnalysis& s) {
   return tasks / (std::ceil(tasks / cores) * cores);
 }
 
+double VectorBytes(const StoreAnalysis& s) {
+  return static_cast<double>(std::max<int64_t>(s.hardware.vector_unit_bytes, 1));
+}
+
+// The share of a vector register the last vector of a store fills (0: whole registers).
+double PartialVector(const StoreAnalysis& s) {
+  double bytes = s.lanes * static_cast<double>(s.elem_bytes);
+  return std::fmod(bytes, VectorBytes(s)) / VectorBytes(s);
+}
+
 #define AS_OP(name, kind)                                                 \
   {                                                                       \
     name, [](const StoreAnalysis& s) { return Op(s, OpCountKind::kind); } \
@@ -93,8 +103,8 @@ constexpr FeatureDef kFeatureTable[] = {
     AS_ANNOTATION("unroll", unroll),
     AS_ANNOTATION("parallel", parallel),
     // machine fit: the loop nest against the hardware parameters
-    AS_FIELD("vector_fill", s.lanes* static_cast<double>(s.elem_bytes) /
-                                static_cast<double>(std::max<int64_t>(s.hardware.vector_unit_bytes, 1))),
+    AS_FIELD("vector_fill", s.lanes* static_cast<double>(s.elem_bytes) / VectorBytes(s)),
+    AS_FIELD("vec_partial", PartialVector(s)),
     AS_FIELD("parallel_core_usage", CoreUsage(s)),
     AS_FIELD("work_per_parallel_task", s.outer_prod / std::max(s.parallel.prod, 1.0)),
     AS_FIELD("innermost_loop_extent", s.innermost_loop_extent),
@@ -111,6 +121,10 @@ constexpr FeatureDef kFeatureTable[] = {
     AS_FIELD("is_reduction_update", s.is_reduction_update),
     AS_FIELD("guard_depth", s.guard_depth),
     AS_FIELD("num_buffers", static_cast<double>(s.buffers.size())),
+    // the accumulator tile: stored elements kept across the innermost reduction loop
+    AS_FIELD("acc_tile_vectors", s.acc_tile_bytes / VectorBytes(s)),
+    AS_FIELD("acc_tile_unrolled", s.acc_tile_unrolled),
+    AS_FIELD("acc_loop_extent", s.acc_loop_extent),
     // buffers: the kNumBufferSlots largest by bytes
     AS_BUFFER_SLOT(0),
     AS_BUFFER_SLOT(1),

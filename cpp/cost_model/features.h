@@ -9,10 +9,11 @@
 //   computation  16  operations by kind, times the trip count
 //   loops        15  vectorize / unroll / parallel: number, product, length,
 //                    position, over a reduction
-//   machine fit   4  vector fill, core usage, work per parallel task,
-//                    innermost loop extent
+//   machine fit   5  vector fill and partial vector, core usage, work per
+//                    parallel task, innermost loop extent
 //   gpu           8  is_gpu, blockIdx / threadIdx extents, vthread
-//   statement     3  reduction update, guards, buffers accessed
+//   statement     6  reduction update, guards, buffers accessed; the
+//                    accumulator tile: vectors, unrolled, reduction extent
 //   buffers      90  5 buffers (largest by bytes) x 18: access type, bytes,
 //                    unique bytes, lines, unique lines, reuse type, distance
 //                    and count, per-reuse ratios, stride

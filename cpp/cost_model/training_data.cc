@@ -24,7 +24,7 @@ std::vector<size_t> TrainingSet::TrainablePrograms() const {
   return out;
 }
 
-PackedRows TrainingSet::Pack(const std::vector<size_t>& programs) const {
+PackedRows TrainingSet::Pack(const std::vector<size_t>& programs, double label_octaves) const {
   std::vector<double> best(task_keys_.size(), std::numeric_limits<double>::infinity());
   for (const Program& p : programs_) {
     if (p.ok) best[p.task] = std::min(best[p.task], p.cost);
@@ -36,7 +36,11 @@ PackedRows TrainingSet::Pack(const std::vector<size_t>& programs) const {
   for (size_t i : programs) {
     const Program& p = programs_[i];
     int id = static_cast<int>(out.labels.size());
-    out.labels.push_back(p.ok ? static_cast<float>(best[p.task] / p.cost) : 0.0f);
+    double throughput = p.ok ? best[p.task] / p.cost : 0.0;
+    double label = label_octaves > 0 && throughput > 0
+                       ? std::max(0.0, 1 + std::log2(throughput) / label_octaves)
+                       : throughput;
+    out.labels.push_back(static_cast<float>(label));
     out.task.push_back(p.task);
     out.values.insert(out.values.end(), p.features.values.begin(), p.features.values.end());
     out.program.insert(out.program.end(), p.features.rows, id);
@@ -54,14 +58,14 @@ std::vector<double> PackSum(const std::vector<float>& row_predictions, const std
 }
 
 void PackSumGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
-                      bool weight_by_label, double min_label_weight, std::vector<float>* grad,
+                      double weight_power, double min_label_weight, std::vector<float>* grad,
                       std::vector<float>* hess) {
   grad->resize(rows.num_rows());
   hess->resize(rows.num_rows());
   for (size_t r = 0; r < rows.num_rows(); ++r) {
     int p = rows.program[r];
     double label = rows.labels[p];
-    double weight = weight_by_label ? std::max(label, min_label_weight) : 1.0;
+    double weight = weight_power == 0 ? 1.0 : std::pow(std::max(label, min_label_weight), weight_power);
     (*grad)[r] = static_cast<float>(weight * (program_predictions[p] - label));
     (*hess)[r] = static_cast<float>(weight);
   }

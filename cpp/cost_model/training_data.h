@@ -2,14 +2,19 @@
 // programs grouped by task with their feature rows, throughput labels, and
 // the pack-sum objective and metrics.
 //
-// Labels: per task, min cost / cost, so the task's fastest program has 1 and
-// a failed measurement 0; they are recomputed from all programs at each
-// training, as a new best changes every label of its task.
+// Labels: per task, the throughput min cost / cost, so the task's fastest
+// program has 1 and a failed measurement 0; they are recomputed from all
+// programs at each training, as a new best changes every label of its task.
+// With label_octaves > 0 the regression target is that throughput on a log
+// scale, max(0, 1 + log2(throughput) / label_octaves): still 1 for the best
+// and 0 for a failure, and a program label_octaves halvings slower than the
+// best also reaches 0. Pairs of slow programs then differ as much as pairs of
+// fast ones, which ranks the whole population better.
 //
 // Pack-sum: a program's prediction is the sum of its rows' predictions (one
 // row per buffer store). The squared error (sum - label)^2 / 2 of a program
 // gives every one of its rows grad = w * (sum - label), hess = w, with w the
-// program's weight (its label, floored, when weighting by label).
+// program's weight: max(label, min_label_weight) ^ weight_power.
 #pragma once
 
 #include <cstddef>
@@ -41,8 +46,9 @@ class TrainingSet {
   size_t num_tasks() const { return task_keys_.size(); }
   // Indices of the programs that have rows.
   std::vector<size_t> TrainablePrograms() const;
-  // The given programs' rows with their current labels.
-  PackedRows Pack(const std::vector<size_t>& programs) const;
+  // The given programs' rows with their current labels (see label_octaves
+  // at the top of this file).
+  PackedRows Pack(const std::vector<size_t>& programs, double label_octaves = 0) const;
 
  private:
   struct Program {
@@ -61,7 +67,7 @@ std::vector<double> PackSum(const std::vector<float>& row_predictions, const std
                             size_t num_programs);
 // Per-row gradient and hessian of the pack-sum squared error.
 void PackSumGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
-                      bool weight_by_label, double min_label_weight, std::vector<float>* grad,
+                      double weight_power, double min_label_weight, std::vector<float>* grad,
                       std::vector<float>* hess);
 // Root mean squared error of program predictions against labels.
 double PackSumRmse(const std::vector<double>& program_predictions, const std::vector<float>& labels);

@@ -99,7 +99,7 @@ struct XGBModel::Impl {
         {"colsample_bytree", Num(p.colsample_bytree)},
         {"seed", std::to_string(p.seed)},
     };
-    if (p.num_threads > 0) settings.emplace_back("nthread", std::to_string(p.num_threads));
+    if (p.xgboost_threads > 0) settings.emplace_back("nthread", std::to_string(p.xgboost_threads));
     for (const auto& [name, value] : settings) Check(XGBoosterSetParam(booster, name, value.c_str()), name);
   }
 };
@@ -143,13 +143,13 @@ void XGBModel::Train() {
       ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(num_valid));
     }
   }
-  PackedRows train = impl_->data.Pack(ids);
-  PackedRows valid = impl_->data.Pack(valid_ids);
-  DMatrix dtrain(train.values, train.num_rows(), params_.num_threads);
+  PackedRows train = impl_->data.Pack(ids, params_.label_octaves);
+  PackedRows valid = impl_->data.Pack(valid_ids, params_.label_octaves);
+  DMatrix dtrain(train.values, train.num_rows(), params_.xgboost_threads);
   std::unique_ptr<DMatrix> dvalid;
   std::vector<DMatrixHandle> cache{dtrain.get()};
   if (valid.num_rows() > 0) {
-    dvalid = std::make_unique<DMatrix>(valid.values, valid.num_rows(), params_.num_threads);
+    dvalid = std::make_unique<DMatrix>(valid.values, valid.num_rows(), params_.xgboost_threads);
     cache.push_back(dvalid->get());
   }
   impl_->Create(params_, cache);
@@ -178,7 +178,7 @@ void XGBModel::Train() {
       }
     }
     if (round == params_.max_rounds) break;
-    PackSumGradients(sums, train, params_.weight_by_label != 0, params_.min_label_weight, &grad, &hess);
+    PackSumGradients(sums, train, params_.label_weight_power, params_.min_label_weight, &grad, &hess);
     Check(XGBoosterBoostOneIter(impl_->booster, dtrain.get(), grad.data(), hess.data(), grad.size()),
           "train a round");
   }
@@ -211,7 +211,7 @@ std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>
   }
   std::vector<double> scores(programs.size(), kInvalidScore);
   if (row_program.empty()) return scores;
-  DMatrix m(values, row_program.size(), params_.num_threads);
+  DMatrix m(values, row_program.size(), params_.xgboost_threads);
   std::vector<double> sums =
       PackSum(PredictRows(impl_->booster, m, report_.best_round + 1, false), row_program, programs.size());
   for (size_t i = 0; i < programs.size(); ++i) {

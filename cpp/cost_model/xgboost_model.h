@@ -3,11 +3,10 @@
 // A program's score is the sum of its statements' predictions (one feature
 // row per buffer store), trained with the pack-sum objective of
 // training_data.h on throughput labels normalised per task (best = 1, failed
-// = 0). Each Update adds the programs and retrains from scratch on all of
-// them; until params.num_warmup_samples programs have been measured the
-// model gives uniform random scores. Early stopping watches the pack-sum RMSE
-// on the training data, or on a held-out share of the programs
-// (validation_fraction), and prediction uses the trees up to the best round.
+// = 0), put on a log scale (params.label_octaves). Each Update adds the programs and retrains from scratch on
+// all of them; until params.num_warmup_samples programs have been measured the model gives uniform random
+// scores. Early stopping watches the pack-sum RMSE on the training data, or on a held-out share of the
+// programs (validation_fraction), and prediction uses the trees up to the best round.
 //
 // XGBoost is an optional dependency: without it (AUTOSCHED_HAS_XGBOOST unset)
 // the constructor throws Error saying so. This header does not include

