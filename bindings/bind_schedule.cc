@@ -112,6 +112,10 @@ void BindState(py::module_& m) {
            [](const State& s, int st, int it, int factor_iter) {
              return ApplyStep(s, RfactorStep{st, it, factor_iter});
            })
+      .def("pack",
+           [](const State& s, int st, const std::vector<int>& readers, int axis, int64_t lanes) {
+             return ApplyStep(s, PackLayoutStep{st, readers, axis, lanes});
+           })
       .def("replay", &State::Replay)
       .def("same_steps", &State::SameSteps)
       .def("to_json", [](const State& s) { return s.ToJson().dump(); })
