@@ -16,6 +16,10 @@ import sys
 import time
 import types
 
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 

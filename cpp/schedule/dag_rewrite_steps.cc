@@ -1,4 +1,4 @@
-// The steps that rewrite the DAG: cache_read, cache_write and rfactor. Each
+// The steps that rewrite the DAG: cache_read, cache_write, rfactor and pack. Each
 // builds new tensors, redirects the loads of every downstream op to them, makes
 // a new ComputeDAG and maps the stages onto its ops: untouched ops keep their
 // stages (iterators, locations, annotations); new and redefined ops get fresh
@@ -342,6 +342,94 @@ RfactorStep RfactorStep::FromArgs(const json& a) {
 std::string RfactorStep::Python(const StateNode& b) const {
   return "s.rfactor(" + PythonStageRef(b, stage_id) + ", " + std::to_string(iter_id) + ", " +
          std::to_string(factor_iter_id) + ")";
+}
+
+// ---- pack ----
+
+namespace {
+
+// e with every load of `src` replaced by the packed layout's load.
+Expr PackLoads(const Expr& e, const TensorNode* src, const Tensor& packed, int axis, int64_t lanes,
+               bool* touched) {
+  return Rewrite(e, [&](const Expr& x) -> Expr {
+    const auto* load = x.as<TensorLoadNode>();
+    if (!load) return Expr();
+    std::vector<Expr> indices;
+    for (const Expr& i : load->indices) indices.push_back(PackLoads(i, src, packed, axis, lanes, touched));
+    if (load->tensor.get() != src) return TensorLoadNode::make(Tensor(load->tensor), indices);
+    *touched = true;
+    const Expr x_axis = indices[axis];
+    const Expr l = make_const(x_axis.dtype(), static_cast<double>(lanes));
+    indices.erase(indices.begin() + axis);
+    indices.insert(indices.begin(), floordiv(x_axis, l));
+    indices.push_back(floormod(x_axis, l));
+    return packed(indices);
+  });
+}
+
+// The packed copy of src: the block index of `axis` outermost, the other
+// axes in order, the lanes innermost, so each block of `lanes` columns is
+// contiguous; the tail of the last block clamps to the last element.
+Tensor MakePackedTensor(const StateNode& s, const Tensor& src, int axis, int64_t lanes) {
+  const int rank = src.ndim();
+  const int64_t extent = src->shape[axis];
+  auto name = [&](int d) { return src->is_compute() ? src->axis[d].name() : "ax" + std::to_string(d); };
+  std::vector<IterVar> axes;  // [block, the other axes..., lane]
+  axes.push_back({VarNode::make(name(axis) + ".o"), 0, (extent + lanes - 1) / lanes, IterKind::Spatial});
+  for (int d = 0; d < rank; ++d) {
+    if (d != axis) axes.push_back({VarNode::make(name(d)), 0, src->shape[d], IterKind::Spatial});
+  }
+  axes.push_back({VarNode::make(name(axis) + ".v"), 0, lanes, IterKind::Spatial});
+  std::vector<Expr> idx(axes.size() - 2);
+  for (size_t d = 0; d + 2 < axes.size(); ++d) idx[d] = axes[d + 1].var;
+  const DataType it = axes[0].var.dtype();
+  Expr pos = axes[0].var * make_const(it, static_cast<double>(lanes)) + axes.back().var;
+  if (extent % lanes != 0) pos = min(pos, make_const(it, static_cast<double>(extent - 1)));
+  idx.insert(idx.begin() + axis, pos);
+  return compute(FreshStageName(s, src->name + ".pack"), axes, src(idx), "", {});
+}
+
+}  // namespace
+
+void PackLayoutStep::Apply(StateNode& s) const {
+  const Stage& st = s.StageAt(stage_id);
+  const Tensor src = st.op;
+  AS_CHECK(st.loc != ComputeLocKind::Inlined, "pack of inlined stage '" << st.name() << "'");
+  AS_CHECK(axis >= 0 && axis < src.ndim(), "pack of '" << st.name() << "': axis " << axis
+                                                       << " is out of range for a " << src.ndim()
+                                                       << "-D tensor");
+  AS_CHECK(lanes >= 1, "pack of '" << st.name() << "': lanes must be at least 1, got " << lanes);
+  AS_CHECK(!reader_stage_ids.empty(), "pack of '" << st.name() << "' needs at least one reader");
+  const Tensor packed = MakePackedTensor(s, src, axis, lanes);
+  DagRewrite rw;
+  rw.fresh[packed.get()] = true;
+  const auto& consumers = s.dag.access(stage_id).consumers;
+  for (int r : reader_stage_ids) {
+    const Stage& reader = s.StageAt(r);
+    AS_CHECK(std::find(consumers.begin(), consumers.end(), r) != consumers.end(),
+             "pack: stage '" << reader.name() << "' does not read '" << st.name() << "'");
+    AS_CHECK(reader.loc != ComputeLocKind::Inlined, "pack: reader '" << reader.name() << "' is inlined");
+    bool touched = false;
+    const Tensor& op = reader.op;
+    Expr body = PackLoads(op->body, src.get(), packed, axis, lanes, &touched);
+    rw.replace[op.get()] = compute(op->name, op->axis, body, op->tag, op->attrs);
+  }
+  CommitRewrite(s, rw);
+}
+json PackLayoutStep::Args() const { return {stage_id, reader_stage_ids, axis, lanes}; }
+PackLayoutStep PackLayoutStep::FromArgs(const json& a) {
+  AS_CHECK(a.is_array() && a.size() == 4 && a[0].is_number_integer() && a[1].is_array() &&
+               a[2].is_number_integer() && a[3].is_number_integer(),
+           "record 'PK' needs [stage, [readers], axis, lanes], got " << a.dump());
+  return {a[0].get<int>(), a[1].get<std::vector<int>>(), a[2].get<int>(), a[3].get<int64_t>()};
+}
+std::string PackLayoutStep::Python(const StateNode& b) const {
+  std::string readers = "[";
+  for (size_t i = 0; i < reader_stage_ids.size(); ++i) {
+    readers += (i ? ", " : "") + PythonStageRef(b, reader_stage_ids[i]);
+  }
+  return "s.pack(" + PythonStageRef(b, stage_id) + ", " + readers + "], " + std::to_string(axis) + ", " +
+         std::to_string(lanes) + ")";
 }
 
 }  // namespace autosched

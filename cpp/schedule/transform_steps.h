@@ -225,6 +225,27 @@ struct CacheWriteStep {
   std::string Python(const StateNode& before) const;
 };
 
+// Adds a stage "<name>.pack" holding the tensor in a tile-contiguous layout:
+// dimension `axis` (extent E) is split into (E + lanes - 1) / lanes blocks,
+// moved outermost, and `lanes` positions, moved innermost (so each block is
+// contiguous): for a 2-D B[k, j] and axis 1, Bp[jo, k, jv] = B[k, jo * lanes
+// + jv]. The readers' loads T[i0, .., x, ..] become
+// Tp[x // lanes, i0, .., x % lanes] (the other indices in order). Where
+// lanes does not divide E the tail of the last block repeats the last element
+// (never read). Rewrites the DAG, like cache_read.
+struct PackLayoutStep {
+  static constexpr const char* kRecordName = "PK";
+  static constexpr const char* kName = "pack";
+  int stage_id = 0;
+  std::vector<int> reader_stage_ids;
+  int axis = 0;
+  int64_t lanes = 1;
+  void Apply(StateNode& s) const;
+  nlohmann::json Args() const;
+  static PackLayoutStep FromArgs(const nlohmann::json& a);
+  std::string Python(const StateNode& before) const;
+};
+
 // Factors the reduction at iterator iter_id (a reduce axis, a fuse of several,
 // or a split part of either) into a new stage "<name>.rf" where it becomes a
 // spatial axis placed at position factor_iter_id; the other iterators derived
@@ -245,7 +266,7 @@ struct RfactorStep {
 // The table of steps: adding a step = adding its struct here.
 using Step = std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,
                           AnnotationStep, PragmaStep, StorageAlignStep, ComputeAtStep, ComputeInlineStep,
-                          ComputeRootStep, CacheReadStep, CacheWriteStep, RfactorStep>;
+                          ComputeRootStep, CacheReadStep, CacheWriteStep, RfactorStep, PackLayoutStep>;
 
 // ["SP", args...]
 nlohmann::json StepToJson(const Step& step);

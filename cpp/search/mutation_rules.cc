@@ -172,7 +172,7 @@ std::optional<Step> ShiftPositions(Step step, int stage_id, int first, int shift
       [&](auto& st) {
         using T = std::decay_t<decltype(st)>;
         if constexpr (std::is_same_v<T, CacheReadStep> || std::is_same_v<T, CacheWriteStep> ||
-                      std::is_same_v<T, RfactorStep>) {
+                      std::is_same_v<T, RfactorStep> || std::is_same_v<T, PackLayoutStep>) {
           ok = false;
         } else if constexpr (std::is_same_v<T, ComputeAtStep>) {
           if (st.target_stage_id == stage_id) move(&st.target_iter_id);

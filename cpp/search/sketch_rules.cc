@@ -251,9 +251,10 @@ std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule() {
 std::shared_ptr<const SketchRule> MakeSkipStageRule() { return std::make_shared<SkipStageRule>(); }
 
 SketchRuleList DefaultCpuSketchRules() {
-  return {MakeAlwaysInlineRule(),  MakeSimplifyComputeWithConstTensorRule(), MakeAddRfactorRule(),
-          MakeAddCacheWriteRule(), MakeMultiLevelTilingWithFusionRule(),     MakeMultiLevelTilingRule(),
-          MakeSkipStageRule()};
+  return {MakeAlwaysInlineRule(),     MakeSimplifyComputeWithConstTensorRule(),
+          MakeAddRfactorRule(),       MakePackOperandRule(),
+          MakeAddCacheWriteRule(),    MakeMultiLevelTilingWithFusionRule(),
+          MakeMultiLevelTilingRule(), MakeSkipStageRule()};
 }
 
 bool IsRfactorSplit(const std::vector<Step>& steps, int step_id) {

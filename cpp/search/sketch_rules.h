@@ -16,6 +16,9 @@
 //   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
 //   add-rfactor                       a reduction with little spatial parallelism: fuse its
 //                                     reduce axes, split, factor a part
+//   pack-operand                      a tiled stage streams an operand with a large stride (the
+//                                     B of a matmul): also a sketch reading a packed copy
+//                                     (rule_pack_operand.cc)
 //   add-cache-write                   multi-level tiling: compute into a "local" stage, copy
 //                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
@@ -63,6 +66,7 @@ SketchRuleList DefaultCpuSketchRules();
 std::shared_ptr<const SketchRule> MakeAlwaysInlineRule();
 std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
+std::shared_ptr<const SketchRule> MakePackOperandRule();
 std::shared_ptr<const SketchRule> MakeAddCacheWriteRule();
 std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule();
 std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule();

@@ -258,6 +258,16 @@ class State:
         return self._apply_adding_stage("cache_read", "CHR", sid, self._str("cache_read", "the scope", scope_name),
                                         readers)
 
+    def pack(self, stage, reader_stages, axis, lanes):
+        """Adds a stage "<name>.pack" holding the tensor with dimension `axis` split
+        into blocks of `lanes` elements, the lanes innermost (for B[k, j] and axis 1:
+        Bp[jo, k, jv] = B[k, jo * lanes + jv]); reader_stages then read
+        Bp[x // lanes, .., x % lanes] (the other indices in order). Returns the packed tensor."""
+        sid = self._stage_id(stage)
+        readers = [self._stage_id(r) for r in reader_stages]
+        return self._apply_adding_stage("pack", "PK", sid, readers, self._int("pack", "axis", axis),
+                                        self._int("pack", "lanes", lanes))
+
     def cache_write(self, stage, scope_name):
         """Adds a stage "<name>.<scope>" computing the tensor; returns its tensor."""
         sid = self._stage_id(stage)

@@ -84,6 +84,26 @@ TEST(Schedule, ComputeAtThroughInlinedStageAndPragma) {
   ExpectMatchesReference(s);
 }
 
+TEST(Schedule, PackLayout) {
+  for (int64_t lanes : {4, 5}) {  // dividing the 20 columns of B, and not
+    State s(MatmulRelu(6, 20, 7));
+    s = s.Apply(PackLayoutStep{1, {kC}, 1, lanes});
+    const int p = s.StageIndex("B.pack"), c = s.StageIndex("C");
+    EXPECT_EQ(s.stage(p).op->shape, (std::vector<int64_t>{(20 + lanes - 1) / lanes, 7, lanes}));
+    EXPECT_LT(p, c);
+    s = s.Annotate(p, 0, IteratorAnnotation::Parallel);
+    s = s.Annotate(p, 2, IteratorAnnotation::Vectorize);
+    s = s.Split(c, 1, {lanes});
+    ExpectMatchesReference(s);
+    const State again = State::FromJson(State(MatmulRelu(6, 20, 7)).init_dag(), s.ToJson());
+    EXPECT_EQ(again.ToString(), s.ToString());
+  }
+  State bad(MatmulRelu(6, 20, 7));
+  EXPECT_THROW(bad.Apply(PackLayoutStep{1, {kC}, 2, 4}), Error);
+  EXPECT_THROW(bad.Apply(PackLayoutStep{1, {kC}, 1, 0}), Error);
+  EXPECT_THROW(bad.Apply(PackLayoutStep{1, {kE}, 1, 4}), Error);
+}
+
 TEST(Schedule, CacheWriteRfactorCacheRead) {
   State s(MatmulRelu(10, 9, 7));
   s = s.Apply(CacheWriteStep{kC, "local"});

@@ -120,6 +120,51 @@ TEST(SketchRules, CacheWriteOnMatmulWithoutConsumer) {
   EXPECT_EQ(fusion->MeetCondition(ctx, r, 2), Condition::ApplyAndSkipRest);
 }
 
+TEST(SketchRules, PackOperandOnMatmulWithLongRows) {
+  const SearchTask task = MakeTask(Matmul(32, 256, 64));  // B rows of 1 KiB
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  auto rule = MakePackOperandRule();
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 2), Condition::Apply);
+  EXPECT_EQ(rule->MeetCondition(ctx, s, 0), Condition::Skip);  // a placeholder
+  auto out = rule->Apply(ctx, s, 2);
+  ASSERT_EQ(out.size(), 1u);
+  const State& r = out[0].first;
+  ASSERT_EQ(r.stages().size(), 4u);
+  EXPECT_EQ(r.stage(2).name(), "B.pack");
+  EXPECT_EQ(out[0].second, 3);  // C again, at its new position
+  EXPECT_EQ(r.stage(3).name(), "C");
+  const int64_t lanes = task.hardware_params.vector_unit_bytes / 4 * params.vector_lanes_factor;
+  const int64_t want_lanes = std::min(lanes, params.max_vectorize_size);
+  EXPECT_EQ(r.stage(2).op->shape, (std::vector<int64_t>{256 / want_lanes, 64, want_lanes}));
+  EXPECT_EQ(rule->MeetCondition(ctx, r, 3), Condition::Skip);  // C reads the packed copy now
+  // Short rows (256 bytes), element-wise ops and row reductions: no packing.
+  const SearchTask narrow = MakeTask(Matmul(32, 64, 64));
+  EXPECT_EQ(rule->MeetCondition({narrow, params}, State(narrow.compute_dag), 2), Condition::Skip);
+  const SearchTask ew = MakeTask(ElementWise(512, 512));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(rule->MeetCondition({ew, params}, State(ew.compute_dag), i), Condition::Skip);
+  const SearchTask rows = MakeTask(RowSum(512, 512));
+  EXPECT_EQ(rule->MeetCondition({rows, params}, State(rows.compute_dag), 1), Condition::Skip);
+}
+
+TEST(SketchPolicy, MatmulWithLongRowsGivesPackedSketchesToo) {
+  SketchPolicy policy(MakeTask(Matmul(64, 256, 64)));
+  const auto sketches = policy.GenerateSketches();
+  EXPECT_TRUE(policy.rule_failures().empty()) << policy.rule_failures()[0];
+  ASSERT_EQ(sketches.size(), 6u);  // the three of a matmul, without and with the packed B
+  int packed = 0;
+  for (const State& s : sketches) {
+    packed += CountSteps(s, "PK");
+    if (CountSteps(s, "PK") == 0) continue;
+    const Stage& p = s.stage(s.StageIndex("B.pack"));
+    EXPECT_EQ(p.loc, ComputeLocKind::Root);
+    EXPECT_TRUE(IsUntouched(p));  // left to the init rules (parallel, vectorize)
+  }
+  EXPECT_EQ(packed, 3);
+}
+
 TEST(SketchRules, FusionIntoElementWiseConsumer) {
   const SearchTask task = MakeTask(MatmulRelu(16, 16, 16));
   const SearchParams params;

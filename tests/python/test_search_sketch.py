@@ -133,7 +133,7 @@ def test_reads_of_a_constant_tensor_are_unrolled_and_correct():
 def test_rules_are_listed_in_order():
     policy = search.SketchPolicy(_task(_matmul_dag()))
     assert policy.sketch_rule_names == [
-        "always-inline", "simplify-compute-with-const-tensor", "add-rfactor", "add-cache-write",
+        "always-inline", "simplify-compute-with-const-tensor", "add-rfactor", "pack-operand", "add-cache-write",
         "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "parallel", "unroll", "vectorize"]
 
@@ -146,3 +146,26 @@ def test_bad_requests_raise_clear_errors():
         search.sample_init_population(_task(dag), 0)
     with pytest.raises(ValueError, match="no sketch"):
         search.sample_init_population(_task(dag), 4, sketches=[])
+
+
+def test_sampled_packed_matmul_states_match_reference():
+    """B rows of 128 floats (512 bytes): the pack-operand rule adds packed sketches; their sampled states
+    parallelize and vectorize the pack stage and compute what the reference evaluator and numpy compute."""
+    dag = _matmul_dag(n=24, m=128, k=40)  # 8 blocks x 40 rows: enough to parallelize without the lanes
+    task = _task(dag)
+    sketches = search.generate_sketches(task)
+    packed = [s for s in sketches if any(r[0] == "PK" for r in json.loads(s.to_json()))]
+    assert len(packed) == len(sketches) // 2 == 3
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((24, 40)).astype("float32")
+    b = rng.standard_normal((40, 128)).astype("float32")
+    for k, sketch in enumerate(packed):
+        states, drops = search.sample_init_population(task, 3, seed=k, sketches=[sketch])
+        assert states and set(drops) <= {"duplicate"}, drops
+        for state in states:
+            annotations = {it.annotation for it in state["B.pack"].iters}
+            assert {"parallel", "vectorize"} <= annotations, state
+            c = np.zeros((24, 128), "float32")
+            ans.build(dag, state)(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+            check(dag, state)
