@@ -128,6 +128,17 @@ llvm::Value* IREmitter::EmitBinary(const BinaryNode* n) {
   return EmitArith(n->op, t, a, b);
 }
 
+// float16 values are computed in float (widened from half): LLVM 19 narrows
+// llvm.minimum / llvm.maximum of widened halves back to half, and its x86
+// lowering of that loses a NaN against a zero of the sign it prefers
+// (minimum(-0.0, NaN) gave -0.0). Spelled out with compares, NaN propagates.
+llvm::Value* IREmitter::EmitHalfMinMax(bool is_min, llvm::Value* a, llvm::Value* b) {
+  llvm::Value* a_first = is_min ? b_.CreateFCmpOLT(a, b) : b_.CreateFCmpOGT(a, b);
+  llvm::Value* chosen = b_.CreateSelect(a_first, a, b);
+  // Unordered: either is NaN; a + b is then NaN.
+  return b_.CreateSelect(b_.CreateFCmpUNO(a, b), b_.CreateFAdd(a, b), chosen);
+}
+
 llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Value* b) {
   if (t.is_float()) {
     switch (op) {
@@ -142,8 +153,12 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
         return b_.CreateFSub(a, b_.CreateFMul(q, b));
       }
       // NaN in either operand gives NaN (as numpy.minimum / maximum do).
-      case BinOp::Min: return EmitIntrinsic(llvm::Intrinsic::minimum, t, {a, b});
-      case BinOp::Max: return EmitIntrinsic(llvm::Intrinsic::maximum, t, {a, b});
+      case BinOp::Min:
+      case BinOp::Max: {
+        if (t.bits == 16) return EmitHalfMinMax(op == BinOp::Min, a, b);
+        return EmitIntrinsic(op == BinOp::Min ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, t,
+                             {a, b});
+      }
       default: break;
     }
   } else {

@@ -34,6 +34,7 @@ class IREmitter {
   llvm::Value* Emit(const Expr& e);
   llvm::Value* EmitBinary(const BinaryNode* n);
   llvm::Value* EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitHalfMinMax(bool is_min, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitIntDivision(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitCompare(BinOp op, DataType t, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitCast(DataType to, const Expr& value);
