@@ -427,7 +427,7 @@ def tune(task, options, search_policy=None, cost_model=None):
     elif search_policy.task.workload_key != task.workload_key:
         raise ValueError("search_policy was made for another task (workload key "
                          f"{search_policy.task.workload_key}, not {task.workload_key})")
-    foreign = search_policy.cost_model.targets - {task.target.text}
+    foreign = set(getattr(search_policy.cost_model, "targets", ())) - {task.target.text}
     if foreign:
         raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the task's "
                          f"target '{task.target.text}': timings of another target would mislead the search")
