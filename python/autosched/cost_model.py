@@ -4,6 +4,7 @@
     model.update(inputs, results)           # measured pairs: input.task, input.state; result.costs, .error_no
     scores = model.predict(task, states)    # one float per state, higher = faster
     model.save("model.json"); model.load("model.json")
+    model = XGBModel().update_from_file("old.json", target="llvm")   # start from an earlier log
 
 `update` accepts any objects with those attributes (measurement records, a loader's output, simple
 namespaces): `costs` are seconds per run and `error_no` 0 means the measurement succeeded. A state that
@@ -11,12 +12,16 @@ cannot be lowered scores -inf. XGBModel gives uniform random scores until `num_w
 have been measured, then retrains on all of its data at every update. RandomModel is the baseline.
 `extract_features(task, states)` gives the feature rows the model sees (one per buffer store);
 `feature_names()` names their columns.
+
+`update_from_file` trains on the successful records of one target in a record log (the tasks tuned before:
+transfer, or the task's own records: resume); records of other targets and failed ones are skipped and
+counted (`model.last_file_update`). A model that holds records of one target refuses to tune a task of another.
 """
 from . import _core
 from .build_module import _core_state
 
-__all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "feature_names", "extract_features",
-           "pairwise_accuracy"]
+__all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "FileUpdate", "feature_names",
+           "extract_features", "pairwise_accuracy"]
 
 XGBModelParams = _core.XGBModelParams
 
@@ -62,15 +67,81 @@ def _measured(inputs, results):
     return tasks, states, costs, ok
 
 
+def _target_text(target):
+    """The canonical text of a target given as a Target, a SearchTask or a string."""
+    target = getattr(target, "target", target)
+    if isinstance(target, str):
+        target = _core.Target(target)
+    if not isinstance(target, _core.Target):
+        raise TypeError(f"target must be a Target, a target string or a SearchTask, got {type(target).__name__}")
+    return target.text
+
+
+class FileUpdate:
+    """What update_from_file took from a log: `used` records of `tasks` workload keys; skipped:
+    `other_target` (records of another target), `failed` (measurements with an error), `excluded` (records
+    of the workload keys the caller excluded)."""
+
+    def __init__(self, path, target):
+        self.path, self.target = path, target
+        self.used = self.other_target = self.failed = self.excluded = 0
+        self.tasks = 0
+
+    def __repr__(self):
+        return (f"FileUpdate(used={self.used} records of {self.tasks} tasks, skipped: {self.other_target} of "
+                f"other targets, {self.failed} failed, {self.excluded} excluded; target '{self.target}', "
+                f"'{self.path}')")
+
+
 class CostModel:
     """Scores states of a task (higher = faster), learning from measured programs."""
 
     def __init__(self, core):
         self._core = core
+        self.targets = set()         # canonical texts of the targets of the programs given to update()
+        self.last_file_update = None  # FileUpdate of the last update_from_file
 
     def update(self, inputs, results):
         """Adds measured (input, result) pairs and retrains."""
-        self._core.update(*_measured(inputs, results))
+        tasks, states, costs, ok = _measured(inputs, results)
+        self._core.update(tasks, states, costs, ok)
+        self.targets.update(t.target.text for t in tasks)
+
+    def update_from_file(self, path, target=None, exclude_workload_keys=()):
+        """Adds the successful records of `target` in the record log at `path` and retrains; returns the model
+        (so `task.tune(opts, cost_model=XGBModel().update_from_file(log))` reads well). Records of other
+        targets, failed measurements and records of `exclude_workload_keys` are skipped and counted in
+        `self.last_file_update` (a FileUpdate). target: a Target, a target string or a SearchTask (its
+        target); None: the one target of the log's records (ValueError when the log holds several)."""
+        from .records import load_records
+        pairs = load_records(path)
+        texts = {inp.task.target.text for inp, _ in pairs}
+        if target is None:
+            if len(texts) > 1:
+                raise ValueError(f"update_from_file: '{path}' holds records of {len(texts)} targets "
+                                 f"({', '.join(sorted(texts))}); name the one to train on with target=")
+            text = next(iter(texts), "")
+        else:
+            text = _target_text(target)
+        exclude = set(exclude_workload_keys)
+        report = FileUpdate(str(path), text)
+        inputs, results = [], []
+        for inp, res in pairs:
+            if inp.task.target.text != text:
+                report.other_target += 1
+            elif int(res.error_no) != 0:
+                report.failed += 1
+            elif inp.task.workload_key in exclude:
+                report.excluded += 1
+            else:
+                inputs.append(inp)
+                results.append(res)
+        report.used = len(inputs)
+        report.tasks = len({inp.task.workload_key for inp in inputs})
+        if inputs:
+            self.update(inputs, results)
+        self.last_file_update = report
+        return self
 
     def predict(self, task, states):
         """One score per state, higher = faster; -inf for a state that cannot be lowered."""
@@ -81,6 +152,7 @@ class CostModel:
 
     def load(self, path):
         self._core.load(str(path))
+        self.targets = set()  # the loaded model keeps no training data
 
     @property
     def num_samples(self):

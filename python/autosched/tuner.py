@@ -15,6 +15,9 @@ after ``num_measure_trials`` trials, after ``early_stopping`` trials without imp
 
 Resume: when a RecordToFile log of the options already holds records of this task (same workload key and
 target), they count as trials, none of their states is measured again, and the cost model starts from them.
+
+Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains the cost model first on the successful records
+of the task's target in those logs (other tasks tuned before); records of other targets are never used.
 """
 import math
 import os
@@ -51,11 +54,13 @@ class TuningOptions:
     measure_callbacks: called as callback(policy, inputs, results) after every batch (e.g. RecordToFile).
     verbose: 0 silent, 1 a line per round and a summary, 2 also the search's own statistics.
     peak_gflops: the target's peak for "% of peak" (None: estimated from the CPU, see peak_gflops()).
+    transfer_logs: record logs whose successful records of the task's target train the cost model before the
+        search starts (the task's own records in a resumed log are left to resume).
     """
 
     def __init__(self, num_measure_trials=64, num_measures_per_round=64, early_stopping=None,
                  time_budget_s=None, builder=None, runner=None, measure_callbacks=(), verbose=1,
-                 peak_gflops=None):
+                 peak_gflops=None, transfer_logs=()):
         self.num_measure_trials = _count("num_measure_trials", num_measure_trials, 0)
         self.num_measures_per_round = _count("num_measures_per_round", num_measures_per_round, 1)
         self.early_stopping = _count("early_stopping", early_stopping, 1, allow_none=True)
@@ -77,6 +82,12 @@ class TuningOptions:
         if peak_gflops is not None and not (isinstance(peak_gflops, (int, float)) and peak_gflops > 0):
             raise ValueError(f"TuningOptions: peak_gflops must be a positive number, got {peak_gflops!r}")
         self.peak_gflops = peak_gflops
+        if isinstance(transfer_logs, (str, os.PathLike)):
+            transfer_logs = [transfer_logs]
+        self.transfer_logs = [os.fspath(p) for p in transfer_logs or ()]
+        for path in self.transfer_logs:
+            if not os.path.exists(path):
+                raise ValueError(f"TuningOptions: transfer log '{path}' does not exist")
 
     def __repr__(self):
         return (f"TuningOptions(num_measure_trials={self.num_measure_trials}, "
@@ -131,6 +142,7 @@ class TuneResult:
         self.task = task
         self.trials = 0            # measurements in all (resumed records included)
         self.resumed_trials = 0    # records of the task found in the log at the start
+        self.transferred = []      # cost_model.FileUpdate per transfer log
         self.rounds = 0
         self.best_cost = None
         self.best_state = None
@@ -167,6 +179,14 @@ def format_time(seconds):
         if seconds < scale * 1000:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds:.3g} s"
+
+
+def _transfer_text(report):
+    """'120 records of 3 tasks from a.json (skipped: 2 of other targets, 5 failed)'."""
+    skipped = [f"{n} {what}" for n, what in ((report.other_target, "of other targets"), (report.failed, "failed"),
+                                            (report.excluded, "of this task, left to resume")) if n]
+    return (f"{report.used} records of {report.tasks} tasks from {report.path}"
+            + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
 
 
 def _phase_seconds(runner):
@@ -243,9 +263,26 @@ class _Run:
         return results
 
     # ---- the phases of tune() ----
+    def resume_paths(self):
+        return list(dict.fromkeys(cb.path for cb in self.options.measure_callbacks if isinstance(cb, RecordToFile)))
+
+    def transfer(self):
+        """Trains the cost model on the records of the task's target in the options' transfer logs."""
+        resumed = {os.path.realpath(p) for p in self.resume_paths()}
+        model = self.policy.cost_model
+        for path in self.options.transfer_logs:
+            own = (self.task.workload_key,) if os.path.realpath(path) in resumed else ()
+            t0 = time.monotonic()
+            model.update_from_file(path, target=self.task.target, exclude_workload_keys=own)
+            self.result.seconds["cost_model"] += time.monotonic() - t0
+            report = model.last_file_update
+            self.result.transferred.append(report)
+            if self.options.verbose:
+                print(f"Transfer: the cost model starts from {_transfer_text(report)}", flush=True)
+
     def resume(self):
         """Loads this task's records from the RecordToFile logs of the options."""
-        paths = dict.fromkeys(cb.path for cb in self.options.measure_callbacks if isinstance(cb, RecordToFile))
+        paths = self.resume_paths()
         states, results = [], []
         target = str(self.task.target)
         for path in paths:
@@ -361,6 +398,7 @@ class _Run:
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
                 f"resumed, {r.rounds} rounds)"), ("baseline", format_time(r.baseline_cost)), ("best", format_time(r.best_cost)),
                 ("GFLOP/s", gflops), ("% of peak", peak), ("speed-up", speedup), ("errors", errors)]
+        rows += [("transfer", _transfer_text(t)) for t in r.transferred]
         width = max(len(k) for k, _ in rows)
         print("Tuning summary")
         for k, v in rows:
@@ -389,7 +427,12 @@ def tune(task, options, search_policy=None, cost_model=None):
     elif search_policy.task.workload_key != task.workload_key:
         raise ValueError("search_policy was made for another task (workload key "
                          f"{search_policy.task.workload_key}, not {task.workload_key})")
+    foreign = set(getattr(search_policy.cost_model, "targets", ())) - {task.target.text}
+    if foreign:
+        raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the task's "
+                         f"target '{task.target.text}': timings of another target would mislead the search")
     run = _Run(task, options, search_policy)
+    run.transfer()
     run.resume()
     run.baseline()
     while True:
