@@ -174,9 +174,10 @@ std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const
     int32_t status = kernel_->Synchronize();
     if (status != kKernelOk) CheckStatus(status, name_, "after " + when());
   };
-  // Warm-up (page faults, thread start).
-  run();
-  synchronize();
+  if (options.warm_up) {  // page faults, thread start
+    run();
+    synchronize();
+  }
   int number = options.number;
   std::vector<double> results;
   while (static_cast<int>(results.size()) < options.repeat) {

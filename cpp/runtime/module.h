@@ -72,6 +72,7 @@ struct TimeOptions {
   int repeat = 1;            // measurements returned
   double min_repeat_ms = 0;  // grow `number` until one repeat takes at least this long
   bool flush_cache = false;  // overwrite a large buffer before each repeat (cold caches)
+  bool warm_up = true;       // one untimed run first (page faults, thread start)
 };
 
 // Named texts describing how a module was made. Copies share the texts; a

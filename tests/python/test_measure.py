@@ -227,3 +227,22 @@ def test_ctrl_c_interrupts_a_measurement():
     finally:
         child.kill()
     assert "interrupted after" in out, out
+
+
+def test_a_slow_candidate_is_timed_once_per_repeat_within_the_timeout(builder):
+    """A kernel whose verification run alone lasts min_repeat_ms is timed with one run per repeat (the
+    verification run was its warm-up), so `number` does not multiply a slow kernel past the timeout."""
+    from autosched import te
+    n = 384
+    A, B = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG([A, B, C]), target=ans.Target("llvm -num-cores=1"))
+    # The plain loop nest takes about 0.1 s per run on this kind of machine: 200 runs would not fit in 8 s.
+    runner = am.LocalRunner(timeout=8, number=200, min_repeat_ms=10)
+    try:
+        (r,) = am.measure(task, [task.compute_dag.get_init_state()], builder, runner)
+    finally:
+        runner.close()
+    assert r.error == "none", r.error_msg
+    assert len(r.costs) == 1 and r.costs[0] > 0.01
