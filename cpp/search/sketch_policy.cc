@@ -218,19 +218,50 @@ void SketchPolicy::RecordMeasured(const std::vector<State>& states,
   model_update_seconds_ += SecondsSince(start);
 }
 
+namespace {
+
+// The plain loop nest with each root reduction's reduce loops moved outside
+// its last spatial loop (i, k, j for a matmul): the innermost loop then walks
+// contiguous outputs and can be vectorized. Unchanged where no stage has a
+// reduce loop innermost.
+State InterchangeReductions(const State& plain) {
+  State s = plain;
+  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+    const Stage& stage = s.stage(id);
+    if (stage.is_placeholder() || stage.loc != ComputeLocKind::Root || stage.num_iters() < 2) continue;
+    std::vector<int> spatial, reduce;
+    for (int i = 0; i < stage.num_iters(); ++i) {
+      (stage.iter(i).kind == IteratorKind::Spatial ? spatial : reduce).push_back(i);
+    }
+    if (spatial.empty() || reduce.empty() || spatial.back() > reduce.back()) continue;
+    std::vector<int> order(spatial.begin(), spatial.end() - 1);
+    order.insert(order.end(), reduce.begin(), reduce.end());
+    order.push_back(spatial.back());
+    s = s.Reorder(id, order);
+  }
+  return s;
+}
+
+}  // namespace
+
 std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params) {
   const SketchContext ctx{task, params};
   const State plain(task.compute_dag);
   std::vector<State> out;
   std::string message;
   if (CheckState(plain, &message).empty()) out.push_back(plain);
-  try {
-    std::mt19937 rng(0);
-    State s = MakeParallelRule()->Apply(ctx, plain, &rng);
-    s = MakeVectorizeRule()->Apply(ctx, s, &rng);
-    if (!s.SameSteps(plain) && CheckState(s, &message).empty()) out.push_back(s);
-  } catch (const std::exception&) {
-    // No parallel variant: the plain loop nest is the baseline.
+  // Parallel outer loops and vectorized inner ones, on the plain nest and on
+  // the nest with reductions interchanged (whose inner loop is spatial).
+  for (const State& start : {plain, InterchangeReductions(plain)}) {
+    try {
+      std::mt19937 rng(0);
+      State s = MakeParallelRule()->Apply(ctx, start, &rng);
+      s = MakeVectorizeRule()->Apply(ctx, s, &rng);
+      const bool known = std::any_of(out.begin(), out.end(), [&](const State& o) { return o.SameSteps(s); });
+      if (!known && CheckState(s, &message).empty()) out.push_back(s);
+    } catch (const std::exception&) {
+      // No parallel variant of this nest.
+    }
   }
   return out;
 }

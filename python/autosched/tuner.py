@@ -5,10 +5,10 @@
     state = task.apply_best("mm.json")    # the fastest verified schedule in the log
     print(result.speedup, result.best_cost)
 
-Before searching, the tuner measures the plain loop nest and a simple parallel + vectorized variant of it
-(the baseline): the best schedule is never slower than the better of the two, and the summary reports the
-speed-up over it. Each round asks the search policy (SketchPolicy) for up to ``num_measures_per_round``
-states never measured, measures them (LocalBuilder / LocalRunner: verified, plausible times only), passes
+Before searching, the tuner measures the plain loop nest and simple parallel + vectorized variants of it
+(the baseline, see search.baseline_states): the best schedule is never slower than any of them, and the
+summary reports the speed-up over it. Each round asks the search policy (SketchPolicy) for up to
+``num_measures_per_round`` states never measured, measures them (LocalBuilder / LocalRunner: verified, plausible times only), passes
 the results to the measure callbacks (RecordToFile appends them to a log) and to the cost model. Tuning stops
 after ``num_measure_trials`` trials, after ``early_stopping`` trials without improvement, when
 ``time_budget_s`` has passed, or when the search finds no schedule it has not measured (tiny tasks).
@@ -147,7 +147,7 @@ class TuneResult:
         self.best_cost = None
         self.best_state = None
         self.baseline_cost = None  # the better of the baseline schedules
-        self.baseline_costs = {}   # "plain" / "parallel" -> cost (None: failed)
+        self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
         self.errors = Counter()    # error name -> count, over every trial
         self.seconds = Counter()   # "search", "cost_model", "build", "run" (or "measure"), "total"
         self.stop_reason = ""
@@ -211,7 +211,7 @@ class _Run:
         self.result = TuneResult(task)
         self.start = time.monotonic()
         self.last_improvement = 0  # trial count at the last better schedule
-        self.baseline_keys = {}    # state key -> "plain" / "parallel"
+        self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2"
         if options.peak_gflops:
             self.peak, self.peak_text = options.peak_gflops, f"{options.peak_gflops:.4g} GFLOP/s (given)"
         else:
@@ -303,7 +303,7 @@ class _Run:
                 states.append(State(core))
                 results.append(rec.result)
         for i, s in enumerate(baseline_states(self.task, self.policy.params)):
-            self.baseline_keys[_core.state_key(s.core)] = "plain" if i == 0 else "parallel"
+            self.baseline_keys[_core.state_key(s.core)] = "plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}"
         if states:
             t0 = time.monotonic()
             self.policy.record_measured(states, results)

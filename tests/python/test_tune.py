@@ -295,3 +295,21 @@ def test_killed_run_leaves_a_log_that_resumes_without_remeasuring(tmp_path):
     assert len(new) == 16
     new_keys = [inp.state.to_json() for inp, _ in new]
     assert len(set(new_keys)) == 16 and not set(new_keys) & old_keys
+
+
+def test_baselines_include_a_reduction_with_its_spatial_loop_innermost():
+    """The baseline schedules: the plain nest, parallel + vectorized, and the same with the reduce loop moved
+    outside the last spatial loop (i, k, j), so even a large matmul has a baseline that runs in time. Each one
+    builds to the reference's answer."""
+    tensors = matmul(24, 17, 9, name="C")
+    task = make_task(tensors)
+    states = search.baseline_states(task)
+    orders = [[it.name for it in s["C"].iters] for s in states]
+    assert any(o[-1] == "j" and o.index("k") < o.index("j") for o in orders), orders
+    dag = task.compute_dag
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((24, 9)).astype("float32"), rng.standard_normal((9, 17)).astype("float32")
+    for s in states:
+        out = np.zeros((24, 17), "float32")
+        ans.build(dag, s, "llvm")(a, b, out)
+        np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
