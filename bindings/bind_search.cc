@@ -1,6 +1,7 @@
 // Python view of the search: SearchParams, SketchPolicy (sketches, sampling,
-// search rounds), mutation and the baseline states.
-// python/autosched/search.py wraps the returned LoopStates in autosched.State.
+// search rounds, sketch rules written in Python), mutation and the baseline
+// states. python/autosched/search.py wraps the returned LoopStates in
+// autosched.State and the user's rules in the callables PySketchRule calls.
 #include <pybind11/stl.h>
 
 #include "bind.h"
@@ -18,6 +19,58 @@ SearchParams ParamsOrDefault(const py::object& params) {
 }
 
 py::tuple PopulationTuple(const InitPopulation& pop) { return py::make_tuple(pop.states, pop.drops); }
+
+// A sketch rule whose condition and apply are Python callables:
+//   condition(state: LoopState, stage_id) -> 0 Skip, 1 Apply, 2 ApplyAndSkipRest
+//   apply(state: LoopState, stage_id) -> [(LoopState, next stage id)]
+// Sketch generation runs with the GIL released, so each call takes it. What
+// the callables raise propagates out of generation (RecordsFailures() is
+// false); so does a result of the wrong type, as a TypeError naming the rule.
+class PySketchRule : public SketchRule {
+ public:
+  PySketchRule(std::string name, py::object condition, py::object apply)
+      : name_(std::move(name)), condition_(std::move(condition)), apply_(std::move(apply)) {}
+  ~PySketchRule() override {
+    py::gil_scoped_acquire gil;  // the last owner may be a thread without the GIL
+    condition_ = py::object();
+    apply_ = py::object();
+  }
+
+  std::string name() const override { return name_; }
+  bool RecordsFailures() const override { return false; }
+
+  Condition MeetCondition(const SketchContext&, const State& state, int stage_id) const override {
+    py::gil_scoped_acquire gil;
+    py::object result = condition_(state, stage_id);
+    int value = -1;
+    if (py::isinstance<py::int_>(result) && !py::isinstance<py::bool_>(result)) value = result.cast<int>();
+    AS_TYPE_CHECK(value >= 0 && value <= 2, "sketch rule '"
+                                                << name_
+                                                << "': its condition must return 0 (skip), 1 (apply) "
+                                                   "or 2 (apply and skip the rest), got "
+                                                << py::str(py::repr(result)).cast<std::string>());
+    return static_cast<Condition>(value);
+  }
+
+  std::vector<std::pair<State, int>> Apply(const SketchContext&, const State& state,
+                                           int stage_id) const override {
+    py::gil_scoped_acquire gil;
+    py::object result = apply_(state, stage_id);
+    try {
+      return result.cast<std::vector<std::pair<State, int>>>();
+    } catch (const py::cast_error&) {
+      AS_TYPE_CHECK(false, "sketch rule '" << name_
+                                           << "': its apply must return a list of (LoopState, next stage id) "
+                                              "pairs, got "
+                                           << py::str(py::repr(result)).cast<std::string>());
+    }
+    return {};
+  }
+
+ private:
+  std::string name_;
+  py::object condition_, apply_;
+};
 
 void BindSearchParams(py::module_& m) {
   py::class_<SearchParams>(m, "SearchParams", "Knobs of the search; see cpp/search/search_params.h.")
@@ -102,6 +155,18 @@ void BindPolicy(py::module_& m) {
       .def_property_readonly("params", &SketchPolicy::params)
       .def_property_readonly("sketch_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.sketch_rules()); })
+      .def(
+          "add_sketch_rule",
+          [](SketchPolicy& p, const std::string& name, py::object condition, py::object apply) {
+            AS_CHECK(!name.empty(), "a sketch rule needs a name");
+            AS_TYPE_CHECK(PyCallable_Check(condition.ptr()) && PyCallable_Check(apply.ptr()),
+                          "sketch rule '" << name << "': condition and apply must be callable");
+            p.PreloadSketchRule(std::make_shared<PySketchRule>(name, std::move(condition), std::move(apply)));
+          },
+          py::arg("name"), py::arg("condition"), py::arg("apply"),
+          "Adds a rule before the built-in ones (after those added before): condition(LoopState, stage_id) "
+          "-> 0/1/2 (skip, apply, apply and skip the rest), apply(LoopState, stage_id) -> [(LoopState, "
+          "next stage id)]. What they raise propagates out of sketch generation.")
       .def_property_readonly("init_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.init_rules()); })
       .def("generate_sketches", &SketchPolicy::GenerateSketches, py::call_guard<py::gil_scoped_release>())

@@ -57,20 +57,66 @@ SketchPolicy::SketchPolicy(SearchTask task, std::shared_ptr<CostModel> cost_mode
   AS_CHECK(cost_model_ != nullptr, "the sketch policy needs a cost model");
 }
 
+namespace {
+
+std::string RuleNamesText(const SketchRuleList& rules) {
+  std::string out;
+  for (const auto& r : rules) out += (out.empty() ? "" : ", ") + r->name();
+  return out;
+}
+
+}  // namespace
+
+void SketchPolicy::PreloadSketchRule(std::shared_ptr<const SketchRule> rule) {
+  AS_CHECK(rule != nullptr, "PreloadSketchRule: no rule given");
+  for (const auto& r : sketch_rules_) {
+    AS_CHECK(r->name() != rule->name(),
+             "the sketch policy already has a rule named '" << rule->name() << "'");
+  }
+  sketch_rules_.insert(sketch_rules_.begin() + static_cast<std::ptrdiff_t>(num_custom_sketch_rules_),
+                       std::move(rule));
+  ++num_custom_sketch_rules_;
+  sketches_.reset();  // the next round generates them with the new rule
+}
+
+// A rule's results must name a stage of their state (or -1: finished), be
+// states of the task's DAG, and make progress: the state and stage a rule was
+// given, returned as they are, would be visited forever.
+void SketchPolicy::CheckRuleResults(const SketchRule& rule, const State& state, int stage_id,
+                                    const std::vector<std::pair<State, int>>& results) const {
+  for (const auto& [result, next] : results) {
+    const int num_stages = static_cast<int>(result.stages().size());
+    AS_CHECK(next >= -1 && next < num_stages, "sketch rule '" << rule.name() << "' at stage '"
+                                                              << state.stage(stage_id).name()
+                                                              << "' returned the next stage id " << next
+                                                              << ", not in [-1, " << num_stages << ")");
+    AS_CHECK(result.init_dag().workload_key() == task_.compute_dag.workload_key(),
+             "sketch rule '" << rule.name() << "' at stage '" << state.stage(stage_id).name()
+                             << "' returned a state of another compute DAG");
+    AS_CHECK(next != stage_id || !result.SameSteps(state),
+             "sketch rule '" << rule.name() << "' at stage '" << state.stage(stage_id).name()
+                             << "' returned the state and stage it was given: generation would never end");
+  }
+}
+
 void SketchPolicy::ApplyRules(const State& state, int stage_id, std::vector<std::pair<State, int>>* next) {
   const SketchContext ctx{task_, params_};
   for (const auto& rule : sketch_rules_) {
     SketchRule::Condition cond = SketchRule::Condition::Skip;
+    std::vector<std::pair<State, int>> results;
     try {
       cond = rule->MeetCondition(ctx, state, stage_id);
       if (cond == SketchRule::Condition::Skip) continue;
-      for (auto& result : rule->Apply(ctx, state, stage_id)) next->push_back(std::move(result));
+      results = rule->Apply(ctx, state, stage_id);
     } catch (const std::exception& e) {
+      if (!rule->RecordsFailures()) throw;
       // The next rules are asked as if this one had not applied.
       rule_failures_.push_back("rule '" + rule->name() + "' at stage '" + state.stage(stage_id).name() +
                                "': " + e.what());
       continue;
     }
+    CheckRuleResults(*rule, state, stage_id, results);
+    for (auto& result : results) next->push_back(std::move(result));
     if (cond == SketchRule::Condition::ApplyAndSkipRest) break;
   }
 }
@@ -81,7 +127,18 @@ std::vector<State> SketchPolicy::GenerateSketches() {
   std::vector<std::pair<State, int>> now = {{init, static_cast<int>(init.stages().size()) - 1}};
   std::vector<State> sketches;
   std::unordered_set<std::string> seen;
+  // Each round moves every partial sketch to a lower stage, or to a stage a
+  // rule added (rfactor, cache write) or revisits once (pack): far fewer
+  // rounds than this bound, unless a rule keeps sending states back.
+  const size_t max_rounds = 16 * init.stages().size() + 64;
+  size_t visited = 0, rounds = 0;
   while (!now.empty()) {
+    visited += now.size();
+    AS_CHECK(
+        ++rounds <= max_rounds && visited <= kMaxPartialSketches,
+        "sketch generation did not finish after "
+            << rounds << " rounds and " << visited << " partial sketches: a sketch rule keeps branching or "
+            << "returns states to stages already visited (rules: " << RuleNamesText(sketch_rules_) << ")");
     std::vector<std::pair<State, int>> next;
     for (const auto& [state, stage_id] : now) {
       if (stage_id < 0) {

@@ -56,7 +56,7 @@ class SketchPolicy {
 
   const SearchTask& task() const { return task_; }
   const SearchParams& params() const { return params_; }
-  // The ordered rules; a custom rule is inserted at the front.
+  // The ordered rules: the preloaded custom rules, then the built-in ones.
   SketchRuleList& sketch_rules() { return sketch_rules_; }
   const SketchRuleList& sketch_rules() const { return sketch_rules_; }
   InitRuleList& init_rules() { return init_rules_; }
@@ -65,12 +65,23 @@ class SketchPolicy {
   MutationRuleList& mutation_rules() { return mutation_rules_; }
   const MutationRuleList& mutation_rules() const { return mutation_rules_; }
   CostModel& cost_model() { return *cost_model_; }
+  // Adds a custom sketch rule before the built-in rules, after the custom
+  // rules added before it; sketches are generated again on the next round.
+  // Throws Error when a rule of that name is already in the list.
+  void PreloadSketchRule(std::shared_ptr<const SketchRule> rule);
 
   // Every sketch of the task, without duplicates, in generation order. A rule
   // whose apply throws is skipped for that partial sketch and recorded in
-  // rule_failures().
+  // rule_failures(), unless the rule says otherwise (RecordsFailures()):
+  // what it throws then propagates. Throws Error when a rule returns a next
+  // stage id out of range or a state of another DAG, or when generation does
+  // not finish (a rule returning the state and stage it was given, or
+  // branching or revisiting without end).
   std::vector<State> GenerateSketches();
   const std::vector<std::string>& rule_failures() const { return rule_failures_; }
+  // Partial sketches one generation visits at most (the built-in rules visit
+  // tens): beyond, some rule keeps branching or sending states back.
+  static constexpr size_t kMaxPartialSketches = 100000;
 
   // Up to n distinct random states from GenerateSketches(); reproducible
   // for a seed.
@@ -97,6 +108,8 @@ class SketchPolicy {
 
  private:
   void ApplyRules(const State& state, int stage_id, std::vector<std::pair<State, int>>* next);
+  void CheckRuleResults(const SketchRule& rule, const State& state, int stage_id,
+                        const std::vector<std::pair<State, int>>& results) const;
   const std::vector<State>& Sketches();
   std::vector<State> InitialPopulation(std::vector<State>* random_states);
   std::vector<State> PickEpsGreedy(const std::vector<State>& best, const std::vector<State>& random,
@@ -106,6 +119,7 @@ class SketchPolicy {
   SearchParams params_;
   uint64_t seed_ = 0;
   SketchRuleList sketch_rules_;
+  size_t num_custom_sketch_rules_ = 0;
   InitRuleList init_rules_;
   MutationRuleList mutation_rules_;
   std::shared_ptr<CostModel> cost_model_;

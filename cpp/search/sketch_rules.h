@@ -24,7 +24,8 @@
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
 //   multi-level-tiling                tile "SSRSRS"
 //   skip-stage                        leave the stage as it is
-// A custom rule goes first in the list (SketchPolicy::rules()).
+// Custom rules (SketchPolicy::PreloadSketchRule, e.g. rules written in
+// Python) go first in the list, in the order they were added.
 #pragma once
 
 #include <memory>
@@ -55,6 +56,11 @@ class SketchRule {
   // goes on without this rule's results.
   virtual std::vector<std::pair<State, int>> Apply(const SketchContext& ctx, const State& state,
                                                    int stage_id) const = 0;
+  // Whether generation records what this rule throws in rule_failures and
+  // goes on (the built-in rules: a step the core refuses), or lets it
+  // propagate and stops (a rule written by a user, whose mistakes they must
+  // see rather than find missing from the sketches).
+  virtual bool RecordsFailures() const { return true; }
 };
 
 using SketchRuleList = std::vector<std::shared_ptr<const SketchRule>>;

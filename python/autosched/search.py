@@ -14,12 +14,21 @@ evolutionary search guided by a cost model.
 "infer_bound", "lower", or "duplicate". Knobs are the fields of `SearchParams` (see docs/search.md):
 
     params = search.SearchParams(max_vectorize_size=8)
+
+Your own sketch rules go before the built-in ones (see SketchRule and docs/search.md):
+
+    policy = search.SketchPolicy(task, "xgb", sketch_rules=[MyRule()])
+    policy.add_sketch_rule(condition, apply, name="my-rule")
 """
+import enum
+import numbers
+import weakref
+
 from . import _core
 from .state import State
 
-__all__ = ["SearchParams", "SketchPolicy", "generate_sketches", "sample_init_population", "mutate",
-           "baseline_states", "make_cost_model"]
+__all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
+           "generate_sketches", "sample_init_population", "mutate", "baseline_states", "make_cost_model"]
 
 
 class SearchParams(_core.SearchParams):
@@ -56,10 +65,11 @@ class SketchPolicy:
 
     program_cost_model: a CostModel, "xgb", "random" or None (RandomModel). params: SearchParams (also
     accepted in place of the cost model, for the older form SketchPolicy(task, params)). seed: the search is
-    reproducible for a seed and a sequence of measured results.
+    reproducible for a seed and a sequence of measured results. sketch_rules: your own rules (SketchRule
+    objects, or any object with `condition` and `apply` methods), asked before the built-in ones, in order.
     """
 
-    def __init__(self, task, program_cost_model=None, params=None, seed=0):
+    def __init__(self, task, program_cost_model=None, params=None, seed=0, sketch_rules=None):
         if isinstance(program_cost_model, _core.SearchParams) and params is None:
             program_cost_model, params = None, program_cost_model
         if params is not None and not isinstance(params, _core.SearchParams):
@@ -67,6 +77,40 @@ class SketchPolicy:
         self.task = task
         self.cost_model = make_cost_model(program_cost_model)
         self._policy = _core.SketchPolicy(task, params, self.cost_model._core, seed)
+        if isinstance(sketch_rules, (str, bytes)) or not isinstance(sketch_rules, (list, tuple, type(None))):
+            raise TypeError(f"sketch_rules must be a list of sketch rules, got {type(sketch_rules).__name__}")
+        for rule in sketch_rules or ():
+            self.add_sketch_rule(rule)
+
+    def add_sketch_rule(self, condition, apply=None, name=None):
+        """Adds a sketch rule before the built-in ones (after the rules you added before it).
+
+        Either a rule object (a SketchRule, or any object with `condition` and `apply` methods; its name is
+        its `name` attribute, else its class name), or two functions and a name:
+            condition(policy, state, stage_id) -> SketchRuleCondition or "skip" / "apply" / "apply_and_skip_rest"
+            apply(policy, state, stage_id) -> [(State, next_stage_id), ...]
+        `policy` is this SketchPolicy (its task and params), `state` a State of your own to change (e.g.
+        state.split(...), state.compute_inline(...)), `stage_id` the stage being visited; generation walks
+        the stages from the last to the first, so a rule usually returns stage_id - 1. An exception raised by
+        your rule stops generation with a SketchRuleError naming the rule (the original exception as its
+        cause); a result of the wrong type is a TypeError.
+        """
+        if apply is None:
+            rule = condition
+            cond_fn, apply_fn = getattr(rule, "condition", None), getattr(rule, "apply", None)
+            if not (callable(cond_fn) and callable(apply_fn)):
+                raise TypeError(f"a sketch rule needs callable condition and apply methods, got {rule!r}; "
+                                "or call add_sketch_rule(condition, apply, name=...)")
+            name = name or getattr(rule, "name", None) or type(rule).__name__
+        else:
+            cond_fn, apply_fn = condition, apply
+            if not (callable(cond_fn) and callable(apply_fn)):
+                raise TypeError("add_sketch_rule: condition and apply must be callable")
+            name = name or getattr(apply_fn, "__name__", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a sketch rule's name must be a non-empty string, got {name!r}")
+        adapter = _RuleAdapter(weakref.ref(self), name, cond_fn, apply_fn)
+        self._policy.add_sketch_rule(name, adapter.condition, adapter.apply)
 
     @property
     def params(self):
@@ -135,6 +179,87 @@ class SketchPolicy:
         return self._policy.model_update_seconds
 
 
+class SketchRuleCondition(enum.IntEnum):
+    """What a sketch rule's condition says about a stage."""
+    SKIP = 0                 # the rule does not apply; the next rules are asked
+    APPLY = 1                # apply it, and ask the next rules too
+    APPLY_AND_SKIP_REST = 2  # apply it, and ask no further rule at this stage
+
+
+class SketchRuleError(RuntimeError):
+    """A sketch rule of yours raised an exception (its __cause__) during sketch generation."""
+
+
+class SketchRule:
+    """Base class of a sketch rule written in Python: override `condition` and `apply` (and set `name`,
+    which defaults to the class name). See SketchPolicy.add_sketch_rule for what they receive and return.
+
+        class InlineAll(search.SketchRule):
+            name = "inline-elementwise"
+            def condition(self, policy, state, stage_id):
+                ...
+                return search.SketchRuleCondition.APPLY_AND_SKIP_REST
+            def apply(self, policy, state, stage_id):
+                state.compute_inline(stage_id)
+                return [(state, stage_id - 1)]
+    """
+    name = None
+
+    def condition(self, policy, state, stage_id):
+        return SketchRuleCondition.SKIP
+
+    def apply(self, policy, state, stage_id):
+        raise NotImplementedError(f"sketch rule {type(self).__name__} has no apply")
+
+
+_CONDITION_NAMES = {c.name.lower(): c for c in SketchRuleCondition}
+
+
+class _RuleAdapter:
+    """The callables the C++ rule calls: converts the LoopState to a State, calls the user's function, checks
+    and converts what it returns. Holds the policy weakly (the C++ policy owns this adapter)."""
+
+    def __init__(self, policy_ref, name, condition, apply):
+        self.policy_ref, self.name, self.user_condition, self.user_apply = policy_ref, name, condition, apply
+
+    def _call(self, what, fn, core_state, stage_id):
+        try:
+            return fn(self.policy_ref(), State(core_state), stage_id)
+        except Exception as err:  # noqa: BLE001  (any failure of user code, reported with the rule's name)
+            stage = core_state.stages[stage_id].name
+            raise SketchRuleError(f"sketch rule '{self.name}' raised {type(err).__name__} in its {what} at "
+                                  f"stage {stage_id} ('{stage}'): {err}") from err
+
+    def condition(self, core_state, stage_id):
+        result = self._call("condition", self.user_condition, core_state, stage_id)
+        if isinstance(result, SketchRuleCondition):
+            return int(result)
+        if isinstance(result, str) and result.lower() in _CONDITION_NAMES:
+            return int(_CONDITION_NAMES[result.lower()])
+        raise TypeError(f"sketch rule '{self.name}': its condition must return a SketchRuleCondition or one "
+                        f"of {sorted(_CONDITION_NAMES)}, got {result!r}")
+
+    def apply(self, core_state, stage_id):
+        result = self._call("apply", self.user_apply, core_state, stage_id)
+        expected = "a list of (State, next_stage_id) pairs"
+        if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
+            raise TypeError(f"sketch rule '{self.name}': its apply must return {expected}, got {result!r}")
+        out = []
+        for item in result:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                raise TypeError(f"sketch rule '{self.name}': its apply must return {expected}, got the item "
+                                f"{item!r}")
+            state, next_id = item
+            if not isinstance(state, (State, _core.LoopState)):
+                raise TypeError(f"sketch rule '{self.name}': its apply returned {type(state).__name__} "
+                                f"where a State goes, in {item!r}")
+            if isinstance(next_id, bool) or not isinstance(next_id, numbers.Integral):
+                raise TypeError(f"sketch rule '{self.name}': its apply returned the next stage id "
+                                f"{next_id!r}; it must be an int (-1 when the sketch is finished)")
+            out.append((_core_state(state), int(next_id)))
+        return out
+
+
 def _core_state(state):
     from .build_module import _core_state as core_of
     return core_of(state)
@@ -152,9 +277,10 @@ def baseline_states(task, params=None):
     return [State(s) for s in _core.baseline_states(task, params or SearchParams())]
 
 
-def generate_sketches(task, params=None):
-    """The sketches of `task` as States whose split lengths are still unknown."""
-    return SketchPolicy(task, params).generate_sketches()
+def generate_sketches(task, params=None, sketch_rules=None):
+    """The sketches of `task` as States whose split lengths are still unknown (with your sketch_rules first,
+    see SketchPolicy)."""
+    return SketchPolicy(task, params, sketch_rules=sketch_rules).generate_sketches()
 
 
 def sample_init_population(task, n, seed=0, params=None, sketches=None):

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "schedule_test_util.h"
 #include "search/search_util.h"
@@ -302,6 +303,86 @@ TEST(SketchPolicy, RefusesTargetsWithoutRules) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("opencl"), std::string::npos) << e.what();
   }
+}
+
+// A custom rule for tests: at the stage named `stage`, returns what `make` gives.
+class CustomRule : public SketchRule {
+ public:
+  using Make = std::function<std::vector<std::pair<State, int>>(const State&, int)>;
+  CustomRule(std::string name, std::string stage, Make make, bool records = true)
+      : name_(std::move(name)), stage_(stage), make_(std::move(make)), records_(records) {}
+  std::string name() const override { return name_; }
+  bool RecordsFailures() const override { return records_; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    return s.stage(stage_id).name() == stage_ ? Condition::Apply : Condition::Skip;
+  }
+  std::vector<std::pair<State, int>> Apply(const SketchContext&, const State& s,
+                                           int stage_id) const override {
+    return make_(s, stage_id);
+  }
+
+ private:
+  std::string name_;
+  std::string stage_;
+  Make make_;
+  bool records_;
+};
+
+TEST(SketchPolicy, PreloadedRulesGoFirstInOrder) {
+  SketchPolicy policy(MakeTask(Matmul(16, 16, 16)));  // A 0, B 1, C 2
+  const size_t builtin = policy.GenerateSketches().size();
+  auto split_i = [](const State& s, int id) {
+    return std::vector<std::pair<State, int>>{{s.Split(id, 0, {4}), id - 1}};
+  };
+  auto split_j = [](const State& s, int id) {
+    return std::vector<std::pair<State, int>>{{s.Split(id, 1, {2}), id - 1}};
+  };
+  policy.PreloadSketchRule(std::make_shared<CustomRule>("split-i", "C", split_i));
+  policy.PreloadSketchRule(std::make_shared<CustomRule>("split-j", "C", split_j));
+  EXPECT_EQ(policy.sketch_rules()[0]->name(), "split-i");
+  EXPECT_EQ(policy.sketch_rules()[1]->name(), "split-j");
+  EXPECT_EQ(policy.sketch_rules()[2]->name(), "always-inline");
+  const auto sketches = policy.GenerateSketches();
+  ASSERT_EQ(sketches.size(), builtin + 2);
+  EXPECT_EQ(IterNames(sketches[0].stage(2)), (std::vector<std::string>{"i.0", "i.1", "j", "k"}));
+  EXPECT_EQ(IterNames(sketches[1].stage(2)), (std::vector<std::string>{"i", "j.0", "j.1", "k"}));
+  EXPECT_THROW(policy.PreloadSketchRule(std::make_shared<CustomRule>("split-i", "C", split_i)), Error);
+}
+
+TEST(SketchPolicy, BadCustomRuleResultsAreErrors) {
+  const SearchTask task = MakeTask(Matmul(16, 16, 16));
+  auto expect_error = [&](CustomRule::Make make, const char* expected) {
+    SketchPolicy policy(task);
+    policy.PreloadSketchRule(std::make_shared<CustomRule>("bad", "C", std::move(make)));
+    try {
+      policy.GenerateSketches();
+      ADD_FAILURE() << "expected an error containing " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  using Results = std::vector<std::pair<State, int>>;
+  expect_error([](const State& s, int) { return Results{{s, 3}}; }, "next stage id 3");
+  expect_error([](const State& s, int id) { return Results{{s, id}}; }, "never end");
+  const ComputeDAG other = Matmul(8, 8, 8);
+  expect_error([&](const State&, int id) { return Results{{State(other), id - 1}}; }, "another compute DAG");
+  // A rule that keeps sending new states back to the same stage.
+  expect_error([](const State& s, int id) { return Results{{s.Split(id, 0, {1}), id}}; }, "did not finish");
+}
+
+TEST(SketchPolicy, CustomRuleErrorsPropagateUnlessRecorded) {
+  const SearchTask task = MakeTask(Matmul(16, 16, 16));
+  auto fail = [](const State&, int) -> std::vector<std::pair<State, int>> {
+    throw std::runtime_error("boom");
+  };
+  SketchPolicy recorded(task);
+  recorded.PreloadSketchRule(std::make_shared<CustomRule>("fails", "C", fail));
+  EXPECT_EQ(recorded.GenerateSketches().size(), SketchPolicy(task).GenerateSketches().size());
+  ASSERT_EQ(recorded.rule_failures().size(), 1u);
+  EXPECT_NE(recorded.rule_failures()[0].find("boom"), std::string::npos);
+  SketchPolicy propagated(task);
+  propagated.PreloadSketchRule(std::make_shared<CustomRule>("fails", "C", fail, /*records=*/false));
+  EXPECT_THROW(propagated.GenerateSketches(), std::runtime_error);
 }
 
 }  // namespace

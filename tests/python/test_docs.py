@@ -1,4 +1,6 @@
-"""The README's tour and the tutorial notebooks run as written."""
+"""The README's tour and the tutorial notebooks run as written (the tuning tutorial with a small budget:
+AUTOSCHED_TUTORIAL_TRIALS=8, unless the environment sets it)."""
+import os
 import json
 import pathlib
 import re
@@ -19,7 +21,8 @@ def test_readme_tour_runs():
 
 
 @pytest.mark.parametrize("notebook", sorted((ROOT / "tutorials").glob("*.ipynb")), ids=lambda p: p.name)
-def test_tutorial_runs(notebook):
+def test_tutorial_runs(notebook, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_TUTORIAL_TRIALS", os.environ.get("AUTOSCHED_TUTORIAL_TRIALS", "8"))
     cells = json.loads(notebook.read_text())["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     _run(code, notebook.name)

@@ -1,12 +1,19 @@
 """Property test of the search's sketches and initial population over the whole operator library: for
-every case of op_cases.CASES the sketch policy gives sketches without a rule failing, and states sampled
-from every sketch have all split lengths filled (dividing the extents), build with the LLVM backend and
-compute what the reference evaluator computes.
+every case of op_cases.CASES (every operator of autosched.ops) and a few more that make the pack-operand and
+constant-tensor rules fire, the sketch policy gives sketches without a rule failing, and states sampled from
+every sketch have all split lengths filled (dividing the extents), build with the LLVM backend and compute
+what the reference evaluator computes.
 
 The tasks claim 16 cores, so that the rfactor rule (reductions with little parallelism) fires on more
 cases. CI samples 5 states per sketch of each case in its first dtype and builds the first of them (a
-build costs far more than sampling, which lowers every state already); AUTOSCHED_SKETCH_SAMPLES=N samples
-and builds N per sketch in every dtype of every case (a long run: N=1000 takes hours).
+build costs far more than sampling, which lowers every state already).
+
+Long mode: AUTOSCHED_SKETCH_SAMPLES=N samples N distinct states per sketch (fewer where a sketch has fewer)
+in every dtype of every case, and builds and checks every one of them: the first 5 per sketch at the
+target's default optimisation level, the others at -opt-level=0 (LLVM's optimisations do not change what a
+schedule computes, and such a build takes a fifth of the time). It prints the states checked per case and
+reports every mismatch at the end of a case. Select cases or dtypes with -k, e.g.
+    AUTOSCHED_SKETCH_SAMPLES=2000 pytest tests/python/test_search_sketch.py -k "matmul and float32" -s
 """
 import json
 import os
@@ -15,14 +22,65 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched import search
+from autosched import ops, search, te
 
-from op_cases import CASES
+from op_cases import ALL, CASES, F32, I32
 from schedule_helpers import assert_close, check, random_inputs
 
 LONG_SAMPLES = os.environ.get("AUTOSCHED_SKETCH_SAMPLES")
 SAMPLES_PER_SKETCH = int(LONG_SAMPLES) if LONG_SAMPLES else 5
 BUILDS_PER_SKETCH = SAMPLES_PER_SKETCH if LONG_SAMPLES else 1
+FULL_OPT_BUILDS = 5  # per sketch, in the long mode; the others are built at -opt-level=0
+
+
+def _ph(shape, name, dtype):
+    return te.placeholder(shape, name=name, dtype=dtype)
+
+
+def _wide(dtype):
+    """Columns that make a row of 512 bytes: the pack-operand rule packs such a B (or weight)."""
+    return 512 // (2 if dtype == "float16" else 4)
+
+
+def _matmul_packed(dtype):
+    a, b = _ph((5, 7), "A", dtype), _ph((7, _wide(dtype)), "B", dtype)
+    return [a, b, ops.matmul(a, b)]
+
+
+def _conv_nhwc_packed(dtype):
+    data, kernel = _ph((1, 5, 4, 3), "data", dtype), _ph((3, 3, 3, _wide(dtype)), "kernel", dtype)
+    return [data, kernel, ops.conv2d_nhwc(data, kernel, stride=1, padding=1)]
+
+
+def _batch_matmul_packed(dtype):
+    x, y = _ph((2, 3, 5), "X", dtype), _ph((2, 5, _wide(dtype)), "Y", dtype)
+    return [x, y, ops.batch_matmul(x, y, transpose_b=False)]
+
+
+def _const_matrix(dtype):
+    """O = X @ G with G a constant 4x4 matrix written as an expression (as a Winograd transform is)."""
+    x = _ph((12, 4), "X", dtype)
+    one, half = te.const(2, dtype), te.const(1, dtype)
+    g = te.compute((4, 4), lambda a, b: te.select(a == b, one, half), name="G")
+    r = te.reduce_axis((0, 4), name="r")
+    return [x, te.compute((12, 4), lambda i, e: te.sum(x[i, r] * g[r, e], axis=r), name="O")]
+
+
+# name -> (builder, dtypes, positive inputs, the step the rule under test leaves in some sketch)
+RULE_CASES = {
+    "matmul_packed": (_matmul_packed, ALL, False, "PK"),
+    "conv2d_nhwc_packed": (_conv_nhwc_packed, (F32, I32), False, "PK"),
+    "batch_matmul_packed": (_batch_matmul_packed, (F32,), False, "PK"),
+    "const_matrix": (_const_matrix, (F32, I32), False, "AN"),
+}
+
+
+def _case(name):
+    if name in RULE_CASES:
+        builder, dtypes, positive, _ = RULE_CASES[name]
+        return builder, dtypes, positive
+    builder, dtypes, positive, _ = CASES[name]
+    return builder, dtypes, positive
 
 
 def _task(dag):
@@ -35,24 +93,44 @@ def _split_records(state):
 
 
 def _params():
-    for case, (_, dtypes, _, _) in CASES.items():
+    for case in list(CASES) + list(RULE_CASES):
+        dtypes = _case(case)[1]
         for dtype in dtypes if LONG_SAMPLES else dtypes[:1]:
             yield pytest.param(case, dtype, id=f"{case}-{dtype}")
 
 
+def _mismatch(dag, state, inputs, is_input, expected, opt_level):
+    """None when the state, built at opt_level (None: the target's default), computes `expected`; else a
+    description of the difference."""
+    arrays = [x.copy() for x in inputs]
+    target = None if opt_level is None else f"llvm -opt-level={opt_level}"
+    ans.build(dag, state, target)(*arrays)
+    outputs = [x for x, inp in zip(arrays, is_input) if not inp]
+    for got, want in zip(outputs, expected):
+        try:
+            assert_close(got, want, got.dtype)
+        except AssertionError as err:
+            return str(err).strip().splitlines()[-1]
+    return None
+
+
 @pytest.mark.parametrize("case, dtype", list(_params()))
 def test_sampled_states_of_every_sketch_match_reference(case, dtype):
-    builder, _, positive, _ = CASES[case]
+    builder, _, positive = _case(case)
     dag = ans.ComputeDAG(builder(dtype))
     task = _task(dag)
     policy = search.SketchPolicy(task)
     sketches = policy.generate_sketches()
     assert sketches, case
     assert policy.rule_failures == []
+    if case in RULE_CASES:
+        step = RULE_CASES[case][3]
+        assert any(r[0] == step for s in sketches for r in json.loads(s.to_json())), (case, step)
     rng = np.random.default_rng(0)
     inputs = random_inputs(dag, rng, positive)
     is_input = [t.op_kind == "placeholder" for t in dag.tensors]
     expected = ans.evaluate(dag, [x for x, inp in zip(inputs, is_input) if inp])
+    checked, failures = 0, []
     for k, sketch in enumerate(sketches):
         states, drops = search.sample_init_population(task, SAMPLES_PER_SKETCH, seed=k, sketches=[sketch])
         assert states, f"sketch {k} of {case}: nothing sampled, drops {drops}"
@@ -63,11 +141,17 @@ def test_sampled_states_of_every_sketch_match_reference(case, dtype):
                 assert None not in lengths and extent % int(np.prod(lengths)) == 0, record
             if n >= BUILDS_PER_SKETCH:
                 continue
-            arrays = [x.copy() for x in inputs]
-            ans.build(task, state)(*arrays)
-            outputs = [x for x, inp in zip(arrays, is_input) if not inp]
-            for got, want in zip(outputs, expected):
-                assert_close(got, want, got.dtype, message=f"{case}:\n{dag.print_python_steps(state)}")
+            opt_level = None if n < FULL_OPT_BUILDS else 0
+            problem = _mismatch(dag, state, inputs, is_input, expected, opt_level)
+            checked += 1
+            if problem is not None:
+                failures.append(f"sketch {k}, state {n} (opt level {opt_level or 'default'}): {problem}\n"
+                                f"{dag.print_python_steps(state)}")
+                if not LONG_SAMPLES:
+                    break
+    if LONG_SAMPLES:
+        print(f"\n{case}-{dtype}: {len(sketches)} sketches, {checked} states checked, {len(failures)} wrong")
+    assert not failures, f"{case}-{dtype}: {len(failures)} wrong states; the first:\n" + "\n".join(failures[:3])
 
 
 def _matmul_dag(n=64, m=48, k=32):
