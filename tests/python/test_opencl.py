@@ -36,10 +36,17 @@ def check(dag, state=None, target=TARGET, seed=0, positive=False):
     return mod
 
 
+# Every case in float32; float16 (stored as half, computed in float) and int32 (wrapping, division helpers)
+# on the cases that exercise them most, to keep the test time (one PoCL compile each) down.
+OTHER_DTYPES = {"matmul", "conv2d_nchw_bias_relu", "depthwise_nchw", "softmax", "layer_norm", "sum_all",
+                "max_min", "broadcast_arith", "unary_float", "abs_relu_cast", "take", "pad"}
+
+
 def _op_params():
     for case, (_, dtypes, _, _) in CASES.items():
         for dtype in dtypes:
-            yield pytest.param(case, dtype, id=f"{case}-{dtype}")
+            if dtype == "float32" or case in OTHER_DTYPES:
+                yield pytest.param(case, dtype, id=f"{case}-{dtype}")
 
 
 @pytest.mark.parametrize("case, dtype", list(_op_params()))
@@ -69,7 +76,13 @@ def _matmul(n, m, k, dtype="float32"):
 
 
 def test_default_schedule_binds_blocks_and_threads():
-    mod = check(_matmul(13, 7, 5))
+    dag = _matmul(13, 7, 5)
+    mod = check(dag)
+    # LLVM 19 (ours) and PoCL's own LLVM live in one process: an LLVM build after a PoCL one works.
+    if ans._core.has_llvm():
+        arrays = random_inputs(dag, np.random.default_rng(3))
+        ans.build(dag, target="llvm")(*arrays)
+        assert_close(arrays[2], ans.evaluate(dag, arrays[:2])[0], "float32")
     source = mod.get_source()
     assert mod.get_source("cl") == source and "__kernel" in source
     assert "get_group_id(0)" in source and "get_local_id(0)" in source, source
