@@ -304,6 +304,7 @@ void OpenCLPrinter::PrintFor(const ForNode* n) {
   const int div = slot >= 3 && guarded ? 1 : 0;
   divergent_ += div;
   if (slot >= 3) id_vars_.insert(var);
+  if (KnownNonNegative(n->min)) NoteNonNegative(var);
   bound_[slot] = true;
   PrintStmt(n->body);
   bound_[slot] = false;

@@ -182,12 +182,32 @@ std::string CPrinter::PrintBinary(const BinaryNode* n) {
     if (t.is_integer()) {
       int64_t c = 0;
       bool safe = GetConstInt(n->b, &c) && c > 0;  // no check needed
-      if (safe && (n->op == BinOp::Div || n->op == BinOp::Mod || t.is_uint()))
+      // C's division truncates, which is floor division for a non-negative dividend.
+      if (safe && (n->op == BinOp::Div || n->op == BinOp::Mod || t.is_uint() || KnownNonNegative(n->a)))
         return "(" + a + (n->op == BinOp::Div || n->op == BinOp::FloorDiv ? " / " : " % ") + b + ")";
       return PrintIntDivision(n->op, t, a, b);
     }
   }
   return PrintArith(n->op, t, a, b);
+}
+
+bool CPrinter::KnownNonNegative(const Expr& e) const {
+  int64_t c = 0;
+  if (GetConstInt(e, &c)) return c >= 0;
+  if (const auto* v = e.as<VarNode>()) return non_negative_.count(v) > 0;
+  const auto* n = e.as<BinaryNode>();
+  if (!n || !n->a.dtype().is_int()) return false;
+  switch (n->op) {
+    case BinOp::Add:
+    case BinOp::Mul:
+    case BinOp::Min:
+    case BinOp::Max: return KnownNonNegative(n->a) && KnownNonNegative(n->b);
+    case BinOp::Div:
+    case BinOp::Mod:
+    case BinOp::FloorDiv:
+    case BinOp::FloorMod: return KnownNonNegative(n->a) && GetConstInt(n->b, &c) && c > 0;
+    default: return false;
+  }
 }
 
 std::string CPrinter::PrintArith(BinOp op, DataType t, const std::string& a, const std::string& b) {
@@ -334,6 +354,7 @@ void CPrinter::PrintFor(const ForNode* n) {
   int64_t m = 0;
   const std::string end = GetConstInt(n->min, &m) && m == 0 ? PrintIndex(n->extent)
                                                             : "(" + min + " + " + PrintIndex(n->extent) + ")";
+  if (KnownNonNegative(n->min)) NoteNonNegative(var);
   Open("for (" + TypeName(var->dtype) + " " + v + " = " + min + "; " + v + " < " + end + "; ++" + v + ")");
   PrintStmt(n->body);
   Close();

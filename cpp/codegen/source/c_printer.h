@@ -62,10 +62,15 @@ class CPrinter {
   void NeedHelper(const std::string& name, const std::string& text);
   std::string Helpers() const;
   std::string PrintIndex(const Expr& index);  // in index context
-  void Line(const std::string& text);         // one indented line
-  void Open(const std::string& text);         // "text {" and indent
-  void Close();                               // "}" and dedent
-  std::string TakeBody();                     // the printed statements so far
+  // Declares a loop variable never negative (loops from a non-negative
+  // minimum, GPU indices): floor division of such values by a positive
+  // constant prints as C's / and %.
+  void NoteNonNegative(const VarNode* v) { non_negative_.insert(v); }
+  bool KnownNonNegative(const Expr& e) const;
+  void Line(const std::string& text);  // one indented line
+  void Open(const std::string& text);  // "text {" and indent
+  void Close();                        // "}" and dedent
+  std::string TakeBody();              // the printed statements so far
 
   std::ostringstream body_;
   int indent_ = 0;
@@ -82,6 +87,7 @@ class CPrinter {
   std::string PrintLoad(const BufferLoadNode* n);
   void PrintStore(const BufferStoreNode* n);
 
+  std::set<const VarNode*> non_negative_;
   std::map<const VarNode*, std::string> var_names_;
   std::map<const BufferNode*, std::string> buffer_names_;
   std::set<std::string> used_names_;
