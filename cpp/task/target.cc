@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "support/error.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_device.h"
+#endif
 
 namespace autosched {
 
@@ -241,7 +244,14 @@ std::string Target::Describe() const {
 
 HardwareParams DefaultHardwareParams(const Target& target) {
   if (target.kind == TargetKind::OpenCL) {
-    HardwareParams p = OpenCLDefaults(target.device);
+    const std::string& d = target.device;
+    HardwareParams p = OpenCLDefaults(d);
+#ifdef AUTOSCHED_HAS_OPENCL
+    // A device named by index or by other text than the three families is one
+    // of this machine's: its own parameters (Error when none matches).
+    if (!d.empty() && d != "nvidia" && d != "mali" && d != "pocl")
+      p = OpenCLHardwareParams(SelectOpenCLDevice(target));
+#endif
     if (target.num_cores > 0) p.num_cores = target.num_cores;
     return p;
   }

@@ -113,6 +113,9 @@ struct HardwareParams {
 //          pocl (OpenCL on the CPU) and generic (no -device): host cores
 //                  (generic: 16 units), warp 1, 256 threads, 32 KiB shared,
 //                  64 KiB private, vthread 4.
+//          a -device= naming a device of this machine otherwise (an index,
+//                  or other text, e.g. "opencl -device=0"): queried from it
+//                  (runtime/opencl/opencl_device.h, OpenCLHardwareParams).
 //          -num-cores= overrides the number of compute units.
 HardwareParams DefaultHardwareParams(const Target& target);
 

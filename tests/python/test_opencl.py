@@ -183,6 +183,10 @@ def test_hardware_params_come_from_the_device():
     assert hw.max_threads_per_block == device["max_work_group_size"]
     assert hw.max_shared_memory_per_block == device["local_memory_bytes"]
     assert ans.opencl.hardware_params("opencl -device=0", max_threads_per_block=128).max_threads_per_block == 128
+    # A task for a device of this machine takes its parameters; the family names keep their fixed defaults.
+    task = ans.SearchTask(compute_dag=_matmul(4, 4, 4), target="opencl -device=0")
+    assert task.hardware_params == hw
+    assert ans.HardwareParams(target="opencl -device=mali").max_threads_per_block == 256
     with pytest.raises(TypeError, match="no field 'bogus'"):
         ans.opencl.hardware_params("opencl", bogus=1)
 
