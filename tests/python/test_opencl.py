@@ -176,6 +176,19 @@ def test_integer_division_and_nan_semantics_match_the_evaluator():
     assert np.isnan(yv[0]) and np.isnan(yv[4])
 
 
+def test_float16_is_stored_as_half_without_needing_cl_khr_fp16():
+    x = te.placeholder((37,), name="x", dtype="float16")
+    y = te.compute((37,), lambda i: x[i] * te.const(3, "float16") + te.const(0.1, "float16"), name="y")
+    dag = ans.ComputeDAG([x, y])
+    xv = (np.random.default_rng(5).standard_normal(37) * 100).astype("float16")
+    yv = np.zeros(37, "float16")
+    mod = ans.build(dag, target=TARGET)
+    mod(xv, yv)
+    np.testing.assert_array_equal(yv, ans.evaluate(dag, [xv])[0])
+    source = mod.get_source()
+    assert "vload_half" in source and "vstore_half_rte" in source and "cl_khr_fp16" not in source, source
+
+
 def test_hardware_params_come_from_the_device():
     device = ans.opencl.devices()[0]
     hw = ans.opencl.hardware_params("opencl -device=0")

@@ -75,9 +75,14 @@ class OpenCLKernel : public Kernel {
 
   int32_t Run(void** args) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    Upload(args);
-    for (size_t k = 0; k < kernels_.size(); ++k) Launch(k, nullptr);
-    Download(args);
+    try {
+      Upload(args);
+      for (size_t k = 0; k < kernels_.size(); ++k) Launch(k, nullptr);
+      Download(args);
+    } catch (const Error&) {
+      clFinish(queue_);  // copies already queued must not outlive the caller's arrays
+      throw;
+    }
     return kKernelOk;
   }
 
@@ -91,21 +96,28 @@ class OpenCLKernel : public Kernel {
   double DeviceSeconds(void** args, int number) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (kernels_.empty()) return 0;
-    Upload(args);
     cl_event first = nullptr, last = nullptr;
-    for (int i = 0; i < number; ++i) {
-      for (size_t k = 0; k < kernels_.size(); ++k) {
-        const bool is_first = i == 0 && k == 0, is_last = i == number - 1 && k + 1 == kernels_.size();
-        cl_event event = nullptr;
-        Launch(k, is_first || is_last ? &event : nullptr);
-        if (is_first) first = event;
-        if (is_last) {
-          last = event;
-          if (is_first) clRetainEvent(event);
+    try {
+      Upload(args);
+      for (int i = 0; i < number; ++i) {
+        for (size_t k = 0; k < kernels_.size(); ++k) {
+          const bool is_first = i == 0 && k == 0, is_last = i == number - 1 && k + 1 == kernels_.size();
+          cl_event event = nullptr;
+          Launch(k, is_first || is_last ? &event : nullptr);
+          if (is_first) first = event;
+          if (is_last) {
+            last = event;
+            if (is_first) clRetainEvent(event);
+          }
         }
       }
+      Download(args);
+    } catch (const Error&) {
+      clFinish(queue_);
+      if (first) clReleaseEvent(first);
+      if (last) clReleaseEvent(last);
+      throw;
     }
-    Download(args);
     cl_int err = clFinish(queue_);
     cl_ulong start = 0, end = 0;
     if (err == CL_SUCCESS)
