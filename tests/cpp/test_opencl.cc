@@ -134,6 +134,19 @@ TEST(OpenCLRuntime, ErrorCodesAreNamed) {
         << e.what();
   }
 }
+
+TEST(OpenCLRuntime, CompileErrorsCarryTheBuildLog) {
+  if (ListOpenCLDevices().empty()) GTEST_SKIP() << "no OpenCL device";
+  try {
+    GetOpenCLProgram(ListOpenCLDevices()[0], "__kernel void k(__global float* a) { a[0] = undefined_name; }",
+                     "");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << message;
+    EXPECT_NE(message.find("undefined_name"), std::string::npos) << message;  // from the log
+  }
+}
 #endif
 
 }  // namespace

@@ -225,6 +225,20 @@ def test_a_work_group_larger_than_the_device_allows_is_refused():
         ans.build(dag, s, target="opencl -device=0")
 
 
+def test_more_local_memory_than_the_device_has_is_refused():
+    limit = ans.opencl.devices()[0]["local_memory_bytes"]
+    rows = limit // (4 * 64) + 1  # A (rows x 64 float32) is larger than the local memory
+    dag = _matmul(rows, 8, 64)
+    s = dag.get_init_state()
+    shared = s.cache_read("A", "shared", ["C"])
+    i, j, k = s["C"].iters
+    s.reorder("C", [j, i, k])
+    s.bind("C", j, "blockIdx.x")
+    s.compute_at(shared, "C", j)
+    with pytest.raises(ValueError, match=r"bytes of __local \(shared\) memory, more than .* has"):
+        ans.build(dag, s, target="opencl -device=0")
+
+
 def test_a_thread_binding_nested_in_the_same_binding_is_refused():
     dag = _matmul(8, 8, 4)
     s = dag.get_init_state()
