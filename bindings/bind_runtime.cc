@@ -11,6 +11,9 @@
 #include "runtime/module.h"
 #include "schedule/state.h"
 #include "support/error.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_device.h"
+#endif
 
 namespace py = pybind11;
 
@@ -60,6 +63,49 @@ std::string LoweredText(const State& state, bool log_passes) {
   return log_passes ? log.str() : ToString(f);
 }
 
+// The OpenCL devices as dicts (empty without OpenCL or without a platform).
+py::list OpenCLDevices() {
+  py::list out;
+#ifdef AUTOSCHED_HAS_OPENCL
+  for (const OpenCLDevice& d : ListOpenCLDevices()) {
+    py::dict info;
+    info["index"] = d.index;
+    info["name"] = d.name;
+    info["vendor"] = d.vendor;
+    info["version"] = d.version;
+    info["driver_version"] = d.driver_version;
+    info["platform"] = d.platform_name;
+    info["platform_vendor"] = d.platform_vendor;
+    info["is_gpu"] = d.is_gpu;
+    info["compute_units"] = d.compute_units;
+    info["max_work_group_size"] = d.max_work_group_size;
+    info["max_work_item_sizes"] =
+        py::make_tuple(d.max_work_item_sizes[0], d.max_work_item_sizes[1], d.max_work_item_sizes[2]);
+    info["local_memory_bytes"] = d.local_memory_bytes;
+    info["global_memory_bytes"] = d.global_memory_bytes;
+    info["clock_mhz"] = d.clock_mhz;
+    info["cache_line_bytes"] = d.cache_line_bytes;
+    info["preferred_float_vector_width"] = d.preferred_float_vector_width;
+    info["warp_size"] = d.warp_size;
+    info["extensions"] = d.extensions;
+    out.append(info);
+  }
+#endif
+  return out;
+}
+
+HardwareParams OpenCLDeviceParams(const Target& target) {
+  AS_CHECK(target.kind == TargetKind::OpenCL,
+           "hardware parameters of an OpenCL device need an opencl target, got '" << target.str() << "'");
+#ifdef AUTOSCHED_HAS_OPENCL
+  HardwareParams p = OpenCLHardwareParams(SelectOpenCLDevice(target));
+  if (target.num_cores > 0) p.num_cores = target.num_cores;
+  return p;
+#else
+  throw Error("target '" + target.str() + "': autosched was built without OpenCL");
+#endif
+}
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
@@ -102,6 +148,10 @@ void bind_runtime(py::module_& m) {
   m.def("lowered_text", &LoweredText, py::arg("state"), py::arg("log_passes") = false,
         "The fully lowered loop nest of a state (with log_passes: after every pass).");
   m.def("has_llvm", &HasLLVMBackend, "True when this build can compile for 'llvm' targets.");
+  m.def("has_opencl", &HasOpenCLBackend, "True when this build has the OpenCL runtime.");
+  m.def("opencl_devices", &OpenCLDevices, "The OpenCL devices of this machine, as dicts.");
+  m.def("opencl_hardware_params", &OpenCLDeviceParams, py::arg("target"),
+        "HardwareParams queried from the OpenCL device a target selects.");
   const char* dropped_doc =
       "CPU features (LLVM names) that the target's -mcpu / -mattr ask for but that this host lacks, so that "
       "built code does without them (Target.dropped_features).";

@@ -6,7 +6,7 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
 packages=(cmake ninja-build g++ llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
-          pocl-opencl-icd nlohmann-json3-dev libgtest-dev clang-format)
+          pocl-opencl-icd clinfo nlohmann-json3-dev libgtest-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -23,13 +23,16 @@ class State;
 
 // True when this build of autosched has the LLVM CPU backend.
 bool HasLLVMBackend();
+// True when this build of autosched has the OpenCL runtime.
+bool HasOpenCLBackend();
 
 // Compiles f for the target. Throws Error when the target's backend is not
 // available in this build, or when f holds something the backend cannot
 // generate (the message names it).
 Module Build(const LoweredFunc& f, const Target& target);
 
-// Lower(state), then Build.
+// Lower(state), then Build. For an opencl target, a state without GPU
+// bindings gets the default GPU schedule first (BindDefaultGpuThreads).
 Module BuildState(const State& state, const Target& target);
 
 }  // namespace autosched

@@ -19,6 +19,14 @@ BuiltCandidate Failed(MeasureError error, const std::string& stage, const std::e
 }  // namespace
 
 BuiltCandidate LowerAndBuild(const State& state, const Target& target) {
+  if (target.kind == TargetKind::OpenCL) {
+    BuiltCandidate out;
+    out.error = MeasureError::Compile;
+    out.error_msg =
+        "measuring OpenCL candidates is not supported yet (build them with autosched.build and time "
+        "them with the module's time_evaluator)";
+    return out;
+  }
   LoweredFunc f;
   try {
     f = Lower(state);

@@ -3,16 +3,17 @@
 // caller-owned memory without copies.
 //
 //  - Kernel: what a backend implements (the LLVM JIT in codegen/llvm/jit.cc;
-//    an OpenCL kernel later). Run takes the data pointers of the arguments in
-//    the order of LoweredFunc::args and returns a KernelStatus; Synchronize
-//    waits for work Run left running (a no-op for code that runs to the end).
+//    OpenCL kernels in runtime/opencl/). Run takes the data pointers of the
+//    arguments in the order of LoweredFunc::args and returns a KernelStatus;
+//    Synchronize waits for work Run left running (a no-op for code that runs
+//    to the end). DeviceSeconds lets a device time its own runs.
 //  - Module::Call checks every argument (count, shape, dtype, C-contiguity;
 //    outputs writeable and sharing no memory with another argument, as kernels
 //    assume no aliasing) and names the first wrong one in an Error before the
 //    kernel runs, then raises the Error that a failing status stands for.
 //  - Module::TimeEvaluate is the timing loop the tuner uses: it checks the
 //    status of every run (the warm-up included), so a failing run is an
-//    Error, never a time.
+//    Error, never a time. A kernel with a device timer is timed by it.
 //  - ModuleSources: named texts ("lowered", "ll", "asm", later "cl"), given
 //    or produced on first request.
 #pragma once
@@ -47,6 +48,11 @@ class Kernel {
   virtual int32_t Run(void** args) = 0;
   // Waits for the work of earlier Runs; returns the first failure status.
   virtual int32_t Synchronize() = 0;
+  // Runs `number` times and returns the seconds the device spent in them, by
+  // its own timer (OpenCL profiling events), all work finished; negative when
+  // the kernel has no such timer (the time evaluator then uses the host's
+  // clock around Run and Synchronize).
+  virtual double DeviceSeconds(void** args, int number) { return -1; }
 };
 
 // What a kernel expects of one argument.

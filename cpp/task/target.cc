@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "support/error.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_device.h"
+#endif
 
 namespace autosched {
 
@@ -34,13 +37,11 @@ constexpr OptionSpec kOptions[] = {
     {"mattr", OptionValue::Text, true, false},          // +feature,-feature
     {"opt-level", OptionValue::OptLevel, true, false},  // LLVM's O0..O3
     {"no-host-check", OptionValue::Flag, true, false},  // keep features this host lacks (no runs here)
-    {"device", OptionValue::Text, false, true},         // kOpenCLDevices
+    {"device", OptionValue::Text, false, true},         // index or name (runtime/opencl/opencl_device.h)
     {"platform", OptionValue::Text, false, true},       // OpenCL platform name
     {"num-cores", OptionValue::PositiveInt, true, true},
     {"fast-math", OptionValue::Flag, true, true},
 };
-
-constexpr const char* kOpenCLDevices[] = {"nvidia", "mali", "pocl"};
 
 const OptionSpec* FindOption(const std::string& name, TargetKind kind) {
   for (const OptionSpec& spec : kOptions) {
@@ -194,12 +195,6 @@ Target Target::Parse(const std::string& full_text) {
   target.host_check = !target.HasOption("no-host-check");
   if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
   if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));
-  if (target.HasOption("device")) {
-    bool known = std::find(std::begin(kOpenCLDevices), std::end(kOpenCLDevices), target.device) !=
-                 std::end(kOpenCLDevices);
-    AS_CHECK(known, "unknown OpenCL device '" << target.device << "': expected nvidia, mali or pocl "
-                                              << "(or no -device for a generic GPU)");
-  }
   if (target.kind == TargetKind::LLVM) {
     if (!target.mtriple.empty()) CheckTripleMatchesHost(target.mtriple);
     target.cpu = ResolveCpu(target.mcpu, target.mattr, target.host_check);
@@ -249,7 +244,14 @@ std::string Target::Describe() const {
 
 HardwareParams DefaultHardwareParams(const Target& target) {
   if (target.kind == TargetKind::OpenCL) {
-    HardwareParams p = OpenCLDefaults(target.device);
+    const std::string& d = target.device;
+    HardwareParams p = OpenCLDefaults(d);
+#ifdef AUTOSCHED_HAS_OPENCL
+    // A device named by index or by other text than the three families is one
+    // of this machine's: its own parameters (Error when none matches).
+    if (!d.empty() && d != "nvidia" && d != "mali" && d != "pocl")
+      p = OpenCLHardwareParams(SelectOpenCLDevice(target));
+#endif
     if (target.num_cores > 0) p.num_cores = target.num_cores;
     return p;
   }

@@ -21,8 +21,11 @@
 //   -no-host-check  keep every feature of -mcpu / -mattr even where this host
 //                   lacks it: the built module can be read (get_source) but
 //                   refuses to run here, naming the missing features
-// opencl options: -device=nvidia|mali|pocl, -platform=NAME, -num-cores=N
-// (compute units), -fast-math.
+// opencl options: -device=INDEX or NAME (a device's index, or text its name,
+// vendor or platform contains; nvidia, mali and pocl also pick the default
+// HardwareParams below), -platform=NAME, -num-cores=N (compute units),
+// -fast-math. Which device a name selects is decided when code is built
+// (runtime/opencl/opencl_device.h); a name no device matches is an Error then.
 //
 // HardwareParams: the machine facts the search needs, one typed field each with
 // a documented default; DefaultHardwareParams(target) fills them per target.
@@ -110,6 +113,9 @@ struct HardwareParams {
 //          pocl (OpenCL on the CPU) and generic (no -device): host cores
 //                  (generic: 16 units), warp 1, 256 threads, 32 KiB shared,
 //                  64 KiB private, vthread 4.
+//          a -device= naming a device of this machine otherwise (an index,
+//                  or other text, e.g. "opencl -device=0"): queried from it
+//                  (runtime/opencl/opencl_device.h, OpenCLHardwareParams).
 //          -num-cores= overrides the number of compute units.
 HardwareParams DefaultHardwareParams(const Target& target);
 

@@ -4,6 +4,7 @@
     mod(a, b, out)                        # C-contiguous numpy arrays, written in place
     res = mod.time_evaluator(number=10, repeat=3)(a, b, out)    # res.mean, res.results: seconds per run
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
+    gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
 from . import _core
 from ._core import Target
@@ -77,9 +78,11 @@ class Module:
                                                       flush_cache))
         return evaluate
 
-    def get_source(self, fmt="ll"):
-        """'ll': optimised LLVM IR, 'asm': assembly, 'lowered': the loop nest that was compiled (see
-        source_formats)."""
+    def get_source(self, fmt=None):
+        """'ll': optimised LLVM IR, 'asm': assembly (llvm targets); 'cl': OpenCL C (opencl targets);
+        'lowered': the loop nest that was compiled (see source_formats). Default: 'cl' for OpenCL, else 'll'."""
+        if fmt is None:
+            fmt = "cl" if "cl" in self._mod.source_formats else "ll"
         return self._mod.get_source(fmt)
 
     @property

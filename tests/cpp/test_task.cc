@@ -41,7 +41,7 @@ TEST(Target, RejectsMalformedInput) {
   ExpectErrorMentions("llvm -mcpu", "-mcpu needs a value");
   ExpectErrorMentions("llvm -fast-math=1", "flag");
   ExpectErrorMentions("llvm -device=mali", "'-device' for llvm");
-  ExpectErrorMentions("opencl -device=voodoo", "unknown OpenCL device 'voodoo'");
+  ExpectErrorMentions("opencl -device", "-device needs a value");
   ExpectErrorMentions("llvm -mcpu=a -mcpu=b", "given twice");
 }
 

@@ -1,0 +1,426 @@
+#include "codegen/opencl/codegen_opencl.h"
+
+#include <map>
+#include <unordered_set>
+
+#include "codegen/source/c_printer.h"
+#include "ir/functor.h"
+#include "lower/stmt_functor.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+// blockIdx.x/y/z are slots 0..2, threadIdx.x/y/z slots 3..5.
+int BindingSlot(ForKind k) {
+  switch (k) {
+    case ForKind::BlockIdxX: return 0;
+    case ForKind::BlockIdxY: return 1;
+    case ForKind::BlockIdxZ: return 2;
+    case ForKind::ThreadIdxX: return 3;
+    case ForKind::ThreadIdxY: return 4;
+    case ForKind::ThreadIdxZ: return 5;
+    default: return -1;
+  }
+}
+
+std::string IdCall(int slot) {
+  return std::string(slot < 3 ? "get_group_id(" : "get_local_id(") + std::to_string(slot % 3) + ")";
+}
+
+const std::string& LoopName(const ForNode* n) { return n->loop_var.as<VarNode>()->name; }
+
+std::vector<Stmt> Children(const Stmt& s) {
+  switch (s.kind()) {
+    case StmtKind::For: return {s.as<ForNode>()->body};
+    case StmtKind::Allocate: return {s.as<AllocateNode>()->body};
+    case StmtKind::IfThenElse: return {s.as<IfThenElseNode>()->then_case, s.as<IfThenElseNode>()->else_case};
+    case StmtKind::Seq: return s.as<SeqNode>()->seq;
+    case StmtKind::LetStmt: return {s.as<LetStmtNode>()->body};
+    case StmtKind::Pragma: return {s.as<PragmaNode>()->body};
+    case StmtKind::BufferStore: return {};
+  }
+  return {};
+}
+
+// The top level of the function: global allocations around the root nests,
+// each nest one kernel.
+void Peel(const Stmt& s, std::vector<Buffer>* temps, std::vector<Stmt>* kernels) {
+  if (!s.defined()) return;
+  if (const auto* a = s.as<AllocateNode>()) {
+    temps->push_back(a->buffer);
+    return Peel(a->body, temps, kernels);
+  }
+  if (const auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->seq) Peel(x, temps, kernels);
+    return;
+  }
+  kernels->push_back(s);
+}
+
+struct Launch {
+  std::array<int64_t, 6> extent{1, 1, 1, 1, 1, 1};  // groups per dimension, then work items per group
+};
+
+void AnalyzeLaunch(const Stmt& s, std::array<const ForNode*, 6>* bound, Launch* launch) {
+  if (!s.defined()) return;
+  if (const auto* n = s.as<ForNode>(); n && IsGpuBinding(n->for_kind)) {
+    const int slot = BindingSlot(n->for_kind);
+    AS_CHECK((*bound)[slot] == nullptr, "OpenCL code generation: loop '"
+                                            << LoopName(n) << "' is bound to " << ForKindName(n->for_kind)
+                                            << " inside loop '" << LoopName((*bound)[slot])
+                                            << "', which is bound to it too; bind each index once per nest");
+    int64_t extent = 0;
+    AS_CHECK(GetConstInt(n->extent, &extent) && extent >= 1,
+             "OpenCL code generation: loop '" << LoopName(n) << "' bound to " << ForKindName(n->for_kind)
+                                              << " needs a constant positive extent");
+    launch->extent[slot] = std::max(launch->extent[slot], extent);
+    (*bound)[slot] = n;
+    AnalyzeLaunch(n->body, bound, launch);
+    (*bound)[slot] = nullptr;
+    return;
+  }
+  for (const Stmt& c : Children(s)) AnalyzeLaunch(c, bound, launch);
+}
+
+// Buffers a statement reads or writes, in first-use order.
+std::vector<const BufferNode*> UsedBuffers(const Stmt& s) {
+  std::vector<const BufferNode*> used;
+  std::unordered_set<const BufferNode*> seen;
+  auto note = [&](const BufferNode* b) {
+    if (seen.insert(b).second) used.push_back(b);
+  };
+  PostOrderVisitStmt(s, [&](const Stmt& x) {
+    if (const auto* st = x.as<BufferStoreNode>()) note(st->buffer.get());
+  });
+  VisitStmtExprs(s, [&](const Expr& e) {
+    PostOrderVisit(e, [&](const Expr& x) {
+      if (const auto* ld = x.as<BufferLoadNode>()) note(ld->buffer.get());
+    });
+  });
+  return used;
+}
+
+bool StoresTo(const Stmt& s, const BufferNode* b) {
+  bool found = false;
+  PostOrderVisitStmt(s, [&](const Stmt& x) {
+    if (const auto* st = x.as<BufferStoreNode>(); st && st->buffer.get() == b) found = true;
+  });
+  return found;
+}
+
+// A GPU-bound loop inside s that encloses a store to b (nullptr if none).
+const ForNode* BindingAroundStore(const Stmt& s, const BufferNode* b) {
+  const ForNode* found = nullptr;
+  PostOrderVisitStmt(s, [&](const Stmt& x) {
+    const auto* n = x.as<ForNode>();
+    if (!found && n && IsGpuBinding(n->for_kind) && StoresTo(n->body, b)) found = n;
+  });
+  return found;
+}
+
+enum class BufferKind : uint8_t { Param, Shared, Private };
+
+class OpenCLPrinter : public CPrinter {
+ public:
+  explicit OpenCLPrinter(const std::vector<Buffer>& params) {
+    reserved_ = {"kernel",     "global",    "local",   "constant",  "private", "read_only",
+                 "write_only", "image2d_t", "event_t", "sampler_t", "size_t",  "ptrdiff_t",
+                 "barrier",    "float2",    "float4",  "int2",      "int4"};
+    for (const Buffer& b : params) kinds_[b.get()] = BufferKind::Param;
+  }
+
+  std::string PrintKernel(const std::string& name, const Stmt& body, const std::vector<int>& params,
+                          const std::vector<Buffer>& buffers, const Launch& launch, int64_t* local_bytes);
+  bool uses_fp64() const { return uses_fp64_; }
+  std::string HelperText() const { return Helpers(); }
+
+ protected:
+  std::string TypeName(DataType t) override;
+  std::string LoadElement(const BufferNode* b, const std::string& index) override;
+  std::string StoreElement(const BufferNode* b, const std::string& index, const std::string& value,
+                           DataType value_type) override;
+  void PrintFor(const ForNode* n) override;
+  void PrintAllocate(const AllocateNode* n) override;
+  std::string RoundToHalf(const std::string& x, DataType from) override;
+  void PrintStmt(const Stmt& s) override;
+
+ private:
+  std::string StorageType(const BufferNode* b);
+  bool UsesIdVar(const Expr& e) const;
+  bool WritesShared(const Stmt& s) const;
+  void Barrier(const std::string& buffer_hint);
+
+  std::map<const BufferNode*, BufferKind> kinds_;
+  Launch launch_;
+  std::array<bool, 6> bound_{};
+  std::unordered_set<const VarNode*> id_vars_;  // values that differ between work items of a group
+  int divergent_ = 0;                           // inside code only some work items of a group reach
+  std::vector<std::string> local_decls_;
+  int64_t local_bytes_ = 0;
+  bool uses_fp64_ = false;
+  std::streamoff barrier_end_ = -1;
+};
+
+std::string OpenCLPrinter::TypeName(DataType t) {
+  switch (t.code) {
+    case TypeCode::Bool: return "bool";
+    case TypeCode::UInt:
+      return t.bits == 8 ? "uchar" : t.bits == 16 ? "ushort" : t.bits == 32 ? "uint" : "ulong";
+    case TypeCode::Int: return t.bits == 8 ? "char" : t.bits == 16 ? "short" : t.bits == 32 ? "int" : "long";
+    case TypeCode::Float:
+      if (t.bits == 64) uses_fp64_ = true;
+      return t.bits == 64 ? "double" : "float";  // float16 computes in float
+  }
+  return "?";
+}
+
+std::string OpenCLPrinter::StorageType(const BufferNode* b) {
+  if (b->dtype.is_bool()) return "uchar";
+  if (b->dtype.is_float() && b->dtype.bits == 16) return kinds_.at(b) == BufferKind::Param ? "half" : "float";
+  return TypeName(b->dtype);
+}
+
+std::string OpenCLPrinter::LoadElement(const BufferNode* b, const std::string& index) {
+  const std::string name = BufferName(b);
+  if (b->dtype.is_bool()) return "(" + name + "[" + index + "] != 0)";
+  if (b->dtype.is_float() && b->dtype.bits == 16 && kinds_.at(b) == BufferKind::Param)
+    return "vload_half(" + index + ", " + name + ")";
+  return name + "[" + index + "]";
+}
+
+std::string OpenCLPrinter::StoreElement(const BufferNode* b, const std::string& index,
+                                        const std::string& value, DataType value_type) {
+  const std::string name = BufferName(b);
+  const BufferKind kind = kinds_.at(b);
+  std::string store;
+  if (b->dtype.is_float() && b->dtype.bits == 16) {
+    store = kind == BufferKind::Param
+                ? "vstore_half_rte(" + value + ", " + index + ", " + name + ");"
+                : name + "[" + index + "] = " + RoundToHalf(value, DataType::Float(32)) + ";";
+  } else if (b->dtype.is_bool()) {
+    store = name + "[" + index + "] = (uchar)(" + value + ");";
+  } else {
+    store = name + "[" + index + "] = " + value + ";";
+  }
+  if (kind == BufferKind::Private) return store;
+  // Code outside the binding of a launched dimension runs in every work item
+  // of it: one of them writes (__local buffers are per group, so only the
+  // work items of a group are told apart).
+  std::string cond;
+  for (int slot = kind == BufferKind::Shared ? 3 : 0; slot < 6; ++slot) {
+    if (launch_.extent[slot] > 1 && !bound_[slot])
+      cond += (cond.empty() ? "" : " && ") + IdCall(slot) + " == 0";
+  }
+  return cond.empty() ? store : "if (" + cond + ") " + store;
+}
+
+std::string OpenCLPrinter::RoundToHalf(const std::string& x, DataType from) {
+  if (from.is_float() && from.bits == 64) {
+    NeedHelper("as_round_half_double",
+               "float as_round_half_double(double x) {\n  ushort bits;\n"
+               "  vstore_half_rte(x, 0, (__private half*)&bits);\n  return vload_half(0, (__private "
+               "half*)&bits);\n}\n");
+    return "as_round_half_double(" + x + ")";
+  }
+  NeedHelper("as_round_half",
+             "float as_round_half(float x) {\n  ushort bits;\n"
+             "  vstore_half_rte(x, 0, (__private half*)&bits);\n  return vload_half(0, (__private "
+             "half*)&bits);\n}\n");
+  return "as_round_half(" + (from.is_float() ? x : "(float)" + x) + ")";
+}
+
+bool OpenCLPrinter::UsesIdVar(const Expr& e) const {
+  bool found = false;
+  PostOrderVisit(e, [&](const Expr& x) {
+    if (const auto* v = x.as<VarNode>(); v && id_vars_.count(v)) found = true;
+  });
+  return found;
+}
+
+bool OpenCLPrinter::WritesShared(const Stmt& s) const {
+  bool found = false;
+  PostOrderVisitStmt(s, [&](const Stmt& x) {
+    const auto* st = x.as<BufferStoreNode>();
+    if (st && kinds_.count(st->buffer.get()) && kinds_.at(st->buffer.get()) == BufferKind::Shared)
+      found = true;
+  });
+  return found;
+}
+
+void OpenCLPrinter::Barrier(const std::string& where) {
+  if (body_.tellp() == barrier_end_) return;  // one barrier is enough
+  AS_CHECK(divergent_ == 0,
+           "OpenCL code generation: the __local buffer written by "
+               << where
+               << " needs a barrier, but it would sit in code that only some work items of a "
+                  "group reach (under a guarded threadIdx loop or a condition on the thread "
+                  "index); bind the threads with extents that match");
+  Line("barrier(CLK_LOCAL_MEM_FENCE);");
+  barrier_end_ = body_.tellp();
+}
+
+void OpenCLPrinter::PrintStmt(const Stmt& s) {
+  if (!s.defined()) return;
+  if (const auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->seq) {
+      const bool shared = WritesShared(x);
+      if (shared) Barrier("a statement");  // readers of the previous round are done
+      PrintStmt(x);
+      if (shared) Barrier("a statement");  // the writes are visible to the group
+    }
+    return;
+  }
+  if (const auto* n = s.as<IfThenElseNode>()) {
+    const int div = UsesIdVar(n->condition) ? 1 : 0;
+    divergent_ += div;
+    CPrinter::PrintStmt(s);
+    divergent_ -= div;
+    return;
+  }
+  if (const auto* n = s.as<LetStmtNode>(); n && UsesIdVar(n->value)) id_vars_.insert(n->var.as<VarNode>());
+  CPrinter::PrintStmt(s);
+}
+
+void OpenCLPrinter::PrintFor(const ForNode* n) {
+  const VarNode* var = n->loop_var.as<VarNode>();
+  const int slot = BindingSlot(n->for_kind);
+  if (slot < 0) {  // serial (parallel, unrolled, vthread and unvectorized loops run serially too)
+    const int div = UsesIdVar(n->min) || UsesIdVar(n->extent) ? 1 : 0;
+    divergent_ += div;
+    CPrinter::PrintFor(n);
+    divergent_ -= div;
+    return;
+  }
+  int64_t extent = 0;
+  GetConstInt(n->extent, &extent);
+  const bool guarded = extent < launch_.extent[slot];
+  Open("");
+  int64_t min = 0;
+  const std::string offset = GetConstInt(n->min, &min) && min == 0 ? "" : PrintIndex(n->min) + " + ";
+  Line("const int " + VarName(var) + " = " + offset + "(int)" + IdCall(slot) + ";  // " +
+       ForKindName(n->for_kind));
+  if (guarded) Open("if (" + IdCall(slot) + " < " + std::to_string(extent) + ")");
+  const int div = slot >= 3 && guarded ? 1 : 0;
+  divergent_ += div;
+  if (slot >= 3) id_vars_.insert(var);
+  if (KnownNonNegative(n->min)) NoteNonNegative(var);
+  bound_[slot] = true;
+  PrintStmt(n->body);
+  bound_[slot] = false;
+  divergent_ -= div;
+  if (guarded) Close();
+  Close();
+}
+
+void OpenCLPrinter::PrintAllocate(const AllocateNode* n) {
+  const BufferNode* b = n->buffer.get();
+  const int64_t bytes = BufferBytes(*b);
+  const int64_t count = bytes / std::max(1, b->dtype.bytes());
+  AS_CHECK(count > 0, "OpenCL code generation: buffer '" << b->name << "' has no elements");
+  const bool shared = b->scope == MemScope::Shared;
+  if (shared) {
+    for (int slot = 3; slot < 6; ++slot) {
+      AS_CHECK(!bound_[slot],
+               "OpenCL code generation: shared buffer '"
+                   << b->name << "' is allocated inside a loop bound to threadIdx; its region "
+                   << "would differ between the work items that share it: compute it at a loop "
+                      "outside the threadIdx bindings");
+    }
+  } else if (const ForNode* binding = BindingAroundStore(n->body, b)) {
+    AS_CHECK(false,
+             "OpenCL code generation: buffer '"
+                 << b->name << "' (scope " << MemScopeName(b->scope) << ") is private to each work item, "
+                 << "but it is written under loop '" << LoopName(binding) << "' bound to "
+                 << ForKindName(binding->for_kind)
+                 << ", so each work item would hold only its part; give it scope 'shared' or do not bind "
+                    "its loops");
+  }
+  kinds_[b] = shared ? BufferKind::Shared : BufferKind::Private;
+  const std::string decl = StorageType(b) + " " + BufferName(b) + "[" + std::to_string(count) + "];";
+  if (shared) {
+    local_decls_.push_back("__local " + decl);
+    local_bytes_ += count * (b->dtype.is_bool() ? 1 : b->dtype.bits == 16 ? 4 : b->dtype.bytes());
+  } else {
+    Line(decl);
+  }
+  PrintStmt(n->body);
+}
+
+std::string OpenCLPrinter::PrintKernel(const std::string& name, const Stmt& body,
+                                       const std::vector<int>& params, const std::vector<Buffer>& buffers,
+                                       const Launch& launch, int64_t* local_bytes) {
+  launch_ = launch;
+  local_decls_.clear();
+  local_bytes_ = 0;
+  barrier_end_ = -1;
+  TakeBody();
+  indent_ = 1;
+  PrintStmt(body);
+  const std::string text = TakeBody();
+  std::string head = "__kernel __attribute__((reqd_work_group_size(" + std::to_string(launch.extent[3]) +
+                     ", " + std::to_string(launch.extent[4]) + ", " + std::to_string(launch.extent[5]) +
+                     ")))\nvoid " + name + "(";
+  for (size_t i = 0; i < params.size(); ++i) {
+    const BufferNode* b = buffers[params[i]].get();
+    head += (i ? ", " : "") + std::string("__global ") + (StoresTo(body, b) ? "" : "const ") +
+            StorageType(b) + "* restrict " + BufferName(b);
+  }
+  head += ") {\n";
+  for (const std::string& d : local_decls_) head += "  " + d + "\n";
+  *local_bytes = local_bytes_;
+  return head + text + "}\n";
+}
+
+}  // namespace
+
+int64_t BufferBytes(const BufferNode& b) {
+  int64_t count = 1;
+  if (b.strides.empty()) {
+    for (int64_t d : b.shape) count *= d;
+  } else {
+    count = 1;
+    for (size_t d = 0; d < b.shape.size(); ++d) count += (b.shape[d] - 1) * b.strides[d];
+  }
+  return count * b.dtype.bytes();
+}
+
+OpenCLProgramSpec GenerateOpenCL(const LoweredFunc& f) {
+  OpenCLProgramSpec spec;
+  spec.buffers = f.args;
+  spec.num_args = f.args.size();
+  std::vector<Stmt> nests;
+  std::vector<Buffer> temps;
+  Peel(f.body, &temps, &nests);
+  spec.buffers.insert(spec.buffers.end(), temps.begin(), temps.end());
+  std::map<const BufferNode*, int> index;
+  for (size_t i = 0; i < spec.buffers.size(); ++i) index[spec.buffers[i].get()] = static_cast<int>(i);
+
+  OpenCLPrinter printer(spec.buffers);
+  std::string kernels;
+  for (size_t k = 0; k < nests.size(); ++k) {
+    OpenCLKernelSpec kernel;
+    kernel.name = f.name + "_kernel" + std::to_string(k);
+    std::array<const ForNode*, 6> bound{};
+    Launch launch;
+    AnalyzeLaunch(nests[k], &bound, &launch);
+    for (int d = 0; d < 3; ++d) {
+      kernel.num_groups[d] = launch.extent[d];
+      kernel.group_size[d] = launch.extent[3 + d];
+    }
+    for (const BufferNode* b : UsedBuffers(nests[k])) {
+      if (index.count(b)) kernel.buffers.push_back(index[b]);
+    }
+    kernels += "\n" + printer.PrintKernel(kernel.name, nests[k], kernel.buffers, spec.buffers, launch,
+                                          &kernel.local_memory_bytes);
+    spec.kernels.push_back(kernel);
+  }
+  spec.uses_fp64 = printer.uses_fp64();
+  std::string head = "// OpenCL C generated by autosched for '" + f.name + "'\n";
+  if (spec.uses_fp64) head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  const std::string helpers = printer.HelperText();
+  spec.source = head + (helpers.empty() ? "" : "\n" + helpers) + kernels;
+  return spec;
+}
+
+}  // namespace autosched

@@ -1,0 +1,67 @@
+// OpenCL C generation from a lowered function (no OpenCL library needed; the
+// runtime in runtime/opencl/ compiles and launches what this produces).
+//
+// Kernels. Each top-level statement of the function (one root stage's loop
+// nest) becomes one __kernel, launched in order; the global allocations
+// around them (intermediate root stages, accumulators) become device buffers
+// passed to the kernels that use them. Arguments are __global pointers, in the
+// order of OpenCLProgramSpec::buffers.
+//
+// Bindings. A loop bound to blockIdx.x/y/z reads get_group_id(0/1/2), one
+// bound to threadIdx.x/y/z reads get_local_id(0/1/2). A kernel launches, per
+// dimension, as many groups as its largest blockIdx extent and as many work
+// items per group as its largest threadIdx extent; a bound loop with a smaller
+// extent is guarded. A kernel without bindings runs as one work item. Code
+// outside the bindings of a launched dimension runs in every work item of it:
+// its stores to __global and __local buffers are guarded so that one work
+// item (index 0 of that dimension) writes, and private buffers are per work
+// item. Refused with an Error naming the loop or buffer: a loop nested in a
+// loop bound to the same index, a bound loop without a constant extent, a
+// shared buffer allocated inside a threadIdx loop (its region would differ
+// between work items), a private buffer written under a binding made inside
+// its allocation (other work items could not read it), a barrier that would
+// sit in code only some work items reach.
+//
+// Scopes. Buffers of scope "shared" are __local arrays at kernel scope, with
+// barrier(CLK_LOCAL_MEM_FENCE) before and after each statement that writes
+// them; "local" and "global" buffers allocated inside a kernel are private
+// arrays.
+//
+// Types. bool is stored as uchar; float16 is stored as half and computed in
+// float (vload_half / vstore_half_rte, core OpenCL: no cl_khr_fp16 needed),
+// rounded to half where the IR rounds (stores, casts, immediates), as the LLVM
+// backend does; float64 needs cl_khr_fp64. Vector expressions are printed lane
+// by lane (codegen/source/c_printer.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lower/stmt.h"
+
+namespace autosched {
+
+struct OpenCLKernelSpec {
+  std::string name;
+  std::vector<int> buffers;  // indices into OpenCLProgramSpec::buffers, in parameter order
+  std::array<int64_t, 3> num_groups{1, 1, 1};
+  std::array<int64_t, 3> group_size{1, 1, 1};  // work items per group
+  int64_t local_memory_bytes = 0;              // of its __local arrays
+};
+
+struct OpenCLProgramSpec {
+  std::string source;
+  std::vector<Buffer> buffers;  // the function's arguments, then device temporaries
+  size_t num_args = 0;
+  std::vector<OpenCLKernelSpec> kernels;
+  bool uses_fp64 = false;
+};
+
+OpenCLProgramSpec GenerateOpenCL(const LoweredFunc& f);
+
+// Bytes a buffer holds (its strides included).
+int64_t BufferBytes(const BufferNode& b);
+
+}  // namespace autosched

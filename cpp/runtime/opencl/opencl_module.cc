@@ -1,0 +1,227 @@
+#include "runtime/opencl/opencl_module.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <unordered_set>
+
+#include "codegen/opencl/codegen_opencl.h"
+#include "lower/stmt_functor.h"
+#include "lower/stmt_printer.h"
+#include "runtime/opencl/opencl_device.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+std::string Dims(const std::array<int64_t, 3>& d) {
+  return std::to_string(d[0]) + " x " + std::to_string(d[1]) + " x " + std::to_string(d[2]);
+}
+
+// The device's limits, checked before the program is built (a compiler may
+// reject an oversized reqd_work_group_size with a less telling message).
+void CheckDeviceLimits(const OpenCLProgramSpec& spec, const OpenCLDevice& device) {
+  for (const OpenCLKernelSpec& k : spec.kernels) {
+    const int64_t items = k.group_size[0] * k.group_size[1] * k.group_size[2];
+    AS_CHECK(items <= device.max_work_group_size,
+             "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
+                        << Dims(k.group_size) << "), more than " << device.Describe() << " allows ("
+                        << device.max_work_group_size << "): bind smaller threadIdx loops");
+    for (int d = 0; d < 3; ++d) {
+      AS_CHECK(k.group_size[d] <= device.max_work_item_sizes[d],
+               "kernel '" << k.name << "' needs " << k.group_size[d] << " work items in dimension " << d
+                          << " (threadIdx."
+                          << "xyz"[d] << "), more than " << device.Describe() << " allows ("
+                          << device.max_work_item_sizes[d] << ")");
+    }
+    AS_CHECK(k.local_memory_bytes <= device.local_memory_bytes,
+             "kernel '" << k.name << "' needs " << k.local_memory_bytes
+                        << " bytes of __local (shared) memory, "
+                        << "more than " << device.Describe() << " has (" << device.local_memory_bytes << ")");
+  }
+  AS_CHECK(
+      !spec.uses_fp64 || device.HasExtension("cl_khr_fp64"),
+      "the kernel computes in float64, which " << device.Describe() << " does not support (no cl_khr_fp64)");
+}
+
+class OpenCLKernel : public Kernel {
+ public:
+  OpenCLKernel(const OpenCLDevice& device, cl_program program, OpenCLProgramSpec spec)
+      : device_(device), spec_(std::move(spec)), queue_(OpenCLQueue(device)) {
+    for (const OpenCLKernelSpec& k : spec_.kernels) {
+      cl_int err = CL_SUCCESS;
+      cl_kernel kernel = clCreateKernel(program, k.name.c_str(), &err);
+      CheckCL(err, "creating OpenCL kernel '" + k.name + "'");
+      kernels_.push_back(kernel);
+      size_t most = 0;
+      CheckCL(clGetKernelWorkGroupInfo(kernel, device.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof(most), &most,
+                                       nullptr),
+              "querying the work-group size of kernel '" + k.name + "'");
+      const int64_t items = k.group_size[0] * k.group_size[1] * k.group_size[2];
+      AS_CHECK(items <= static_cast<int64_t>(most),
+               "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
+                          << Dims(k.group_size) << "), but " << device.Describe() << " runs it with at most "
+                          << most << ": bind smaller threadIdx loops");
+    }
+    written_.assign(spec_.buffers.size(), false);
+  }
+
+  ~OpenCLKernel() override {
+    for (cl_kernel k : kernels_) clReleaseKernel(k);
+    for (cl_mem m : memory_) clReleaseMemObject(m);
+  }
+
+  void SetWritten(std::vector<bool> written) { written_ = std::move(written); }
+
+  int32_t Run(void** args) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+      Upload(args);
+      for (size_t k = 0; k < kernels_.size(); ++k) Launch(k, nullptr);
+      Download(args);
+    } catch (const Error&) {
+      clFinish(queue_);  // copies already queued must not outlive the caller's arrays
+      throw;
+    }
+    return kKernelOk;
+  }
+
+  int32_t Synchronize() override {
+    CheckCL(clFinish(queue_), "running OpenCL kernels on " + device_.Describe());
+    return kKernelOk;
+  }
+
+  // The span from the start of the first kernel to the end of the last:
+  // copies before and after are not counted.
+  double DeviceSeconds(void** args, int number) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kernels_.empty()) return 0;
+    cl_event first = nullptr, last = nullptr;
+    try {
+      Upload(args);
+      for (int i = 0; i < number; ++i) {
+        for (size_t k = 0; k < kernels_.size(); ++k) {
+          const bool is_first = i == 0 && k == 0, is_last = i == number - 1 && k + 1 == kernels_.size();
+          cl_event event = nullptr;
+          Launch(k, is_first || is_last ? &event : nullptr);
+          if (is_first) first = event;
+          if (is_last) {
+            last = event;
+            if (is_first) clRetainEvent(event);
+          }
+        }
+      }
+      Download(args);
+    } catch (const Error&) {
+      clFinish(queue_);
+      if (first) clReleaseEvent(first);
+      if (last) clReleaseEvent(last);
+      throw;
+    }
+    cl_int err = clFinish(queue_);
+    cl_ulong start = 0, end = 0;
+    if (err == CL_SUCCESS)
+      err = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
+    if (err == CL_SUCCESS)
+      err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
+    clReleaseEvent(first);
+    clReleaseEvent(last);
+    CheckCL(err, "timing OpenCL kernels on " + device_.Describe());
+    return end > start ? static_cast<double>(end - start) * 1e-9 : 0.0;
+  }
+
+ private:
+  // Device buffers for every argument and temporary, made on the first run
+  // and bound to the kernels once.
+  void EnsureBuffers() {
+    if (!memory_.empty() || spec_.buffers.empty()) return;
+    cl_context context = OpenCLContext(device_);
+    for (const Buffer& b : spec_.buffers) {
+      cl_int err = CL_SUCCESS;
+      const size_t bytes = static_cast<size_t>(std::max<int64_t>(1, BufferBytes(*b)));
+      memory_.push_back(clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &err));
+      CheckCL(err, "allocating " + std::to_string(bytes) + " bytes for buffer '" + b->name + "' on " +
+                       device_.Describe());
+    }
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const std::vector<int>& params = spec_.kernels[k].buffers;
+      for (size_t i = 0; i < params.size(); ++i) {
+        CheckCL(clSetKernelArg(kernels_[k], static_cast<cl_uint>(i), sizeof(cl_mem), &memory_[params[i]]),
+                "setting argument " + std::to_string(i) + " of kernel '" + spec_.kernels[k].name + "'");
+      }
+    }
+  }
+
+  void Upload(void** args) {
+    EnsureBuffers();
+    for (size_t i = 0; i < spec_.num_args; ++i) {
+      CheckCL(clEnqueueWriteBuffer(queue_, memory_[i], CL_FALSE, 0, BufferBytes(*spec_.buffers[i]), args[i],
+                                   0, nullptr, nullptr),
+              "copying argument '" + spec_.buffers[i]->name + "' to " + device_.Describe());
+    }
+  }
+
+  void Download(void** args) {
+    for (size_t i = 0; i < spec_.num_args; ++i) {
+      if (!written_[i]) continue;
+      CheckCL(clEnqueueReadBuffer(queue_, memory_[i], CL_FALSE, 0, BufferBytes(*spec_.buffers[i]), args[i], 0,
+                                  nullptr, nullptr),
+              "copying argument '" + spec_.buffers[i]->name + "' from " + device_.Describe());
+    }
+  }
+
+  void Launch(size_t k, cl_event* event) {
+    const OpenCLKernelSpec& spec = spec_.kernels[k];
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; ++d) {
+      global[d] = static_cast<size_t>(spec.num_groups[d] * spec.group_size[d]);
+      local[d] = static_cast<size_t>(spec.group_size[d]);
+    }
+    CheckCL(clEnqueueNDRangeKernel(queue_, kernels_[k], 3, nullptr, global, local, 0, nullptr, event),
+            "launching kernel '" + spec.name + "' (" + Dims(spec.num_groups) + " groups of " +
+                Dims(spec.group_size) + " work items) on " + device_.Describe());
+  }
+
+  const OpenCLDevice& device_;
+  OpenCLProgramSpec spec_;
+  cl_command_queue queue_;
+  std::vector<cl_kernel> kernels_;
+  std::vector<cl_mem> memory_;
+  std::vector<bool> written_;
+  std::mutex mutex_;
+};
+
+std::vector<ArgSpec> ArgSpecsOf(const LoweredFunc& f, std::vector<bool>* written) {
+  std::unordered_set<const BufferNode*> stored;
+  PostOrderVisitStmt(f.body, [&](const Stmt& s) {
+    if (const auto* store = s.as<BufferStoreNode>()) stored.insert(store->buffer.get());
+  });
+  std::vector<ArgSpec> args;
+  for (const Buffer& b : f.args) {
+    args.push_back({b->name, b->dtype, b->shape, stored.count(b.get()) > 0});
+    written->push_back(args.back().written);
+  }
+  return args;
+}
+
+}  // namespace
+
+Module BuildOpenCL(const LoweredFunc& f, const Target& target) {
+  auto start = std::chrono::steady_clock::now();
+  const OpenCLDevice& device = SelectOpenCLDevice(target);
+  OpenCLProgramSpec spec = GenerateOpenCL(f);
+  CheckDeviceLimits(spec, device);
+  cl_program program = GetOpenCLProgram(device, spec.source, target.fast_math ? "-cl-fast-relaxed-math" : "");
+  std::vector<bool> written;
+  std::vector<ArgSpec> args = ArgSpecsOf(f, &written);
+  written.resize(spec.buffers.size(), false);
+  ModuleSources sources;
+  sources.Add("cl", spec.source);
+  sources.Add("lowered", ToString(f));
+  auto kernel = std::make_shared<OpenCLKernel>(device, program, std::move(spec));
+  kernel->SetWritten(std::move(written));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Module(f.name, std::move(args), std::move(kernel), std::move(sources), seconds);
+}
+
+}  // namespace autosched

@@ -1,0 +1,153 @@
+// OpenCL C generation from hand-built loop nests (no device needed): kernels
+// and their launch sizes, guards, barriers, and the nests it refuses; the
+// runtime's error names where the OpenCL runtime is built.
+#include <gtest/gtest.h>
+
+#include "codegen/opencl/codegen_opencl.h"
+#include "support/error.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_device.h"
+#endif
+
+namespace autosched {
+namespace {
+
+const DataType f32 = DataType::Float(32);
+
+int Count(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) ++n;
+  return n;
+}
+
+std::string ErrorOf(const LoweredFunc& f) {
+  try {
+    GenerateOpenCL(f);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// out[b * 4 + t] = in[...] * 2 over blockIdx.x (3) x threadIdx.x (4), then a
+// second nest writing a temporary: two kernels, one temporary buffer.
+TEST(OpenCLCodegen, KernelsLaunchSizesAndTemporaries) {
+  Buffer in = MakeBuffer("in", f32, {12}), out = MakeBuffer("out", f32, {12});
+  Buffer tmp = MakeBuffer("tmp", f32, {12});
+  Expr b = VarNode::make("b"), t = VarNode::make("t"), i = VarNode::make("i");
+  Expr flat = b * Expr(4) + t;
+  Stmt first = ForNode::make(
+      b, 0, 3, ForKind::BlockIdxX,
+      ForNode::make(t, 0, 4, ForKind::ThreadIdxX,
+                    BufferStoreNode::make(tmp, BufferLoadNode::make(in, {flat}) * Expr(2.0f), {flat})));
+  Stmt second = ForNode::make(i, 0, 12, ForKind::Serial,
+                              BufferStoreNode::make(out, BufferLoadNode::make(tmp, {i}), {i}));
+  LoweredFunc f{"f", {in, out}, AllocateNode::make(tmp, SeqNode::make({first, second}))};
+  OpenCLProgramSpec spec = GenerateOpenCL(f);
+  ASSERT_EQ(spec.kernels.size(), 2u);
+  ASSERT_EQ(spec.buffers.size(), 3u);
+  EXPECT_EQ(spec.num_args, 2u);
+  EXPECT_EQ(spec.kernels[0].num_groups[0], 3);
+  EXPECT_EQ(spec.kernels[0].group_size[0], 4);
+  EXPECT_EQ(spec.kernels[1].group_size[0], 1);  // no bindings: one work item
+  EXPECT_EQ(spec.kernels[1].buffers, (std::vector<int>{1, 2}));
+  EXPECT_NE(spec.source.find("get_group_id(0)"), std::string::npos) << spec.source;
+  EXPECT_NE(spec.source.find("__global const float* restrict in"), std::string::npos) << spec.source;
+}
+
+// A __local tile written by the threads, then read: barriers around the
+// writes; a store outside the thread binding is done by work item 0 only.
+TEST(OpenCLCodegen, SharedBuffersGetBarriersAndUnboundStoresAGuard) {
+  Buffer in = MakeBuffer("in", f32, {8}), out = MakeBuffer("out", f32, {9});
+  Buffer tile = MakeBuffer("tile", f32, {8}, MemScope::Shared);
+  Expr t = VarNode::make("t"), u = VarNode::make("u"), k = VarNode::make("k");
+  Stmt fill = ForNode::make(t, 0, 8, ForKind::ThreadIdxX,
+                            BufferStoreNode::make(tile, BufferLoadNode::make(in, {t}), {t}));
+  Stmt use = ForNode::make(u, 0, 8, ForKind::ThreadIdxX,
+                           BufferStoreNode::make(out, BufferLoadNode::make(tile, {Expr(7) - u}), {u}));
+  Stmt last = BufferStoreNode::make(out, Expr(1.0f), {Expr(8)});
+  Stmt body =
+      ForNode::make(k, 0, 2, ForKind::Serial, AllocateNode::make(tile, SeqNode::make({fill, use, last})));
+  LoweredFunc f{"f", {in, out}, body};
+  const std::string source = GenerateOpenCL(f).source;
+  EXPECT_NE(source.find("__local float tile[8];"), std::string::npos) << source;
+  EXPECT_EQ(Count(source, "barrier(CLK_LOCAL_MEM_FENCE);"), 2) << source;
+  EXPECT_NE(source.find("if (get_local_id(0) == 0) out[8]"), std::string::npos) << source;
+}
+
+TEST(OpenCLCodegen, RefusesNestsThatCannotRunAsWritten) {
+  Buffer out = MakeBuffer("out", f32, {16});
+  Expr a = VarNode::make("a"), b = VarNode::make("b");
+  Stmt store = BufferStoreNode::make(out, Expr(1.0f), {a * Expr(4) + b});
+  LoweredFunc nested{
+      "f",
+      {out},
+      ForNode::make(a, 0, 4, ForKind::ThreadIdxX, ForNode::make(b, 0, 4, ForKind::ThreadIdxX, store))};
+  EXPECT_NE(ErrorOf(nested).find("bound to threadIdx.x inside loop 'a'"), std::string::npos)
+      << ErrorOf(nested);
+
+  Buffer tile = MakeBuffer("tile", f32, {4}, MemScope::Shared);
+  Stmt in_thread = ForNode::make(
+      a, 0, 4, ForKind::ThreadIdxX,
+      AllocateNode::make(
+          tile, SeqNode::make({BufferStoreNode::make(tile, Expr(1.0f), {Expr(0)}),
+                               BufferStoreNode::make(out, BufferLoadNode::make(tile, {Expr(0)}), {a})})));
+  EXPECT_NE(ErrorOf({"f", {out}, in_thread}).find("allocated inside a loop bound to threadIdx"),
+            std::string::npos);
+
+  Buffer priv = MakeBuffer("priv", f32, {4}, MemScope::Local);
+  Stmt split_private = AllocateNode::make(
+      priv, SeqNode::make(
+                {ForNode::make(a, 0, 4, ForKind::ThreadIdxX, BufferStoreNode::make(priv, Expr(1.0f), {a})),
+                 ForNode::make(b, 0, 4, ForKind::ThreadIdxX,
+                               BufferStoreNode::make(out, BufferLoadNode::make(priv, {Expr(3) - b}), {b}))}));
+  // At the top level it would be a device buffer between two kernels; inside a kernel it is private.
+  Stmt in_kernel = ForNode::make(VarNode::make("k"), 0, 1, ForKind::Serial, split_private);
+  EXPECT_NE(ErrorOf({"f", {out}, in_kernel}).find("private to each work item"), std::string::npos)
+      << ErrorOf({"f", {out}, in_kernel});
+  EXPECT_EQ(ErrorOf({"f", {out}, split_private}), "");
+}
+
+TEST(OpenCLCodegen, VectorStoresArePrintedLaneByLane) {
+  Buffer in = MakeBuffer("in", f32, {8}), out = MakeBuffer("out", f32, {8});
+  Expr ramp = RampNode::make(Expr(0), 1, 8);
+  LoweredFunc f{"f",
+                {in, out},
+                BufferStoreNode::make(
+                    out, BufferLoadNode::make(in, {ramp}) * BroadcastNode::make(Expr(3.0f), 8), {ramp})};
+  const std::string source = GenerateOpenCL(f).source;
+  EXPECT_NE(source.find("for (int lane0 = 0; lane0 < 8; ++lane0)"), std::string::npos) << source;
+}
+
+#ifdef AUTOSCHED_HAS_OPENCL
+TEST(OpenCLRuntime, ErrorCodesAreNamed) {
+  EXPECT_STREQ(OpenCLErrorName(CL_INVALID_WORK_GROUP_SIZE), "CL_INVALID_WORK_GROUP_SIZE");
+  EXPECT_STREQ(OpenCLErrorName(CL_BUILD_PROGRAM_FAILURE), "CL_BUILD_PROGRAM_FAILURE");
+  EXPECT_STREQ(OpenCLErrorName(-1001), "CL_PLATFORM_NOT_FOUND_KHR");
+  EXPECT_STREQ(OpenCLErrorName(-12345), "unknown OpenCL error");
+  try {
+    CheckCL(CL_OUT_OF_RESOURCES, "launching kernel 'k'");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("launching kernel 'k': OpenCL error CL_OUT_OF_RESOURCES (-5)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(OpenCLRuntime, CompileErrorsCarryTheBuildLog) {
+  if (ListOpenCLDevices().empty()) GTEST_SKIP() << "no OpenCL device";
+  try {
+    GetOpenCLProgram(ListOpenCLDevices()[0], "__kernel void k(__global float* a) { a[0] = undefined_name; }",
+                     "");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << message;
+    EXPECT_NE(message.find("undefined_name"), std::string::npos) << message;  // from the log
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace autosched
