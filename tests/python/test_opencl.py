@@ -18,7 +18,9 @@ from schedule_helpers import TARGETED, assert_close, random_inputs
 pytestmark = pytest.mark.skipif(not ans.opencl.available(),
                                 reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
 
-TARGET = "opencl"
+# The device the tests run on: the first one by default (PoCL here and in CI); on a GPU machine, e.g.
+# AUTOSCHED_TEST_OPENCL_TARGET="opencl -device=nvidia".
+TARGET = os.environ.get("AUTOSCHED_TEST_OPENCL_TARGET", "opencl")
 
 
 def check(dag, state=None, target=TARGET, seed=0, positive=False):
