@@ -318,13 +318,18 @@ TEST(SketchPolicyRounds, TinyTaskRunsOutOfStates) {
   EXPECT_EQ(policy.last_round().tries, 2);  // retried once on empty
 }
 
-TEST(SketchPolicyRounds, BaselineIsPlainThenParallel) {
+TEST(SketchPolicyRounds, BaselineIsPlainThenParallelThenInterchanged) {
   const SearchTask task = MakeTask(Matmul(32, 32, 32));
   const std::vector<State> base = BaselineStates(task);
-  ASSERT_EQ(base.size(), 2u);
+  ASSERT_EQ(base.size(), 3u);
   EXPECT_TRUE(base[0].steps().empty());
-  EXPECT_EQ(base[1].stage(2).iter(0).annotation, IteratorAnnotation::Parallel);
-  ExpectMatchesReference(base[1]);
+  for (int i : {1, 2}) {
+    EXPECT_EQ(base[i].stage(2).iter(0).annotation, IteratorAnnotation::Parallel);
+    ExpectMatchesReference(base[i]);
+  }
+  // The third has the reduce loop outside the last spatial loop.
+  const Stage& c = base[2].stage(2);
+  EXPECT_EQ(c.iter(c.num_iters() - 1).kind, IteratorKind::Spatial);
 }
 
 TEST(SketchRulesUpdate, MatmulWithConsumerGetsFusionAndCacheWriteSketches) {
