@@ -11,12 +11,14 @@ Each is tuned with task.tune (the log goes to --log-dir, so a later run with the
 its best schedule is built and checked against numpy, and then every implementation is timed in this process:
 the tuned kernel, numpy/OpenBLAS (matmul only), PyTorch on the CPU (channels_last for the convolutions, one
 thread per core), and Halide's Adams2019, Li2018 and Mullapudi2016 autoschedulers (parallelism = cores; each
-one's scheduling time is printed too). The table gives milliseconds, GFLOP/s, % of the target's estimated peak
+one's scheduling time is printed too; each runs in a child process, given up after --halide-timeout seconds). The table gives milliseconds, GFLOP/s, % of the target's estimated peak
 and each peer's time divided by the tuned time (above 1: autosched is faster), then the tuning wall time, the
 time per trial and the share spent outside measurement. Not a test: timings vary with the machine and its load.
 """
 import argparse
+import multiprocessing
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -135,10 +137,13 @@ def conv_kernel(rng, name, size, channels, depthwise):
     return Kernel(name, flop, [data, kernel, out], [x, wt], ref, torch_fn, halide_fn)
 
 
+# Each kernel draws its inputs from its own seeded generator, so a child process rebuilds the same ones.
 KERNELS = {
-    "matmul": lambda rng: matmul_kernel(rng),
-    "conv2d": lambda rng: conv_kernel(rng, "conv2d resnet50 56x56x64->64 3x3", 56, 64, depthwise=False),
-    "depthwise": lambda rng: conv_kernel(rng, "depthwise mobilenetv2 56x56x144 3x3", 56, 144, depthwise=True),
+    "matmul": lambda: matmul_kernel(np.random.default_rng(1)),
+    "conv2d": lambda: conv_kernel(np.random.default_rng(2), "conv2d resnet50 56x56x64->64 3x3", 56, 64,
+                                  depthwise=False),
+    "depthwise": lambda: conv_kernel(np.random.default_rng(3), "depthwise mobilenetv2 56x56x144 3x3", 56, 144,
+                                     depthwise=True),
 }
 
 
@@ -169,6 +174,29 @@ def load_halide():
         if os.path.exists(path):
             hl.load_plugin(path)
     return hl
+
+
+def halide_in_child(op, autoscheduler, cores, timeout_s, memory_gib):
+    """halide_seconds in a child process bounded in time and memory (an autoscheduler can run for many
+    minutes or take all the memory on a large reduction); returns (seconds or None, note)."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1, initializer=_limit_memory, initargs=(memory_gib,)) as pool:
+        pending = pool.apply_async(_halide_child, (op, autoscheduler, cores))
+        try:
+            return pending.get(timeout_s)
+        except multiprocessing.TimeoutError:
+            return None, f"gave up after {timeout_s} s (scheduling had not finished)"
+        except Exception as e:  # MemoryError, a Halide error: reported, not fatal
+            return None, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
+
+
+def _limit_memory(memory_gib):
+    resource.setrlimit(resource.RLIMIT_AS, (memory_gib << 30, memory_gib << 30))
+
+
+def _halide_child(op, autoscheduler, cores):
+    hl = load_halide()
+    return halide_seconds(hl, KERNELS[op](), autoscheduler, cores)
 
 
 def halide_seconds(hl, kernel, autoscheduler, cores):
@@ -221,6 +249,8 @@ def main():
     parser.add_argument("--log-dir", default=None, help="keep the tuning logs here (a rerun resumes them)")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--no-halide", action="store_true")
+    parser.add_argument("--halide-timeout", type=int, default=300, help="seconds per Halide autoscheduler")
+    parser.add_argument("--halide-memory-gib", type=int, default=8, help="address-space limit of its process")
     args = parser.parse_args()
     unknown = [o for o in args.ops.split(",") if o not in KERNELS]
     if unknown:
@@ -228,14 +258,13 @@ def main():
     cores = os.cpu_count() or 1
     print(f"command: {' '.join(sys.argv)}")
     print(f"CPU: {ans.Target(args.target)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
-    hl = None if args.no_halide else load_halide()
-    rng = np.random.default_rng(0)
+    halide = not args.no_halide and load_halide() is not None
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = args.log_dir or tmp
         os.makedirs(log_dir, exist_ok=True)
         for op in args.ops.split(","):
-            kernel = KERNELS[op](rng)
+            kernel = KERNELS[op]()
             print(f"\n==== {kernel.name}: tuning for {args.trials} trials")
             task, result, wall, ours, err = tune(kernel, args, log_dir)
             peak = tuner.peak_gflops(task)
@@ -246,11 +275,10 @@ def main():
                 peers.append(("numpy (OpenBLAS)", best_seconds(lambda: np.matmul(a, b, out=out)), ""))
             if not args.no_torch:
                 peers.append(("PyTorch",) + torch_seconds(kernel, cores))
-            for name in ("Adams2019", "Li2018", "Mullapudi2016") if hl else ():
-                try:
-                    peers.append((f"Halide {name}",) + halide_seconds(hl, kernel, name, cores))
-                except Exception as e:  # a peer that fails is reported, not fatal
-                    peers.append((f"Halide {name}", None, f"failed: {str(e).splitlines()[0][:80]}"))
+            for name in ("Adams2019", "Li2018", "Mullapudi2016") if halide else ():
+                print(f"Halide {name} ...", flush=True)
+                peers.append((f"Halide {name}",) + halide_in_child(op, name, cores, args.halide_timeout,
+                                                                   args.halide_memory_gib))
             rows.append((kernel, result, wall, ours, err, peak, peers))
     print_table(rows)
 
