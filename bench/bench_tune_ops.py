@@ -295,6 +295,10 @@ def print_table(rows):
             else:
                 print(f"  {name:22}{seconds * 1e3:10.3f}{kernel.flop / seconds / 1e9:10.1f}"
                       f"{seconds / ours:12.2f}  {note}")
+        if result.resumed_trials and result.resumed_trials >= result.trials:
+            print(f"  tuning: all {result.trials} trials resumed from the log (the tuning time is in the run "
+                  "that wrote it)")
+            continue
         trials = max(1, result.trials)
         measuring = sum(result.seconds.get(k, 0.0) for k in ("build", "run", "measure"))
         print(f"  tuning: {result.trials} trials in {wall:.0f} s ({wall / trials:.2f} s per trial), "
