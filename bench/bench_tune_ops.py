@@ -180,23 +180,29 @@ def halide_in_child(op, autoscheduler, cores, timeout_s, memory_gib):
     """halide_seconds in a child process bounded in time and memory (an autoscheduler can run for many
     minutes or take all the memory on a large reduction); returns (seconds or None, note)."""
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(1, initializer=_limit_memory, initargs=(memory_gib,)) as pool:
-        pending = pool.apply_async(_halide_child, (op, autoscheduler, cores))
-        try:
-            return pending.get(timeout_s)
-        except multiprocessing.TimeoutError:
-            return None, f"gave up after {timeout_s} s (scheduling had not finished)"
-        except Exception as e:  # MemoryError, a Halide error: reported, not fatal
-            return None, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
+    receiver, sender = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_halide_child, args=(sender, op, autoscheduler, cores, memory_gib))
+    child.start()
+    sender.close()
+    try:
+        if receiver.poll(timeout_s):
+            return receiver.recv()
+        return None, f"gave up after {timeout_s} s (scheduling had not finished)"
+    except EOFError:  # the child died without an answer
+        child.join()
+        return None, f"its process died (exit code {child.exitcode}; memory limited to {memory_gib} GiB)"
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
 
 
-def _limit_memory(memory_gib):
+def _halide_child(sender, op, autoscheduler, cores, memory_gib):
     resource.setrlimit(resource.RLIMIT_AS, (memory_gib << 30, memory_gib << 30))
-
-
-def _halide_child(op, autoscheduler, cores):
-    hl = load_halide()
-    return halide_seconds(hl, KERNELS[op](), autoscheduler, cores)
+    try:
+        sender.send(halide_seconds(load_halide(), KERNELS[op](), autoscheduler, cores))
+    except Exception as e:  # a Halide error or MemoryError: reported, not fatal
+        sender.send((None, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"))
 
 
 def halide_seconds(hl, kernel, autoscheduler, cores):
