@@ -15,6 +15,7 @@
 #include "lower/lower_state.h"
 #include "schedule/state.h"
 #include "support/error.h"
+#include "task/search_task.h"
 
 namespace autosched::sched_test {
 
@@ -161,6 +162,27 @@ class LoopInterpreter {
 
 inline IterVar Axis(const std::string& name, int64_t extent) {
   return IterVar{VarNode::make(name), 0, extent, IterKind::Spatial};
+}
+
+// [A, B, C] with C = A x B (n x k, k x m).
+inline ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) {
+  const DataType f32 = DataType::Float(32);
+  Tensor a = placeholder({n, k}, f32, "A");
+  Tensor b = placeholder({k, m}, f32, "B");
+  IterVar i = Axis("i", n), j = Axis("j", m);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
+  return ComputeDAG({a, b, c});
+}
+
+// A CPU search task with a fixed vector width (32 bytes), so that search tests
+// give the same sketches and samples on AVX2 and AVX-512 hosts.
+inline SearchTask MakeTask(const ComputeDAG& dag, int64_t num_cores = 4) {
+  HardwareParams hw = DefaultHardwareParams(Target::Parse("llvm"));
+  hw.num_cores = num_cores;
+  hw.vector_unit_bytes = 32;
+  return SearchTask(dag, "", Target::Parse("llvm"), hw, "test");
 }
 
 // [A, B, D] with C = A x B (n x k, k x m), D = relu(C + 1).

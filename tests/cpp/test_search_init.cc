@@ -14,26 +14,11 @@ namespace {
 
 using sched_test::Axis;
 using sched_test::ExpectMatchesReference;
+using sched_test::MakeTask;
+using sched_test::Matmul;
 using sched_test::MatmulRelu;
 
 const DataType kF32 = DataType::Float(32);
-
-SearchTask MakeTask(const ComputeDAG& dag, int64_t num_cores = 4) {
-  HardwareParams hw = DefaultHardwareParams(Target::Parse("llvm"));
-  hw.num_cores = num_cores;
-  hw.vector_unit_bytes = 32;
-  return SearchTask(dag, "", Target::Parse("llvm"), hw, "test");
-}
-
-ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) {
-  Tensor a = placeholder({n, k}, kF32, "A");
-  Tensor b = placeholder({k, m}, kF32, "B");
-  IterVar i = Axis("i", n), j = Axis("j", m);
-  IterVar r = MakeReduceAxis(0, k, "k");
-  Tensor c =
-      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
-  return ComputeDAG({a, b, c});
-}
 
 ComputeDAG RowSum(int64_t n, int64_t k) {
   Tensor x = placeholder({n, k}, kF32, "X");
