@@ -330,8 +330,6 @@ class _SchedulerRun:
     def resume(self):
         paths = self.log_paths()
         records = load_logs(paths, stacklevel=5)
-        if not records:
-            return
         by_task = {}
         for path, rec in records:
             by_task.setdefault((rec.task.workload_key, str(rec.task.target)), []).append((path, rec))
@@ -368,6 +366,7 @@ class _SchedulerRun:
     def search_round(self, i):
         tt = self.tuners[i]
         n = min(self.options.num_measures_per_round, self.remaining())
+        before = tt.result.trials
         found = tt.search_round(n)
         self.result.rounds.append(i)
         if not found:
@@ -376,8 +375,8 @@ class _SchedulerRun:
             self.failed_rounds[i] += 1
         self.update_done(i)
         self.note_batch()
-        label = f"round {len(self.result.rounds)}: task {i}" + (f", {tt.result.history[-1][0]} trials" if found
-                                                               else ", nothing new to measure")
+        label = f"round {len(self.result.rounds)}: task {i}, " + (f"{tt.result.trials - before} trials" if found
+                                                                 else "nothing new to measure")
         self.print_table(label)
 
     def update_done(self, i):
@@ -386,7 +385,7 @@ class _SchedulerRun:
             return
         tt, limit = self.tuners[i], self.s.failed_rounds_to_give_up
         if tt.result.best_cost is None and self.failed_rounds[i] >= limit:
-            self.result.done[i] = f"given up: no valid schedule in {limit} rounds ({tt.result.trials} trials)"
+            self.result.done[i] = f"given up: {limit} search rounds found no valid schedule"
         elif tt.result.best_cost is not None and tt.early_stopped():
             self.result.done[i] = (f"early stopping: no better schedule in the last {self.options.early_stopping}"
                                    " trials")
@@ -492,7 +491,8 @@ class _SchedulerRun:
                   if based and len(based) == len(valid) else None)
         speedup = f" (x{before / after:.3g})" if before and after else ""
         if len(valid) < len(res.tasks):
-            speedup += f"; {len(res.tasks) - len(valid)} tasks without a valid schedule not counted"
+            missing = len(res.tasks) - len(valid)
+            speedup += f"; {missing} task{'s' if missing > 1 else ''} without a valid schedule not counted"
         measured = res.trials - res.resumed_trials
         done = ", ".join(f"{i}: {why.split(':')[0]}" for i, why in sorted(res.done.items())) or "none"
         seconds = {}
@@ -503,7 +503,7 @@ class _SchedulerRun:
         shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s" for k, v in seconds.items())
         rows = [("tasks", f"{len(res.tasks)} ({len(res.failed_tasks)} without a valid schedule; done: {done})"),
                 ("trials", f"{res.trials} ({res.resumed_trials} resumed, {measured} measured in "
-                           f"{len(res.rounds)} rounds); per task {res.task_trials}"),
+                           f"{sum(r.rounds for r in res.task_results)} rounds); per task {res.task_trials}"),
                 ("latency", f"estimated total (sum of weight x latency): before (baselines) "
                             f"{format_time(before)}, after {format_time(after)}{speedup}"),
                 ("time", f"{res.seconds:.1f}s = {shares}"), ("stopped", res.stop_reason)]
