@@ -223,10 +223,15 @@ def test_killed_run_resumes_without_remeasuring(tmp_path, capsys):
     tasks = [make_task(matmul(n), f"mm{n}") for n in (40, 24)]
     assert set(per_task) <= {t.workload_key for t in tasks}
     target = len(before) + 18
-    # The log read as load_log_file and written by RecordToFile: read once, every record a trial.
+    # The log read as load_log_file, written by RecordToFile and given as a transfer log: every record is a
+    # trial, and reaches the cost model once (as a resumed record, not as a transferred one).
     result = ans.TaskScheduler(tasks, [2, 1], load_log_file=log, cost_model="random").tune(
-        options(target, log), search_policy_params=FAST)
-    assert f"Resumed {len(before)} trials of {len(per_task)} tasks" in capsys.readouterr().out
+        options(target, log, transfer_logs=[log]), search_policy_params=FAST)
+    out = capsys.readouterr().out
+    assert f"Resumed {len(before)} trials of {len(per_task)} tasks" in out
+    transferred = result.task_results[0].transferred
+    assert len(transferred) == 1 and transferred[0].used == 0
+    assert transferred[0].excluded + transferred[0].failed == len(before), out
     assert result.resumed_trials == len(before) and result.trials == target
     assert [r.resumed_trials for r in result.task_results] == [per_task.get(t.workload_key, 0) for t in tasks]
     new = ans.load_records(log)[len(before):]
