@@ -37,6 +37,7 @@ Resume: the records of the tasks in the options' RecordToFile logs and in `load_
 killed at any moment resumes from its log.
 """
 import math
+import numbers
 import os
 import random
 import time
@@ -104,7 +105,7 @@ class TaskSchedulerResult:
 
 
 def _positive_number(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or not math.isfinite(value):
         raise ValueError(f"TaskScheduler: {name} must be a positive number, got {value!r}")
     return float(value)
 
@@ -190,11 +191,15 @@ class TaskScheduler:
         else:
             models = {t: make_cost_model(self.cost_model, default="auto") for t in targets}
         for target, model in models.items():
-            foreign = set(getattr(model, "targets", ())) - {target}
-            if foreign:
-                raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the "
-                                 f"tasks' target '{target}': timings of another target would mislead the search")
+            self._check_model_target(model, target)
         return models
+
+    @staticmethod
+    def _check_model_target(model, target):
+        foreign = set(getattr(model, "targets", ())) - {target}
+        if foreign:
+            raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the "
+                             f"tasks' target '{target}': timings of another target would mislead the search")
 
     def _policies(self, options, search_policy, search_policy_params):
         if search_policy is not None and search_policy != "default":
@@ -206,6 +211,7 @@ class TaskScheduler:
                     raise TypeError(f"search_policy[{i}] must be a SketchPolicy, got {type(p).__name__}")
                 if p.task.workload_key != t.workload_key:
                     raise ValueError(f"search_policy[{i}] was made for another task than tasks[{i}]")
+                self._check_model_target(p.cost_model, t.target.text)
             return policies
         if isinstance(search_policy_params, dict):
             search_policy_params = SearchParams(**search_policy_params)

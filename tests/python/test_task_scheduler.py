@@ -95,8 +95,10 @@ def test_weighted_slow_task_gets_the_rounds_and_every_task_a_valid_schedule(tmp_
 
 def test_round_robin_takes_turns(tmp_path):
     tasks = [make_task(matmul(16), "mm16"), make_task(matmul(24), "mm24"), make_task(add2(), "add2")]
-    scheduler = ans.TaskScheduler(tasks, [1, 100, 1], strategy="round-robin", cost_model="random")
-    result = scheduler.tune(options(56, per_round=6, verbose=0), search_policy_params=FAST)
+    scheduler = ans.TaskScheduler(tasks, [1, 100, 1], strategy="round-robin")
+    # Policies of one's own, each with its own model.
+    policies = [ans.SketchPolicy(t, "random", ans.SearchParams(**FAST), seed=i) for i, t in enumerate(tasks)]
+    result = scheduler.tune(options(56, per_round=6, verbose=0), search_policy=policies)
     assert result.trials == 56
     after_warm_up = [i for i in result.rounds[3:]]
     assert 2 not in after_warm_up  # exhausted in its warm-up round
@@ -146,6 +148,10 @@ def test_options_and_tasks_are_checked():
         ans.TaskScheduler(tasks).tune(None)
     with pytest.raises(ValueError, match="runners"):
         ans.TaskScheduler(tasks).tune(options(8), runners={7: runner()})
+    with pytest.raises(ValueError, match="2 search policies for 3 tasks"):
+        ans.TaskScheduler(tasks).tune(options(8), search_policy=[ans.SketchPolicy(t) for t in tasks[:2]])
+    # Weights as numpy numbers (what a graph's use counts may be) are accepted.
+    assert ans.TaskScheduler(tasks, np.array([1, 2, 3])).task_weights == [1.0, 2.0, 3.0]
 
 
 def test_time_budget_and_per_task_early_stopping_end_the_run(capsys):
