@@ -307,7 +307,7 @@ class TaskTuner:
         (path, record) pairs of load_logs(), or else from the RecordToFile logs of the options."""
         paths = self.resume_paths()
         if records is None:
-            records = load_logs(paths, stacklevel=4)
+            records = load_logs(paths, stacklevel=5)
         else:
             paths = list(dict.fromkeys(path for path, _ in records))
         states, results = [], []
