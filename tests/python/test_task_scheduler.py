@@ -161,7 +161,7 @@ def test_time_budget_and_per_task_early_stopping_end_the_run(capsys):
     assert result.stop_reason.startswith("time budget") and result.trials < 100000
     assert "Stopped: time budget of 1.5 s used" in capsys.readouterr().out
     result = ans.TaskScheduler(tasks, cost_model="random").tune(
-        options(100000, per_round=4, early_stopping=8, verbose=0), search_policy_params=FAST)
+        options(100000, per_round=4, early_stopping=8, time_budget_s=60, verbose=0), search_policy_params=FAST)
     assert result.stop_reason.startswith("every task is done"), result.stop_reason
     assert sorted(result.done) == [0, 1, 2]
     assert any(why.startswith("early stopping") for why in result.done.values()), result.done
