@@ -116,7 +116,8 @@ def tune(task, model, seed, args, log_dir, transfer_logs=()):
     opts = ans.TuningOptions(num_measure_trials=args.trials, num_measures_per_round=args.per_round,
                              measure_callbacks=[ans.RecordToFile(log), curve], verbose=args.verbose,
                              transfer_logs=list(transfer_logs))
-    policy = search.SketchPolicy(task, search.make_cost_model(model), seed=seed)
+    cost_model = ans.XGBModel(num_warmup_samples=args.warmup) if model == "xgb" else search.make_cost_model(model)
+    policy = search.SketchPolicy(task, cost_model, seed=seed)
     start = time.monotonic()
     result = task.tune(opts, search_policy=policy)
     run = Run(task, model, seed, curve, result, log)
@@ -181,6 +182,9 @@ def main():
     parser.add_argument("--per-round", type=int, default=64, help="measurements per search round")
     parser.add_argument("--transfer", action="store_true",
                         help="also tune the second task starting from the first task's XGBModel log")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated: xgb, random")
+    parser.add_argument("--warmup", type=int, default=ans.XGBModel().params.num_warmup_samples,
+                        help="XGBModel's num_warmup_samples (random scores until this many measurements)")
     parser.add_argument("--target", default="llvm")
     parser.add_argument("--log-dir", default="", help="keep the record logs here (default: a temporary folder)")
     parser.add_argument("--verbose", type=int, default=0, help="the tuner's verbosity (0: one line per run)")
@@ -188,11 +192,17 @@ def main():
     if not ans._core.has_xgboost():
         raise SystemExit("autosched was built without XGBoost: XGBModel is not available")
     names = [n.strip() for n in args.tasks.split(",") if n.strip()]
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if not models or any(m not in MODELS for m in models):
+        raise SystemExit(f"--models takes a comma-separated list of {', '.join(MODELS)}, got '{args.models}'")
+    if args.transfer and models != list(MODELS):
+        raise SystemExit("--transfer needs both models (it compares with RandomModel's final best)")
     if args.transfer and len(names) < 2:
         raise SystemExit("--transfer needs two tasks in --tasks (the first is the source)")
 
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
-    print(f"CPU: {cpu_text()}; target {args.target}; load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU: {cpu_text()}; target {args.target}; XGBModel num_warmup_samples {args.warmup}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     tasks = [make_task(n, args.target) for n in names]
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = args.log_dir or tmp
@@ -200,7 +210,7 @@ def main():
         runs = {}
         for task in tasks:
             runs[task.desc] = {m: [tune(task, m, seed, args, log_dir) for seed in range(args.seeds)]
-                               for m in MODELS}
+                               for m in models}
             print_table(task, runs[task.desc], args.trials)
         if args.transfer:
             transfer_experiment(tasks, runs, args, log_dir)
