@@ -119,14 +119,16 @@ class _Importer:
         for t in self.model.graph.initializer:
             self.consts[t.name] = onnx.numpy_helper.to_array(t)
         inputs = [vi for vi in self.model.graph.input if vi.name not in self.consts]
-        dims = {vi.name: list(_dims(vi.type) or ()) for vi in inputs}
+        dims = {vi.name: _dims(vi.type) for vi in inputs}
         for vi in inputs:  # unnamed dynamic dims get a name of their own
-            dims[vi.name] = [dim_name(f"{vi.name}_dim{i}") if d is None else d for i, d in enumerate(dims[vi.name])]
+            if dims[vi.name] is not None:
+                dims[vi.name] = [dim_name(f"{vi.name}_dim{i}") if d is None else d
+                                 for i, d in enumerate(dims[vi.name])]
         by_dim = {}
         for key, value in shape_dict.items():
             if key in dims:
-                self._bind_input_shape(key, dims[key], value)
-            elif any(key == d for ds in dims.values() for d in ds):
+                dims[key] = self._bind_input_shape(key, dims[key], value)
+            elif any(key == d for ds in dims.values() for d in ds or ()):
                 if not isinstance(value, (int, np.integer)) or value <= 0:
                     raise ValueError(f"from_onnx: shape_dict['{key}'] must be a positive int, got {value!r}")
                 by_dim[key] = int(value)
@@ -134,12 +136,17 @@ class _Importer:
                 raise ValueError(f"from_onnx: shape_dict key '{key}' is neither an input ({', '.join(dims)}) "
                                  f"nor a dynamic dim of one")
         for vi in inputs:
+            if dims[vi.name] is None:
+                raise ValueError(f"from_onnx: the model does not give the rank of input '{vi.name}': give its "
+                                 f"shape with shape_dict={{'{vi.name}': (...)}}")
             shape = tuple(by_dim.get(d, d) for d in dims[vi.name])
             dtype = self._np_type(vi.type.tensor_type.elem_type)
             self.values[vi.name] = self.g.add_input(self.names.take(vi.name), shape, dtype)
 
     def _bind_input_shape(self, name, dims, shape):
         shape = tuple(shape)
+        if dims is None:
+            dims = list(shape)
         if len(shape) != len(dims):
             raise ValueError(f"from_onnx: shape_dict['{name}'] = {shape} has rank {len(shape)}, the input has "
                              f"rank {len(dims)} {tuple(dims)}")
@@ -147,7 +154,7 @@ class _Importer:
             if isinstance(have, int) and isinstance(want, (int, np.integer)) and int(want) != have:
                 raise ValueError(f"from_onnx: shape_dict['{name}'] = {shape} disagrees with the model's static "
                                  f"dim {i} = {have}")
-        dims[:] = [int(s) if isinstance(s, (int, np.integer)) else s for s in shape]
+        return [int(s) if isinstance(s, (int, np.integer)) else dim_name(s) for s in shape]
 
     def _np_type(self, elem_type):
         if not elem_type:
@@ -195,7 +202,7 @@ class _Importer:
             try:
                 if self._fold(node, inputs, attrs):
                     return
-            except FoldError as e:
+            except (FoldError, NotConvertible) as e:
                 return self._unsupported(node, live, f"cannot compute it at import time: {e}")
         from .onnx_ops import CONVERTERS
         convert = CONVERTERS.get(node.op_type)
@@ -209,6 +216,8 @@ class _Importer:
             out = convert(self, inputs, attrs)
         except (NotConvertible, GraphError) as e:
             return self._unsupported(node, live, str(e))
+        except (TypeError, ValueError, IndexError, KeyError) as e:  # attrs or shapes the converter did not expect
+            return self._unsupported(node, live, f"cannot convert it ({type(e).__name__}: {e})")
         if isinstance(out, np.ndarray):
             self.consts[node.output[0]] = out
         else:

@@ -213,4 +213,15 @@ def fold(op_type, inputs, attrs, symbolic_input):
     except Exception as e:  # numpy refuses the operation (a str dim in arithmetic, bad shapes)
         why = "arithmetic on a dynamic dim" if symbolic_input else str(e)
         raise FoldError(why) from e
-    return [np.asarray(out)]
+    return [_normalized(out)]
+
+
+def _normalized(out):
+    """Keeps dynamic dims in object arrays, and arrays without one in int64 (numpy would turn a lone
+    "batch" into a string array, and ints gathered from an object array stay objects)."""
+    if isinstance(out, np.ndarray) and out.dtype == object or isinstance(out, str):
+        out = np.asarray(out, dtype=object)
+        if not any(isinstance(v, str) for v in out.reshape(-1)):
+            return out.astype(np.int64)
+        return out
+    return np.asarray(out)

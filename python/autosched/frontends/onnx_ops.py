@@ -147,7 +147,7 @@ def _clip(ctx, inputs, attrs):
     bounds = []
     for i, what in ((1, "min"), (2, "max")):
         name = _opt(inputs, i)
-        bounds.append(None if name is None else float(ctx.const_or_fail(name, f"the {what} bound")))
+        bounds.append(None if name is None else float(ctx.const_or_fail(name, f"the {what} bound").reshape(-1)[0]))
     return ctx.emit("clip", [ctx.value(inputs[0])], min=bounds[0], max=bounds[1])
 
 

@@ -49,9 +49,32 @@ def from_torch(module, example_inputs, dynamic_shapes=None, name=None):
                          f"{type(e).__name__}: {e}") from e
     finally:
         module.train(training)
-    graph = _Importer(torch, program, name or type(module).__name__).run()
+    importer = _Importer(torch, program, name or type(module).__name__)
+    importer.dim_names = _user_dim_names(module, program, dynamic_shapes)
+    graph = importer.run()
     warn_problems(graph, f"from_torch({graph.name})")
     return graph
+
+
+def _user_dim_names(module, program, dynamic_shapes):
+    """{torch.export's symbol ("s77"): the name of the torch.export.Dim the user gave ("batch")}."""
+    import inspect
+    if not dynamic_shapes:
+        return {}
+    specs = dynamic_shapes
+    if isinstance(specs, dict):  # keyed by forward's parameter names
+        params = list(inspect.signature(module.forward).parameters)
+        specs = [specs.get(p) for p in params]
+    user = [n for n in program.graph_module.graph.nodes if n.op == "placeholder"
+            and n.name in set(program.graph_signature.user_inputs)]
+    names = {}
+    for node, spec in zip(user, specs):
+        items = spec.items() if isinstance(spec, dict) else enumerate(spec or ())
+        for axis, dim in items:
+            shape = node.meta["val"].shape
+            if dim is not None and hasattr(dim, "__name__") and axis < len(shape):
+                names[str(shape[axis])] = dim.__name__
+    return names
 
 
 class _Multi:
@@ -69,6 +92,7 @@ class _Importer:
         self.env = {}         # fx node -> graph value name | torch.Tensor (constant) | int/str (a dim) | _Multi
         self.const_names = {}  # id of a constant tensor -> graph constant name
         self.node = None
+        self.dim_names = {}
 
     def run(self):
         sig = self.program.graph_signature
@@ -89,19 +113,19 @@ class _Importer:
             val = node.meta["val"]
             shape = tuple(self.dim(d) for d in val.shape)
             self.env[node] = self.g.add_input(self.names.take(node.name), shape, self.dtype_name(val.dtype))
-        elif kind in ("PARAMETER", "BUFFER"):
-            self.env[node] = (spec.target, self.program.state_dict[spec.target])
-        elif kind in ("CONSTANT_TENSOR", "CUSTOM_OBJ"):
-            self.env[node] = (spec.target, self.program.constants[spec.target])
+        elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+            # non-persistent buffers and lifted constants live in program.constants
+            tensors = self.program.state_dict if spec.target in self.program.state_dict else self.program.constants
+            self.env[node] = (spec.target, tensors[spec.target])
         else:
             raise ValueError(f"from_torch: unexpected input kind {kind} of {node.name}")
 
     def dim(self, d):
         """A dim of the export: int, or the name of a dynamic dim ("s0")."""
-        try:
+        expr = getattr(getattr(d, "node", None), "expr", None)  # int() of a SymInt would pin it to its hint
+        if expr is None or expr.is_number:
             return int(d)
-        except Exception:  # an unbacked or symbolic SymInt
-            return dim_name(str(d))
+        return dim_name(self.dim_names.get(str(expr), str(expr)))  # the user's Dim name where there is one
 
     def dtype_name(self, dtype):
         return str(dtype).replace("torch.", "")
@@ -125,6 +149,8 @@ class _Importer:
             out = convert(self, *node.args, **node.kwargs)
         except (NotConvertible, GraphError) as e:
             return self._unsupported(node, op, str(e))
+        except (TypeError, ValueError, IndexError, KeyError) as e:  # arguments the converter did not expect
+            return self._unsupported(node, op, f"cannot convert it ({type(e).__name__}: {e})")
         if isinstance(node.meta.get("val"), (tuple, list)):
             out = _Multi(out, node, f"only the first output of aten::{op} is supported", [])
         self.env[node] = out
