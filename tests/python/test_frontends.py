@@ -163,6 +163,23 @@ def test_from_torch_reports_unsupported_aten_ops():
     assert [op for _, op, _ in graph.problems()] == ["unsupported"]
 
 
+def test_from_torch_keeps_dynamic_dims_under_the_users_name():
+    fm = _torch()
+    import torch
+    model = fm.encoder_layer()
+    x = torch.randn(2, 8, 32)
+    batch = torch.export.Dim("batch")
+    with pytest.warns(UnsupportedOperatorWarning, match="dynamic dimension 'batch'"):
+        graph = frontends.from_torch(model, (x,), dynamic_shapes=({0: batch},))
+    assert graph.shape(graph.inputs[0]) == ("batch", 8, 32)
+    assert not [n for n in graph.nodes if n.op == "unsupported"]
+    bound = graph.bind(batch=3)
+    assert bound.problems() == []
+    x3 = torch.randn(3, 8, 32)
+    with torch.no_grad():
+        _close(bound.evaluate(x3.numpy())[0], model(x3).numpy())
+
+
 # ---- operators and folding, node by node --------------------------------------------------------------------
 def test_shape_arithmetic_folds_into_reshape_attrs():
     # reshape(x, concat(shape(x)[0:1], [-1])) and squeeze/unsqueeze of a real tensor.

@@ -85,14 +85,18 @@ def _gemm(ctx, inputs, attrs):
         a = ctx.emit("transpose", [a], perm=(1, 0))
     b, c = ctx.const(inputs[1]), _opt(inputs, 2)
     if b is not None and b.ndim == 2 and b.dtype != object:
+        # torch's Linear exports as Gemm(transB=1): its weight and bias are used as they are
+        plain = attrs.get("transB", 0) and alpha == 1.0
         weight = b if attrs.get("transB", 0) else b.T
-        weight = weight * np.asarray(alpha, weight.dtype) if alpha != 1.0 else weight
+        weight = ctx.value(inputs[1]) if plain else ctx.add_const(weight * np.asarray(alpha, b.dtype), "weight")
         bias = ctx.const(c) if c else None
-        n = weight.shape[0]
+        n = b.shape[0] if attrs.get("transB", 0) else b.shape[1]
+        if bias is not None and bias.shape == (n,) and beta == 1.0:
+            return ctx.emit("dense", [a, weight, ctx.value(c)])
         if bias is not None and bias.size in (1, n) and bias.dtype != object:
             bias = np.broadcast_to(bias.reshape(-1) * np.asarray(beta, bias.dtype), (n,))
-            return ctx.emit("dense", [a, ctx.add_const(weight, "weight"), ctx.add_const(bias, "bias")])
-        out = ctx.emit("dense", [a, ctx.add_const(weight, "weight")])
+            return ctx.emit("dense", [a, weight, ctx.add_const(bias, "bias")])
+        out = ctx.emit("dense", [a, weight])
     else:
         b = ctx.value(inputs[1])
         if attrs.get("transB", 0):

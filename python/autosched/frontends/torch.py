@@ -133,9 +133,11 @@ class _Importer:
     def _call(self, node):
         from .torch_ops import ATEN, FOLDABLE
         target = node.target
+        op = getattr(getattr(target, "_schema", None), "name", str(target)).split("::")[-1]
+        if not node.users and not op.endswith("_"):
+            return  # an unused result (the indices of a topk ...); in-place ops count by what they change
         if target is operator.getitem:
             return self._getitem(node)
-        op = getattr(getattr(target, "_schema", None), "name", str(target)).split("::")[-1]
         if op == "sym_size":
             self.env[node] = self.dim(node.meta["val"])
             return
@@ -143,6 +145,8 @@ class _Importer:
         if op in FOLDABLE and tensors and all(isinstance(self.env.get(a), tuple) for a in tensors):
             return self._fold(node)
         convert = ATEN.get(op)
+        inplace = convert is None and op.endswith("_") and op[:-1] in ATEN  # relu_, add_ ...: the ATen op itself
+        convert = ATEN.get(op[:-1]) if inplace else convert
         try:
             if convert is None:
                 raise NotConvertible(f"no converter for aten::{op}")
@@ -154,6 +158,8 @@ class _Importer:
         if isinstance(node.meta.get("val"), (tuple, list)):
             out = _Multi(out, node, f"only the first output of aten::{op} is supported", [])
         self.env[node] = out
+        if inplace and isinstance(node.args[0], self.torch.fx.Node):
+            self.env[node.args[0]] = out  # later readers of the mutated tensor see the result
 
     def _flat_args(self, node):
         out = []
