@@ -2,6 +2,7 @@
 torch compute (Graph.evaluate is the reference), unsupported operators and dynamic dims are all reported in
 one warning while the rest is imported, and bad input gets a clear error. Tests skip when onnx, onnxruntime
 or torch is missing (scripts/install_deps.sh installs them)."""
+import sys
 import warnings
 
 import numpy as np
@@ -140,6 +141,35 @@ def test_dynamic_batch_and_unsupported_operator_are_listed_in_one_warning():
     assert [(name, op) for name, op, _ in bound.problems()] == [(topk[0].name, "unsupported")]
 
 
+def test_unsupported_nodes_in_the_middle_keep_the_graph_whole():
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sin", ["r"], ["s"], name="my_sin"),
+             helper.make_node("Mul", ["s", "w"], ["m"]), helper.make_node("Round", ["m"], ["q"]),
+             helper.make_node("Add", ["q", "r"], ["y"])]
+    model = helper_model(nodes, [("x", ("n", 4))], [("y", ("n", 4))], [("w", np.ones(4, np.float32))])
+    with pytest.warns(UnsupportedOperatorWarning) as caught:
+        graph = frontends.from_onnx(model)
+    assert len(caught) == 1
+    text = str(caught[0].message)
+    assert "Sin (node my_sin)" in text and "Round" in text and "'n'" in text
+    assert [n.op for n in graph.nodes] == ["relu", "unsupported", "multiply", "unsupported", "add"]
+    assert graph.shape(graph.outputs[0]) == ("n", 4)  # shapes go on through the unsupported nodes
+    assert [op for _, op, _ in graph.bind(n=2).problems()] == ["unsupported", "unsupported"]
+
+
+def test_dynamic_batch_through_shape_arithmetic():
+    fm = _torch()
+    import torch
+    model = fm.encoder_layer()
+    proto = fm.to_onnx(model, [torch.randn(2, 8, 32)], dynamic_axes={"input0": {0: "batch"}})
+    with pytest.warns(UnsupportedOperatorWarning, match="dynamic dimension 'batch'"):
+        graph = frontends.from_onnx(proto)
+    assert not [n for n in graph.nodes if n.op == "unsupported"]  # reshape targets (batch, 8, 4, 8) mapped
+    bound = graph.bind(batch=3)
+    assert bound.problems() == []
+    x = np.random.default_rng(2).standard_normal((3, 8, 32)).astype(np.float32)
+    _close(bound.evaluate(x)[0], run_ort(proto, x)[0])
+
+
 def test_shape_dict_binds_dynamic_dims_at_import():
     proto, model, x = _dynamic_topk_model()
     for shape_dict in ({"input0": (2, 3, 8, 8)}, {"batch": 2}):
@@ -250,6 +280,19 @@ def test_bad_input_gets_a_clear_error(tmp_path):
         frontends.from_onnx(relu, shape_dict={"nope": 1})
     with pytest.raises(ValueError, match="rank"):
         frontends.from_onnx(relu, shape_dict={"x": (1, 2, 3)})
+    with open(tmp_path / "relu.onnx", "wb") as f:  # a path and bytes work
+        f.write(relu.SerializeToString())
+    for source in (tmp_path / "relu.onnx", str(tmp_path / "relu.onnx"), relu.SerializeToString()):
+        assert [n.op for n in frontends.from_onnx(source, shape_dict={"n": 2}).nodes] == ["relu"]
     pytest.importorskip("torch")
     with pytest.raises(TypeError, match="torch.nn.Module"):
         frontends.from_torch("not a module", ())
+
+
+def test_missing_packages_give_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    with pytest.raises(ImportError, match="pip install onnx"):
+        frontends.from_onnx("model.onnx")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match="pip install torch"):
+        frontends.from_torch(object(), ())
