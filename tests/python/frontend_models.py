@@ -108,13 +108,14 @@ class TopKHead(nn.Module):
         return torch.topk(self.fc(y), 3).values
 
 
-def to_onnx(model, inputs, opset=17, dynamic_axes=None):
-    """The model exported by torch's TorchScript-based exporter (needs no onnxscript), as a ModelProto."""
+def to_onnx(model, inputs, opset=17, dynamic_axes=None, fold=True):
+    """The model exported by torch's TorchScript-based exporter (needs no onnxscript), as a ModelProto;
+    fold=False keeps BatchNormalization nodes (the exporter folds them into the convolutions otherwise)."""
     import onnx
     names = [f"input{i}" for i in range(len(inputs))]
     f = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, tuple(inputs), f, dynamo=False, opset_version=opset, input_names=names,
-                          output_names=["output"], dynamic_axes=dynamic_axes)
+                          output_names=["output"], dynamic_axes=dynamic_axes, do_constant_folding=fold)
     return onnx.load_from_string(f.getvalue())

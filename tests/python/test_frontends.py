@@ -60,10 +60,12 @@ def test_resnet18_from_onnx_matches_onnxruntime_and_torch():
     import torch
     model = fm.resnet18(num_classes=10)
     x = torch.randn(1, 3, 64, 64)
-    proto = fm.to_onnx(model, [x])
+    proto = fm.to_onnx(model, [x], fold=False)
     graph = _import_quietly(frontends.from_onnx, proto)
     ops = [n.op for n in graph.nodes]
-    assert ops.count("conv2d") == 20 and "dense" in ops and "global_avg_pool2d" in ops  # BN folded by torch
+    assert ops.count("conv2d") == 20 and ops.count("batch_norm") == 20
+    assert "dense" in ops and "global_avg_pool2d" in ops and "max_pool2d" in ops
+    assert graph.node(graph.outputs[0]).inputs[1:] == ["fc.weight", "fc.bias"]  # the Linear as it is
     assert graph.problems() == []
     (got,) = graph.evaluate(x.numpy())
     with torch.no_grad():
@@ -86,6 +88,26 @@ def test_resnet18_from_torch_matches_torch():
         want = model(x).numpy()
     _close(graph.evaluate(x.numpy())[0], want)
     assert not model.training  # from_torch put the mode back
+
+
+def test_from_torch_reads_core_aten_decompositions():
+    # convolution, _native_batch_norm_legit_no_training, max_pool2d_with_indices, addmm, mm, _softmax ...
+    fm = _torch()
+    import torch
+    torch.manual_seed(0)
+    model = fm.ResNet(layers=(1, 1, 1, 1), widths=(8, 8, 16, 16), num_classes=10).eval()
+    x = torch.randn(1, 3, 32, 32)
+    program = torch.export.export(model, (x,)).run_decompositions()
+    graph = _import_quietly(frontends.from_torch, program)
+    assert graph.problems() == [] and [n.op for n in graph.nodes].count("batch_norm") == 12
+    with torch.no_grad():
+        _close(graph.evaluate(x.numpy())[0], model(x).numpy())
+    layer = fm.encoder_layer()
+    xe = torch.randn(2, 8, 32)
+    graph = _import_quietly(frontends.from_torch, torch.export.export(layer, (xe,)).run_decompositions())
+    assert graph.problems() == []
+    with torch.no_grad():
+        _close(graph.evaluate(xe.numpy())[0], layer(xe).numpy())
 
 
 def test_transformer_layer_through_both_importers():

@@ -27,15 +27,24 @@ def _import_torch():
     return torch
 
 
-def from_torch(module, example_inputs, dynamic_shapes=None, name=None):
+def from_torch(module, example_inputs=None, dynamic_shapes=None, name=None):
     """The module as a Graph, exported with ``torch.export.export(module, example_inputs)`` in eval mode
-    (the module's mode is restored afterwards). ``example_inputs`` is a tensor or a tuple of tensors;
+    (the module's mode is restored afterwards); ``module`` may also be a torch.export.ExportedProgram (then
+    example_inputs is not used), e.g. one after ``run_decompositions()``. ``example_inputs`` is a tensor or a
+    tuple of tensors;
     ``dynamic_shapes`` goes to torch.export (its dims stay str in the Graph: ``graph.bind`` binds them).
     Parameters and buffers become constants. ATen operators that cannot be imported become "unsupported"
     nodes, listed by one UnsupportedOperatorWarning and by ``graph.problems()``."""
     torch = _import_torch()
+    if isinstance(module, torch.export.ExportedProgram):
+        graph = _Importer(torch, module, name or "exported_program").run()
+        warn_problems(graph, f"from_torch({graph.name})")
+        return graph
     if not isinstance(module, torch.nn.Module):
-        raise TypeError(f"from_torch expects a torch.nn.Module, got {type(module).__name__}")
+        raise TypeError(f"from_torch expects a torch.nn.Module or a torch.export.ExportedProgram, got "
+                        f"{type(module).__name__}")
+    if example_inputs is None:
+        raise TypeError("from_torch: a module needs example_inputs (a tensor or a tuple of tensors) to export it")
     args = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
     if not all(isinstance(a, torch.Tensor) for a in args):
         raise TypeError("from_torch: example_inputs must be a tensor or a tuple of tensors, got "
