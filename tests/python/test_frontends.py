@@ -110,6 +110,22 @@ def test_from_torch_reads_core_aten_decompositions():
         _close(graph.evaluate(xe.numpy())[0], layer(xe).numpy())
 
 
+def test_from_torch_scalar_arithmetic_follows_torch_promotion():
+    _torch()
+    import torch
+
+    class Arith(torch.nn.Module):
+        def forward(self, x, i):
+            y = torch.relu_((x * 2 + 1) / 3 - 0.5 * x)  # in place: later readers see the result
+            return y + x, i * 0.5, i / 2, torch.rsqrt(x.abs() + 1), 2 - x, torch.clamp(x, min=-0.1)
+
+    x, i = torch.randn(2, 3), torch.arange(6).view(2, 3)
+    graph = _import_quietly(frontends.from_torch, Arith(), (x, i))
+    for got, want in zip(graph.evaluate(x.numpy(), i.numpy()), Arith()(x.clone(), i)):
+        assert got.dtype == np.float32
+        _close(got, want.numpy())
+
+
 def test_transformer_layer_through_both_importers():
     fm = _torch()
     import torch

@@ -221,13 +221,9 @@ class _Importer:
         value = self.env.get(arg) if isinstance(arg, self.torch.fx.Node) else None
         return value[1].detach().cpu().numpy() if isinstance(value, tuple) else None
 
-    def value(self, arg, like=None):
-        """The graph value of fx argument ``arg``; a Python number becomes a 0-d constant of the dtype of
-        graph value ``like`` (torch keeps a tensor's dtype in tensor-scalar arithmetic)."""
-        if isinstance(arg, (int, float, bool)) and not isinstance(arg, self.torch.fx.Node):
-            dtype = self.g.dtype(like) if like is not None else "float32"
-            return self.add_const(np.asarray(arg, dtype=dtype), "scalar")
-        value = self.env.get(arg)
+    def value(self, arg):
+        """The graph value of fx argument ``arg`` (a tensor; constants are added on first use)."""
+        value = self.env.get(arg) if isinstance(arg, self.torch.fx.Node) else None
         if isinstance(value, str):
             return value
         if isinstance(value, _Multi):
@@ -239,6 +235,24 @@ class _Importer:
                                                             value[1].detach().cpu().numpy())
             return self.const_names[key]
         raise NotConvertible(f"argument {arg} is not a tensor")
+
+    def out_dtype(self):
+        """The dtype torch.export recorded for the current node's output (None when not a tensor)."""
+        val = self.node.meta.get("val")
+        return self.dtype_name(val.dtype) if isinstance(val, self.torch.Tensor) else None
+
+    def operand(self, arg, dtype):
+        """``arg`` as a graph value of ``dtype``: numbers become constants of it, tensors of another dtype are
+        cast (torch promotes: an int tensor times 0.5 is float)."""
+        if isinstance(arg, (int, float, bool)) and not isinstance(arg, self.torch.fx.Node):
+            return self.add_const(np.asarray(arg, dtype=dtype), "scalar")
+        value = self.value(arg)
+        if dtype is None or self.g.dtype(value) == dtype:
+            return value
+        const = self.const(arg)
+        if const is not None:
+            return self.add_const(const.astype(dtype), "cast")
+        return self.emit("cast", [value], dtype=dtype)
 
     def dims(self, arg):
         """A list of ints (and dynamic dims, as str) from an argument such as view's size."""

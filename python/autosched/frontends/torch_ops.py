@@ -61,7 +61,7 @@ def _dense(ctx, x, weight_t, bias=None):
         args = [ctx.value(x), ctx.add_const(w.T, "weight")] + ([ctx.value(bias)] if bias is not None else [])
         return ctx.emit("dense", args)
     out = ctx.emit("matmul", [ctx.value(x), ctx.value(weight_t)])
-    return out if bias is None else ctx.emit("add", [out, ctx.value(bias, out)])
+    return out if bias is None else ctx.emit("add", [out, ctx.operand(bias, ctx.g.dtype(out))])
 
 
 def _linear(ctx, x, weight, bias=None):
@@ -72,9 +72,9 @@ def _linear(ctx, x, weight, bias=None):
 def _addmm(ctx, bias, a, b, beta=1, alpha=1):
     if beta != 1 or alpha != 1:
         out = ctx.emit("matmul", [ctx.value(a), ctx.value(b)])
-        out = ctx.emit("multiply", [out, ctx.value(float(alpha), out)]) if alpha != 1 else out
+        out = ctx.emit("multiply", [out, ctx.operand(float(alpha), ctx.g.dtype(out))]) if alpha != 1 else out
         c = ctx.value(bias)
-        c = ctx.emit("multiply", [c, ctx.value(float(beta), c)]) if beta != 1 else c
+        c = ctx.emit("multiply", [c, ctx.operand(float(beta), ctx.g.dtype(c))]) if beta != 1 else c
         return ctx.emit("add", [out, c])
     if len(ctx.shape(bias)) == 1:
         return _dense(ctx, a, b, bias)
@@ -89,15 +89,21 @@ def _binary(op):
     def convert(ctx, a, b, alpha=1, rounding_mode=None):
         if rounding_mode is not None:
             raise NotConvertible(f"rounding_mode='{rounding_mode}'")
-        if isinstance(a, (int, float)):  # rsub-like forms: scalar first
-            bv = ctx.value(b)
-            return ctx.emit(op, [ctx.value(a, bv), bv])
-        av = ctx.value(a)
-        bv = ctx.value(b, av)
+        dtype = ctx.out_dtype()  # both operands are brought to the promoted dtype
+        av, bv = ctx.operand(a, dtype), ctx.operand(b, dtype)
         if alpha != 1:
-            bv = ctx.emit("multiply", [bv, ctx.value(alpha, bv)])
+            bv = ctx.emit("multiply", [bv, ctx.operand(alpha, ctx.g.dtype(bv))])
         return ctx.emit(op, [av, bv])
     return convert
+
+
+def _rsub(ctx, a, b, alpha=1):
+    """b - alpha * a (what ``2 - x`` exports as)."""
+    dtype = ctx.out_dtype()
+    av, bv = ctx.operand(a, dtype), ctx.operand(b, dtype)
+    if alpha != 1:
+        av = ctx.emit("multiply", [av, ctx.operand(alpha, ctx.g.dtype(av))])
+    return ctx.emit("subtract", [bv, av])
 
 
 def _unary(op, **fixed):
@@ -108,7 +114,7 @@ def _unary(op, **fixed):
 
 def _rsqrt(ctx, x):
     root = ctx.emit("sqrt", [ctx.value(x)])
-    return ctx.emit("divide", [ctx.value(1.0, root), root])
+    return ctx.emit("divide", [ctx.operand(1.0, ctx.g.dtype(root)), root])
 
 
 def _gelu(ctx, x, approximate="none"):
@@ -277,14 +283,14 @@ def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
     scores = ctx.emit("matmul", [ctx.value(q), kt])
     head = ctx.shape(q)[-1]
     scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
-    scores = ctx.emit("multiply", [scores, ctx.value(scale, scores)])
+    scores = ctx.emit("multiply", [scores, ctx.operand(scale, ctx.g.dtype(scores))])
     return ctx.emit("matmul", [ctx.emit("softmax", [scores], axis=-1), ctx.value(v)])
 
 
 ATEN = {
     "conv2d": _conv2d, "convolution": _convolution, "linear": _linear, "addmm": _addmm,
     "mm": _matmul, "bmm": _matmul, "matmul": _matmul,
-    "add": _binary("add"), "sub": _binary("subtract"), "mul": _binary("multiply"), "div": _binary("divide"),
+    "add": _binary("add"), "sub": _binary("subtract"), "rsub": _rsub, "mul": _binary("multiply"), "div": _binary("divide"),
     "pow": _binary("power"), "maximum": _binary("maximum"), "minimum": _binary("minimum"),
     "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
     "log": _unary("log"), "sqrt": _unary("sqrt"), "erf": _unary("erf"), "neg": _unary("negative"),
