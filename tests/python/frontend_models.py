@@ -4,7 +4,6 @@ and GELU), a small CNN with a TopK head, and ONNX models built node by node with
 import io
 import warnings
 
-import numpy as np
 import torch
 from torch import nn
 

@@ -290,7 +290,8 @@ def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
 ATEN = {
     "conv2d": _conv2d, "convolution": _convolution, "linear": _linear, "addmm": _addmm,
     "mm": _matmul, "bmm": _matmul, "matmul": _matmul,
-    "add": _binary("add"), "sub": _binary("subtract"), "rsub": _rsub, "mul": _binary("multiply"), "div": _binary("divide"),
+    "add": _binary("add"), "sub": _binary("subtract"), "rsub": _rsub, "mul": _binary("multiply"),
+    "div": _binary("divide"),
     "pow": _binary("power"), "maximum": _binary("maximum"), "minimum": _binary("minimum"),
     "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
     "log": _unary("log"), "sqrt": _unary("sqrt"), "erf": _unary("erf"), "neg": _unary("negative"),
