@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from autosched.graph import Graph, GraphError, Node
-from autosched.graph import op_table
 
 
 def conv_graph(batch=1):
@@ -238,3 +237,12 @@ def test_str_lists_every_node():
             "-> (1, 8, 16, 16) float32") in text
     assert "%relu_0 = relu(%conv1) -> (1, 8, 16, 16) float32" in text
 
+
+
+def test_docs_examples_run():
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "graph.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    exec(compile("\n".join(blocks), "docs/graph.md", "exec"), {"__name__": "__docs__"})
