@@ -8,6 +8,6 @@
 See docs/graph.md.
 """
 from .ir import Graph, GraphError, Node
-from . import op_table
+from . import op_table, zoo
 
-__all__ = ["Graph", "Node", "GraphError", "op_table"]
+__all__ = ["Graph", "Node", "GraphError", "op_table", "zoo"]
