@@ -145,6 +145,20 @@ def test_transformer_layer_through_both_importers():
     _close(from_onnx.evaluate(x.numpy())[0], run_ort(proto, x.numpy())[0])
 
 
+@pytest.mark.parametrize("name, options", [("mobilenet_v2", dict(image_size=32, num_classes=10)),
+                                           ("bert_layer", dict(seq_len=8, hidden=32, heads=4, ffn=64))])
+def test_zoo_models_round_trip_through_onnx(name, options):
+    from autosched.graph import zoo
+    graph = zoo.get_model(name, **options)
+    back = _import_quietly(frontends.from_onnx, graph.to_onnx())
+    if name == "mobilenet_v2":  # depthwise convolutions, clip (ReLU6) ...: node for node the same graph
+        assert [(n.op, n.attrs) for n in back.nodes] == [(n.op, n.attrs) for n in graph.nodes]
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(graph.shape(i)).astype(graph.dtype(i)) for i in graph.inputs]
+    for got, want in zip(back.evaluate(*xs), graph.evaluate(*xs)):
+        _close(got, want)
+
+
 # ---- problems are reported, not fatal ----------------------------------------------------------------------
 def _dynamic_topk_model():
     fm = _torch()

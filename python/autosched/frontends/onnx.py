@@ -70,6 +70,8 @@ def _attr(onnx, a):
     value = onnx.helper.get_attribute_value(a)
     if isinstance(value, bytes):
         return value.decode()
+    if isinstance(value, float):  # stored as float32: its shortest decimal (epsilon 1e-05, not 9.99999974e-06)
+        return float(str(np.float32(value)))
     if isinstance(value, onnx.TensorProto):
         return onnx.numpy_helper.to_array(value)
     if isinstance(value, list):
