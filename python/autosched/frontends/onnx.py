@@ -190,7 +190,10 @@ class _Importer:
     def _output(self, name):
         if name in self.values:
             return self.values[name]
-        return self.value(name)  # a constant output
+        try:
+            return self.value(name)  # a constant output
+        except NotConvertible as e:
+            raise ValueError(f"from_onnx: graph output '{name}' is computed by no node ({e})") from None
 
     def _node(self, node, live):
         attrs = {a.name: _attr(self.onnx, a) for a in node.attribute}

@@ -98,7 +98,7 @@ class _Importer:
         self.torch, self.program = torch, program
         self.g = Graph(name=name)
         self.names = Names()
-        self.env = {}         # fx node -> graph value name | torch.Tensor (constant) | int/str (a dim) | _Multi
+        self.env = {}  # fx node -> graph value name | (name, torch.Tensor) of a constant | int/str (a dim) | _Multi
         self.const_names = {}  # id of a constant tensor -> graph constant name
         self.node = None
         self.dim_names = {}
@@ -113,8 +113,15 @@ class _Importer:
             elif node.op == "call_function":
                 self._call(node)
             elif node.op == "output":
-                self.g.set_outputs([self.value(a) for a in node.args[0]])
+                self._outputs(node, sig)
         return self.g
+
+    def _outputs(self, node, sig):
+        user = [a for a, spec in zip(node.args[0], sig.output_specs) if spec.kind.name == "USER_OUTPUT"]
+        try:
+            self.g.set_outputs([self.value(a) for a in user])
+        except NotConvertible as e:
+            raise ValueError(f"from_torch: an output of the module is not a tensor ({e})") from None
 
     def _placeholder(self, node, spec):
         kind = spec.kind.name
