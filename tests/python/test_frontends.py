@@ -90,6 +90,7 @@ def test_resnet18_from_torch_matches_torch():
     assert not model.training  # from_torch put the mode back
 
 
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch's own, from run_decompositions
 def test_from_torch_reads_core_aten_decompositions():
     # convolution, _native_batch_norm_legit_no_training, max_pool2d_with_indices, addmm, mm, _softmax ...
     fm = _torch()
