@@ -16,4 +16,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel
+# onnx, onnxruntime and torch serve the network importers and their tests (tests/python/test_frontends.py);
+# torch==2.13.0 is the CPU build this machine kind keeps on disk (another version would download a CUDA build).
+python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel \
+  onnx onnxruntime "torch==2.13.0"

@@ -1,0 +1,227 @@
+"""Constant folding for the ONNX importer: numpy versions of the operators that compute shapes (Shape, Gather,
+Unsqueeze, Slice, Concat, ConstantOfShape, arithmetic ...) and of cheap ones applied to weights (Transpose,
+Reshape, Cast). A node whose inputs are all constant is folded here when its type is in FOLD; its outputs
+stay numpy arrays and never enter the graph.
+
+Dynamic dims travel through folding as numpy object arrays holding ints and str (Shape of a value whose first
+dim is "batch" is array(["batch", 3, 224, 224], dtype=object)); gathering, slicing and concatenating keep
+them, arithmetic on them fails (FoldError) and the importer reports the node.
+"""
+import numpy as np
+
+__all__ = ["FOLD", "FoldError", "fold"]
+
+
+class FoldError(Exception):
+    pass
+
+
+def _np_dtype(onnx_type):
+    from onnx import helper
+    return helper.tensor_dtype_to_np_dtype(onnx_type)
+
+
+def _is_symbolic(a):
+    return isinstance(a, np.ndarray) and a.dtype == object
+
+
+def _no_dynamic(*arrays):
+    if any(_is_symbolic(a) and any(isinstance(v, str) for v in a.reshape(-1)) for a in arrays):
+        raise FoldError("arithmetic on a dynamic dim")
+
+
+def _ints(a):
+    return [int(v) for v in np.asarray(a).reshape(-1)]
+
+
+def _axes(a, rank):
+    return [v + rank if v < 0 else v for v in _ints(a)]
+
+
+def _opt(inputs, i):
+    return inputs[i] if len(inputs) > i and inputs[i] is not None else None
+
+
+def _shape(inputs, attrs):
+    shape = inputs[0]  # the importer passes the input's shape (a tuple), not the tensor
+    rank = len(shape)
+    start, end = attrs.get("start", 0), attrs.get("end", rank)
+    return np.array(list(shape)[slice(start, end)], dtype=object if any(isinstance(d, str) for d in shape)
+                    else np.int64)
+
+
+def _size(inputs, attrs):
+    if any(isinstance(d, str) for d in inputs[0]):
+        raise FoldError("the size depends on a dynamic dim")
+    return np.array(int(np.prod(inputs[0])), np.int64)
+
+
+def _unsqueeze(inputs, attrs):
+    x = inputs[0]
+    axes = _opt(inputs, 1)
+    axes = attrs.get("axes") if axes is None else axes
+    out_rank = x.ndim + len(_ints(axes))
+    shape = list(x.shape)
+    for a in sorted(_axes(axes, out_rank)):
+        shape.insert(a, 1)
+    return x.reshape(shape)
+
+
+def _squeeze(inputs, attrs):
+    x = inputs[0]
+    axes = _opt(inputs, 1)
+    axes = attrs.get("axes") if axes is None else axes
+    if axes is None:
+        return np.squeeze(x)
+    return np.squeeze(x, axis=tuple(_axes(axes, x.ndim)))
+
+
+def _slice(inputs, attrs):
+    x, starts, ends = inputs[0], _ints(inputs[1]), _ints(inputs[2])
+    axes = _opt(inputs, 3)
+    axes = list(range(len(starts))) if axes is None else _axes(axes, x.ndim)
+    steps = _opt(inputs, 4)
+    steps = [1] * len(starts) if steps is None else _ints(steps)
+    index = [slice(None)] * x.ndim
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        # ONNX clamps INT64_MAX / INT64_MIN ends; Python slicing clamps the same way.
+        index[a] = slice(s, None if (st < 0 and e < -x.shape[a]) else e, st)
+    return x[tuple(index)]
+
+
+def _reshape(inputs, attrs):
+    x, shape = inputs[0], _ints(inputs[1])
+    if not attrs.get("allowzero", 0):
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return x.reshape(shape)
+
+
+def _cast(inputs, attrs):
+    x = inputs[0]
+    if _is_symbolic(x):
+        if np.dtype(_np_dtype(attrs["to"])).kind in "iu":
+            return x
+        raise FoldError("cast of a dynamic dim to a non-integer type")
+    return x.astype(_np_dtype(attrs["to"]))
+
+
+def _constant_of_shape(inputs, attrs):
+    value = attrs.get("value")
+    value = np.zeros(1, np.float32) if value is None else value
+    return np.full(_ints(inputs[0]), value.reshape(-1)[0], dtype=value.dtype)
+
+
+def _div(inputs, attrs):
+    a, b = inputs
+    _no_dynamic(a, b)
+    if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
+        return (np.trunc(a / b)).astype(np.result_type(a, b))  # ONNX integer division truncates
+    return a / b
+
+
+def _range(inputs, attrs):
+    start, limit, delta = (np.asarray(v).reshape(()) for v in inputs)
+    return np.arange(start, limit, delta, dtype=np.result_type(start, limit, delta))
+
+
+def _binary(fn):
+    def run(inputs, attrs):
+        _no_dynamic(*inputs)
+        return fn(inputs[0], inputs[1])
+    return run
+
+
+def _variadic(fn):
+    def run(inputs, attrs):
+        _no_dynamic(*inputs)
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = fn(out, x)
+        return out
+    return run
+
+
+def _reduce(fn):
+    def run(inputs, attrs):
+        _no_dynamic(inputs[0])
+        axes = _opt(inputs, 1)
+        axes = attrs.get("axes") if axes is None else axes
+        keep = bool(attrs.get("keepdims", 1))
+        axis = None if axes is None or len(_ints(axes)) == 0 else tuple(_axes(axes, inputs[0].ndim))
+        return np.asarray(fn(inputs[0], axis=axis, keepdims=keep))
+    return run
+
+
+def _gather(inputs, attrs):
+    return np.take(inputs[0], np.asarray(inputs[1]).astype(np.int64), axis=attrs.get("axis", 0))
+
+
+def _concat(inputs, attrs):
+    return np.concatenate([np.asarray(x) for x in inputs], axis=attrs["axis"])
+
+
+def _flatten(inputs, attrs):
+    x = inputs[0]
+    axis = attrs.get("axis", 1)
+    axis = axis + x.ndim if axis < 0 else axis
+    return x.reshape(int(np.prod(x.shape[:axis])), -1)
+
+
+def _expand(inputs, attrs):
+    x, shape = inputs[0], _ints(inputs[1])
+    return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape))).copy()
+
+
+def _where(inputs, attrs):
+    return np.where(inputs[0], inputs[1], inputs[2])
+
+
+def _transpose(inputs, attrs):
+    perm = attrs.get("perm")
+    return np.transpose(inputs[0], None if perm is None else tuple(perm))
+
+
+FOLD = {
+    "Shape": _shape, "Size": _size,
+    "Identity": lambda i, a: i[0], "Dropout": lambda i, a: i[0],
+    "Gather": _gather, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice, "Concat": _concat,
+    "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Expand": _expand,
+    "Cast": _cast, "ConstantOfShape": _constant_of_shape, "Range": _range, "Where": _where,
+    "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply), "Div": _div,
+    "Pow": _binary(np.power), "Mod": _binary(np.mod),
+    "Max": _variadic(np.maximum), "Min": _variadic(np.minimum),
+    "Equal": _binary(np.equal), "Less": _binary(np.less), "Greater": _binary(np.greater),
+    "And": _binary(np.logical_and), "Or": _binary(np.logical_or), "Not": lambda i, a: np.logical_not(i[0]),
+    "Neg": lambda i, a: -i[0], "Abs": lambda i, a: np.abs(i[0]), "Sqrt": lambda i, a: np.sqrt(i[0]),
+    "Floor": lambda i, a: np.floor(i[0]), "Ceil": lambda i, a: np.ceil(i[0]),
+    "ReduceProd": _reduce(np.prod), "ReduceSum": _reduce(np.sum), "ReduceMax": _reduce(np.max),
+    "ReduceMin": _reduce(np.min),
+}
+
+
+def fold(op_type, inputs, attrs, symbolic_input):
+    """Outputs (a list of arrays) of node ``op_type`` on constant ``inputs`` (None for an absent optional
+    input); FoldError when the node cannot be computed here."""
+    fn = FOLD.get(op_type)
+    if fn is None:
+        raise FoldError(f"no constant folding for {op_type}")
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(inputs, attrs)
+    except FoldError:
+        raise
+    except Exception as e:  # numpy refuses the operation (a str dim in arithmetic, bad shapes)
+        why = "arithmetic on a dynamic dim" if symbolic_input else str(e)
+        raise FoldError(why) from e
+    return [_normalized(out)]
+
+
+def _normalized(out):
+    """Keeps dynamic dims in object arrays, and arrays without one in int64 (numpy would turn a lone
+    "batch" into a string array, and ints gathered from an object array stay objects)."""
+    if isinstance(out, np.ndarray) and out.dtype == object or isinstance(out, str):
+        out = np.asarray(out, dtype=object)
+        if not any(isinstance(v, str) for v in out.reshape(-1)):
+            return out.astype(np.int64)
+        return out
+    return np.asarray(out)

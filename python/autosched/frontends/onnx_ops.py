@@ -1,0 +1,286 @@
+"""The ONNX operator table: CONVERTERS maps an ONNX op type to a function (importer, inputs, attrs) that adds
+the graph nodes computing its first output and returns that value (or a numpy array when the result is a
+constant). ``inputs`` are ONNX value names ("" for an absent optional input); the importer's helpers turn them
+into graph values (``value``), constants (``const``), shapes and dtypes. A converter raises NotConvertible
+when it cannot map the node; the node then becomes "unsupported" with that reason.
+"""
+import math
+
+import numpy as np
+
+from ._common import NotConvertible, reshape
+
+__all__ = ["CONVERTERS"]
+
+
+def _opt(inputs, i):
+    return inputs[i] if len(inputs) > i and inputs[i] else None
+
+
+def _static(shape, what):
+    if shape is None or any(not isinstance(d, int) for d in shape):
+        raise NotConvertible(f"{what} needs static dims, the input has {shape}")
+    return shape
+
+
+def _spatial_attrs(ctx, x, kernel, attrs):
+    """strides, dilations and (top, left, bottom, right) pads of a 2-D conv or pool, auto_pad resolved."""
+    shape = ctx.shape(x)
+    if shape is None or len(shape) != 4:
+        raise NotConvertible(f"only 2-D windows (4-D NCHW input) are supported, the input has shape {shape}")
+    strides = tuple(attrs.get("strides", (1, 1)))
+    dilations = tuple(attrs.get("dilations", (1, 1)))
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    if auto_pad in ("NOTSET", "VALID"):
+        pads = tuple(attrs.get("pads", (0, 0, 0, 0))) if auto_pad == "NOTSET" else (0, 0, 0, 0)
+        return strides, dilations, pads
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise NotConvertible(f"auto_pad '{auto_pad}'")
+    size = _static(shape, f"auto_pad {auto_pad}")[2:]
+    begin, end = [], []
+    for n, k, s, d in zip(size, kernel, strides, dilations):
+        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        small, large = total // 2, total - total // 2
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return strides, dilations, tuple(begin + end)
+
+
+def _conv(ctx, inputs, attrs):
+    kernel = ctx.shape(inputs[1])[2:]
+    strides, dilations, pads = _spatial_attrs(ctx, inputs[0], kernel, attrs)
+    args = [ctx.value(inputs[0]), ctx.value(inputs[1])]
+    if _opt(inputs, 2):
+        args.append(ctx.value(inputs[2]))
+    return ctx.emit("conv2d", args, strides=strides, pads=pads, dilations=dilations, groups=attrs.get("group", 1))
+
+
+def _pool(op):
+    def convert(ctx, inputs, attrs):
+        kernel = tuple(attrs["kernel_shape"])
+        strides, dilations, pads = _spatial_attrs(ctx, inputs[0], kernel, attrs)
+        extra = {}
+        if op == "avg_pool2d":
+            extra["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        return ctx.emit(op, [ctx.value(inputs[0])], kernel=kernel, strides=strides, pads=pads,
+                        dilations=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)), **extra)
+    return convert
+
+
+def _global_pool(op):
+    def convert(ctx, inputs, attrs):
+        shape = ctx.shape(inputs[0])
+        if shape is None or len(shape) != 4:
+            raise NotConvertible(f"only 4-D NCHW input is supported, the input has shape {shape}")
+        if op == "global_avg_pool2d":
+            return ctx.emit(op, [ctx.value(inputs[0])])
+        return ctx.emit("reduce_max", [ctx.value(inputs[0])], axes=(2, 3), keepdims=True)
+    return convert
+
+
+def _gemm(ctx, inputs, attrs):
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    a = ctx.value(inputs[0])
+    if attrs.get("transA", 0):
+        a = ctx.emit("transpose", [a], perm=(1, 0))
+    b, c = ctx.const(inputs[1]), _opt(inputs, 2)
+    if b is not None and b.ndim == 2 and b.dtype != object:
+        # torch's Linear exports as Gemm(transB=1): its weight and bias are used as they are
+        plain = attrs.get("transB", 0) and alpha == 1.0
+        weight = b if attrs.get("transB", 0) else b.T
+        weight = ctx.value(inputs[1]) if plain else ctx.add_const(weight * np.asarray(alpha, b.dtype), "weight")
+        bias = ctx.const(c) if c else None
+        n = b.shape[0] if attrs.get("transB", 0) else b.shape[1]
+        if bias is not None and bias.shape == (n,) and beta == 1.0:
+            return ctx.emit("dense", [a, weight, ctx.value(c)])
+        if bias is not None and bias.size in (1, n) and bias.dtype != object:
+            bias = np.broadcast_to(bias.reshape(-1) * np.asarray(beta, bias.dtype), (n,))
+            return ctx.emit("dense", [a, weight, ctx.add_const(bias, "bias")])
+        out = ctx.emit("dense", [a, weight])
+    else:
+        b = ctx.value(inputs[1])
+        if attrs.get("transB", 0):
+            b = ctx.emit("transpose", [b], perm=(1, 0))
+        out = ctx.emit("matmul", [a, b])
+        if alpha != 1.0:
+            out = ctx.emit("multiply", [out, ctx.add_const(np.asarray(alpha, np.float32), "alpha")])
+    if not c:
+        return out
+    if beta != 1.0:
+        c_val = ctx.emit("multiply", [ctx.value(c), ctx.add_const(np.asarray(beta, np.float32), "beta")])
+    else:
+        c_val = ctx.value(c)
+    return ctx.emit("add", [out, c_val])
+
+
+def _matmul(ctx, inputs, attrs):
+    b = ctx.const(inputs[1])
+    a_shape = ctx.shape(inputs[0])
+    if b is not None and b.ndim == 2 and b.dtype != object and a_shape is not None and len(a_shape) >= 2:
+        # x @ W with a constant W is a dense layer (torch's Linear on a 3-D input exports as MatMul + Add).
+        return ctx.emit("dense", [ctx.value(inputs[0]), ctx.add_const(b.T, "weight")])
+    return ctx.emit("matmul", [ctx.value(inputs[0]), ctx.value(inputs[1])])
+
+
+def _binary(op):
+    def convert(ctx, inputs, attrs):
+        return ctx.emit(op, [ctx.value(inputs[0]), ctx.value(inputs[1])])
+    return convert
+
+
+def _variadic(op):
+    def convert(ctx, inputs, attrs):
+        out = ctx.value(inputs[0])  # a single input is copied
+        for x in inputs[1:]:
+            out = ctx.emit(op, [out, ctx.value(x)])
+        return out
+    return convert
+
+
+def _unary(op, **fixed):
+    def convert(ctx, inputs, attrs):
+        return ctx.emit(op, [ctx.value(inputs[0])], **fixed)
+    return convert
+
+
+def _gelu(ctx, inputs, attrs):
+    return ctx.emit("gelu", [ctx.value(inputs[0])], approximate=attrs.get("approximate", "none"))
+
+
+def _clip(ctx, inputs, attrs):
+    bounds = []
+    for i, what in ((1, "min"), (2, "max")):
+        name = _opt(inputs, i)
+        bounds.append(None if name is None else float(ctx.const_or_fail(name, f"the {what} bound").reshape(-1)[0]))
+    return ctx.emit("clip", [ctx.value(inputs[0])], min=bounds[0], max=bounds[1])
+
+
+def _softmax(ctx, inputs, attrs):
+    return ctx.emit("softmax", [ctx.value(inputs[0])], axis=attrs.get("axis", -1))
+
+
+def _layer_norm(ctx, inputs, attrs):
+    x, scale = ctx.value(inputs[0]), ctx.value(inputs[1])
+    if _opt(inputs, 2):
+        bias = ctx.value(inputs[2])
+    else:
+        shape = ctx.shape(inputs[1])
+        bias = ctx.add_const(np.zeros(_static(shape, "LayerNormalization without B"), ctx.dtype(inputs[1])), "B")
+    return ctx.emit("layer_norm", [x, scale, bias], axis=attrs.get("axis", -1), epsilon=attrs.get("epsilon", 1e-5))
+
+
+def _batch_norm(ctx, inputs, attrs):
+    if attrs.get("training_mode", 0):
+        raise NotConvertible("training_mode=1 (only inference is supported)")
+    return ctx.emit("batch_norm", [ctx.value(i) for i in inputs[:5]], epsilon=attrs.get("epsilon", 1e-5))
+
+
+def _dims_of(array):
+    return [d if isinstance(d, str) else int(d) for d in array.reshape(-1)]
+
+
+def _reshape(ctx, inputs, attrs):
+    target = ctx.const(inputs[1])
+    if target is None:
+        raise NotConvertible(f"the target shape ({inputs[1]}) is computed at run time; only a constant target "
+                             f"(or shape arithmetic that folds to one) is supported")
+    target = _dims_of(target)
+    if not attrs.get("allowzero", 0):  # 0 copies the input's dim
+        shape = ctx.shape(inputs[0])
+        target = [shape[i] if d == 0 else d for i, d in enumerate(target)]
+    return reshape(ctx.g, ctx.value(inputs[0]), target, ctx.fresh_name("reshape"))
+
+
+def _axes_of(ctx, inputs, attrs, rank):
+    name = _opt(inputs, 1)
+    axes = attrs.get("axes") if name is None else ctx.const_or_fail(name, "axes").reshape(-1).tolist()
+    return None if axes is None else [int(a) + rank if a < 0 else int(a) for a in axes]
+
+
+def _squeeze(ctx, inputs, attrs):
+    shape = ctx.shape(inputs[0])
+    axes = _axes_of(ctx, inputs, attrs, len(shape))
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    if any(shape[a] != 1 for a in axes):
+        raise NotConvertible(f"squeeze of axes {axes} of shape {shape}: each must be 1")
+    target = [d for i, d in enumerate(shape) if i not in axes]
+    return reshape(ctx.g, ctx.value(inputs[0]), target, ctx.fresh_name("reshape"))
+
+
+def _unsqueeze(ctx, inputs, attrs):
+    shape = list(ctx.shape(inputs[0]))
+    name = _opt(inputs, 1)
+    axes = attrs.get("axes", []) if name is None else ctx.const_or_fail(name, "axes").reshape(-1).tolist()
+    rank = len(shape) + len(axes)
+    for a in sorted(int(a) + rank if a < 0 else int(a) for a in axes):
+        shape.insert(a, 1)
+    return reshape(ctx.g, ctx.value(inputs[0]), shape, ctx.fresh_name("reshape"))
+
+
+def _flatten(ctx, inputs, attrs):
+    return ctx.emit("flatten", [ctx.value(inputs[0])], axis=attrs.get("axis", 1))
+
+
+def _transpose(ctx, inputs, attrs):
+    perm = attrs.get("perm")
+    extra = {} if perm is None else {"perm": tuple(perm)}
+    return ctx.emit("transpose", [ctx.value(inputs[0])], **extra)
+
+
+def _concat(ctx, inputs, attrs):
+    return ctx.emit("concat", [ctx.value(i) for i in inputs], axis=attrs["axis"])
+
+
+def _reduce(op):
+    def convert(ctx, inputs, attrs):
+        rank = len(ctx.shape(inputs[0]))
+        axes = _axes_of(ctx, inputs, attrs, rank)
+        if not axes:
+            if attrs.get("noop_with_empty_axes", 0):
+                return ctx.value(inputs[0])
+            axes = list(range(rank))
+        return ctx.emit(op, [ctx.value(inputs[0])], axes=tuple(axes), keepdims=bool(attrs.get("keepdims", 1)))
+    return convert
+
+
+def _cast(ctx, inputs, attrs):
+    dtype = ctx._np_type(attrs["to"])
+    x = ctx.value(inputs[0])
+    if dtype == ctx.dtype(inputs[0]):
+        return x
+    return ctx.emit("cast", [x], dtype=dtype)
+
+
+def _identity(ctx, inputs, attrs):
+    return ctx.value(inputs[0])
+
+
+def _expand(ctx, inputs, attrs):
+    target = tuple(_dims_of(ctx.const_or_fail(inputs[1], "the target shape")))
+    shape = ctx.shape(inputs[0])
+    if len(target) <= len(shape) and all(t == 1 or t == s for t, s in zip(target[::-1], shape[::-1])):
+        return ctx.value(inputs[0])  # broadcasting to its own shape: nothing to do
+    raise NotConvertible(f"Expand of {shape} to {target} (only an Expand that keeps the shape is supported)")
+
+
+def _reciprocal(ctx, inputs, attrs):
+    one = ctx.add_const(np.ones((), ctx.dtype(inputs[0])), "one")
+    return ctx.emit("divide", [one, ctx.value(inputs[0])])
+
+
+CONVERTERS = {
+    "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul,
+    "Add": _binary("add"), "Sub": _binary("subtract"), "Mul": _binary("multiply"), "Div": _binary("divide"),
+    "Pow": _binary("power"), "Max": _variadic("maximum"), "Min": _variadic("minimum"), "Sum": _variadic("add"),
+    "Relu": _unary("relu"), "Sigmoid": _unary("sigmoid"), "Tanh": _unary("tanh"), "Exp": _unary("exp"),
+    "Log": _unary("log"), "Sqrt": _unary("sqrt"), "Erf": _unary("erf"), "Neg": _unary("negative"),
+    "Abs": _unary("abs"), "Reciprocal": _reciprocal, "Gelu": _gelu, "Clip": _clip, "Softmax": _softmax,
+    "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm,
+    "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
+    "GlobalAveragePool": _global_pool("global_avg_pool2d"), "GlobalMaxPool": _global_pool("global_max_pool2d"),
+    "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Concat": _concat,
+    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand,
+    "ReduceMean": _reduce("reduce_mean"), "ReduceSum": _reduce("reduce_sum"), "ReduceMax": _reduce("reduce_max"),
+    "Cast": _cast, "Identity": _identity, "Dropout": _identity,
+}

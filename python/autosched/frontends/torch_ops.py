@@ -1,0 +1,311 @@
+"""The ATen operator table of from_torch: ATEN maps an ATen op name (the schema name without "aten::", so
+conv2d.default and conv2d.padding share "conv2d") to a function called as ``convert(importer, *args,
+**kwargs)`` with the FX node's own arguments; it returns the graph value computing the op's (first) output.
+Both the ops torch.export emits by default (conv2d, linear, batch_norm, layer_norm ...) and their core ATen
+decompositions (convolution, addmm, _native_batch_norm_legit_no_training, native_layer_norm ...) are here.
+FOLDABLE ops on constants only (a weight's t(), permute, view) are computed by torch at import.
+"""
+import math
+
+import numpy as np
+
+from ._common import NotConvertible, reshape
+
+__all__ = ["ATEN", "FOLDABLE"]
+
+FOLDABLE = {"t", "permute", "transpose", "view", "reshape", "_unsafe_view", "clone", "contiguous", "detach",
+            "_to_copy", "to", "unsqueeze", "squeeze", "expand", "lift_fresh_copy", "alias", "mul", "add", "div",
+            "sub", "neg", "reciprocal", "sqrt", "rsqrt", "flatten", "cat", "select", "slice"}
+
+
+def _pair(v, n=2):
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return tuple(int(x) for x in (v * n if len(v) == 1 else v))
+
+
+def _rank(ctx, x):
+    return len(ctx.shape(x))
+
+
+def _axis(a, rank):
+    return a + rank if a < 0 else a
+
+
+def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _rank(ctx, x) != 4:
+        raise NotConvertible(f"only 2-D convolution (4-D input) is supported, the input has shape {ctx.shape(x)}")
+    dilation = _pair(dilation)
+    if isinstance(padding, str):  # conv2d.padding: "valid" or "same" (stride 1)
+        if padding == "valid":
+            pads = (0, 0, 0, 0)
+        else:
+            kernel = ctx.shape(weight)[2:]
+            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            pads = (total[0] // 2, total[1] // 2, total[0] - total[0] // 2, total[1] - total[1] // 2)
+    else:
+        pads = _pair(padding) * 2
+    args = [ctx.value(x), ctx.value(weight)] + ([ctx.value(bias)] if bias is not None else [])
+    return ctx.emit("conv2d", args, strides=_pair(stride), pads=pads, dilations=dilation, groups=int(groups))
+
+
+def _convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed:
+        raise NotConvertible("transposed convolution")
+    return _conv2d(ctx, x, weight, bias, stride, padding, dilation, groups)
+
+
+def _dense(ctx, x, weight_t, bias=None):
+    """x @ weight_t (+ bias): a dense layer when weight_t is constant, else matmul (+ add)."""
+    w = ctx.const(weight_t)
+    if w is not None and w.ndim == 2 and _rank(ctx, x) >= 2:
+        args = [ctx.value(x), ctx.add_const(w.T, "weight")] + ([ctx.value(bias)] if bias is not None else [])
+        return ctx.emit("dense", args)
+    out = ctx.emit("matmul", [ctx.value(x), ctx.value(weight_t)])
+    return out if bias is None else ctx.emit("add", [out, ctx.operand(bias, ctx.g.dtype(out))])
+
+
+def _linear(ctx, x, weight, bias=None):
+    args = [ctx.value(x), ctx.value(weight)] + ([ctx.value(bias)] if bias is not None else [])
+    return ctx.emit("dense", args)
+
+
+def _addmm(ctx, bias, a, b, beta=1, alpha=1):
+    if beta != 1 or alpha != 1:
+        out = ctx.emit("matmul", [ctx.value(a), ctx.value(b)])
+        out = ctx.emit("multiply", [out, ctx.operand(float(alpha), ctx.g.dtype(out))]) if alpha != 1 else out
+        c = ctx.value(bias)
+        c = ctx.emit("multiply", [c, ctx.operand(float(beta), ctx.g.dtype(c))]) if beta != 1 else c
+        return ctx.emit("add", [out, c])
+    if len(ctx.shape(bias)) == 1:
+        return _dense(ctx, a, b, bias)
+    return ctx.emit("add", [_dense(ctx, a, b), ctx.value(bias)])
+
+
+def _matmul(ctx, a, b):
+    return _dense(ctx, a, b)
+
+
+def _binary(op):
+    def convert(ctx, a, b, alpha=1, rounding_mode=None):
+        if rounding_mode is not None:
+            raise NotConvertible(f"rounding_mode='{rounding_mode}'")
+        dtype = ctx.out_dtype()  # both operands are brought to the promoted dtype
+        av, bv = ctx.operand(a, dtype), ctx.operand(b, dtype)
+        if alpha != 1:
+            bv = ctx.emit("multiply", [bv, ctx.operand(alpha, ctx.g.dtype(bv))])
+        return ctx.emit(op, [av, bv])
+    return convert
+
+
+def _rsub(ctx, a, b, alpha=1):
+    """b - alpha * a (what ``2 - x`` exports as)."""
+    dtype = ctx.out_dtype()
+    av, bv = ctx.operand(a, dtype), ctx.operand(b, dtype)
+    if alpha != 1:
+        av = ctx.emit("multiply", [av, ctx.operand(alpha, ctx.g.dtype(av))])
+    return ctx.emit("subtract", [bv, av])
+
+
+def _unary(op, **fixed):
+    def convert(ctx, x, *unused, **kw):
+        return ctx.emit(op, [ctx.value(x)], **fixed)
+    return convert
+
+
+def _rsqrt(ctx, x):
+    root = ctx.emit("sqrt", [ctx.value(x)])
+    return ctx.emit("divide", [ctx.operand(1.0, ctx.g.dtype(root)), root])
+
+
+def _gelu(ctx, x, approximate="none"):
+    return ctx.emit("gelu", [ctx.value(x)], approximate=approximate)
+
+
+def _clip(ctx, x, lo=None, hi=None):
+    return ctx.emit("clip", [ctx.value(x)], min=None if lo is None else float(lo), max=None if hi is None else
+                    float(hi))
+
+
+def _hardtanh(ctx, x, lo=-1.0, hi=1.0):
+    return _clip(ctx, x, lo, hi)
+
+
+def _softmax(ctx, x, dim, *unused):
+    return ctx.emit("softmax", [ctx.value(x)], axis=int(dim))
+
+
+def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5, *unused):
+    shape, xv = tuple(int(d) for d in normalized_shape), ctx.value(x)
+    dtype = ctx.g.dtype(xv)
+    gamma = ctx.value(weight) if weight is not None else ctx.add_const(np.ones(shape, dtype), "gamma")
+    beta = ctx.value(bias) if bias is not None else ctx.add_const(np.zeros(shape, dtype), "beta")
+    return ctx.emit("layer_norm", [xv, gamma, beta], axis=_rank(ctx, x) - len(shape), epsilon=float(eps))
+
+
+def _bn_args(ctx, x, weight, bias, mean, var):
+    xv = ctx.value(x)
+    channels = ctx.shape(mean)
+    dtype = ctx.g.dtype(xv)
+    gamma = ctx.value(weight) if weight is not None else ctx.add_const(np.ones(channels, dtype), "gamma")
+    beta = ctx.value(bias) if bias is not None else ctx.add_const(np.zeros(channels, dtype), "beta")
+    return [xv, gamma, beta, ctx.value(mean), ctx.value(var)]
+
+
+def _batch_norm(ctx, x, weight, bias, mean, var, training, momentum, eps, *unused):
+    if training or mean is None:
+        raise NotConvertible("batch_norm in training mode (only inference is supported)")
+    return ctx.emit("batch_norm", _bn_args(ctx, x, weight, bias, mean, var), epsilon=float(eps))
+
+
+def _bn_no_training(ctx, x, weight, bias, mean, var, momentum, eps):
+    return ctx.emit("batch_norm", _bn_args(ctx, x, weight, bias, mean, var), epsilon=float(eps))
+
+
+def _max_pool2d(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    kernel = _pair(kernel)
+    return ctx.emit("max_pool2d", [ctx.value(x)], kernel=kernel, strides=_pair(stride) if stride else kernel,
+                    pads=_pair(padding) * 2, dilations=_pair(dilation), ceil_mode=bool(ceil_mode))
+
+
+def _avg_pool2d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    if divisor_override is not None:
+        raise NotConvertible("divisor_override")
+    kernel = _pair(kernel)
+    return ctx.emit("avg_pool2d", [ctx.value(x)], kernel=kernel, strides=_pair(stride) if stride else kernel,
+                    pads=_pair(padding) * 2, ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad))
+
+
+def _adaptive_avg_pool2d(ctx, x, output_size):
+    out = _pair(output_size)
+    shape = ctx.shape(x)
+    if out == (1, 1):
+        return ctx.emit("global_avg_pool2d", [ctx.value(x)])
+    size = shape[-2:]
+    if all(isinstance(s, int) and s % o == 0 for s, o in zip(size, out)):
+        kernel = tuple(s // o for s, o in zip(size, out))
+        return ctx.emit("avg_pool2d", [ctx.value(x)], kernel=kernel, strides=kernel)
+    raise NotConvertible(f"adaptive pooling of {shape} to {out} (windows of different sizes)")
+
+
+def _reduce(op):
+    def convert(ctx, x, dims=None, keepdim=False, dtype=None):
+        rank = _rank(ctx, x)
+        dims = list(range(rank)) if dims is None or dims == [] else [_axis(int(d), rank) for d in _pair(dims, 1)]
+        if dtype is not None:
+            raise NotConvertible("a reduction with dtype=")
+        return ctx.emit(op, [ctx.value(x)], axes=tuple(dims), keepdims=bool(keepdim))
+    return convert
+
+
+def _view(ctx, x, size):
+    return reshape(ctx.g, ctx.value(x), ctx.dims(size), ctx.fresh_name("reshape"))
+
+
+def _flatten(ctx, x, start=0, end=-1):
+    shape = ctx.shape(x)
+    rank = len(shape)
+    start, end = _axis(start, rank), _axis(end, rank)
+    if start == 1 and end == rank - 1:
+        return ctx.emit("flatten", [ctx.value(x)], axis=1)
+    middle = shape[start:end + 1]
+    merged = int(np.prod(middle)) if all(isinstance(d, int) for d in middle) else -1
+    return reshape(ctx.g, ctx.value(x), list(shape[:start]) + [merged] + list(shape[end + 1:]),
+                   ctx.fresh_name("reshape"))
+
+
+def _permute(ctx, x, dims):
+    rank = _rank(ctx, x)
+    return ctx.emit("transpose", [ctx.value(x)], perm=tuple(_axis(int(d), rank) for d in dims))
+
+
+def _transpose(ctx, x, d0, d1):
+    rank = _rank(ctx, x)
+    perm = list(range(rank))
+    d0, d1 = _axis(d0, rank), _axis(d1, rank)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return ctx.emit("transpose", [ctx.value(x)], perm=tuple(perm))
+
+
+def _t(ctx, x):
+    return ctx.value(x) if _rank(ctx, x) < 2 else ctx.emit("transpose", [ctx.value(x)], perm=(1, 0))
+
+
+def _cat(ctx, tensors, dim=0):
+    return ctx.emit("concat", [ctx.value(t) for t in tensors], axis=int(dim))
+
+
+def _unsqueeze(ctx, x, dim):
+    shape = list(ctx.shape(x))
+    shape.insert(_axis(int(dim), len(shape) + 1), 1)
+    return reshape(ctx.g, ctx.value(x), shape, ctx.fresh_name("reshape"))
+
+
+def _squeeze(ctx, x, dims=None):
+    shape = ctx.shape(x)
+    dims = [i for i, d in enumerate(shape) if d == 1] if dims is None else \
+        [_axis(int(d), len(shape)) for d in _pair(dims, 1)]
+    return reshape(ctx.g, ctx.value(x), [d for i, d in enumerate(shape) if i not in dims or d != 1],
+                   ctx.fresh_name("reshape"))
+
+
+def _expand(ctx, x, size, implicit=False):
+    shape, size = ctx.shape(x), ctx.dims(size)
+    if len(size) == len(shape) and all(s == -1 or s == d for s, d in zip(size, shape)):
+        return ctx.value(x)
+    raise NotConvertible(f"expand of {shape} to {tuple(size)} (only an expand that keeps the shape is supported)")
+
+
+def _identity(ctx, x, *unused, **kw):
+    return ctx.value(x)
+
+
+def _dropout(ctx, x, p=0.5, train=False):
+    if train:
+        raise NotConvertible("dropout in training mode")
+    return ctx.value(x)
+
+
+def _to_copy(ctx, x, *args, dtype=None, **kw):
+    dtype = dtype or next((a for a in args if isinstance(a, ctx.torch.dtype)), None)
+    xv = ctx.value(x)
+    if dtype is None or ctx.dtype_name(dtype) == ctx.g.dtype(xv):
+        return xv
+    return ctx.emit("cast", [xv], dtype=ctx.dtype_name(dtype))
+
+
+def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    if attn_mask is not None or dropout_p or is_causal or enable_gqa:
+        raise NotConvertible("scaled_dot_product_attention with a mask, dropout, is_causal or enable_gqa")
+    rank = _rank(ctx, k)
+    perm = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    kt = ctx.emit("transpose", [ctx.value(k)], perm=perm)
+    scores = ctx.emit("matmul", [ctx.value(q), kt])
+    head = ctx.shape(q)[-1]
+    scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
+    scores = ctx.emit("multiply", [scores, ctx.operand(scale, ctx.g.dtype(scores))])
+    return ctx.emit("matmul", [ctx.emit("softmax", [scores], axis=-1), ctx.value(v)])
+
+
+ATEN = {
+    "conv2d": _conv2d, "convolution": _convolution, "linear": _linear, "addmm": _addmm,
+    "mm": _matmul, "bmm": _matmul, "matmul": _matmul,
+    "add": _binary("add"), "sub": _binary("subtract"), "rsub": _rsub, "mul": _binary("multiply"),
+    "div": _binary("divide"),
+    "pow": _binary("power"), "maximum": _binary("maximum"), "minimum": _binary("minimum"),
+    "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
+    "log": _unary("log"), "sqrt": _unary("sqrt"), "erf": _unary("erf"), "neg": _unary("negative"),
+    "abs": _unary("abs"), "rsqrt": _rsqrt, "gelu": _gelu, "hardtanh": _hardtanh, "clamp": _clip,
+    "relu6": lambda ctx, x, *a: _clip(ctx, x, 0.0, 6.0),
+    "softmax": _softmax, "_softmax": _softmax, "layer_norm": _layer_norm,
+    "native_layer_norm": lambda ctx, x, shape, w, b, eps: _layer_norm(ctx, x, shape, w, b, eps),
+    "batch_norm": _batch_norm, "_native_batch_norm_legit_no_training": _bn_no_training,
+    "max_pool2d": _max_pool2d, "max_pool2d_with_indices": _max_pool2d, "avg_pool2d": _avg_pool2d,
+    "adaptive_avg_pool2d": _adaptive_avg_pool2d, "mean": _reduce("reduce_mean"), "sum": _reduce("reduce_sum"),
+    "amax": _reduce("reduce_max"),
+    "view": _view, "reshape": _view, "_unsafe_view": _view, "flatten": _flatten, "permute": _permute,
+    "transpose": _transpose, "t": _t, "cat": _cat, "concat": _cat, "unsqueeze": _unsqueeze, "squeeze": _squeeze,
+    "expand": _expand, "clone": _identity, "contiguous": _identity, "alias": _identity, "detach": _identity,
+    "lift_fresh_copy": _identity, "dropout": _dropout, "feature_dropout": _dropout, "_to_copy": _to_copy,
+    "to": _to_copy, "scaled_dot_product_attention": _sdpa,
+}

@@ -1,0 +1,93 @@
+"""Small awkward cases of every op of the graph op table: (op, input shapes, attrs)."""
+import numpy as np
+
+from autosched.graph import Graph
+
+RNG = np.random.default_rng(3)
+
+# Inputs that must be positive: (op, input index).
+POSITIVE = {("log", 0), ("sqrt", 0), ("power", 0), ("batch_norm", 4), ("divide", 1)}
+
+
+def one_node_graph(op, shapes, attrs=None, dtype="float32"):
+    g = Graph(op)
+    names = [g.add_input(f"in{i}", s, dtype) for i, s in enumerate(shapes)]
+    g.set_outputs([g.add_node(op, names, attrs=attrs, name=f"{op}_out")])
+    return g
+
+
+def random_inputs(op, shapes, dtype="float32"):
+    arrays = []
+    for i, s in enumerate(shapes):
+        a = RNG.standard_normal(s).astype(dtype)
+        if (op, i) in POSITIVE:
+            a = np.abs(a) + np.asarray(0.5, dtype)
+        arrays.append(a)
+    return arrays
+
+
+CASES = [
+    ("conv2d", [(1, 3, 7, 7), (5, 3, 3, 3)], dict(pads=1)),
+    ("conv2d", [(2, 4, 11, 13), (6, 2, 3, 2), (6,)], dict(groups=2, strides=(2, 1), pads=(1, 0, 2, 1),
+                                                          dilations=(1, 2))),
+    ("conv2d", [(1, 6, 9, 9), (6, 1, 3, 3), (6,)], dict(groups=6, strides=2, pads=1)),
+    ("conv2d", [(1, 3, 5, 5), (6, 1, 3, 3)], dict(groups=3, pads=(0, 1, 2, 0))),
+    ("conv2d", [(1, 1, 1, 1), (1, 1, 1, 1)], {}),
+    ("conv2d", [(1, 5, 7, 7), (3, 5, 1, 1)], dict(strides=2)),
+    ("dense", [(5, 7), (3, 7), (3,)], {}),
+    ("dense", [(2, 3, 7), (1, 7)], {}),
+    ("dense", [(2, 3, 7), (5, 7), (5,)], {}),
+    ("dense", [(7,), (3, 7)], {}),
+    ("matmul", [(3, 5), (5, 7)], {}),
+    ("matmul", [(2, 3, 5), (2, 5, 4)], {}),
+    ("matmul", [(1, 3, 5), (4, 5, 2)], {}),
+    ("matmul", [(2, 1, 3, 5), (3, 5, 4)], {}),
+    ("matmul", [(5,), (2, 5, 3)], {}),
+    ("matmul", [(2, 3, 5), (5,)], {}),
+    ("matmul", [(5,), (5,)], {}),
+    ("add", [(3, 1, 5), (4, 1)], {}),
+    ("add", [(), (2, 3)], {}),
+    ("subtract", [(1,), (3,)], {}),
+    ("multiply", [(2, 3, 5), (5,)], {}),
+    ("divide", [(3, 5), (3, 1)], {}),
+    ("power", [(3, 5), (5,)], {}),
+    ("maximum", [(3, 1), (1, 4)], {}),
+    ("minimum", [(3, 4), (3, 4)], {}),
+    ("clip", [(3, 7)], dict(min=-0.5, max=0.5)),
+    ("clip", [(3, 7)], dict(min=0.0)),
+    ("clip", [(3, 7)], dict(max=0.25)),
+    ("clip", [(3, 7)], {}),
+    ("gelu", [(3, 7)], {}),
+    ("gelu", [(3, 7)], dict(approximate="tanh")),
+    ("softmax", [(3, 5, 2)], {}),
+    ("softmax", [(3, 5, 2)], dict(axis=0)),
+    ("layer_norm", [(2, 3, 5), (5,), (5,)], {}),
+    ("layer_norm", [(2, 3, 5), (3, 5), (3, 5)], dict(axis=1, epsilon=1e-3)),
+    ("batch_norm", [(2, 3, 4, 5)] + [(3,)] * 4, {}),
+    ("batch_norm", [(3, 7)] + [(7,)] * 4, dict(epsilon=0.1)),
+    ("max_pool2d", [(1, 2, 7, 7)], dict(kernel=3, strides=2, pads=1)),
+    ("max_pool2d", [(1, 2, 8, 8)], dict(kernel=3, strides=2, ceil_mode=True)),
+    ("max_pool2d", [(2, 1, 9, 10)], dict(kernel=2, strides=(1, 3), dilations=2, pads=(1, 0, 0, 1))),
+    ("max_pool2d", [(1, 3, 5, 5)], dict(kernel=2, ceil_mode=True, pads=1)),
+    ("max_pool2d", [(1, 1, 4, 4)], dict(kernel=2, strides=3, pads=(0, 0, 2, 2))),
+    ("avg_pool2d", [(1, 1, 4, 4)], dict(kernel=2, strides=3, pads=(0, 0, 2, 2), count_include_pad=True)),
+    ("avg_pool2d", [(1, 2, 7, 7)], dict(kernel=3, strides=2, pads=1)),
+    ("avg_pool2d", [(1, 2, 7, 7)], dict(kernel=3, strides=2, pads=1, count_include_pad=True)),
+    ("avg_pool2d", [(1, 2, 8, 9)], dict(kernel=3, strides=2, pads=1, ceil_mode=True)),
+    ("avg_pool2d", [(1, 2, 8, 9)], dict(kernel=3, strides=2, pads=1, ceil_mode=True, count_include_pad=True)),
+    ("avg_pool2d", [(1, 1, 5, 5)], dict(kernel=2, ceil_mode=True)),
+    ("avg_pool2d", [(1, 1, 11, 11)], dict(kernel=3, strides=2, dilations=2, pads=2)),
+    ("global_avg_pool2d", [(2, 3, 5, 7)], {}),
+    ("reshape", [(2, 3, 5)], dict(shape=(5, -1))),
+    ("flatten", [(2, 3, 4, 5)], dict(axis=2)),
+    ("flatten", [(2, 3, 1, 1)], {}),
+    ("transpose", [(2, 3, 5)], dict(perm=(2, 0, 1))),
+    ("transpose", [(2, 3, 5, 7)], {}),
+    ("concat", [(2, 1, 3), (2, 4, 3), (2, 2, 3)], dict(axis=1)),
+    ("concat", [(2, 3)], dict(axis=0)),
+    ("reduce_mean", [(2, 3, 5)], dict(axes=(0, 2))),
+    ("reduce_sum", [(2, 3, 5)], dict(axes=(1,), keepdims=False)),
+    ("reduce_max", [(2, 3, 5)], dict(axes=(-1,))),
+    ("cast", [(3, 7)], dict(dtype="float16")),
+    ("cast", [(3, 7)], dict(dtype="int32")),
+] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs")]
