@@ -17,6 +17,7 @@ from .workload import register_workload  # noqa: E402
 from .build_module import build  # noqa: E402
 from . import opencl  # noqa: E402
 from . import graph  # noqa: E402
+from .graph import extract_tasks  # noqa: E402
 from .measure import LocalBuilder, LocalRunner, MeasureInput, MeasureResult  # noqa: E402
 from .records import RecordToFile, load_records, load_best_record  # noqa: E402
 from .cost_model import RandomModel, XGBModel  # noqa: E402
@@ -28,4 +29,4 @@ __version__ = "0.1.0"
 __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
            "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult",
            "RecordToFile", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
-           "SketchPolicy", "TuningOptions", "TuneResult", "opencl", "graph"]
+           "SketchPolicy", "TuningOptions", "TuneResult", "opencl", "graph", "extract_tasks"]

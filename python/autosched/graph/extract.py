@@ -67,15 +67,18 @@ def lower_graph(graph, target, hardware_params=None):
     """Folds batch norms, partitions into fused groups and makes one SearchTask per distinct group."""
     folded = fold_batch_norm(graph)
     groups = partition(folded)
-    by_key, tasks, weights, group_tasks = {}, [], [], []
+    by_key, tasks, weights, group_tasks, descs = {}, [], [], [], {}
     for group in groups:
         placeholders, out = group_tensors(folded, group)
         dag = ComputeDAG(placeholders + [out])
         key = dag.workload_key()
         if key not in by_key:
             by_key[key] = len(tasks)
-            tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params,
-                                    desc=_describe(folded, group)))
+            desc = _describe(folded, group)
+            descs[desc] = descs.get(desc, 0) + 1
+            if descs[desc] > 1:  # another DAG with the same ops and output shape (e.g. another stride)
+                desc += f" ({descs[desc]})"
+            tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params, desc=desc))
             weights.append(0)
         weights[by_key[key]] += 1
         group_tasks.append(tasks[by_key[key]])
