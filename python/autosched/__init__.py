@@ -23,10 +23,12 @@ from .records import RecordToFile, load_records, load_best_record  # noqa: E402
 from .cost_model import RandomModel, XGBModel  # noqa: E402
 from .search import SearchParams, SketchPolicy  # noqa: E402
 from .tuner import TuneResult, TuningOptions  # noqa: E402
+from .task_scheduler import TaskScheduler, TaskSchedulerResult  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
            "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult",
            "RecordToFile", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
-           "SketchPolicy", "TuningOptions", "TuneResult", "opencl", "graph", "extract_tasks"]
+           "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl", "graph",
+           "extract_tasks"]

@@ -32,7 +32,7 @@ from .records import RecordToFile, RecordWarning
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
 
-__all__ = ["TuningOptions", "TuneResult", "tune", "peak_gflops", "format_time"]
+__all__ = ["TuningOptions", "TuneResult", "TaskTuner", "tune", "peak_gflops", "format_time"]
 
 
 def _count(name, value, minimum, allow_none=False):
@@ -149,6 +149,7 @@ class TuneResult:
         self.baseline_cost = None  # the better of the baseline schedules
         self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
         self.errors = Counter()    # error name -> count, over every trial
+        self.error_messages = {}   # error name -> the first message of that error
         self.seconds = Counter()   # "search", "cost_model", "build", "run" (or "measure"), "total"
         self.stop_reason = ""
         self.history = []          # (trials, best cost) after every batch
@@ -199,17 +200,37 @@ def _phase_seconds(runner):
     return float(phases[0]), float(phases[1])
 
 
-class _Run:
-    """One tuning run: the counters and the steps of tune()."""
+def load_logs(paths, stacklevel=3):
+    """Every record of the logs that exist among `paths`, as (path, record) pairs; the loader's warnings
+    (lines skipped) are issued as RecordWarning."""
+    pairs = []
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        loaded = _core.load_records(path)
+        for message in loaded.warnings:
+            warnings.warn(message, RecordWarning, stacklevel=stacklevel)
+        pairs.extend((path, rec) for rec in loaded.records)
+    return pairs
 
-    def __init__(self, task, options, policy):
+
+class TaskTuner:
+    """One task's tuning, advanced a step at a time: tune() runs resume(), baseline(), then search_round()
+    until stop_reason() names a reason; TaskScheduler interleaves the steps of many tasks.
+
+    builder, runner: override the options' (a scheduler shares one runner between its tasks). start: the
+    monotonic time the time budget counts from. verbose: overrides options.verbose for this task's own lines.
+    """
+
+    def __init__(self, task, options, policy, builder=None, runner=None, start=None, verbose=None):
         self.task = task
         self.options = options
         self.policy = policy
-        self.builder = options.builder or LocalBuilder()
-        self.runner = options.runner or LocalRunner()
+        self.builder = builder or options.builder or LocalBuilder()
+        self.runner = runner or options.runner or LocalRunner()
+        self.verbose = options.verbose if verbose is None else verbose
         self.result = TuneResult(task)
-        self.start = time.monotonic()
+        self.start = time.monotonic() if start is None else start
         self.last_improvement = 0  # trial count at the last better schedule
         self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2"
         if options.peak_gflops:
@@ -228,6 +249,7 @@ class _Run:
             cost = res.mean_cost if res.ok else None
             if not res.ok:
                 r.errors[res.error] += 1
+                r.error_messages.setdefault(res.error, res.error_msg)
             if key in self.baseline_keys and cost is not None:
                 name = self.baseline_keys[key]
                 old = r.baseline_costs.get(name)
@@ -277,31 +299,30 @@ class _Run:
             self.result.seconds["cost_model"] += time.monotonic() - t0
             report = model.last_file_update
             self.result.transferred.append(report)
-            if self.options.verbose:
+            if self.verbose:
                 print(f"Transfer: the cost model starts from {_transfer_text(report)}", flush=True)
 
-    def resume(self):
-        """Loads this task's records from the RecordToFile logs of the options."""
+    def resume(self, records=None):
+        """Takes this task's records (same workload key and target) as measured trials: from `records`,
+        (path, record) pairs of load_logs(), or else from the RecordToFile logs of the options."""
         paths = self.resume_paths()
+        if records is None:
+            records = load_logs(paths, stacklevel=5)
+        else:
+            paths = list(dict.fromkeys(path for path, _ in records))
         states, results = [], []
         target = str(self.task.target)
-        for path in paths:
-            if not os.path.exists(path):
+        for path, rec in records:
+            if rec.task.workload_key != self.task.workload_key or str(rec.task.target) != target:
                 continue
-            loaded = _core.load_records(path)
-            for message in loaded.warnings:
-                warnings.warn(message, RecordWarning, stacklevel=4)
-            for rec in loaded.records:
-                if rec.task.workload_key != self.task.workload_key or str(rec.task.target) != target:
-                    continue
-                try:
-                    core = _core.LoopState.from_json(self.task.compute_dag, rec.state.to_json())
-                except ValueError as err:
-                    warnings.warn(f"{path}:{rec.line}: skipped, the schedule does not replay ({err})",
-                                  RecordWarning, stacklevel=4)
-                    continue
-                states.append(State(core))
-                results.append(rec.result)
+            try:
+                core = _core.LoopState.from_json(self.task.compute_dag, rec.state.to_json())
+            except ValueError as err:
+                warnings.warn(f"{path}:{rec.line}: skipped, the schedule does not replay ({err})",
+                              RecordWarning, stacklevel=4)
+                continue
+            states.append(State(core))
+            results.append(rec.result)
         for i, s in enumerate(baseline_states(self.task, self.policy.params)):
             self.baseline_keys[_core.state_key(s.core)] = "plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}"
         if states:
@@ -309,20 +330,30 @@ class _Run:
             self.policy.record_measured(states, results)
             self.result.seconds["cost_model"] += time.monotonic() - t0
             self.absorb(states, results, resumed=True)
-            if self.options.verbose:
+            if self.verbose:
                 print(f"Resumed {len(states)} trials of this task from {', '.join(paths)}", flush=True)
 
-    def baseline(self):
+    def baseline(self, limit=None):
+        """Measures the baseline states not measured yet, at most `limit` of them (None: as many as
+        num_measure_trials leaves); returns how many."""
+        if limit is None:
+            limit = self.options.num_measure_trials - self.result.trials
         todo = [s for s in baseline_states(self.task, self.policy.params) if not self.policy.is_measured(s)]
-        todo = todo[:max(0, self.options.num_measure_trials - self.result.trials)]
+        todo = todo[:max(0, limit)]
         if todo:
             self.measure_batch(todo)
             self.progress("baseline", {})
+        return len(todo)
 
-    def search_round(self):
-        """One round; False when the search found nothing new."""
-        remaining = self.options.num_measure_trials - self.result.trials
-        n = min(self.options.num_measures_per_round, remaining)
+    @property
+    def num_baselines(self):
+        return len(self.baseline_keys)
+
+    def search_round(self, n=None):
+        """One round of at most n states (None: a round's worth, as num_measure_trials leaves); False when
+        the search found nothing new (the reason is in empty_reason)."""
+        if n is None:
+            n = min(self.options.num_measures_per_round, self.options.num_measure_trials - self.result.trials)
         states = self.policy.continue_search_one_round(n)
         stats = self.policy.last_round
         self.result.seconds["search"] += stats["search_seconds"]
@@ -343,11 +374,16 @@ class _Run:
         o, r = self.options, self.result
         if r.trials >= o.num_measure_trials:
             return f"reached num_measure_trials ({o.num_measure_trials})"
-        if o.early_stopping is not None and r.trials - self.last_improvement >= o.early_stopping:
+        if self.early_stopped():
             return f"early stopping: no better schedule in the last {o.early_stopping} trials"
         if o.time_budget_s is not None and time.monotonic() - self.start >= o.time_budget_s:
             return f"time budget of {o.time_budget_s} s used"
         return None
+
+    def early_stopped(self):
+        """True when early_stopping trials have passed without a better schedule."""
+        stop = self.options.early_stopping
+        return stop is not None and self.result.trials - self.last_improvement >= stop
 
     # ---- output ----
     def speed_text(self, cost):
@@ -369,14 +405,14 @@ class _Run:
         return ", ".join(parts)
 
     def progress(self, label, stats):
-        if not self.options.verbose:
+        if not self.verbose:
             return
         r = self.result
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         speedup = f" | x{r.speedup:.3g} over baseline" if r.speedup else ""
         print(f"[{label:>9}] trials {r.trials:>5}/{self.options.num_measure_trials} | best "
               f"{self.speed_text(r.best_cost)}{speedup} | errors: {errors} | time: {self.time_text()}", flush=True)
-        if self.options.verbose >= 2 and stats:
+        if self.verbose >= 2 and stats:
             fails = ", ".join(f"{k} {v}" for k, v in sorted(stats["mutation_failures"].items())) or "none"
             print(f"            sampled {stats['sampled']}, +{stats['seeded_measured']} measured, "
                   f"{stats['generations']} generations, {stats['mutated']} mutations "
@@ -386,7 +422,7 @@ class _Run:
     def summary(self):
         r = self.result
         r.seconds["total"] = time.monotonic() - self.start
-        if not self.options.verbose:
+        if not self.verbose:
             return
         flop = self.task.compute_dag.flop_ct
         gflops = f"{flop / r.best_cost / 1e9:.4g}" if r.best_cost and flop > 0 else "-"
@@ -431,7 +467,7 @@ def tune(task, options, search_policy=None, cost_model=None):
     if foreign:
         raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the task's "
                          f"target '{task.target.text}': timings of another target would mislead the search")
-    run = _Run(task, options, search_policy)
+    run = TaskTuner(task, options, search_policy)
     run.transfer()
     run.resume()
     run.baseline()
