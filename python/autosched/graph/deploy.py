@@ -51,6 +51,11 @@ def plan_memory(values):
     return assign, sizes
 
 
+def _contiguous(array):
+    """A C-contiguous array of the same shape (np.ascontiguousarray would make a 0-d array 1-d)."""
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
+
+
 def _aligned_bytes(nbytes):
     raw = np.empty(nbytes + _ALIGN, np.uint8)
     offset = (-raw.ctypes.data) % _ALIGN
@@ -117,7 +122,7 @@ class GraphModule:
             if array.shape != shape:
                 raise ValueError(f"network '{self.graph.name}': input '{name}' must have shape {shape}, got "
                                  f"{array.shape}")
-            env[name] = np.ascontiguousarray(array)
+            env[name] = _contiguous(array)
         return env
 
     def _run(self, env):
@@ -244,7 +249,7 @@ def build(graph, target, log=None, hardware_params=None, verbose=True):
     infos = _compile(lowered, None if log is None else str(log))
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
-    constants = {k: np.ascontiguousarray(a) for k, a in folded.constants.items() if k in used}
+    constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
     plan, sizes = _plan(folded, lowered.groups)
     note = _note(infos)
     if note and verbose:
