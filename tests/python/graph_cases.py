@@ -69,6 +69,8 @@ CASES = [
     ("max_pool2d", [(1, 2, 8, 8)], dict(kernel=3, strides=2, ceil_mode=True)),
     ("max_pool2d", [(2, 1, 9, 10)], dict(kernel=2, strides=(1, 3), dilations=2, pads=(1, 0, 0, 1))),
     ("max_pool2d", [(1, 3, 5, 5)], dict(kernel=2, ceil_mode=True, pads=1)),
+    ("max_pool2d", [(1, 1, 4, 4)], dict(kernel=2, strides=3, pads=(0, 0, 2, 2))),
+    ("avg_pool2d", [(1, 1, 4, 4)], dict(kernel=2, strides=3, pads=(0, 0, 2, 2), count_include_pad=True)),
     ("avg_pool2d", [(1, 2, 7, 7)], dict(kernel=3, strides=2, pads=1)),
     ("avg_pool2d", [(1, 2, 7, 7)], dict(kernel=3, strides=2, pads=1, count_include_pad=True)),
     ("avg_pool2d", [(1, 2, 8, 9)], dict(kernel=3, strides=2, pads=1, ceil_mode=True)),

@@ -67,6 +67,8 @@ def _normalize_shape(shape, what):
 
 
 def _dtype_name(dtype, what):
+    if dtype is None:
+        raise GraphError(f"{what}: needs a dtype")
     try:
         return np.dtype(dtype).name
     except TypeError:

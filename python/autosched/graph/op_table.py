@@ -104,10 +104,6 @@ def _dtype(value):
         raise OpError(f"dtype: not a dtype: {value!r}") from None
 
 
-def _any_int(what):
-    return lambda v: None if v is None else _int(v, what)
-
-
 def _any_ints(what):
     return lambda v: None if v is None else _ints(v, what)
 

@@ -26,11 +26,10 @@ def _const(value, dtype):
     return te.const(value, dtype)
 
 
-def _bcast_index(tensor, out_rank, index, out_shape):
-    """Index `tensor` (right-aligned to the output, size-1 dims broadcast) at the output index."""
-    offset = out_rank - tensor.ndim
-    return tuple(0 if tensor.shape[d] == 1 and out_shape[offset + d] != 1 else index[offset + d]
-                 for d in range(tensor.ndim))
+def _bcast_index(shape, out_shape, index):
+    """The index into dims `shape` (right-aligned to `out_shape`, size-1 dims broadcast) of output `index`."""
+    offset = len(out_shape) - len(shape)
+    return tuple(0 if shape[d] == 1 and out_shape[offset + d] != 1 else index[offset + d] for d in range(len(shape)))
 
 
 @_builder("conv2d")
@@ -72,31 +71,16 @@ def matmul(node, a, b):
     out_shape = tuple(node.shape)
     k = a.shape[-1]
     rows, cols = a.ndim > 1, b.ndim > 1
-    batch_rank = len(out_shape) - rows - cols
+    batch_shape = out_shape[:len(out_shape) - rows - cols]
 
     def fcompute(*i):
         r = te.reduce_axis((0, k), name="k")
-        batch = i[:batch_rank]
-        if rows:
-            a_batch = _bcast_index(_Shape(a.shape[:-2]), batch_rank, batch, out_shape[:batch_rank])
-            lhs = a[a_batch + (i[batch_rank], r)]
-        else:
-            lhs = a[r]
-        if cols:
-            b_batch = _bcast_index(_Shape(b.shape[:-2]), batch_rank, batch, out_shape[:batch_rank])
-            rhs = b[b_batch + (r, i[-1])]
-        else:
-            rhs = b[r]
+        batch = i[:len(batch_shape)]
+        lhs = a[_bcast_index(a.shape[:-2], batch_shape, batch) + (i[len(batch)], r)] if rows else a[r]
+        rhs = b[_bcast_index(b.shape[:-2], batch_shape, batch) + (r, i[-1])] if cols else b[r]
         return te.sum(lhs * rhs, axis=r)
 
     return te.compute(out_shape, fcompute, name=node.name, tag="batch_matmul")
-
-
-class _Shape:
-    """The batch dims of a tensor, for _bcast_index."""
-
-    def __init__(self, shape):
-        self.shape, self.ndim = tuple(shape), len(shape)
 
 
 _BINARY = {"add": ops.add, "subtract": ops.subtract, "multiply": ops.multiply, "divide": ops.divide,
@@ -169,6 +153,14 @@ def batch_norm(node, x, gamma, beta, mean, var):
                       tag="broadcast")
 
 
+def _ops_pool_fits(node, x):
+    """Whether autosched.ops' pooling computes this node: no ceil-mode extra padding, pads within the window."""
+    a = node.attrs
+    extents = [(k - 1) * d + 1 for k, d in zip(a["kernel"], a["dilations"])]
+    top, left, bottom, right = a["pads"]
+    return not any(_pool_extra(node, x)) and max(top, bottom) < extents[0] and max(left, right) < extents[1]
+
+
 def _pool_extra(node, x):
     """Trailing padding (height, width) that ceil mode adds beyond the pads."""
     a = node.attrs
@@ -198,7 +190,7 @@ def _pool_window_sum(node, x, combiner, fill, name, tag):
 @_builder("max_pool2d")
 def max_pool2d(node, x):
     a = node.attrs
-    if not any(_pool_extra(node, x)):
+    if _ops_pool_fits(node, x):
         return ops.max_pool2d(x, a["kernel"], a["strides"], a["pads"], a["dilations"], name=node.name)
     return _pool_window_sum(node, x, te.max, te.min_value(x.dtype), node.name, "pool_max")
 
@@ -216,7 +208,7 @@ def _tap_count(out_var, stride, lo, dilation, kernel, low, high):
 def avg_pool2d(node, x):
     a = node.attrs
     include = a["count_include_pad"]
-    if not any(_pool_extra(node, x)):
+    if _ops_pool_fits(node, x):
         return ops.avg_pool2d(x, a["kernel"], a["strides"], a["pads"], a["dilations"], count_include_pad=include,
                               name=node.name)
     total = _pool_window_sum(node, x, te.sum, 0.0, node.name + "_sum", "pool_sum")
