@@ -295,3 +295,17 @@ def test_zoo_models_extract_and_resnet18_builds():
     net = ans.graph.build(g, "llvm", verbose=False)
     assert len(net.groups) == 23
     _check(g, net, tol=1e-3)
+
+
+def test_a_graph_output_read_by_later_ops_is_not_fused_past():
+    g = Graph("shared")
+    x = g.add_input("x", (3, 5))
+    y = g.add_node("relu", [x], name="y")
+    z = g.add_node("exp", [y], name="z")
+    dead = g.add_node("tanh", [z], name="dead")  # read by nobody, not an output: still computed, no harm
+    assert dead in [n.name for n in g.nodes]
+    g.set_outputs([z, y])
+    groups = partition(g)
+    assert [grp.output for grp in groups] == ["y", "z", "dead"]
+    net = ans.graph.build(g, "llvm", verbose=False)
+    _check(g, net)
