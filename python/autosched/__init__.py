@@ -18,6 +18,7 @@ from .build_module import build  # noqa: E402
 from . import opencl  # noqa: E402
 from . import graph  # noqa: E402
 from . import frontends  # noqa: E402
+from .graph import extract_tasks  # noqa: E402
 from .measure import LocalBuilder, LocalRunner, MeasureInput, MeasureResult  # noqa: E402
 from .records import RecordToFile, load_records, load_best_record  # noqa: E402
 from .cost_model import RandomModel, XGBModel  # noqa: E402
@@ -31,4 +32,4 @@ __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "
            "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult",
            "RecordToFile", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
            "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl", "graph",
-           "frontends"]
+           "frontends", "extract_tasks"]

@@ -9,5 +9,8 @@ See docs/graph.md.
 """
 from .ir import Graph, GraphError, Node
 from . import op_table, zoo
+from .extract import UnsupportedGraphWarning, extract_tasks
+from .deploy import GraphModule, build
 
-__all__ = ["Graph", "Node", "GraphError", "op_table", "zoo"]
+__all__ = ["Graph", "Node", "GraphError", "op_table", "zoo", "UnsupportedGraphWarning", "extract_tasks",
+           "GraphModule", "build"]

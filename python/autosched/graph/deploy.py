@@ -1,0 +1,258 @@
+"""Deploying a network (autosched.graph.build): every fused group compiled with its best tuned schedule, run in order.
+
+    net = autosched.graph.build(graph, "llvm", log="net.json")
+    out, = net(x)                      # or net(data=x): numpy arrays in, a list of numpy outputs back
+    t = net.time_evaluator(number=10, repeat=3)(x)     # t.mean: seconds per run of the whole network
+
+Each group takes the best record of its task (workload key and THIS target) from the log, else the baseline
+schedule (the parallel + vectorized default); net.untuned lists those groups and build prints a note. Identical
+groups share one compiled module. Intermediate values live in buffers allocated once at build time and shared
+between values whose lifetimes do not overlap (plan_memory); constants are converted once at build time. A
+GraphModule is not re-entrant: one call at a time.
+"""
+import time
+import warnings
+
+import numpy as np
+
+from ..build_module import TimeResult, build as build_kernel
+from ..records import load_best_record
+from ..search import baseline_states
+from ..state import State
+from .extract import format_problems, lower_graph
+from .ir import GraphError
+
+__all__ = ["build", "GraphModule", "GroupInfo", "plan_memory"]
+
+_ALIGN = 64
+
+
+def plan_memory(values):
+    """Greedy buffer sharing. `values`: (name, nbytes, first, last) with the step that writes the value and the
+    last step that reads it. Returns ({name: buffer index}, [buffer nbytes]). A buffer is free for a value
+    written at step s when the value it last held was last read before s; among free buffers the smallest that
+    is large enough is taken, else the largest free one grows, else a new buffer is made. Values are placed
+    in order of first step, larger first."""
+    assign, sizes, holder_last = {}, [], []
+    for name, nbytes, first, last in sorted(values, key=lambda v: (v[2], -v[1])):
+        free = [b for b in range(len(sizes)) if holder_last[b] < first]
+        fits = [b for b in free if sizes[b] >= nbytes]
+        if fits:
+            b = min(fits, key=lambda i: sizes[i])
+        elif free:
+            b = max(free, key=lambda i: sizes[i])
+            sizes[b] = nbytes
+        else:
+            b = len(sizes)
+            sizes.append(nbytes)
+            holder_last.append(-1)
+        assign[name] = b
+        holder_last[b] = max(last, first)
+    return assign, sizes
+
+
+def _contiguous(array):
+    """A C-contiguous array of the same shape (np.ascontiguousarray would make a 0-d array 1-d)."""
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
+
+
+def _aligned_bytes(nbytes):
+    raw = np.empty(nbytes + _ALIGN, np.uint8)
+    offset = (-raw.ctypes.data) % _ALIGN
+    return raw[offset:offset + nbytes]
+
+
+class GroupInfo:
+    """One compiled group: name, nodes (names), task, state, tuned (from the log) and the module."""
+
+    def __init__(self, group, task, state, tuned, module):
+        self.name, self.nodes, self.output = group.name, [n.name for n in group.nodes], group.output
+        self.inputs = list(group.inputs)
+        self.task, self.state, self.tuned, self.module = task, state, tuned, module
+
+    def __repr__(self):
+        return f"GroupInfo({self.name}, output={self.output!r}, tuned={self.tuned})"
+
+
+class GraphModule:
+    """A compiled network: net(*inputs) or net(**inputs) -> list of numpy outputs."""
+
+    def __init__(self, graph, target, groups, constants, plan, buffer_sizes, note):
+        self.graph, self.target, self.groups, self.note = graph, target, groups, note
+        self.input_names, self.output_names = graph.inputs, graph.outputs
+        self.memory_plan, self.buffer_sizes = plan, buffer_sizes
+        self._static = dict(constants)
+        self._buffers = [_aligned_bytes(n) for n in buffer_sizes]
+        for value, b in plan.items():
+            dtype = np.dtype(graph.dtype(value))
+            shape = graph.shape(value)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            self._static[value] = self._buffers[b][:nbytes].view(dtype).reshape(shape)
+        self._specs = [(v, tuple(graph.shape(v)), np.dtype(graph.dtype(v))) for v in graph.inputs]
+
+    @property
+    def untuned(self):
+        """The groups that run their baseline schedule (no record of their task for this target)."""
+        return [g for g in self.groups if not g.tuned]
+
+    @property
+    def intermediate_bytes(self):
+        return sum(self.buffer_sizes)
+
+    def _bind_inputs(self, arrays, named):
+        names = [v for v, _, _ in self._specs]
+        if arrays and named:
+            raise TypeError(f"network '{self.graph.name}': give the inputs by position or by name, not both")
+        if named:
+            unknown = [k for k in named if k not in names]
+            if unknown:
+                raise TypeError(f"network '{self.graph.name}': unknown input(s) {unknown}; its inputs are {names}")
+            missing = [k for k in names if k not in named]
+            if missing:
+                raise TypeError(f"network '{self.graph.name}': missing input(s) {missing}")
+            arrays = [named[k] for k in names]
+        if len(arrays) != len(names):
+            raise TypeError(f"network '{self.graph.name}' takes {len(names)} input(s) {names}, got {len(arrays)}")
+        env = {}
+        for (name, shape, dtype), array in zip(self._specs, arrays):
+            array = np.asarray(array)
+            if array.dtype != dtype:
+                raise TypeError(f"network '{self.graph.name}': input '{name}' must be {dtype.name}, got "
+                                f"{array.dtype.name}")
+            if array.shape != shape:
+                raise ValueError(f"network '{self.graph.name}': input '{name}' must have shape {shape}, got "
+                                 f"{array.shape}")
+            env[name] = _contiguous(array)
+        return env
+
+    def _run(self, env):
+        for info in self.groups:
+            if info.output not in env:
+                env[info.output] = np.empty(self.graph.shape(info.output), self.graph.dtype(info.output))
+            info.module(*(env[v] for v in info.inputs), env[info.output])
+        return env
+
+    def __call__(self, *arrays, **named):
+        env = self._bind_inputs(arrays, named)
+        env.update(self._static)
+        self._run(env)
+        # outputs that are inputs or constants are copied: a caller may write into what it gets
+        return [env[v].copy() if v in self._static or v in self.input_names else env[v]
+                for v in self.output_names]
+
+    def time_evaluator(self, number=10, repeat=3):
+        """A function of the inputs (as for a call) returning a TimeResult: `repeat` times in seconds per run
+        of the whole network, each the mean of `number` runs, after one warm-up run."""
+        if number < 1 or repeat < 1:
+            raise ValueError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+
+        def evaluate(*arrays, **named):
+            env = self._bind_inputs(arrays, named)
+            env.update(self._static)
+            self._run(dict(env))
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                for _ in range(number):
+                    self._run(dict(env))
+                times.append((time.perf_counter() - start) / number)
+            return TimeResult(times)
+        return evaluate
+
+    def __repr__(self):
+        return (f"<GraphModule {self.graph.name}: {len(self.groups)} groups, {len(self.untuned)} untuned, "
+                f"{self.intermediate_bytes} bytes of intermediates>")
+
+
+def _tuned_state(task, log):
+    """The state of the best record of the task in the log for the task's target, or None."""
+    if log is None:
+        return None
+    inp, _ = load_best_record(log, workload_key=task.workload_key, target=task.target)
+    if inp is None:
+        return None
+    try:
+        return State.from_json(task.compute_dag, inp.state.to_json())
+    except ValueError as err:
+        warnings.warn(f"the record of task '{task.desc}' in '{log}' does not fit its DAG ({err}); using the "
+                      "baseline schedule")
+        return None
+
+
+def _baseline_module(task):
+    """The parallel + vectorized default when it compiles, else the plain loop nest."""
+    states = baseline_states(task)
+    for state in reversed(states[1:]):
+        try:
+            return state, build_kernel(task, state)
+        except ValueError as err:
+            warnings.warn(f"task '{task.desc}': the default parallel schedule does not compile ({err}); using "
+                          "the plain loop nest")
+    return states[0], build_kernel(task, states[0])
+
+
+def _compile(lowered, log):
+    compiled, infos = {}, []
+    for group, task in zip(lowered.groups, lowered.group_tasks):
+        key = task.workload_key
+        if key not in compiled:
+            state = _tuned_state(task, log)
+            if state is not None:
+                compiled[key] = (state, True, build_kernel(task, state))
+            else:
+                state, module = _baseline_module(task)
+                compiled[key] = (state, False, module)
+        state, tuned, module = compiled[key]
+        infos.append(GroupInfo(group, task, state, tuned, module))
+    return infos
+
+
+def _plan(graph, groups):
+    """The memory plan of the values that are neither graph outputs nor inputs nor constants."""
+    step_of = {g.output: i for i, g in enumerate(groups)}
+    last = {}
+    for i, g in enumerate(groups):
+        for v in g.inputs:
+            last[v] = i
+    values = []
+    for v, i in step_of.items():
+        if v in graph.outputs:
+            continue
+        nbytes = int(np.prod(graph.shape(v), dtype=np.int64)) * np.dtype(graph.dtype(v)).itemsize
+        values.append((v, nbytes, i, last.get(v, i)))
+    return plan_memory(values)
+
+
+def _note(infos):
+    untuned = {}
+    for info in infos:
+        if not info.tuned:
+            untuned.setdefault(info.task.desc, []).append(info.output)
+    if not untuned:
+        return ""
+    count = sum(len(v) for v in untuned.values())
+    lines = [f"{count} group(s) without a tuned schedule (running the baseline schedule):"]
+    lines += [f"  {desc} x{len(outs)}" for desc, outs in untuned.items()]
+    return "\n".join(lines)
+
+
+def build(graph, target, log=None, hardware_params=None, verbose=True):
+    """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
+    None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
+    dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
+    note about groups without a tuned schedule (also in net.note)."""
+    problems = graph.problems()
+    if problems:
+        raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"
+                         f"{format_problems(problems)}")
+    lowered = lower_graph(graph, target, hardware_params)
+    infos = _compile(lowered, None if log is None else str(log))
+    folded = lowered.graph
+    used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
+    constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
+    plan, sizes = _plan(folded, lowered.groups)
+    note = _note(infos)
+    if note and verbose:
+        print(note)
+    return GraphModule(folded, lowered.tasks[0].target if lowered.tasks else target, infos, constants, plan,
+                       sizes, note)

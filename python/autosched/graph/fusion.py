@@ -1,0 +1,226 @@
+"""Operator fusion: the graph partitioned into fused groups, each compiled as one kernel (one tuning task).
+
+    folded = fold_batch_norm(graph)     # conv2d + batch_norm (inference) -> one conv2d with folded weights
+    groups = partition(folded)          # FusedGroup list in execution order
+
+A group has at most one anchor, a complex op (conv2d, dense, matmul, pools, softmax, layer_norm, reductions),
+and the injective ops (elementwise, broadcast, reshape, transpose, ...) that follow it; a group without an
+anchor is a chain of injective ops. A consumer joins its producer's group when the producer's value has that
+single consumer and is not a graph output: conv2d + bias + relu, dense + add + gelu, residual add + relu.
+Groups started by a reduction (reduce_max / reduce_sum / reduce_mean) also take the diamonds of a softmax or
+layer norm that an importer wrote as separate ops (x - max, exp, sum, divide): there a value may have several
+consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.
+Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled.
+"""
+import numpy as np
+
+from .ir import Graph
+
+__all__ = ["FusedGroup", "partition", "fold_batch_norm", "ANCHOR_OPS", "REDUCE_OPS"]
+
+ANCHOR_OPS = frozenset({"conv2d", "dense", "matmul", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax",
+                        "layer_norm"})
+REDUCE_OPS = frozenset({"reduce_mean", "reduce_sum", "reduce_max"})
+
+
+class FusedGroup:
+    """Nodes computed by one kernel: `nodes` (graph order), `inputs` (values read from outside the group, in
+    order of first use: graph inputs, constants, other groups' outputs), `output` (the one value used outside)."""
+
+    def __init__(self, index, kind):
+        self.index, self.kind = index, kind  # kind: "anchor", "reduce" or "injective"
+        self.nodes = []
+        self.inputs = []
+        self.output = None
+        self.deps = set()  # indices of the groups this one reads from
+
+    @property
+    def anchor(self):
+        return next((n for n in self.nodes if n.op in ANCHOR_OPS or n.op in REDUCE_OPS), None)
+
+    @property
+    def name(self):
+        """The ops joined by '_' (a conv2d or dense with a bias input reads 'conv2d_bias'), e.g. 'conv2d_bias_relu'."""
+        parts = []
+        for n in self.nodes:
+            part = n.op + ("_bias" if n.op in ("conv2d", "dense") and len(n.inputs) == 3 else "")
+            if not parts or parts[-1] != part:
+                parts.append(part)
+        if len(parts) > 6:
+            parts = parts[:3] + ["etc"] + parts[-2:]
+        return "_".join(parts)
+
+    def __repr__(self):
+        return f"FusedGroup({self.name}, nodes={[n.name for n in self.nodes]}, output={self.output!r})"
+
+
+def _kind(op):
+    if op in ANCHOR_OPS:
+        return "anchor"
+    if op in REDUCE_OPS:
+        return "reduce"
+    return "injective"
+
+
+class _Partitioner:
+    def __init__(self, graph, no_multi):
+        self.g = graph
+        self.no_multi = no_multi  # values through which a join with several consumers is refused (None: all)
+        self.outputs = set(graph.outputs)
+        self.problem = {name for name, _, _ in graph.problems()}
+        self.groups = []
+        self.group_of = {}  # node name -> FusedGroup
+
+    def ancestors(self, group):
+        seen, todo = set(), list(group.deps)
+        while todo:
+            i = todo.pop()
+            if i not in seen:
+                seen.add(i)
+                todo.extend(self.groups[i].deps)
+        return seen
+
+    def _joinable(self, node, value):
+        """The group `node` may join through its input `value`, or None."""
+        group = self.group_of.get(value)
+        if group is None or value in self.outputs:
+            return None
+        kind = _kind(node.op)
+        if kind == "anchor" or (kind == "reduce" and group.kind == "anchor"):
+            return None
+        if [c.name for c in self.g.consumers(value)] != [node.name]:
+            if group.kind != "reduce" or self.no_multi is None or value in self.no_multi:
+                return None
+        # no cycle: no other input of the node may be computed from this group
+        for other in node.inputs:
+            og = self.group_of.get(other)
+            if og is not None and og is not group and group.index in self.ancestors(og) | {og.index}:
+                return None
+        return group
+
+    def add(self, node):
+        if node.name in self.problem:
+            return  # never compiled: its output is an input of the groups that read it
+        group = next((grp for grp in (self._joinable(node, v) for v in node.inputs) if grp is not None), None)
+        if group is None:
+            group = FusedGroup(len(self.groups), _kind(node.op))
+            self.groups.append(group)
+        group.nodes.append(node)
+        self.group_of[node.name] = group
+        for v in node.inputs:
+            og = self.group_of.get(v)
+            if og is not group and v not in group.inputs:
+                group.inputs.append(v)
+                if og is not None:
+                    group.deps.add(og.index)
+
+    def escaping(self, group):
+        """The values of the group read outside it (or graph outputs)."""
+        names = {n.name for n in group.nodes}
+        return [n.name for n in group.nodes
+                if n.name in self.outputs or any(c.name not in names for c in self.g.consumers(n.name))]
+
+
+def _toposort(groups):
+    order, done = [], set()
+    pending = list(groups)
+    while pending:
+        ready = [grp for grp in pending if grp.deps <= done]
+        for grp in ready:
+            done.add(grp.index)
+            order.append(grp)
+        pending = [grp for grp in pending if grp.index not in done]
+    return order
+
+
+def partition(graph):
+    """The fused groups of `graph` in an order that computes every group after the groups it reads. Nodes of
+    graph.problems() are left out (no group)."""
+    no_multi = set()
+    while True:
+        p = _Partitioner(graph, no_multi)
+        for node in graph.nodes:
+            p.add(node)
+        bad = set()
+        for grp in p.groups:
+            out = p.escaping(grp)
+            last = grp.nodes[-1].name
+            # a group must hand out one value, its last: a value with several consumers that was taken in
+            # may not also be used outside
+            bad.update(v for v in out if v != last)
+            grp.output = last
+        if not bad:
+            break
+        if no_multi is None:
+            raise RuntimeError(f"fusion: groups hand out several values {sorted(bad)}")
+        # joins through single-consumer values only always give one output per group
+        no_multi = None if no_multi is None or bad <= no_multi else no_multi | bad
+    return _toposort(p.groups)
+
+
+def _is_const(graph, value):
+    return value in graph.constants
+
+
+def _foldable(graph, bn):
+    if bn.op != "batch_norm" or not all(_is_const(graph, v) for v in bn.inputs[1:]):
+        return None
+    conv = graph.producer(bn.inputs[0])
+    if conv is None or conv.op != "conv2d" or conv.name in graph.outputs:
+        return None
+    if len(graph.consumers(conv.name)) != 1 or not all(_is_const(graph, v) for v in conv.inputs[1:]):
+        return None
+    if graph.dtype(conv.name) not in ("float32", "float64"):
+        return None
+    return conv
+
+
+def _unique(graph_values, base):
+    name, i = base, 0
+    while name in graph_values:
+        i += 1
+        name = f"{base}_{i}"
+    graph_values.add(name)
+    return name
+
+
+def fold_batch_norm(graph):
+    """A graph where every conv2d whose only consumer is an inference batch_norm (constant weights and
+    statistics) is one conv2d with weight * scale and bias (bias - mean) * scale + beta, named after the
+    batch_norm; `graph` itself when there is none. Other nodes are kept as they are."""
+    folds = {}
+    for node in graph.nodes:
+        conv = _foldable(graph, node)
+        if conv is not None:
+            folds[conv.name] = node
+    if not folds:
+        return graph
+    consts = graph.constants
+    names = set(consts) | set(graph.inputs) | {n.name for n in graph.nodes}
+    out = Graph(graph.name)
+    for v in graph.inputs:
+        out.add_input(v, graph.shape(v), graph.dtype(v))
+    for k, array in consts.items():
+        out.add_constant(k, array)
+    skip = {bn.name: conv for conv, bn in ((graph.node(c), bn) for c, bn in folds.items())}
+    for node in graph.nodes:
+        if node.name in folds:
+            continue
+        if node.name in skip:
+            conv = skip[node.name]
+            gamma, beta, mean, var = (consts[v].astype(np.float64) for v in node.inputs[1:])
+            scale = gamma / np.sqrt(var + node.attrs["epsilon"])
+            weight = consts[conv.inputs[1]]
+            bias = consts[conv.inputs[2]].astype(np.float64) if len(conv.inputs) == 3 else 0.0
+            w = out.add_constant(_unique(names, f"{node.name}.folded_weight"),
+                                 (weight.astype(np.float64) * scale[:, None, None, None]).astype(weight.dtype))
+            b = out.add_constant(_unique(names, f"{node.name}.folded_bias"),
+                                 ((bias - mean) * scale + beta).astype(weight.dtype))
+            out.add_node("conv2d", [conv.inputs[0], w, b], conv.attrs, name=node.name)
+        elif node.op == "unsupported":
+            out.add_unsupported(node.attrs["op_type"], node.inputs, node.name, node.shape, node.dtype,
+                                node.attrs["reason"])
+        else:
+            out.add_node(node.op, node.inputs, node.attrs, name=node.name)
+    out.set_outputs(graph.outputs)
+    return out
