@@ -1,0 +1,161 @@
+"""Benchmark: end-to-end latency of zoo networks tuned by autosched, beside onnxruntime and PyTorch.
+
+Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
+                                     [--log-dir DIR] [--time-budget-s S] [--threads N]
+
+For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
+(num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
+network with the log (graph.build), check its output against onnxruntime (the graph exported with
+Graph.to_onnx, same weights) and PyTorch (the same graph run op by op with torch.nn.functional), then time
+all three in this process on the same input. Prints the trial budget and wall time of tuning, and latency
+ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported and
+skipped (`pip install onnx onnxruntime torch==2.13.0`). Not a test: figures vary with the machine's load.
+"""
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
+
+import numpy as np  # noqa: E402
+
+import autosched as ans  # noqa: E402
+from autosched import graph as agraph  # noqa: E402
+from autosched.graph import zoo  # noqa: E402
+
+
+def cpu_text():
+    name, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and name == "unknown CPU":
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    simd = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in ("avx2", "avx512f"))
+    return f"{name}, {os.cpu_count()} hardware threads, {simd}"
+
+
+def best_of(fn, min_seconds=1.0, min_runs=5):
+    """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds."""
+    fn()  # warm-up
+    times, start = [], time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def close(a, b):
+    scale = max(float(np.abs(b).max()), 1e-6)
+    return float(np.abs(a - b).max()) / scale
+
+
+def onnxruntime_peer(g, inputs, threads):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None, "onnxruntime is not installed"
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(g.to_onnx().SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feed = dict(zip(g.inputs, inputs))
+    run = lambda: sess.run(None, feed)  # noqa: E731
+    return (run, run()), ""
+
+
+def torch_peer(g, inputs, threads):
+    try:
+        import torch
+        from _graph_torch import TorchGraph
+    except ImportError:
+        return None, "torch is not installed"
+    torch.set_num_threads(threads)
+    net = TorchGraph(g)
+    tensors = [torch.from_numpy(x) for x in inputs]
+    return (lambda: net.run(*tensors), net(*inputs)), ""
+
+
+def tune_and_build(name, g, args, log_dir):
+    log = os.path.join(log_dir, f"{name}.json")
+    tasks, weights = agraph.extract_tasks(g, "llvm")
+    trials = args.trials_per_task * len(tasks)
+    print(f"\n== {name}: {len(g.nodes)} nodes, {len(tasks)} tasks ({sum(weights)} groups), "
+          f"{sum(t.compute_dag.flop_ct * w for t, w in zip(tasks, weights)) / 1e9:.3g} GFLOP; "
+          f"{trials} trials, log {log} ==", flush=True)
+    opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,
+                             measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose,
+                             time_budget_s=args.time_budget_s)
+    start = time.monotonic()
+    ans.TaskScheduler(tasks, weights).tune(opts)
+    tune_s = time.monotonic() - start
+    net = agraph.build(g, "llvm", log)
+    return net, trials, tune_s, len(tasks)
+
+
+def bench_model(name, args, log_dir):
+    g = zoo.get_model(name)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
+    net, trials, tune_s, num_tasks = tune_and_build(name, g, args, log_dir)
+    ours = net(*inputs)
+    row = {"model": name, "tasks": num_tasks, "trials": trials, "tune_s": tune_s,
+           "autosched": best_of(lambda: net(*inputs))}
+    for peer, make in (("onnxruntime", onnxruntime_peer), ("pytorch", torch_peer)):
+        made, why = make(g, inputs, args.threads)
+        if made is None:
+            print(f"  {peer}: skipped ({why})")
+            continue
+        run, outputs = made
+        err = max(close(a, np.asarray(b)) for a, b in zip(ours, outputs))
+        print(f"  output vs {peer}: max abs difference {err:.2e} of the output's largest magnitude"
+              + ("" if err < 1e-3 else "  ** MISMATCH **"), flush=True)
+        row[peer] = best_of(run)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet18,mobilenet_v2,bert_layer",
+                        help=f"comma-separated, of: {', '.join(zoo.MODELS)}")
+    parser.add_argument("--trials-per-task", type=int, default=64)
+    parser.add_argument("--per-round", type=int, default=16, help="measurements per scheduler round")
+    parser.add_argument("--time-budget-s", type=float, default=None, help="tuning wall-clock limit per model")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of the peers")
+    parser.add_argument("--log-dir", default="", help="keep (and resume) the record logs here")
+    parser.add_argument("--verbose", type=int, default=1)
+    args = parser.parse_args()
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in zoo.MODELS]
+    if unknown:
+        raise SystemExit(f"unknown model(s) {', '.join(unknown)}: choose from {', '.join(zoo.MODELS)}")
+    print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
+    print(f"CPU: {cpu_text()}; load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        log_dir = args.log_dir or tmp
+        os.makedirs(log_dir, exist_ok=True)
+        rows = [bench_model(n, args, log_dir) for n in names]
+    print("\nLatency (ms, best of runs over >= 1 s) and peer / autosched (above 1: autosched is faster)")
+    print(f"{'model':16}{'tasks':>6}{'trials':>8}{'tuning':>9}{'autosched':>11}{'onnxruntime':>13}{'ratio':>7}"
+          f"{'pytorch':>9}{'ratio':>7}")
+    for r in rows:
+        line = f"{r['model']:16}{r['tasks']:>6}{r['trials']:>8}{r['tune_s'] / 60:8.1f}m{r['autosched'] * 1e3:11.2f}"
+        for peer, width in (("onnxruntime", 13), ("pytorch", 9)):
+            if peer in r:
+                line += f"{r[peer] * 1e3:{width}.2f}{r[peer] / r['autosched']:7.2f}"
+            else:
+                line += f"{'-':>{width}}{'-':>7}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
