@@ -76,7 +76,7 @@ def onnxruntime_peer(g, inputs, threads):
 def torch_peer(g, inputs, threads):
     try:
         import torch
-        from _graph_torch import TorchGraph
+        from autosched.graph.torch_runner import TorchGraph
     except ImportError:
         return None, "torch is not installed"
     torch.set_num_threads(threads)

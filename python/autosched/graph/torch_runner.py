@@ -1,6 +1,8 @@
-"""Runs an autosched Graph with PyTorch, op by op (torch.nn.functional), as the PyTorch peer of the network
-benchmarks: the same weights, the same computation, PyTorch's own kernels. Not part of the package."""
+"""Runs a Graph with PyTorch, op by op (torch.nn.functional): the same weights and computation on PyTorch's
+own kernels. A second reference for tests and the PyTorch peer of bench/bench_networks.py; needs torch."""
 import numpy as np
+
+__all__ = ["TorchGraph"]
 
 
 def _conv2d(F, node, x, w, b=None):
@@ -18,7 +20,7 @@ def _pool(F, node, x, kind):
     a = node.attrs
     top, left, bottom, right = a["pads"]
     if (top, left) != (bottom, right):
-        raise NotImplementedError("asymmetric pool padding")
+        raise ValueError(f"TorchGraph: pool '{node.name}' has asymmetric padding {a['pads']}")
     if kind == "max":
         return F.max_pool2d(x, a["kernel"], a["strides"], (top, left), a["dilations"], ceil_mode=a["ceil_mode"])
     return F.avg_pool2d(x, a["kernel"], a["strides"], (top, left), ceil_mode=a["ceil_mode"],
@@ -62,13 +64,16 @@ class TorchGraph:
     timing without conversions."""
 
     def __init__(self, graph):
-        import torch
+        try:
+            import torch
+        except ImportError as err:
+            raise ImportError("TorchGraph needs PyTorch: pip install torch==2.13.0") from err
         self.torch = torch
         self.graph = graph
         self.table = _ops(torch)
         missing = sorted({n.op for n in graph.nodes if n.op not in self.table})
         if missing:
-            raise NotImplementedError(f"no PyTorch mapping for ops: {', '.join(missing)}")
+            raise ValueError(f"graph '{graph.name}' has ops TorchGraph cannot run: {', '.join(missing)}")
         self.constants = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in graph.constants.items()}
 
     def run(self, *tensors):
