@@ -11,8 +11,12 @@ import os
 import tempfile
 import time
 
-import autosched as ans
-from autosched import te
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
+
+import autosched as ans  # noqa: E402
+from autosched import te  # noqa: E402
 
 
 def matmul(n):
