@@ -96,17 +96,17 @@ def tune_and_build(name, g, args, log_dir):
                              measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose,
                              time_budget_s=args.time_budget_s)
     start = time.monotonic()
-    ans.TaskScheduler(tasks, weights).tune(opts)
+    result = ans.TaskScheduler(tasks, weights).tune(opts)
     tune_s = time.monotonic() - start
     net = agraph.build(g, "llvm", log)
-    return net, trials, tune_s, len(tasks)
+    return net, result.trials, tune_s, len(tasks)
 
 
 def bench_model(name, args, log_dir):
     g = zoo.get_model(name)
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
-    net, trials, tune_s, num_tasks = tune_and_build(name, g, args, log_dir)
+    net, trials, tune_s, num_tasks = tune_and_build(name, g, args, log_dir)  # trials measured (or resumed)
     ours = net(*inputs)
     row = {"model": name, "tasks": num_tasks, "trials": trials, "tune_s": tune_s,
            "autosched": best_of(lambda: net(*inputs))}
