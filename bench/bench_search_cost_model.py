@@ -156,6 +156,10 @@ def print_table(task, runs_by_model, trials):
                   + f"{at200:10.1f}{final:9.1f}{reach:>7}{100 * share:8.1f}%")
 
 
+def seed_range(args):
+    return range(args.first_seed, args.first_seed + args.seeds)
+
+
 def transfer_experiment(tasks, runs, args, log_dir):
     a, b = tasks[0], tasks[1]
     source = runs[a.desc]["xgb"][0]
@@ -163,9 +167,10 @@ def transfer_experiment(tasks, runs, args, log_dir):
     target = sum(r.final for r in random_runs) / len(random_runs)
     print(f"\n== transfer: {b.desc} from scratch vs starting from the log of {a.desc} "
           f"({os.path.basename(source.log)}, {source.result.trials} records) ==")
-    print(f"RandomModel's final best of {b.desc} (mean over seeds 0..{len(random_runs) - 1}): {target:.1f} GFLOP/s")
+    seeds = ", ".join(str(r.seed) for r in random_runs)
+    print(f"RandomModel's final best of {b.desc} (mean over seeds {seeds}): {target:.1f} GFLOP/s")
     scratch = runs[b.desc]["xgb"]
-    transferred = [tune(b, "xgb", seed, args, log_dir, transfer_logs=[source.log]) for seed in range(args.seeds)]
+    transferred = [tune(b, "xgb", seed, args, log_dir, transfer_logs=[source.log]) for seed in seed_range(args)]
     print(f"{'run':16}{'seed':>6}{'reaches it at':>15}{'best@200':>10}{'final':>9}")
     for name, group in (("xgb from scratch", scratch), ("xgb + transfer", transferred)):
         for r in group:
@@ -177,7 +182,8 @@ def transfer_experiment(tasks, runs, args, log_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000, help="measurements per run")
-    parser.add_argument("--seeds", type=int, default=2, help="runs per task and model (search seeds 0..N-1)")
+    parser.add_argument("--seeds", type=int, default=2, help="runs per task and model (search seeds first-seed..first-seed+N-1)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first search seed (seeds N..N+seeds-1)")
     parser.add_argument("--tasks", default="matmul512,conv2d", help="comma-separated: matmulN, conv2d")
     parser.add_argument("--per-round", type=int, default=64, help="measurements per search round")
     parser.add_argument("--transfer", action="store_true",
@@ -209,7 +215,7 @@ def main():
         os.makedirs(log_dir, exist_ok=True)
         runs = {}
         for task in tasks:
-            runs[task.desc] = {m: [tune(task, m, seed, args, log_dir) for seed in range(args.seeds)]
+            runs[task.desc] = {m: [tune(task, m, seed, args, log_dir) for seed in seed_range(args)]
                                for m in models}
             print_table(task, runs[task.desc], args.trials)
         if args.transfer:
