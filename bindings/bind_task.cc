@@ -3,6 +3,9 @@
 // workload registry on top of SearchTask.
 #include <pybind11/stl.h>
 
+#include <iterator>
+#include <optional>
+
 #include "bind.h"
 #include "ir/serialize.h"
 #include "support/error.h"
@@ -27,21 +30,47 @@ std::string HardwareParamsRepr(const HardwareParams& p) {
   return text + ")";
 }
 
-// A hardware parameter given from Python: an int in [0, 2^63) (TypeError /
-// Error naming the field otherwise), for the keywords and the setters alike.
+// A hardware parameter given from Python: an int in [0, 2^63), or -1 for
+// "take it from the target" (TypeError / Error naming the field otherwise),
+// for the arguments and the setters alike.
 int64_t HardwareParamValue(const char* name, py::handle value) {
   AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
                 "HardwareParams: " << name << " must be an int");
+  const std::string text = py::str(value).cast<std::string>();
+  if (text == "-1") return kHardwareParamFromTarget;
   const bool negative = value.cast<py::int_>() < py::int_(0);
-  AS_CHECK(!negative,
-           "HardwareParams: " << name << " must not be negative, got " << py::str(value).cast<std::string>());
+  AS_CHECK(!negative, "HardwareParams: "
+                          << name << " must not be negative (or -1: take it from the target), got " << text);
   try {
     return value.cast<int64_t>();
   } catch (const py::cast_error&) {
-    AS_CHECK(false,
-             "HardwareParams: " << name << " is too large, got " << py::str(value).cast<std::string>());
+    AS_CHECK(false, "HardwareParams: " << name << " is too large, got " << text);
   }
   return 0;
+}
+
+// The fields that may be given by position, in the order of the well-known
+// mobile-GPU tutorials: num_cores, vector_unit_bytes, cache_line_bytes, then
+// the five GPU limits.
+constexpr const char* kPositionalFields[] = {"num_cores",
+                                             "vector_unit_bytes",
+                                             "cache_line_bytes",
+                                             "max_shared_memory_per_block",
+                                             "max_local_memory_per_block",
+                                             "max_threads_per_block",
+                                             "max_vthread_extent",
+                                             "warp_size"};
+
+void SetHardwareParam(HardwareParams* p, const std::string& key, py::handle value) {
+  bool known = false;
+#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc) \
+  if (key == #name) {                                        \
+    p->name = HardwareParamValue(#name, value);              \
+    known = true;                                            \
+  }
+  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
+#undef AUTOSCHED_FIELD_FROM_KWARG
+  AS_TYPE_CHECK(known, "HardwareParams got an unknown keyword '" << key << "'");
 }
 
 void BindHardwareParams(py::module_& m) {
@@ -49,27 +78,33 @@ void BindHardwareParams(py::module_& m) {
                                  "Machine facts the search uses; every field can be given by keyword.");
   // Keywords default to None: a field not given keeps the default of `target`
   // (DefaultHardwareParams) when a target is passed, else the struct default.
-  cls.def(py::init([](py::kwargs kwargs) {
+  cls.def(py::init([](py::args args, py::kwargs kwargs) {
+    constexpr size_t kMaxPositional = std::size(kPositionalFields);
+    AS_TYPE_CHECK(args.size() <= kMaxPositional,
+                  "HardwareParams takes at most "
+                      << kMaxPositional << " positional arguments (num_cores, "
+                      << "vector_unit_bytes, cache_line_bytes, "
+                      << "max_shared_memory_per_block, max_local_memory_per_block, "
+                      << "max_threads_per_block, max_vthread_extent, warp_size), got " << args.size());
     HardwareParams p;
+    std::optional<Target> target;
     if (kwargs.contains("target") && !kwargs["target"].is_none()) {
-      py::object target = kwargs["target"];
-      p = DefaultHardwareParams(py::isinstance<py::str>(target) ? Target::Parse(target.cast<std::string>())
-                                                                : target.cast<Target>());
+      py::object t = kwargs["target"];
+      target = py::isinstance<py::str>(t) ? Target::Parse(t.cast<std::string>()) : t.cast<Target>();
+      p = DefaultHardwareParams(*target);
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      AS_TYPE_CHECK(!kwargs.contains(kPositionalFields[i]),
+                    "HardwareParams got " << kPositionalFields[i] << " both by position and by keyword");
+      if (!args[i].is_none()) SetHardwareParam(&p, kPositionalFields[i], args[i]);
     }
     for (auto [key_handle, value] : kwargs) {
       std::string key = py::str(key_handle);
       if (key == "target" || value.is_none()) continue;
-      bool known = false;
-#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc) \
-  if (key == #name) {                                        \
-    p.name = HardwareParamValue(#name, value);               \
-    known = true;                                            \
-  }
-      AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
-#undef AUTOSCHED_FIELD_FROM_KWARG
-      AS_TYPE_CHECK(known, "HardwareParams got an unknown keyword '" << key << "'");
+      SetHardwareParam(&p, key, value);
     }
-    return p;
+    // With a target at hand, "take it from the target" is resolved now.
+    return target ? ResolveHardwareParams(p, *target) : p;
   }));
   // Setters refuse what the constructor refuses.
 #define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc)   \

@@ -9,7 +9,7 @@ SearchTask::SearchTask(ComputeDAG dag, std::string key, Target tgt, HardwarePara
     : compute_dag(std::move(dag)),
       workload_key(std::move(key)),
       target(std::move(tgt)),
-      hardware_params(params),
+      hardware_params(ResolveHardwareParams(params, target)),
       desc(std::move(description)) {
   CheckHardwareParams(hardware_params);
   if (workload_key.empty()) workload_key = compute_dag.workload_key();
@@ -26,9 +26,27 @@ nlohmann::json HardwareParamsToJson(const HardwareParams& params) {
   return doc;
 }
 
+HardwareParams ResolveHardwareParams(const HardwareParams& params, const Target& target) {
+  HardwareParams out = params;
+  bool any = false;
+#define AUTOSCHED_FIELD_ANY(name, default_value, doc_text) \
+  any = any || params.name == kHardwareParamFromTarget;
+  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_ANY)
+#undef AUTOSCHED_FIELD_ANY
+  if (!any) return out;
+  const HardwareParams defaults = DefaultHardwareParams(target);
+#define AUTOSCHED_FIELD_RESOLVE(name, default_value, doc_text) \
+  if (out.name == kHardwareParamFromTarget) out.name = defaults.name;
+  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_RESOLVE)
+#undef AUTOSCHED_FIELD_RESOLVE
+  return out;
+}
+
 void CheckHardwareParams(const HardwareParams& params) {
-#define AUTOSCHED_FIELD_CHECK(name, default_value, doc_text) \
-  AS_CHECK(params.name >= 0, "HardwareParams: " #name " must not be negative, got " << params.name);
+#define AUTOSCHED_FIELD_CHECK(name, default_value, doc_text)       \
+  AS_CHECK(                                                        \
+      params.name >= 0 || params.name == kHardwareParamFromTarget, \
+      "HardwareParams: " #name " must not be negative (-1: take it from the target), got " << params.name);
   AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_CHECK)
 #undef AUTOSCHED_FIELD_CHECK
 }

@@ -37,7 +37,14 @@ struct SearchTask {
   static SearchTask FromJson(const nlohmann::json& doc);
 };
 
-// Throws Error naming the first negative field.
+// A field set to this value is taken from the target's defaults
+// (DefaultHardwareParams: for an OpenCL device of this machine, queried from
+// it) when a SearchTask is made; the -1 of the mobile-GPU tutorials.
+inline constexpr int64_t kHardwareParamFromTarget = -1;
+// `params` with every field equal to kHardwareParamFromTarget replaced by
+// the target's default.
+HardwareParams ResolveHardwareParams(const HardwareParams& params, const Target& target);
+// Throws Error naming the first field below -1.
 void CheckHardwareParams(const HardwareParams& params);
 nlohmann::json HardwareParamsToJson(const HardwareParams& params);
 // Missing fields keep their defaults; unknown fields are an Error naming them.

@@ -201,13 +201,13 @@ def test_task_from_json_refuses_a_malformed_workload_record(workload):
 @pytest.mark.parametrize("field", ["num_cores", "vector_unit_bytes", "warp_size"])
 def test_task_from_json_validates_hardware_params_like_the_constructor(field):
     with pytest.raises(ValueError, match=f"{field} must not be negative"):
-        ans.HardwareParams(**{field: -1})
+        ans.HardwareParams(**{field: -2})
     doc = json.loads(ans.SearchTask(func=rowsum, args=(3, 4), target="llvm").to_json())
     doc["hardware_params"][field] = -4
     with pytest.raises(ValueError, match=f"{field} must not be negative, got -4"):
         ans.SearchTask.from_json(json.dumps(doc))
     with pytest.raises(ValueError, match=f"{field} must not be negative"):
-        ans.HardwareParams.from_json(json.dumps({field: -1}))
+        ans.HardwareParams.from_json(json.dumps({field: -3}))
     params = ans.HardwareParams()
     with pytest.raises(ValueError, match=f"{field} must not be negative"):
         setattr(params, field, -2)

@@ -227,3 +227,37 @@ def _small_dag(n=8):
     a = te.placeholder((n,), name="a")
     b = te.compute((n,), lambda i: a[i] * 2.0, name="b")
     return ans.ComputeDAG([a, b])
+
+
+# ---- the mobile-GPU tutorials' positional HardwareParams, with -1 for "take it from the target" ----
+
+def test_hardware_params_positional_as_the_mobile_gpu_tutorials_write_them():
+    p = ans.HardwareParams(-1, 16, 64, 32768, 65536, 256, 4, 1)
+    assert (p.num_cores, p.vector_unit_bytes, p.cache_line_bytes, p.max_shared_memory_per_block,
+            p.max_local_memory_per_block, p.max_threads_per_block, p.max_vthread_extent,
+            p.warp_size) == (-1, 16, 64, 32768, 65536, 256, 4, 1)
+    # A task resolves -1 from its target: the Mali family default has 4 compute units.
+    mali = ans.Target("opencl -device=mali")
+    task = ans.SearchTask(compute_dag=_small_dag(), target=mali, hardware_params=p)
+    assert task.hardware_params.num_cores == ans.HardwareParams(target=mali).num_cores == 4
+    assert task.hardware_params.max_threads_per_block == 256
+    # With a target given, -1 is resolved at once; keywords mix with positions.
+    q = ans.HardwareParams(-1, 16, target="opencl -device=mali", max_threads_per_block=64)
+    assert (q.num_cores, q.vector_unit_bytes, q.max_threads_per_block) == (4, 16, 64)
+    # A CPU task resolves -1 cores to the target's.
+    cpu = ans.SearchTask(compute_dag=_small_dag(), target="llvm -num-cores=3",
+                         hardware_params=ans.HardwareParams(-1, 32, 64))
+    assert cpu.hardware_params.num_cores == 3
+    # The resolved task survives JSON.
+    assert ans.SearchTask.from_json(task.to_json()).hardware_params == task.hardware_params
+
+
+def test_hardware_params_positional_errors_name_the_problem():
+    with pytest.raises(TypeError, match="at most 8 positional arguments"):
+        ans.HardwareParams(-1, 16, 64, 32768, 65536, 256, 4, 1, 5)
+    with pytest.raises(TypeError, match="num_cores both by position and by keyword"):
+        ans.HardwareParams(4, num_cores=2)
+    with pytest.raises(ValueError, match="vector_unit_bytes must not be negative"):
+        ans.HardwareParams(-1, -2)
+    with pytest.raises(TypeError, match="cache_line_bytes must be an int"):
+        ans.HardwareParams(-1, 16, "64")
