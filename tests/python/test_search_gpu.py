@@ -198,3 +198,16 @@ def test_gpu_search_round_proposes_new_states():
     assert 0 < len(batch) <= 8
     assert policy.last_round["mutated"] > 0, policy.last_round
     assert len({s.to_json() for s in batch}) == len(batch)
+
+
+def test_cost_model_features_see_the_gpu_bindings_and_shared_memory():
+    from autosched.cost_model import extract_features, feature_names
+    a, b = _ph((64, 48), "A"), _ph((48, 32), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    task = _task(dag)
+    states, _ = search.sample_init_population(task, 4, seed=0)
+    names = feature_names()
+    for rows, error in extract_features(task, states):
+        assert error == "" and rows.shape[0] >= 1
+        row = dict(zip(names, rows.max(axis=0)))
+        assert row["is_gpu"] > 0 and row["blockIdx_x_len"] > 0 and row["shared_bytes_per_block"] > 0, row
