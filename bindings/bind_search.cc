@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
 #include "support/error.h"
@@ -76,11 +77,14 @@ void BindSearchParams(py::module_& m) {
   py::class_<SearchParams>(m, "SearchParams", "Knobs of the search; see cpp/search/search_params.h.")
       .def(py::init<>())
       .def_readwrite("cpu_tiling_structure", &SearchParams::cpu_tiling_structure)
+      .def_readwrite("gpu_tiling_structure", &SearchParams::gpu_tiling_structure)
       .def_readwrite("max_innermost_split_factor", &SearchParams::max_innermost_split_factor)
       .def_readwrite("max_vectorize_size", &SearchParams::max_vectorize_size)
       .def_readwrite("vector_lanes_factor", &SearchParams::vector_lanes_factor)
       .def_readwrite("parallel_iterations_per_core", &SearchParams::parallel_iterations_per_core)
       .def_readwrite("auto_unroll_candidates", &SearchParams::auto_unroll_candidates)
+      .def_readwrite("gpu_auto_unroll_candidates", &SearchParams::gpu_auto_unroll_candidates)
+      .def_readwrite("gpu_vectorize", &SearchParams::gpu_vectorize)
       .def_readwrite("max_const_unroll", &SearchParams::max_const_unroll)
       .def_readwrite("sample_init_attempts_per_state", &SearchParams::sample_init_attempts_per_state)
       .def_readwrite("evolutionary_search_population", &SearchParams::evolutionary_search_population)
@@ -120,7 +124,7 @@ py::dict RoundStats(const SearchRoundStats& r) {
 py::tuple Mutate(const SearchTask& task, const State& state, uint32_t seed, const py::object& params,
                  const std::string& rule) {
   const SearchParams p = ParamsOrDefault(params);
-  MutationRuleList rules = DefaultCpuMutationRules();
+  MutationRuleList rules = DefaultMutationRules(task);
   if (!rule.empty()) {
     auto it = std::find_if(rules.begin(), rules.end(), [&](const auto& r) { return r.rule->name() == rule; });
     AS_CHECK(it != rules.end(), "no mutation rule named '" << rule << "'");

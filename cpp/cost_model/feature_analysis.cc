@@ -298,6 +298,12 @@ void StoreWalker::SetAnnotations(const std::vector<bool>& write_moves, StoreAnal
     }
   }
   a->is_gpu = is_gpu_;
+  for (const Alloc& alloc : allocs_) {
+    if (alloc.buffer->scope != MemScope::Shared) continue;
+    double elements = 1;
+    for (int64_t d : alloc.buffer->shape) elements *= static_cast<double>(d);
+    a->shared_bytes += elements * alloc.buffer->dtype.bytes();
+  }
   a->innermost_loop_extent = depth > 0 ? static_cast<double>(loops_.back().extent) : 0;
 }
 

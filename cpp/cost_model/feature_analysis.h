@@ -96,6 +96,8 @@ struct StoreAnalysis {
   bool is_gpu = false;
   std::array<double, 3> block_idx{1, 1, 1}, thread_idx{1, 1, 1};
   double vthread = 1;
+  // Bytes of the "shared" buffers allocated around the statement (per group).
+  double shared_bytes = 0;
   std::vector<BufferStats> buffers;  // sorted by bytes, largest first
   std::array<double, kIntensityCurveSamples> intensity{};
   // The stored buffer when it is allocated inside the function.

@@ -117,6 +117,7 @@ constexpr FeatureDef kFeatureTable[] = {
     AS_FIELD("threadIdx_y_len", s.is_gpu ? s.thread_idx[1] : 0),
     AS_FIELD("threadIdx_z_len", s.is_gpu ? s.thread_idx[2] : 0),
     AS_FIELD("vthread_len", s.is_gpu ? s.vthread : 0),
+    AS_FIELD("shared_bytes_per_block", s.is_gpu ? s.shared_bytes : 0),
     // statement
     AS_FIELD("is_reduction_update", s.is_reduction_update),
     AS_FIELD("guard_depth", s.guard_depth),

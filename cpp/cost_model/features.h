@@ -11,7 +11,8 @@
 //                    position, over a reduction
 //   machine fit   5  vector fill and partial vector, core usage, work per
 //                    parallel task, innermost loop extent
-//   gpu           8  is_gpu, blockIdx / threadIdx extents, vthread
+//   gpu           9  is_gpu, blockIdx / threadIdx extents, vthread, shared
+//                    memory bytes per block
 //   statement     6  reduction update, guards, buffers accessed; the
 //                    accumulator tile: vectors, unrolled, reduction extent
 //   buffers      90  5 buffers (largest by bytes) x 18: access type, bytes,

@@ -200,16 +200,28 @@ std::vector<int> Readers(const StateNode& state, int stage_id) {
   return out;
 }
 
+bool IsThreadIdx(IteratorAnnotation a) {
+  return a == IteratorAnnotation::ThreadIdxX || a == IteratorAnnotation::ThreadIdxY ||
+         a == IteratorAnnotation::ThreadIdxZ;
+}
+
 // Loop variables outside (and including) the loop a stage is attached at.
+// A "shared" stage is one buffer for the whole work group: the threadIdx
+// loops around it are left out (relaxed to their whole range, as TVM does),
+// so its region is the union of what every work item of the group reads and
+// does not depend on the thread index.
 VarSet OuterVars(const StateNode& state, const std::vector<StageBound>& bounds, int stage_id) {
   VarSet outer;
+  const bool relax_threads = state.stages[stage_id].scope == MemScope::Shared;
   int x = stage_id;
   while (state.stages[x].loc == ComputeLocKind::At) {
     const Stage& sx = state.stages[x];
     const Stage& target = state.stages[sx.attach_stage];
     const int leaf = target.LeafIndex(sx.attach_node);
-    for (int i = 0; i <= leaf; ++i)
+    for (int i = 0; i <= leaf; ++i) {
+      if (relax_threads && IsThreadIdx(target.iter(i).annotation)) continue;
       outer.insert(bounds[sx.attach_stage].node_vars[target.leaves[i]].as<VarNode>());
+    }
     x = sx.attach_stage;
   }
   return outer;

@@ -6,6 +6,7 @@
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
+#include "search/gpu_rules.h"
 #include "search/parallel.h"
 #include "search/search_util.h"
 #include "support/error.h"
@@ -128,7 +129,7 @@ class UnrollRule : public InitRule {
  public:
   std::string name() const override { return "unroll"; }
   State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
-    const auto& candidates = ctx.params.auto_unroll_candidates;
+    const auto& candidates = AutoUnrollCandidates(ctx);
     State s = state;
     if (candidates.empty()) return s;
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
@@ -205,7 +206,10 @@ std::string TryOne(const SketchContext& ctx, const std::vector<State>& sketches,
     phase = "infer_bound";
     InferBound(s);
     phase = "lower";
-    Lower(s);
+    const LoweredFunc f = Lower(s);
+    // GPU tasks: code generation and the device's limits ("codegen", "device_limits").
+    phase = CheckGpuState(ctx, s, f, message);
+    if (!phase.empty()) return phase;
   } catch (const std::exception& e) {
     *message = e.what();
     return phase;

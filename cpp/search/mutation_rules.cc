@@ -8,6 +8,7 @@
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
+#include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "support/error.h"
 
@@ -116,7 +117,7 @@ class MutateAutoUnrollRule : public MutationRule {
     auto& pragma = std::get<PragmaStep>(steps[Pick(candidates, rng)]);
     std::vector<int64_t> values;
     const int64_t iterations = StageIterations(s.stage(pragma.stage_id));
-    for (int64_t v : UsefulUnrollSteps(ctx.params.auto_unroll_candidates, iterations)) {
+    for (int64_t v : UsefulUnrollSteps(AutoUnrollCandidates(ctx), iterations)) {
       if (kPrefix + std::to_string(v) != pragma.pragma_type) values.push_back(v);
     }
     if (values.empty()) return std::nullopt;
@@ -281,7 +282,9 @@ MutationRuleList DefaultCpuMutationRules() {
           {MakeMutateParallelRule(), 0.01}};
 }
 
-std::string CheckState(const State& state, std::string* message) {
+namespace {
+
+std::string CheckStateLowering(const State& state, std::string* message, LoweredFunc* lowered) {
   std::string phase = "infer_bound";
   try {
     const State bounded = InferBound(state);
@@ -292,12 +295,19 @@ std::string CheckState(const State& state, std::string* message) {
       return phase;
     }
     phase = "lower";
-    Lower(state);
+    *lowered = Lower(state);
   } catch (const std::exception& e) {
     *message = e.what();
     return phase;
   }
   return "";
+}
+
+}  // namespace
+
+std::string CheckState(const State& state, std::string* message) {
+  LoweredFunc lowered;
+  return CheckStateLowering(state, message, &lowered);
 }
 
 double PaddingRatio(const State& bounded) {
@@ -343,7 +353,10 @@ MutationResult MutateState(const SketchContext& ctx, const State& state, const M
     out.failure = rule.name() + ": nothing";
     return out;
   }
-  const std::string check = CheckState(*mutated, &out.message);
+  LoweredFunc lowered;
+  std::string check = CheckStateLowering(*mutated, &out.message, &lowered);
+  // GPU tasks: code generation and the device's limits, as for sampled states.
+  if (check.empty()) check = CheckGpuState(ctx, *mutated, lowered, &out.message);
   if (!check.empty()) {
     out.failure = rule.name() + ": " + check;
     return out;

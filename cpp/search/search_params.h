@@ -19,6 +19,11 @@ struct SearchParams {
   // in 2 and orders the parts S0 S1 R0 S2 R1 S3.
   std::string cpu_tiling_structure = "SSRSRS";
 
+  // Tiling structure on GPUs (OpenCL targets): "SSSRRSRS" splits each spatial
+  // axis in 5 and each reduce axis in 3; the first three spatial levels are
+  // bound to blockIdx.x, vthread and threadIdx.x (gpu_rules.h).
+  std::string gpu_tiling_structure = "SSSRRSRS";
+
   // Largest length of the innermost part of a sampled split.
   int64_t max_innermost_split_factor = 64;
 
@@ -36,6 +41,12 @@ struct SearchParams {
   // Values of the auto_unroll_max_step pragma that sampling picks from (0: no
   // unrolling), put on stages with a reduction.
   std::vector<int64_t> auto_unroll_candidates = {0, 16, 64, 512};
+  // The same on GPUs (OpenCL targets).
+  std::vector<int64_t> gpu_auto_unroll_candidates = {0, 16, 64, 512, 1024};
+
+  // GPUs: vectorize inner loops also on devices other than mobile GPUs (on a
+  // Mali device, "-device=mali", they always are).
+  bool gpu_vectorize = false;
 
   // Iterators that index constant tensors are unrolled by the
   // simplify-compute-with-const-tensor rule only when their extents multiply

@@ -34,6 +34,7 @@
 #include <unordered_set>
 
 #include "cost_model/random_model.h"
+#include "search/gpu_rules.h"
 #include "search/parallel.h"
 #include "search/search_util.h"
 #include "support/error.h"
@@ -48,12 +49,10 @@ SketchPolicy::SketchPolicy(SearchTask task, std::shared_ptr<CostModel> cost_mode
     : task_(std::move(task)),
       params_(std::move(params)),
       seed_(seed),
-      sketch_rules_(DefaultCpuSketchRules()),
-      init_rules_(DefaultCpuInitRules()),
-      mutation_rules_(DefaultCpuMutationRules()),
+      sketch_rules_(DefaultSketchRules(task_)),
+      init_rules_(DefaultInitRules(task_)),
+      mutation_rules_(DefaultMutationRules(task_)),
       cost_model_(std::move(cost_model)) {
-  AS_CHECK(task_.target.kind == TargetKind::LLVM,
-           "the sketch policy has rules for CPU (llvm) targets only, not for '" << task_.target.str() << "'");
   AS_CHECK(cost_model_ != nullptr, "the sketch policy needs a cost model");
 }
 

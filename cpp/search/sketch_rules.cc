@@ -17,6 +17,10 @@ namespace {
 using Condition = SketchRule::Condition;
 using Results = std::vector<std::pair<State, int>>;
 
+const std::string& TilingStructure(const SketchContext& ctx, bool gpu) {
+  return gpu ? ctx.params.gpu_tiling_structure : ctx.params.cpu_tiling_structure;
+}
+
 // A stage whose loops nothing has changed yet and that is computed at root.
 bool IsFreshRootStage(const State& s, int stage_id) {
   const Stage& st = s.stage(stage_id);
@@ -162,15 +166,21 @@ class AddRfactorRule : public SketchRule {
 // ---- add-cache-write ----
 
 // A stage worth multi-level tiling computes into a "<name>.local" stage,
-// which the next rule fuses into the copy. Apply (not ApplyAndSkipRest): the
-// sketches without the cache (tiled, or fused into an element-wise consumer)
-// are kept too, so a matmul with a bias gets both kinds.
+// which the next rule fuses into the copy. CPU: Apply (not ApplyAndSkipRest):
+// the sketches without the cache (tiled, or fused into an element-wise
+// consumer) are kept too, so a matmul with a bias gets both kinds. GPU (as in
+// Ansor): only for a stage without an element-wise consumer to fuse into,
+// and ApplyAndSkipRest (the accumulator then lives in each work item's
+// private memory).
 class AddCacheWriteRule : public SketchRule {
  public:
+  explicit AddCacheWriteRule(bool gpu) : gpu_(gpu) {}
   std::string name() const override { return "add-cache-write"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id) || !NeedsMultiLevelTiling(s, stage_id)) return Condition::Skip;
-    return IsCacheWriteStage(s, stage_id) ? Condition::Skip : Condition::Apply;
+    if (IsCacheWriteStage(s, stage_id)) return Condition::Skip;
+    if (!gpu_) return Condition::Apply;
+    return ElementwiseFusionTarget(s, stage_id) < 0 ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
     const std::string name = s.stage(stage_id).name();
@@ -179,48 +189,61 @@ class AddCacheWriteRule : public SketchRule {
              "cache_write of '" << name << "' did not place its new stage right before it");
     return {{r, stage_id}};  // the ".local" stage is visited next
   }
+
+ private:
+  bool gpu_;
 };
 
 // ---- multi-level-tiling-with-fusion ----
 
 // Multi-level tiling, then the element-wise consumer tiled like the outer
-// levels and the stage computed inside them: one sketch per fusion level
-// (after the outermost spatial level, after the second).
+// levels and the stage computed inside them: one sketch per fusion level.
+// CPU: after the outermost spatial level, after the second; GPU: after the
+// third (blockIdx, vthread, threadIdx), with no unfused sketch.
 class MultiLevelTilingWithFusionRule : public SketchRule {
  public:
+  explicit MultiLevelTilingWithFusionRule(bool gpu) : gpu_(gpu) {}
   std::string name() const override { return "multi-level-tiling-with-fusion"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id) || !NeedsMultiLevelTiling(s, stage_id)) return Condition::Skip;
     if (ElementwiseFusionTarget(s, stage_id) < 0) return Condition::Skip;
     // A cache-write stage exists to be fused: no other sketch for it.
-    return IsCacheWriteStage(s, stage_id) ? Condition::ApplyAndSkipRest : Condition::Apply;
+    return IsCacheWriteStage(s, stage_id) || gpu_ ? Condition::ApplyAndSkipRest : Condition::Apply;
   }
   Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
     const int target = ElementwiseFusionTarget(s, stage_id);
-    const std::string& structure = ctx.params.cpu_tiling_structure;
+    const std::string& structure = TilingStructure(ctx, gpu_);
     const int n_space = static_cast<int>(std::count(structure.begin(), structure.end(), 'S'));
     const TiledStage tiled = MultiLevelTile(s, stage_id, structure);
+    const int first = gpu_ ? std::min(3, n_space - 1) : 1, last = gpu_ ? first : std::min(2, n_space - 1);
     Results out;
-    for (int level = 1; level <= std::min(2, n_space - 1); ++level) {
+    for (int level = first; level <= last; ++level) {
       auto [fused, attach] = FollowTiling(tiled.state, target, tiled.spatial_split_steps, level);
       out.emplace_back(fused.ComputeAt(stage_id, target, attach), stage_id - 1);
     }
     return out;
   }
+
+ private:
+  bool gpu_;
 };
 
 // ---- multi-level-tiling ----
 
 class MultiLevelTilingRule : public SketchRule {
  public:
+  explicit MultiLevelTilingRule(bool gpu) : gpu_(gpu) {}
   std::string name() const override { return "multi-level-tiling"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     return IsFreshRootStage(s, stage_id) && NeedsMultiLevelTiling(s, stage_id) ? Condition::ApplyAndSkipRest
                                                                                : Condition::Skip;
   }
   Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
-    return {{MultiLevelTile(s, stage_id, ctx.params.cpu_tiling_structure).state, stage_id - 1}};
+    return {{MultiLevelTile(s, stage_id, TilingStructure(ctx, gpu_)).state, stage_id - 1}};
   }
+
+ private:
+  bool gpu_;
 };
 
 // ---- skip-stage ----
@@ -241,12 +264,14 @@ std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule() {
   return std::make_shared<SimplifyComputeWithConstTensorRule>();
 }
 std::shared_ptr<const SketchRule> MakeAddRfactorRule() { return std::make_shared<AddRfactorRule>(); }
-std::shared_ptr<const SketchRule> MakeAddCacheWriteRule() { return std::make_shared<AddCacheWriteRule>(); }
-std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule() {
-  return std::make_shared<MultiLevelTilingWithFusionRule>();
+std::shared_ptr<const SketchRule> MakeAddCacheWriteRule(bool gpu) {
+  return std::make_shared<AddCacheWriteRule>(gpu);
 }
-std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule() {
-  return std::make_shared<MultiLevelTilingRule>();
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule(bool gpu) {
+  return std::make_shared<MultiLevelTilingWithFusionRule>(gpu);
+}
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule(bool gpu) {
+  return std::make_shared<MultiLevelTilingRule>(gpu);
 }
 std::shared_ptr<const SketchRule> MakeSkipStageRule() { return std::make_shared<SkipStageRule>(); }
 
@@ -255,6 +280,12 @@ SketchRuleList DefaultCpuSketchRules() {
           MakeAddRfactorRule(),       MakePackOperandRule(),
           MakeAddCacheWriteRule(),    MakeMultiLevelTilingWithFusionRule(),
           MakeMultiLevelTilingRule(), MakeSkipStageRule()};
+}
+
+bool IsGpuTask(const SearchTask& task) { return task.target.kind == TargetKind::OpenCL; }
+
+const std::vector<int64_t>& AutoUnrollCandidates(const SketchContext& ctx) {
+  return IsGpuTask(ctx.task) ? ctx.params.gpu_auto_unroll_candidates : ctx.params.auto_unroll_candidates;
 }
 
 bool IsRfactorSplit(const std::vector<Step>& steps, int step_id) {

@@ -68,14 +68,22 @@ using SketchRuleList = std::vector<std::shared_ptr<const SketchRule>>;
 // The rules of the CPU policy, in the order above.
 SketchRuleList DefaultCpuSketchRules();
 
+// Whether the task's target is a GPU (OpenCL): the policy then uses the GPU
+// rules of gpu_rules.h.
+bool IsGpuTask(const SearchTask& task);
+// The auto_unroll_max_step values of the task's kind (CPU or GPU list).
+const std::vector<int64_t>& AutoUnrollCandidates(const SketchContext& ctx);
+
 // The rules one by one (for tests and custom lists).
 std::shared_ptr<const SketchRule> MakeAlwaysInlineRule();
 std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
-std::shared_ptr<const SketchRule> MakeAddCacheWriteRule();
-std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule();
-std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule();
+// gpu: the GPU variants (gpu_rules.h): cache write only without an element-wise
+// consumer and ApplyAndSkipRest; tiling by gpu_tiling_structure; fusion at level 3 only.
+std::shared_ptr<const SketchRule> MakeAddCacheWriteRule(bool gpu = false);
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingWithFusionRule(bool gpu = false);
+std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule(bool gpu = false);
 std::shared_ptr<const SketchRule> MakeSkipStageRule();
 
 // The split made by the add-rfactor rule carries the provisional length 1

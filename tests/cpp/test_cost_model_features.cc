@@ -79,7 +79,7 @@ TEST(CostModelFeatures, TableNamesAreUniqueAndComplete) {
                         "intensity_9", "alloc_bytes", "outer_prod"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
-  EXPECT_EQ(NumFeatures(), 157);
+  EXPECT_EQ(NumFeatures(), 158);
 }
 
 TEST(CostModelFeatures, UniqueElementsOfTilesAndWindows) {

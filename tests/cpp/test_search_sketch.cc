@@ -279,15 +279,19 @@ TEST(SketchPolicy, ConstTensorIndicesAreUnrolled) {
   EXPECT_EQ(sketches[0].stage(s.StageIndex("G")).loc, ComputeLocKind::Inlined);
 }
 
-TEST(SketchPolicy, RefusesTargetsWithoutRules) {
+TEST(SketchPolicy, OpenCLTargetsGetTheGpuRules) {
   const ComputeDAG dag = Matmul(8, 8, 8);
-  SearchTask task(dag, Target::Parse("opencl"));
-  try {
-    SketchPolicy policy(task);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("opencl"), std::string::npos) << e.what();
-  }
+  SketchPolicy policy(SearchTask(dag, Target::Parse("opencl")));
+  EXPECT_EQ(policy.sketch_rules().front()->name(), "add-cache-read");
+  EXPECT_EQ(policy.init_rules()[1]->name(), "thread-bind");
+  ASSERT_EQ(policy.mutation_rules().size(), 2u);
+  EXPECT_DOUBLE_EQ(policy.mutation_rules()[1].probability, 0.10);
+  const std::vector<State> sketches = policy.GenerateSketches();
+  ASSERT_EQ(sketches.size(), 1u);
+  EXPECT_TRUE(policy.rule_failures().empty());
+  // A, B read through shared stages at the outer reduce tile of C.local, fused at C's threadIdx level.
+  EXPECT_EQ(sketches[0].stage(sketches[0].StageIndex("A.shared")).scope, MemScope::Shared);
+  EXPECT_EQ(sketches[0].stage(sketches[0].StageIndex("C.local")).loc, ComputeLocKind::At);
 }
 
 // A custom rule for tests: at the stage named `stage`, returns what `make` gives.

@@ -62,22 +62,42 @@ struct Launch {
   std::array<int64_t, 6> extent{1, 1, 1, 1, 1, 1};  // groups per dimension, then work items per group
 };
 
+// A loop bound to a threadIdx index inside a loop bound to the same index is
+// the cooperative fetch of a "shared" stage computed inside the thread loops
+// (its region spans the group, infer_bound.cc): the work items split the
+// copy among them. It may only write shared buffers, and its extent may not
+// exceed the outer loop's (the work items outside that loop would skip their
+// part of the copy).
+void CheckCooperativeFetch(const ForNode* n, const ForNode* outer, int64_t extent) {
+  int64_t outer_extent = 0;
+  GetConstInt(outer->extent, &outer_extent);
+  bool only_shared = BindingSlot(n->for_kind) >= 3;
+  PostOrderVisitStmt(n->body, [&](const Stmt& x) {
+    if (const auto* st = x.as<BufferStoreNode>(); st && st->buffer->scope != MemScope::Shared)
+      only_shared = false;
+  });
+  AS_CHECK(only_shared && extent <= outer_extent,
+           "OpenCL code generation: loop '"
+               << LoopName(n) << "' is bound to " << ForKindName(n->for_kind) << " inside loop '"
+               << LoopName(outer) << "', which is bound to it too; a binding nested in the same binding "
+               << "is only allowed for a loop that writes \"shared\" buffers (a cooperative fetch) with an "
+               << "extent at most the outer loop's (" << outer_extent << ", here " << extent << ")");
+}
+
 void AnalyzeLaunch(const Stmt& s, std::array<const ForNode*, 6>* bound, Launch* launch) {
   if (!s.defined()) return;
   if (const auto* n = s.as<ForNode>(); n && IsGpuBinding(n->for_kind)) {
     const int slot = BindingSlot(n->for_kind);
-    AS_CHECK((*bound)[slot] == nullptr, "OpenCL code generation: loop '"
-                                            << LoopName(n) << "' is bound to " << ForKindName(n->for_kind)
-                                            << " inside loop '" << LoopName((*bound)[slot])
-                                            << "', which is bound to it too; bind each index once per nest");
     int64_t extent = 0;
     AS_CHECK(GetConstInt(n->extent, &extent) && extent >= 1,
              "OpenCL code generation: loop '" << LoopName(n) << "' bound to " << ForKindName(n->for_kind)
                                               << " needs a constant positive extent");
+    if (const ForNode* outer = (*bound)[slot]) CheckCooperativeFetch(n, outer, extent);
     launch->extent[slot] = std::max(launch->extent[slot], extent);
-    (*bound)[slot] = n;
+    const ForNode* saved = (*bound)[slot];
+    if (saved == nullptr) (*bound)[slot] = n;
     AnalyzeLaunch(n->body, bound, launch);
-    (*bound)[slot] = nullptr;
+    (*bound)[slot] = saved;
     return;
   }
   for (const Stmt& c : Children(s)) AnalyzeLaunch(c, bound, launch);
@@ -153,7 +173,12 @@ class OpenCLPrinter : public CPrinter {
 
   std::map<const BufferNode*, BufferKind> kinds_;
   Launch launch_;
-  std::array<bool, 6> bound_{};
+  // Nesting depth of the loops bound to each slot around the code printed
+  // now, and per shared buffer the depth at its allocation: a store tells
+  // the work items of a slot apart only under a binding made inside the
+  // allocation.
+  std::array<int, 6> bound_{};
+  std::map<const BufferNode*, std::array<int, 6>> alloc_depth_;
   std::unordered_set<const VarNode*> id_vars_;  // values that differ between work items of a group
   int divergent_ = 0;                           // inside code only some work items of a group reach
   std::vector<std::string> local_decls_;
@@ -208,8 +233,11 @@ std::string OpenCLPrinter::StoreElement(const BufferNode* b, const std::string& 
   // of it: one of them writes (__local buffers are per group, so only the
   // work items of a group are told apart).
   std::string cond;
+  static const std::array<int, 6> kNone{};
+  const auto depth = alloc_depth_.find(b);
+  const std::array<int, 6>& at_alloc = depth == alloc_depth_.end() ? kNone : depth->second;
   for (int slot = kind == BufferKind::Shared ? 3 : 0; slot < 6; ++slot) {
-    if (launch_.extent[slot] > 1 && !bound_[slot])
+    if (launch_.extent[slot] > 1 && bound_[slot] <= at_alloc[slot])
       cond += (cond.empty() ? "" : " && ") + IdCall(slot) + " == 0";
   }
   return cond.empty() ? store : "if (" + cond + ") " + store;
@@ -305,9 +333,9 @@ void OpenCLPrinter::PrintFor(const ForNode* n) {
   divergent_ += div;
   if (slot >= 3) id_vars_.insert(var);
   if (KnownNonNegative(n->min)) NoteNonNegative(var);
-  bound_[slot] = true;
+  ++bound_[slot];
   PrintStmt(n->body);
-  bound_[slot] = false;
+  --bound_[slot];
   divergent_ -= div;
   if (guarded) Close();
   Close();
@@ -320,13 +348,9 @@ void OpenCLPrinter::PrintAllocate(const AllocateNode* n) {
   AS_CHECK(count > 0, "OpenCL code generation: buffer '" << b->name << "' has no elements");
   const bool shared = b->scope == MemScope::Shared;
   if (shared) {
-    for (int slot = 3; slot < 6; ++slot) {
-      AS_CHECK(!bound_[slot],
-               "OpenCL code generation: shared buffer '"
-                   << b->name << "' is allocated inside a loop bound to threadIdx; its region "
-                   << "would differ between the work items that share it: compute it at a loop "
-                      "outside the threadIdx bindings");
-    }
+    // Bound inference gives a shared stage inside threadIdx loops the region
+    // of the whole group, so every work item sees the same buffer.
+    alloc_depth_[b] = bound_;
   } else if (const ForNode* binding = BindingAroundStore(n->body, b)) {
     AS_CHECK(false,
              "OpenCL code generation: buffer '"

@@ -15,10 +15,13 @@
 // outside the bindings of a launched dimension runs in every work item of it:
 // its stores to __global and __local buffers are guarded so that one work
 // item (index 0 of that dimension) writes, and private buffers are per work
-// item. Refused with an Error naming the loop or buffer: a loop nested in a
-// loop bound to the same index, a bound loop without a constant extent, a
-// shared buffer allocated inside a threadIdx loop (its region would differ
-// between work items), a private buffer written under a binding made inside
+// item. A shared buffer allocated inside threadIdx loops is one buffer of the
+// group (bound inference gives it the group's region); a loop inside that
+// rebinds the same threadIdx index is a cooperative fetch into it. Refused
+// with an Error naming the loop or buffer: a loop nested in a loop bound to
+// the same index (except such a fetch: shared stores only, extent at most
+// the outer loop's), a bound loop without a constant extent, a
+// private buffer written under a binding made inside
 // its allocation (other work items could not read it), a barrier that would
 // sit in code only some work items reach.
 //

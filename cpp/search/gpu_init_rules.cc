@@ -1,0 +1,242 @@
+// The GPU init rule thread-bind, the GPU rule lists, and the check of GPU
+// states against code generation and the device's limits.
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "codegen/opencl/codegen_opencl.h"
+#include "lower/stmt_functor.h"
+#include "search/gpu_rules.h"
+#include "search/search_util.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+bool HasAttachedAt(const State& s, int stage_id, int node) {
+  for (const Stage& st : s.stages()) {
+    if (st.loc == ComputeLocKind::At && st.attach_stage == stage_id && st.attach_node == node) return true;
+  }
+  return false;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A stage tiled by the GPU rules: its first three spatial levels (one
+// iterator per axis each, "i.0 j.0 i.1 j.1 i.2 j.2") still unannotated.
+bool IsGpuTiled(const Stage& st) {
+  const int ns = static_cast<int>(st.op->axis.size());
+  if (ns == 0 || st.relations.empty() || st.num_iters() < 3 * ns) return false;
+  for (int k = 0; k < 3 * ns; ++k) {
+    const Iterator& it = st.iter(k);
+    if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None ||
+        !EndsWith(it.name, "." + std::to_string(k / ns)))
+      return false;
+  }
+  return true;
+}
+
+// The split steps that tiled the spatial axes of the stage named `name`
+// (found by replaying the steps: stage ids shift when stages are added).
+std::vector<int> SpatialTileSplits(const State& s, const std::string& name) {
+  std::vector<int> ids;
+  State r(s.init_dag());
+  for (int j = 0; j < static_cast<int>(s.steps().size()); ++j) {
+    const auto* sp = std::get_if<SplitStep>(&s.steps()[j]);
+    if (sp != nullptr && sp->lengths.size() >= 2 && r.stage(sp->stage_id).name() == name &&
+        r.stage(sp->stage_id).iter(sp->iter_id).kind == IteratorKind::Spatial)
+      ids.push_back(j);
+    r = r.Apply(s.steps()[j]);
+  }
+  return ids;
+}
+
+State FuseRange(const State& s, int stage_id, int first, int count) {
+  if (count <= 1) return s;
+  std::vector<int> ids(count);
+  for (int k = 0; k < count; ++k) ids[k] = first + k;
+  return s.Fuse(stage_id, ids);
+}
+
+// ---- thread-bind ----
+
+// Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x,
+// level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: all
+// loops fused and split by the consumer's work items per group (a follow
+// split of its tiles, so mutations keep them equal), the inner part bound to
+// threadIdx.x. Cross-thread reduction stages: the factored axis bound to
+// threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any
+// other root stage: its leading spatial loops fused and split by a random
+// number of work items (a power of two up to max_threads_per_block), bound
+// to blockIdx.x and threadIdx.x.
+class ThreadBindRule : public InitRule {
+ public:
+  std::string name() const override { return "thread-bind"; }
+  State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
+    State s = state;
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(ctx, s, id, rng);
+    }
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      const Stage& st = s.stage(id);
+      if (!HasLoops(s, id) || st.loc != ComputeLocKind::At || st.scope != MemScope::Shared) continue;
+      if (HasReduceIter(st)) {  // cross-thread reduction: the factored axis is the last spatial one
+        s = s.Annotate(id, static_cast<int>(st.op->axis.size()) - 1, IteratorAnnotation::ThreadIdxX);
+        continue;
+      }
+      const std::vector<int> splits = SpatialTileSplits(s, s.stage(st.attach_stage).name());
+      if (splits.empty()) continue;  // not a GPU-tiled consumer: work item 0 copies
+      s = FuseRange(s, id, 0, st.num_iters());
+      s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
+      s = s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
+    }
+    return s;
+  }
+
+ private:
+  static State BindRoot(const SketchContext& ctx, State s, int id, std::mt19937* rng) {
+    const Stage st = s.stage(id);
+    if (IsGpuTiled(st)) {
+      const int ns = static_cast<int>(st.op->axis.size());
+      const IteratorAnnotation levels[] = {IteratorAnnotation::BlockIdxX, IteratorAnnotation::VThread,
+                                           IteratorAnnotation::ThreadIdxX};
+      for (int level = 0; level < 3; ++level) {
+        s = FuseRange(s, id, level, ns);
+        s = s.Annotate(id, level, levels[level]);
+      }
+      return s;
+    }
+    int n = 0;
+    int64_t extent = 1;
+    bool attach = false;
+    for (; n < st.num_iters() && !attach; ++n) {
+      const Iterator& it = st.iter(n);
+      if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
+      extent *= std::max<int64_t>(1, it.extent);
+      attach = HasAttachedAt(s, id, st.leaves[n]);
+    }
+    if (n == 0 || (extent <= 1 && !attach)) return s;
+    s = FuseRange(s, id, 0, n);
+    // A stage computed inside: one group per iteration (its loops bind the threads).
+    if (attach) return s.Annotate(id, 0, IteratorAnnotation::BlockIdxX);
+    const int64_t max_threads = ctx.task.hardware_params.max_threads_per_block > 0
+                                    ? ctx.task.hardware_params.max_threads_per_block
+                                    : 256;
+    std::vector<int64_t> options;
+    for (int64_t t = 32; t <= max_threads; t *= 2) options.push_back(t);
+    if (options.empty()) options.push_back(max_threads);
+    const int64_t threads = std::min(extent, options[RandomIndex(rng, static_cast<int64_t>(options.size()))]);
+    if (threads >= extent) return s.Annotate(id, 0, IteratorAnnotation::ThreadIdxX);
+    s = s.Split(id, 0, {threads});
+    s = s.Annotate(id, 0, IteratorAnnotation::BlockIdxX);
+    return s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
+  }
+};
+
+// Vectorization on GPUs: on mobile GPUs (Mali), or when the parameters ask.
+class GpuVectorizeRule : public InitRule {
+ public:
+  std::string name() const override { return "vectorize"; }
+  State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
+    const std::string& device = ctx.task.target.device;
+    std::string lower(device.size(), ' ');
+    std::transform(device.begin(), device.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (!ctx.params.gpu_vectorize && lower.find("mali") == std::string::npos) return state;
+    return vectorize_->Apply(ctx, state, rng);
+  }
+
+ private:
+  std::shared_ptr<const InitRule> vectorize_ = MakeVectorizeRule();
+};
+
+// Bytes of the private buffers allocated inside the kernels (allocations
+// outside every loop are device buffers between kernels).
+int64_t PrivateBytes(const Stmt& s, bool in_kernel) {
+  if (!s.defined()) return 0;
+  int64_t total = 0;
+  if (const auto* a = s.as<AllocateNode>(); a && in_kernel && a->buffer->scope != MemScope::Shared)
+    total += BufferBytes(*a->buffer);
+  const bool inside = in_kernel || s.as<ForNode>() != nullptr;
+  if (const auto* f = s.as<ForNode>()) return total + PrivateBytes(f->body, inside);
+  if (const auto* a = s.as<AllocateNode>()) return total + PrivateBytes(a->body, inside);
+  if (const auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->seq) total += PrivateBytes(x, inside);
+    return total;
+  }
+  if (const auto* c = s.as<IfThenElseNode>())
+    return total + PrivateBytes(c->then_case, inside) + PrivateBytes(c->else_case, inside);
+  if (const auto* l = s.as<LetStmtNode>()) return total + PrivateBytes(l->body, inside);
+  if (const auto* p = s.as<PragmaNode>()) return total + PrivateBytes(p->body, inside);
+  return total;
+}
+
+int64_t MaxVThreadExtent(const Stmt& body) {
+  int64_t most = 0;
+  PostOrderVisitStmt(body, [&](const Stmt& x) {
+    int64_t extent = 0;
+    if (const auto* f = x.as<ForNode>();
+        f && f->for_kind == ForKind::VThread && GetConstInt(f->extent, &extent))
+      most = std::max(most, extent);
+  });
+  return most;
+}
+
+}  // namespace
+
+std::shared_ptr<const InitRule> MakeThreadBindRule() { return std::make_shared<ThreadBindRule>(); }
+
+InitRuleList DefaultGpuInitRules() {
+  return {MakeFillTileSizeRule(), MakeThreadBindRule(), MakeUnrollRule(),
+          std::make_shared<GpuVectorizeRule>()};
+}
+
+MutationRuleList DefaultGpuMutationRules() {
+  return {{MakeMutateTileSizeRule(), 0.90}, {MakeMutateAutoUnrollRule(), 0.10}};
+}
+
+InitRuleList DefaultInitRules(const SearchTask& task) {
+  return IsGpuTask(task) ? DefaultGpuInitRules() : DefaultCpuInitRules();
+}
+
+MutationRuleList DefaultMutationRules(const SearchTask& task) {
+  return IsGpuTask(task) ? DefaultGpuMutationRules() : DefaultCpuMutationRules();
+}
+
+std::string CheckGpuState(const SketchContext& ctx, const State&, const LoweredFunc& f,
+                          std::string* message) {
+  if (!IsGpuTask(ctx.task)) return "";
+  OpenCLProgramSpec spec;
+  try {
+    spec = GenerateOpenCL(f);
+  } catch (const std::exception& e) {
+    *message = e.what();
+    return "codegen";
+  }
+  const HardwareParams& hw = ctx.task.hardware_params;
+  std::ostringstream why;
+  for (const OpenCLKernelSpec& k : spec.kernels) {
+    const int64_t threads = k.group_size[0] * k.group_size[1] * k.group_size[2];
+    if (hw.max_threads_per_block > 0 && threads > hw.max_threads_per_block) {
+      why << "kernel " << k.name << " runs " << threads << " work items per group, more than "
+          << "max_threads_per_block " << hw.max_threads_per_block;
+    } else if (hw.max_shared_memory_per_block > 0 && k.local_memory_bytes > hw.max_shared_memory_per_block) {
+      why << "kernel " << k.name << " uses " << k.local_memory_bytes << " bytes of shared memory, more than "
+          << "max_shared_memory_per_block " << hw.max_shared_memory_per_block;
+    }
+    if (!why.str().empty()) break;
+  }
+  const int64_t vthreads = MaxVThreadExtent(f.body), private_bytes = PrivateBytes(f.body, false);
+  if (why.str().empty() && hw.max_vthread_extent > 0 && vthreads > hw.max_vthread_extent)
+    why << "a vthread loop of extent " << vthreads << " exceeds max_vthread_extent " << hw.max_vthread_extent;
+  if (why.str().empty() && hw.max_local_memory_per_block > 0 && private_bytes > hw.max_local_memory_per_block)
+    why << private_bytes << " bytes of private memory per work item exceed max_local_memory_per_block "
+        << hw.max_local_memory_per_block;
+  if (why.str().empty()) return "";
+  *message = why.str();
+  return "device_limits";
+}
+
+}  // namespace autosched

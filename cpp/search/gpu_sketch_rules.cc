@@ -1,0 +1,151 @@
+// The GPU sketch rules of their own (add-cache-read, cross-thread-reduction)
+// and the GPU rule list; the rules shared with CPUs are in sketch_rules.cc.
+#include <algorithm>
+
+#include "search/gpu_rules.h"
+#include "search/search_util.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+using Condition = SketchRule::Condition;
+using Results = std::vector<std::pair<State, int>>;
+
+// The stage a step inserted into `after` that `before` lacks (`after` has
+// one stage more; stage names are unique and kept by the steps).
+int InsertedStage(const State& before, const State& after) {
+  const int n = static_cast<int>(before.stages().size());
+  AS_ICHECK(static_cast<int>(after.stages().size()) == n + 1);
+  for (int k = 0; k < n; ++k) {
+    if (after.stage(k).name() != before.stage(k).name()) return k;
+  }
+  return n;
+}
+
+// The last iterator of the outermost reduce tile of a tiled stage (one
+// iterator per reduce axis, right after the spatial levels above it); -1
+// when the stage's leaves do not look like that.
+int LastOuterReduceIter(const Stage& st) {
+  const int num_reduce = static_cast<int>(st.op->reduce_axis.size());
+  int first = 0;
+  while (first < st.num_iters() && st.iter(first).kind != IteratorKind::Reduce) ++first;
+  const int last = first + num_reduce - 1;
+  if (num_reduce == 0 || last >= st.num_iters()) return -1;
+  for (int i = first; i <= last; ++i) {
+    if (st.iter(i).kind != IteratorKind::Reduce) return -1;
+  }
+  return last;
+}
+
+// ---- add-cache-read ----
+
+// A producer read by one consumer that multi-level tiling tiled is copied
+// into a "shared" stage computed at the consumer's outermost reduce tile:
+// the work items of a group fetch the tiles they all read together
+// (thread-bind splits the copy among them), once per outer reduce step.
+// Bound inference gives the shared stage the region of the whole group.
+// The producer is visited again (its consumer is now the shared stage, so
+// the other rules, e.g. always-inline for a padding stage, apply).
+class AddCacheReadRule : public SketchRule {
+ public:
+  std::string name() const override { return "add-cache-read"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    if (st.loc != ComputeLocKind::Root || st.scope == MemScope::Shared) return Condition::Skip;
+    const auto& consumers = s.dag().access(stage_id).consumers;
+    if (consumers.size() != 1) return Condition::Skip;
+    const int c = consumers[0];
+    const Stage& consumer = s.stage(c);
+    if (!NeedsMultiLevelTiling(s, c) || IsUntouched(consumer) || consumer.scope == MemScope::Shared)
+      return Condition::Skip;
+    return LastOuterReduceIter(consumer) >= 0 ? Condition::ApplyAndSkipRest : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const int consumer = s.dag().access(stage_id).consumers[0];
+    State r = s.Apply(CacheReadStep{stage_id, "shared", {consumer}});
+    const int cache = InsertedStage(s, r);
+    const int target = consumer + (consumer >= cache ? 1 : 0);
+    AS_CHECK(r.stage(target).name() == s.stage(consumer).name(),
+             "cache_read of '" << s.stage(stage_id).name() << "' moved its consumer unexpectedly");
+    r = r.ComputeAt(cache, target, LastOuterReduceIter(r.stage(target)));
+    return {{r, stage_id}};
+  }
+};
+
+// ---- cross-thread-reduction ----
+
+// A reduction with little spatial work (a row sum, softmax's denominator, a
+// layer norm's mean) gives each work item of a group a slice of every row:
+// its reduce axes are fused and split (the inner length, sampled later, is
+// the number of work items), the inner part is factored into a stage
+// "<name>.rf.shared" in shared memory (rfactor, then cache_write "shared"
+// with the global copy inlined) computed per group at the stage's fused
+// spatial loop, and the stage sums the slices. thread-bind binds the group
+// to blockIdx.x and the factored axis to threadIdx.x. Apply: the sketches
+// without it are kept too.
+class CrossThreadReductionRule : public SketchRule {
+ public:
+  std::string name() const override { return "cross-thread-reduction"; }
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (IsCacheWriteStage(s, stage_id) || st.op->axis.empty() || !HasReduceIter(st)) return Condition::Skip;
+    const int64_t spatial = SpatialProduct(st), reduce = ReduceProduct(st);
+    const HardwareParams& hw = ctx.task.hardware_params;
+    const bool little_spatial_work = NeedsMultiLevelTiling(s, stage_id)
+                                         ? spatial <= hw.max_threads_per_block && spatial < reduce
+                                         : reduce > std::max<int64_t>(1, hw.warp_size);
+    return little_spatial_work ? Condition::Apply : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    const int ns = static_cast<int>(st.op->axis.size());
+    State r = s;
+    if (st.num_iters() - ns > 1) {
+      std::vector<int> reduce_ids;
+      for (int i = ns; i < st.num_iters(); ++i) reduce_ids.push_back(i);
+      r = r.Fuse(stage_id, reduce_ids);
+    }
+    // Provisional length 1: sampled like an unknown one (IsRfactorSplit).
+    r = r.Split(stage_id, ns, {int64_t{1}});
+    r = r.Apply(RfactorStep{stage_id, ns + 1, ns});
+    r = r.Apply(CacheWriteStep{stage_id, "shared"});
+    // stage_id: <name>.rf.shared, + 1: <name>.rf (a copy), + 2: the stage.
+    AS_CHECK(r.stage(stage_id + 2).name() == st.name() && r.stage(stage_id).scope == MemScope::Shared,
+             "rfactor and cache_write of '" << st.name() << "' did not place their stages before it");
+    r = r.ComputeInline(stage_id + 1);
+    const int out = stage_id + 2;
+    if (ns > 1) {
+      std::vector<int> spatial_ids;
+      for (int i = 0; i < ns; ++i) spatial_ids.push_back(i);
+      r = r.Fuse(out, spatial_ids);
+    }
+    r = r.ComputeAt(stage_id, out, 0);
+    return {{r, stage_id - 1}};
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const SketchRule> MakeAddCacheReadRule() { return std::make_shared<AddCacheReadRule>(); }
+std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule() {
+  return std::make_shared<CrossThreadReductionRule>();
+}
+
+SketchRuleList DefaultGpuSketchRules() {
+  return {MakeAddCacheReadRule(),
+          MakeAlwaysInlineRule(),
+          MakeSimplifyComputeWithConstTensorRule(),
+          MakeCrossThreadReductionRule(),
+          MakeAddCacheWriteRule(/*gpu=*/true),
+          MakeMultiLevelTilingWithFusionRule(/*gpu=*/true),
+          MakeMultiLevelTilingRule(/*gpu=*/true),
+          MakeSkipStageRule()};
+}
+
+SketchRuleList DefaultSketchRules(const SearchTask& task) {
+  return IsGpuTask(task) ? DefaultGpuSketchRules() : DefaultCpuSketchRules();
+}
+
+}  // namespace autosched

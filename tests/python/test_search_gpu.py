@@ -1,0 +1,213 @@
+"""The GPU search rules (OpenCL targets): the sketches of a matmul, a conv2d (NCHW, padding 1), a batch
+matmul, softmax, layer norm and an element-wise op carry the steps of the rules that made them (shared cache
+reads, cross-thread reduction, cache write, tiling fused at level 3); every state sampled from them, on
+awkward shapes (primes, extent 1, non-dividing), builds for OpenCL on the machine's device (PoCL in CI) and
+equals the reference evaluator; on a Mali-like device (64 work items, 16 KiB shared memory, vthread 2) no
+sampled or mutated state exceeds the limits."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched import ops, search, te
+
+from schedule_helpers import assert_close, random_inputs
+
+needs_opencl = pytest.mark.skipif(not ans.opencl.available(),
+                                  reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
+
+
+def _ph(shape, name):
+    return te.placeholder(shape, name=name)
+
+
+def _matmul():
+    a, b = _ph((7, 13), "A"), _ph((13, 5), "B")
+    return [a, b, ops.matmul(a, b)]
+
+
+def _conv2d():
+    data, kernel = _ph((1, 3, 7, 5), "data"), _ph((4, 3, 3, 3), "kernel")
+    return [data, kernel, ops.conv2d_nchw(data, kernel, stride=1, padding=1)]
+
+
+def _batch_matmul():
+    x, y = _ph((3, 5, 7), "X"), _ph((3, 1, 7), "Y")
+    return [x, y, ops.batch_matmul(x, y)]
+
+
+def _softmax():
+    x = _ph((3, 37), "x")
+    return [x, ops.softmax(x)]
+
+
+def _layer_norm():
+    x, gamma, beta = _ph((1, 29), "x"), _ph((29,), "gamma"), _ph((29,), "beta")
+    return [x, gamma, beta, ops.layer_norm(x, gamma, beta)]
+
+
+def _elementwise():
+    x, y = _ph((7, 13, 5), "x"), _ph((7, 13, 5), "y")
+    return [x, y, ops.relu(ops.add(x, y))]
+
+
+# name -> (builder, step records that must appear in some sketch, in every sketch)
+CASES = {
+    "matmul": (_matmul, {"CHW", "CHR", "FSP"}, {"CHR"}),
+    "conv2d_nchw_pad1": (_conv2d, {"CHW", "CHR", "FSP"}, {"CHR"}),
+    "batch_matmul": (_batch_matmul, {"CHR", "FSP"}, set()),
+    "softmax": (_softmax, {"RF", "CHW"}, set()),
+    "layer_norm": (_layer_norm, {"RF", "CHW"}, set()),
+    "elementwise": (_elementwise, {"CI"}, set()),
+}
+
+
+def _task(dag, hardware_params=None):
+    return ans.SearchTask(compute_dag=dag, target="opencl", hardware_params=hardware_params)
+
+
+def _records(state):
+    return json.loads(state.to_json())
+
+
+def _rules_applied(state):
+    """What a sketch's steps say about the rules that made it (for the report in -s mode)."""
+    kinds = [r[0] for r in _records(state)]
+    rules = []
+    if "CHR" in kinds:
+        rules.append("add-cache-read")
+    if "RF" in kinds:
+        rules.append("cross-thread-reduction")
+    if any(r[0] == "CHW" and r[2] == "local" for r in _records(state)):
+        rules.append("add-cache-write")
+    if "FSP" in kinds:
+        rules.append("multi-level-tiling-with-fusion")
+    if "CI" in kinds:
+        rules.append("always-inline")
+    return rules or ["skip-stage"]
+
+
+def test_gpu_policy_lists_the_gpu_rules_in_order():
+    policy = search.SketchPolicy(_task(ans.ComputeDAG(_matmul())))
+    assert policy.sketch_rule_names == [
+        "add-cache-read", "always-inline", "simplify-compute-with-const-tensor", "cross-thread-reduction",
+        "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
+    assert policy.init_rule_names == ["fill-tile-size", "thread-bind", "unroll", "vectorize"]
+    assert policy.mutation_rule_names == ["tile-size", "auto-unroll"]
+    assert policy.mutation_probabilities == pytest.approx([0.9, 0.1])
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_gpu_sketches_carry_the_steps_of_their_rules(case):
+    builder, some, every = CASES[case]
+    policy = search.SketchPolicy(_task(ans.ComputeDAG(builder())))
+    sketches = policy.generate_sketches()
+    assert sketches and policy.rule_failures == []
+    kinds = [{r[0] for r in _records(s)} for s in sketches]
+    assert some <= set().union(*kinds), (case, kinds)
+    assert all(every <= k for k in kinds), (case, kinds)
+    print(f"\n{case}: {len(sketches)} sketches: " + "; ".join(", ".join(_rules_applied(s)) for s in sketches))
+    if case in ("softmax", "layer_norm"):  # the cross-thread stage lives in shared memory, bound per group
+        shared = [r for s in sketches for r in _records(s) if r[0] == "CHW" and r[2] == "shared"]
+        assert shared, case
+
+
+def _check_states(dag, task, states):
+    rng = np.random.default_rng(0)
+    arrays = random_inputs(dag, rng)
+    is_input = [t.op_kind == "placeholder" for t in dag.tensors]
+    expected = ans.evaluate(dag, [x for x, inp in zip(arrays, is_input) if inp])
+    for state in states:
+        got = [x.copy() for x in arrays]
+        mod = ans.build(dag, state, target="opencl")
+        mod(*got)
+        for out, want in zip([x for x, inp in zip(got, is_input) if not inp], expected):
+            assert_close(out, want, out.dtype, message=dag.print_python_steps(state))
+
+
+@needs_opencl
+@pytest.mark.parametrize("case", list(CASES))
+def test_sampled_gpu_states_match_the_reference_on_opencl(case):
+    dag = ans.ComputeDAG(CASES[case][0]())
+    task = _task(dag)
+    sketches = search.generate_sketches(task)
+    # 8 states per sketch (the multi-sketch reductions: 3, each build compiles several kernels on PoCL).
+    per_sketch = int(os.environ.get("AUTOSCHED_GPU_SKETCH_SAMPLES", 8 if len(sketches) == 1 else 3))
+    for k, sketch in enumerate(sketches):
+        states, drops = search.sample_init_population(task, per_sketch, seed=k, sketches=[sketch])
+        assert states, f"sketch {k} of {case}: nothing sampled, drops {drops}"
+        assert set(drops) <= {"duplicate", "device_limits"}, (case, k, drops)
+        bindings = {it.annotation for s in states for st in s.stages for it in st.iters}
+        assert "threadIdx.x" in bindings or "blockIdx.x" in bindings, case
+        _check_states(dag, task, states)
+
+
+MALI_LIKE = dict(max_threads_per_block=64, max_shared_memory_per_block=16 * 1024, max_vthread_extent=2)
+
+
+def _within_limits(dag, state):
+    """(work items per group, shared bytes, largest vthread extent) of a state, from its loops after bound
+    inference (a shared stage holds the product of its loop extents; float32 here)."""
+    bounded = dag.infer_bound(state)
+    vthread = max([it.extent for st in bounded.stages for it in st.iters if it.annotation == "vthread"],
+                  default=1)
+    threads = max(int(np.prod([it.extent for it in st.iters if it.annotation == "threadIdx.x"] or [1]))
+                  for st in bounded.stages)
+    shared = sum(4 * int(np.prod([it.extent for it in st.iters])) for st in bounded.stages if st.scope == "shared")
+    return threads, shared, vthread
+
+
+@pytest.mark.parametrize("case", ["matmul", "conv2d_nchw_pad1", "softmax"])
+def test_mali_like_limits_hold_for_sampled_and_mutated_states(case):
+    dag = ans.ComputeDAG(CASES[case][0]())
+    hw = ans.HardwareParams(target="opencl -device=mali", **MALI_LIKE)
+    task = _task(dag, hw)
+    states, drops = search.sample_init_population(task, 12, seed=2)
+    assert states, drops
+    mutated = []
+    for n, state in enumerate(states):
+        new, failure, _ = search.mutate(task, state, seed=n)
+        if new is not None:
+            mutated.append(new)
+        else:
+            assert failure, failure
+    for state in states + mutated:
+        threads, shared, vthread = _within_limits(dag, state)
+        assert threads <= 64 and shared <= 16 * 1024 and vthread <= 2, (threads, shared, vthread, state)
+
+
+def test_states_beyond_the_device_are_dropped_with_a_reason():
+    a, b = _ph((256, 256), "A"), _ph((256, 256), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    hw = ans.HardwareParams(target="opencl", max_threads_per_block=4, max_shared_memory_per_block=64 * 1024,
+                            max_vthread_extent=1, max_local_memory_per_block=1 << 20)
+    states, drops = search.sample_init_population(_task(dag, hw), 8, seed=0)
+    assert drops.get("device_limits", 0) > 0, drops
+    for state in states:
+        threads, _, vthread = _within_limits(dag, state)
+        assert threads <= 4 and vthread <= 1
+
+
+def test_gpu_search_round_proposes_new_states():
+    dag = ans.ComputeDAG(_matmul())
+    policy = search.SketchPolicy(_task(dag), search.SearchParams(evolutionary_search_population=64,
+                                                                 evolutionary_search_num_iters=2))
+    batch = policy.continue_search_one_round(8)
+    assert 0 < len(batch) <= 8
+    assert policy.last_round["mutated"] > 0, policy.last_round
+    assert len({s.to_json() for s in batch}) == len(batch)
+
+
+def test_cost_model_features_see_the_gpu_bindings_and_shared_memory():
+    from autosched.cost_model import extract_features, feature_names
+    a, b = _ph((64, 48), "A"), _ph((48, 32), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    task = _task(dag)
+    states, _ = search.sample_init_population(task, 4, seed=0)
+    names = feature_names()
+    for rows, error in extract_features(task, states):
+        assert error == "" and rows.shape[0] >= 1
+        row = dict(zip(names, rows.max(axis=0)))
+        assert row["is_gpu"] > 0 and row["blockIdx_x_len"] > 0 and row["shared_bytes_per_block"] > 0, row
