@@ -111,6 +111,7 @@ void BindMeasurer(py::module_& m) {
              r.repeat = o["repeat"].cast<int>();
              r.min_repeat_ms = o["min_repeat_ms"].cast<double>();
              r.max_repeat = o["max_repeat"].cast<int64_t>();
+             r.max_device_runs = o["max_device_runs"].cast<int64_t>();
              r.cooldown_s = o["cooldown_s"].cast<double>();
              r.flush_cache = o["flush_cache"].cast<bool>();
              r.peak_flops = o["peak_flops"].cast<double>();
@@ -123,6 +124,8 @@ void BindMeasurer(py::module_& m) {
              r.faults.crash = f["crash"].cast<double>();
              r.faults.hang = f["hang"].cast<double>();
              r.faults.zero_time = f["zero_time"].cast<double>();
+             r.faults.near_zero_time = f["near_zero_time"].cast<double>();
+             r.faults.launch_error = f["launch_error"].cast<double>();
              r.faults.seed = o["fault_seed"].cast<uint64_t>();
              return std::make_unique<LocalMeasurer>(b, r, std::move(worker_path));
            }),

@@ -3,8 +3,12 @@
 #include <exception>
 
 #include "codegen/build.h"
+#include "codegen/opencl/default_schedule.h"
 #include "lower/lower.h"
 #include "support/error.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_module.h"
+#endif
 
 namespace autosched {
 namespace {
@@ -16,27 +20,37 @@ BuiltCandidate Failed(MeasureError error, const std::string& stage, const std::e
   return out;
 }
 
+Module BuildFor(const LoweredFunc& f, const Target& target, const HardwareParams& params) {
+#ifdef AUTOSCHED_HAS_OPENCL
+  if (target.kind == TargetKind::OpenCL) {
+    OpenCLLimits limits;
+    limits.max_threads_per_block = params.max_threads_per_block;
+    limits.max_local_memory_bytes = params.max_shared_memory_per_block;
+    return BuildOpenCL(f, target, limits);
+  }
+#endif
+  return Build(f, target);
+}
+
 }  // namespace
 
-BuiltCandidate LowerAndBuild(const State& state, const Target& target) {
-  if (target.kind == TargetKind::OpenCL) {
-    BuiltCandidate out;
-    out.error = MeasureError::Compile;
-    out.error_msg =
-        "measuring OpenCL candidates is not supported yet (build them with autosched.build and time "
-        "them with the module's time_evaluator)";
-    return out;
-  }
+BuiltCandidate LowerAndBuild(const State& state, const Target& target, const HardwareParams& params) {
   LoweredFunc f;
   try {
-    f = Lower(state);
+    // As autosched.build does: a state without GPU bindings gets the default
+    // GPU schedule on an OpenCL target.
+    f = Lower(target.kind == TargetKind::OpenCL ? BindDefaultGpuThreads(state) : state);
   } catch (const std::exception& e) {
     return Failed(MeasureError::Lower, "lowering failed", e);
   }
   try {
     BuiltCandidate out;
-    out.module = Build(f, target);
+    out.module = BuildFor(f, target, params);
     return out;
+#ifdef AUTOSCHED_HAS_OPENCL
+  } catch (const OpenCLLimitError& e) {
+    return Failed(MeasureError::Compile, "refused: the candidate exceeds the device's limits", e);
+#endif
   } catch (const std::exception& e) {
     return Failed(MeasureError::Compile, "code generation failed", e);
   }

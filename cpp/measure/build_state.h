@@ -17,7 +17,13 @@ struct BuiltCandidate {
 
 // Never throws for a problem of the state: errors of lowering are Lower,
 // errors of code generation (and a target this build cannot compile for) are
-// Compile, with the message of the failing stage.
-BuiltCandidate LowerAndBuild(const State& state, const Target& target);
+// Compile, with the message of the failing stage. On an OpenCL target a state
+// without GPU bindings gets the default GPU schedule (as autosched.build), and
+// a kernel beyond the device's limits or those of `params`
+// (max_threads_per_block, max_shared_memory_per_block; 0: none) is refused
+// before it is built: Compile, "refused: the candidate exceeds the device's
+// limits: ...".
+BuiltCandidate LowerAndBuild(const State& state, const Target& target,
+                             const HardwareParams& params = HardwareParams());
 
 }  // namespace autosched

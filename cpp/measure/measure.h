@@ -82,11 +82,20 @@ struct BuilderOptions {
 // repeats exactly.
 struct FaultInjection {
   double wrong_result = 0;  // the output is perturbed before verification -> wrong_answer
-  double crash = 0;         // the worker raises SIGSEGV while running it -> runtime
+  double crash = 0;         // the worker raises SIGSEGV after the kernel's first run -> runtime
   double hang = 0;          // the worker loops forever while running it -> run_timeout
   double zero_time = 0;     // the worker reports a time of 0 -> implausible
   uint64_t seed = 0;
-  bool any() const { return wrong_result > 0 || crash > 0 || hang > 0 || zero_time > 0; }
+  // The worker reports 1e-18 s per run (positive, but faster than any
+  // hardware) -> implausible, by the peak FLOP/s and bandwidth bound.
+  double near_zero_time = 0;
+  // OpenCL targets only: the kernel is launched with a work group larger than
+  // the device allows, so the driver refuses the launch -> runtime.
+  double launch_error = 0;
+  bool any() const {
+    return wrong_result > 0 || crash > 0 || hang > 0 || zero_time > 0 || near_zero_time > 0 ||
+           launch_error > 0;
+  }
 };
 
 // How outputs are checked before a time counts (verifier.h).
@@ -108,6 +117,13 @@ struct RunnerOptions {
   double min_repeat_ms = 100;
   // The most runs one repeat may grow to while reaching min_repeat_ms.
   int64_t max_repeat = 1000000;
+  // OpenCL targets: the most kernel runs the timing of one candidate may
+  // launch over all its repeats: `repeat` is capped at it and each repeat at
+  // max(1, max_device_runs / repeat) runs (with max_repeat), so that a slow
+  // kernel or a long queue of tiny ones cannot hold the worker for minutes
+  // (the timeout still applies). Profiling events time the device itself,
+  // so few runs suffice.
+  int64_t max_device_runs = 1000;
   double cooldown_s = 0;     // pause before each candidate's run
   bool flush_cache = false;  // overwrite a large buffer before each repeat
   // Plausibility bounds; 0 derives them from the task (verifier.h).

@@ -28,6 +28,7 @@ nlohmann::json RunMessage(int id, const Candidate& c, const RunnerOptions& o) {
           {"repeat", o.repeat},
           {"min_repeat_ms", o.min_repeat_ms},
           {"max_repeat", o.max_repeat},
+          {"max_device_runs", o.max_device_runs},
           {"flush_cache", o.flush_cache}};
 }
 
@@ -65,6 +66,13 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
     pool->built(w).erase(pool->built(w).begin());
     if (status == WorkerProcess::Status::Ok) {
       TakeRunReply(reply, bound, &c);
+      // The worker asks to be replaced (a failed OpenCL run may leave its
+      // context unusable): its other candidates are built again elsewhere,
+      // which is not their loss, so no requeue is counted.
+      if (reply.value("restart", false)) {
+        for (int other : pool->Lose(w)) (*batch)[other].phase = Candidate::Phase::ToBuild;
+        return;
+      }
       continue;
     }
     if (status == WorkerProcess::Status::Closed) {
@@ -92,14 +100,15 @@ void CheckRunnerOptions(const RunnerOptions& r) {
   AS_CHECK(r.repeat >= 1, "repeat must be at least 1, got " << r.repeat);
   AS_CHECK(r.min_repeat_ms >= 0, "min_repeat_ms must not be negative, got " << r.min_repeat_ms);
   AS_CHECK(r.max_repeat >= 1, "max_repeat must be at least 1, got " << r.max_repeat);
+  AS_CHECK(r.max_device_runs >= 1, "max_device_runs must be at least 1, got " << r.max_device_runs);
   AS_CHECK(r.cooldown_s >= 0, "cooldown_s must not be negative, got " << r.cooldown_s);
   AS_CHECK(r.peak_flops >= 0 && r.peak_bandwidth >= 0, "peak_flops and peak_bandwidth must not be negative");
   AS_CHECK(r.verify.num_points >= 1, "the verifier needs at least one point, got " << r.verify.num_points);
   const FaultInjection& f = r.faults;
-  for (double p : {f.wrong_result, f.crash, f.hang, f.zero_time}) {
+  for (double p : {f.wrong_result, f.crash, f.hang, f.zero_time, f.near_zero_time, f.launch_error}) {
     AS_CHECK(p >= 0 && p <= 1, "injected fault shares must lie in [0, 1], got " << p);
   }
-  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time <= 1 + 1e-12,
+  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time + f.near_zero_time + f.launch_error <= 1 + 1e-12,
            "injected fault shares must add up to at most 1");
 }
 
@@ -129,8 +138,12 @@ std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
   z ^= z >> 31;
   double offset = static_cast<double>(z >> 11) / static_cast<double>(1ull << 53);
   double u = std::fmod(offset + static_cast<double>(sequence) * 0.6180339887498949, 1.0);
-  const std::pair<double, const char*> shares[] = {
-      {f.wrong_result, "wrong_result"}, {f.crash, "crash"}, {f.hang, "hang"}, {f.zero_time, "zero_time"}};
+  const std::pair<double, const char*> shares[] = {{f.wrong_result, "wrong_result"},
+                                                   {f.crash, "crash"},
+                                                   {f.hang, "hang"},
+                                                   {f.zero_time, "zero_time"},
+                                                   {f.near_zero_time, "near_zero_time"},
+                                                   {f.launch_error, "launch_error"}};
   for (const auto& [p, name] : shares) {
     if (u < p) return name;
     u -= p;
@@ -140,6 +153,8 @@ std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
 
 std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const std::vector<State>& states) {
   std::lock_guard<std::mutex> lock(mutex_);
+  AS_CHECK(runner_.faults.launch_error == 0 || task.target.kind == TargetKind::OpenCL,
+           "the injected fault launch_error needs an OpenCL target, got '" << task.target.str() << "'");
   const VerifyOptions& v = runner_.verify;
   pool_.SetTask(
       {{"cmd", "init"},

@@ -33,7 +33,7 @@ using InterruptCheck = std::function<bool()>;
 struct Candidate {
   enum class Phase : uint8_t { ToBuild, Built, Done };
   nlohmann::json steps;        // State::ToJson
-  std::string fault = "none";  // FaultInjection: "none", "wrong_result", "crash", "hang", "zero_time"
+  std::string fault = "none";  // a FaultInjection kind ("wrong_result", "crash", ...) or "none"
   Phase phase = Phase::ToBuild;
   MeasureResult result;
   double seconds = 0;  // wall time spent on it so far (builds and run)

@@ -8,6 +8,9 @@
 #include <thread>
 
 #include "dag/evaluator.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_device.h"
+#endif
 #include "support/error.h"
 
 namespace autosched {
@@ -300,8 +303,53 @@ double PlausibilityBound::min_seconds() const {
   double t = 0;
   if (peak_flops > 0) t = std::max(t, flop_ct / peak_flops);
   if (peak_bandwidth > 0) t = std::max(t, min_bytes / peak_bandwidth);
-  return t;
+  return t / kPeakMargin;
 }
+
+namespace {
+
+// True when the target's code runs on a CPU: llvm, and OpenCL on a CPU device
+// (PoCL, by family name or as the device the target selects here).
+bool RunsOnCpu(const Target& target) {
+  if (target.kind == TargetKind::LLVM || target.device == "pocl") return true;
+  if (target.device == "nvidia" || target.device == "mali") return false;
+#ifdef AUTOSCHED_HAS_OPENCL
+  try {
+    if (!ListOpenCLDevices().empty()) return !SelectOpenCLDevice(target).is_gpu;
+  } catch (const std::exception&) {  // no such device here: measuring it fails anyway
+  }
+#endif
+  return false;
+}
+
+void DeriveCpuPeaks(const HardwareParams& hw, int min_element_bytes, PlausibilityBound* b) {
+  constexpr double kClockHz = 6e9, kFmaUnits = 2, kFlopPerFma = 2, kVectorsPerCycle = 3;
+  double cores = hw.num_cores > 0 ? static_cast<double>(hw.num_cores)
+                                  : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  double vector_bytes = static_cast<double>(std::max<int64_t>(hw.vector_unit_bytes, 16));
+  b->peak_flops = cores * kFmaUnits * kFlopPerFma * (vector_bytes / min_element_bytes) * kClockHz;
+  b->peak_bandwidth = std::max(1e12, cores * kVectorsPerCycle * vector_bytes * kClockHz);
+  b->origin = "derived for a CPU of " + std::to_string(static_cast<int64_t>(cores)) + " cores";
+}
+
+void DeriveGpuPeaks(const Target& target, const HardwareParams& hw, int min_element_bytes,
+                    PlausibilityBound* b) {
+  const bool mali = target.device == "mali";
+  const double units = static_cast<double>(std::max<int64_t>(1, hw.num_cores));
+  const double clock = hw.clock_mhz > 0 ? static_cast<double>(hw.clock_mhz) * 1e6 : (mali ? 1.5e9 : 3e9);
+  // FP32 lanes per compute unit (an NVIDIA SM has 128, an AMD CU 64 issuing
+  // two per cycle, a Mali core fewer); 16-bit data may go twice as fast.
+  const double lanes = (mali ? 64 : 128) * (min_element_bytes <= 2 ? 2 : 1);
+  constexpr double kFlopPerFma = 2, kBytesPerCycle = 256;
+  b->peak_flops = units * lanes * kFlopPerFma * clock;
+  b->peak_bandwidth = units * kBytesPerCycle * clock;
+  std::ostringstream ss;
+  ss << "derived for " << hw.num_cores << " compute units at " << clock * 1e-6 << " MHz"
+     << (hw.clock_mhz > 0 ? "" : " (clock_mhz unknown: assumed)");
+  b->origin = ss.str();
+}
+
+}  // namespace
 
 PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_flops, double peak_bandwidth) {
   PlausibilityBound b;
@@ -311,21 +359,18 @@ PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_fl
     min_element_bytes = std::min(min_element_bytes, t->dtype.bytes());
   for (const Tensor& t : task.compute_dag.tensors()) b.min_bytes += static_cast<double>(TensorBytes(t));
   const HardwareParams& hw = task.hardware_params;
-  double cores = hw.num_cores > 0 ? static_cast<double>(hw.num_cores)
-                                  : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
-  double vector_bytes = static_cast<double>(std::max<int64_t>(hw.vector_unit_bytes, 16));
-  bool cpu = task.target.kind == TargetKind::LLVM || task.target.device == "pocl";
-  if (cpu) {
-    constexpr double kClockHz = 6e9, kFmaUnits = 2, kFlopPerFma = 2, kVectorsPerCycle = 3;
-    b.peak_flops = cores * kFmaUnits * kFlopPerFma * (vector_bytes / min_element_bytes) * kClockHz;
-    b.peak_bandwidth = std::max(1e12, cores * kVectorsPerCycle * vector_bytes * kClockHz);
+  if (RunsOnCpu(task.target)) {
+    DeriveCpuPeaks(hw, min_element_bytes, &b);
   } else {
-    bool mali = task.target.device == "mali";
-    double clock = mali ? 1.5e9 : 3e9;
-    double lanes = (mali ? 64 : 128) * (min_element_bytes <= 2 ? 2 : 1);
-    b.peak_flops = cores * lanes * 2 * clock;
-    b.peak_bandwidth = cores * 256 * clock;
+    DeriveGpuPeaks(task.target, hw, min_element_bytes, &b);
   }
+  // Given peaks replace derived ones: the runner's options first, then the
+  // task's hardware parameters.
+  if (hw.peak_gflops > 0 || hw.peak_bandwidth_gbs > 0)
+    b.origin = "the task's hardware parameters, else " + b.origin;
+  if (hw.peak_gflops > 0) b.peak_flops = static_cast<double>(hw.peak_gflops) * 1e9;
+  if (hw.peak_bandwidth_gbs > 0) b.peak_bandwidth = static_cast<double>(hw.peak_bandwidth_gbs) * 1e9;
+  if (peak_flops > 0 || peak_bandwidth > 0) b.origin = "the runner's options, else " + b.origin;
   if (peak_flops > 0) b.peak_flops = peak_flops;
   if (peak_bandwidth > 0) b.peak_bandwidth = peak_bandwidth;
   return b;
@@ -344,7 +389,8 @@ std::string CheckPlausible(const std::vector<double>& costs, const PlausibilityB
     if (c < floor) {
       ss << "measured time " << c << " s is faster than the hardware allows: " << bound.flop_ct << " FLOP at "
          << bound.peak_flops << " FLOP/s and " << bound.min_bytes << " bytes at " << bound.peak_bandwidth
-         << " bytes/s need at least " << floor << " s";
+         << " bytes/s need at least " << floor * kPeakMargin << " s (peaks: " << bound.origin
+         << "; refused below 1/" << kPeakMargin << " of that)";
       return ss.str();
     }
   }

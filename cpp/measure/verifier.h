@@ -25,8 +25,9 @@
 // Plausible before best: a time is implausible when it is not a positive
 // finite number, or when it is shorter than the task needs on the best
 // hardware it could run on: flop_ct / peak FLOP/s, or the bytes of all
-// arguments / peak bandwidth. The peaks are generous upper bounds derived from
-// HardwareParams and the target (see DerivePlausibilityBound), or given.
+// arguments / peak bandwidth, over a margin (kPeakMargin). The peaks are
+// generous upper bounds derived from HardwareParams and the target (see
+// DerivePlausibilityBound), or given.
 #pragma once
 
 #include <memory>
@@ -71,24 +72,34 @@ class TestData {
   bool whole_ = true;
 };
 
+// A time below the shortest the peaks allow, divided by this margin, is
+// impossible: the margin covers boost clocks and how flops are counted.
+constexpr double kPeakMargin = 1.5;
+
 struct PlausibilityBound {
   double flop_ct = 0;
   double min_bytes = 0;  // bytes of every argument of the DAG
   double peak_flops = 0;
   double peak_bandwidth = 0;
-  // The shortest time the task could take.
+  std::string origin;  // where the peaks come from, for messages
+  // The shortest time accepted: the time the peaks allow, over kPeakMargin.
   double min_seconds() const;
 };
 
-// Peak FLOP/s and bytes/s for the task's target, unless given (> 0):
-//  CPU (llvm, and opencl -device=pocl): num_cores x 2 FMA units x 2 FLOP x
-//    lanes x 6 GHz, lanes = vector_unit_bytes / the smallest element size of
-//    the DAG; bandwidth max(1 TB/s, num_cores x 3 vectors per cycle (two loads
-//    and a store from L1) x vector_unit_bytes x 6 GHz), since arguments may
-//    sit in cache between runs.
-//  GPU (opencl): num_cores x lanes per compute unit (mali 64, others 128; x2
-//    for 16-bit data) x 2 FLOP x clock (mali 1.5 GHz, others 3 GHz);
-//    bandwidth num_cores x 256 bytes per cycle x the clock.
+// Peak FLOP/s and bytes/s of the task's hardware. Given values win: the
+// runner's peak_flops / peak_bandwidth (> 0), then the task's
+// HardwareParams::peak_gflops / peak_bandwidth_gbs (> 0); otherwise derived:
+//  CPU (llvm, and OpenCL on a CPU device: -device=pocl, or a device of this
+//    machine that is not a GPU): num_cores x 2 FMA units x 2 FLOP x lanes x
+//    6 GHz, lanes = vector_unit_bytes / the smallest element size of the DAG;
+//    bandwidth max(1 TB/s, num_cores x 3 vectors per cycle (two loads and a
+//    store from L1) x vector_unit_bytes x 6 GHz), since arguments may sit in
+//    cache between runs.
+//  GPU (other opencl): num_cores (compute units) x lanes per compute unit
+//    (mali 64, others 128; x2 for 16-bit data) x 2 FLOP x clock; bandwidth
+//    num_cores x 256 bytes per cycle x clock (arguments may sit in the L2
+//    cache between runs). The clock is HardwareParams::clock_mhz (queried from
+//    a device of this machine), else mali 1.5 GHz, others 3 GHz.
 PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_flops = 0,
                                           double peak_bandwidth = 0);
 

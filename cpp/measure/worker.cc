@@ -19,6 +19,9 @@
 #include "measure/protocol.h"
 #include "measure/verifier.h"
 #include "support/error.h"
+#ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_module.h"
+#endif
 
 namespace autosched {
 namespace {
@@ -39,6 +42,7 @@ class Worker {
   json BuildOne(const json& msg);
   json RunOne(const json& msg);
   std::vector<double> Time(const Module& mod, const json& msg, double first_run_seconds);
+  std::string FirstRun(const Module& mod, const std::string& fault, double* seconds);
 
   std::optional<SearchTask> task_;
   std::unique_ptr<TestData> data_;
@@ -88,7 +92,7 @@ json Worker::BuildOne(const json& msg) {
   } catch (const std::exception& e) {
     return Reply(id, MeasureError::Instantiation, std::string("the steps do not apply: ") + e.what());
   }
-  BuiltCandidate built = LowerAndBuild(*state, task_->target);
+  BuiltCandidate built = LowerAndBuild(*state, task_->target, task_->hardware_params);
   json reply = Reply(id, built.error, built.error_msg);
   if (built.module) modules_.insert_or_assign(id.get<int64_t>(), std::move(*built.module));
   reply["seconds"] = SecondsSince(start);
@@ -99,11 +103,21 @@ json Worker::BuildOne(const json& msg) {
 // min_repeat_ms (at most max_repeat runs). The verification run, which took
 // first_run_seconds, was the warm-up; a kernel that alone fills min_repeat_ms
 // is timed one run per repeat, so slow candidates fit in the timeout.
+//
+// On an OpenCL target the runs of all repeats together are capped at
+// max_device_runs (RunnerOptions): `repeat` at it, each repeat at
+// max(1, max_device_runs / repeat) runs.
 std::vector<double> Worker::Time(const Module& mod, const json& msg, double first_run_seconds) {
   int64_t number = std::max<int64_t>(1, msg.at("number").get<int64_t>());
-  const int repeat = std::max(1, msg.at("repeat").get<int>());
+  int repeat = std::max(1, msg.at("repeat").get<int>());
   const double min_ms = msg.at("min_repeat_ms").get<double>();
-  const int64_t max_number = std::max<int64_t>(number, msg.at("max_repeat").get<int64_t>());
+  int64_t max_number = std::max<int64_t>(number, msg.at("max_repeat").get<int64_t>());
+  if (task_->target.kind == TargetKind::OpenCL) {
+    const int64_t cap = std::max<int64_t>(1, msg.value("max_device_runs", int64_t{1000}));
+    repeat = static_cast<int>(std::min<int64_t>(repeat, cap));
+    max_number = std::min<int64_t>(max_number, std::max<int64_t>(1, cap / repeat));
+    number = std::min(number, max_number);
+  }
   const bool flush = msg.at("flush_cache").get<bool>();
   if (first_run_seconds * 1e3 >= min_ms) number = 1;
   std::vector<CallArg> args = data_->CallArgs();
@@ -125,6 +139,26 @@ std::vector<double> Worker::Time(const Module& mod, const json& msg, double firs
   return costs;
 }
 
+// Runs the kernel once on poisoned outputs (the verification run). "" when it
+// ran, else why it failed.
+std::string Worker::FirstRun(const Module& mod, const std::string& fault, double* seconds) {
+#ifdef AUTOSCHED_HAS_OPENCL
+  struct LaunchFault {  // on for this run only
+    explicit LaunchFault(bool on) { SetOpenCLLaunchFaultForTesting(on); }
+    ~LaunchFault() { SetOpenCLLaunchFaultForTesting(false); }
+  } launch_fault(fault == "launch_error");
+#endif
+  try {
+    data_->PoisonOutputs();
+    const auto call_start = Clock::now();
+    mod.Call(data_->CallArgs());
+    *seconds = SecondsSince(call_start);
+  } catch (const std::exception& e) {
+    return std::string("the kernel failed: ") + e.what();
+  }
+  return "";
+}
+
 json Worker::RunOne(const json& msg) {
   const json& id = msg.at("id");
   auto it = modules_.find(id.get<int64_t>());
@@ -132,22 +166,24 @@ json Worker::RunOne(const json& msg) {
   Module mod = std::move(it->second);
   modules_.erase(it);
   const std::string fault = msg.value("fault", "none");
-  if (fault == "crash") {
-    signal(SIGSEGV, SIG_DFL);
-    raise(SIGSEGV);
-  }
+  AS_CHECK(fault != "launch_error" || task_->target.kind == TargetKind::OpenCL,
+           "the launch_error fault needs an OpenCL target");
   if (fault == "hang") {
     volatile uint64_t spins = 0;
     while (true) spins = spins + 1;
   }
   double first_run_seconds = 0;
-  try {
-    data_->PoisonOutputs();
-    const auto call_start = Clock::now();
-    mod.Call(data_->CallArgs());
-    first_run_seconds = SecondsSince(call_start);
-  } catch (const std::exception& e) {
-    return Reply(id, MeasureError::Runtime, std::string("the kernel failed: ") + e.what());
+  std::string failed = FirstRun(mod, fault, &first_run_seconds);
+  if (!failed.empty()) {
+    json reply = Reply(id, MeasureError::Runtime, failed);
+    // A failed OpenCL run may leave the context unusable (an out-of-bounds
+    // access on NVIDIA does): the supervisor replaces this worker.
+    if (task_->target.kind == TargetKind::OpenCL) reply["restart"] = true;
+    return reply;
+  }
+  if (fault == "crash") {  // after the first run: the device's context and buffers are in use
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
   }
   if (fault == "wrong_result") data_->PerturbOutputs();
   std::string mismatch = data_->Compare(task_->target.HasOption("fast-math"));
@@ -156,9 +192,11 @@ json Worker::RunOne(const json& msg) {
   try {
     std::vector<double> costs = Time(mod, msg, first_run_seconds);
     if (fault == "zero_time") costs.assign(costs.size(), 0.0);
+    if (fault == "near_zero_time") costs.assign(costs.size(), 1e-18);
     reply["costs"] = costs;
   } catch (const std::exception& e) {
-    return Reply(id, MeasureError::Runtime, std::string("timing failed: ") + e.what());
+    reply = Reply(id, MeasureError::Runtime, std::string("timing failed: ") + e.what());
+    if (task_->target.kind == TargetKind::OpenCL) reply["restart"] = true;
   }
   return reply;
 }

@@ -78,18 +78,21 @@ struct Target {
 // One line per field: X(name, default, doc). The struct, its JSON form and the
 // Python keywords all come from this list. Values of 0 mean "does not apply"
 // (e.g. thread limits on a CPU).
-#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                  \
-  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                             \
-  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")    \
-  X(cache_line_bytes, 64, "bytes per cache line")                                            \
-  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")  \
-  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")    \
-  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")    \
-  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                              \
-  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit") \
-  X(l1_cache_bytes, 0, "CPU: bytes of level-1 data cache per core; 0 where unknown")         \
-  X(l2_cache_bytes, 0, "CPU: bytes of level-2 cache per core; 0 where unknown")              \
-  X(l3_cache_bytes, 0, "CPU: bytes of the level-3 cache (shared); 0 where unknown")
+#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                     \
+  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                                \
+  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")       \
+  X(cache_line_bytes, 64, "bytes per cache line")                                               \
+  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")     \
+  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")       \
+  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")       \
+  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                                 \
+  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit")    \
+  X(l1_cache_bytes, 0, "CPU: bytes of level-1 data cache per core; 0 where unknown")            \
+  X(l2_cache_bytes, 0, "CPU: bytes of level-2 cache per core; 0 where unknown")                 \
+  X(l3_cache_bytes, 0, "CPU: bytes of the level-3 cache (shared); 0 where unknown")             \
+  X(clock_mhz, 0, "GPU: the compute units' maximum clock in MHz; 0 where unknown")              \
+  X(peak_gflops, 0, "GFLOP/s no run can beat (measurement's plausibility check); 0: derive it") \
+  X(peak_bandwidth_gbs, 0, "GB/s of memory traffic no run can beat (plausibility); 0: derive it")
 
 struct HardwareParams {
 #define AUTOSCHED_DECLARE_FIELD(name, default_value, doc) int64_t name = default_value;
@@ -112,11 +115,13 @@ struct HardwareParams {
 //                  64 KiB private, vthread 4;
 //          pocl (OpenCL on the CPU) and generic (no -device): host cores
 //                  (generic: 16 units), warp 1, 256 threads, 32 KiB shared,
-//                  64 KiB private, vthread 4.
+//                  64 KiB private, vthread 4; clock_mhz 0 (unknown).
 //          a -device= naming a device of this machine otherwise (an index,
 //                  or other text, e.g. "opencl -device=0"): queried from it
 //                  (runtime/opencl/opencl_device.h, OpenCLHardwareParams).
 //          -num-cores= overrides the number of compute units.
+//  peak_gflops and peak_bandwidth_gbs are 0 everywhere: the measurement
+//  derives its bounds (measure/verifier.h) unless they are set.
 HardwareParams DefaultHardwareParams(const Target& target);
 
 }  // namespace autosched

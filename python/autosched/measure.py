@@ -12,9 +12,16 @@ batch goes on. No time counts unless the candidate's output matched the referenc
 a time faster than the hardware allows is flagged ``implausible``. Workers are kept between calls of ``measure``
 with the same runner and re-initialised for a new task.
 
-``LocalRunner(inject_faults={"wrong_result": p, "crash": p, "hang": p, "zero_time": p})`` gives that share of
-candidates a fault (deterministic from ``fault_seed``) to test what consumes results: they are recorded as
-``wrong_answer``, ``runtime`` (a worker killed by SIGSEGV), ``run_timeout`` and ``implausible``.
+OpenCL targets (``opencl -device=...``) are measured the same way: each worker makes its OpenCL context on first
+use, the kernels are timed with profiling events, at most ``max_device_runs`` runs per candidate; a failed launch
+is a ``runtime`` error naming the OpenCL error (the worker is then replaced), a kernel beyond the device's work-group
+or local-memory limits a ``compile`` error before anything is built.
+
+``LocalRunner(inject_faults={"wrong_result": p, "crash": p, "hang": p, "zero_time": p, "near_zero_time": p,
+"launch_error": p})`` gives that share of candidates a fault (deterministic from ``fault_seed``) to test what
+consumes results: they are recorded as ``wrong_answer``, ``runtime`` (a worker killed by SIGSEGV), ``run_timeout``,
+``implausible`` (a time of 0, or of 1e-18 s: faster than the hardware allows) and ``runtime`` (OpenCL only: the
+driver refuses a launch with an oversized work group).
 """
 import os
 
@@ -24,7 +31,7 @@ from ._core import MeasureErrorNo, MeasureResult
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "measure",
            "worker_path"]
 
-FAULT_KINDS = ("wrong_result", "crash", "hang", "zero_time")
+FAULT_KINDS = ("wrong_result", "crash", "hang", "zero_time", "near_zero_time", "launch_error")
 
 
 def worker_path():
@@ -79,17 +86,21 @@ class LocalRunner:
     timeout: seconds to verify and time one candidate (then ``run_timeout``).
     number, repeat, min_repeat_ms: each of the ``repeat`` costs is the mean of ``number`` runs, with ``number``
         grown until one repeat lasts ``min_repeat_ms`` -- but to at most ``max_repeat`` runs.
+    max_device_runs: OpenCL targets: the most kernel runs the timing of one candidate launches over all its
+        repeats (``repeat`` is capped at it, each repeat at ``max(1, max_device_runs // repeat)`` runs).
     cooldown_s: pause before each candidate. flush_cache: overwrite a large buffer before each repeat.
-    inject_faults: {"wrong_result"|"crash"|"hang"|"zero_time": share of candidates}, for tests.
-    peak_flops, peak_bandwidth: FLOP/s and bytes/s no run can beat (None: derived from the task's
-        hardware parameters, generously; see docs/records.md).
+    inject_faults: {"wrong_result"|"crash"|"hang"|"zero_time"|"near_zero_time"|"launch_error": share of
+        candidates}, for tests.
+    peak_flops, peak_bandwidth: FLOP/s and bytes/s no run can beat (None: the task's HardwareParams
+        ``peak_gflops`` / ``peak_bandwidth_gbs`` when set, else derived from its hardware parameters, generously;
+        see docs/records.md). A time below what the peaks allow, over a margin of 1.5, is ``implausible``.
     verify_seed: seed of the random inputs. whole_output_work, num_points: tasks of at most this much work
         (flop count + output elements) compare every output element, larger ones ``num_points`` sampled points.
     """
 
     def __init__(self, timeout=10, number=3, repeat=1, min_repeat_ms=100, max_repeat=1_000_000, cooldown_s=0,
                  flush_cache=False, inject_faults=None, fault_seed=0, peak_flops=None, peak_bandwidth=None,
-                 verify_seed=0, whole_output_work=2e6, num_points=256):
+                 verify_seed=0, whole_output_work=2e6, num_points=256, max_device_runs=1000):
         faults = dict(inject_faults or {})
         for kind, share in faults.items():
             if kind not in FAULT_KINDS:
@@ -105,6 +116,7 @@ class LocalRunner:
             "min_repeat_ms": float(min_repeat_ms) if min_repeat_ms == 0 else _positive("min_repeat_ms",
                                                                                      min_repeat_ms),
             "max_repeat": _count("max_repeat", max_repeat, 1),
+            "max_device_runs": _count("max_device_runs", max_device_runs, 1),
             "cooldown_s": float(cooldown_s) if cooldown_s == 0 else _positive("cooldown_s", cooldown_s),
             "flush_cache": bool(flush_cache),
             "peak_flops": 0.0 if peak_flops is None else _positive("peak_flops", peak_flops),

@@ -78,6 +78,37 @@ TEST(MeasureVerifier, PlausibilityFlagsZeroNegativeNaNAndTooFast) {
   EXPECT_NE(CheckPlausible({1e-3}, slow), "");
 }
 
+TEST(MeasureVerifier, GpuPeaksComeFromUnitsAndClockAndCanBeGiven) {
+  HardwareParams hw = DefaultHardwareParams(Target::Parse("opencl -device=nvidia"));
+  hw.num_cores = 100;
+  hw.clock_mhz = 2000;
+  SearchTask task(MatmulRelu(64, 64, 64), "", Target::Parse("opencl -device=nvidia"), hw);
+  PlausibilityBound b = DerivePlausibilityBound(task);
+  EXPECT_DOUBLE_EQ(b.peak_flops, 100 * 128 * 2 * 2e9);  // units x lanes x FMA x clock
+  EXPECT_DOUBLE_EQ(b.peak_bandwidth, 100 * 256 * 2e9);
+  EXPECT_DOUBLE_EQ(b.min_seconds(),
+                   std::max(b.flop_ct / b.peak_flops, b.min_bytes / b.peak_bandwidth) / kPeakMargin);
+  EXPECT_NE(b.origin.find("100 compute units at 2000 MHz"), std::string::npos) << b.origin;
+  // Without a clock the family's assumed one (3 GHz) is used.
+  hw.clock_mhz = 0;
+  EXPECT_DOUBLE_EQ(DerivePlausibilityBound(SearchTask(task.compute_dag, "", task.target, hw)).peak_flops,
+                   100 * 128 * 2 * 3e9);
+  // The task's peak_gflops / peak_bandwidth_gbs replace the derived peaks, the
+  // runner's options replace both.
+  hw.peak_gflops = 5;
+  hw.peak_bandwidth_gbs = 7;
+  SearchTask given(task.compute_dag, "", task.target, hw);
+  PlausibilityBound g = DerivePlausibilityBound(given);
+  EXPECT_DOUBLE_EQ(g.peak_flops, 5e9);
+  EXPECT_DOUBLE_EQ(g.peak_bandwidth, 7e9);
+  EXPECT_NE(CheckPlausible({g.flop_ct / 5e9 / 2}, g).find("task's hardware parameters"), std::string::npos);
+  EXPECT_EQ(CheckPlausible({g.flop_ct / 5e9}, g), "");  // at the peak: within the margin
+  PlausibilityBound r = DerivePlausibilityBound(given, 1e12, 1e13);
+  EXPECT_DOUBLE_EQ(r.peak_flops, 1e12);
+  EXPECT_DOUBLE_EQ(r.peak_bandwidth, 1e13);
+  EXPECT_EQ(r.origin.rfind("the runner's options", 0), 0u) << r.origin;
+}
+
 TEST(MeasureProtocol, FramesSplitAnywhereDecodeWhole) {
   std::string wire = EncodeMessage({{"cmd", "run"}, {"id", 3}}) + EncodeMessage({{"cmd", "exit"}});
   std::string buffer;

@@ -322,6 +322,7 @@ HardwareParams OpenCLHardwareParams(const OpenCLDevice& device) {
   p.max_threads_per_block = device.max_work_group_size;
   p.warp_size = device.warp_size;
   p.max_vthread_extent = device.warp_size >= 32 ? 8 : 4;
+  p.clock_mhz = std::max<int64_t>(0, device.clock_mhz);
   return p;
 }
 

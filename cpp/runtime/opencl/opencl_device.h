@@ -66,7 +66,7 @@ cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& sourc
                             const std::string& options);
 
 // HardwareParams of the device (compute units, work-group and memory limits,
-// vector width, cache line, warp size).
+// vector width, cache line, warp size, clock).
 HardwareParams OpenCLHardwareParams(const OpenCLDevice& device);
 
 }  // namespace autosched

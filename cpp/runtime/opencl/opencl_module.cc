@@ -1,8 +1,10 @@
 #include "runtime/opencl/opencl_module.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
+#include <sstream>
 #include <unordered_set>
 
 #include "codegen/opencl/codegen_opencl.h"
@@ -18,26 +20,40 @@ std::string Dims(const std::array<int64_t, 3>& d) {
   return std::to_string(d[0]) + " x " + std::to_string(d[1]) + " x " + std::to_string(d[2]);
 }
 
-// The device's limits, checked before the program is built (a compiler may
-// reject an oversized reqd_work_group_size with a less telling message).
-void CheckDeviceLimits(const OpenCLProgramSpec& spec, const OpenCLDevice& device) {
+std::atomic<bool> launch_fault{false};
+
+// The device's limits and the caller's, checked before the program is built
+// (a compiler may reject an oversized reqd_work_group_size with a less telling
+// message).
+void CheckDeviceLimits(const OpenCLProgramSpec& spec, const OpenCLDevice& device,
+                       const OpenCLLimits& limits) {
+  auto check = [](bool ok, const std::string& msg) {
+    if (!ok) throw OpenCLLimitError(msg);
+  };
   for (const OpenCLKernelSpec& k : spec.kernels) {
     const int64_t items = k.group_size[0] * k.group_size[1] * k.group_size[2];
-    AS_CHECK(items <= device.max_work_group_size,
-             "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
-                        << Dims(k.group_size) << "), more than " << device.Describe() << " allows ("
-                        << device.max_work_group_size << "): bind smaller threadIdx loops");
+    std::ostringstream ss;
+    ss << "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
+       << Dims(k.group_size) << "), more than ";
+    check(items <= device.max_work_group_size, ss.str() + device.Describe() + " allows (" +
+                                                   std::to_string(device.max_work_group_size) +
+                                                   "): bind smaller threadIdx loops");
+    check(limits.max_threads_per_block <= 0 || items <= limits.max_threads_per_block,
+          ss.str() + "the task's hardware parameters allow (max_threads_per_block " +
+              std::to_string(limits.max_threads_per_block) + "): bind smaller threadIdx loops");
     for (int d = 0; d < 3; ++d) {
-      AS_CHECK(k.group_size[d] <= device.max_work_item_sizes[d],
-               "kernel '" << k.name << "' needs " << k.group_size[d] << " work items in dimension " << d
-                          << " (threadIdx."
-                          << "xyz"[d] << "), more than " << device.Describe() << " allows ("
-                          << device.max_work_item_sizes[d] << ")");
+      check(k.group_size[d] <= device.max_work_item_sizes[d],
+            "kernel '" + k.name + "' needs " + std::to_string(k.group_size[d]) + " work items in dimension " +
+                std::to_string(d) + " (threadIdx." + "xyz"[d] + "), more than " + device.Describe() +
+                " allows (" + std::to_string(device.max_work_item_sizes[d]) + ")");
     }
-    AS_CHECK(k.local_memory_bytes <= device.local_memory_bytes,
-             "kernel '" << k.name << "' needs " << k.local_memory_bytes
-                        << " bytes of __local (shared) memory, "
-                        << "more than " << device.Describe() << " has (" << device.local_memory_bytes << ")");
+    const std::string local = "kernel '" + k.name + "' needs " + std::to_string(k.local_memory_bytes) +
+                              " bytes of __local (shared) memory, more than ";
+    check(k.local_memory_bytes <= device.local_memory_bytes,
+          local + device.Describe() + " has (" + std::to_string(device.local_memory_bytes) + ")");
+    check(limits.max_local_memory_bytes <= 0 || k.local_memory_bytes <= limits.max_local_memory_bytes,
+          local + "the task's hardware parameters allow (max_shared_memory_per_block " +
+              std::to_string(limits.max_local_memory_bytes) + ")");
   }
   AS_CHECK(
       !spec.uses_fp64 || device.HasExtension("cl_khr_fp64"),
@@ -58,10 +74,13 @@ class OpenCLKernel : public Kernel {
                                        nullptr),
               "querying the work-group size of kernel '" + k.name + "'");
       const int64_t items = k.group_size[0] * k.group_size[1] * k.group_size[2];
-      AS_CHECK(items <= static_cast<int64_t>(most),
-               "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
-                          << Dims(k.group_size) << "), but " << device.Describe() << " runs it with at most "
-                          << most << ": bind smaller threadIdx loops");
+      if (items > static_cast<int64_t>(most)) {
+        std::ostringstream ss;
+        ss << "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
+           << Dims(k.group_size) << "), but " << device.Describe() << " runs it with at most " << most
+           << ": bind smaller threadIdx loops";
+        throw OpenCLLimitError(ss.str());
+      }
     }
     written_.assign(spec_.buffers.size(), false);
   }
@@ -177,9 +196,16 @@ class OpenCLKernel : public Kernel {
       global[d] = static_cast<size_t>(spec.num_groups[d] * spec.group_size[d]);
       local[d] = static_cast<size_t>(spec.group_size[d]);
     }
+    if (launch_fault.load()) {  // SetOpenCLLaunchFaultForTesting
+      local[0] = static_cast<size_t>(device_.max_work_group_size) + 1;
+      local[1] = local[2] = 1;
+      global[0] = local[0] * static_cast<size_t>(spec.num_groups[0]);
+    }
     CheckCL(clEnqueueNDRangeKernel(queue_, kernels_[k], 3, nullptr, global, local, 0, nullptr, event),
             "launching kernel '" + spec.name + "' (" + Dims(spec.num_groups) + " groups of " +
-                Dims(spec.group_size) + " work items) on " + device_.Describe());
+                Dims({static_cast<int64_t>(local[0]), static_cast<int64_t>(local[1]),
+                      static_cast<int64_t>(local[2])}) +
+                " work items) on " + device_.Describe());
   }
 
   const OpenCLDevice& device_;
@@ -206,11 +232,13 @@ std::vector<ArgSpec> ArgSpecsOf(const LoweredFunc& f, std::vector<bool>* written
 
 }  // namespace
 
-Module BuildOpenCL(const LoweredFunc& f, const Target& target) {
+void SetOpenCLLaunchFaultForTesting(bool on) { launch_fault.store(on); }
+
+Module BuildOpenCL(const LoweredFunc& f, const Target& target, const OpenCLLimits& limits) {
   auto start = std::chrono::steady_clock::now();
   const OpenCLDevice& device = SelectOpenCLDevice(target);
   OpenCLProgramSpec spec = GenerateOpenCL(f);
-  CheckDeviceLimits(spec, device);
+  CheckDeviceLimits(spec, device, limits);
   cl_program program = GetOpenCLProgram(device, spec.source, target.fast_math ? "-cl-fast-relaxed-math" : "");
   std::vector<bool> written;
   std::vector<ArgSpec> args = ArgSpecsOf(f, &written);
