@@ -8,6 +8,7 @@
 
 #include "bind.h"
 #include "ir/serialize.h"
+#include "schedule/constant_stages.h"
 #include "schedule/infer_bound.h"
 #include "schedule/state.h"
 #include "support/error.h"
@@ -101,6 +102,15 @@ void bind_schedule(py::module_& m) {
   m.attr("MAX_ITER_EXTENT") = kMaxIterExtent;
   BindIteratorAndStage(m);
   BindState(m);
+  m.def(
+      "split_constant_stages",
+      [](const State& s, const std::vector<int>& constant_args) {
+        ConstantStageSplit r = SplitConstantStages(s, constant_args);
+        return py::make_tuple(r.state, r.stage_ids, r.prepack, r.prepack_args);
+      },
+      py::arg("state"), py::arg("constant_args"),
+      "(kernel state, split stage ids, [prepack DAG], [[argument positions]]): the stages computed only "
+      "from the constant arguments, split off to run once (schedule/constant_stages.h).");
 }
 
 }  // namespace autosched::bindings

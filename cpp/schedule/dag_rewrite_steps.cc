@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ir/functor.h"
+#include "schedule/constant_stages.h"
 #include "schedule/state.h"
 #include "schedule/transform_steps.h"
 #include "support/error.h"
@@ -62,6 +63,7 @@ struct DagRewrite {
   TensorMap replace;                                  // old op -> its new definition
   std::unordered_map<const TensorNode*, bool> fresh;  // new op -> fresh stage
   std::unordered_map<const TensorNode*, MemScope> scope;
+  std::vector<Tensor> extra_args;  // placeholders appended to the DAG's arguments
 };
 
 // Applies the rewrite: rebuilds downstream ops, makes the new DAG and stages.
@@ -78,6 +80,7 @@ void CommitRewrite(StateNode& s, const DagRewrite& rw) {
   }
   std::vector<Tensor> args;
   for (const Tensor& t : s.dag.tensors()) args.push_back(map.at(t.get()));
+  args.insert(args.end(), rw.extra_args.begin(), rw.extra_args.end());
   ComputeDAG dag(args);
   std::vector<Stage> stages;
   std::vector<int> new_index(s.stages.size(), -1);
@@ -430,6 +433,106 @@ std::string PackLayoutStep::Python(const StateNode& b) const {
   }
   return "s.pack(" + PythonStageRef(b, stage_id) + ", " + readers + "], " + std::to_string(axis) + ", " +
          std::to_string(lanes) + ")";
+}
+
+// ---- constant stages (deployment) ----
+
+namespace {
+
+// Per op: whether it depends only on the constant arguments (placeholders at
+// those positions; computed ops that are not outputs and read only such ops).
+std::vector<bool> PureOps(const StateNode& s, const std::vector<int>& constant_args) {
+  const auto& args = s.dag.tensors();
+  std::vector<bool> pure(s.stages.size(), false);
+  for (int a : constant_args) {
+    AS_CHECK(a >= 0 && a < static_cast<int>(args.size()),
+             "constant argument " << a << " is out of range (the DAG has " << args.size() << " arguments)");
+    AS_CHECK(args[a]->is_placeholder(),
+             "constant argument " << a << " ('" << args[a]->name << "') is not a placeholder");
+    const int op = s.dag.OpIndex(args[a].get());
+    if (op >= 0) pure[op] = true;
+  }
+  for (size_t i = 0; i < s.stages.size(); ++i) {  // ops are in topological order
+    if (s.stages[i].is_placeholder() || s.IsOutput(static_cast<int>(i))) continue;
+    const auto& producers = s.dag.access(static_cast<int>(i)).producers;
+    pure[i] = std::all_of(producers.begin(), producers.end(), [&](int p) { return pure[p]; });
+  }
+  return pure;
+}
+
+// The outermost pure stages: computed, not inlined, and read by a stage that
+// is not pure or is inlined (its expression then lives in a reader's loops).
+std::vector<int> SplitCandidates(const StateNode& s, const std::vector<bool>& pure) {
+  auto in_kernel = [&](int c) { return !pure[c] || s.stages[c].loc == ComputeLocKind::Inlined; };
+  std::vector<int> out;
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    const Stage& st = s.stages[i];
+    if (!pure[i] || st.is_placeholder() || st.loc == ComputeLocKind::Inlined) continue;
+    const auto& consumers = s.dag.access(static_cast<int>(i)).consumers;
+    if (!std::any_of(consumers.begin(), consumers.end(), in_kernel)) continue;
+    // A stage the kernel keeps that is attached to this one would lose its loop.
+    const bool holds_kernel_stage = std::any_of(s.stages.begin(), s.stages.end(), [&](const Stage& o) {
+      return o.loc == ComputeLocKind::At && o.attach_stage == static_cast<int>(i) &&
+             !pure[&o - s.stages.data()];
+    });
+    if (!holds_kernel_stage) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// The constant arguments that op `i` reads (through other ops), as positions.
+std::vector<int> ReadArguments(const StateNode& s, int i) {
+  std::vector<bool> reached(s.stages.size(), false);
+  std::vector<int> todo{i};
+  while (!todo.empty()) {
+    const int k = todo.back();
+    todo.pop_back();
+    if (reached[k]) continue;
+    reached[k] = true;
+    for (int p : s.dag.access(k).producers) todo.push_back(p);
+  }
+  std::vector<int> out;
+  const auto& args = s.dag.tensors();
+  for (size_t a = 0; a < args.size(); ++a) {
+    const int op = s.dag.OpIndex(args[a].get());
+    if (op >= 0 && op != i && reached[op]) out.push_back(static_cast<int>(a));
+  }
+  return out;
+}
+
+}  // namespace
+
+ConstantStageSplit SplitConstantStages(const State& state, const std::vector<int>& constant_args) {
+  const StateNode& s = state.node();
+  ConstantStageSplit out{state, {}, {}, {}};
+  out.stage_ids = SplitCandidates(s, PureOps(s, constant_args));
+  if (out.stage_ids.empty()) return out;
+  DagRewrite rw;
+  for (int i : out.stage_ids) {
+    const Tensor& op = s.stages[i].op;
+    std::vector<int> reads = ReadArguments(s, i);
+    std::vector<Tensor> tensors;
+    for (int a : reads) tensors.push_back(s.dag.tensors()[a]);
+    tensors.push_back(op);
+    out.prepack.emplace_back(tensors);
+    out.prepack_args.push_back(std::move(reads));
+    Tensor input = placeholder(op->shape, op->dtype, op->name);
+    rw.replace[op.get()] = input;
+    rw.fresh[input.get()] = true;
+    rw.extra_args.push_back(input);
+  }
+  StateNode node = s;
+  CommitRewrite(node, rw);
+  for (Stage& st : node.stages) {  // the split stages are arguments now, run by nobody
+    if (st.is_placeholder()) st = Stage::FromOp(st.op);
+  }
+  for (const Stage& st : node.stages) {
+    AS_CHECK(st.loc != ComputeLocKind::At ||
+                 (st.attach_stage >= 0 && !node.stages[st.attach_stage].is_placeholder()),
+             "stage '" << st.name() << "' is attached to a stage computed from constants only");
+  }
+  out.state = state.WithDagAndStages(node.dag, node.stages);
+  return out;
 }
 
 }  // namespace autosched

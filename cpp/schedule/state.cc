@@ -246,6 +246,13 @@ State State::WithStages(std::vector<Stage> stages) const {
   return State(std::move(node));
 }
 
+State State::WithDagAndStages(ComputeDAG dag, std::vector<Stage> stages) const {
+  auto node = std::make_shared<StateNode>(*node_);
+  node->dag = std::move(dag);
+  node->stages = std::move(stages);
+  return State(std::move(node));
+}
+
 bool State::SameSteps(const State& o) const { return ToJson() == o.ToJson(); }
 
 std::string State::PrintPythonSteps() const {

@@ -159,6 +159,9 @@ class State {
   // A copy with the same steps whose stages are replaced (bound inference
   // stores inferred extents this way).
   State WithStages(std::vector<Stage> stages) const;
+  // A copy with the same steps whose DAG and stages are replaced: not the
+  // state the steps give (SplitConstantStages makes such a state to lower).
+  State WithDagAndStages(ComputeDAG dag, std::vector<Stage> stages) const;
 
   // Same steps (records) and thus the same loop state.
   bool SameSteps(const State& o) const;

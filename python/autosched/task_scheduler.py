@@ -45,7 +45,7 @@ import time
 from . import _core
 from .measure import LocalBuilder, LocalRunner
 from .search import SearchParams, SketchPolicy, make_cost_model
-from .tuner import TaskTuner, TuningOptions, _transfer_text, format_time, load_logs
+from .tuner import TaskTuner, TuningOptions, _transfer_text, format_time, load_logs, round_search_params
 
 __all__ = ["TaskScheduler", "TaskSchedulerResult"]
 
@@ -215,7 +215,8 @@ class TaskScheduler:
             return policies
         if isinstance(search_policy_params, dict):
             search_policy_params = SearchParams(**search_policy_params)
-        params = search_policy_params or SearchParams(num_measures_per_round=options.num_measures_per_round)
+        # explicit params are used as given; the default ones size the search to the round
+        params = search_policy_params or round_search_params(options.num_measures_per_round)
         models = self._models()
         return [SketchPolicy(t, models[t.target.text], params, seed=self.seed + i) for i, t in enumerate(self.tasks)]
 

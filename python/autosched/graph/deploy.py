@@ -8,14 +8,17 @@ Each group takes the best record of its task (workload key and THIS target) from
 schedule (the parallel + vectorized default); net.untuned lists those groups and build prints a note. Identical
 groups share one compiled module. Intermediate values live in buffers allocated once at build time and shared
 between values whose lifetimes do not overlap (plan_memory); constants are converted once at build time. A
-GraphModule is not re-entrant: one call at a time.
+stage of a schedule that computes only from constants (the packed copy of a weight of the pack-operand rule, a
+cache_read of a weight) runs once at build time (prepack=True): the kernel reads its result instead of
+computing it on every call. A GraphModule is not re-entrant: one call at a time.
 """
 import time
 import warnings
 
 import numpy as np
 
-from ..build_module import TimeResult, build as build_kernel
+from .. import _core
+from ..build_module import Module, TimeResult, _core_state, build as build_kernel
 from ..records import load_best_record
 from ..search import baseline_states
 from ..state import State
@@ -63,12 +66,15 @@ def _aligned_bytes(nbytes):
 
 
 class GroupInfo:
-    """One compiled group: name, nodes (names), task, state, tuned (from the log) and the module."""
+    """One compiled group: name, nodes (names), task, state, tuned (from the log) and the module. prepacked:
+    the names of the state's stages computed once at build time from constants (their arrays are passed to
+    the module after the output)."""
 
-    def __init__(self, group, task, state, tuned, module):
+    def __init__(self, group, task, state, tuned, module, prepacked=(), prepacked_arrays=()):
         self.name, self.nodes, self.output = group.name, [n.name for n in group.nodes], group.output
         self.inputs = list(group.inputs)
         self.task, self.state, self.tuned, self.module = task, state, tuned, module
+        self.prepacked, self.prepacked_arrays = list(prepacked), list(prepacked_arrays)
 
     def __repr__(self):
         return f"GroupInfo({self.name}, output={self.output!r}, tuned={self.tuned})"
@@ -129,7 +135,7 @@ class GraphModule:
         for info in self.groups:
             if info.output not in env:
                 env[info.output] = np.empty(self.graph.shape(info.output), self.graph.dtype(info.output))
-            info.module(*(env[v] for v in info.inputs), env[info.output])
+            info.module(*(env[v] for v in info.inputs), env[info.output], *info.prepacked_arrays)
         return env
 
     def __call__(self, *arrays, **named):
@@ -191,19 +197,75 @@ def _baseline_module(task):
     return states[0], build_kernel(task, states[0])
 
 
-def _compile(lowered, log):
-    compiled, infos = {}, []
+class _Kernel:
+    """A group's schedule built for the target. With constant stages split off (prepack), `module` is the
+    kernel without them and `prepack` holds, per split stage, (its name, the module computing it alone,
+    the positions among the group's inputs of the constants it reads)."""
+
+    def __init__(self, state, tuned, module, prepack=()):
+        self.state, self.tuned, self.module, self.prepack = state, tuned, module, list(prepack)
+
+
+def _split_kernel(task, state, constant_args):
+    """The kernel of `state` with its stages computed only from the constant arguments split off, or None
+    when there are none."""
+    core = _core_state(state)
+    kernel_state, stage_ids, dags, args = _core.split_constant_stages(core, constant_args)
+    if not stage_ids:
+        return None
+    target = task.target
+    module = Module(_core.build_state(kernel_state, target), kernel_state)
+    prepack = [(core.stages[i].name, build_kernel(dag, None, target), list(a))
+               for i, dag, a in zip(stage_ids, dags, args)]
+    return module, prepack
+
+
+def _kernel(task, log, constant_args, prepack):
+    state = _tuned_state(task, log)
+    tuned = state is not None
+    if not tuned:
+        state, module = _baseline_module(task)
+    if prepack and constant_args:
+        try:
+            split = _split_kernel(task, state, constant_args)
+        except ValueError as err:
+            warnings.warn(f"task '{task.desc}': computing its constant stages ahead failed ({err}); the kernel "
+                          "computes them on every call")
+            split = None
+        if split is not None:
+            return _Kernel(state, tuned, *split)
+    return _Kernel(state, tuned, build_kernel(task, state) if tuned else module)
+
+
+def _prepacked_arrays(kernel, group, constants):
+    """The arrays of the kernel's split stages for this group's constants (computed once)."""
+    arrays = []
+    for _, module, positions in kernel.prepack:
+        name, dtype, shape = module.arg_specs[-1]
+        out = np.empty(tuple(shape), np.dtype(dtype))
+        module(*(constants[group.inputs[p]] for p in positions), out)
+        arrays.append(out)
+    return arrays
+
+
+def _compile(lowered, log, constants, prepack):
+    """A GroupInfo per group. Groups with the same task and the same inputs that are constants share one
+    kernel; groups that also read the same constants share the prepacked arrays."""
+    kernels, arrays, infos = {}, {}, []
     for group, task in zip(lowered.groups, lowered.group_tasks):
-        key = task.workload_key
-        if key not in compiled:
-            state = _tuned_state(task, log)
-            if state is not None:
-                compiled[key] = (state, True, build_kernel(task, state))
-            else:
-                state, module = _baseline_module(task)
-                compiled[key] = (state, False, module)
-        state, tuned, module = compiled[key]
-        infos.append(GroupInfo(group, task, state, tuned, module))
+        constant_args = [i for i, v in enumerate(group.inputs) if v in constants]
+        key = (task.workload_key, tuple(constant_args))
+        if key not in kernels:
+            kernels[key] = _kernel(task, log, constant_args, prepack)
+        kernel = kernels[key]
+        packed = ()
+        if kernel.prepack:
+            data_key = (key, tuple(group.inputs[i] for i in constant_args))
+            if data_key not in arrays:
+                arrays[data_key] = _prepacked_arrays(kernel, group, constants)
+            packed = arrays[data_key]
+        infos.append(GroupInfo(group, task, kernel.state, kernel.tuned, kernel.module,
+                               [name for name, _, _ in kernel.prepack], packed))
     return infos
 
 
@@ -236,20 +298,21 @@ def _note(infos):
     return "\n".join(lines)
 
 
-def build(graph, target, log=None, hardware_params=None, verbose=True):
+def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True):
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
-    note about groups without a tuned schedule (also in net.note)."""
+    note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
+    that read only constants (a packed weight) once here, not in every call of the kernel."""
     problems = graph.problems()
     if problems:
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"
                          f"{format_problems(problems)}")
     lowered = lower_graph(graph, target, hardware_params)
-    infos = _compile(lowered, None if log is None else str(log))
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
     constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
+    infos = _compile(lowered, None if log is None else str(log), constants, prepack)
     plan, sizes = _plan(folded, lowered.groups)
     note = _note(infos)
     if note and verbose:
