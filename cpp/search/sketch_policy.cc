@@ -306,6 +306,16 @@ std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& pa
   std::vector<State> out;
   std::string message;
   if (CheckState(plain, &message).empty()) out.push_back(plain);
+  if (task.target.kind == TargetKind::OpenCL) {
+    // On a GPU the CPU variants (parallel, vectorized loops) would run in one
+    // work item; the nests without bindings get the default GPU schedule
+    // instead (docs/opencl.md): the plain one and, where it differs, the one
+    // whose inner loop is spatial.
+    const State interchanged = InterchangeReductions(plain);
+    if (!interchanged.SameSteps(plain) && CheckState(interchanged, &message).empty())
+      out.push_back(interchanged);
+    return out;
+  }
   // Parallel outer loops and vectorized inner ones, on the plain nest and on
   // the nest with reductions interchanged (whose inner loop is spatial).
   for (const State& start : {plain, InterchangeReductions(plain)}) {

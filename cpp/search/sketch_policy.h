@@ -136,7 +136,9 @@ class SketchPolicy {
 // What a tuning run measures before searching: the plain loop nest of the
 // task's DAG, and the same with the init rules "parallel" and "vectorize"
 // applied (outer loops parallel, inner loops vectorized). Distinct states
-// that pass bound inference and lowering, the plain one first.
+// that pass bound inference and lowering, the plain one first. On OpenCL:
+// the plain nest and the one with reductions interchanged, both run with the
+// default GPU schedule (the CPU variants would run in one work item).
 std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params = {});
 
 }  // namespace autosched

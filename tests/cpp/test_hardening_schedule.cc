@@ -125,9 +125,9 @@ TEST(HardeningSchedule, PrintedStepsAddressDuplicateNamesByIndex) {
 
 TEST(HardeningSchedule, HardwareParamsFromJsonAreValidated) {
   EXPECT_TRUE(Has(ErrorOf([] {
-                    HardwareParamsFromJson(nlohmann::json{{"num_cores", -1}});
+                    HardwareParamsFromJson(nlohmann::json{{"num_cores", -2}});
                   }),
-                  "num_cores must not be negative, got -1"));
+                  "num_cores must not be negative (-1: take it from the target), got -2"));
   EXPECT_TRUE(Has(ErrorOf([] {
                     HardwareParamsFromJson(nlohmann::json{{"warp_size", "8"}});
                   }),

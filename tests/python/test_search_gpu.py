@@ -211,3 +211,16 @@ def test_cost_model_features_see_the_gpu_bindings_and_shared_memory():
         assert error == "" and rows.shape[0] >= 1
         row = dict(zip(names, rows.max(axis=0)))
         assert row["is_gpu"] > 0 and row["blockIdx_x_len"] > 0 and row["shared_bytes_per_block"] > 0, row
+
+
+@needs_opencl
+def test_opencl_baselines_leave_the_loops_to_the_default_gpu_schedule():
+    """The CPU baselines (parallel outer loop, vectorized inner loop) would run in one work item on a GPU;
+    an OpenCL task's baselines are the plain nest and the one with reductions interchanged, and both build
+    for the device and match the reference."""
+    dag = ans.ComputeDAG(_matmul())
+    cpu = search.baseline_states(ans.SearchTask(compute_dag=dag, target="llvm"))
+    assert any(r[0] == "AN" for s in cpu for r in _records(s))
+    gpu = search.baseline_states(_task(dag))
+    assert [[r[0] for r in _records(s)] for s in gpu] == [[], ["RE"]]
+    _check_states(dag, _task(dag), gpu)
