@@ -128,7 +128,7 @@ TEST(OpenCLCodegen, RefusesNestsThatCannotRunAsWritten) {
   EXPECT_EQ(ErrorOf({"f", {out}, split_private}), "");
 }
 
-TEST(OpenCLCodegen, VectorStoresArePrintedLaneByLane) {
+TEST(OpenCLCodegen, FloatVectorStoresUseVectorTypes) {
   Buffer in = MakeBuffer("in", f32, {8}), out = MakeBuffer("out", f32, {8});
   Expr ramp = RampNode::make(Expr(0), 1, 8);
   LoweredFunc f{"f",
@@ -136,7 +136,21 @@ TEST(OpenCLCodegen, VectorStoresArePrintedLaneByLane) {
                 BufferStoreNode::make(
                     out, BufferLoadNode::make(in, {ramp}) * BroadcastNode::make(Expr(3.0f), 8), {ramp})};
   const std::string source = GenerateOpenCL(f).source;
+  EXPECT_NE(source.find("vstore8((vload8(0, in + 0) * ((float8)((0x1.8p+1f)))), 0, out + 0);"),
+            std::string::npos)
+      << source;
+}
+
+TEST(OpenCLCodegen, VectorStoresWithoutAVectorFormArePrintedLaneByLane) {
+  // A stride-2 read has no vload form: the store becomes a loop over its lanes.
+  Buffer in = MakeBuffer("in", f32, {16}), out = MakeBuffer("out", f32, {8});
+  LoweredFunc f{"f",
+                {in, out},
+                BufferStoreNode::make(out, BufferLoadNode::make(in, {RampNode::make(Expr(0), 2, 8)}),
+                                      {RampNode::make(Expr(0), 1, 8)})};
+  const std::string source = GenerateOpenCL(f).source;
   EXPECT_NE(source.find("for (int lane0 = 0; lane0 < 8; ++lane0)"), std::string::npos) << source;
+  EXPECT_EQ(source.find("vstore8"), std::string::npos) << source;
 }
 
 #ifdef AUTOSCHED_HAS_OPENCL

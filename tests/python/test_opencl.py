@@ -60,7 +60,7 @@ def test_every_operator_default_schedule_matches_reference(case, dtype):
 @pytest.mark.parametrize("case, schedule", [("matmul", "ssrsrs_cache_write"), ("softmax", "attach_all"),
                                             ("pad", "fuse_flat"), ("conv2d_nchw_bias_relu", "ssrsrs")])
 def test_cpu_style_schedules_run_correctly(case, schedule):
-    """Parallel, vectorized (printed lane by lane) and unrolled loops, compute_at, cache_write: the default
+    """Parallel, vectorized (float32 in OpenCL vector types) and unrolled loops, compute_at, cache_write: the default
     GPU binding applies to what is left, the rest runs serially in each work item."""
     builder, _, positive, _ = CASES[case]
     dag = ans.ComputeDAG(builder("float32"))
@@ -176,6 +176,62 @@ def test_integer_division_and_nan_semantics_match_the_evaluator():
     ans.build(dag, target=TARGET)(xv, yv)
     np.testing.assert_array_equal(yv, ans.evaluate(dag, [xv])[0])
     assert np.isnan(yv[0]) and np.isnan(yv[4])
+
+
+def _vectorized_matmul_relu(rows, lanes, dtype="float32", epilogue=None):
+    """C = A @ B with its spatial inner loop vectorized (accumulating in place), then D = epilogue(C) (ReLU
+    by default) vectorized: lanes x 3 columns, `rows` rows."""
+    a = te.placeholder((rows, 7), name="A", dtype=dtype)
+    b = te.placeholder((7, lanes * 3), name="B", dtype=dtype)
+    r = te.reduce_axis((0, 7), name="k")
+    c = te.compute((rows, lanes * 3), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    relu = epilogue or (lambda x: te.max(x, te.const(0, dtype)))
+    d = te.compute((rows, lanes * 3), lambda i, j: relu(c[i, j]), name="D")
+    dag = ans.ComputeDAG([a, b, d])
+    s = dag.get_init_state()
+    _, j = s["D"].iters
+    s.vectorize("D", s.split("D", j, [lanes])[1])
+    i, j, k = s["C"].iters
+    jo, ji = s.split("C", j, [lanes])
+    s.reorder("C", [i, jo, k, ji])
+    s.vectorize("C", ji)
+    return dag, s
+
+
+@pytest.mark.parametrize("lanes", [2, 3, 4, 8, 16])
+def test_vectorized_float_loops_use_opencl_vector_types(lanes):
+    dag, s = _vectorized_matmul_relu(13, lanes)
+    source = check(dag, s).get_source()
+    for call in (f"vload{lanes}(0, ", f"vstore{lanes}(", f"as_fmax_float{lanes}("):
+        assert call in source, source
+    # max keeps NaN per lane, as the scalar code and the evaluator do.
+    x = te.placeholder((2, lanes), name="x")
+    y = te.compute((2, lanes), lambda i, j: te.max(x[i, j], te.const(0.0, "float32")), name="y")
+    dag = ans.ComputeDAG([x, y])
+    s = dag.get_init_state()
+    s.vectorize("y", s["y"].iters[1])
+    xv = np.random.default_rng(0).standard_normal((2, lanes)).astype("float32")
+    xv[0, lanes - 1] = xv[1, 0] = np.nan
+    yv = np.zeros_like(xv)
+    mod = ans.build(dag, s, target=TARGET)
+    assert f"vstore{lanes}(" in mod.get_source()
+    mod(xv, yv)
+    np.testing.assert_array_equal(yv, ans.evaluate(dag, [xv])[0])
+
+
+@pytest.mark.parametrize("dtype, epilogue", [("int32", None), ("float16", None),
+                                             ("float32", lambda x: te.exp(x * te.const(0.01, "float32")))])
+def test_vectorized_loops_without_a_vector_form_run_lane_by_lane(dtype, epilogue):
+    """Integer arithmetic (wrapping), float16 (stored as half) and calls have no vector form here: those
+    stores stay loops over their lanes and still match the reference."""
+    dag, s = _vectorized_matmul_relu(5, 4, dtype, epilogue)
+    source = check(dag, s).get_source()
+    if dtype == "int32":
+        assert "vstore4(" not in source, source
+    elif dtype == "float16":  # only the float32 accumulator's zeroing has a vector form
+        assert "vload4(0, B" not in source and "vstore_half_rte(" in source, source
+    else:  # the matmul is vectorized, the exp epilogue is not
+        assert source.count("vstore4(") == 2 and "lane" in source, source
 
 
 def test_float16_is_stored_as_half_without_needing_cl_khr_fp16():

@@ -1,6 +1,7 @@
 #include "codegen/opencl/codegen_opencl.h"
 
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "codegen/source/c_printer.h"
@@ -144,9 +145,9 @@ enum class BufferKind : uint8_t { Param, Shared, Private };
 class OpenCLPrinter : public CPrinter {
  public:
   explicit OpenCLPrinter(const std::vector<Buffer>& params) {
-    reserved_ = {"kernel",     "global",    "local",   "constant",  "private", "read_only",
-                 "write_only", "image2d_t", "event_t", "sampler_t", "size_t",  "ptrdiff_t",
-                 "barrier",    "float2",    "float4",  "int2",      "int4"};
+    reserved_ = {"kernel",    "global",  "local",     "constant", "private",   "read_only", "write_only",
+                 "image2d_t", "event_t", "sampler_t", "size_t",   "ptrdiff_t", "barrier",   "float2",
+                 "float3",    "float4",  "float8",    "float16",  "int2",      "int4"};
     for (const Buffer& b : params) kinds_[b.get()] = BufferKind::Param;
   }
 
@@ -163,10 +164,16 @@ class OpenCLPrinter : public CPrinter {
   void PrintFor(const ForNode* n) override;
   void PrintAllocate(const AllocateNode* n) override;
   std::string RoundToHalf(const std::string& x, DataType from) override;
+  bool PrintVectorStore(const BufferStoreNode* n) override;
   void PrintStmt(const Stmt& s) override;
 
  private:
   std::string StorageType(const BufferNode* b);
+  // "cond" when only some work items may write `b` here ("" when all do).
+  std::string WriterCondition(const BufferNode* b);
+  // The float32 vector expression in OpenCL vector types, or nothing when a
+  // part of it has no vector form here (it is then printed lane by lane).
+  std::optional<std::string> VectorValue(const Expr& e, int lanes);
   bool UsesIdVar(const Expr& e) const;
   bool WritesShared(const Stmt& s) const;
   void Barrier(const std::string& buffer_hint);
@@ -228,7 +235,13 @@ std::string OpenCLPrinter::StoreElement(const BufferNode* b, const std::string& 
   } else {
     store = name + "[" + index + "] = " + value + ";";
   }
-  if (kind == BufferKind::Private) return store;
+  const std::string cond = WriterCondition(b);
+  return cond.empty() ? store : "if (" + cond + ") " + store;
+}
+
+std::string OpenCLPrinter::WriterCondition(const BufferNode* b) {
+  const BufferKind kind = kinds_.at(b);
+  if (kind == BufferKind::Private) return "";
   // Code outside the binding of a launched dimension runs in every work item
   // of it: one of them writes (__local buffers are per group, so only the
   // work items of a group are told apart).
@@ -240,7 +253,70 @@ std::string OpenCLPrinter::StoreElement(const BufferNode* b, const std::string& 
     if (launch_.extent[slot] > 1 && bound_[slot] <= at_alloc[slot])
       cond += (cond.empty() ? "" : " && ") + IdCall(slot) + " == 0";
   }
-  return cond.empty() ? store : "if (" + cond + ") " + store;
+  return cond;
+}
+
+namespace {
+
+bool IsFloat32(DataType t) { return t.is_float() && t.bits == 32; }
+
+// The first element of a unit-stride index vector (printed by `print`), or
+// nothing for any other index.
+template <typename PrintIndexFn>
+std::optional<std::string> ContiguousStart(const Expr& index, PrintIndexFn print) {
+  const auto* ramp = index.as<RampNode>();
+  if (!ramp || ramp->stride != 1) return std::nullopt;
+  return print(ramp->base);
+}
+
+}  // namespace
+
+std::optional<std::string> OpenCLPrinter::VectorValue(const Expr& e, int lanes) {
+  const DataType t = e.dtype();
+  if (!IsFloat32(t) || t.lanes != lanes) return std::nullopt;
+  const std::string vec = "float" + std::to_string(lanes);
+  auto print_index = [this](const Expr& x) { return PrintIndex(x); };
+  if (const auto* n = e.as<BroadcastNode>()) {
+    if (n->value.dtype().lanes != 1) return std::nullopt;
+    return "((" + vec + ")(" + PrintExpr(n->value) + "))";
+  }
+  if (const auto* n = e.as<BufferLoadNode>()) {
+    // float32 buffers hold float in every memory space (no half, no uchar).
+    if (n->indices.size() != 1 || !IsFloat32(n->buffer->dtype)) return std::nullopt;
+    const std::optional<std::string> start = ContiguousStart(n->indices[0], print_index);
+    if (!start) return std::nullopt;
+    return "vload" + std::to_string(lanes) + "(0, " + BufferName(n->buffer.get()) + " + " + *start + ")";
+  }
+  if (const auto* n = e.as<BinaryNode>()) {
+    static const std::map<BinOp, std::string> kSymbols = {
+        {BinOp::Add, " + "}, {BinOp::Sub, " - "}, {BinOp::Mul, " * "}, {BinOp::Div, " / "}};
+    const bool min_max = n->op == BinOp::Max || n->op == BinOp::Min;
+    if (!min_max && !kSymbols.count(n->op)) return std::nullopt;
+    const std::optional<std::string> a = VectorValue(n->a, lanes), b = VectorValue(n->b, lanes);
+    if (!a || !b) return std::nullopt;
+    // fmax / fmin and isnan work per component on vectors, so the scalar
+    // helper's text serves for the vector type too.
+    if (min_max) return PrintFloatMinMax(n->op, t.element_of(), *a, *b, vec);
+    return "(" + *a + kSymbols.at(n->op) + *b + ")";
+  }
+  return std::nullopt;
+}
+
+bool OpenCLPrinter::PrintVectorStore(const BufferStoreNode* n) {
+  const int lanes = n->value.dtype().lanes;
+  const BufferNode* b = n->buffer.get();
+  if (lanes != 2 && lanes != 3 && lanes != 4 && lanes != 8 && lanes != 16) return false;
+  if (!IsFloat32(b->dtype)) return false;
+  const std::optional<std::string> start =
+      ContiguousStart(n->indices[0], [this](const Expr& x) { return PrintIndex(x); });
+  if (!start) return false;
+  const std::optional<std::string> value = VectorValue(n->value, lanes);
+  if (!value) return false;
+  const std::string store =
+      "vstore" + std::to_string(lanes) + "(" + *value + ", 0, " + BufferName(b) + " + " + *start + ");";
+  const std::string cond = WriterCondition(b);
+  Line(cond.empty() ? store : "if (" + cond + ") " + store);
+  return true;
 }
 
 std::string OpenCLPrinter::RoundToHalf(const std::string& x, DataType from) {

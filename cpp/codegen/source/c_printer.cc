@@ -277,8 +277,9 @@ std::string CPrinter::PrintIntDivision(BinOp op, DataType t, const std::string& 
 
 // NaN in either operand gives NaN, as numpy.maximum / minimum and the LLVM
 // backend's llvm.maximum / llvm.minimum do (C's fmax / fmin drop the NaN).
-std::string CPrinter::PrintFloatMinMax(BinOp op, DataType t, const std::string& a, const std::string& b) {
-  const std::string type = TypeName(t);
+std::string CPrinter::PrintFloatMinMax(BinOp op, DataType t, const std::string& a, const std::string& b,
+                                       const std::string& type_override) {
+  const std::string type = type_override.empty() ? TypeName(t) : type_override;
   const std::string fn = op == BinOp::Max ? "fmax" : "fmin";
   const std::string name = "as_" + fn + "_" + type;
   NeedHelper(name, type + " " + name + "(" + type + " a, " + type +
@@ -339,6 +340,7 @@ void CPrinter::PrintStore(const BufferStoreNode* n) {
   // whose lanes do not depend on each other).
   AS_CHECK(n->indices[0].dtype().lanes == lanes,
            "source code generation: store to '" << n->buffer->name << "' mixes index and value lanes");
+  if (PrintVectorStore(n)) return;
   lane_ = "lane" + std::to_string(lane_counter_++);
   Open("for (int " + lane_ + " = 0; " + lane_ + " < " + std::to_string(lanes) + "; ++" + lane_ + ")");
   Line(StoreElement(n->buffer.get(), PrintIndex(n->indices[0]), PrintExpr(n->value),

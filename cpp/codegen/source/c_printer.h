@@ -11,9 +11,9 @@
 //  - signed add / sub / mul of values wrap (computed on the unsigned type);
 //    index arithmetic (load / store indices, loop bounds) is printed plainly;
 //  - float max / min propagate NaN (helpers);
-//  - vector expressions (Ramp, Broadcast, lanes > 1, from vectorize_loops)
-//    are printed one lane at a time: a store of a vector value becomes a loop
-//    over its lanes (scalar code; vector types are not used yet);
+//  - vector expressions (Ramp, Broadcast, lanes > 1, from vectorize_loops):
+//    a dialect may print a store of one in its vector types
+//    (PrintVectorStore); otherwise the store becomes a loop over its lanes;
 //  - Let expressions are inlined (they are pure).
 #pragma once
 
@@ -52,6 +52,9 @@ class CPrinter {
   virtual std::string PrintIntrinsic(const CallNode* n, const std::vector<std::string>& args);
   // x rounded to float16 and back (the compute type of float16 is wider).
   virtual std::string RoundToHalf(const std::string& x, DataType from) = 0;
+  // A store of a vector value printed with the dialect's vector types; false
+  // leaves it to the loop over its lanes.
+  virtual bool PrintVectorStore(const BufferStoreNode* n) { return false; }
 
   // ---- shared pieces a dialect uses ----
   std::string VarName(const VarNode* v);
@@ -62,6 +65,10 @@ class CPrinter {
   void NeedHelper(const std::string& name, const std::string& text);
   std::string Helpers() const;
   std::string PrintIndex(const Expr& index);  // in index context
+  // max / min of floats that propagate NaN, through a helper named after the
+  // type (`type` overrides TypeName(t), e.g. a vector type).
+  std::string PrintFloatMinMax(BinOp op, DataType t, const std::string& a, const std::string& b,
+                               const std::string& type = "");
   // Declares a loop variable never negative (loops from a non-negative
   // minimum, GPU indices): floor division of such values by a positive
   // constant prints as C's / and %.
@@ -81,7 +88,6 @@ class CPrinter {
   std::string PrintBinary(const BinaryNode* n);
   std::string PrintArith(BinOp op, DataType t, const std::string& a, const std::string& b);
   std::string PrintIntDivision(BinOp op, DataType t, const std::string& a, const std::string& b);
-  std::string PrintFloatMinMax(BinOp op, DataType t, const std::string& a, const std::string& b);
   std::string PrintCast(DataType to, const Expr& value);
   std::string PrintImm(const Expr& e);
   std::string PrintLoad(const BufferLoadNode* n);
