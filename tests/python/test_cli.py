@@ -1,0 +1,70 @@
+"""The command line (`python -m autosched`, installed as `autosched`): tasks, tune and run on a small ONNX model
+with a dynamic batch dimension bound by --shape; resuming a log; clear errors (exit status 2) for a missing
+file, an unbound dynamic dimension and an operator that cannot be imported."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def _dense_relu_model(path, op="Relu"):
+    """data[N, 8] @ W[8, 16] + b, then `op`: one fused task (dense + bias + relu)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 16)).astype("float32"), "W"),
+             numpy_helper.from_array(rng.standard_normal(16).astype("float32"), "b")]
+    nodes = [helper.make_node("MatMul", ["data", "W"], ["mm"], name="mm"),
+             helper.make_node("Add", ["mm", "b"], ["biased"], name="bias"),
+             helper.make_node(op, ["biased"], ["out"], name="act")]
+    graph = helper.make_graph(nodes, "dense_relu",
+                              [helper.make_tensor_value_info("data", TensorProto.FLOAT, ["N", 8])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+    return path
+
+
+def _cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "autosched", *args], capture_output=True, text=True,
+                          timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_tune_then_run_a_model_from_the_command_line(tmp_path):
+    model = _dense_relu_model(str(tmp_path / "m.onnx"))
+    log = str(tmp_path / "m.json")
+    code, out = _cli("tasks", model, "--shape", "N=5")
+    assert code == 0 and "1 tasks" in out, out
+    code, out = _cli("tune", model, "--shape", "N=5", "--trials", "6", "--per-round", "3", "--log", log)
+    assert code == 0, out
+    with open(log) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    assert len(lines) >= 6, out
+    # Run again with the same log: it resumes (the records are read, the new ones appended).
+    code, out = _cli("tune", model, "--shape", "N=5", "--trials", "9", "--per-round", "3", "--log", log)
+    assert code == 0 and "resumed" in out, out
+    with open(log) as f:
+        assert sum(1 for line in f if line.strip()) > len(lines)
+    code, out = _cli("run", model, "--shape", "N=5", "--log", log, "--repeat", "2", "--number", "2")
+    assert code == 0, out
+    assert "outputs match the reference evaluation" in out and "latency:" in out, out
+
+
+def test_command_line_errors_name_the_problem(tmp_path):
+    code, out = _cli("tasks", str(tmp_path / "missing.onnx"))
+    assert code == 2 and "does not exist" in out, out
+    model = _dense_relu_model(str(tmp_path / "m.onnx"))
+    code, out = _cli("tasks", model)
+    assert code == 2 and "--shape N=1" in out, out
+    code, out = _cli("tasks", model, "--shape", "N=x")
+    assert code == 2 and "expected NAME=D1,D2" in out, out
+    code, out = _cli("run", model, "--shape", "N=2", "--log", str(tmp_path / "none.json"))
+    assert code == 2 and "tune first" in out, out
+    odd = _dense_relu_model(str(tmp_path / "odd.onnx"), op="Hardmax")
+    code, out = _cli("tasks", odd, "--shape", "N=2")
+    assert code == 2 and "Hardmax" in out, out
