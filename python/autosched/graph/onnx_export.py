@@ -123,6 +123,12 @@ def _export_node(w, node):
     if op == "reduce_sum":
         axes = w.const(out + "_axes", np.asarray(a["axes"], np.int64))
         return w.node("ReduceSum", [ins[0], axes], out, keepdims=int(a["keepdims"]))
+    if op == "strided_slice":
+        params = [w.const(f"{out}_{k}", np.asarray(a[key], np.int64))
+                  for k, key in (("starts", "begin"), ("ends", "end"), ("axes", "axes"), ("steps", "strides"))]
+        return w.node("Slice", [ins[0]] + params, out)
+    if op == "take":
+        return w.node("Gather", ins, out, axis=a["axis"])
     if op == "cast":
         return w.node("Cast", ins, out, to=w.helper.np_dtype_to_tensor_dtype(np.dtype(a["dtype"])))
     if op == "unsupported":
