@@ -150,7 +150,8 @@ def to_onnx(graph, path=None):
         raise GraphError(f"to_onnx: graph '{graph.name}' has no outputs (call set_outputs)")
     w = _Writer(graph, helper, numpy_helper)
     for name, array in graph.constants.items():
-        w.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        # np.ascontiguousarray would make a 0-d constant (a Gather's single index) 1-d
+        w.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array).reshape(array.shape), name))
     for node in graph.nodes:
         _export_node(w, node)
     inputs = [_value_info(helper, graph, v) for v in graph.inputs]
