@@ -221,11 +221,20 @@ def _bert_embedding_model(onnx, batch="batch"):
     return model, vocab, seq
 
 
+def _torch_available():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _ort_run(ort, model, feeds):
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
 
 
+@pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")  # torch, on onnx's weights
 def test_onnx_embedding_model_matches_onnxruntime_and_builds():
     onnx = pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
@@ -242,6 +251,10 @@ def test_onnx_embedding_model_matches_onnxruntime_and_builds():
     ids = RNG.integers(-vocab, vocab, size=(3, seq)).astype(np.int64)
     want = _ort_run(ort, model, {"ids": ids})
     _check(bound, [ids], want)
+    if _torch_available():
+        from autosched.graph.torch_runner import TorchGraph
+        for a, b in zip(TorchGraph(bound)(ids), want):  # negative token ids count from the end there too
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
     tasks, weights = ans.extract_tasks(bound, "llvm")
     assert len(tasks) >= 2 and sum(weights) >= len(tasks)
     if _core.has_llvm():
@@ -314,6 +327,9 @@ def test_torch_embedding_and_slices_match_torch_and_build():
     with torch.no_grad():
         want = [t.numpy() for t in module(ids)]
     _check(graph, [ids.numpy()], want)
+    from autosched.graph.torch_runner import TorchGraph
+    for a, b in zip(TorchGraph(graph)(ids.numpy()), want):  # the graph's ops on torch's kernels
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     tasks, _ = ans.extract_tasks(graph, "llvm")
     if _core.has_llvm():
         for task in tasks:

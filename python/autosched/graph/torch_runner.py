@@ -90,7 +90,9 @@ class TorchGraph:
         missing = sorted({n.op for n in graph.nodes if n.op not in self.table})
         if missing:
             raise ValueError(f"graph '{graph.name}' has ops TorchGraph cannot run: {', '.join(missing)}")
-        self.constants = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in graph.constants.items()}
+        # reshape: np.ascontiguousarray makes a 0-d constant 1-d
+        self.constants = {k: torch.from_numpy(np.ascontiguousarray(v).reshape(v.shape))
+                          for k, v in graph.constants.items()}
 
     def run(self, *tensors):
         values = dict(self.constants)
