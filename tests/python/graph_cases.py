@@ -7,11 +7,13 @@ RNG = np.random.default_rng(3)
 
 # Inputs that must be positive: (op, input index).
 POSITIVE = {("log", 0), ("sqrt", 0), ("power", 0), ("batch_norm", 4), ("divide", 1)}
+# Index inputs: (op, input index) -> dtype; their values are in [-3, 3) (the cases' gathered axes are >= 3).
+INDICES = {("take", 1): "int64"}
 
 
 def one_node_graph(op, shapes, attrs=None, dtype="float32"):
     g = Graph(op)
-    names = [g.add_input(f"in{i}", s, dtype) for i, s in enumerate(shapes)]
+    names = [g.add_input(f"in{i}", s, INDICES.get((op, i), dtype)) for i, s in enumerate(shapes)]
     g.set_outputs([g.add_node(op, names, attrs=attrs, name=f"{op}_out")])
     return g
 
@@ -19,6 +21,9 @@ def one_node_graph(op, shapes, attrs=None, dtype="float32"):
 def random_inputs(op, shapes, dtype="float32"):
     arrays = []
     for i, s in enumerate(shapes):
+        if (op, i) in INDICES:
+            arrays.append(RNG.integers(-3, 3, size=s).astype(INDICES[(op, i)]))
+            continue
         a = RNG.standard_normal(s).astype(dtype)
         if (op, i) in POSITIVE:
             a = np.abs(a) + np.asarray(0.5, dtype)
@@ -90,4 +95,8 @@ CASES = [
     ("reduce_max", [(2, 3, 5)], dict(axes=(-1,))),
     ("cast", [(3, 7)], dict(dtype="float16")),
     ("cast", [(3, 7)], dict(dtype="int32")),
+    ("strided_slice", [(5, 7, 11)], dict(begin=(-4, 1), end=(100, -1), strides=(2, 3), axes=(0, -1))),
+    ("strided_slice", [(13,)], dict(begin=(2,), end=(13,))),
+    ("take", [(5, 7), (2, 3)], dict(axis=0)),
+    ("take", [(3, 7, 4), (4,)], dict(axis=-1)),
 ] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs")]

@@ -73,6 +73,8 @@ BUILT = [
     ("layer_norm", [(2, 3, 5), (5,), (5,)], {}),
     ("gelu", [(3, 7)], dict(approximate="tanh")),
     ("clip", [(3, 7)], dict(min=0.0)),
+    ("strided_slice", [(5, 7, 11)], dict(begin=(-4, 1), end=(100, -1), strides=(2, 3), axes=(0, -1))),
+    ("take", [(5, 7), (2, 3)], dict(axis=0)),
 ]
 
 

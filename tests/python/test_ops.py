@@ -462,6 +462,19 @@ def test_take(axis, mode, index_dtype):
     check([x, ind], ops.take(x, ind, axis=axis, mode=mode), [a, idx], np.take(a, idx, axis=axis, mode=mode))
 
 
+@pytest.mark.parametrize("mode,index_dtype", [("clip", "int64"), ("clip", "int32"), ("wrap", "int64")])
+def test_take_from_end(mode, index_dtype):
+    # negative indices count from the end first; int64 indices past the int32 range are clamped, not truncated
+    a = random_array((5, 7), "float32")
+    idx = np.array([[-1, -7, 6], [-8, 9, 2**32 + 1]] if index_dtype == "int64" else [[-1, -7, 6], [-8, 9, 3]],
+                   dtype=index_dtype)
+    x, ind = te.placeholder(a.shape, name="x"), te.placeholder(idx.shape, index_dtype, "ind")
+    wide = idx.astype(np.int64)
+    wide = np.where(wide < 0, wide + 7, wide)
+    expected = np.take(a, wide, axis=1, mode=mode)
+    check([x, ind], ops.take(x, ind, axis=1, mode=mode, from_end=True), [a, idx], expected)
+
+
 @pytest.mark.parametrize("begin,end,strides,axes", [
     ((1, 0), (3, 5), None, None),
     ((0, -1), (4, 0), (2, -2), None),

@@ -264,6 +264,27 @@ def _expand(ctx, inputs, attrs):
     raise NotConvertible(f"Expand of {shape} to {target} (only an Expand that keeps the shape is supported)")
 
 
+def _slice(ctx, inputs, attrs):
+    """Slice (opset 13+): starts, ends, axes and steps must be constants; steps must be positive."""
+    params = []
+    for i, what in ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")):
+        name = _opt(inputs, i)
+        params.append(None if name is None else [int(v) for v in ctx.const_or_fail(name, what).reshape(-1)])
+    starts, ends, axes, steps = params
+    if steps is not None and any(s <= 0 for s in steps):
+        raise NotConvertible(f"Slice with steps {tuple(steps)}: only positive steps are supported (a negative "
+                             f"step reverses the axis)")
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    return ctx.emit("strided_slice", [ctx.value(inputs[0])], begin=tuple(starts), end=tuple(ends),
+                    strides=tuple(steps), axes=tuple(axes))
+
+
+def _gather(ctx, inputs, attrs):
+    """Gather of a computed tensor or of a weight by computed indices (all-constant Gathers are folded)."""
+    return ctx.emit("take", [ctx.value(inputs[0]), ctx.value(inputs[1])], axis=attrs.get("axis", 0))
+
+
 def _reciprocal(ctx, inputs, attrs):
     one = ctx.add_const(np.ones((), ctx.dtype(inputs[0])), "one")
     return ctx.emit("divide", [one, ctx.value(inputs[0])])
@@ -280,7 +301,7 @@ CONVERTERS = {
     "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
     "GlobalAveragePool": _global_pool("global_avg_pool2d"), "GlobalMaxPool": _global_pool("global_max_pool2d"),
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Concat": _concat,
-    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand,
+    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand, "Slice": _slice, "Gather": _gather,
     "ReduceMean": _reduce("reduce_mean"), "ReduceSum": _reduce("reduce_sum"), "ReduceMax": _reduce("reduce_max"),
     "Cast": _cast, "Identity": _identity, "Dropout": _identity,
 }

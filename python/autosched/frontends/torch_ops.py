@@ -249,6 +249,46 @@ def _squeeze(ctx, x, dims=None):
                    ctx.fresh_name("reshape"))
 
 
+_TO_THE_END = 2**63 - 1
+
+
+def _static_int(ctx, v, what):
+    """An int argument (a SymInt of a dynamic dim cannot be a slice bound)."""
+    v = ctx.env[v] if isinstance(v, ctx.torch.fx.Node) else v
+    if not isinstance(v, int):
+        raise NotConvertible(f"{what} {v} is a dynamic dim; bind it when exporting")
+    return v
+
+
+def _slice(ctx, x, dim=0, start=None, end=None, step=1):
+    rank, xv = _rank(ctx, x), ctx.value(x)
+    dim = _axis(int(dim), rank)
+    start = 0 if start is None else _static_int(ctx, start, "start")
+    end = _TO_THE_END if end is None else _static_int(ctx, end, "end")
+    step = _static_int(ctx, step, "step")
+    extent = ctx.shape(x)[dim]
+    if start == 0 and step == 1 and (end >= _TO_THE_END or (isinstance(extent, int) and end >= extent)):
+        return xv  # the whole axis (torch.export writes x[:, 0] as such a slice, then a select)
+    return ctx.emit("strided_slice", [xv], begin=(start,), end=(end,), strides=(step,), axes=(dim,))
+
+
+def _select(ctx, x, dim, index):
+    """x.select(dim, index): the one-element slice, then the axis dropped."""
+    shape = list(ctx.shape(x))
+    dim, index = _axis(int(dim), len(shape)), _static_int(ctx, index, "index")
+    end = index + 1 if index != -1 else _TO_THE_END
+    one = ctx.emit("strided_slice", [ctx.value(x)], begin=(index,), end=(end,), strides=(1,), axes=(dim,))
+    return reshape(ctx.g, one, shape[:dim] + shape[dim + 1:], ctx.fresh_name("reshape"))
+
+
+def _index_select(ctx, x, dim, index):
+    return ctx.emit("take", [ctx.value(x), ctx.value(index)], axis=int(dim))
+
+
+def _embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return ctx.emit("take", [ctx.value(weight), ctx.value(indices)], axis=0)
+
+
 def _expand(ctx, x, size, implicit=False):
     shape, size = ctx.shape(x), ctx.dims(size)
     if len(size) == len(shape) and all(s == -1 or s == d for s, d in zip(size, shape)):
@@ -307,5 +347,6 @@ ATEN = {
     "transpose": _transpose, "t": _t, "cat": _cat, "concat": _cat, "unsqueeze": _unsqueeze, "squeeze": _squeeze,
     "expand": _expand, "clone": _identity, "contiguous": _identity, "alias": _identity, "detach": _identity,
     "lift_fresh_copy": _identity, "dropout": _dropout, "feature_dropout": _dropout, "_to_copy": _to_copy,
-    "to": _to_copy, "scaled_dot_product_attention": _sdpa,
+    "to": _to_copy, "scaled_dot_product_attention": _sdpa, "slice": _slice, "select": _select,
+    "index_select": _index_select, "embedding": _embedding,
 }

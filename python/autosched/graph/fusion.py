@@ -4,9 +4,10 @@
     groups = partition(folded)          # FusedGroup list in execution order
 
 A group has at most one anchor, a complex op (conv2d, dense, matmul, pools, softmax, layer_norm, reductions),
-and the injective ops (elementwise, broadcast, reshape, transpose, ...) that follow it; a group without an
-anchor is a chain of injective ops. A consumer joins its producer's group when the producer's value has that
-single consumer and is not a graph output: conv2d + bias + relu, dense + add + gelu, residual add + relu.
+and the injective ops (elementwise, broadcast, reshape, transpose, strided_slice, take, ...) that follow it; a
+group without an anchor is a chain of injective ops. A consumer joins its producer's group when the producer's
+value has that single consumer and is not a graph output: conv2d + bias + relu, dense + add + gelu, residual
+add + relu, an embedding take + the position add.
 Groups started by a reduction (reduce_max / reduce_sum / reduce_mean) also take the diamonds of a softmax or
 layer norm that an importer wrote as separate ops (x - max, exp, sum, divide): there a value may have several
 consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.

@@ -123,6 +123,12 @@ def _export_node(w, node):
     if op == "reduce_sum":
         axes = w.const(out + "_axes", np.asarray(a["axes"], np.int64))
         return w.node("ReduceSum", [ins[0], axes], out, keepdims=int(a["keepdims"]))
+    if op == "strided_slice":
+        params = [w.const(f"{out}_{k}", np.asarray(a[key], np.int64))
+                  for k, key in (("starts", "begin"), ("ends", "end"), ("axes", "axes"), ("steps", "strides"))]
+        return w.node("Slice", [ins[0]] + params, out)
+    if op == "take":
+        return w.node("Gather", ins, out, axis=a["axis"])
     if op == "cast":
         return w.node("Cast", ins, out, to=w.helper.np_dtype_to_tensor_dtype(np.dtype(a["dtype"])))
     if op == "unsupported":
@@ -144,7 +150,8 @@ def to_onnx(graph, path=None):
         raise GraphError(f"to_onnx: graph '{graph.name}' has no outputs (call set_outputs)")
     w = _Writer(graph, helper, numpy_helper)
     for name, array in graph.constants.items():
-        w.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        # np.ascontiguousarray would make a 0-d constant (a Gather's single index) 1-d
+        w.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array).reshape(array.shape), name))
     for node in graph.nodes:
         _export_node(w, node)
     inputs = [_value_info(helper, graph, v) for v in graph.inputs]

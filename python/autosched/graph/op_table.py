@@ -417,6 +417,57 @@ def _infer_cast(attrs, shapes, dtypes):
     return tuple(shapes[0]), attrs["dtype"]
 
 
+# An end at or past this reads "to the end of the axis" whatever its extent (ONNX writes INT64_MAX).
+_TO_THE_END = 2**31 - 1
+
+
+def _slice_dim(dim, begin, end, step):
+    """The extent of begin:end:step (ONNX Slice: negative begin / end count from the end, both clamp to the
+    axis) of an axis of extent `dim`; a dynamic dim stays itself for 0:to-the-end:1, else None."""
+    if not _known(dim):
+        return dim if (begin, step) == (0, 1) and end >= _TO_THE_END else None
+    length = len(range(*slice(begin, end, step).indices(dim)))
+    if length == 0:
+        raise OpError(f"slice {begin}:{end}:{step} of an axis of extent {dim} is empty")
+    return length
+
+
+def _infer_strided_slice(attrs, shapes, dtypes):
+    x = shapes[0]
+    begin, end = attrs["begin"], attrs["end"]
+    strides = (1,) * len(begin) if attrs["strides"] is None else attrs["strides"]
+    axes = tuple(range(len(begin))) if attrs["axes"] is None else attrs["axes"]
+    if not len(begin) == len(end) == len(strides) == len(axes):
+        raise OpError(f"begin {begin}, end {end}, strides {strides} and axes {axes} must have one entry per "
+                      f"sliced axis")
+    axes = tuple(_axis(a, len(x), "axes entry") for a in axes)
+    if len(set(axes)) != len(axes):
+        raise OpError(f"axes {attrs['axes']} repeats an axis")
+    for s in strides:
+        if s <= 0:
+            raise OpError(f"step {s}: only positive steps are supported" if s else "a step is 0")
+    attrs["strides"], attrs["axes"] = strides, axes
+    out = list(x)
+    for b, e, s, a in zip(begin, end, strides, axes):
+        try:
+            out[a] = _slice_dim(x[a], b, e, s)
+        except OpError as err:
+            raise OpError(f"axis {a}: {err}") from None
+    return tuple(out), dtypes[0]
+
+
+INDEX_DTYPES = ("int32", "int64")
+
+
+def _infer_take(attrs, shapes, dtypes):
+    data, indices = shapes
+    _check_rank(data, 1, "data", at_least=True)
+    attrs["axis"] = axis = _axis(attrs["axis"], len(data))
+    if dtypes[1] is not None and dtypes[1] not in INDEX_DTYPES:
+        raise OpError(f"indices must be int32 or int64, got {dtypes[1]}")
+    return tuple(data[:axis]) + tuple(indices) + tuple(data[axis + 1:]), dtypes[0]
+
+
 class OpDef:
     """An op of the table: input count, attrs (name -> (default or _REQUIRED, converter)), inference."""
 
@@ -425,7 +476,7 @@ class OpDef:
         self.min_inputs, self.max_inputs = inputs if isinstance(inputs, tuple) else (inputs, inputs)
         self.attrs = attrs
         self.infer_fn = infer_fn
-        self.out_dtype = out_dtype  # attrs -> dtype, when the output dtype is an attr
+        self.out_dtype = out_dtype  # (attrs, input dtypes) -> dtype, when it is not the inputs' common dtype
 
     def __repr__(self):
         return f"OpDef({self.name!r})"
@@ -471,7 +522,12 @@ for _name in ("reduce_mean", "reduce_sum", "reduce_max"):
     _register(OpDef(_name, 1, {"axes": (_REQUIRED, lambda v: _ints(v, "axes", 1) if isinstance(v, numbers.Integral)
                                         else _ints(v, "axes")),
                                "keepdims": (True, _bool("keepdims"))}, _infer_reduce))
-_register(OpDef("cast", 1, {"dtype": (_REQUIRED, _dtype)}, _infer_cast, out_dtype=lambda a: a["dtype"]))
+_register(OpDef("cast", 1, {"dtype": (_REQUIRED, _dtype)}, _infer_cast, out_dtype=lambda a, d: a["dtype"]))
+_register(OpDef("strided_slice", 1, {"begin": (_REQUIRED, lambda v: _ints(v, "begin")),
+                                     "end": (_REQUIRED, lambda v: _ints(v, "end")),
+                                     "strides": (None, _any_ints("strides")), "axes": (None, _any_ints("axes"))},
+                _infer_strided_slice))
+_register(OpDef("take", 2, {"axis": (0, lambda v: _int(v, "axis"))}, _infer_take, out_dtype=lambda a, d: d[0]))
 _register(OpDef("unsupported", (0, None), {"op_type": (_REQUIRED, _str), "reason": ("", _str)}, None))
 
 
@@ -512,7 +568,7 @@ def infer(op, attrs, shapes, dtypes):
             if dt is not None and not dt.startswith("float"):
                 raise OpError(f"needs floating-point inputs, got {dt}")
     if any(s is None for s in shapes):  # an input of unknown rank: only the dtype can be inferred
-        dtype = op_def.out_dtype(attrs) if op_def.out_dtype is not None else _same_dtypes(dtypes)
+        dtype = op_def.out_dtype(attrs, dtypes) if op_def.out_dtype is not None else _same_dtypes(dtypes)
         return attrs, None, dtype
     shape, dtype = op_def.infer_fn(attrs, [tuple(s) for s in shapes], list(dtypes))
     return attrs, tuple(shape), dtype

@@ -217,6 +217,23 @@ def cast(node, x):
     return x.astype(node.attrs["dtype"])
 
 
+@_ref("strided_slice")
+def strided_slice(node, x):
+    a = node.attrs
+    index = [slice(None)] * x.ndim
+    for b, e, s, axis in zip(a["begin"], a["end"], a["strides"], a["axes"]):
+        index[axis] = slice(b, e, s)  # Python slicing clamps as ONNX Slice does for positive steps
+    return x[tuple(index)]
+
+
+@_ref("take")
+def take(node, data, indices):
+    extent = data.shape[node.attrs["axis"]]
+    idx = indices.astype(np.int64)
+    idx = np.clip(np.where(idx < 0, idx + extent, idx), 0, extent - 1)  # out of range: clamped
+    return np.take(data, idx, axis=node.attrs["axis"])
+
+
 def _bind_inputs(graph, arrays, named):
     from .ir import GraphError
     if len(arrays) > len(graph.inputs):

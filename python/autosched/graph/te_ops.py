@@ -254,3 +254,15 @@ def reduce(node, x):
 @_builder("cast")
 def cast(node, x):
     return ops.cast(x, node.attrs["dtype"], name=node.name)
+
+
+@_builder("strided_slice")
+def strided_slice(node, x):
+    a = node.attrs
+    return ops.strided_slice(x, a["begin"], a["end"], a["strides"], a["axes"], name=node.name)
+
+
+@_builder("take")
+def take(node, data, indices):
+    # negative indices count from the end, indices still out of range are clamped (as the reference does)
+    return ops.take(data, indices, node.attrs["axis"], mode="clip", from_end=True, name=node.name)

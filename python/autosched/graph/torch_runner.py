@@ -27,6 +27,20 @@ def _pool(F, node, x, kind):
                         count_include_pad=a["count_include_pad"])
 
 
+def _slices(node, ndim):
+    index = [slice(None)] * ndim
+    for b, e, s, axis in zip(node.attrs["begin"], node.attrs["end"], node.attrs["strides"], node.attrs["axes"]):
+        index[axis] = slice(b, e, s)
+    return tuple(index)
+
+
+def _take(torch, node, x, indices):
+    axis, extent = node.attrs["axis"], x.shape[node.attrs["axis"]]
+    indices = indices.long()
+    flat = torch.where(indices < 0, indices + extent, indices).clamp(0, extent - 1).reshape(-1)
+    return torch.index_select(x, axis, flat).reshape(node.shape)
+
+
 def _ops(torch):
     F = torch.nn.functional
     binary = {"add": torch.add, "subtract": torch.sub, "multiply": torch.mul, "divide": torch.div,
@@ -52,6 +66,8 @@ def _ops(torch):
         "flatten": lambda node, x: torch.reshape(x, node.shape),
         "transpose": lambda node, x: x.permute(*node.attrs["perm"]),
         "concat": lambda node, *xs: torch.cat(xs, node.attrs["axis"]),
+        "strided_slice": lambda node, x: x[_slices(node, x.ndim)],
+        "take": lambda node, x, i: _take(torch, node, x, i),
         "reduce_mean": lambda node, x: torch.mean(x, node.attrs["axes"], keepdim=node.attrs["keepdims"]),
         "reduce_sum": lambda node, x: torch.sum(x, node.attrs["axes"], keepdim=node.attrs["keepdims"]),
         "reduce_max": lambda node, x: torch.amax(x, node.attrs["axes"], keepdim=node.attrs["keepdims"]),
@@ -74,7 +90,9 @@ class TorchGraph:
         missing = sorted({n.op for n in graph.nodes if n.op not in self.table})
         if missing:
             raise ValueError(f"graph '{graph.name}' has ops TorchGraph cannot run: {', '.join(missing)}")
-        self.constants = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in graph.constants.items()}
+        # reshape: np.ascontiguousarray makes a 0-d constant 1-d
+        self.constants = {k: torch.from_numpy(np.ascontiguousarray(v).reshape(v.shape))
+                          for k, v in graph.constants.items()}
 
     def run(self, *tensors):
         values = dict(self.constants)

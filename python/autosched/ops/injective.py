@@ -135,9 +135,12 @@ def pad(x, pad_before, pad_after=None, pad_value=0, name="PadInput"):
     return te.compute(shape, fcompute, name=name, tag="injective,pad")
 
 
-def take(a, indices, axis=None, mode="clip", name="T_take"):
+def take(a, indices, axis=None, mode="clip", from_end=False, name="T_take"):
     """Gather along `axis` (None: of the flattened tensor). Out-of-range indices are clamped ("clip") or
-    wrapped ("wrap"), so no read is ever out of bounds."""
+    wrapped ("wrap"), so no read is ever out of bounds. With from_end=True a negative index first counts from
+    the end (index + extent, as numpy and ONNX Gather read it); "clip" then clamps what is still out of range.
+    The index arithmetic is done in the indices' dtype (int64 stays int64), so a large index is clamped, never
+    truncated."""
     check_tensor(a, "take")
     check_tensor(indices, "take", "indices")
     if not is_integer(indices.dtype):
@@ -150,15 +153,20 @@ def take(a, indices, axis=None, mode="clip", name="T_take"):
     axis = normalize_axis(axis, a.ndim, "take")
     extent = a.shape[axis]
     shape = a.shape[:axis] + indices.shape + a.shape[axis + 1:]
+    wide = indices.dtype if indices.dtype in ("int32", "int64") else "int32"
 
     def fcompute(*i):
         pos = indices[tuple(i[axis:axis + indices.ndim])]
-        if pos.dtype != "int32":
-            pos = te.cast(pos, "int32")
+        if pos.dtype != wide:
+            pos = te.cast(pos, wide)
+        if from_end:
+            pos = te.if_then_else(pos < const(0, wide), pos + const(extent, wide), pos)
         if mode == "clip":
-            pos = te.min(te.max(pos, const(0, "int32")), const(extent - 1, "int32"))
+            pos = te.min(te.max(pos, const(0, wide)), const(extent - 1, wide))
         else:
-            pos = te.floormod(pos, const(extent, "int32"))
+            pos = te.floormod(pos, const(extent, wide))
+        if wide != "int32":
+            pos = te.cast(pos, "int32")
         idx = i[:axis] + (pos,) + i[axis + indices.ndim:]
         return a[idx]
 
