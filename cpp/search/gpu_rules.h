@@ -4,6 +4,9 @@
 //   add-cache-read                    a producer read by one tiled consumer: copied into a
 //                                     "shared" stage computed at the consumer's outermost
 //                                     reduce tile (each group fetches its tiles together)
+//   special-compute-location          a stage always-inline would inline into one consumer that
+//                                     unrolls its reads of a constant tensor (Winograd's data
+//                                     pack): computed at the consumer's last loop before them
 //   always-inline                     as on CPUs
 //   simplify-compute-with-const-tensor  as on CPUs
 //   cross-thread-reduction            a reduction with little spatial work: the work items of
@@ -15,8 +18,6 @@
 //                                     (after blockIdx, vthread, threadIdx) of its consumer
 //   multi-level-tiling                tiled "SSSRRSRS"
 //   skip-stage                        the stage left as it is
-// Ansor's special-compute-location rule (Winograd's data-pack stages) is not
-// there: the always-inline rule covers the producers met here (padding).
 //
 // Init rules (DefaultGpuInitRules): fill-tile-size, thread-bind, unroll
 // (gpu_auto_unroll_candidates), and vectorize on Mali devices or with
@@ -44,6 +45,7 @@ InitRuleList DefaultGpuInitRules();
 MutationRuleList DefaultGpuMutationRules();
 
 std::shared_ptr<const SketchRule> MakeAddCacheReadRule();
+std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule();
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule();
 std::shared_ptr<const InitRule> MakeThreadBindRule();
 

@@ -38,6 +38,18 @@ int LastOuterReduceIter(const Stage& st) {
   return last;
 }
 
+// The last loop of a stage before its first unrolled one, when the stage
+// computes with a constant tensor whose indices simplify-compute-with-const-
+// tensor unrolled; -1 otherwise.
+int LoopBeforeConstUnroll(const State& s, int stage_id) {
+  const Stage& st = s.stage(stage_id);
+  if (!ReadsConstTensor(st)) return -1;
+  for (int i = 0; i < st.num_iters(); ++i) {
+    if (st.iter(i).annotation == IteratorAnnotation::Unroll) return i - 1;
+  }
+  return -1;
+}
+
 // ---- add-cache-read ----
 
 // A producer read by one consumer that multi-level tiling tiled is copied
@@ -59,6 +71,9 @@ class AddCacheReadRule : public SketchRule {
     const Stage& consumer = s.stage(c);
     if (!NeedsMultiLevelTiling(s, c) || IsUntouched(consumer) || consumer.scope == MemScope::Shared)
       return Condition::Skip;
+    // A consumer whose constant-tensor reads are unrolled keeps them as
+    // constants, and its other producer is placed by special-compute-location.
+    if (LoopBeforeConstUnroll(s, c) >= 0) return Condition::Skip;
     return LastOuterReduceIter(consumer) >= 0 ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
@@ -70,6 +85,32 @@ class AddCacheReadRule : public SketchRule {
              "cache_read of '" << s.stage(stage_id).name() << "' moved its consumer unexpectedly");
     r = r.ComputeAt(cache, target, LastOuterReduceIter(r.stage(target)));
     return {{r, stage_id}};
+  }
+};
+
+// ---- special-compute-location ----
+
+// A stage without a reduction read by one consumer that computes with a constant tensor in unrolled loops
+// (Winograd's data pack reading its input tile): inlined, the stage would be recomputed in every unrolled
+// iteration; it is computed at the consumer's last loop before them instead, once per point of the loops
+// above.
+class SpecialComputeLocationRule : public SketchRule {
+ public:
+  std::string name() const override { return "special-compute-location"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    const OpAccessInfo& access = s.dag().access(stage_id);
+    // Any stage without a reduction could be inlined on a GPU (Ansor inlines
+    // them all there); the ones always-inline takes are the strictly
+    // inlineable ones.
+    if (HasReduceIter(st) || access.is_output || access.producers.empty() || access.consumers.size() != 1)
+      return Condition::Skip;
+    return LoopBeforeConstUnroll(s, access.consumers[0]) >= 0 ? Condition::ApplyAndSkipRest : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const int consumer = s.dag().access(stage_id).consumers[0];
+    return {{s.ComputeAt(stage_id, consumer, LoopBeforeConstUnroll(s, consumer)), stage_id - 1}};
   }
 };
 
@@ -129,12 +170,16 @@ class CrossThreadReductionRule : public SketchRule {
 }  // namespace
 
 std::shared_ptr<const SketchRule> MakeAddCacheReadRule() { return std::make_shared<AddCacheReadRule>(); }
+std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule() {
+  return std::make_shared<SpecialComputeLocationRule>();
+}
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule() {
   return std::make_shared<CrossThreadReductionRule>();
 }
 
 SketchRuleList DefaultGpuSketchRules() {
   return {MakeAddCacheReadRule(),
+          MakeSpecialComputeLocationRule(),
           MakeAlwaysInlineRule(),
           MakeSimplifyComputeWithConstTensorRule(),
           MakeCrossThreadReductionRule(),

@@ -64,6 +64,15 @@ std::vector<bool> ConstIndexedNodes(const Stage& st) {
   return marked;
 }
 
+}  // namespace
+
+bool ReadsConstTensor(const Stage& st) {
+  const std::vector<bool> marked = ConstIndexedNodes(st);
+  return std::find(marked.begin(), marked.end(), true) != marked.end();
+}
+
+namespace {
+
 // The iterators that index constant tensors are unrolled innermost, so that
 // the loads fold to constants; the other spatial iterators are tiled in 3.
 class SimplifyComputeWithConstTensorRule : public SketchRule {

@@ -77,6 +77,10 @@ const std::vector<int64_t>& AutoUnrollCandidates(const SketchContext& ctx);
 // The rules one by one (for tests and custom lists).
 std::shared_ptr<const SketchRule> MakeAlwaysInlineRule();
 std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
+// Whether the stage indexes a constant tensor (a compute op that reads no
+// tensor) with its root loop variables: what simplify-compute-with-const-tensor
+// unrolls.
+bool ReadsConstTensor(const Stage& st);
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
 // gpu: the GPU variants (gpu_rules.h): cache write only without an element-wise

@@ -53,6 +53,17 @@ def _elementwise():
     return [x, y, ops.relu(ops.add(x, y))]
 
 
+def _winograd_pack():
+    """A Winograd-style data pack: a 4x4 input tile per channel and position (read with a stride: not strictly
+    inlineable), transformed by a constant matrix written as an expression; 5 positions, 3 channels."""
+    d = _ph((3, 12), "D")
+    tile = te.compute((3, 5, 4), lambda c, p, a: d[c, p * 2 + a] * te.const(2.0, "float32"), name="input_tile")
+    one, half = te.const(1.0, "float32"), te.const(0.5, "float32")
+    b = te.compute((4, 4), lambda a, e: te.select(a == e, one, half), name="B")
+    r = te.reduce_axis((0, 4), name="r")
+    return [d, te.compute((4, 3, 5), lambda e, c, p: te.sum(tile[c, p, r] * b[r, e], axis=r), name="data_pack")]
+
+
 # name -> (builder, step records that must appear in some sketch, in every sketch)
 CASES = {
     "matmul": (_matmul, {"CHW", "CHR", "FSP"}, {"CHR"}),
@@ -61,6 +72,7 @@ CASES = {
     "softmax": (_softmax, {"RF", "CHW"}, set()),
     "layer_norm": (_layer_norm, {"RF", "CHW"}, set()),
     "elementwise": (_elementwise, {"CI"}, set()),
+    "winograd_pack": (_winograd_pack, {"CA", "CI"}, {"CA", "CI"}),
 }
 
 
@@ -84,6 +96,8 @@ def _rules_applied(state):
         rules.append("add-cache-write")
     if "FSP" in kinds:
         rules.append("multi-level-tiling-with-fusion")
+    if "CA" in kinds and "CHR" not in kinds and "RF" not in kinds:
+        rules.append("special-compute-location")
     if "CI" in kinds:
         rules.append("always-inline")
     return rules or ["skip-stage"]
@@ -92,7 +106,7 @@ def _rules_applied(state):
 def test_gpu_policy_lists_the_gpu_rules_in_order():
     policy = search.SketchPolicy(_task(ans.ComputeDAG(_matmul())))
     assert policy.sketch_rule_names == [
-        "add-cache-read", "always-inline", "simplify-compute-with-const-tensor", "cross-thread-reduction",
+        "add-cache-read", "special-compute-location", "always-inline", "simplify-compute-with-const-tensor", "cross-thread-reduction",
         "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "thread-bind", "unroll", "vectorize"]
     assert policy.mutation_rule_names == ["tile-size", "auto-unroll"]
@@ -224,3 +238,18 @@ def test_opencl_baselines_leave_the_loops_to_the_default_gpu_schedule():
     gpu = search.baseline_states(_task(dag))
     assert [[r[0] for r in _records(s)] for s in gpu] == [[], ["RE"]]
     _check_states(dag, _task(dag), gpu)
+
+
+def test_special_compute_location_places_the_tile_before_the_unrolled_constant_loops():
+    """The input tile is computed at the data pack's last loop before its unrolled loops (not inlined, not
+    copied to shared memory), and the constant matrix is inlined so that its reads fold to constants."""
+    dag = ans.ComputeDAG(_winograd_pack())
+    policy = search.SketchPolicy(_task(dag))
+    for sketch in policy.generate_sketches():
+        steps = dag.print_python_steps(sketch)
+        assert 's.compute_inline("B")' in steps and "cache_read" not in steps, steps
+        stage = sketch["data_pack"]
+        attach = [r for r in _records(sketch) if r[0] == "CA"]
+        assert len(attach) == 1 and attach[0][1] == 1, steps  # input_tile, at data_pack
+        first_unrolled = min(i for i, it in enumerate(stage.iters) if it.annotation == "unroll")
+        assert attach[0][3] == first_unrolled - 1, steps
