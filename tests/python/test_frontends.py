@@ -349,3 +349,18 @@ def test_missing_packages_give_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError, match="pip install torch"):
         frontends.from_torch(object(), ())
+
+
+def test_zero_dimensional_tensors_keep_their_rank():
+    """A 0-d input plus a 0-d weight, and a reciprocal (whose 1 the importer adds as a constant), give 0-d
+    outputs, as in onnxruntime."""
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"]), helper.make_node("Reciprocal", ["y"], ["z"])]
+    model = helper_model(nodes, [("x", [])], [("z", [])], [("w", np.float32(2.5))])
+    graph = frontends.from_onnx(model)
+    assert graph.shape(graph.outputs[0]) == ()
+    x = np.array(1.5, dtype="float32")
+    want = run_ort(model, x)[0]
+    got = graph.evaluate(x)[0]
+    assert got.shape == want.shape == () and np.allclose(got, want)
+    from autosched.graph import build
+    assert np.allclose(build(graph, "llvm")(x)[0], want)

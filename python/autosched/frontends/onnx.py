@@ -322,7 +322,8 @@ class _Importer:
         return self.materialized[name]
 
     def add_const(self, array, hint):
-        return self.g.add_constant(self.names.take(f"{self._base}.{hint}"), np.ascontiguousarray(array))
+        # np.array, not np.ascontiguousarray: the latter makes a 0-d array 1-d.
+        return self.g.add_constant(self.names.take(f"{self._base}.{hint}"), np.array(array, order="C"))
 
     def shape(self, name):
         if name in self.values:
