@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from .frontends import from_onnx
+from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
 from .graph import extract_tasks
 from .graph.extract import format_problems
@@ -54,22 +55,20 @@ def _load_graph(path, shapes):
     if not path.endswith(".onnx"):
         raise CommandError(f"'{path}': only ONNX models (.onnx) are read from the command line; import other "
                            "models from Python (autosched.frontends.from_torch)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the problems are reported below, once
-        graph = from_onnx(path)
-    inputs = set(graph.inputs)
-    by_input = {k: v for k, v in shapes.items() if k in inputs}
-    by_dim = {k: (v[0] if len(v) == 1 else v) for k, v in shapes.items() if k not in inputs}
-    bad = [k for k, v in by_dim.items() if isinstance(v, tuple)]
+    onnx = _import_onnx()
+    model = _load(onnx, path)
+    # Inputs take their shape as a tuple, dynamic dims their value as an int; both are bound at import, so
+    # shape arithmetic on them folds (docs/frontends.md).
+    constants = {t.name for t in model.graph.initializer}
+    inputs = [vi.name for vi in model.graph.input if vi.name not in constants]
+    shape_dict = {k: (v if k in inputs else v[0]) for k, v in shapes.items()}
+    bad = [k for k, v in shapes.items() if k not in inputs and len(v) > 1]
     if bad:
         raise CommandError(f"--shape {bad[0]}=...: '{bad[0]}' is not an input of the model (inputs: "
-                           f"{', '.join(graph.inputs)}); a dimension name takes one value")
-    if by_input:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            graph = from_onnx(path, shape_dict=by_input)
-    if by_dim:
-        graph = graph.bind(by_dim)
+                           f"{', '.join(inputs)}); a dimension name takes one value")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the problems are reported below, once
+        graph = from_onnx(model, shape_dict=shape_dict)
     problems = graph.problems()
     if problems:
         dims = graph.dynamic_dims()

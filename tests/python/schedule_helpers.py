@@ -32,6 +32,30 @@ def matmul(n, m, k, dtype="float32"):
     return ans.ComputeDAG([a, b, c]), c
 
 
+def gpu_matmul_state(dag, tile=8, shared=False):
+    """A GPU schedule of matmul's C: blocks of tile x tile work items, one C element each. With shared, the A
+    and B tiles are fetched cooperatively into __local memory (their copy loops bound to the same threads) at
+    every step of 4 along the reduction."""
+    s = dag.get_init_state()
+    caches = [s.cache_read("A", "shared", ["C"]), s.cache_read("B", "shared", ["C"])] if shared else []
+    i, j, k = s["C"].iters
+    bi, ti = s.split("C", i, [tile])
+    bj, tj = s.split("C", j, [tile])
+    if shared:
+        ko, ki = s.split("C", k, [4])
+        s.reorder("C", [bi, bj, ko, ti, tj, ki])
+    else:
+        s.reorder("C", [bi, bj, ti, tj, k])
+    for it, binding in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"), (tj, "threadIdx.x")):
+        s.bind("C", it, binding)
+    for cache in caches:
+        s.compute_at(cache, "C", ko)
+        fused = s.fuse(cache, s[cache].iters)
+        _, inner = s.split(cache, fused, [tile])
+        s.bind(cache, inner, "threadIdx.x")
+    return s
+
+
 def matmul_bias_relu(n, m, k, dtype="float32"):
     """C = A @ B, E = C + 1, D = max(E, 0): a reduction with two element-wise consumers.
     Returns (dag, C, E, D)."""

@@ -40,6 +40,8 @@ def test_tune_then_run_a_model_from_the_command_line(tmp_path):
     log = str(tmp_path / "m.json")
     code, out = _cli("tasks", model, "--shape", "N=5")
     assert code == 0 and "1 tasks" in out, out
+    code, out = _cli("tasks", model, "--shape", "data=5,8")  # the input's whole shape binds N too
+    assert code == 0 and "dense_add_relu 5x16" in out, out
     code, out = _cli("tune", model, "--shape", "N=5", "--trials", "6", "--per-round", "3", "--log", log)
     assert code == 0, out
     with open(log) as f:
@@ -63,6 +65,10 @@ def test_command_line_errors_name_the_problem(tmp_path):
     assert code == 2 and "--shape N=1" in out, out
     code, out = _cli("tasks", model, "--shape", "N=x")
     assert code == 2 and "expected NAME=D1,D2" in out, out
+    code, out = _cli("tasks", model, "--shape", "data=5,9")  # the model fixes the second dim to 8
+    assert code == 2 and "data" in out and "8" in out, out
+    code, out = _cli("tasks", model, "--shape", "M=2,3")
+    assert code == 2 and "'M' is not an input of the model" in out, out
     code, out = _cli("run", model, "--shape", "N=2", "--log", str(tmp_path / "none.json"))
     assert code == 2 and "tune first" in out, out
     odd = _dense_relu_model(str(tmp_path / "odd.onnx"), op="Hardmax")

@@ -11,6 +11,8 @@ import autosched as ans
 from autosched import measure as am
 from autosched import te
 
+from schedule_helpers import gpu_matmul_state, matmul
+
 pytestmark = pytest.mark.skipif(not ans.opencl.available(),
                                 reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
 
@@ -19,52 +21,12 @@ TARGET = os.environ.get("AUTOSCHED_TEST_OPENCL_MEASURE_TARGET", "opencl -device=
 
 
 def _matmul(n, m, k):
-    a = te.placeholder((n, k), name="A")
-    b = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    return ans.ComputeDAG([a, b, c])
+    return matmul(n, m, k)[0]
 
 
 def _task(dag, target=TARGET, **hardware):
     params = ans.HardwareParams(target=target, **hardware) if hardware else None
     return ans.SearchTask(compute_dag=dag, target=ans.Target(target), hardware_params=params)
-
-
-def _bound_matmul_state(dag, tile=8):
-    """Blocks of tile x tile work items, one C element each."""
-    s = dag.get_init_state()
-    i, j, k = s["C"].iters
-    bi, ti = s.split("C", i, [tile])
-    bj, tj = s.split("C", j, [tile])
-    s.reorder("C", [bi, bj, ti, tj, k])
-    s.bind("C", bi, "blockIdx.y")
-    s.bind("C", bj, "blockIdx.x")
-    s.bind("C", ti, "threadIdx.y")
-    s.bind("C", tj, "threadIdx.x")
-    return s
-
-
-def _shared_matmul_state(dag, tile=8):
-    """As _bound_matmul_state, with the A and B tiles fetched cooperatively into __local memory."""
-    s = dag.get_init_state()
-    a_shared = s.cache_read("A", "shared", ["C"])
-    b_shared = s.cache_read("B", "shared", ["C"])
-    i, j, k = s["C"].iters
-    bi, ti = s.split("C", i, [tile])
-    bj, tj = s.split("C", j, [tile])
-    ko, ki = s.split("C", k, [4])
-    s.reorder("C", [bi, bj, ko, ti, tj, ki])
-    s.bind("C", bi, "blockIdx.y")
-    s.bind("C", bj, "blockIdx.x")
-    s.bind("C", ti, "threadIdx.y")
-    s.bind("C", tj, "threadIdx.x")
-    for cache in (a_shared, b_shared):
-        s.compute_at(cache, "C", ko)
-        fused = s.fuse(cache, s[cache].iters)
-        _, inner = s.split(cache, fused, [tile])
-        s.bind(cache, inner, "threadIdx.x")
-    return s
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +53,7 @@ def _assert_valid(results, task):
 def test_gpu_schedules_and_default_schedules_measure_valid(builder, runner):
     matmul = _task(_matmul(32, 24, 16))
     dag = matmul.compute_dag
-    states = [dag.get_init_state(), _bound_matmul_state(dag), _shared_matmul_state(dag)]
+    states = [dag.get_init_state(), gpu_matmul_state(dag), gpu_matmul_state(dag, shared=True)]
     _assert_valid(am.measure(matmul, states, builder, runner), matmul)
     started = runner._measurer.processes_started
 
@@ -113,7 +75,7 @@ def test_every_opencl_fault_is_recorded_and_never_the_best(builder):
               "crash": 0.1}
     runner = am.LocalRunner(timeout=30, min_repeat_ms=1, inject_faults=faults, fault_seed=3)
     try:
-        states = [_bound_matmul_state(task.compute_dag, tile) for tile in (4, 8)] * 5
+        states = [gpu_matmul_state(task.compute_dag, tile) for tile in (4, 8)] * 5
         results = am.measure(task, states, builder, runner)
     finally:
         runner.close()
@@ -140,7 +102,7 @@ def test_a_crash_mid_opencl_run_is_replaced_and_the_next_candidate_measures(buil
     task = _task(_matmul(16, 16, 8))
     runner = am.LocalRunner(timeout=30, min_repeat_ms=1, inject_faults={"crash": 0.5}, fault_seed=0)
     try:
-        states = [_bound_matmul_state(task.compute_dag)] * 4
+        states = [gpu_matmul_state(task.compute_dag)] * 4
         results = am.measure(task, states, builder, runner)
         started = runner._measurer.processes_started
     finally:
@@ -186,8 +148,8 @@ def test_kernels_beyond_the_task_hardware_params_are_refused(builder, runner):
     max_shared_memory_per_block are limits too."""
     task = _task(_matmul(16, 16, 8), max_threads_per_block=32, max_shared_memory_per_block=64)
     dag = task.compute_dag
-    results = am.measure(task, [_bound_matmul_state(dag, 4), _bound_matmul_state(dag, 8),
-                                _shared_matmul_state(dag, 4)], builder, runner)
+    results = am.measure(task, [gpu_matmul_state(dag, 4), gpu_matmul_state(dag, 8),
+                                gpu_matmul_state(dag, 4, shared=True)], builder, runner)
     assert [r.error for r in results] == ["none", "compile", "compile"], [r.error_msg for r in results]
     assert "max_threads_per_block 32" in results[1].error_msg
     assert "max_shared_memory_per_block 64" in results[2].error_msg
@@ -199,9 +161,9 @@ def test_near_zero_times_are_checked_against_the_peaks_of_the_hardware_params(bu
     dag = _matmul(16, 16, 8)
     runner = am.LocalRunner(timeout=30, min_repeat_ms=1, inject_faults={"near_zero_time": 1.0})
     try:
-        (derived,) = am.measure(_task(dag), [_bound_matmul_state(dag)], builder, runner)
+        (derived,) = am.measure(_task(dag), [gpu_matmul_state(dag)], builder, runner)
         given = _task(dag, peak_gflops=2000, peak_bandwidth_gbs=300)
-        (r,) = am.measure(given, [_bound_matmul_state(dag)], builder, runner)
+        (r,) = am.measure(given, [gpu_matmul_state(dag)], builder, runner)
     finally:
         runner.close()
     assert derived.error == "implausible" and "derived for" in derived.error_msg, derived.error_msg
@@ -216,7 +178,7 @@ def test_repeats_on_a_device_are_capped(builder):
     runner = am.LocalRunner(timeout=60, number=50, repeat=10, min_repeat_ms=1000, max_device_runs=4)
     start = time.time()
     try:
-        (r,) = am.measure(task, [_bound_matmul_state(task.compute_dag)], builder, runner)
+        (r,) = am.measure(task, [gpu_matmul_state(task.compute_dag)], builder, runner)
     finally:
         runner.close()
     assert r.error == "none", r.error_msg
@@ -235,7 +197,7 @@ def test_launch_error_faults_need_an_opencl_target(builder):
 
 def test_opencl_records_save_and_load_with_their_target(builder, runner, tmp_path):
     task = _task(_matmul(16, 16, 8))
-    states = [_bound_matmul_state(task.compute_dag, 4), _bound_matmul_state(task.compute_dag, 8)]
+    states = [gpu_matmul_state(task.compute_dag, 4), gpu_matmul_state(task.compute_dag, 8)]
     results = am.measure(task, states, builder, runner)
     path = tmp_path / "opencl.json"
     ans.records.save_records(path, [am.MeasureInput(task, s) for s in states], results)

@@ -13,7 +13,7 @@ import autosched as ans
 from autosched import te
 
 from op_cases import CASES
-from schedule_helpers import TARGETED, assert_close, random_inputs
+from schedule_helpers import TARGETED, assert_close, gpu_matmul_state, matmul, random_inputs
 
 pytestmark = pytest.mark.skipif(not ans.opencl.available(),
                                 reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
@@ -70,11 +70,7 @@ def test_cpu_style_schedules_run_correctly(case, schedule):
 
 
 def _matmul(n, m, k, dtype="float32"):
-    a = te.placeholder((n, k), name="A", dtype=dtype)
-    b = te.placeholder((k, m), name="B", dtype=dtype)
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    return ans.ComputeDAG([a, b, c])
+    return matmul(n, m, k, dtype)[0]
 
 
 def test_default_schedule_binds_blocks_and_threads():
@@ -107,32 +103,9 @@ def test_matmul_with_blocks_threads_and_non_dividing_splits():
     assert "reqd_work_group_size(4, 8, 1)" in source, source
 
 
-def _shared_matmul_state(dag, tile=8):
-    """C tiled tile x tile per block, each work item one element; A and B tiles fetched into __local memory
-    cooperatively (their loops bound to the same threads) at the reduction's outer loop."""
-    s = dag.get_init_state()
-    a_shared = s.cache_read("A", "shared", ["C"])
-    b_shared = s.cache_read("B", "shared", ["C"])
-    i, j, k = s["C"].iters
-    bi, ti = s.split("C", i, [tile])
-    bj, tj = s.split("C", j, [tile])
-    ko, ki = s.split("C", k, [4])
-    s.reorder("C", [bi, bj, ko, ti, tj, ki])
-    s.bind("C", bi, "blockIdx.y")
-    s.bind("C", bj, "blockIdx.x")
-    s.bind("C", ti, "threadIdx.y")
-    s.bind("C", tj, "threadIdx.x")
-    for cache in (a_shared, b_shared):
-        s.compute_at(cache, "C", ko)
-        fused = s.fuse(cache, s[cache].iters)
-        outer, inner = s.split(cache, fused, [tile])
-        s.bind(cache, inner, "threadIdx.x")
-    return s
-
-
 def test_matmul_with_shared_memory_tiles():
     dag = _matmul(19, 21, 10)
-    mod = check(dag, _shared_matmul_state(dag))
+    mod = check(dag, gpu_matmul_state(dag, shared=True))
     source = mod.get_source()
     assert "__local float" in source and "barrier(CLK_LOCAL_MEM_FENCE)" in source, source
     # The time evaluator times the kernels with the device's profiling events.
