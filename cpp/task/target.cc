@@ -21,7 +21,7 @@ const char* TargetKindName(TargetKind kind) {
 
 namespace {
 
-enum class OptionValue : uint8_t { Flag, Text, PositiveInt, OptLevel };
+enum class OptionValue : uint8_t { Flag, Text, PositiveInt, OptLevel, OnOff };
 
 struct OptionSpec {
   const char* name;
@@ -41,6 +41,7 @@ constexpr OptionSpec kOptions[] = {
     {"platform", OptionValue::Text, false, true},       // OpenCL platform name
     {"num-cores", OptionValue::PositiveInt, true, true},
     {"fast-math", OptionValue::Flag, true, true},
+    {"fp-contract", OptionValue::OnOff, true, false},  // a * b + c as one FMA (default on)
 };
 
 const OptionSpec* FindOption(const std::string& name, TargetKind kind) {
@@ -98,6 +99,8 @@ void ApplyOption(Target* target, const std::string& word) {
   }
   if (spec->value == OptionValue::PositiveInt) ParsePositiveInt(name, value);
   if (spec->value == OptionValue::OptLevel) ParseOptLevel(value);
+  AS_CHECK(spec->value != OptionValue::OnOff || value == "on" || value == "off",
+           "target option -" << name << " needs on or off, got '" << value << "'");
   target->options[name] = value;
 }
 
@@ -192,6 +195,7 @@ Target Target::Parse(const std::string& full_text) {
   target.device = option("device");
   target.platform = option("platform");
   target.fast_math = target.HasOption("fast-math");
+  target.fp_contract = option("fp-contract") != "off";
   target.host_check = !target.HasOption("no-host-check");
   if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
   if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));

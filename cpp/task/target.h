@@ -59,6 +59,10 @@ struct Target {
   // thread pool and HardwareParams use); opencl: -num-cores= else 0 (the device's).
   int num_cores = 0;
   bool fast_math = false;  // -fast-math
+  // -fp-contract=on|off (llvm): whether a * b + c may be computed as one fused
+  // multiply-add, rounded once. On by default, as C compilers do; the result
+  // then differs from separate rounding by at most one rounding of the product.
+  bool fp_contract = true;
   // Every option as given, without the leading '-'; flags map to "".
   std::map<std::string, std::string> options;
 

@@ -2,6 +2,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/llvm/ir_emitter.h"
+#include "ir/functor.h"
 #include "ir/tensor.h"
 #include "runtime/module.h"
 #include "support/error.h"
@@ -15,11 +16,14 @@ IREmitter::IREmitter(llvm::Module* module, const Target& target)
       b_(module->getContext()),
       cpu_(target.cpu.name),
       features_(target.cpu.llvm_features) {
+  llvm::FastMathFlags fmf;
   if (target.fast_math) {
-    llvm::FastMathFlags fmf;
     fmf.setFast();
-    b_.setFastMathFlags(fmf);
+  } else if (target.fp_contract) {
+    // Lets the backend fuse a multiply feeding an add into one FMA.
+    fmf.setAllowContract(true);
   }
+  b_.setFastMathFlags(fmf);
 }
 
 llvm::Type* IREmitter::ComputeType(DataType t) {
@@ -150,6 +154,11 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
       case BinOp::FloorDiv: return EmitIntrinsic(llvm::Intrinsic::floor, t, {b_.CreateFDiv(a, b)});
       case BinOp::FloorMod: {
         llvm::Value* q = EmitIntrinsic(llvm::Intrinsic::floor, t, {b_.CreateFDiv(a, b)});
+        // Rounded as the reference rounds it: a fused a - q * b could leave [0, b).
+        llvm::FastMathFlags exact = b_.getFastMathFlags();
+        exact.setAllowContract(target_.fast_math);
+        llvm::IRBuilderBase::FastMathFlagGuard guard(b_);
+        b_.setFastMathFlags(exact);
         return b_.CreateFSub(a, b_.CreateFMul(q, b));
       }
       // NaN in either operand gives NaN (as numpy.minimum / maximum do).
@@ -347,11 +356,51 @@ llvm::Value* IREmitter::EmitCall(const CallNode* n) {
   return nullptr;
 }
 
+namespace {
+
+// Whether `e` can be evaluated where its value is not used: nothing in it can
+// trap but its buffer loads (integer division by a variable could), and each
+// load, pointed at the buffer's first element, stays inside the buffer.
+bool SpeculatableWithGuardedLoads(const Expr& e) {
+  bool ok = true;
+  PostOrderVisit(e, [&](const Expr& x) {
+    if (const auto* bin = x.as<BinaryNode>()) {
+      bool divides = bin->op == BinOp::Div || bin->op == BinOp::Mod || bin->op == BinOp::FloorDiv ||
+                     bin->op == BinOp::FloorMod;
+      int64_t divisor = 0;
+      if (divides && !bin->dtype.is_float() && !(GetConstInt(bin->b, &divisor) && divisor != 0)) ok = false;
+    } else if (const auto* load = x.as<BufferLoadNode>()) {
+      int64_t elements = 1;
+      for (int64_t d : load->buffer->shape) elements *= d;
+      if (load->dtype.lanes > elements) ok = false;
+    }
+  });
+  return ok;
+}
+
+}  // namespace
+
 // Evaluates only the chosen branch (it may hold a load that is out of bounds
-// on the other side). A vector condition falls back to a select.
+// on the other side). Where both branches can be evaluated safely once their
+// loads are redirected (see SpeculatableWithGuardedLoads), both are and a
+// select picks: no branch in the loop, so a padded convolution's window
+// stays straight-line code LLVM can keep in registers and vectorize. A vector
+// condition falls back to a select.
 llvm::Value* IREmitter::EmitIfThenElseExpr(const CallNode* n) {
   llvm::Value* cond = Emit(n->args[0]);
   if (n->args[0].dtype().lanes > 1) return b_.CreateSelect(cond, Emit(n->args[1]), Emit(n->args[2]));
+  if (SpeculatableWithGuardedLoads(n->args[1]) && SpeculatableWithGuardedLoads(n->args[2])) {
+    llvm::Value* outer = load_guard_;
+    auto guarded = [&](llvm::Value* holds, const Expr& branch) {
+      load_guard_ = outer ? b_.CreateAnd(outer, holds) : holds;
+      llvm::Value* v = Emit(branch);
+      load_guard_ = outer;
+      return v;
+    };
+    llvm::Value* t = guarded(cond, n->args[1]);
+    llvm::Value* f = guarded(b_.CreateNot(cond), n->args[2]);
+    return b_.CreateSelect(cond, t, f);
+  }
   llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", fn_.function);
   llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "if_else", fn_.function);
   llvm::BasicBlock* join_bb = llvm::BasicBlock::Create(ctx_, "if_join", fn_.function);
@@ -411,6 +460,15 @@ llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
   DataType t = n->dtype;
   bool contiguous = false, broadcast = false;
   llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
+  if (load_guard_) {
+    // Where the guard does not hold the value is not used: read the buffer's
+    // first element(s) instead, which exist whatever the index.
+    llvm::Value* first = buffers_.at(n->buffer.get());
+    if (ptr->getType()->isVectorTy()) {
+      first = b_.CreateVectorSplat(llvm::cast<llvm::VectorType>(ptr->getType())->getElementCount(), first);
+    }
+    ptr = b_.CreateSelect(load_guard_, ptr, first);
+  }
   llvm::Align align(n->buffer->dtype.bytes());
   if (t.lanes == 1) return FromStorage(b_.CreateAlignedLoad(StorageType(t), ptr, align), t);
   if (contiguous) return FromStorage(b_.CreateAlignedLoad(StorageType(t), ptr, align), t);

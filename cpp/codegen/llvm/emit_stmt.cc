@@ -353,6 +353,12 @@ void IREmitter::EmitAllocate(const AllocateNode* n) {
   }
   fn_.heap_slots.push_back(slot);
   llvm::FunctionCallee alloc = module_->getOrInsertFunction("autosched_alloc", ptr, b_.getInt64Ty());
+  // Fresh memory, like malloc's: alias analysis may then keep values of this
+  // buffer in registers across loads and stores of the kernel's arguments.
+  if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) {
+    decl->addRetAttr(llvm::Attribute::NoAlias);
+    decl->addFnAttr(llvm::Attribute::NoUnwind);
+  }
   llvm::FunctionCallee release = module_->getOrInsertFunction("autosched_free", b_.getVoidTy(), ptr);
   llvm::Value* mem = b_.CreateCall(alloc, {b_.getInt64(bytes)}, buf.name);
   FailIf(b_.CreateIsNull(mem), b_.getInt32(kKernelOutOfMemory));

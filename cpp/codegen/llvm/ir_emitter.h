@@ -88,6 +88,9 @@ class IREmitter {
   std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
   std::string symbol_;
   std::string cpu_, features_;
+  // While emitting a branch of an if_then_else evaluated without branching:
+  // the condition (i1) under which its loads' values are used.
+  llvm::Value* load_guard_ = nullptr;
   bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
   int num_outlined_ = 0;
   std::unordered_set<const ForNode*> unroll_;  // unrolled loops to copy out (codegen/unroll_budget.h)

@@ -36,7 +36,9 @@ class Unroller : public StmtMutator {
       work = kUnknownWork;
       return r;
     }
-    work = SaturatingMul(work, extent);
+    // A vectorized loop becomes one vector statement per lane group, so it
+    // counts as one step, not `extent` of them (vectorize_loops runs later).
+    if (n->for_kind != ForKind::Vectorized) work = SaturatingMul(work, extent);
     if (max_step_ > 0 && n->for_kind == ForKind::Serial && work <= max_step_) {
       const auto* f = r.as<ForNode>();
       return ForNode::make(f->loop_var, f->min, f->extent, ForKind::Unrolled, f->body);

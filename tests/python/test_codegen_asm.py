@@ -1,0 +1,221 @@
+"""The generated CPU code at the instruction level: multiply-adds contract to FMA (unless -fp-contract=off),
+and a register block of accumulators stays in registers across the reduction loop.
+
+The register-block schedules take their shape from the host's vector width (LLVM's features): 16-float zmm
+vectors with AVX-512 (32 registers), 8-float ymm with AVX2 (16 registers). The hot loop is the basic block
+of the assembly with the most FMAs; it must be a loop (it branches back to itself), hold one full-width
+vector FMA per accumulator and reduction step, broadcast the other operand, and touch the stack or store to
+memory not at all: accumulators neither spilled nor written back inside the reduction.
+"""
+import re
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched import measure as am
+from autosched import ops, te
+from schedule_helpers import check
+
+pytestmark = pytest.mark.skipif(not ans._core.has_llvm(), reason="needs the LLVM backend")
+
+HOST = ans.Target("llvm")
+VECTOR_BYTES = ans._core.default_hardware_params(HOST).vector_unit_bytes
+LANES = VECTOR_BYTES // 4
+REGISTER = {64: "zmm", 32: "ymm", 16: "xmm"}[VECTOR_BYTES]
+# Rows x vectors of accumulators: 24 of 32 registers with AVX-512, 12 of 16 with AVX2 and SSE.
+ROWS, VECTORS = (6, 4) if VECTOR_BYTES == 64 else (6, 2)
+
+
+def blocks(asm):
+    """The assembly's basic blocks: (label, instruction lines). A block ends at a label or after a jump; the
+    code after a conditional jump (its fall-through) starts an unlabelled block."""
+    out, label, body = [], "entry", []
+    for line in asm.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ".p2align", ".cfi")):
+            continue
+        if re.match(r"^[.\w$]+:", line):
+            out.append((label, body))
+            label, body = stripped.split(":")[0], []
+        elif not stripped.startswith("."):
+            body.append(stripped.split("#")[0].strip())
+            if re.match(r"^j[a-z]+\s", body[-1]):
+                out.append((label, body))
+                label, body = "", []
+    out.append((label, body))
+    return out
+
+
+def hot_loop(asm):
+    """The block with the most FMAs, checked to be a loop: it ends with a jump back to its own start."""
+    label, body = max(blocks(asm), key=lambda b: sum(i.startswith("vfmadd") for i in b[1]))
+    assert body and re.match(r"^j[a-z]+\s", body[-1]) and body[-1].split()[-1] == label, (label, body)
+    return body
+
+
+def stores_to_memory(body):
+    """Instructions whose destination (AT&T: the last operand) is memory."""
+    return [i for i in body if re.search(r",\s*-?\w*\(%\w+(,%\w+)?(,\d)?\)$", i) and not i.startswith(("cmp", "j"))]
+
+
+def check_register_block(asm, fmas_per_iteration):
+    body = hot_loop(asm)
+    fmas = [i for i in body if i.startswith("vfmadd")]
+    assert len(fmas) >= fmas_per_iteration, body
+    assert len(fmas) % fmas_per_iteration == 0, fmas
+    # Full width, packed: no scalar FMAs (vfmadd...ss) and no narrower registers in the block.
+    assert all(re.match(r"vfmadd\d+ps\s", i) for i in fmas), fmas
+    assert all(f"%{REGISTER}" in i and not re.search(r"%[xy]mm" if REGISTER == "zmm" else r"%xmm", i)
+               for i in fmas), fmas
+    assert any("vbroadcastss" in i for i in body) or any("{1to" in i for i in fmas), body
+    assert not [i for i in body if "(%rsp" in i or "(%rbp)" in i.replace(",", " ").split()[-1:]], body
+    assert not stores_to_memory(body), stores_to_memory(body)
+
+
+def run_check(dag, state):
+    """Built for the host and checked against the reference evaluator on random inputs."""
+    check(dag, state)
+    return ans.build(dag, state, HOST)
+
+
+# ---- FMA contraction ----
+
+def _axpy_dag(n=256):
+    a = te.placeholder((n,), name="a")
+    b = te.placeholder((n,), name="b")
+    c = te.placeholder((n,), name="c")
+    out = te.compute((n,), lambda i: a[i] * b[i] + c[i], name="out")
+    return ans.ComputeDAG([a, b, c, out])
+
+
+@pytest.mark.parametrize("target, fused", [("llvm", True), ("llvm -fp-contract=on", True),
+                                           ("llvm -fp-contract=off", False)])
+def test_multiply_adds_contract_to_fma_unless_turned_off(target, fused):
+    dag = _axpy_dag()
+    s = dag.get_init_state()
+    s.vectorize("out", s.split("out", s["out"].iters[0], [LANES])[1])
+    mod = ans.build(dag, s, target)
+    asm = mod.get_source("asm")
+    assert ("vfmadd" in asm) == fused, asm[:2000]
+    assert (" contract " in mod.get_source("ll")) == fused
+    a, b, c = (np.random.default_rng(i).standard_normal(256).astype("float32") for i in range(3))
+    out = np.zeros(256, "float32")
+    mod(a, b, c, out)
+    # One rounding of a*b+c (FMA) or two: both within an ulp or so of the exact value.
+    exact = a.astype(np.float64) * b + c
+    np.testing.assert_allclose(out, exact, rtol=1e-6, atol=1e-6)
+
+
+def test_fp_contract_option_is_checked():
+    with pytest.raises(ValueError, match="fp-contract needs on or off, got 'maybe'"):
+        ans.Target("llvm -fp-contract=maybe")
+    with pytest.raises(ValueError, match="unknown target option '-fp-contract' for opencl"):
+        ans.Target("opencl -fp-contract=on")
+
+
+def test_float16_fma_stays_within_the_verifier_tolerance():
+    """float16 multiply-adds computed in float32 and contracted: measurement still verifies them."""
+    dag, _ = _matmul(33, 17, 65, "float16")
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    s = dag.get_init_state()
+    s.vectorize("C", s["C"].iters[1])
+    runner = am.LocalRunner(timeout=30, min_repeat_ms=1)
+    try:
+        results = am.measure(task, [dag.get_init_state(), s], am.LocalBuilder(n_parallel=1), runner)
+    finally:
+        runner.close()
+    assert all(r.ok for r in results), results
+
+
+# ---- register blocks ----
+
+def _matmul(n, m, k, dtype="float32"):
+    a = te.placeholder((n, k), name="A", dtype=dtype)
+    b = te.placeholder((k, m), name="B", dtype=dtype)
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return ans.ComputeDAG([a, b, c]), c
+
+
+def register_block_matmul(n, m, k):
+    """C tiled into ROWS x (VECTORS * LANES) accumulators (a local cache-write stage): the reduction loop
+    outermost in it, the rows and vectors unrolled, the lanes vectorised."""
+    dag, _ = _matmul(n, m, k)
+    s = dag.get_init_state()
+    cc = s.cache_write("C", "local")
+    i, j = s["C"].iters
+    io, ii = s.split("C", i, [ROWS])
+    jo, ji = s.split("C", j, [VECTORS * LANES])
+    s.reorder("C", [io, jo, ii, ji])
+    s.parallel("C", io)
+    s.vectorize("C", s.split("C", ji, [LANES])[1])
+    s.compute_at(cc, "C", jo)
+    ci, cj, ck = s[cc].iters
+    cjo, cjv = s.split(cc, cj, [LANES])
+    s.reorder(cc, [ck, ci, cjo, cjv])
+    s.unroll(cc, ci)
+    s.unroll(cc, cjo)
+    s.vectorize(cc, cjv)
+    return dag, s
+
+
+def test_matmul_register_block_keeps_accumulators_in_registers_with_fma():
+    dag, s = register_block_matmul(ROWS * 4, VECTORS * LANES * 3, 64)
+    mod = run_check(dag, s)
+    check_register_block(mod.get_source("asm"), ROWS * VECTORS)
+
+
+def test_pragma_unrolled_reduction_keeps_accumulators_in_registers():
+    """A reduction split, its inner part unrolled by auto_unroll_max_step (a vectorised loop counting as one
+    step) between loads and stores of the cache-write buffer: the copies forward to each other."""
+    dag, _ = _matmul(64, 2 * LANES * 4, 64)
+    s = dag.get_init_state()
+    cc = s.cache_write("C", "local")
+    i, j = s["C"].iters
+    i0, i1 = s.split("C", i, [2])
+    j0, j1 = s.split("C", j, [4 * LANES])
+    s.reorder("C", [i0, j0, i1, j1])
+    s.compute_at(cc, "C", j0)
+    ci, cj, ck = s[cc].iters
+    ck0, ck1 = s.split(cc, ck, [8])
+    s.reorder(cc, [ck0, ck1, ci, cj])
+    s.vectorize(cc, cj)
+    s.pragma(cc, ck0, "auto_unroll_max_step$16")
+    mod = run_check(dag, s)
+    assert "unrolled for (k.1" in mod.get_source("lowered"), mod.get_source("lowered")
+    body = hot_loop(mod.get_source("asm"))
+    fmas = [i for i in body if i.startswith("vfmadd")]
+    # 2 rows x 4 vectors x 8 unrolled steps; the accumulators loaded and stored once per 8 steps.
+    assert len(fmas) == 2 * 4 * 8, body
+    assert len(stores_to_memory(body)) <= 2 * 4, stores_to_memory(body)
+
+
+def test_nhwc_conv_register_block_keeps_accumulators_in_registers_with_fma():
+    """A 3x3 NHWC convolution: ROWS output pixels along W x VECTORS * LANES output channels of accumulators,
+    the reduction over (ry, rx, rc) outside the block, the padding inlined."""
+    data = te.placeholder((1, 10, ROWS * 2, 32), name="data")
+    kernel = te.placeholder((3, 3, 32, VECTORS * LANES * 2), name="kernel")
+    out = ops.conv2d_nhwc(data, kernel, 1, 1)
+    dag = ans.ComputeDAG([data, kernel, out])
+    s = dag.get_init_state()
+    pad = [st.op.name for st in s.stages if st.op.name != out.name and st.op.name not in ("data", "kernel")]
+    for name in pad:
+        s.compute_inline(name)
+    conv = out.name
+    cc = s.cache_write(conv, "local")
+    n, h, w, f = s[conv].iters
+    wo, wi = s.split(conv, w, [ROWS])
+    fo, fi = s.split(conv, f, [VECTORS * LANES])
+    s.reorder(conv, [n, h, wo, fo, wi, fi])
+    s.parallel(conv, s.fuse(conv, [n, h]))
+    s.vectorize(conv, s.split(conv, fi, [LANES])[1])
+    s.compute_at(cc, conv, fo)
+    cn, ch, cw, cf, ry, rx, rc = s[cc].iters
+    cfo, cfv = s.split(cc, cf, [LANES])
+    s.reorder(cc, [cn, ch, ry, rx, rc, cw, cfo, cfv])
+    s.unroll(cc, cw)
+    s.unroll(cc, cfo)
+    s.vectorize(cc, cfv)
+    mod = run_check(dag, s)
+    check_register_block(mod.get_source("asm"), ROWS * VECTORS)
