@@ -17,16 +17,8 @@ constexpr int64_t kCallWeight = 4;
 // which become one library call per lane, count several units per lane.
 int64_t Weight(const Expr& e) {
   DataType t = e.dtype();
-  if (const auto* call = e.as<CallNode>()) {
-    switch (call->op) {
-      case Intrinsic::Exp:
-      case Intrinsic::Log:
-      case Intrinsic::Tanh:
-      case Intrinsic::Sigmoid:
-      case Intrinsic::Erf:
-      case Intrinsic::Pow: return kCallWeight * t.lanes;
-      default: break;
-    }
+  if (const auto* call = e.as<CallNode>(); call && FactsOf(call->op).library_call_per_lane) {
+    return kCallWeight * t.lanes;
   }
   return std::max<int64_t>(1, int64_t{t.lanes} * t.bits / 256);
 }

@@ -10,19 +10,7 @@
 namespace autosched {
 namespace {
 
-bool IsMathFunc(Intrinsic op) {
-  switch (op) {
-    case Intrinsic::Exp:
-    case Intrinsic::Log:
-    case Intrinsic::Sqrt:
-    case Intrinsic::Rsqrt:
-    case Intrinsic::Tanh:
-    case Intrinsic::Sigmoid:
-    case Intrinsic::Erf:
-    case Intrinsic::Pow: return true;
-    default: return false;
-  }
-}
+bool IsMathFunc(Intrinsic op) { return FactsOf(op).expensive; }
 
 // Counts the operations of an expression by kind, lanes included.
 class OpCounter {

@@ -95,17 +95,7 @@ bool HasExpensiveCall(const Expr& body) {
   PostOrderVisit(body, [&](const Expr& x) {
     const auto* call = x.as<CallNode>();
     if (call == nullptr) return;
-    switch (call->op) {
-      case Intrinsic::Exp:
-      case Intrinsic::Log:
-      case Intrinsic::Sqrt:
-      case Intrinsic::Rsqrt:
-      case Intrinsic::Tanh:
-      case Intrinsic::Sigmoid:
-      case Intrinsic::Erf:
-      case Intrinsic::Pow: found = true; break;
-      default: break;
-    }
+    if (FactsOf(call->op).expensive) found = true;
   });
   return found;
 }

@@ -80,6 +80,29 @@ constexpr EnumEntry<MemScope> kMemScopeNames[] = {
 const char* ExprKindName(ExprKind k) { return EnumName(kExprKindNames, k); }
 const char* BinOpName(BinOp op) { return EnumName(kBinOpNames, op); }
 const char* IntrinsicName(Intrinsic op) { return EnumName(kIntrinsicNames, op); }
+
+const IntrinsicFacts& FactsOf(Intrinsic op) {
+  //                                              expensive  library call per lane
+  static const IntrinsicFacts kLibraryMath = {true, true};
+  static const IntrinsicFacts kVectorMath = {true, false};  // sqrt has vector instructions
+  static const IntrinsicFacts kCheap = {false, false};
+  switch (op) {
+    case Intrinsic::Exp:
+    case Intrinsic::Log:
+    case Intrinsic::Tanh:
+    case Intrinsic::Sigmoid:
+    case Intrinsic::Erf:
+    case Intrinsic::Pow: return kLibraryMath;
+    case Intrinsic::Sqrt:
+    case Intrinsic::Rsqrt: return kVectorMath;
+    case Intrinsic::Fabs:
+    case Intrinsic::Floor:
+    case Intrinsic::Ceil:
+    case Intrinsic::Round:
+    case Intrinsic::IfThenElse: return kCheap;
+  }
+  return kCheap;
+}
 const char* CombinerName(Combiner c) { return EnumName(kCombinerNames, c); }
 const char* IterKindName(IterKind k) { return EnumName(kIterKindNames, k); }
 const char* MemScopeName(MemScope s) { return EnumName(kMemScopeNames, s); }

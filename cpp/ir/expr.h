@@ -102,6 +102,19 @@ enum class Intrinsic : uint8_t {
   IfThenElse,
 };
 
+// What the passes that weigh or place code need to know of an intrinsic (one
+// table in expr.cc, beside its name).
+struct IntrinsicFacts {
+  // A transcendental or root: worth computing once rather than in every
+  // consumer (compute_dag's inlining), counted as a math function by the
+  // cost model's features.
+  bool expensive = false;
+  // No vector instruction: code generation calls the math library once per
+  // lane, so unrolled copies weigh several units per lane.
+  bool library_call_per_lane = false;
+};
+const IntrinsicFacts& FactsOf(Intrinsic op);
+
 enum class Combiner : uint8_t { Sum, Prod, Max, Min };
 
 // Names used in records, messages and Python (one table per enum in expr.cc);

@@ -11,6 +11,7 @@
 #include "cost_model/xgboost_model.h"
 #include "schedule_test_util.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -28,14 +29,7 @@ ComputeDAG Matmul(int64_t n) {
   return ComputeDAG({a, b, c});
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::ErrorOf;
 
 std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/autosched_" + name; }
 

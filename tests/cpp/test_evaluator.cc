@@ -6,6 +6,7 @@
 
 #include "dag/evaluator.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -33,15 +34,7 @@ std::vector<float> RandomFloats(size_t n, unsigned seed) {
 }
 
 // Error message of f(), or "" when it does not throw.
-template <typename F>
-std::string ErrorOf(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::ErrorOf;
 
 struct Matmul {
   Tensor a, b, c;

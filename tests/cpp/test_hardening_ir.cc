@@ -18,6 +18,7 @@
 #include "lower/lower_state.h"
 #include "lower/stmt_printer.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -29,15 +30,7 @@ IterVar Axis(const std::string& name, int64_t extent) {
   return IterVar{VarNode::make(name), 0, extent, IterKind::Spatial};
 }
 
-template <typename F>
-std::string ErrorOf(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::ErrorOf;
 
 // ---- reduce axes ----
 

@@ -7,6 +7,7 @@
 #include "schedule_test_util.h"
 #include "support/error.h"
 #include "task/search_task.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -14,14 +15,7 @@ namespace {
 using sched_test::Axis;
 using sched_test::ExpectMatchesReference;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::ErrorOf;
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -3,6 +3,7 @@
 #include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -13,14 +14,7 @@ using sched_test::MatmulRelu;
 // Stage ids of MatmulRelu: A 0, B 1, C 2, E 3, D 4.
 constexpr int kC = 2, kE = 3, kD = 4;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::ErrorOf;
 
 TEST(Schedule, InitStateAndPrint) {
   State s(MatmulRelu(8, 6, 4));

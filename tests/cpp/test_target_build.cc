@@ -10,6 +10,7 @@
 #include "support/error.h"
 #include "task/host_cpu.h"
 #include "task/target.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -43,14 +44,7 @@ Module FakeModule(std::shared_ptr<Kernel> kernel) {
   return Module("fake", {{"x", f32, {1}, true}}, std::move(kernel), std::move(sources), 0.0);
 }
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::ErrorOf;
 
 TEST(ModuleTimeEvaluator, ChecksTheStatusOfEveryRun) {
   float x = 0;
