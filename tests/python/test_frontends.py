@@ -233,6 +233,23 @@ def test_shape_dict_binds_dynamic_dims_at_import():
         assert [op for _, op, _ in graph.problems()] == ["unsupported"]
 
 
+def test_shape_dict_binds_a_dim_once_whatever_the_order_of_its_keys():
+    """An input's shape binds its dynamic dims for every input; a dim bound to two values is refused."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["s"])]
+    model = helper_model(nodes, [("x", ("n", 4)), ("y", ("n", 4))], [("s", ("n", 4))])
+    for shape_dict in ({"n": 3, "x": (3, 4)}, {"x": (3, 4), "n": 3}, {"x": (3, 4)}, {"y": (3, 4), "x": (3, 4)}):
+        graph = _import_quietly(frontends.from_onnx, model, shape_dict=shape_dict)
+        assert [graph.shape(v) for v in graph.inputs] == [(3, 4), (3, 4)], shape_dict
+    for shape_dict in ({"n": 3, "x": (1, 4)}, {"x": (1, 4), "n": 3}):
+        with pytest.raises(ValueError, match=r"shape_dict\['x'\] = \(1, 4\) sets dim 0 of 'x', the dynamic dim "
+                                             r"'n', to 1, but shape_dict\['n'\] = 3 binds 'n' to 3"):
+            frontends.from_onnx(model, shape_dict=shape_dict)
+    with pytest.raises(ValueError, match=r"shape_dict\['y'\] = \(2, 4\) .* but shape_dict\['x'\] = \(3, 4\)"):
+        frontends.from_onnx(model, shape_dict={"x": (3, 4), "y": (2, 4)})
+    with pytest.raises(ValueError, match="must be a positive int"):
+        frontends.from_onnx(model, shape_dict={"n": (3,)})
+
+
 def test_from_torch_reports_unsupported_aten_ops():
     fm = _torch()
     import torch
