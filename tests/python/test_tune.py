@@ -1,7 +1,7 @@
 """Tuning: mutations keep states valid, a search round proposes distinct unmeasured states, tuning a matmul
-finds a schedule of its own (not the default) that stays correct, tiny tasks and `prod` tune without error, injected faults
-are recorded under their error codes without ending the run, and a run killed with SIGKILL resumes from its log
-without measuring anything twice.
+finds a schedule of its own (not the default) that stays correct, tiny tasks and `prod` tune without error,
+injected faults are recorded under their error codes without ending the run, and a run killed with SIGKILL
+resumes from its log without measuring anything twice.
 
 CI tunes a 256^3 matmul; AUTOSCHED_TUNE_LARGE=1 tunes 512^3 (the figure the docs quote) and prints the
 speed-up over the default schedule and over numpy. Speed-ups are timings of the machine that runs the test,
