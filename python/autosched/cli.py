@@ -13,6 +13,7 @@ operator that cannot be imported, a dynamic dimension left unbound) end with a m
 """
 import argparse
 import os
+import re
 import sys
 import time
 import warnings
@@ -68,7 +69,10 @@ def _load_graph(path, shapes):
                            f"{', '.join(inputs)}); a dimension name takes one value")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the problems are reported below, once
-        graph = from_onnx(model, shape_dict=shape_dict)
+        try:
+            graph = from_onnx(model, shape_dict=shape_dict)
+        except ValueError as e:  # in the command line's words: --shape data=1,8, not shape_dict['data'] = (1, 8)
+            raise CommandError(_in_shape_words(str(e))) from None
     problems = graph.problems()
     if problems:
         dims = graph.dynamic_dims()
@@ -76,6 +80,16 @@ def _load_graph(path, shapes):
         raise CommandError(f"'{path}': {len(problems)} node(s) cannot be compiled:\n{format_problems(problems)}"
                            + hint)
     return graph
+
+
+def _in_shape_words(message):
+    """from_onnx's message about its shape_dict, with each "shape_dict['K'] = V" written as "--shape K=V"."""
+    message = message[len("from_onnx: "):] if message.startswith("from_onnx: ") else message
+
+    def option(m):
+        return f"--shape {m[1]}={','.join(re.findall(r'-?[0-9]+', m[2]))}"
+    message = re.sub(r"shape_dict\['([^']*)'\] = (\([^)]*\)|-?[0-9]+)", option, message)
+    return message.replace("shape_dict key ", "--shape ")
 
 
 def _print_tasks(tasks, weights):

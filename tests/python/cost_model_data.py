@@ -1,4 +1,4 @@
-"""Measured schedules of a matmul and a conv2d: data for the cost model's test and benchmark.
+"""Measured schedules of a matmul and a conv2d: data for the cost model's tests and benchmark.
 
     tasks = [matmul_task(128), conv2d_task(16, 28, 32)]
     states = random_states(task, 200, seed=0)              # valid, reasonably sized schedules
@@ -9,8 +9,17 @@ The schedules follow the hand-written style: splits that divide, an outer loop (
 parallel, a vectorized inner loop, varied tile sizes and loop orders, sometimes an unrolled loop, an
 auto-unroll pragma, a local cache_write stage or the padding computed inline / at a loop. Each generator step
 can only make valid states for these DAGs; a ValueError from one would be a bug of the schedule language.
+
+Timings depend on the CPU and on its load, so the tests of model quality read schedules measured once, kept
+as gzipped record logs under tests/records/ (``recorded``, ``recorded_log``; tests/records/README.md names
+the CPU, and tests/records/make_cost_model_records.py made them with the tasks and seeds below). Measuring
+live (``measure``) is for the benchmark.
 """
+import gzip
+import pathlib
 import random
+import shutil
+import tempfile
 import types
 
 import numpy as np
@@ -19,6 +28,17 @@ import autosched as ans
 from autosched import ops, te
 
 TARGET = "llvm"
+RECORDS = pathlib.Path(__file__).resolve().parents[1] / "records"
+
+# The ranking test's data: 200 random schedules of each task, measured with measure() (RANKING_LOG).
+RANKING_LOG = "cost_model_ranking.json.gz"
+RANKING_STATES = 200
+
+# Transfer between tasks: two matmuls of a single-threaded target, tuned by random search (FAST rounds of 16)
+# into TRANSFER_LOGS; task A with seed 1 for 64 trials, task B with seed 11 for 48.
+TRANSFER_TARGET = "llvm -num-cores=1"
+TRANSFER_LOGS = {"A": "cost_model_transfer_a.json.gz", "B": "cost_model_transfer_b.json.gz"}
+FAST = dict(evolutionary_search_population=128, evolutionary_search_num_iters=2, sample_init_min_population=32)
 
 
 def matmul_task(n):
@@ -35,6 +55,54 @@ def conv2d_task(channels, size, filters):
     out = ops.conv2d_nchw(data, kernel, stride=1, padding=1)
     return ans.SearchTask(compute_dag=ans.ComputeDAG([data, kernel, out]), target=TARGET,
                           desc=f"conv2d_{channels}x{size}x{size}_{filters}")
+
+
+def ranking_tasks():
+    return [matmul_task(64), conv2d_task(8, 14, 16)]
+
+
+def transfer_task(n, m, k, desc, target=TRANSFER_TARGET):
+    """C = A @ B with A (n, k), B (k, m)."""
+    a = te.placeholder((n, k), name="A")
+    b = te.placeholder((k, m), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return ans.SearchTask(compute_dag=ans.ComputeDAG([a, b, c]), target=target, desc=desc)
+
+
+def transfer_tasks():
+    """Task A (a 64^3 matmul) and task B (96x32x128)."""
+    return transfer_task(64, 64, 64, "A"), transfer_task(96, 32, 128, "B")
+
+
+def transfer_runner():
+    from autosched.measure import LocalRunner
+    return LocalRunner(timeout=10, min_repeat_ms=5)
+
+
+def tune_random(task, log, trials, seed, runner=None):
+    """Random search (no cost model) of `trials` measurements in rounds of 16, appended to `log`."""
+    from autosched import search
+    policy = search.SketchPolicy(task, "random", search.SearchParams(**FAST), seed=seed)
+    opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=16,
+                             runner=runner or transfer_runner(), measure_callbacks=[ans.RecordToFile(log)],
+                             verbose=0)
+    return task.tune(opts, search_policy=policy)
+
+
+def recorded_log(name, path):
+    """Writes the record log kept as tests/records/`name` (gzipped) to `path`; returns the path as str."""
+    with gzip.open(RECORDS / name, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return str(path)
+
+
+def recorded(name):
+    """The records of tests/records/`name` as (inputs, results): input.task (the task as recorded, with its
+    hardware parameters) / .state, result.costs / .error_no / .mean_cost."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pairs = ans.load_records(recorded_log(name, pathlib.Path(tmp) / "log.json"))
+    return [inp for inp, _ in pairs], [res for _, res in pairs]
 
 
 def _divisors(n, limit=None):
@@ -214,7 +282,7 @@ def pairwise_accuracy_of(model, inputs, results):
     for inp, res in zip(inputs, results):
         by_task.setdefault(inp.task.workload_key, (inp.task, [], []))
         by_task[inp.task.workload_key][1].append(inp.state)
-        by_task[inp.task.workload_key][2].append(min(res.costs) if res.error_no == 0 else float("inf"))
+        by_task[inp.task.workload_key][2].append(min(res.costs) if int(res.error_no) == 0 else float("inf"))
     scores, costs, groups = [], [], []
     for key, (task, states, task_costs) in by_task.items():
         scores += model.predict(task, states)

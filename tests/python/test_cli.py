@@ -74,3 +74,16 @@ def test_command_line_errors_name_the_problem(tmp_path):
     odd = _dense_relu_model(str(tmp_path / "odd.onnx"), op="Hardmax")
     code, out = _cli("tasks", odd, "--shape", "N=2")
     assert code == 2 and "Hardmax" in out, out
+
+
+def test_shape_of_an_input_and_of_its_dim_agree_in_either_order(tmp_path):
+    """--shape N=... and --shape data=... bind the same dim: agreeing values work in either order, and a
+    contradiction is refused naming both options, in either order."""
+    model = _dense_relu_model(str(tmp_path / "m.onnx"))
+    for shapes in (["N=3", "data=3,8"], ["data=3,8", "N=3"]):
+        code, out = _cli("tasks", model, *[a for s in shapes for a in ("--shape", s)])
+        assert code == 0 and "dense_add_relu 3x16" in out, (shapes, out)
+    for shapes in (["N=3", "data=1,8"], ["data=1,8", "N=3"]):
+        code, out = _cli("tasks", model, *[a for s in shapes for a in ("--shape", s)])
+        assert code == 2 and "--shape data=1,8" in out and "--shape N=3" in out, (shapes, out)
+        assert "Traceback" not in out and "neither" not in out, out

@@ -233,6 +233,23 @@ def test_shape_dict_binds_dynamic_dims_at_import():
         assert [op for _, op, _ in graph.problems()] == ["unsupported"]
 
 
+def test_shape_dict_binds_a_dim_once_whatever_the_order_of_its_keys():
+    """An input's shape binds its dynamic dims for every input; a dim bound to two values is refused."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["s"])]
+    model = helper_model(nodes, [("x", ("n", 4)), ("y", ("n", 4))], [("s", ("n", 4))])
+    for shape_dict in ({"n": 3, "x": (3, 4)}, {"x": (3, 4), "n": 3}, {"x": (3, 4)}, {"y": (3, 4), "x": (3, 4)}):
+        graph = _import_quietly(frontends.from_onnx, model, shape_dict=shape_dict)
+        assert [graph.shape(v) for v in graph.inputs] == [(3, 4), (3, 4)], shape_dict
+    for shape_dict in ({"n": 3, "x": (1, 4)}, {"x": (1, 4), "n": 3}):
+        with pytest.raises(ValueError, match=r"shape_dict\['x'\] = \(1, 4\) sets dim 0 of 'x', the dynamic dim "
+                                             r"'n', to 1, but shape_dict\['n'\] = 3 binds 'n' to 3"):
+            frontends.from_onnx(model, shape_dict=shape_dict)
+    with pytest.raises(ValueError, match=r"shape_dict\['y'\] = \(2, 4\) .* but shape_dict\['x'\] = \(3, 4\)"):
+        frontends.from_onnx(model, shape_dict={"x": (3, 4), "y": (2, 4)})
+    with pytest.raises(ValueError, match="must be a positive int"):
+        frontends.from_onnx(model, shape_dict={"n": (3,)})
+
+
 def test_from_torch_reports_unsupported_aten_ops():
     fm = _torch()
     import torch
@@ -313,6 +330,146 @@ def test_operator_attributes_convert():
     assert conv.attrs["pads"] == (1, 1, 1, 1) and conv.shape == (2, 6, 5, 5)
     x = f(2, 3, 9, 9)
     _close(graph.evaluate(x)[0], run_ort(model, x)[0])
+
+
+GEMM_BIASES = [(), (1,), (4,), (1, 4), (4, 1), (4, 4), (1, 1)]
+
+
+def _gemm_model(c_shape, trans_a, trans_b, alpha, beta, b_constant=True, c_constant=True):
+    """Y = alpha * A' @ B' + beta * C with A' (4, 5), B' (5, 4): M == N, so C's size cannot tell (4,) from
+    (4, 1). Returns the model and its inputs (A, and B and C where they are not constants)."""
+    rng = np.random.default_rng(len(c_shape) * 7 + sum(c_shape))
+    a = rng.standard_normal((5, 4) if trans_a else (4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5) if trans_b else (5, 4)).astype(np.float32)
+    c = rng.standard_normal(c_shape).astype(np.float32)
+    inputs, arrays, inits = [("A", a.shape)], [a], []
+    for name, array, constant in (("B", b, b_constant), ("C", c, c_constant)):
+        if constant:
+            inits.append((name, array))
+        else:
+            inputs.append((name, array.shape))
+            arrays.append(array)
+    node = helper.make_node("Gemm", ["A", "B", "C"], ["Y"], transA=int(trans_a), transB=int(trans_b),
+                            alpha=alpha, beta=beta)
+    model = helper_model([node], inputs, [("Y", (4, 4))], inits)
+    want = alpha * (a.T if trans_a else a) @ (b.T if trans_b else b) + beta * c
+    return model, arrays, want
+
+
+@pytest.mark.parametrize("c_shape", GEMM_BIASES, ids=[f"C{'x'.join(map(str, s)) or '0d'}" for s in GEMM_BIASES])
+def test_gemm_broadcasts_its_bias_by_shape(c_shape):
+    """C broadcasts to (M, N) by its shape (ONNX unidirectional broadcasting): a (4, 1) C adds one value per
+    row, a (4,) or (1, 4) C one per column, though all have 4 elements here."""
+    for trans_a, trans_b, alpha, beta in ((0, 0, 1.0, 1.0), (1, 1, 1.0, 1.0), (0, 1, 0.5, 2.0),
+                                          (1, 0, 1.5, 0.25)):
+        for b_constant, c_constant in ((True, True), (False, True), (True, False)):
+            model, arrays, want = _gemm_model(c_shape, trans_a, trans_b, alpha, beta, b_constant, c_constant)
+            graph = _import_quietly(frontends.from_onnx, model)
+            got = graph.evaluate(*arrays)[0]
+            where = (c_shape, trans_a, trans_b, alpha, beta, b_constant, c_constant)
+            assert got.shape == (4, 4), where
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=str(where))
+            np.testing.assert_allclose(got, run_ort(model, *arrays)[0], rtol=1e-5, atol=1e-5, err_msg=str(where))
+
+
+def test_gemm_with_a_bias_per_row_builds_to_the_right_answer():
+    from autosched.graph import build
+    for b_constant in (True, False):
+        model, arrays, want = _gemm_model((4, 1), 0, 1, 1.0, 1.0, b_constant=b_constant)
+        graph = _import_quietly(frontends.from_onnx, model)
+        got = build(graph, "llvm", verbose=False)(*arrays)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, run_ort(model, *arrays)[0], rtol=1e-5, atol=1e-5)
+
+
+def _constant_model(nodes, inits, outputs, opset=17):
+    """A model without inputs: every node reads initializers, so the importer folds it. outputs: (name,
+    TensorProto type), of shapes left to inference (which onnx.checker would refuse)."""
+    vo = [helper.make_tensor_value_info(n, t, None) for n, t in outputs]
+    model = helper.make_model(
+        helper.make_graph(nodes, "folded", [], vo, [numpy_helper.from_array(np.asarray(a), n) for n, a in inits]),
+        opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, 9)
+    return model
+
+
+def _folded_outputs(model):
+    graph = _import_quietly(frontends.from_onnx, model)
+    assert [n.op for n in graph.nodes] == [], graph.nodes  # all folded at import
+    return graph.evaluate()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_folded_mod_follows_fmod(dtype):
+    a = np.array([-7, 7, -7, 7, 8, -8], dtype)
+    b = np.array([3, -3, -3, 3, 2, 5], dtype)
+    kind = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    for fmod in ((1,) if dtype.startswith("float") else (0, 1)):  # a float Mod needs fmod=1 (ONNX)
+        model = _constant_model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [("a", a), ("b", b)],
+                                [("y", kind)])
+        got, = _folded_outputs(model)
+        want, = run_ort(model)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (fmod, got, want)
+    model = _constant_model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=1)], [("a", a[:2]), ("b", b[:2])],
+                            [("y", kind)])
+    assert _folded_outputs(model)[0].tolist() == [-1, 1]  # the sign of the dividend
+
+
+def test_mod_of_a_computed_value_is_reported_not_guessed():
+    """The graph has no remainder op: a Mod that does not fold is an unsupported node, whatever its fmod."""
+    for fmod in (0, 1):
+        model = helper_model([helper.make_node("Mod", ["x", "d"], ["y"], fmod=fmod, name="rem")], [("x", (4,))],
+                             [("y", (4,))], [("d", np.float32([3, -3, 3, -3]))])
+        with pytest.warns(UnsupportedOperatorWarning, match="Mod"):
+            graph = frontends.from_onnx(model)
+        assert [(n.op, n.attrs.get("op_type")) for n in graph.nodes] == [("unsupported", "Mod")]
+        with pytest.raises(GraphError):
+            graph.evaluate(np.float32([-7, 7, 1, 2]))
+
+
+def test_folded_ops_follow_their_attributes():
+    """Every folded op whose attributes or types numpy does not follow by itself, against onnxruntime."""
+    T = TensorProto
+    ints = np.array([[5, -3, 2], [-7, 4, 1]], np.int32)
+    big = np.array([2**62 + 1, -(2**62) - 1, -7, 7], np.int64)
+    cases = [
+        # ReduceSum (opset 13 takes axes as an input): no axes and noop_with_empty_axes=1 is the input itself;
+        # int32 stays int32 (np.sum widens it).
+        ([helper.make_node("ReduceSum", ["ints"], ["y"], noop_with_empty_axes=1)], T.INT32, 17),
+        ([helper.make_node("ReduceSum", ["ints", "empty"], ["y"], noop_with_empty_axes=1)], T.INT32, 17),
+        ([helper.make_node("ReduceSum", ["ints", "empty"], ["y"], keepdims=0)], T.INT32, 17),
+        ([helper.make_node("ReduceSum", ["ints", "axis1"], ["y"], keepdims=1)], T.INT32, 17),
+        ([helper.make_node("ReduceProd", ["ints"], ["y"], axes=[0], keepdims=0)], T.INT32, 17),
+        ([helper.make_node("ReduceMax", ["ints", "empty"], ["y"], noop_with_empty_axes=1)], T.INT32, 18),
+        ([helper.make_node("ReduceMin", ["ints"], ["y"], keepdims=0)], T.INT32, 18),
+        # Pow's output has the base's type.
+        ([helper.make_node("Pow", ["ints", "half"], ["y"])], T.INT32, 17),
+        ([helper.make_node("Pow", ["floats", "two64"], ["y"])], T.FLOAT, 17),
+        # Integer Div truncates, exactly beyond 2**53.
+        ([helper.make_node("Div", ["big", "three"], ["y"])], T.INT64, 17),
+        # Slice clamps as ONNX does: a start below -dim with a negative step is the first element.
+        ([helper.make_node("Slice", ["floats", "s_lo", "e_lo", "ax1", "minus1"], ["y"])], T.FLOAT, 17),
+        ([helper.make_node("Slice", ["floats", "s_hi", "e_hi", "ax1", "minus2"], ["y"])], T.FLOAT, 17),
+        ([helper.make_node("Slice", ["floats", "s_mid", "e_hi", "ax1", "minus1"], ["y"])], T.FLOAT, 17),
+        # Shape's start and end; Dropout's mask in inference.
+        ([helper.make_node("Shape", ["floats"], ["y"], start=-1)], T.INT64, 17),
+        ([helper.make_node("Dropout", ["floats"], ["d", "y"])], T.BOOL, 17),
+    ]
+    inits = [("ints", ints), ("empty", np.zeros(0, np.int64)), ("axis1", np.array([1], np.int64)),
+             ("half", np.float32(0.5)), ("floats", np.arange(6, dtype=np.float32).reshape(2, 3)),
+             ("two64", np.int64(2)), ("big", big), ("three", np.int64(3)), ("ax1", np.array([1], np.int64)),
+             ("minus1", np.array([-1], np.int64)), ("minus2", np.array([-2], np.int64)),
+             ("s_lo", np.array([-10], np.int64)), ("e_lo", np.array([-10], np.int64)),
+             ("s_hi", np.array([10], np.int64)), ("e_hi", np.array([-10], np.int64)),
+             ("s_mid", np.array([1], np.int64))]
+    for nodes, kind, opset in cases:
+        used = {i for n in nodes for i in n.input}
+        model = _constant_model(nodes, [(n, a) for n, a in inits if n in used], [("y", kind)], opset)
+        got, = _folded_outputs(model)
+        want, = run_ort(model)
+        where = helper.printable_node(nodes[0])
+        assert got.dtype == want.dtype and got.shape == want.shape, (where, got, want)
+        assert got.tolist() == want.tolist(), (where, got, want)
 
 
 # ---- bad input ---------------------------------------------------------------------------------------------

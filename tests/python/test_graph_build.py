@@ -1,5 +1,7 @@
 """Networks end to end: fusion, extract_tasks, graph.build (tuned records, baseline schedules, memory plan)."""
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -196,6 +198,71 @@ def test_call_errors_name_the_problem():
     np.testing.assert_array_equal(s, 3 * x)
     same[...] = 7  # an output that is an input is a copy
     np.testing.assert_array_equal(x, 1)
+
+
+def test_a_value_that_is_two_outputs_comes_back_as_two_arrays():
+    g = Graph("twice")
+    x = g.add_input("x", (2, 3))
+    y = g.add_node("exp", [x], name="y")
+    c = g.add_constant("c", np.full((2, 3), 5, np.float32))
+    g.set_outputs([y, y, c, c, x, x])
+    net = ans.graph.build(g, "llvm", verbose=False)
+    a = np.zeros((2, 3), np.float32)
+    outs = net(a)
+    assert len({id(o) for o in outs}) == 6 and not any(np.shares_memory(p, q) for i, p in enumerate(outs)
+                                                       for q in outs[i + 1:])
+    for i in (0, 2, 4):
+        first, second = outs[i], outs[i + 1]
+        kept = second.copy()
+        first[...] = -1  # writing into one output leaves its twin alone
+        np.testing.assert_array_equal(second, kept)
+    np.testing.assert_array_equal(net(a)[2], 5)  # nor the constant
+    np.testing.assert_array_equal(a, 0)
+
+
+THREADS = """
+import sys, threading
+import numpy as np
+from autosched.graph import Graph, build
+
+rng = np.random.default_rng(0)
+g = Graph("chain")
+h = g.add_input("x", (16, 64))
+for i in range(4):  # intermediates d0, s0, ... share the module's two buffers
+    w = g.add_constant(f"w{i}", (rng.standard_normal((64, 64)) * 0.2).astype(np.float32))
+    h = g.add_node("softmax", [g.add_node("dense", [h, w], name=f"d{i}")], name=f"s{i}")
+g.set_outputs([h])
+net = build(g, "llvm", verbose=False)
+assert len(set(net.memory_plan.values())) < len(net.memory_plan), net.memory_plan
+inputs = [rng.standard_normal((16, 64)).astype(np.float32) for _ in range(2)]
+want = [g.evaluate(a)[0] for a in inputs]
+wrong, errors = [0, 0], []
+
+def calls(k):
+    try:
+        for _ in range(200):
+            got = net(inputs[k])[0]
+            wrong[k] += not np.allclose(got, want[k], rtol=1e-4, atol=1e-5)
+        net.time_evaluator(number=5, repeat=2)(inputs[k])
+        wrong[k] += not np.allclose(net(x=inputs[k])[0], want[k], rtol=1e-4, atol=1e-5)
+    except Exception as e:
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=calls, args=(k,)) for k in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("wrong", wrong, "errors", errors)
+sys.exit(0 if wrong == [0, 0] and not errors else 1)
+"""
+
+
+def test_calls_from_two_threads_each_get_their_own_outputs():
+    """Two threads call one module on different inputs, 200 times each (in a child process with a time
+    limit): every output is the one of its own input."""
+    proc = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _overlap(a, b):

@@ -117,6 +117,10 @@ class _Importer:
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _bind_inputs(self, shape_dict):
+        """Adds the graph inputs, their dims bound by ``shape_dict``: a key is an input (its whole shape) or a
+        dynamic dim (its value). The order of the keys does not matter: an input's shape binds the dynamic
+        dims at its positions for every input, and a dim bound twice to different values (by its name and by
+        an input's shape, or by two inputs' shapes) is refused, naming both."""
         onnx = self.onnx
         for t in self.model.graph.initializer:
             self.consts[t.name] = onnx.numpy_helper.to_array(t)
@@ -126,27 +130,43 @@ class _Importer:
             if dims[vi.name] is not None:
                 dims[vi.name] = [dim_name(f"{vi.name}_dim{i}") if d is None else d
                                  for i, d in enumerate(dims[vi.name])]
-        by_dim = {}
-        for key, value in shape_dict.items():
+        known_dims = {d for ds in dims.values() for d in ds or () if isinstance(d, str)}
+        by_dim = {}  # dim name -> (value, what bound it)
+        given = {}   # input name -> its dims from shape_dict (int, or str: a dim named there)
+        for key, value in shape_dict.items():  # dims by name first, so that the order does not matter
             if key in dims:
-                dims[key] = self._bind_input_shape(key, dims[key], value)
-            elif any(key == d for ds in dims.values() for d in ds or ()):
-                if not isinstance(value, (int, np.integer)) or value <= 0:
-                    raise ValueError(f"from_onnx: shape_dict['{key}'] must be a positive int, got {value!r}")
-                by_dim[key] = int(value)
-            else:
+                continue
+            if key not in known_dims:
                 raise ValueError(f"from_onnx: shape_dict key '{key}' is neither an input ({', '.join(dims)}) "
                                  f"nor a dynamic dim of one")
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+                raise ValueError(f"from_onnx: shape_dict['{key}'] must be a positive int, got {value!r}")
+            by_dim[key] = (int(value), f"shape_dict['{key}'] = {int(value)}")
+        for key, value in shape_dict.items():
+            if key not in dims:
+                continue
+            shape = tuple(value)
+            given[key] = self._bind_input_shape(key, dims[key], shape)
+            for i, (have, want) in enumerate(zip(dims[key] or (), given[key])):
+                if not isinstance(have, str) or not isinstance(want, int):
+                    continue
+                source = f"shape_dict['{key}'] = {shape}"
+                bound = by_dim.get(have)
+                if bound is not None and bound[0] != want:
+                    raise ValueError(f"from_onnx: {source} sets dim {i} of '{key}', the dynamic dim '{have}', to "
+                                     f"{want}, but {bound[1]} binds '{have}' to {bound[0]}: give one of them, "
+                                     f"or agreeing values")
+                by_dim.setdefault(have, (want, source))
         for vi in inputs:
-            if dims[vi.name] is None:
+            if vi.name not in given and dims[vi.name] is None:
                 raise ValueError(f"from_onnx: the model does not give the rank of input '{vi.name}': give its "
                                  f"shape with shape_dict={{'{vi.name}': (...)}}")
-            shape = tuple(by_dim.get(d, d) for d in dims[vi.name])
+            shape = tuple(by_dim[d][0] if isinstance(d, str) and d in by_dim else d
+                          for d in given.get(vi.name, dims[vi.name]))
             dtype = self._np_type(vi.type.tensor_type.elem_type)
             self.values[vi.name] = self.g.add_input(self.names.take(vi.name), shape, dtype)
 
     def _bind_input_shape(self, name, dims, shape):
-        shape = tuple(shape)
         if dims is None:
             dims = list(shape)
         if len(shape) != len(dims):

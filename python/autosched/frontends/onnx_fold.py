@@ -84,8 +84,18 @@ def _slice(inputs, attrs):
     steps = [1] * len(starts) if steps is None else _ints(steps)
     index = [slice(None)] * x.ndim
     for a, s, e, st in zip(axes, starts, ends, steps):
-        # ONNX clamps INT64_MAX / INT64_MIN ends; Python slicing clamps the same way.
-        index[a] = slice(s, None if (st < 0 and e < -x.shape[a]) else e, st)
+        if st == 0:
+            raise FoldError("Slice with a step of 0")
+        # ONNX's rules, which Python slicing does not follow everywhere (a start below -dim with a negative
+        # step is the first element in ONNX, nothing in Python): negative indices count from the end, then
+        # start and end clamp to [0, dim] (step > 0) or start to [0, dim - 1] and end to [-1, dim - 1].
+        dim = x.shape[a]
+        s, e = s + dim if s < 0 else s, e + dim if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), dim), min(max(e, 0), dim)
+        else:
+            s, e = min(max(s, 0), dim - 1), min(max(e, -1), dim - 1)
+        index[a] = slice(s, None if e < 0 else e, st)
     return x[tuple(index)]
 
 
@@ -115,8 +125,34 @@ def _div(inputs, attrs):
     a, b = inputs
     _no_dynamic(a, b)
     if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
-        return (np.trunc(a / b)).astype(np.result_type(a, b))  # ONNX integer division truncates
+        # ONNX integer division truncates; exact in integers (a / b in float64 rounds beyond 2**53)
+        q = np.floor_divide(a, b)
+        return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
     return a / b
+
+
+def _mod(inputs, attrs):
+    """fmod=1: the sign of the dividend (C's fmod, for floats and ints); fmod=0: the sign of the divisor."""
+    a, b = inputs
+    _no_dynamic(a, b)
+    return (np.fmod if attrs.get("fmod", 0) else np.mod)(a, b)
+
+
+def _pow(inputs, attrs):
+    """The output has the base's type (Pow(T, T1) -> T); numpy would promote int ** float, float32 ** int64."""
+    base, exponent = inputs
+    _no_dynamic(base, exponent)
+    return np.power(base, exponent).astype(np.asarray(base).dtype)
+
+
+def _dropout(inputs, attrs):
+    """Inference: the input itself and an all-true mask. training_mode=True with a ratio above 0 drops
+    values at random: not folded."""
+    x, ratio, training = inputs[0], _opt(inputs, 1), _opt(inputs, 2)
+    if training is not None and bool(np.asarray(training).reshape(-1)[0]) and (
+            ratio is None or float(np.asarray(ratio).reshape(-1)[0]) > 0):
+        raise FoldError("Dropout with training_mode=True drops values at random")
+    return [x, np.ones(np.shape(x), dtype=bool)]
 
 
 def _range(inputs, attrs):
@@ -143,12 +179,19 @@ def _variadic(fn):
 
 def _reduce(fn):
     def run(inputs, attrs):
-        _no_dynamic(inputs[0])
+        x = inputs[0]
+        _no_dynamic(x)
         axes = _opt(inputs, 1)
         axes = attrs.get("axes") if axes is None else axes
         keep = bool(attrs.get("keepdims", 1))
-        axis = None if axes is None or len(_ints(axes)) == 0 else tuple(_axes(axes, inputs[0].ndim))
-        return np.asarray(fn(inputs[0], axis=axis, keepdims=keep))
+        if axes is None or len(_ints(axes)) == 0:
+            if attrs.get("noop_with_empty_axes", 0):
+                return x  # no axes and noop_with_empty_axes=1: the input itself
+            axis = None
+        else:
+            axis = tuple(_axes(axes, x.ndim))
+        # the input's type (np.sum and np.prod would widen int32 to int64)
+        return np.asarray(fn(x, axis=axis, keepdims=keep)).astype(x.dtype)
     return run
 
 
@@ -183,12 +226,12 @@ def _transpose(inputs, attrs):
 
 FOLD = {
     "Shape": _shape, "Size": _size,
-    "Identity": lambda i, a: i[0], "Dropout": lambda i, a: i[0],
+    "Identity": lambda i, a: i[0], "Dropout": _dropout,
     "Gather": _gather, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice, "Concat": _concat,
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Expand": _expand,
     "Cast": _cast, "ConstantOfShape": _constant_of_shape, "Range": _range, "Where": _where,
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply), "Div": _div,
-    "Pow": _binary(np.power), "Mod": _binary(np.mod),
+    "Pow": _pow, "Mod": _mod,
     "Max": _variadic(np.maximum), "Min": _variadic(np.minimum),
     "Equal": _binary(np.equal), "Less": _binary(np.less), "Greater": _binary(np.greater),
     "And": _binary(np.logical_and), "Or": _binary(np.logical_or), "Not": lambda i, a: np.logical_not(i[0]),
@@ -213,7 +256,7 @@ def fold(op_type, inputs, attrs, symbolic_input):
     except Exception as e:  # numpy refuses the operation (a str dim in arithmetic, bad shapes)
         why = "arithmetic on a dynamic dim" if symbolic_input else str(e)
         raise FoldError(why) from e
-    return [_normalized(out)]
+    return [_normalized(o) for o in out] if isinstance(out, list) else [_normalized(out)]
 
 
 def _normalized(out):

@@ -78,7 +78,26 @@ def _global_pool(op):
     return convert
 
 
+def _gemm_bias(c, n):
+    """Gemm's constant C as a per-column bias of length n, or None when C varies along the rows.
+
+    C broadcasts to (M, N) by its shape (ONNX unidirectional broadcasting), never by its size: (), (1,),
+    (N,), (1, 1) and (1, N) add the same value to every row; (M, 1) and (M, N) do not, even where M == N."""
+    if c.ndim > 2 or c.dtype == object:
+        return None
+    rows, cols = ((1, 1) + c.shape)[-2:]
+    if rows != 1 or cols not in (1, n):
+        return None
+    return np.broadcast_to(c.reshape(-1), (n,))
+
+
+def _scalar(ctx, value, like, hint):
+    """A 0-d constant of the dtype of ONNX value ``like`` (alpha and beta follow the tensors they scale)."""
+    return ctx.add_const(np.asarray(value, ctx.dtype(like)), hint)
+
+
 def _gemm(ctx, inputs, attrs):
+    """Y = alpha * A' @ B' + beta * C, C broadcast to (M, N) by its shape."""
     alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
     a = ctx.value(inputs[0])
     if attrs.get("transA", 0):
@@ -89,13 +108,12 @@ def _gemm(ctx, inputs, attrs):
         plain = attrs.get("transB", 0) and alpha == 1.0
         weight = b if attrs.get("transB", 0) else b.T
         weight = ctx.value(inputs[1]) if plain else ctx.add_const(weight * np.asarray(alpha, b.dtype), "weight")
-        bias = ctx.const(c) if c else None
         n = b.shape[0] if attrs.get("transB", 0) else b.shape[1]
-        if bias is not None and bias.shape == (n,) and beta == 1.0:
+        bias = _gemm_bias(ctx.const(c), n) if c and ctx.const(c) is not None else None
+        if bias is not None and ctx.shape(c) == (n,) and beta == 1.0:
             return ctx.emit("dense", [a, weight, ctx.value(c)])
-        if bias is not None and bias.size in (1, n) and bias.dtype != object:
-            bias = np.broadcast_to(bias.reshape(-1) * np.asarray(beta, bias.dtype), (n,))
-            return ctx.emit("dense", [a, weight, ctx.add_const(bias, "bias")])
+        if bias is not None:
+            return ctx.emit("dense", [a, weight, ctx.add_const(bias * np.asarray(beta, bias.dtype), "bias")])
         out = ctx.emit("dense", [a, weight])
     else:
         b = ctx.value(inputs[1])
@@ -103,13 +121,13 @@ def _gemm(ctx, inputs, attrs):
             b = ctx.emit("transpose", [b], perm=(1, 0))
         out = ctx.emit("matmul", [a, b])
         if alpha != 1.0:
-            out = ctx.emit("multiply", [out, ctx.add_const(np.asarray(alpha, np.float32), "alpha")])
+            out = ctx.emit("multiply", [out, _scalar(ctx, alpha, inputs[0], "alpha")])
     if not c:
         return out
+    # A C that varies along the rows, or one computed at run time: the add broadcasts it by its shape.
+    c_val = ctx.value(c)
     if beta != 1.0:
-        c_val = ctx.emit("multiply", [ctx.value(c), ctx.add_const(np.asarray(beta, np.float32), "beta")])
-    else:
-        c_val = ctx.value(c)
+        c_val = ctx.emit("multiply", [c_val, _scalar(ctx, beta, c, "beta")])
     return ctx.emit("add", [out, c_val])
 
 

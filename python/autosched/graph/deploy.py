@@ -10,8 +10,10 @@ groups share one compiled module. Intermediate values live in buffers allocated 
 between values whose lifetimes do not overlap (plan_memory); constants are converted once at build time. A
 stage of a schedule that computes only from constants (the packed copy of a weight of the pack-operand rule, a
 cache_read of a weight) runs once at build time (prepack=True): the kernel reads its result instead of
-computing it on every call. A GraphModule is not re-entrant: one call at a time.
+computing it on every call. The buffers are the module's own, so calls from several threads take turns (a
+lock): each gets its own outputs, one network run at a time.
 """
+import threading
 import time
 import warnings
 
@@ -95,6 +97,8 @@ class GraphModule:
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             self._static[value] = self._buffers[b][:nbytes].view(dtype).reshape(shape)
         self._specs = [(v, tuple(graph.shape(v)), np.dtype(graph.dtype(v))) for v in graph.inputs]
+        # The intermediate buffers above are shared by every call: one run at a time uses them.
+        self._lock = threading.Lock()
 
     @property
     def untuned(self):
@@ -141,10 +145,16 @@ class GraphModule:
     def __call__(self, *arrays, **named):
         env = self._bind_inputs(arrays, named)
         env.update(self._static)
-        self._run(env)
-        # outputs that are inputs or constants are copied: a caller may write into what it gets
-        return [env[v].copy() if v in self._static or v in self.input_names else env[v]
-                for v in self.output_names]
+        with self._lock:
+            self._run(env)
+        # Each output is an array of its own, which a caller may write into: outputs that are inputs or
+        # constants are copied, and so is a value that is a graph output twice (or more), after its first.
+        outputs, given = [], set()
+        for v in self.output_names:
+            own = v not in self._static and v not in self.input_names and v not in given
+            outputs.append(env[v] if own else env[v].copy())
+            given.add(v)
+        return outputs
 
     def time_evaluator(self, number=10, repeat=3):
         """A function of the inputs (as for a call) returning a TimeResult: `repeat` times in seconds per run
@@ -155,13 +165,14 @@ class GraphModule:
         def evaluate(*arrays, **named):
             env = self._bind_inputs(arrays, named)
             env.update(self._static)
-            self._run(dict(env))
             times = []
-            for _ in range(repeat):
-                start = time.perf_counter()
-                for _ in range(number):
-                    self._run(dict(env))
-                times.append((time.perf_counter() - start) / number)
+            with self._lock:  # the timed runs are not interleaved with another thread's call
+                self._run(dict(env))
+                for _ in range(repeat):
+                    start = time.perf_counter()
+                    for _ in range(number):
+                        self._run(dict(env))
+                    times.append((time.perf_counter() - start) / number)
             return TimeResult(times)
         return evaluate
 
