@@ -51,7 +51,7 @@ std::vector<CallArg> ToCallArgs(const py::args& arrays) {
 // meanwhile (and builds from several threads run at once).
 Module BuildStateUnlocked(const State& state, const Target& target) {
   py::gil_scoped_release release;
-  return BuildState(state, target);
+  return BuildCandidate(state, target);
 }
 
 std::string LoweredText(const State& state, bool log_passes) {

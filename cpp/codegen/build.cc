@@ -1,14 +1,14 @@
 #include "codegen/build.h"
 
-#include "codegen/opencl/default_schedule.h"
 #include "lower/lower.h"
+#include "schedule/default_gpu_schedule.h"
 #include "schedule/state.h"
 #include "support/error.h"
 #ifdef AUTOSCHED_HAS_LLVM
 #include "codegen/llvm/codegen_llvm.h"
 #endif
 #ifdef AUTOSCHED_HAS_OPENCL
-#include "runtime/opencl/opencl_module.h"
+#include "codegen/opencl/build_opencl.h"
 #endif
 
 namespace autosched {
@@ -29,10 +29,10 @@ bool HasOpenCLBackend() {
 #endif
 }
 
-Module Build(const LoweredFunc& f, const Target& target) {
+Module Build(const LoweredFunc& f, const Target& target, const DeviceLimits& limits) {
   if (target.kind == TargetKind::OpenCL) {
 #ifdef AUTOSCHED_HAS_OPENCL
-    return BuildOpenCL(f, target);
+    return BuildOpenCL(f, target, limits);
 #else
     throw Error("cannot build '" + f.name + "' for target '" + target.str() +
                 "': autosched was built without OpenCL (install ocl-icd-opencl-dev and opencl-headers, then "
@@ -49,9 +49,12 @@ Module Build(const LoweredFunc& f, const Target& target) {
 #endif
 }
 
-Module BuildState(const State& state, const Target& target) {
-  if (target.kind == TargetKind::OpenCL) return Build(Lower(BindDefaultGpuThreads(state)), target);
-  return Build(Lower(state), target);
+LoweredFunc LowerCandidate(const State& state, const Target& target) {
+  return Lower(target.kind == TargetKind::OpenCL ? BindDefaultGpuThreads(state) : state);
+}
+
+Module BuildCandidate(const State& state, const Target& target, const DeviceLimits& limits) {
+  return Build(LowerCandidate(state, target), target, limits);
 }
 
 }  // namespace autosched

@@ -6,8 +6,8 @@
 // host lacks already turned off unless -no-host-check), -opt-level, -fast-math
 // and num_cores (the tasks a parallel loop asks the thread pool for). A module
 // built with -no-host-check for a CPU whose features this host lacks holds
-// its sources but refuses to run (Module::cannot_run()). opencl targets are
-// refused for now: their backend is not written yet.
+// its sources but refuses to run (Module::cannot_run()). For opencl: the
+// device the target selects, -fast-math, and the limits a kernel must keep.
 #pragma once
 
 #include <string>
@@ -28,11 +28,17 @@ bool HasOpenCLBackend();
 
 // Compiles f for the target. Throws Error when the target's backend is not
 // available in this build, or when f holds something the backend cannot
-// generate (the message names it).
-Module Build(const LoweredFunc& f, const Target& target);
+// generate (the message names it); DeviceLimitError when a kernel needs more
+// than its device or `limits` allow (OpenCL).
+Module Build(const LoweredFunc& f, const Target& target, const DeviceLimits& limits = {});
 
-// Lower(state), then Build. For an opencl target, a state without GPU
-// bindings gets the default GPU schedule first (BindDefaultGpuThreads).
-Module BuildState(const State& state, const Target& target);
+// The loop nest a state runs as on the target: for an opencl target, a state
+// without GPU bindings gets the default GPU schedule first
+// (schedule/default_gpu_schedule.h), then Lower.
+LoweredFunc LowerCandidate(const State& state, const Target& target);
+
+// The one way from a state to a module, used by autosched.build, the
+// measurement workers and graph builds: Build(LowerCandidate(state)).
+Module BuildCandidate(const State& state, const Target& target, const DeviceLimits& limits = {});
 
 }  // namespace autosched

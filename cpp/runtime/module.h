@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "support/error.h"
 
 namespace autosched {
 
@@ -56,6 +57,22 @@ class Kernel {
 };
 
 // What a kernel expects of one argument.
+// Limits a kernel must keep besides its device's own; 0: none. Measurement
+// passes the task's HardwareParams (max_threads_per_block,
+// max_shared_memory_per_block), so that a tuned schedule fits the hardware
+// the task describes.
+struct DeviceLimits {
+  int64_t max_threads_per_block = 0;
+  int64_t max_local_memory_bytes = 0;
+};
+
+// A kernel needs more than its device (or the caller's DeviceLimits) allows;
+// raised before the kernel is built where the backend can tell.
+class DeviceLimitError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct ArgSpec {
   std::string name;
   DataType dtype;

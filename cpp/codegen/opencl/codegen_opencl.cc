@@ -474,17 +474,6 @@ std::string OpenCLPrinter::PrintKernel(const std::string& name, const Stmt& body
 
 }  // namespace
 
-int64_t BufferBytes(const BufferNode& b) {
-  int64_t count = 1;
-  if (b.strides.empty()) {
-    for (int64_t d : b.shape) count *= d;
-  } else {
-    count = 1;
-    for (size_t d = 0; d < b.shape.size(); ++d) count += (b.shape[d] - 1) * b.strides[d];
-  }
-  return count * b.dtype.bytes();
-}
-
 OpenCLProgramSpec GenerateOpenCL(const LoweredFunc& f) {
   OpenCLProgramSpec spec;
   spec.buffers = f.args;

@@ -43,28 +43,10 @@
 #include <vector>
 
 #include "lower/stmt.h"
+#include "runtime/opencl/program_spec.h"
 
 namespace autosched {
 
-struct OpenCLKernelSpec {
-  std::string name;
-  std::vector<int> buffers;  // indices into OpenCLProgramSpec::buffers, in parameter order
-  std::array<int64_t, 3> num_groups{1, 1, 1};
-  std::array<int64_t, 3> group_size{1, 1, 1};  // work items per group
-  int64_t local_memory_bytes = 0;              // of its __local arrays
-};
-
-struct OpenCLProgramSpec {
-  std::string source;
-  std::vector<Buffer> buffers;  // the function's arguments, then device temporaries
-  size_t num_args = 0;
-  std::vector<OpenCLKernelSpec> kernels;
-  bool uses_fp64 = false;
-};
-
 OpenCLProgramSpec GenerateOpenCL(const LoweredFunc& f);
-
-// Bytes a buffer holds (its strides included).
-int64_t BufferBytes(const BufferNode& b);
 
 }  // namespace autosched

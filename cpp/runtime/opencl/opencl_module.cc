@@ -2,14 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <sstream>
-#include <unordered_set>
 
-#include "codegen/opencl/codegen_opencl.h"
-#include "lower/stmt_functor.h"
-#include "lower/stmt_printer.h"
 #include "runtime/opencl/opencl_device.h"
 #include "support/error.h"
 
@@ -26,9 +21,9 @@ std::atomic<bool> launch_fault{false};
 // (a compiler may reject an oversized reqd_work_group_size with a less telling
 // message).
 void CheckDeviceLimits(const OpenCLProgramSpec& spec, const OpenCLDevice& device,
-                       const OpenCLLimits& limits) {
+                       const DeviceLimits& limits) {
   auto check = [](bool ok, const std::string& msg) {
-    if (!ok) throw OpenCLLimitError(msg);
+    if (!ok) throw DeviceLimitError(msg);
   };
   for (const OpenCLKernelSpec& k : spec.kernels) {
     const int64_t items = k.group_size[0] * k.group_size[1] * k.group_size[2];
@@ -79,7 +74,7 @@ class OpenCLKernel : public Kernel {
         ss << "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
            << Dims(k.group_size) << "), but " << device.Describe() << " runs it with at most " << most
            << ": bind smaller threadIdx loops";
-        throw OpenCLLimitError(ss.str());
+        throw DeviceLimitError(ss.str());
       }
     }
     written_.assign(spec_.buffers.size(), false);
@@ -217,39 +212,19 @@ class OpenCLKernel : public Kernel {
   std::mutex mutex_;
 };
 
-std::vector<ArgSpec> ArgSpecsOf(const LoweredFunc& f, std::vector<bool>* written) {
-  std::unordered_set<const BufferNode*> stored;
-  PostOrderVisitStmt(f.body, [&](const Stmt& s) {
-    if (const auto* store = s.as<BufferStoreNode>()) stored.insert(store->buffer.get());
-  });
-  std::vector<ArgSpec> args;
-  for (const Buffer& b : f.args) {
-    args.push_back({b->name, b->dtype, b->shape, stored.count(b.get()) > 0});
-    written->push_back(args.back().written);
-  }
-  return args;
-}
-
 }  // namespace
 
 void SetOpenCLLaunchFaultForTesting(bool on) { launch_fault.store(on); }
 
-Module BuildOpenCL(const LoweredFunc& f, const Target& target, const OpenCLLimits& limits) {
-  auto start = std::chrono::steady_clock::now();
+std::shared_ptr<Kernel> MakeOpenCLKernel(const Target& target, OpenCLProgramSpec spec,
+                                         std::vector<bool> written, const DeviceLimits& limits) {
   const OpenCLDevice& device = SelectOpenCLDevice(target);
-  OpenCLProgramSpec spec = GenerateOpenCL(f);
   CheckDeviceLimits(spec, device, limits);
   cl_program program = GetOpenCLProgram(device, spec.source, target.fast_math ? "-cl-fast-relaxed-math" : "");
-  std::vector<bool> written;
-  std::vector<ArgSpec> args = ArgSpecsOf(f, &written);
   written.resize(spec.buffers.size(), false);
-  ModuleSources sources;
-  sources.Add("cl", spec.source);
-  sources.Add("lowered", ToString(f));
   auto kernel = std::make_shared<OpenCLKernel>(device, program, std::move(spec));
   kernel->SetWritten(std::move(written));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return Module(f.name, std::move(args), std::move(kernel), std::move(sources), seconds);
+  return kernel;
 }
 
 }  // namespace autosched

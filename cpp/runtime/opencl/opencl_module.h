@@ -1,44 +1,32 @@
-// Building a lowered function into a Module that runs on an OpenCL device:
-// OpenCL C from codegen/opencl/, compiled for the device the target selects
-// (runtime/opencl/opencl_device.h), launched kernel after kernel.
+// Running OpenCL programs: a Kernel (runtime/module.h) that launches the
+// kernels of a program on the device the target selects
+// (runtime/opencl/opencl_device.h), one after another. Code generation
+// (codegen/opencl/build_opencl.h) makes the program and the Module around it.
 //
 // A run copies every argument to the device, launches the kernels in order
 // and copies the outputs back (all on the device's in-order queue; Module's
 // Synchronize waits for it). The time evaluator times the kernels with
 // profiling events: the copies are not counted.
 //
-// Checked before a module is made (OpenCLLimitError naming the kernel and
+// Checked before the program is built (DeviceLimitError naming the kernel and
 // the limit): work items per group against the device's and the kernel's
 // maximum and against the maximum per dimension, __local memory against the
-// device's, and both against the caller's OpenCLLimits.
+// device's, and both against the caller's DeviceLimits.
 #pragma once
 
-#include <cstdint>
+#include <memory>
+#include <vector>
 
-#include "lower/stmt.h"
 #include "runtime/module.h"
-#include "support/error.h"
+#include "runtime/opencl/program_spec.h"
 #include "task/target.h"
 
 namespace autosched {
 
-// A kernel needs more work items per group or more __local memory than the
-// device (or the caller's OpenCLLimits) allows; raised before the program is
-// built, or right after for the kernel's own work-group maximum.
-class OpenCLLimitError : public Error {
- public:
-  using Error::Error;
-};
-
-// Limits to keep besides the device's own; 0: none. Measurement passes the
-// task's HardwareParams (max_threads_per_block, max_shared_memory_per_block),
-// so that a tuned schedule fits the hardware the task describes.
-struct OpenCLLimits {
-  int64_t max_threads_per_block = 0;
-  int64_t max_local_memory_bytes = 0;
-};
-
-Module BuildOpenCL(const LoweredFunc& f, const Target& target, const OpenCLLimits& limits = {});
+// Compiles `spec` for the target's device and returns the kernel that runs it;
+// written[i]: buffer i of the spec is an output, copied back after a run.
+std::shared_ptr<Kernel> MakeOpenCLKernel(const Target& target, OpenCLProgramSpec spec,
+                                         std::vector<bool> written, const DeviceLimits& limits);
 
 // Fault injection for tests of the measurement: while on, every kernel launch
 // of this process asks for a work group one work item larger than the device

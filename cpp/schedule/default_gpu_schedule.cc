@@ -1,4 +1,4 @@
-#include "codegen/opencl/default_schedule.h"
+#include "schedule/default_gpu_schedule.h"
 
 #include <algorithm>
 
