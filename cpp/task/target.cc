@@ -5,9 +5,6 @@
 #include <vector>
 
 #include "support/error.h"
-#ifdef AUTOSCHED_HAS_OPENCL
-#include "runtime/opencl/opencl_device.h"
-#endif
 
 namespace autosched {
 
@@ -246,16 +243,25 @@ std::string Target::Describe() const {
   return os.str();
 }
 
+namespace {
+OpenCLDeviceQuery opencl_device_query = nullptr;
+}  // namespace
+
+void SetOpenCLDeviceQuery(OpenCLDeviceQuery query) { opencl_device_query = query; }
+
 HardwareParams DefaultHardwareParams(const Target& target) {
   if (target.kind == TargetKind::OpenCL) {
     const std::string& d = target.device;
     HardwareParams p = OpenCLDefaults(d);
-#ifdef AUTOSCHED_HAS_OPENCL
     // A device named by index or by other text than the three families is one
     // of this machine's: its own parameters (Error when none matches).
-    if (!d.empty() && d != "nvidia" && d != "mali" && d != "pocl")
-      p = OpenCLHardwareParams(SelectOpenCLDevice(target));
-#endif
+    if (!d.empty() && d != "nvidia" && d != "mali" && d != "pocl") {
+      AS_CHECK(opencl_device_query != nullptr,
+               "target '" << target.str()
+                          << "' names an OpenCL device of this machine, but autosched was built "
+                          << "without OpenCL (install ocl-icd-opencl-dev and opencl-headers, then rebuild)");
+      p = opencl_device_query(target);
+    }
     if (target.num_cores > 0) p.num_cores = target.num_cores;
     return p;
   }

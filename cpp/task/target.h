@@ -128,4 +128,12 @@ struct HardwareParams {
 //  derives its bounds (measure/verifier.h) unless they are set.
 HardwareParams DefaultHardwareParams(const Target& target);
 
+// How DefaultHardwareParams learns the parameters of an OpenCL device of this
+// machine. Querying devices is the OpenCL runtime's (a layer above this one),
+// which installs the query when it is linked in (runtime/opencl/
+// opencl_device.cc); the driver is loaded only when a target names such a
+// device. Without it, such a target is refused with an Error.
+using OpenCLDeviceQuery = HardwareParams (*)(const Target& target);
+void SetOpenCLDeviceQuery(OpenCLDeviceQuery query);
+
 }  // namespace autosched

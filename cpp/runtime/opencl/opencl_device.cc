@@ -326,4 +326,13 @@ HardwareParams OpenCLHardwareParams(const OpenCLDevice& device) {
   return p;
 }
 
+namespace {
+// Lets the task layer's DefaultHardwareParams query devices of this machine
+// without including the runtime: installed when this file is linked in.
+const bool kDeviceQueryInstalled = [] {
+  SetOpenCLDeviceQuery([](const Target& target) { return OpenCLHardwareParams(SelectOpenCLDevice(target)); });
+  return true;
+}();
+}  // namespace
+
 }  // namespace autosched
