@@ -4,8 +4,11 @@ to review. After an intended change, rewrite them with
 
     AUTOSCHED_UPDATE_GOLDEN=1 python3 -m pytest tests/python/test_golden.py
 
-and commit the new files with it. The LLVM IR is not stored (it depends on the CPU): the vectorized loops
-are checked to use the vector width of the target instead.
+and commit the new files with it. Beside the loop nests, the generated code of chosen kernels is kept too, so
+that a change to code generation shows in review: the assembly of a register-blocked matmul for two named
+CPUs (built with -no-host-check, so the text does not depend on the CPU running the test) and the OpenCL C
+of a GPU matmul with shared-memory tiles. For the host's own CPU the vectorized loops are checked to use the
+vector width of the target instead.
 """
 import difflib
 import os
@@ -19,7 +22,7 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-from schedule_helpers import cache_write_matmul, check, matmul
+from schedule_helpers import cache_write_matmul, check, gpu_matmul_state, matmul
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("AUTOSCHED_UPDATE_GOLDEN") == "1"
@@ -83,8 +86,8 @@ SCHEDULES = {"matmul": matmul_schedule, "conv2d": conv2d_schedule, "softmax": so
 
 # ---- the golden comparison ----
 
-def check_golden(name, text, directory=GOLDEN_DIR, update=UPDATE):
-    path = directory / f"{name}.txt"
+def check_golden(name, text, directory=GOLDEN_DIR, update=UPDATE, suffix=".txt"):
+    path = directory / f"{name}{suffix}"
     if update:
         directory.mkdir(exist_ok=True)
         path.write_text(text)
@@ -94,8 +97,8 @@ def check_golden(name, text, directory=GOLDEN_DIR, update=UPDATE):
     want = path.read_text()
     if text != want:
         diff = "".join(difflib.unified_diff(want.splitlines(keepends=True), text.splitlines(keepends=True),
-                                            fromfile=f"tests/golden/{name}.txt", tofile="lowered now"))
-        pytest.fail(f"the lowered loop nest of '{name}' differs from its golden file (review the diff; "
+                                            fromfile=f"tests/golden/{name}{suffix}", tofile="generated now"))
+        pytest.fail(f"the generated code of '{name}' differs from its golden file (review the diff; "
                     f"AUTOSCHED_UPDATE_GOLDEN=1 rewrites the file):\n{diff}", pytrace=False)
 
 
@@ -117,8 +120,52 @@ def test_a_changed_lowering_fails_with_a_readable_diff(tmp_path):
     with pytest.raises(pytest.fail.Exception) as failure:
         check_golden("x", "for (i, 0, 8) {\n  A[i] = 0f\n}\n", tmp_path, update=False)
     message = str(failure.value)
-    assert "--- tests/golden/x.txt" in message and "+++ lowered now" in message
+    assert "--- tests/golden/x.txt" in message and "+++ generated now" in message
     assert "-for (i, 0, 4) {" in message and "+for (i, 0, 8) {" in message
+
+
+# ---- generated code: assembly for named CPUs, OpenCL C ----
+
+def register_block_matmul(lanes, rows=6, vectors=2):
+    """A 48 x (vectors * lanes * 2) x 64 matmul whose C tiles are rows x vectors registers of accumulators
+    (a local cache-write stage, the reduction outermost in it, rows and vectors unrolled, lanes vectorised)."""
+    dag, c = matmul(rows * 8, vectors * lanes * 2, 64)
+    s = dag.get_init_state()
+    cc = s.cache_write(c, "local")
+    i, j = s[c].iters
+    io, ii = s.split(c, i, [rows])
+    jo, ji = s.split(c, j, [vectors * lanes])
+    s.reorder(c, [io, jo, ii, ji])
+    s.parallel(c, io)
+    s.vectorize(c, s.split(c, ji, [lanes])[1])
+    s.compute_at(cc, c, jo)
+    ci, cj, ck = s[cc].iters
+    cjo, cjv = s.split(cc, cj, [lanes])
+    s.reorder(cc, [ck, ci, cjo, cjv])
+    s.unroll(cc, ci)
+    s.unroll(cc, cjo)
+    s.vectorize(cc, cjv)
+    return dag, s
+
+
+ASM_TARGETS = {"skylake-avx512": ("llvm -mcpu=skylake-avx512 -no-host-check -num-cores=2", 16, 4),
+               "haswell": ("llvm -mcpu=haswell -no-host-check -num-cores=2", 8, 2)}
+
+
+@pytest.mark.skipif(not _core.has_llvm() or platform.machine() not in ("x86_64", "AMD64"),
+                    reason="x86 assembly from the LLVM backend")
+@pytest.mark.parametrize("cpu", sorted(ASM_TARGETS))
+def test_register_block_assembly_matches_golden(cpu):
+    target, lanes, vectors = ASM_TARGETS[cpu]
+    dag, s = register_block_matmul(lanes, vectors=vectors)
+    check_golden(f"matmul_register_block.{cpu}", ans.build(dag, s, target).get_source("asm"), suffix=".s")
+
+
+@pytest.mark.skipif(not ans.opencl.available(), reason="needs an OpenCL device (PoCL runs on the CPU)")
+def test_gpu_matmul_opencl_source_matches_golden():
+    dag, _ = matmul(64, 64, 32)
+    s = gpu_matmul_state(dag, tile=8, shared=True)
+    check_golden("gpu_matmul_shared", ans.build(dag, s, "opencl").get_source("cl"), suffix=".cl")
 
 
 # ---- vector width in the LLVM IR ----
