@@ -17,6 +17,7 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
       }
       for (int k_0 = 0; k_0 < 8; ++k_0) {
         barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
         for (int ax0_ax1_0 = 0; ax0_ax1_0 < 4; ++ax0_ax1_0) {
           {
             const int ax0_ax1_1 = (int)get_local_id(0);  // threadIdx.x
@@ -24,6 +25,7 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
           }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
         for (int ax0_ax1_0_1 = 0; ax0_ax1_0_1 < 4; ++ax0_ax1_0_1) {
           {
             const int ax0_ax1_1_1 = (int)get_local_id(0);  // threadIdx.x
@@ -35,6 +37,7 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
           const int i_1 = (int)get_local_id(1);  // threadIdx.y
           {
             const int j_1 = (int)get_local_id(0);  // threadIdx.x
+            #pragma unroll
             for (int k_1 = 0; k_1 < 4; ++k_1) {
               C[((((i_0 * 512) + (i_1 * 64)) + (j_0 * 8)) + j_1)] = (C[((((i_0 * 512) + (i_1 * 64)) + (j_0 * 8)) + j_1)] + (A_shared[((i_1 * 4) + k_1)] * B_shared[(j_1 + (k_1 * 8))]));
             }

@@ -92,13 +92,14 @@ def assert_close(got, want, dtype, message=""):
     np.testing.assert_allclose(got.astype("float64"), want, rtol=tol, atol=tol * scale, err_msg=message)
 
 
-def check(dag, state, seed=0, positive=False):
-    """Builds `state`, runs it on random inputs and compares every output with ans.evaluate."""
+def check(dag, state, seed=0, positive=False, target=None):
+    """Builds `state` (for `target`, default the host CPU), runs it on random inputs and compares every
+    output with ans.evaluate."""
     rng = np.random.default_rng(seed)
     arrays = random_inputs(dag, rng, positive)
     is_input = [t.op_kind == "placeholder" for t in dag.tensors]
     expected = ans.evaluate(dag, [x for x, inp in zip(arrays, is_input) if inp])
-    mod = ans.build(dag, state)
+    mod = ans.build(dag, state) if target is None else ans.build(dag, state, target)
     mod(*arrays)
     outputs = [x for x, inp in zip(arrays, is_input) if not inp]
     for got, want in zip(outputs, expected):

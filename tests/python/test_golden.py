@@ -165,7 +165,12 @@ def test_register_block_assembly_matches_golden(cpu):
 def test_gpu_matmul_opencl_source_matches_golden():
     dag, _ = matmul(64, 64, 32)
     s = gpu_matmul_state(dag, tile=8, shared=True)
-    check_golden("gpu_matmul_shared", ans.build(dag, s, "opencl").get_source("cl"), suffix=".cl")
+    # Unrolled loops print as `#pragma unroll` loops, for the device's compiler to unroll.
+    s.pragma("C", s["C"].iters[0], "auto_unroll_max_step$64")
+    source = ans.build(dag, s, "opencl").get_source("cl")
+    assert source.count("#pragma unroll") >= 2, source
+    check_golden("gpu_matmul_shared", source, suffix=".cl")
+    check(dag, s, target="opencl")
 
 
 # ---- vector width in the LLVM IR ----

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "codegen/source/c_printer.h"
+#include "codegen/unroll_budget.h"
 #include "ir/functor.h"
 #include "lower/stmt_functor.h"
 #include "support/error.h"
@@ -144,7 +145,8 @@ enum class BufferKind : uint8_t { Param, Shared, Private };
 
 class OpenCLPrinter : public CPrinter {
  public:
-  explicit OpenCLPrinter(const std::vector<Buffer>& params) {
+  OpenCLPrinter(const std::vector<Buffer>& params, std::unordered_set<const ForNode*> unroll)
+      : unroll_(std::move(unroll)) {
     reserved_ = {"kernel",    "global",  "local",     "constant", "private",   "read_only", "write_only",
                  "image2d_t", "event_t", "sampler_t", "size_t",   "ptrdiff_t", "barrier",   "float2",
                  "float3",    "float4",  "float8",    "float16",  "int2",      "int4"};
@@ -179,6 +181,7 @@ class OpenCLPrinter : public CPrinter {
   void Barrier(const std::string& buffer_hint);
 
   std::map<const BufferNode*, BufferKind> kinds_;
+  std::unordered_set<const ForNode*> unroll_;  // unrolled loops the device compiler unrolls
   Launch launch_;
   // Nesting depth of the loops bound to each slot around the code printed
   // now, and per shared buffer the depth at its allocation: a store tells
@@ -392,6 +395,10 @@ void OpenCLPrinter::PrintFor(const ForNode* n) {
   if (slot < 0) {  // serial (parallel, unrolled, vthread and unvectorized loops run serially too)
     const int div = UsesIdVar(n->min) || UsesIdVar(n->extent) ? 1 : 0;
     divergent_ += div;
+    // Unrolled loops within the kernel's unroll budget (codegen/unroll_budget.h)
+    // are unrolled by the device's compiler: a private array indexed by their
+    // variables can then live in registers.
+    if (n->for_kind == ForKind::Unrolled && unroll_.count(n)) Line("#pragma unroll");
     CPrinter::PrintFor(n);
     divergent_ -= div;
     return;
@@ -485,7 +492,7 @@ OpenCLProgramSpec GenerateOpenCL(const LoweredFunc& f) {
   std::map<const BufferNode*, int> index;
   for (size_t i = 0; i < spec.buffers.size(); ++i) index[spec.buffers[i].get()] = static_cast<int>(i);
 
-  OpenCLPrinter printer(spec.buffers);
+  OpenCLPrinter printer(spec.buffers, LoopsToUnroll(f.body));
   std::string kernels;
   for (size_t k = 0; k < nests.size(); ++k) {
     OpenCLKernelSpec kernel;

@@ -25,6 +25,11 @@
 // its allocation (other work items could not read it), a barrier that would
 // sit in code only some work items reach.
 //
+// Loops. Unbound loops are C for loops; an unrolled one (the schedule's
+// unroll, auto_unroll_max_step) within the kernel's unroll budget
+// (codegen/unroll_budget.h) is preceded by #pragma unroll, so the device's
+// compiler unrolls it and private arrays indexed by it can stay in registers.
+//
 // Scopes. Buffers of scope "shared" are __local arrays at kernel scope, with
 // barrier(CLK_LOCAL_MEM_FENCE) before and after each statement that writes
 // them; "local" and "global" buffers allocated inside a kernel are private
