@@ -9,7 +9,7 @@ The kernels (float32, batch 1):
   depthwise  MobileNet-V2 layer: 1x56x56x144, 3x3, stride 1, pad 1, NHWC
 Each is tuned with task.tune (the log goes to --log-dir, so a later run with the same directory resumes),
 its best schedule is built and checked against numpy, and then every implementation is timed in this process:
-the tuned kernel, numpy/OpenBLAS (matmul only), PyTorch on the CPU (channels_last for the convolutions, one
+the tuned kernel, the expert seed alone (the analytic schedule tuning starts from), numpy/OpenBLAS (matmul only), PyTorch on the CPU (channels_last for the convolutions, one
 thread per core), and Halide's Adams2019, Li2018 and Mullapudi2016 autoschedulers (parallelism = cores; each
 one's scheduling time is printed too; each runs in a child process, given up after --halide-timeout seconds). The table gives milliseconds, GFLOP/s, % of the target's estimated peak
 and each peer's time divided by the tuned time (above 1: autosched is faster), then the tuning wall time, the
@@ -245,6 +245,20 @@ def tune(kernel, args, log_dir):
     return task, result, wall, seconds, err
 
 
+def expert_seed_seconds(task, kernel):
+    """The expert seed alone (search.expert_schedule), built, checked and timed as the tuned kernel is."""
+    state, reason, _ = search.expert_schedule_info(task)
+    if state is None:
+        return None, f"no seed: {reason}"
+    module = ans.build(task, state)
+    outputs = [np.zeros(kernel.reference.shape, "float32")]
+    module(*kernel.inputs, *outputs)
+    err = relative_error(outputs[0], kernel.reference)
+    if err > 1e-3:
+        return None, f"wrong result (max rel. error {err:.1e})"
+    return min(module.time_evaluator(number=10, repeat=5, min_repeat_ms=100)(*kernel.inputs, *outputs)), ""
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000)
@@ -263,7 +277,8 @@ def main():
         parser.error(f"unknown --ops {unknown}; choose from {list(KERNELS)}")
     cores = os.cpu_count() or 1
     print(f"command: {' '.join(sys.argv)}")
-    print(f"CPU: {ans.Target(args.target)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    print(f"CPU: {ans.Target(args.target)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
+          f"load average {os.getloadavg()[0]:.2f}")
     halide = not args.no_halide and load_halide() is not None
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -274,7 +289,7 @@ def main():
             print(f"\n==== {kernel.name}: tuning for {args.trials} trials")
             task, result, wall, ours, err = tune(kernel, args, log_dir)
             peak = tuner.peak_gflops(task)
-            peers = []
+            peers = [("expert seed (ours)",) + expert_seed_seconds(task, kernel)]
             if op == "matmul":
                 a, b = kernel.inputs
                 out = np.empty_like(kernel.reference)
