@@ -17,12 +17,11 @@ import numbers
 import numpy as np
 
 from . import op_table
+from .errors import GraphError, OpError
+from .onnx_export import to_onnx
+from .reference import evaluate_graph
 
 __all__ = ["Graph", "Node", "GraphError"]
-
-
-class GraphError(ValueError):
-    """A malformed graph or a graph that cannot do what was asked; the message names node, op and why."""
 
 
 class Node:
@@ -172,7 +171,7 @@ class Graph:
         dtypes = [self._values[v][1] for v in inputs]
         try:
             attrs, shape, dtype = op_table.infer(op, dict(attrs or {}), shapes, dtypes)
-        except op_table.OpError as e:
+        except OpError as e:
             raise GraphError(f"{what}: {e}") from None
         return self._append(Node(op, name, inputs, attrs, shape, dtype))
 
@@ -313,12 +312,10 @@ class Graph:
     def evaluate(self, *arrays, **named):
         """The numpy reference of the graph: one array per output, from one array per input (positional in
         the order of g.inputs, or by name)."""
-        from .reference import evaluate_graph
         return evaluate_graph(self, arrays, named)
 
     def to_onnx(self, path=None):
         """The graph as an onnx.ModelProto (opset 17) with its weights; saved to `path` when given."""
-        from .onnx_export import to_onnx
         return to_onnx(self, path)
 
     # ---------------- printing ----------------

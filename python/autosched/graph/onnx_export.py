@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from .errors import GraphError
+
 OPSET = 17
 
 _SIMPLE = {"matmul": "MatMul", "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow",
@@ -60,7 +62,6 @@ def _pool_attrs(a):
 
 
 def _export_node(w, node):
-    from .ir import GraphError
     a, ins, out, op = node.attrs, list(node.inputs), node.name, node.op
     if op in _SIMPLE:
         return w.node(_SIMPLE[op], ins, out)
@@ -144,7 +145,6 @@ def _value_info(helper, graph, name):
 
 def to_onnx(graph, path=None):
     """An onnx.ModelProto (opset 17) of `graph` with its constants as initializers; saved when path is given."""
-    from .ir import GraphError
     onnx, helper, numpy_helper = _import_onnx()
     if not graph.outputs:
         raise GraphError(f"to_onnx: graph '{graph.name}' has no outputs (call set_outputs)")

@@ -14,11 +14,11 @@ import numbers
 
 import numpy as np
 
+from .errors import OpError
+from .reference import REFERENCES
+from .te_ops import TE_BUILDERS
+
 __all__ = ["OpError", "OPS", "infer", "reference", "te_builder", "FLOAT_ONLY"]
-
-
-class OpError(ValueError):
-    """What is wrong with an op's inputs or attrs (Graph turns it into a GraphError naming the node)."""
 
 
 _REQUIRED = object()
@@ -579,7 +579,6 @@ def infer(op, attrs, shapes, dtypes):
 
 def reference(op):
     """The numpy reference of `op`: f(node, *arrays) -> array."""
-    from .reference import REFERENCES
     if op not in REFERENCES:
         raise OpError(f"op '{op}' has no numpy reference")
     return REFERENCES[op]
@@ -587,7 +586,6 @@ def reference(op):
 
 def te_builder(op):
     """The te builder of `op`: f(node, *te_tensors) -> te.Tensor, built on autosched.ops."""
-    from .te_ops import TE_BUILDERS
     if op not in TE_BUILDERS:
         raise OpError(f"op '{op}' has no te builder" + (" (it is not compilable)" if op == "unsupported" else ""))
     return TE_BUILDERS[op]

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from .errors import GraphError
+
 __all__ = ["REFERENCES", "evaluate_graph"]
 
 REFERENCES = {}
@@ -235,7 +237,6 @@ def take(node, data, indices):
 
 
 def _bind_inputs(graph, arrays, named):
-    from .ir import GraphError
     if len(arrays) > len(graph.inputs):
         raise GraphError(f"evaluate: graph '{graph.name}' has {len(graph.inputs)} inputs, got {len(arrays)} arrays")
     values = dict(zip(graph.inputs, arrays))
@@ -263,7 +264,6 @@ def _bind_inputs(graph, arrays, named):
 
 def evaluate_graph(graph, arrays, named):
     """The outputs of `graph` on the given inputs (a list of arrays, in the order of graph.outputs)."""
-    from .ir import GraphError
     problems = graph.problems()
     if problems:
         listed = "; ".join(f"{name} ({op}): {why}" for name, op, why in problems)
