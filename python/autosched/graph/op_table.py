@@ -1,8 +1,8 @@
-"""The op table under its earlier name: the names of registry.py (OPS, infer, reference, te_builder,
-OpError) and FLOAT_ONLY, the ops that refuse integer inputs. Each op is defined in graph/ops/
-(docs/graph_ops.md)."""
+"""The op table: the names of registry.py (OPS, infer, reference, te_builder, OpError, OpDef) and
+FLOAT_ONLY, the ops that refuse integer inputs. Each op is defined in graph/ops/ (docs/graph_ops.md)."""
 from .errors import OpError
-from .ops.common import broadcast_shapes, window_out  # noqa: F401 (the shape helpers it held)
+from .opdef import OpDef  # noqa: F401
+from .ops.common import broadcast_shapes, window_out  # noqa: F401
 from .registry import OPS, infer, reference, te_builder
 
 __all__ = ["OpError", "OPS", "infer", "reference", "te_builder", "FLOAT_ONLY"]

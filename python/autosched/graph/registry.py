@@ -78,7 +78,7 @@ def te_builder(op):
 
 
 def fusion_kind(op):
-    """"anchor", "reduce" or "injective" (opdef.FUSION_KINDS)."""
+    """How fusion treats `op`: "anchor", "reduce" or "injective" (opdef.FUSION_KINDS)."""
     return get(op).fusion
 
 
