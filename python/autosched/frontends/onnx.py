@@ -5,7 +5,7 @@ nodes that reach an output, in file order. Each node is either
   - folded: every input is a constant and FOLD (onnx_fold.py) computes it in numpy; shape arithmetic ends
     here, so Reshape targets arrive as constants and become int attrs;
   - converted: CONVERTERS (onnx_ops.py) maps it onto graph ops through the helpers below (``const``,
-    ``value``, ``emit``...);
+    ``value``, ``emit``...), or it is a graph op as it is (the graph's op registry names its ONNX op);
   - or added as an "unsupported" node (output shape from ONNX shape inference where it knows it), when no
     converter exists or the converter or the graph refuses it (NotConvertible, GraphError).
 The import never stops at the first problem: one UnsupportedOperatorWarning at the end lists them all.
@@ -17,6 +17,7 @@ import numpy as np
 from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
 from .onnx_fold import FoldError, fold
+from .onnx_ops import converter
 
 __all__ = ["from_onnx", "MIN_OPSET"]
 
@@ -229,8 +230,7 @@ class _Importer:
                     return
             except (FoldError, NotConvertible) as e:
                 return self._unsupported(node, live, f"cannot compute it at import time: {e}")
-        from .onnx_ops import CONVERTERS
-        convert = CONVERTERS.get(node.op_type)
+        convert = converter(node.op_type)
         if convert is None:
             return self._unsupported(node, live, "no converter for this operator")
         extra = [o for o in node.output[1:] if o in live]

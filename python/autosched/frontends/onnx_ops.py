@@ -3,14 +3,18 @@ the graph nodes computing its first output and returns that value (or a numpy ar
 constant). ``inputs`` are ONNX value names ("" for an absent optional input); the importer's helpers turn them
 into graph values (``value``), constants (``const``), shapes and dtypes. A converter raises NotConvertible
 when it cannot map the node; the node then becomes "unsupported" with that reason.
+
+CONVERTERS holds the ONNX ops that need translating. An ONNX op that is a graph op as it is (the `onnx` of
+its OpDef names it: Add, Relu, ...) needs no entry: ``converter`` maps it through the graph's op registry.
 """
 import math
 
 import numpy as np
 
+from ..graph import registry
 from ._common import NotConvertible, reshape
 
-__all__ = ["CONVERTERS"]
+__all__ = ["CONVERTERS", "converter"]
 
 
 def _opt(inputs, i):
@@ -140,24 +144,12 @@ def _matmul(ctx, inputs, attrs):
     return ctx.emit("matmul", [ctx.value(inputs[0]), ctx.value(inputs[1])])
 
 
-def _binary(op):
-    def convert(ctx, inputs, attrs):
-        return ctx.emit(op, [ctx.value(inputs[0]), ctx.value(inputs[1])])
-    return convert
-
-
 def _variadic(op):
     def convert(ctx, inputs, attrs):
         out = ctx.value(inputs[0])  # a single input is copied
         for x in inputs[1:]:
             out = ctx.emit(op, [out, ctx.value(x)])
         return out
-    return convert
-
-
-def _unary(op, **fixed):
-    def convert(ctx, inputs, attrs):
-        return ctx.emit(op, [ctx.value(inputs[0])], **fixed)
     return convert
 
 
@@ -310,11 +302,8 @@ def _reciprocal(ctx, inputs, attrs):
 
 CONVERTERS = {
     "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul,
-    "Add": _binary("add"), "Sub": _binary("subtract"), "Mul": _binary("multiply"), "Div": _binary("divide"),
-    "Pow": _binary("power"), "Max": _variadic("maximum"), "Min": _variadic("minimum"), "Sum": _variadic("add"),
-    "Relu": _unary("relu"), "Sigmoid": _unary("sigmoid"), "Tanh": _unary("tanh"), "Exp": _unary("exp"),
-    "Log": _unary("log"), "Sqrt": _unary("sqrt"), "Erf": _unary("erf"), "Neg": _unary("negative"),
-    "Abs": _unary("abs"), "Reciprocal": _reciprocal, "Gelu": _gelu, "Clip": _clip, "Softmax": _softmax,
+    "Max": _variadic("maximum"), "Min": _variadic("minimum"), "Sum": _variadic("add"),
+    "Reciprocal": _reciprocal, "Gelu": _gelu, "Clip": _clip, "Softmax": _softmax,
     "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm,
     "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
     "GlobalAveragePool": _global_pool("global_avg_pool2d"), "GlobalMaxPool": _global_pool("global_max_pool2d"),
@@ -323,3 +312,22 @@ CONVERTERS = {
     "ReduceMean": _reduce("reduce_mean"), "ReduceSum": _reduce("reduce_sum"), "ReduceMax": _reduce("reduce_max"),
     "Cast": _cast, "Identity": _identity, "Dropout": _identity,
 }
+
+
+def _as_is(op):
+    """The converter of an ONNX op that is graph op ``op``: the same inputs, no attributes."""
+    def convert(ctx, inputs, attrs):
+        if attrs:
+            raise NotConvertible(f"attribute(s) {', '.join(sorted(attrs))}: graph op '{op}' takes none")
+        return ctx.emit(op, [ctx.value(i) for i in inputs])
+    return convert
+
+
+def converter(op_type):
+    """The converter of ONNX op ``op_type``: its entry of CONVERTERS, else the graph op it is (registry.by_onnx),
+    else None."""
+    convert = CONVERTERS.get(op_type)
+    if convert is None:
+        op_def = registry.by_onnx(op_type)
+        convert = None if op_def is None else _as_is(op_def.name)
+    return convert

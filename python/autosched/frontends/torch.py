@@ -4,7 +4,8 @@ Roadmap: ``from_torch`` exports the module (eval mode) with ``torch.export.expor
 exported FX graph in order. Placeholders become graph inputs (user inputs) or lazily added constants
 (parameters, buffers, lifted constants). Each call_function node is
   - folded with torch itself when all its tensor inputs are constants (a weight's ``t()``, ``permute``),
-  - converted by ATEN (torch_ops.py), keyed by the ATen op name ("conv2d", "addmm", ...),
+  - converted by ATEN (torch_ops.py), keyed by the ATen op name ("conv2d", "addmm", ...), or as the graph op
+    it is (the graph's op registry names its ATen op: "relu", "exp", ...),
   - or added as an "unsupported" node with the shape torch.export recorded.
 ``sym_size`` nodes become the dims they stand for (int or the dynamic dim's name), so views of dynamic
 shapes reach the converters as lists of ints and str. One UnsupportedOperatorWarning lists the problems.
@@ -15,6 +16,7 @@ import numpy as np
 
 from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
+from .torch_ops import FOLDABLE, converter
 
 __all__ = ["from_torch"]
 
@@ -147,7 +149,6 @@ class _Importer:
         return str(dtype).replace("torch.", "")
 
     def _call(self, node):
-        from .torch_ops import ATEN, FOLDABLE
         target = node.target
         op = getattr(getattr(target, "_schema", None), "name", str(target)).split("::")[-1]
         if not node.users and not op.endswith("_"):
@@ -160,9 +161,9 @@ class _Importer:
         tensors = [a for a in self._flat_args(node) if isinstance(a, self.torch.fx.Node)]
         if op in FOLDABLE and tensors and all(isinstance(self.env.get(a), tuple) for a in tensors):
             return self._fold(node)
-        convert = ATEN.get(op)
-        inplace = convert is None and op.endswith("_") and op[:-1] in ATEN  # relu_, add_ ...: the ATen op itself
-        convert = ATEN.get(op[:-1]) if inplace else convert
+        convert = converter(op)
+        inplace = convert is None and op.endswith("_") and converter(op[:-1]) is not None  # relu_, add_ ...
+        convert = converter(op[:-1]) if inplace else convert
         try:
             if convert is None:
                 raise NotConvertible(f"no converter for aten::{op}")

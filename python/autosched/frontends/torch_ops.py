@@ -4,14 +4,19 @@ conv2d.default and conv2d.padding share "conv2d") to a function called as ``conv
 Both the ops torch.export emits by default (conv2d, linear, batch_norm, layer_norm ...) and their core ATen
 decompositions (convolution, addmm, _native_batch_norm_legit_no_training, native_layer_norm ...) are here.
 FOLDABLE ops on constants only (a weight's t(), permute, view) are computed by torch at import.
+
+ATEN holds the ATen ops that need translating. An ATen op that is a graph op with the same tensor inputs and
+no other arguments (the `aten` of its OpDef names it: relu, exp, ...) needs no entry: ``converter`` maps it
+through the graph's op registry.
 """
 import math
 
 import numpy as np
 
+from ..graph import registry
 from ._common import NotConvertible, reshape
 
-__all__ = ["ATEN", "FOLDABLE"]
+__all__ = ["ATEN", "FOLDABLE", "converter"]
 
 FOLDABLE = {"t", "permute", "transpose", "view", "reshape", "_unsafe_view", "clone", "contiguous", "detach",
             "_to_copy", "to", "unsqueeze", "squeeze", "expand", "lift_fresh_copy", "alias", "mul", "add", "div",
@@ -104,12 +109,6 @@ def _rsub(ctx, a, b, alpha=1):
     if alpha != 1:
         av = ctx.emit("multiply", [av, ctx.operand(alpha, ctx.g.dtype(av))])
     return ctx.emit("subtract", [bv, av])
-
-
-def _unary(op, **fixed):
-    def convert(ctx, x, *unused, **kw):
-        return ctx.emit(op, [ctx.value(x)], **fixed)
-    return convert
 
 
 def _rsqrt(ctx, x):
@@ -333,9 +332,7 @@ ATEN = {
     "add": _binary("add"), "sub": _binary("subtract"), "rsub": _rsub, "mul": _binary("multiply"),
     "div": _binary("divide"),
     "pow": _binary("power"), "maximum": _binary("maximum"), "minimum": _binary("minimum"),
-    "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
-    "log": _unary("log"), "sqrt": _unary("sqrt"), "erf": _unary("erf"), "neg": _unary("negative"),
-    "abs": _unary("abs"), "rsqrt": _rsqrt, "gelu": _gelu, "hardtanh": _hardtanh, "clamp": _clip,
+    "rsqrt": _rsqrt, "gelu": _gelu, "hardtanh": _hardtanh, "clamp": _clip,
     "relu6": lambda ctx, x, *a: _clip(ctx, x, 0.0, 6.0),
     "softmax": _softmax, "_softmax": _softmax, "layer_norm": _layer_norm,
     "native_layer_norm": lambda ctx, x, shape, w, b, eps: _layer_norm(ctx, x, shape, w, b, eps),
@@ -350,3 +347,22 @@ ATEN = {
     "to": _to_copy, "scaled_dot_product_attention": _sdpa, "slice": _slice, "select": _select,
     "index_select": _index_select, "embedding": _embedding,
 }
+
+
+def _as_is(op):
+    """The converter of an ATen op that is graph op ``op``: tensor arguments only."""
+    def convert(ctx, *args, **kwargs):
+        if kwargs:
+            raise NotConvertible(f"argument(s) {', '.join(sorted(kwargs))}: graph op '{op}' takes none")
+        return ctx.emit(op, [ctx.value(a) for a in args])
+    return convert
+
+
+def converter(name):
+    """The converter of ATen op ``name``: its entry of ATEN, else the graph op it is (registry.by_aten), else
+    None."""
+    convert = ATEN.get(name)
+    if convert is None:
+        op_def = registry.by_aten(name)
+        convert = None if op_def is None else _as_is(op_def.name)
+    return convert

@@ -1,16 +1,18 @@
-"""Networks: the graph IR (Graph, Node, GraphError), its op table, and a zoo of models.
+"""Networks: the graph IR (Graph, Node, GraphError), its op registry (one OpDef per op), and a zoo of models.
 
     from autosched.graph import Graph
     g = Graph("net")
     x = g.add_input("x", ("batch", 16), "float32")
     ...
 
-See docs/graph.md.
+See docs/graph.md; docs/graph_ops.md says how an op is defined.
 """
-from .ir import Graph, GraphError, Node
-from . import op_table, zoo
+from .errors import GraphError, OpError
+from .ir import Graph, Node
+from .opdef import OpDef
+from . import op_table, registry, zoo
 from .extract import UnsupportedGraphWarning, extract_tasks
 from .deploy import GraphModule, build
 
-__all__ = ["Graph", "Node", "GraphError", "op_table", "zoo", "UnsupportedGraphWarning", "extract_tasks",
-           "GraphModule", "build"]
+__all__ = ["Graph", "Node", "GraphError", "OpError", "OpDef", "op_table", "registry", "zoo",
+           "UnsupportedGraphWarning", "extract_tasks", "GraphModule", "build"]

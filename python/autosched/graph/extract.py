@@ -15,7 +15,7 @@ import warnings
 from .. import te
 from ..compute_dag import ComputeDAG
 from ..task import SearchTask
-from . import op_table
+from . import registry
 from .fusion import fold_batch_norm, partition
 
 __all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "group_tensors", "format_problems"]
@@ -43,7 +43,7 @@ def group_tensors(graph, group):
         tensors[value] = t
         placeholders.append(t)
     for node in group.nodes:
-        tensors[node.name] = op_table.te_builder(node.op)(node, *(tensors[v] for v in node.inputs))
+        tensors[node.name] = registry.te_builder(node.op)(node, *(tensors[v] for v in node.inputs))
     return placeholders, tensors[group.output]
 
 

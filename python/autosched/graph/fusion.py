@@ -11,17 +11,24 @@ add + relu, an embedding take + the position add.
 Groups started by a reduction (reduce_max / reduce_sum / reduce_mean) also take the diamonds of a softmax or
 layer norm that an importer wrote as separate ops (x - max, exp, sum, divide): there a value may have several
 consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.
-Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled.
+Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled. Whether
+an op is an anchor, a reduction or injective is the `fusion` of its OpDef (registry.py).
 """
 import numpy as np
 
+from . import registry
 from .ir import Graph
 
 __all__ = ["FusedGroup", "partition", "fold_batch_norm", "ANCHOR_OPS", "REDUCE_OPS"]
 
-ANCHOR_OPS = frozenset({"conv2d", "dense", "matmul", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax",
-                        "layer_norm"})
-REDUCE_OPS = frozenset({"reduce_mean", "reduce_sum", "reduce_max"})
+
+def __getattr__(name):
+    # ANCHOR_OPS and REDUCE_OPS: the ops of each fusion kind (the `fusion` of their OpDefs), read from the
+    # registry on each access so ops registered later are in them.
+    kinds = {"ANCHOR_OPS": "anchor", "REDUCE_OPS": "reduce"}
+    if name in kinds:
+        return frozenset(op for op, op_def in registry.OPS.items() if op_def.fusion == kinds[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class FusedGroup:
@@ -37,7 +44,7 @@ class FusedGroup:
 
     @property
     def anchor(self):
-        return next((n for n in self.nodes if n.op in ANCHOR_OPS or n.op in REDUCE_OPS), None)
+        return next((n for n in self.nodes if _kind(n.op) != "injective"), None)
 
     @property
     def name(self):
@@ -56,11 +63,7 @@ class FusedGroup:
 
 
 def _kind(op):
-    if op in ANCHOR_OPS:
-        return "anchor"
-    if op in REDUCE_OPS:
-        return "reduce"
-    return "injective"
+    return registry.fusion_kind(op)
 
 
 class _Partitioner:

@@ -7,22 +7,21 @@
     g.set_outputs([y])
 
 Every value (input, constant, node output) has a unique name; a node's output value is named after the node.
-add_node checks the inputs exist, normalises the attrs and infers the output shape and dtype at once (the op
-table, op_table.py, says how), so a malformed graph is refused where it is built, naming the node and op.
-Shapes are tuples of dims: an int, a str (a named dynamic dimension, e.g. "batch") or None (unknown); the
-shape of a value whose rank is unknown is None.
+add_node checks the inputs exist, normalises the attrs and infers the output shape and dtype at once (the op's
+OpDef in the registry, registry.py, says how), so a malformed graph is refused where it is built, naming the
+node and op. Shapes are tuples of dims: an int, a str (a named dynamic dimension, e.g. "batch") or None
+(unknown); the shape of a value whose rank is unknown is None.
 """
 import numbers
 
 import numpy as np
 
-from . import op_table
+from . import registry
+from .errors import GraphError, OpError
+from .onnx_export import to_onnx
+from .reference import evaluate_graph
 
 __all__ = ["Graph", "Node", "GraphError"]
-
-
-class GraphError(ValueError):
-    """A malformed graph or a graph that cannot do what was asked; the message names node, op and why."""
 
 
 class Node:
@@ -171,8 +170,8 @@ class Graph:
         shapes = [self._values[v][0] for v in inputs]
         dtypes = [self._values[v][1] for v in inputs]
         try:
-            attrs, shape, dtype = op_table.infer(op, dict(attrs or {}), shapes, dtypes)
-        except op_table.OpError as e:
+            attrs, shape, dtype = registry.infer(op, dict(attrs or {}), shapes, dtypes)
+        except OpError as e:
             raise GraphError(f"{what}: {e}") from None
         return self._append(Node(op, name, inputs, attrs, shape, dtype))
 
@@ -313,12 +312,10 @@ class Graph:
     def evaluate(self, *arrays, **named):
         """The numpy reference of the graph: one array per output, from one array per input (positional in
         the order of g.inputs, or by name)."""
-        from .reference import evaluate_graph
         return evaluate_graph(self, arrays, named)
 
     def to_onnx(self, path=None):
         """The graph as an onnx.ModelProto (opset 17) with its weights; saved to `path` when given."""
-        from .onnx_export import to_onnx
         return to_onnx(self, path)
 
     # ---------------- printing ----------------

@@ -1,0 +1,5 @@
+"""The graph ops, one OpDef each, by family: elementwise.py (arithmetic, activations, clip, cast), nn.py
+(conv2d, dense, matmul, softmax, layer_norm, batch_norm), pool.py (max / avg / global pooling), shape.py
+(reshape, flatten, transpose, concat, strided_slice, take), reduce.py (reduce_mean / sum / max). Each module
+lists its OpDefs in DEFS; graph/registry.py registers them. common.py holds what the families share: attr
+converters, dim arithmetic, numpy window helpers."""

@@ -1,0 +1,177 @@
+"""Elementwise graph ops: the broadcasting binary ops (add ... minimum), the unary ops (relu ... abs), gelu,
+clip and cast. Each OpDef below is everything about its op: attrs, inference, numpy reference, te, ONNX
+export, PyTorch evaluation."""
+import math
+
+import numpy as np
+
+from ... import ops, te
+from ..errors import OpError
+from ..opdef import OpDef
+from .common import REQUIRED, broadcast_shapes, choice, dtype_attr, float_or_none, same_dtypes
+
+__all__ = ["DEFS"]
+
+DEFS = []
+
+
+def _erf(x):
+    try:
+        from scipy.special import erf
+        return erf(x).astype(x.dtype)
+    except ImportError:  # math.erf element by element: slow but exact
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+
+def _elemwise(node, x, fexpr):
+    return te.compute(x.shape, lambda *i: fexpr(x[i]), name=node.name, tag="elemwise")
+
+
+def _same_shape(attrs, shapes, dtypes):
+    return tuple(shapes[0]), dtypes[0]
+
+
+# ---------------- binary: numpy broadcasting, equal dtypes ----------------
+
+
+def _infer_broadcast(attrs, shapes, dtypes):
+    return broadcast_shapes(shapes), same_dtypes(dtypes)
+
+
+def _binary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=False):
+    DEFS.append(OpDef(name, 2, _infer_broadcast, float_only=float_only,
+                      reference=lambda node, a, b: numpy_fn(a, b),
+                      te=lambda node, a, b: te_fn(a, b, name=node.name),
+                      onnx=onnx, torch=lambda torch, node, a, b: getattr(torch, torch_fn)(a, b)))
+
+
+_binary("add", np.add, ops.add, "Add", "add")
+_binary("subtract", np.subtract, ops.subtract, "Sub", "sub")
+_binary("multiply", np.multiply, ops.multiply, "Mul", "mul")
+_binary("divide", np.divide, ops.divide, "Div", "div", float_only=True)
+_binary("power", np.power, ops.power, "Pow", "pow", float_only=True)
+_binary("maximum", np.maximum, ops.maximum, "Max", "maximum")
+_binary("minimum", np.minimum, ops.minimum, "Min", "minimum")
+
+# ---------------- unary ----------------
+
+
+def _unary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=True):
+    """te_fn(x, name=...) -> tensor; torch_fn and the ATen op are named alike."""
+    def reference(node, x):
+        with np.errstate(over="ignore"):  # sigmoid of a large negative number is 0
+            return numpy_fn(x)
+    DEFS.append(OpDef(name, 1, _same_shape, float_only=float_only, reference=reference,
+                      te=lambda node, x: te_fn(x, name=node.name), onnx=onnx,
+                      torch=lambda torch, node, x: getattr(torch, torch_fn)(x), aten=torch_fn))
+
+
+_unary("relu", lambda x: np.maximum(x, x.dtype.type(0)), ops.relu, "Relu", "relu", float_only=False)
+_unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), ops.sigmoid, "Sigmoid", "sigmoid")
+_unary("tanh", np.tanh, ops.tanh, "Tanh", "tanh")
+_unary("exp", np.exp, ops.exp, "Exp", "exp")
+_unary("log", np.log, ops.log, "Log", "log")
+_unary("sqrt", np.sqrt, ops.sqrt, "Sqrt", "sqrt")
+_unary("erf", _erf, lambda x, name: te.compute(x.shape, lambda *i: te.erf(x[i]), name=name, tag="elemwise"),
+       "Erf", "erf")
+_unary("negative", np.negative, ops.negative, "Neg", "neg", float_only=False)
+_unary("abs", np.abs, ops.abs, "Abs", "abs", float_only=False)
+
+# ---------------- gelu: exact (erf) or the tanh approximation ----------------
+
+
+def _gelu_reference(node, x):
+    if node.attrs["approximate"] == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)
+        return 0.5 * x * (1 + np.tanh(inner))
+    return 0.5 * x * (1 + _erf(x / np.sqrt(2.0).astype(x.dtype)))
+
+
+def _gelu_te(node, x):
+    if node.attrs["approximate"] == "none":
+        return ops.gelu(x, name=node.name)
+    half, one = te.const(0.5, x.dtype), te.const(1.0, x.dtype)
+    coef, cube = te.const(math.sqrt(2.0 / math.pi), x.dtype), te.const(0.044715, x.dtype)
+    return _elemwise(node, x, lambda v: half * v * (one + te.tanh(coef * (v + cube * v * v * v))))
+
+
+def _gelu_onnx(w, node):
+    """Written with Erf or Tanh: Gelu only arrives in opset 20."""
+    x, out, dtype = node.inputs[0], node.name, node.dtype
+    half = w.scalar("half", 0.5, dtype)
+    one = w.scalar("one", 1.0, dtype)
+    if node.attrs["approximate"] == "tanh":
+        cube = w.node("Mul", [x, w.node("Mul", [x, x], w.fresh(out + "_sq"))], w.fresh(out + "_cube"))
+        inner = w.node("Add", [x, w.node("Mul", [cube, w.scalar("c", 0.044715, dtype)], w.fresh(out + "_t"))],
+                       w.fresh(out + "_inner"))
+        scaled = w.node("Mul", [inner, w.scalar("k", math.sqrt(2.0 / math.pi), dtype)], w.fresh(out + "_s"))
+        core = w.node("Tanh", [scaled], w.fresh(out + "_tanh"))
+    else:
+        scaled = w.node("Mul", [x, w.scalar("inv_sqrt2", 1.0 / math.sqrt(2.0), dtype)], w.fresh(out + "_s"))
+        core = w.node("Erf", [scaled], w.fresh(out + "_erf"))
+    plus_one = w.node("Add", [core, one], w.fresh(out + "_p1"))
+    return w.node("Mul", [w.node("Mul", [x, half], w.fresh(out + "_half")), plus_one], out)
+
+
+DEFS.append(OpDef("gelu", 1, _same_shape, {"approximate": ("none", choice("approximate", ("none", "tanh")))},
+                  float_only=True, reference=_gelu_reference, te=_gelu_te, onnx=_gelu_onnx,
+                  torch=lambda torch, node, x: torch.nn.functional.gelu(x, approximate=node.attrs["approximate"])))
+
+# ---------------- clip: either bound may be absent ----------------
+
+
+def _infer_clip(attrs, shapes, dtypes):
+    lo, hi = attrs["min"], attrs["max"]
+    if lo is not None and hi is not None and lo > hi:
+        raise OpError(f"min {lo} is greater than max {hi}")
+    return tuple(shapes[0]), dtypes[0]
+
+
+def _clip_reference(node, x):
+    lo, hi = node.attrs["min"], node.attrs["max"]
+    if lo is not None:
+        x = np.maximum(x, x.dtype.type(lo))
+    if hi is not None:
+        x = np.minimum(x, x.dtype.type(hi))
+    return x
+
+
+def _clip_te(node, x):
+    lo, hi = node.attrs["min"], node.attrs["max"]
+    if lo is not None and hi is not None:
+        return ops.clip(x, lo, hi, name=node.name)
+
+    def bound(v):
+        if lo is not None:
+            v = te.max(v, te.const(lo, x.dtype))
+        if hi is not None:
+            v = te.min(v, te.const(hi, x.dtype))
+        return v
+
+    return _elemwise(node, x, bound)
+
+
+def _clip_onnx(w, node):
+    a, dtype = node.attrs, node.dtype
+    lo = "" if a["min"] is None else w.scalar("min", a["min"], dtype)
+    hi = "" if a["max"] is None else w.scalar("max", a["max"], dtype)
+    return w.node("Clip", [node.inputs[0], lo, hi], node.name)
+
+
+DEFS.append(OpDef("clip", 1, _infer_clip, {"min": (None, float_or_none("min")), "max": (None, float_or_none("max"))},
+                  reference=_clip_reference, te=_clip_te, onnx=_clip_onnx,
+                  torch=lambda torch, node, x: torch.clamp(x, node.attrs["min"], node.attrs["max"])))
+
+# ---------------- cast ----------------
+
+
+def _cast_onnx(w, node):
+    return w.node("Cast", list(node.inputs), node.name,
+                  to=w.helper.np_dtype_to_tensor_dtype(np.dtype(node.attrs["dtype"])))
+
+
+DEFS.append(OpDef("cast", 1, lambda attrs, shapes, dtypes: (tuple(shapes[0]), attrs["dtype"]),
+                  {"dtype": (REQUIRED, dtype_attr)}, out_dtype=lambda attrs, dtypes: attrs["dtype"],
+                  reference=lambda node, x: x.astype(node.attrs["dtype"]),
+                  te=lambda node, x: ops.cast(x, node.attrs["dtype"], name=node.name), onnx=_cast_onnx,
+                  torch=lambda torch, node, x: x.to(getattr(torch, node.attrs["dtype"]))))

@@ -1,0 +1,296 @@
+"""Neural-network graph ops: conv2d, dense, matmul, softmax, layer_norm, batch_norm. Layout NCHW, weights
+OIHW; each OpDef below is everything about its op."""
+import numpy as np
+
+from ... import ops, te
+from ..errors import OpError
+from ..opdef import OpDef
+from .common import (broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis, pad_hw, pads_attr,
+                     pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
+
+__all__ = ["DEFS"]
+
+DEFS = []
+
+
+def _bcast_index(shape, out_shape, index):
+    """The index into dims `shape` (right-aligned to `out_shape`, size-1 dims broadcast) of output `index`."""
+    offset = len(out_shape) - len(shape)
+    return tuple(0 if shape[d] == 1 and out_shape[offset + d] != 1 else index[offset + d] for d in range(len(shape)))
+
+
+# ---------------- conv2d: data NCHW, weight (O, C/groups, kh, kw), optional bias (O) ----------------
+
+
+def _conv2d_infer(attrs, shapes, dtypes):
+    data, weight = shapes[0], shapes[1]
+    check_rank(data, 4, "data (NCHW)")
+    check_rank(weight, 4, "weight (OIHW)")
+    n, c, h, w = data
+    o, cg, kh, kw = weight
+    groups = attrs["groups"]
+    if is_known(o) and o % groups:
+        raise OpError(f"groups={groups} does not divide the {o} output channels of weight {fmt(weight)}")
+    if is_known(c) and c % groups:
+        raise OpError(f"groups={groups} does not divide the {c} input channels of data {fmt(data)}")
+    if is_known(c) and is_known(cg) and c != cg * groups:
+        raise OpError(f"channel mismatch: data {fmt(data)} has {c} channels, weight {fmt(weight)} expects "
+                      f"{cg} per group x {groups} groups = {cg * groups}")
+    if len(shapes) == 3:
+        check_rank(shapes[2], 1, "bias")
+        if not same_dim(shapes[2][0], o):
+            raise OpError(f"bias {fmt(shapes[2])} does not match the {o} output channels")
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
+    top, left, bottom, right = attrs["pads"]
+    oh = window_out(h, kh, sh, dh, top, bottom, False, "height")
+    ow = window_out(w, kw, sw, dw, left, right, False, "width")
+    return (n, o, oh, ow), same_dtypes(dtypes)
+
+
+def _conv2d_reference(node, data, weight, bias=None):
+    a = node.attrs
+    groups = a["groups"]
+    n, c = data.shape[:2]
+    o, cg, kh, kw = weight.shape
+    oh, ow = node.shape[2], node.shape[3]
+    padded = pad_hw(data, a["pads"])
+    out = np.zeros((n, groups, o // groups, oh, ow), data.dtype)
+    w = weight.reshape(groups, o // groups, cg, kh, kw)
+    for r, s, window in tap_windows(padded, (kh, kw), a["strides"], a["dilations"], (oh, ow)):
+        win = window.reshape(n, groups, cg, oh, ow)
+        if groups == 1:
+            out[:, 0] += np.tensordot(w[0, :, :, r, s], win[:, 0], axes=([1], [1])).transpose(1, 0, 2, 3)
+        elif cg == 1 and o == groups:  # depthwise
+            out[:, :, 0] += win[:, :, 0] * w[None, :, 0, 0, r, s, None, None]
+        else:
+            out += np.einsum("ngchw,goc->ngohw", win, w[:, :, :, r, s])
+    out = out.reshape(n, o, oh, ow)
+    if bias is not None:
+        out += bias.reshape(1, o, 1, 1)
+    return out
+
+
+def _conv2d_te(node, data, weight, bias=None):
+    a = node.attrs
+    groups = a["groups"]
+    channels, out_channels = data.shape[1], weight.shape[0]
+    name = node.name if bias is None else node.name + "_conv"
+    if groups > 1 and groups == channels == out_channels:  # weight (C, 1, kh, kw) is the depthwise kernel
+        out = ops.depthwise_conv2d_nchw(data, weight, a["strides"], a["pads"], a["dilations"], name=name)
+    else:
+        out = ops.conv2d_nchw(data, weight, a["strides"], a["pads"], a["dilations"], groups, name=name)
+    return out if bias is None else ops.bias_add(out, bias, axis=1, name=node.name)
+
+
+def _conv2d_onnx(w, node):
+    a = node.attrs
+    kh, kw = w.graph.shape(node.inputs[1])[2:]
+    return w.node("Conv", list(node.inputs), node.name, kernel_shape=[kh, kw], strides=list(a["strides"]),
+                  pads=list(a["pads"]), dilations=list(a["dilations"]), group=a["groups"])
+
+
+def _conv2d_torch(torch, node, x, w, b=None):
+    a = node.attrs
+    top, left, bottom, right = a["pads"]
+    if (top, left) != (bottom, right):
+        x = torch.nn.functional.pad(x, (left, right, top, bottom))
+        padding = 0
+    else:
+        padding = (top, left)
+    return torch.nn.functional.conv2d(x, w, b, stride=a["strides"], padding=padding, dilation=a["dilations"],
+                                      groups=a["groups"])
+
+
+DEFS.append(OpDef("conv2d", (2, 3), _conv2d_infer,
+                  {"strides": ((1, 1), pair("strides")), "pads": ((0, 0, 0, 0), pads_attr),
+                   "dilations": ((1, 1), pair("dilations")), "groups": (1, lambda v: ints([v], "groups", 1, 1)[0])},
+                  fusion="anchor", reference=_conv2d_reference, te=_conv2d_te, onnx=_conv2d_onnx,
+                  torch=_conv2d_torch))
+
+# ---------------- dense: data (..., K) @ weight (N, K).T + bias (N) ----------------
+
+
+def _dense_infer(attrs, shapes, dtypes):
+    data, weight = shapes[0], shapes[1]
+    check_rank(data, 1, "data", at_least=True)
+    check_rank(weight, 2, "weight (N, K)")
+    if not same_dim(data[-1], weight[1]):
+        raise OpError(f"data {fmt(data)} has {data[-1]} features, weight {fmt(weight)} expects {weight[1]}")
+    if len(shapes) == 3:
+        check_rank(shapes[2], 1, "bias")
+        if not same_dim(shapes[2][0], weight[0]):
+            raise OpError(f"bias {fmt(shapes[2])} does not match the {weight[0]} units of weight")
+    return tuple(data[:-1]) + (weight[0],), same_dtypes(dtypes)
+
+
+def _dense_reference(node, data, weight, bias=None):
+    out = np.matmul(data, weight.T)
+    return out + bias if bias is not None else out
+
+
+def _dense_te(node, data, weight, bias=None):
+    if data.ndim == 2:
+        if bias is None:
+            return ops.dense(data, weight, name=node.name)
+        return ops.add(ops.dense(data, weight, name=node.name + "_matmul"), bias, name=node.name)
+    k = data.shape[-1]
+    name = node.name if bias is None else node.name + "_matmul"
+
+    def fcompute(*i):
+        r = te.reduce_axis((0, k), name="k")
+        return te.sum(data[i[:-1] + (r,)] * weight[i[-1], r], axis=r)
+
+    out = te.compute(tuple(node.shape), fcompute, name=name, tag="dense")
+    return out if bias is None else ops.add(out, bias, name=node.name)
+
+
+def _dense_onnx(w, node):
+    """Gemm for 2-D data, else Transpose + MatMul (+ Add)."""
+    ins, out = list(node.inputs), node.name
+    if len(w.graph.shape(ins[0])) == 2:
+        return w.node("Gemm", ins, out, transB=1)
+    weight_t = w.node("Transpose", [ins[1]], w.fresh(out + "_weight_t"), perm=[1, 0])
+    if len(ins) == 2:
+        return w.node("MatMul", [ins[0], weight_t], out)
+    product = w.node("MatMul", [ins[0], weight_t], w.fresh(out + "_matmul"))
+    return w.node("Add", [product, ins[2]], out)
+
+
+DEFS.append(OpDef("dense", (2, 3), _dense_infer, fusion="anchor", reference=_dense_reference, te=_dense_te,
+                  onnx=_dense_onnx, torch=lambda torch, node, x, w, b=None: torch.nn.functional.linear(x, w, b)))
+
+# ---------------- matmul: numpy matmul (1-D operands, batch broadcasting) ----------------
+
+
+def _matmul_infer(attrs, shapes, dtypes):
+    a, b = shapes
+    check_rank(a, 1, "a", at_least=True)
+    check_rank(b, 1, "b", at_least=True)
+    a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
+    b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
+    if not same_dim(a2[-1], b2[-2]):
+        raise OpError(f"inner dimensions differ: a {fmt(a)} and b {fmt(b)}")
+    batch = broadcast_shapes([a2[:-2], b2[:-2]]) if len(a2) > 2 or len(b2) > 2 else ()
+    out = batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
+    return out, same_dtypes(dtypes)
+
+
+def _matmul_te(node, a, b):
+    if a.ndim == 2 and b.ndim == 2:
+        return ops.matmul(a, b, name=node.name)
+    if a.ndim == 3 and b.ndim == 3 and (a.shape[0] == b.shape[0] or 1 in (a.shape[0], b.shape[0])):
+        return ops.batch_matmul(a, b, transpose_b=False, name=node.name)
+    out_shape = tuple(node.shape)
+    k = a.shape[-1]
+    rows, cols = a.ndim > 1, b.ndim > 1
+    batch_shape = out_shape[:len(out_shape) - rows - cols]
+
+    def fcompute(*i):
+        r = te.reduce_axis((0, k), name="k")
+        batch = i[:len(batch_shape)]
+        lhs = a[_bcast_index(a.shape[:-2], batch_shape, batch) + (i[len(batch)], r)] if rows else a[r]
+        rhs = b[_bcast_index(b.shape[:-2], batch_shape, batch) + (r, i[-1])] if cols else b[r]
+        return te.sum(lhs * rhs, axis=r)
+
+    return te.compute(out_shape, fcompute, name=node.name, tag="batch_matmul")
+
+
+DEFS.append(OpDef("matmul", 2, _matmul_infer, fusion="anchor", reference=lambda node, a, b: np.matmul(a, b),
+                  te=_matmul_te, onnx="MatMul", torch=lambda torch, node, a, b: torch.matmul(a, b)))
+
+# ---------------- softmax ----------------
+
+
+def _softmax_infer(attrs, shapes, dtypes):
+    check_rank(shapes[0], 1, "x", at_least=True)
+    attrs["axis"] = norm_axis(attrs["axis"], len(shapes[0]))
+    return tuple(shapes[0]), dtypes[0]
+
+
+def _softmax_reference(node, x):
+    axis = node.attrs["axis"]
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+DEFS.append(OpDef("softmax", 1, _softmax_infer, {"axis": (-1, lambda v: int_attr(v, "axis"))}, float_only=True,
+                  fusion="anchor", reference=_softmax_reference,
+                  te=lambda node, x: ops.softmax(x, node.attrs["axis"], name=node.name),
+                  onnx=lambda w, node: w.node("Softmax", list(node.inputs), node.name, axis=node.attrs["axis"]),
+                  torch=lambda torch, node, x: torch.softmax(x, node.attrs["axis"])))
+
+# ---------------- layer_norm: normalises axes axis..last ----------------
+
+
+def _layer_norm_infer(attrs, shapes, dtypes):
+    x = shapes[0]
+    check_rank(x, 1, "x", at_least=True)
+    attrs["axis"] = axis = norm_axis(attrs["axis"], len(x))
+    norm = tuple(x[axis:])
+    for what, s in (("gamma", shapes[1]), ("beta", shapes[2])):
+        if len(s) != len(norm) or not all(same_dim(a, b) for a, b in zip(s, norm)):
+            raise OpError(f"{what} has shape {fmt(s)}, expected {fmt(norm)} (axes {axis}.. of x {fmt(x)})")
+    return tuple(x), same_dtypes(dtypes)
+
+
+def _layer_norm_reference(node, x, gamma, beta):
+    axes = tuple(range(node.attrs["axis"], x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + x.dtype.type(node.attrs["epsilon"])) * gamma + beta
+
+
+def _layer_norm_te(node, x, gamma, beta):
+    axes = list(range(node.attrs["axis"], x.ndim))
+    return ops.layer_norm(x, gamma, beta, axis=axes, epsilon=node.attrs["epsilon"], name=node.name)
+
+
+def _layer_norm_onnx(w, node):
+    return w.node("LayerNormalization", list(node.inputs), node.name, axis=node.attrs["axis"],
+                  epsilon=node.attrs["epsilon"])
+
+
+def _layer_norm_torch(torch, node, x, gamma, beta):
+    return torch.nn.functional.layer_norm(x, x.shape[node.attrs["axis"]:], gamma, beta, node.attrs["epsilon"])
+
+
+DEFS.append(OpDef("layer_norm", 3, _layer_norm_infer, {"axis": (-1, lambda v: int_attr(v, "axis")),
+                                                       "epsilon": (1e-5, positive_float("epsilon"))},
+                  float_only=True, fusion="anchor", reference=_layer_norm_reference, te=_layer_norm_te,
+                  onnx=_layer_norm_onnx, torch=_layer_norm_torch))
+
+# ---------------- batch_norm: inference, channel axis 1 ----------------
+
+
+def _batch_norm_infer(attrs, shapes, dtypes):
+    x = shapes[0]
+    check_rank(x, 2, "x", at_least=True)
+    for what, s in zip(("gamma", "beta", "mean", "var"), shapes[1:]):
+        if len(s) != 1 or not same_dim(s[0], x[1]):
+            raise OpError(f"{what} has shape {fmt(s)}, expected ({x[1]},) (the channels of x {fmt(x)})")
+    return tuple(x), same_dtypes(dtypes)
+
+
+def _batch_norm_reference(node, x, gamma, beta, mean, var):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    scale = gamma / np.sqrt(var + x.dtype.type(node.attrs["epsilon"]))
+    return (x - mean.reshape(shape)) * scale.reshape(shape) + beta.reshape(shape)
+
+
+def _batch_norm_te(node, x, gamma, beta, mean, var):
+    eps = te.const(node.attrs["epsilon"], x.dtype)
+    scale = te.compute(gamma.shape, lambda c: gamma[c] * te.rsqrt(var[c] + eps), name=node.name + "_scale",
+                       tag="elemwise")
+    return te.compute(x.shape, lambda *i: (x[i] - mean[i[1]]) * scale[i[1]] + beta[i[1]], name=node.name,
+                      tag="broadcast")
+
+
+def _batch_norm_torch(torch, node, x, gamma, beta, mean, var):
+    return torch.nn.functional.batch_norm(x, mean, var, gamma, beta, False, 0.0, node.attrs["epsilon"])
+
+
+DEFS.append(OpDef("batch_norm", 5, _batch_norm_infer, {"epsilon": (1e-5, positive_float("epsilon"))},
+                  float_only=True, reference=_batch_norm_reference, te=_batch_norm_te,
+                  onnx=lambda w, node: w.node("BatchNormalization", list(node.inputs), node.name,
+                                              epsilon=node.attrs["epsilon"]),
+                  torch=_batch_norm_torch))
