@@ -4,14 +4,13 @@ Each function takes plain arguments and returns the argument list of a task (inp
     ans.SearchTask(func="conv2d_nhwc", args=(1, 56, 56, 64, 64, 3, 3, 1, 1), target=...)
 Importing autosched.ops registers them.
 """
-import autosched as _ans
-
 from .. import te
+from ..workload import register_workload
 from . import elemwise, nn, reduction
 
 
 def _register(name):
-    return _ans.register_workload(name)
+    return register_workload(name)
 
 
 @_register("matmul_add")
