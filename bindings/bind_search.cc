@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "search/expert_schedule.h"
 #include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
@@ -211,6 +212,18 @@ void BindPolicy(py::module_& m) {
            "The next batch of states to measure (fewer or none when the search space is exhausted).")
       .def("record_measured", &SketchPolicy::RecordMeasured, py::arg("states"), py::arg("results"),
            py::call_guard<py::gil_scoped_release>())
+      .def(
+          "expert_schedule",
+          [](SketchPolicy& p) {
+            ExpertSchedule e;
+            {
+              py::gil_scoped_release release;
+              e = p.Expert();
+            }
+            return py::make_tuple(e.state ? py::cast(*e.state) : py::none(), e.reason, e.note);
+          },
+          "The expert schedule of the policy's sketches: (state or None, why there is none, how it was "
+          "made).")
       .def("is_measured", &SketchPolicy::IsMeasured, py::arg("state"))
       .def_property_readonly("num_measured", &SketchPolicy::num_measured)
       .def_property_readonly("model_update_seconds", &SketchPolicy::model_update_seconds)
@@ -228,6 +241,18 @@ void bind_search(py::module_& m) {
         "failure, message).");
   m.def("baseline_states", &BaselineStates, py::arg("task"), py::arg("params") = SearchParams(),
         "The plain loop nest and its parallel + vectorized variant (what tuning measures first).");
+  m.def(
+      "expert_schedule",
+      [](const SearchTask& task, const py::object& params) {
+        ExpertSchedule e;
+        {
+          py::gil_scoped_release release;
+          e = MakeExpertSchedule(task, ParamsOrDefault(params));
+        }
+        return py::make_tuple(e.state ? py::cast(*e.state) : py::none(), e.reason, e.note);
+      },
+      py::arg("task"), py::arg("params") = py::none(),
+      "The analytic expert schedule of a CPU task: (state or None, why there is none, how it was made).");
   m.def("state_key", &StateKey, py::arg("state"), "The key of a state among measured ones (its steps).");
   m.def(
       "generate_sketches",
