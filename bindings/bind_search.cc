@@ -86,6 +86,7 @@ void BindSearchParams(py::module_& m) {
       .def_readwrite("auto_unroll_candidates", &SearchParams::auto_unroll_candidates)
       .def_readwrite("gpu_auto_unroll_candidates", &SearchParams::gpu_auto_unroll_candidates)
       .def_readwrite("gpu_vectorize", &SearchParams::gpu_vectorize)
+      .def_readwrite("register_block_share", &SearchParams::register_block_share)
       .def_readwrite("max_const_unroll", &SearchParams::max_const_unroll)
       .def_readwrite("sample_init_attempts_per_state", &SearchParams::sample_init_attempts_per_state)
       .def_readwrite("evolutionary_search_population", &SearchParams::evolutionary_search_population)

@@ -18,40 +18,16 @@
 namespace autosched {
 namespace {
 
-struct Levels {
-  int space = 0, reduce = 0;
-};
-
-Levels TilingLevels(const SearchParams& params) {
-  const std::string& s = params.cpu_tiling_structure;
-  return {static_cast<int>(std::count(s.begin(), s.end(), 'S')),
-          static_cast<int>(std::count(s.begin(), s.end(), 'R'))};
-}
-
-// A split made by MultiLevelTile: lengths unknown, on a root iterator of a
-// stage that asks for multi-level tiling, as many lengths as its kind has
-// levels minus one.
-bool IsTilingSplit(const State& s, const SplitStep& split, const Levels& levels) {
-  const Stage& st = s.stage(split.stage_id);
-  const bool unknown = std::all_of(split.lengths.begin(), split.lengths.end(),
-                                   [](const std::optional<int64_t>& l) { return !l.has_value(); });
-  if (!unknown || !NeedsMultiLevelTiling(s, split.stage_id)) return false;
-  const int node = st.leaves[split.iter_id];
-  if (node >= st.num_root) return false;
-  const bool spatial = node < static_cast<int>(st.op->axis.size());
-  return static_cast<int>(split.lengths.size()) + 1 == (spatial ? levels.space : levels.reduce);
-}
-
 // How close a sketch is to the expert's structure: every tiled stage
 // attached at level 2 of its consumer (the accumulators are the register
 // tile), operands packed, no rfactor, few stages.
-double SketchScore(const ComputeDAG& dag, const State& sketch, const Levels& levels) {
+double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevels& levels) {
   State s(dag);
   std::set<std::string> tiled;
   std::map<std::string, int> level;
   double score = 0;
   for (const Step& step : sketch.steps()) {
-    if (const auto* split = std::get_if<SplitStep>(&step); split && IsTilingSplit(s, *split, levels)) {
+    if (const auto* split = std::get_if<SplitStep>(&step); split && IsTilingSplit(s, *split, levels, true)) {
       tiled.insert(s.stage(split->stage_id).name());
     } else if (const auto* at = std::get_if<ComputeAtStep>(&step)) {
       const int rank = static_cast<int>(s.stage(at->target_stage_id).op->axis.size());
@@ -75,7 +51,7 @@ double SketchScore(const ComputeDAG& dag, const State& sketch, const Levels& lev
 // Fills the sketch's splits: tiling splits from ExpertTileParts, pack blocks
 // as wide as the block's vectors, any other unknown split (or the provisional
 // rfactor split) from the sampler with a fixed seed.
-State FillSketch(const SketchContext& ctx, const State& sketch, const Levels& levels,
+State FillSketch(const SketchContext& ctx, const State& sketch, const TilingLevels& levels,
                  std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>* plans) {
   std::mt19937 rng(0);
   auto plan_of = [&](const State& s, int stage_id) -> const std::pair<RegisterBlockPlan, TileParts>& {
@@ -95,7 +71,7 @@ State FillSketch(const SketchContext& ctx, const State& sketch, const Levels& le
     if (auto* split = std::get_if<SplitStep>(&step)) {
       const Stage& st = s.stage(split->stage_id);
       const int64_t extent = st.iter(split->iter_id).extent;
-      if (IsTilingSplit(s, *split, levels)) {
+      if (IsTilingSplit(s, *split, levels, true)) {
         const TileParts& parts = plan_of(s, split->stage_id).second;
         const int node = st.leaves[split->iter_id];
         const int num_axes = static_cast<int>(st.op->axis.size());
@@ -126,32 +102,22 @@ State FillSketch(const SketchContext& ctx, const State& sketch, const Levels& le
 }
 
 // Unrolls the block's rows and vectorizes its vector axis in every tiled
-// stage (the last level of the tiling lists the op's axes in order).
+// stage.
 State AnnotateBlocks(const State& state,
-                     const std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>& plans,
-                     const SearchParams& params) {
+                     const std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>& plans) {
   State s = state;
-  if (params.cpu_tiling_structure.empty() || params.cpu_tiling_structure.back() != 'S') return s;
   for (const auto& [name, entry] : plans) {
-    const auto& [plan, parts] = entry;
+    const RegisterBlockPlan& plan = entry.first;
     if (plan.empty()) continue;
-    int id = -1;
-    for (int i = 0; i < static_cast<int>(s.stages().size()); ++i) {
-      if (s.stage(i).name() == name) id = i;
-    }
-    if (id < 0) continue;
-    const Stage& st = s.stage(id);
-    const int first = st.num_iters() - static_cast<int>(st.op->axis.size());
-    if (first < 0) continue;
-    const int vec = first + plan.vec_axis;
-    if (st.iter(vec).extent >= 2 && st.iter(vec).annotation == IteratorAnnotation::None)
+    const int id = s.StageIndex(name);
+    const int vec = InnermostLeafOf(s.stage(id), plan.vec_axis);
+    if (vec >= 0 && s.stage(id).iter(vec).extent >= 2 &&
+        s.stage(id).iter(vec).annotation == IteratorAnnotation::None)
       s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
-    if (plan.row_axis >= 0) {
-      const int row = first + plan.row_axis;
-      const Iterator& it = s.stage(id).iter(row);
-      if (it.extent >= 2 && it.annotation == IteratorAnnotation::None)
-        s = s.Annotate(id, row, IteratorAnnotation::Unroll);
-    }
+    const int row = plan.row_axis >= 0 ? InnermostLeafOf(s.stage(id), plan.row_axis) : -1;
+    if (row >= 0 && s.stage(id).iter(row).extent >= 2 &&
+        s.stage(id).iter(row).annotation == IteratorAnnotation::None)
+      s = s.Annotate(id, row, IteratorAnnotation::Unroll);
   }
   return s;
 }
@@ -213,7 +179,7 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
     out.reason = "expert schedules are made for CPU targets only";
     return out;
   }
-  const Levels levels = TilingLevels(params);
+  const TilingLevels levels = CpuTilingLevels(params);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < sketches.size(); ++i) {
     try {
@@ -236,7 +202,7 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
       }
       std::mt19937 rng(0);
       s = MakeParallelRule()->Apply(ctx, s, &rng);
-      s = AnnotateBlocks(s, plans, params);
+      s = AnnotateBlocks(s, plans);
       std::set<std::string> tiled;
       for (const auto& entry : plans) tiled.insert(entry.first);
       s = VectorizeOtherStages(s, tiled);

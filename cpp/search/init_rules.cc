@@ -2,12 +2,14 @@
 #include "search/init_rules.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/gpu_rules.h"
 #include "search/parallel.h"
+#include "search/register_block.h"
 #include "search/search_util.h"
 #include "support/error.h"
 
@@ -37,20 +39,38 @@ std::vector<int64_t> Divisors(int64_t n) {
 
 // Replays the sketch's steps, giving every split with an unknown length (and
 // the provisional rfactor split) lengths sampled from the real extent of the
-// iterator at that point of the replay.
+// iterator at that point of the replay. On CPUs a multi-level-tiled stage
+// takes, with probability register_block_share (one draw per stage), all its
+// tiling lengths from SampleBlockTileParts: a register block of the family
+// innermost, the reduction tile by L1, the level above by L2.
 class FillTileSizeRule : public InitRule {
  public:
   std::string name() const override { return "fill-tile-size"; }
   State Apply(const SketchContext& ctx, const State& sketch, std::mt19937* rng) const override {
     State s(sketch.init_dag());
     const std::vector<Step>& steps = sketch.steps();
+    const TilingLevels levels = CpuTilingLevels(ctx.params);
+    std::map<std::string, std::optional<TileParts>> blocks;  // per tiled stage: its lengths, or random
     for (size_t i = 0; i < steps.size(); ++i) {
       Step step = steps[i];
       auto* split = std::get_if<SplitStep>(&step);
       if (split != nullptr && NeedsFill(*split, steps, static_cast<int>(i))) {
-        const int64_t extent = s.stage(split->stage_id).iter(split->iter_id).extent;
-        AS_CHECK(extent > 0,
-                 "split of stage '" << s.stage(split->stage_id).name() << "' has no known extent");
+        const Stage& st = s.stage(split->stage_id);
+        const int64_t extent = st.iter(split->iter_id).extent;
+        AS_CHECK(extent > 0, "split of stage '" << st.name() << "' has no known extent");
+        if (!IsGpuTask(ctx.task) && IsTilingSplit(s, *split, levels, true)) {
+          auto it = blocks.find(st.name());
+          if (it == blocks.end()) it = blocks.emplace(st.name(), DrawBlock(ctx, st, levels, rng)).first;
+          if (it->second) {
+            const int node = st.leaves[split->iter_id];
+            const int num_axes = static_cast<int>(st.op->axis.size());
+            split->lengths = SplitLengths(node < num_axes ? it->second->spatial[node]
+                                                          : it->second->reduce[node - num_axes]);
+            split->extent = extent;
+            s = s.Apply(step);
+            continue;
+          }
+        }
         const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
                                                 ctx.params.max_innermost_split_factor, rng);
         split->lengths.assign(lengths.begin(), lengths.end());
@@ -62,6 +82,13 @@ class FillTileSizeRule : public InitRule {
   }
 
  private:
+  static std::optional<TileParts> DrawBlock(const SketchContext& ctx, const Stage& st,
+                                            const TilingLevels& levels, std::mt19937* rng) {
+    const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
+    if (plan.empty() || RandomUnit(rng) >= ctx.params.register_block_share) return std::nullopt;
+    return SampleBlockTileParts(ctx, st, plan, levels.space, levels.reduce, rng);
+  }
+
   static bool NeedsFill(const SplitStep& split, const std::vector<Step>& steps, int step_id) {
     const bool unknown = std::any_of(split.lengths.begin(), split.lengths.end(),
                                      [](const std::optional<int64_t>& l) { return !l.has_value(); });
@@ -144,6 +171,21 @@ class UnrollRule : public InitRule {
 
 // ---- vectorize ----
 
+// The register block of a multi-level-tiled CPU stage (register_block.h):
+// positions of its vector and row iterators when they are the innermost loops
+// of the stage (only spatial loops from the first of them on, none after the
+// vector iterator but loops that run once); {-1, -1} otherwise.
+std::pair<int, int> BlockIterators(const RegisterBlockPlan& plan, const Stage& st) {
+  if (plan.empty()) return {-1, -1};
+  const int vec = InnermostLeafOf(st, plan.vec_axis);
+  const int row = plan.row_axis >= 0 ? InnermostLeafOf(st, plan.row_axis) : -1;
+  if (vec < 0 || (plan.row_axis >= 0 && (row < 0 || row > vec))) return {-1, -1};
+  for (int i = row >= 0 ? row : vec; i < st.num_iters(); ++i) {
+    if (st.iter(i).kind != IteratorKind::Spatial || (i > vec && st.iter(i).extent != 1)) return {-1, -1};
+  }
+  return {vec, row};
+}
+
 // Per stage with loops: the innermost spatial, unannotated iterators whose
 // extents multiply to at most the vector bound (one of them only when the
 // stage is tiled: the loops above the innermost tile are not contiguous) are
@@ -166,6 +208,20 @@ class VectorizeRule : public InitRule {
       const bool tiled = std::any_of(st.relations.begin(), st.relations.end(), [](const IterRelation& r) {
         return r.kind == IterRelation::Kind::Split;
       });
+      if (tiled && !IsGpuTask(ctx.task) && NeedsMultiLevelTiling(s, id)) {
+        // A block of the family: its vector axis vectorized (however many
+        // registers it takes) and its rows unrolled.
+        const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
+        const auto [vec, row] = BlockIterators(plan, st);
+        if (vec >= 0 && !HasAttached(s, id, st.leaves[vec]) &&
+            st.iter(vec).annotation == IteratorAnnotation::None &&
+            InFamily(plan, row >= 0 ? st.iter(row).extent : 1, st.iter(vec).extent)) {
+          if (st.iter(vec).extent >= 2) s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
+          if (row >= 0 && st.iter(row).extent >= 2 && st.iter(row).annotation == IteratorAnnotation::None)
+            s = s.Annotate(id, row, IteratorAnnotation::Unroll);
+          continue;
+        }
+      }
       int count = 0;
       int64_t product = 1;
       for (int i = st.num_iters() - 1; i >= 0; --i) {

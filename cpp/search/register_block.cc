@@ -259,7 +259,7 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
   if (plan.main_reduce >= 0) {
     const int64_t extent = std::max<int64_t>(1, st.op->reduce_axis[plan.main_reduce].extent);
     for (int64_t d : Divisors(extent)) {
-      if (d * StepBytes(plan, b) <= l1 / 2) kc = d;
+      if (d * StepBytes(plan, b) <= l1 / 2 && d <= ctx.params.max_innermost_split_factor) kc = d;
     }
     note << st.op->reduce_axis[plan.main_reduce].name() << " inner " << kc << " ("
          << Kib(kc * StepBytes(plan, b)) << " of operands <= L1/2 = " << Kib(l1 / 2) << ")";
@@ -287,14 +287,21 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
     out.spatial.push_back(parts);
   }
   if (n_space >= 3) {
-    // The level above the block: an output tile that fits half of L2.
+    // The level above the block: an output tile that fits half of L2 and
+    // leaves at least one tile per core where the extents allow.
     for (int a = 0; a < num_axes; ++a) out.spatial[a][n_space - 2] = PickOne(Divisors(rest[a]), rng);
     auto tile_bytes = [&] {
       int64_t bytes = plan.element_bytes;
       for (int a = 0; a < num_axes; ++a) bytes *= out.spatial[a][n_space - 2] * out.spatial[a][n_space - 1];
       return bytes;
     };
-    while (tile_bytes() > l2 / 2) {
+    auto tiles = [&] {
+      int64_t n = 1;
+      for (int a = 0; a < num_axes; ++a) n *= rest[a] / out.spatial[a][n_space - 2];
+      return n;
+    };
+    const int64_t cores = std::max<int64_t>(1, ctx.task.hardware_params.num_cores);
+    while (tile_bytes() > l2 / 2 || tiles() < cores) {
       int widest = 0;
       for (int a = 1; a < num_axes; ++a) {
         if (out.spatial[a][n_space - 2] > out.spatial[widest][n_space - 2]) widest = a;
@@ -315,8 +322,9 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
     if (n_space > 1) out.spatial[a][0] = rest[a];
     if (n_space == 1) out.spatial[a][0] = std::max<int64_t>(1, st.op->axis[a].extent);
   }
-  // The main reduction's inner part: a divisor whose operand rows take
-  // between 1/16 and 1/2 of L1 (the largest below that when none does).
+  // The main reduction's inner part: a divisor (at most
+  // max_innermost_split_factor) whose operand rows take between 1/16 and 1/2
+  // of L1 (the largest below that when none does).
   int64_t kc = 1;
   std::vector<int64_t> other(st.op->reduce_axis.size(), 1);
   for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
@@ -329,6 +337,7 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
         continue;
       }
       const int64_t bytes = d * StepBytes(plan, b);
+      if (d > ctx.params.max_innermost_split_factor) break;
       if (bytes <= l1 / 2) largest = d;
       if (bytes <= l1 / 2 && bytes * 16 >= l1) options.push_back(d);
     }
@@ -348,6 +357,56 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
 
 std::vector<std::optional<int64_t>> SplitLengths(const std::vector<int64_t>& parts) {
   return {parts.begin() + 1, parts.end()};
+}
+
+TilingLevels CpuTilingLevels(const SearchParams& params) {
+  const std::string& s = params.cpu_tiling_structure;
+  return {static_cast<int>(std::count(s.begin(), s.end(), 'S')),
+          static_cast<int>(std::count(s.begin(), s.end(), 'R'))};
+}
+
+bool IsTilingSplit(const State& s, const SplitStep& split, const TilingLevels& levels, bool unknown) {
+  const Stage& st = s.stage(split.stage_id);
+  const bool all_unknown = std::all_of(split.lengths.begin(), split.lengths.end(),
+                                       [](const std::optional<int64_t>& l) { return !l.has_value(); });
+  if ((unknown && !all_unknown) || !split.inner_to_outer || !NeedsMultiLevelTiling(s, split.stage_id))
+    return false;
+  if (split.iter_id < 0 || split.iter_id >= st.num_iters()) return false;
+  const int node = st.leaves[split.iter_id];
+  if (node >= st.num_root) return false;
+  const bool spatial = node < static_cast<int>(st.op->axis.size());
+  return static_cast<int>(split.lengths.size()) + 1 == (spatial ? levels.space : levels.reduce);
+}
+
+std::map<int, TilingSplitRole> TilingSplitRoles(const State& state, const TilingLevels& levels) {
+  std::map<int, TilingSplitRole> roles;
+  State s(state.init_dag());
+  const std::vector<Step>& steps = state.steps();
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    const auto* split = std::get_if<SplitStep>(&steps[i]);
+    if (split != nullptr && !IsRfactorSplit(steps, i) && IsTilingSplit(s, *split, levels, false)) {
+      const Stage& st = s.stage(split->stage_id);
+      roles[i] = {st.name(), st.leaves[split->iter_id]};
+    }
+    s = s.Apply(steps[i]);
+  }
+  return roles;
+}
+
+int InnermostLeafOf(const Stage& st, int root) {
+  for (int i = st.num_iters() - 1; i >= 0; --i) {
+    int node = st.leaves[i];
+    while (node >= st.num_root) {
+      const IterRelation* from = nullptr;
+      for (const IterRelation& r : st.relations) {
+        if (std::find(r.children.begin(), r.children.end(), node) != r.children.end()) from = &r;
+      }
+      if (from == nullptr || from->kind != IterRelation::Kind::Split) break;
+      node = from->parents[0];
+    }
+    if (node == root) return i;
+  }
+  return -1;
 }
 
 bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length) {

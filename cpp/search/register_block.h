@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,20 +79,45 @@ struct TileParts {
 // The expert's tiling: the best block innermost, the second level 1 (so that
 // an accumulator stage attached at level 2 is the register block itself), the
 // vector axis' L2 panel at level 1, the row axis' blocks at level 1, other
-// axes outermost; the main reduction's inner part the largest divisor whose
-// operand rows fit half of L1, other reduce axes outermost.
+// axes outermost; the main reduction's inner part the largest divisor (at
+// most max_innermost_split_factor) whose operand rows fit half of L1, other
+// reduce axes outermost.
 TileParts ExpertTileParts(const SketchContext& ctx, const Stage& stage, const RegisterBlockPlan& plan,
                           int n_space, int n_reduce);
 
 // A random tiling of the family: a block drawn from plan.family, the main
 // reduction's inner part drawn among the divisors that fit L1, the level
-// above the block drawn so that its output tile fits half of L2, the other
-// parts random divisors.
+// above the block drawn so that its output tile fits half of L2 and leaves a
+// tile per core, the other parts random divisors.
 TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& stage, const RegisterBlockPlan& plan,
                                int n_space, int n_reduce, std::mt19937* rng);
 
 // The split lengths (parts 1..n-1) of parts.
 std::vector<std::optional<int64_t>> SplitLengths(const std::vector<int64_t>& parts);
+
+// Levels of cpu_tiling_structure: its 'S' and 'R' letters.
+struct TilingLevels {
+  int space = 0, reduce = 0;
+};
+TilingLevels CpuTilingLevels(const SearchParams& params);
+
+// Whether `split`, about to be applied to s, is one of MultiLevelTile's: on
+// a root iterator of a stage that asks for multi-level tiling, with as many
+// lengths as its kind has levels minus one (and, with `unknown`, none known).
+bool IsTilingSplit(const State& s, const SplitStep& split, const TilingLevels& levels, bool unknown);
+
+// The tiling splits of a complete state by step index: the stage they tile
+// and the root node they split (op axes first, then reduce axes). Replays
+// the steps; rfactor splits are left out.
+struct TilingSplitRole {
+  std::string stage;
+  int node = -1;
+};
+std::map<int, TilingSplitRole> TilingSplitRoles(const State& state, const TilingLevels& levels);
+
+// Position among the stage's leaves of the innermost leaf derived by splits
+// from root node `root`; -1 when none (or it went through a fuse).
+int InnermostLeafOf(const Stage& stage, int root);
 
 // Whether an innermost spatial tile (rows x vec_length, vec_length on the
 // vector axis) is one of the plan's family.

@@ -7,8 +7,10 @@
 #include <set>
 
 #include "cost_model/random_model.h"
+#include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
 #include "search/expert_schedule.h"
+#include "search/mutation_rules.h"
 #include "search/register_block.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
@@ -112,6 +114,111 @@ TEST(ExpertSchedule, EveryRoundStartsFromIt) {
   ASSERT_TRUE(expert.state.has_value()) << expert.reason;
   policy.ContinueSearchOneRound(4);
   EXPECT_TRUE(model->seen.count(StateKey(*expert.state)));
+}
+
+// The register block of the tiled stage of a sampled or mutated matmul
+// state: (rows, vector length) of its innermost i and j parts, and whether
+// they are annotated as a block (j vectorized, i unrolled).
+struct SampledBlock {
+  int64_t rows = 0, vec_length = 0;
+  bool annotated = false;
+};
+SampledBlock BlockOf(const State& state, const std::string& stage) {
+  const State bounded = InferBound(state);
+  const Stage& st = bounded.stage(bounded.StageIndex(stage));
+  const int row = InnermostLeafOf(st, 0), vec = InnermostLeafOf(st, 1);
+  return {st.iter(row).extent, st.iter(vec).extent,
+          st.iter(vec).annotation == IteratorAnnotation::Vectorize &&
+              (st.iter(row).extent == 1 || st.iter(row).annotation == IteratorAnnotation::Unroll)};
+}
+
+std::string TiledStage(const State& s) {
+  for (const Stage& st : s.stages()) {
+    if (st.name() == "C.local") return "C.local";
+  }
+  return "C";
+}
+
+TEST(RegisterBlockSampling, MostSampledTilesAreBlocksOfTheHostRegisterFile) {
+  // The host's own vector width and register count.
+  HardwareParams hw = DefaultHardwareParams(Target::Parse("llvm"));
+  hw.num_cores = 4;
+  const SearchTask task(Matmul(96, 96, 96), "", Target::Parse("llvm"), hw, "test");
+  const SearchParams params;  // register_block_share 0.75
+  SketchPolicy policy(task, params);
+  const RegisterBlockPlan plan = PlanOf(task, "C");
+  const InitPopulation pop = policy.SampleInitPopulation(200, 3);
+  ASSERT_GE(pop.states.size(), 150u);
+  size_t in_family = 0;
+  for (const State& s : pop.states) {
+    const SampledBlock b = BlockOf(s, TiledStage(s));
+    if (!InFamily(plan, b.rows, b.vec_length)) continue;
+    ++in_family;
+    EXPECT_TRUE(b.annotated) << s.ToString();
+    const int64_t vectors = (b.vec_length + plan.lanes - 1) / plan.lanes;
+    EXPECT_LE(b.rows * vectors + vectors + 1, hw.num_vector_registers);
+  }
+  const double share = static_cast<double>(in_family) / static_cast<double>(pop.states.size());
+  EXPECT_GE(share, 0.6);  // mostly blocks ...
+  EXPECT_LT(share, 1.0);  // ... and random exploration stays
+}
+
+TEST(RegisterBlockSampling, FullShareSamplesOnlyBlocksAndNoneWithout) {
+  const SearchTask task = TaskWith(Matmul(48, 64, 40), 64, 32);
+  const RegisterBlockPlan plan = PlanOf(task, "C");
+  for (double share : {1.0, 0.0}) {
+    SearchParams params;
+    params.register_block_share = share;
+    SketchPolicy policy(task, params);
+    const InitPopulation pop = policy.SampleInitPopulation(40, 5);
+    size_t in_family = 0;
+    for (const State& s : pop.states) {
+      const SampledBlock b = BlockOf(s, TiledStage(s));
+      in_family += InFamily(plan, b.rows, b.vec_length);
+    }
+    if (share == 1.0) EXPECT_EQ(in_family, pop.states.size());
+    if (share == 0.0) EXPECT_LT(in_family, pop.states.size() / 2);  // what uniform divisors give
+  }
+}
+
+TEST(RegisterBlockSampling, TileSizeMutationsKeepToTheFamily) {
+  const SearchTask task = TaskWith(Matmul(96, 96, 64), 64, 32);
+  const RegisterBlockPlan plan = PlanOf(task, "C");
+  SearchParams params;
+  params.register_block_share = 1.0;
+  SketchPolicy policy(task, params);
+  const std::vector<State> states = policy.SampleInitPopulation(12, 9).states;
+  MutationRuleList tile_size;
+  for (const auto& r : DefaultCpuMutationRules()) {
+    if (r.rule->name() == "tile-size") tile_size.push_back(r);
+  }
+  std::mt19937 rng(4);
+  int mutated = 0, kept = 0, checked = 0;
+  for (const State& s : states) {
+    for (int k = 0; k < 8; ++k) {
+      const MutationResult r = MutateState({task, params}, s, tile_size, &rng);
+      if (!r.state) continue;
+      ++mutated;
+      const SampledBlock b = BlockOf(*r.state, TiledStage(*r.state));
+      kept += InFamily(plan, b.rows, b.vec_length);
+      if (checked++ % 30 == 0) ExpectMatchesReference(*r.state);
+    }
+  }
+  ASSERT_GT(mutated, 40);
+  EXPECT_EQ(kept, mutated);  // share 1: every move stays in the family
+  // With the default share most moves keep it, some leave it.
+  params.register_block_share = SearchParams().register_block_share;
+  int kept_default = 0, mutated_default = 0;
+  for (const State& s : states) {
+    for (int k = 0; k < 8; ++k) {
+      const MutationResult r = MutateState({task, params}, s, tile_size, &rng);
+      if (!r.state) continue;
+      ++mutated_default;
+      const SampledBlock b = BlockOf(*r.state, TiledStage(*r.state));
+      kept_default += InFamily(plan, b.rows, b.vec_length);
+    }
+  }
+  EXPECT_GE(kept_default, mutated_default * 7 / 10);
 }
 
 }  // namespace

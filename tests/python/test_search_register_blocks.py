@@ -1,9 +1,13 @@
-"""The expert schedule: on every kind of compute-heavy operator of the library (matmul, dense, batch matmul,
-conv2d NCHW and NHWC, depthwise NCHW and NHWC) and awkward shapes (primes, extents of 1, sizes no block
-divides) it computes what the reference evaluator computes; on a 1024^3 matmul its register block fills the
-host's register file, is vectorized along the contiguous axis and unrolled, B is packed and the accumulators
-are a stage at the register tile; tuning measures it with the baselines (its record is in the log); tasks it
-cannot handle get none, with the reason, never an error."""
+"""Register blocks in the search, on every kind of compute-heavy operator of the library (matmul, dense,
+batch matmul, conv2d NCHW and NHWC, depthwise NCHW and NHWC) and awkward shapes (primes, extents of 1, sizes
+no block divides):
+- the expert schedule computes what the reference evaluator computes; on a 1024^3 matmul its register block
+  fills the host's register file, is vectorized along the contiguous axis and unrolled, B is packed and the
+  accumulators are a stage at the register tile; tuning measures it with the baselines (its record is in the
+  log); tasks it cannot handle get none, with the reason, never an error;
+- states sampled from the register-block family (register_block_share 1) and from plain divisors (0), and
+  their tile-size mutations, compute what the reference computes.
+tests/cpp/test_search_expert.cc counts how much of the sampled population the family takes."""
 import json
 
 import numpy as np
@@ -172,3 +176,21 @@ def test_tuning_measures_the_seed_with_the_baselines(tmp_path):
     # The baseline's cost (the speed-up's reference) stays that of the plain and parallel nests.
     assert result.baseline_cost == min(c for c in result.baseline_costs.values() if c is not None)
     assert "expert" not in result.baseline_costs
+
+
+@needs_llvm
+@pytest.mark.parametrize("share", [1.0, 0.0])
+@pytest.mark.parametrize("case", list(AWKWARD))
+def test_sampled_and_mutated_states_match_reference_on_awkward_shapes(case, share):
+    dag = ans.ComputeDAG(AWKWARD[case]())
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    params = search.SearchParams(register_block_share=share)
+    states, drops = search.sample_init_population(task, 3, seed=7, params=params)
+    assert states and set(drops) <= {"duplicate"}, drops
+    for k, state in enumerate(states[:2]):
+        check(dag, state)
+        mutated, failure, message = search.mutate(task, state, seed=k, params=params, rule="tile-size")
+        if mutated is not None:
+            check(dag, mutated)
+        else:
+            assert failure == "tile-size: nothing", (failure, message)
