@@ -50,7 +50,7 @@ class FillTileSizeRule : public InitRule {
     State s(sketch.init_dag());
     const std::vector<Step>& steps = sketch.steps();
     const TilingLevels levels = CpuTilingLevels(ctx.params);
-    std::map<std::string, std::optional<TileParts>> blocks;  // per tiled stage: its lengths, or random
+    std::map<std::string, Draw> blocks;  // per tiled stage
     for (size_t i = 0; i < steps.size(); ++i) {
       Step step = steps[i];
       auto* split = std::get_if<SplitStep>(&step);
@@ -61,11 +61,17 @@ class FillTileSizeRule : public InitRule {
         if (!IsGpuTask(ctx.task) && IsTilingSplit(s, *split, levels, true)) {
           auto it = blocks.find(st.name());
           if (it == blocks.end()) it = blocks.emplace(st.name(), DrawBlock(ctx, st, levels, rng)).first;
-          if (it->second) {
-            const int node = st.leaves[split->iter_id];
-            const int num_axes = static_cast<int>(st.op->axis.size());
-            split->lengths = SplitLengths(node < num_axes ? it->second->spatial[node]
-                                                          : it->second->reduce[node - num_axes]);
+          const int node = st.leaves[split->iter_id];
+          const int num_axes = static_cast<int>(st.op->axis.size());
+          if (it->second.parts) {
+            split->lengths = SplitLengths(node < num_axes ? it->second.parts->spatial[node]
+                                                          : it->second.parts->reduce[node - num_axes]);
+          } else if (node == it->second.vec_axis) {
+            const auto lengths =
+                SampleVectorAxis(ctx, extent, static_cast<int>(split->lengths.size()), it->second.lanes, rng);
+            split->lengths.assign(lengths.begin(), lengths.end());
+          }
+          if (it->second.parts || node == it->second.vec_axis) {
             split->extent = extent;
             s = s.Apply(step);
             continue;
@@ -82,11 +88,42 @@ class FillTileSizeRule : public InitRule {
   }
 
  private:
-  static std::optional<TileParts> DrawBlock(const SketchContext& ctx, const Stage& st,
-                                            const TilingLevels& levels, std::mt19937* rng) {
+  // A tiled stage's draw: its lengths from the family, or random ones (with
+  // the vector axis, contiguous in the output, known).
+  struct Draw {
+    std::optional<TileParts> parts;
+    int vec_axis = -1;
+    int64_t lanes = 1;
+  };
+
+  static Draw DrawBlock(const SketchContext& ctx, const Stage& st, const TilingLevels& levels,
+                        std::mt19937* rng) {
     const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
-    if (plan.empty() || RandomUnit(rng) >= ctx.params.register_block_share) return std::nullopt;
-    return SampleBlockTileParts(ctx, st, plan, levels.space, levels.reduce, rng);
+    Draw draw{std::nullopt, plan.vec_axis, plan.lanes};
+    if (!plan.empty() && RandomUnit(rng) < ctx.params.register_block_share)
+      draw.parts = SampleBlockTileParts(ctx, st, plan, levels.space, levels.reduce, rng);
+    return draw;
+  }
+
+  // Random lengths of the vector axis whose innermost part is at least 2, so
+  // that the vectorize rule has a loop to vectorize: a divisor in [2,
+  // max_innermost_split_factor], or where none exists (a prime above it) a
+  // whole vector, non-dividing (the tail runs guarded).
+  static std::vector<int64_t> SampleVectorAxis(const SketchContext& ctx, int64_t extent, int n, int64_t lanes,
+                                               std::mt19937* rng) {
+    const int64_t max_inner = ctx.params.max_innermost_split_factor;
+    std::vector<int64_t> lengths = SampleSplitLengths(extent, n, max_inner, rng);
+    if (extent < 2 || lengths.back() >= 2 || max_inner < 2) return lengths;
+    std::vector<int64_t> options;
+    for (int64_t d : Divisors(extent)) {
+      if (d >= 2 && d <= max_inner) options.push_back(d);
+    }
+    const int64_t inner = options.empty() ? std::min(std::max<int64_t>(2, lanes), max_inner)
+                                          : options[RandomIndex(rng, static_cast<int64_t>(options.size()))];
+    const int64_t rest = (extent + inner - 1) / inner;
+    lengths = n > 1 ? SampleSplitLengths(rest, n - 1, rest, rng) : std::vector<int64_t>{};
+    lengths.push_back(inner);
+    return lengths;
   }
 
   static bool NeedsFill(const SplitStep& split, const std::vector<Step>& steps, int step_id) {
@@ -171,6 +208,9 @@ class UnrollRule : public InitRule {
 
 // ---- vectorize ----
 
+// Most lanes the lowering turns into one vector operation (VectorizeLoops).
+constexpr int64_t kMaxVectorLanes = 64;
+
 // The register block of a multi-level-tiled CPU stage (register_block.h):
 // positions of its vector and row iterators when they are the innermost loops
 // of the stage (only spatial loops from the first of them on, none after the
@@ -208,26 +248,36 @@ class VectorizeRule : public InitRule {
       const bool tiled = std::any_of(st.relations.begin(), st.relations.end(), [](const IterRelation& r) {
         return r.kind == IterRelation::Kind::Split;
       });
-      if (tiled && !IsGpuTask(ctx.task) && NeedsMultiLevelTiling(s, id)) {
-        // A block of the family: its vector axis vectorized (however many
-        // registers it takes) and its rows unrolled.
+      const bool cpu = !IsGpuTask(ctx.task);
+      if (tiled && cpu && NeedsMultiLevelTiling(s, id)) {
+        // A compute-heavy stage: the innermost tile of its contiguous axis
+        // is vectorized whole, however many registers it takes (up to the
+        // lowering's 64 lanes); a block of the family gets its rows unrolled.
         const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
         const auto [vec, row] = BlockIterators(plan, st);
         if (vec >= 0 && !HasAttached(s, id, st.leaves[vec]) &&
-            st.iter(vec).annotation == IteratorAnnotation::None &&
-            InFamily(plan, row >= 0 ? st.iter(row).extent : 1, st.iter(vec).extent)) {
-          if (st.iter(vec).extent >= 2) s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
-          if (row >= 0 && st.iter(row).extent >= 2 && st.iter(row).annotation == IteratorAnnotation::None)
+            st.iter(vec).annotation == IteratorAnnotation::None && st.iter(vec).extent >= 2 &&
+            st.iter(vec).extent <= kMaxVectorLanes) {
+          s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
+          if (row >= 0 && st.iter(row).extent >= 2 && st.iter(row).annotation == IteratorAnnotation::None &&
+              InFamily(plan, st.iter(row).extent, st.iter(vec).extent))
             s = s.Annotate(id, row, IteratorAnnotation::Unroll);
           continue;
         }
       }
+      // The innermost loop of another tiled stage (a cache write's copy, a
+      // fused consumer) that holds whole vectors of a block's row.
+      const int64_t lanes = std::max<int64_t>(1, ctx.task.hardware_params.vector_unit_bytes / bytes);
+      auto block_row = [&](const Iterator& it) {
+        return cpu && tiled && it.extent % lanes == 0 && it.extent <= ctx.params.max_innermost_split_factor;
+      };
       int count = 0;
       int64_t product = 1;
       for (int i = st.num_iters() - 1; i >= 0; --i) {
         const Iterator& it = st.iter(i);
         if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
-        if (HasAttached(s, id, st.leaves[i]) || (tiled && count > 0) || product * it.extent > bound) break;
+        if (HasAttached(s, id, st.leaves[i]) || (tiled && count > 0)) break;
+        if (product * it.extent > bound && !(count == 0 && block_row(it))) break;
         product *= it.extent;
         ++count;
       }

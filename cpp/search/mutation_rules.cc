@@ -74,12 +74,18 @@ class MutateTileSizeRule : public MutationRule {
     }
     const int n = static_cast<int>(parts.size());
     const int64_t max_inner = ctx.params.max_innermost_split_factor;
+    std::optional<bool> vector_axis;  // whether the split is a CPU stage's vector axis (asked once)
     for (int attempt = 0; attempt < 8; ++attempt) {
       const int src = static_cast<int>(RandomIndex(rng, n));
       const int dst = static_cast<int>((src + 1 + RandomIndex(rng, n - 1)) % n);
       if (parts[src] == 1) continue;
       const int64_t factor = Pick(DivisorsAbove1(parts[src]), rng);
       if (dst == n - 1 && parts[dst] * factor > max_inner) continue;
+      // The innermost tile of a contiguous axis keeps at least 2 lanes to vectorize.
+      if (src == n - 1 && parts[src] == factor && split.inner_to_outer && !IsGpuTask(ctx.task)) {
+        if (!vector_axis) vector_axis = IsVectorAxisSplit(ctx, s, picked);
+        if (*vector_axis) continue;
+      }
       parts[src] /= factor;
       parts[dst] *= factor;
       const size_t first = split.inner_to_outer ? 1 : 0;
@@ -90,6 +96,14 @@ class MutateTileSizeRule : public MutationRule {
   }
 
  private:
+  // Whether step `id` is a tiling split of the vector axis of its stage.
+  static bool IsVectorAxisSplit(const SketchContext& ctx, const State& s, int id) {
+    const auto roles = TilingSplitRoles(s, CpuTilingLevels(ctx.params));
+    const auto role = roles.find(id);
+    if (role == roles.end()) return false;
+    return PlanRegisterBlocks(ctx, s.stage(s.StageIndex(role->second.stage))).vec_axis == role->second.node;
+  }
+
   // Moves a factor between two of the parts before the innermost.
   static bool MoveOuter(std::vector<int64_t>* parts, std::mt19937* rng) {
     const int n = static_cast<int>(parts->size()) - 1;

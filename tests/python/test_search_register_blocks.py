@@ -6,7 +6,9 @@ no block divides):
   accumulators are a stage at the register tile; tuning measures it with the baselines (its record is in the
   log); tasks it cannot handle get none, with the reason, never an error;
 - states sampled from the register-block family (register_block_share 1) and from plain divisors (0), and
-  their tile-size mutations, compute what the reference computes.
+  their tile-size mutations, compute what the reference computes;
+- vectorization is never lost: in every sampled state (and tile-size mutation) every compute-heavy stage,
+  the `.local` stage of a cache write included, vectorizes the innermost tile of its contiguous output axis.
 tests/cpp/test_search_expert.cc counts how much of the sampled population the family takes."""
 import json
 
@@ -194,3 +196,49 @@ def test_sampled_and_mutated_states_match_reference_on_awkward_shapes(case, shar
             check(dag, mutated)
         else:
             assert failure == "tile-size: nothing", (failure, message)
+
+
+# Compute-heavy tasks and the output axis contiguous in memory (the one to vectorize).
+VECTOR_AXIS = {
+    "matmul": (lambda: _matmul(40, 67, 24), "j"),
+    "dense": (lambda: _dense(20, 48, 33), "j"),
+    "batch_matmul": (lambda: _batch_matmul(2, 12, 40, 19), "j"),
+    "conv2d_nhwc": (lambda: _conv_nhwc(1, 14, 14, 16, 32, 3, 1), "ff"),
+    "conv2d_nhwc-prime": (lambda: _conv_nhwc(1, 8, 8, 8, 67, 3, 1), "ff"),
+    "conv2d_nchw": (lambda: _conv_nchw(1, 8, 14, 14, 24, 3, 1), "xx"),
+    "depthwise_nhwc": (lambda: _depthwise_nhwc(1, 14, 14, 48, 3, 1), "c"),
+    "depthwise_nchw": (lambda: _depthwise_nchw(1, 16, 14, 28, 3, 1), "j"),
+}
+
+
+def _vector_tiles(dag, state, axis):
+    """(stage name, innermost iterator of `axis`) of every stage with a reduction tiled along `axis`."""
+    out = []
+    for stage in dag.infer_bound(state).stages:
+        iters = stage.iters
+        if not any(it.kind == "reduce" for it in iters):
+            continue
+        parts = [it for it in iters if it.name.startswith(axis + ".")]
+        if parts:
+            out.append((stage.name, parts[-1]))
+    return out
+
+
+@pytest.mark.parametrize("share", [None, 0.0])
+@pytest.mark.parametrize("case", list(VECTOR_AXIS))
+def test_compute_heavy_stages_always_vectorize_their_contiguous_axis(case, share):
+    builder, axis = VECTOR_AXIS[case]
+    dag = ans.ComputeDAG(builder())
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    params = search.SearchParams() if share is None else search.SearchParams(register_block_share=share)
+    states, _ = search.sample_init_population(task, 24, seed=3, params=params)
+    assert len(states) >= 16
+    mutated = [search.mutate(task, s, seed=k, params=params, rule="tile-size")[0] for k, s in enumerate(states)]
+    seen_local = False
+    for state in states + [m for m in mutated if m is not None]:
+        tiles = _vector_tiles(dag, state, axis)
+        assert tiles, state
+        for name, it in tiles:
+            seen_local = seen_local or name.endswith(".local")
+            assert it.extent >= 2 and it.annotation == "vectorize", (name, it, str(state))
+    assert seen_local  # the cache-write sketches were sampled too
