@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "search/expert_schedule.h"
 #include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
@@ -85,6 +86,7 @@ void BindSearchParams(py::module_& m) {
       .def_readwrite("auto_unroll_candidates", &SearchParams::auto_unroll_candidates)
       .def_readwrite("gpu_auto_unroll_candidates", &SearchParams::gpu_auto_unroll_candidates)
       .def_readwrite("gpu_vectorize", &SearchParams::gpu_vectorize)
+      .def_readwrite("register_block_share", &SearchParams::register_block_share)
       .def_readwrite("max_const_unroll", &SearchParams::max_const_unroll)
       .def_readwrite("sample_init_attempts_per_state", &SearchParams::sample_init_attempts_per_state)
       .def_readwrite("evolutionary_search_population", &SearchParams::evolutionary_search_population)
@@ -211,6 +213,18 @@ void BindPolicy(py::module_& m) {
            "The next batch of states to measure (fewer or none when the search space is exhausted).")
       .def("record_measured", &SketchPolicy::RecordMeasured, py::arg("states"), py::arg("results"),
            py::call_guard<py::gil_scoped_release>())
+      .def(
+          "expert_schedule",
+          [](SketchPolicy& p) {
+            ExpertSchedule e;
+            {
+              py::gil_scoped_release release;
+              e = p.Expert();
+            }
+            return py::make_tuple(e.state ? py::cast(*e.state) : py::none(), e.reason, e.note);
+          },
+          "The expert schedule of the policy's sketches: (state or None, why there is none, how it was "
+          "made).")
       .def("is_measured", &SketchPolicy::IsMeasured, py::arg("state"))
       .def_property_readonly("num_measured", &SketchPolicy::num_measured)
       .def_property_readonly("model_update_seconds", &SketchPolicy::model_update_seconds)
@@ -228,6 +242,18 @@ void bind_search(py::module_& m) {
         "failure, message).");
   m.def("baseline_states", &BaselineStates, py::arg("task"), py::arg("params") = SearchParams(),
         "The plain loop nest and its parallel + vectorized variant (what tuning measures first).");
+  m.def(
+      "expert_schedule",
+      [](const SearchTask& task, const py::object& params) {
+        ExpertSchedule e;
+        {
+          py::gil_scoped_release release;
+          e = MakeExpertSchedule(task, ParamsOrDefault(params));
+        }
+        return py::make_tuple(e.state ? py::cast(*e.state) : py::none(), e.reason, e.note);
+      },
+      py::arg("task"), py::arg("params") = py::none(),
+      "The analytic expert schedule of a CPU task: (state or None, why there is none, how it was made).");
   m.def("state_key", &StateKey, py::arg("state"), "The key of a state among measured ones (its steps).");
   m.def(
       "generate_sketches",

@@ -2,12 +2,14 @@
 #include "search/init_rules.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/gpu_rules.h"
 #include "search/parallel.h"
+#include "search/register_block.h"
 #include "search/search_util.h"
 #include "support/error.h"
 
@@ -37,20 +39,44 @@ std::vector<int64_t> Divisors(int64_t n) {
 
 // Replays the sketch's steps, giving every split with an unknown length (and
 // the provisional rfactor split) lengths sampled from the real extent of the
-// iterator at that point of the replay.
+// iterator at that point of the replay. On CPUs a multi-level-tiled stage
+// takes, with probability register_block_share (one draw per stage), all its
+// tiling lengths from SampleBlockTileParts: a register block of the family
+// innermost, the reduction tile by L1, the level above by L2.
 class FillTileSizeRule : public InitRule {
  public:
   std::string name() const override { return "fill-tile-size"; }
   State Apply(const SketchContext& ctx, const State& sketch, std::mt19937* rng) const override {
     State s(sketch.init_dag());
     const std::vector<Step>& steps = sketch.steps();
+    const TilingLevels levels = CpuTilingLevels(ctx.params);
+    std::map<std::string, Draw> blocks;  // per tiled stage
     for (size_t i = 0; i < steps.size(); ++i) {
       Step step = steps[i];
       auto* split = std::get_if<SplitStep>(&step);
       if (split != nullptr && NeedsFill(*split, steps, static_cast<int>(i))) {
-        const int64_t extent = s.stage(split->stage_id).iter(split->iter_id).extent;
-        AS_CHECK(extent > 0,
-                 "split of stage '" << s.stage(split->stage_id).name() << "' has no known extent");
+        const Stage& st = s.stage(split->stage_id);
+        const int64_t extent = st.iter(split->iter_id).extent;
+        AS_CHECK(extent > 0, "split of stage '" << st.name() << "' has no known extent");
+        if (!IsGpuTask(ctx.task) && IsTilingSplit(s, *split, levels, true)) {
+          auto it = blocks.find(st.name());
+          if (it == blocks.end()) it = blocks.emplace(st.name(), DrawBlock(ctx, st, levels, rng)).first;
+          const int node = st.leaves[split->iter_id];
+          const int num_axes = static_cast<int>(st.op->axis.size());
+          if (it->second.parts) {
+            split->lengths = SplitLengths(node < num_axes ? it->second.parts->spatial[node]
+                                                          : it->second.parts->reduce[node - num_axes]);
+          } else if (node == it->second.vec_axis) {
+            const auto lengths =
+                SampleVectorAxis(ctx, extent, static_cast<int>(split->lengths.size()), it->second.lanes, rng);
+            split->lengths.assign(lengths.begin(), lengths.end());
+          }
+          if (it->second.parts || node == it->second.vec_axis) {
+            split->extent = extent;
+            s = s.Apply(step);
+            continue;
+          }
+        }
         const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
                                                 ctx.params.max_innermost_split_factor, rng);
         split->lengths.assign(lengths.begin(), lengths.end());
@@ -62,6 +88,44 @@ class FillTileSizeRule : public InitRule {
   }
 
  private:
+  // A tiled stage's draw: its lengths from the family, or random ones (with
+  // the vector axis, contiguous in the output, known).
+  struct Draw {
+    std::optional<TileParts> parts;
+    int vec_axis = -1;
+    int64_t lanes = 1;
+  };
+
+  static Draw DrawBlock(const SketchContext& ctx, const Stage& st, const TilingLevels& levels,
+                        std::mt19937* rng) {
+    const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
+    Draw draw{std::nullopt, plan.vec_axis, plan.lanes};
+    if (!plan.empty() && RandomUnit(rng) < ctx.params.register_block_share)
+      draw.parts = SampleBlockTileParts(ctx, st, plan, levels.space, levels.reduce, rng);
+    return draw;
+  }
+
+  // Random lengths of the vector axis whose innermost part is at least 2, so
+  // that the vectorize rule has a loop to vectorize: a divisor in [2,
+  // max_innermost_split_factor], or where none exists (a prime above it) a
+  // whole vector, non-dividing (the tail runs guarded).
+  static std::vector<int64_t> SampleVectorAxis(const SketchContext& ctx, int64_t extent, int n, int64_t lanes,
+                                               std::mt19937* rng) {
+    const int64_t max_inner = ctx.params.max_innermost_split_factor;
+    std::vector<int64_t> lengths = SampleSplitLengths(extent, n, max_inner, rng);
+    if (extent < 2 || lengths.back() >= 2 || max_inner < 2) return lengths;
+    std::vector<int64_t> options;
+    for (int64_t d : Divisors(extent)) {
+      if (d >= 2 && d <= max_inner) options.push_back(d);
+    }
+    const int64_t inner = options.empty() ? std::min(std::max<int64_t>(2, lanes), max_inner)
+                                          : options[RandomIndex(rng, static_cast<int64_t>(options.size()))];
+    const int64_t rest = (extent + inner - 1) / inner;
+    lengths = n > 1 ? SampleSplitLengths(rest, n - 1, rest, rng) : std::vector<int64_t>{};
+    lengths.push_back(inner);
+    return lengths;
+  }
+
   static bool NeedsFill(const SplitStep& split, const std::vector<Step>& steps, int step_id) {
     const bool unknown = std::any_of(split.lengths.begin(), split.lengths.end(),
                                      [](const std::optional<int64_t>& l) { return !l.has_value(); });
@@ -144,6 +208,24 @@ class UnrollRule : public InitRule {
 
 // ---- vectorize ----
 
+// Most lanes the lowering turns into one vector operation (VectorizeLoops).
+constexpr int64_t kMaxVectorLanes = 64;
+
+// The register block of a multi-level-tiled CPU stage (register_block.h):
+// positions of its vector and row iterators when they are the innermost loops
+// of the stage (only spatial loops from the first of them on, none after the
+// vector iterator but loops that run once); {-1, -1} otherwise.
+std::pair<int, int> BlockIterators(const RegisterBlockPlan& plan, const Stage& st) {
+  if (plan.empty()) return {-1, -1};
+  const int vec = InnermostLeafOf(st, plan.vec_axis);
+  const int row = plan.row_axis >= 0 ? InnermostLeafOf(st, plan.row_axis) : -1;
+  if (vec < 0 || (plan.row_axis >= 0 && (row < 0 || row > vec))) return {-1, -1};
+  for (int i = row >= 0 ? row : vec; i < st.num_iters(); ++i) {
+    if (st.iter(i).kind != IteratorKind::Spatial || (i > vec && st.iter(i).extent != 1)) return {-1, -1};
+  }
+  return {vec, row};
+}
+
 // Per stage with loops: the innermost spatial, unannotated iterators whose
 // extents multiply to at most the vector bound (one of them only when the
 // stage is tiled: the loops above the innermost tile are not contiguous) are
@@ -166,12 +248,36 @@ class VectorizeRule : public InitRule {
       const bool tiled = std::any_of(st.relations.begin(), st.relations.end(), [](const IterRelation& r) {
         return r.kind == IterRelation::Kind::Split;
       });
+      const bool cpu = !IsGpuTask(ctx.task);
+      if (tiled && cpu && NeedsMultiLevelTiling(s, id)) {
+        // A compute-heavy stage: the innermost tile of its contiguous axis
+        // is vectorized whole, however many registers it takes (up to the
+        // lowering's 64 lanes); a block of the family gets its rows unrolled.
+        const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
+        const auto [vec, row] = BlockIterators(plan, st);
+        if (vec >= 0 && !HasAttached(s, id, st.leaves[vec]) &&
+            st.iter(vec).annotation == IteratorAnnotation::None && st.iter(vec).extent >= 2 &&
+            st.iter(vec).extent <= kMaxVectorLanes) {
+          s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
+          if (row >= 0 && st.iter(row).extent >= 2 && st.iter(row).annotation == IteratorAnnotation::None &&
+              InFamily(plan, st.iter(row).extent, st.iter(vec).extent))
+            s = s.Annotate(id, row, IteratorAnnotation::Unroll);
+          continue;
+        }
+      }
+      // The innermost loop of another tiled stage (a cache write's copy, a
+      // fused consumer) that holds whole vectors of a block's row.
+      const int64_t lanes = std::max<int64_t>(1, ctx.task.hardware_params.vector_unit_bytes / bytes);
+      auto block_row = [&](const Iterator& it) {
+        return cpu && tiled && it.extent % lanes == 0 && it.extent <= ctx.params.max_innermost_split_factor;
+      };
       int count = 0;
       int64_t product = 1;
       for (int i = st.num_iters() - 1; i >= 0; --i) {
         const Iterator& it = st.iter(i);
         if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None) break;
-        if (HasAttached(s, id, st.leaves[i]) || (tiled && count > 0) || product * it.extent > bound) break;
+        if (HasAttached(s, id, st.leaves[i]) || (tiled && count > 0)) break;
+        if (product * it.extent > bound && !(count == 0 && block_row(it))) break;
         product *= it.extent;
         ++count;
       }

@@ -6,11 +6,16 @@
 // random generator it is given:
 //   fill-tile-size  every unknown split (and the provisional rfactor split,
 //                   see IsRfactorSplit) gets lengths whose product divides the
-//                   real extent, innermost at most max_innermost_split_factor
+//                   real extent, innermost at most max_innermost_split_factor;
+//                   on CPUs, a multi-level-tiled stage mostly (SearchParams::
+//                   register_block_share) gets a register block of the family
+//                   innermost (register_block.h), which may leave a guarded
+//                   tail where the extent is a prime above the lanes
 //   parallel        outer spatial loops of root stages fused and run in parallel
 //   unroll          an auto_unroll_max_step pragma on stages with a reduction
 //   vectorize       innermost spatial loops fused and vectorized when their
-//                   extent fits the vector bound
+//                   extent fits the vector bound; a register block of the
+//                   family: its vector axis vectorized, its rows unrolled
 // SampleInitPopulation applies them to random sketches, keeps the states that
 // pass bound inference and lowering, drops duplicates, and counts every
 // dropped attempt by reason.

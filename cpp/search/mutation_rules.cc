@@ -9,6 +9,7 @@
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/gpu_rules.h"
+#include "search/register_block.h"
 #include "search/search_util.h"
 #include "support/error.h"
 
@@ -50,7 +51,9 @@ bool HasAttachedStage(const State& s, int stage_id, int node) {
 // The parts of a split are its lengths plus the part that covers the rest
 // (outermost with inner_to_outer, else innermost). A factor of one part moves
 // to another, so the product stays the extent; only splits whose lengths
-// divide the extent exactly qualify.
+// divide the extent exactly qualify. On CPUs, with probability
+// register_block_share, a tiling split of a stage with register blocks keeps
+// to the family instead (FamilyMove).
 class MutateTileSizeRule : public MutationRule {
  public:
   std::string name() const override { return "tile-size"; }
@@ -61,16 +64,28 @@ class MutateTileSizeRule : public MutationRule {
       if (!Parts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
     }
     if (candidates.empty()) return std::nullopt;
-    auto& split = std::get<SplitStep>(steps[Pick(candidates, rng)]);
+    const int picked = Pick(candidates, rng);
+    auto& split = std::get<SplitStep>(steps[picked]);
     std::vector<int64_t> parts = Parts(split);
+    if (!IsGpuTask(ctx.task) && RandomUnit(rng) < ctx.params.register_block_share &&
+        FamilyMove(ctx, s, steps, picked, &parts, rng)) {
+      for (size_t k = 0; k < split.lengths.size(); ++k) split.lengths[k] = parts[1 + k];
+      return State::FromSteps(s.init_dag(), steps);
+    }
     const int n = static_cast<int>(parts.size());
     const int64_t max_inner = ctx.params.max_innermost_split_factor;
+    std::optional<bool> vector_axis;  // whether the split is a CPU stage's vector axis (asked once)
     for (int attempt = 0; attempt < 8; ++attempt) {
       const int src = static_cast<int>(RandomIndex(rng, n));
       const int dst = static_cast<int>((src + 1 + RandomIndex(rng, n - 1)) % n);
       if (parts[src] == 1) continue;
       const int64_t factor = Pick(DivisorsAbove1(parts[src]), rng);
       if (dst == n - 1 && parts[dst] * factor > max_inner) continue;
+      // The innermost tile of a contiguous axis keeps at least 2 lanes to vectorize.
+      if (src == n - 1 && parts[src] == factor && split.inner_to_outer && !IsGpuTask(ctx.task)) {
+        if (!vector_axis) vector_axis = IsVectorAxisSplit(ctx, s, picked);
+        if (*vector_axis) continue;
+      }
       parts[src] /= factor;
       parts[dst] *= factor;
       const size_t first = split.inner_to_outer ? 1 : 0;
@@ -81,6 +96,91 @@ class MutateTileSizeRule : public MutationRule {
   }
 
  private:
+  // Whether step `id` is a tiling split of the vector axis of its stage.
+  static bool IsVectorAxisSplit(const SketchContext& ctx, const State& s, int id) {
+    const auto roles = TilingSplitRoles(s, CpuTilingLevels(ctx.params));
+    const auto role = roles.find(id);
+    if (role == roles.end()) return false;
+    return PlanRegisterBlocks(ctx, s.stage(s.StageIndex(role->second.stage))).vec_axis == role->second.node;
+  }
+
+  // Moves a factor between two of the parts before the innermost.
+  static bool MoveOuter(std::vector<int64_t>* parts, std::mt19937* rng) {
+    const int n = static_cast<int>(parts->size()) - 1;
+    std::vector<int> sources;
+    for (int p = 0; p < n; ++p) {
+      if ((*parts)[p] > 1) sources.push_back(p);
+    }
+    if (n < 2 || sources.empty()) return false;
+    const int src = Pick(sources, rng);
+    const int dst = static_cast<int>((src + 1 + RandomIndex(rng, n - 1)) % n);
+    const int64_t factor = Pick(DivisorsAbove1((*parts)[src]), rng);
+    (*parts)[src] /= factor;
+    (*parts)[dst] *= factor;
+    return true;
+  }
+
+  // A move within the register-block family of the split's stage: on the
+  // vector or row axis, the innermost part becomes (or stays, half the time)
+  // one of the family's lengths that fit the other block axis' innermost
+  // part, the outer parts redrawn (or a factor moved between them); on
+  // another spatial axis the innermost part goes back to 1 (or a factor moves
+  // between the outer parts). False when the split is no such split (a
+  // reduction, no family, a length that does not divide): a free move then.
+  static bool FamilyMove(const SketchContext& ctx, const State& s, const std::vector<Step>& steps, int id,
+                         std::vector<int64_t>* parts, std::mt19937* rng) {
+    const auto roles = TilingSplitRoles(s, CpuTilingLevels(ctx.params));
+    const auto role = roles.find(id);
+    if (role == roles.end() || !std::get<SplitStep>(steps[id]).inner_to_outer) return false;
+    const Stage& st = s.stage(s.StageIndex(role->second.stage));
+    const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
+    const int node = role->second.node;
+    if (plan.empty() || node >= static_cast<int>(st.op->axis.size())) return false;
+    int64_t& inner = parts->back();
+    if (node != plan.vec_axis && node != plan.row_axis) {
+      if (inner == 1) return MoveOuter(parts, rng);
+      parts->front() *= inner;
+      inner = 1;
+      return true;
+    }
+    // The other block axis' innermost part, as the state has it.
+    const int other_axis = node == plan.vec_axis ? plan.row_axis : plan.vec_axis;
+    int64_t other = 1;
+    for (const auto& [step, r] : roles) {
+      if (r.stage == role->second.stage && r.node == other_axis) {
+        other = std::get<SplitStep>(steps[step]).lengths.back().value_or(1);
+      }
+    }
+    int64_t extent = 1;
+    for (int64_t p : *parts) extent *= p;
+    std::vector<int64_t> fits, any;
+    for (const RegisterBlock& b : plan.family) {
+      const bool vec = node == plan.vec_axis;
+      const int64_t mine = vec ? b.vec_length : b.rows, theirs = vec ? b.rows : b.vec_length;
+      if (extent % mine != 0) continue;
+      any.push_back(mine);
+      if (theirs == other) fits.push_back(mine);
+    }
+    const std::vector<int64_t>& options = fits.empty() ? any : fits;
+    if (options.empty()) return false;
+    const bool in_family = std::find(options.begin(), options.end(), inner) != options.end();
+    if (in_family && RandomUnit(rng) < 0.5 && MoveOuter(parts, rng)) return true;
+    const std::vector<int64_t> before = *parts;
+    for (int attempt = 0; attempt < 8 && *parts == before; ++attempt) {
+      inner = Pick(options, rng);
+      int64_t rest = extent / inner;
+      for (int p = static_cast<int>(parts->size()) - 2; p >= 1; --p) {
+        std::vector<int64_t> divisors = DivisorsAbove1(rest);
+        divisors.push_back(1);
+        (*parts)[p] = Pick(divisors, rng);
+        rest /= (*parts)[p];
+      }
+      parts->front() = rest;
+    }
+    if (*parts != before) return true;
+    return MoveOuter(parts, rng);
+  }
+
   // Every part, outermost first; empty when the split does not qualify.
   static std::vector<int64_t> Parts(const SplitStep& split) {
     if (!split.extent || *split.extent < 1) return {};

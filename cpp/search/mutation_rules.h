@@ -8,7 +8,10 @@
 // The CPU rules and the probability of picking each (DefaultCpuMutationRules):
 //   tile-size         0.90  move a factor between two parts of one split; the
 //                           parts' product stays the extent (innermost part
-//                           at most max_innermost_split_factor)
+//                           at most max_innermost_split_factor); on CPUs,
+//                           with probability register_block_share, a tiling
+//                           split keeps to the register-block family
+//                           (register_block.h) or moves into it
 //   auto-unroll       0.04  another auto_unroll_max_step value
 //   compute-location  0.05  a stage computed at a loop of another stage moves
 //                           to another loop of that stage (outside its

@@ -1,7 +1,9 @@
 // The pack-operand sketch rule (not in Ansor): an operand that a tiled stage
 // streams along its innermost spatial axis while a reduction walks it with a
-// large stride (the B of a matmul, conv weights) is copied into a
-// tile-contiguous layout first, so the inner kernel reads it contiguously.
+// large stride (the B of a matmul, conv weights), or that it reads across rows
+// along that axis (the weight of a dense layer, a transposed B), is copied
+// into a tile-contiguous layout first, so the inner kernel reads it
+// contiguously.
 #include <algorithm>
 #include <optional>
 
@@ -59,6 +61,31 @@ bool IsStridedOperand(const SketchContext& ctx, const TensorLoadNode& load, cons
   return false;
 }
 
+// The dimension of `load` indexed by exactly the stage's innermost spatial
+// axis when that is not its last dimension and the last one follows a reduce
+// axis (the weight of a dense layer, a transposed B): a vector along the
+// axis would gather one element from every row of at least a cache line.
+// -1 otherwise.
+int TransposedAxis(const SketchContext& ctx, const TensorLoadNode& load, const VarNode* inner,
+                   const std::vector<IterVar>& reduce_axis) {
+  const int rank = static_cast<int>(load.indices.size());
+  if (rank < 2) return -1;
+  const bool reduced_last = std::any_of(reduce_axis.begin(), reduce_axis.end(), [&](const IterVar& iv) {
+    return UsesVar(load.indices.back(), iv.var_node());
+  });
+  if (!reduced_last) return -1;
+  int found = -1;
+  for (int d = 0; d < rank; ++d) {
+    if (!UsesVar(load.indices[d], inner)) continue;
+    if (found >= 0 || d == rank - 1 || load.indices[d].as<VarNode>() != inner) return -1;
+    found = d;
+  }
+  if (found < 0) return -1;
+  int64_t row_bytes = std::max(1, load.tensor->dtype.bytes());
+  for (int d = found + 1; d < rank; ++d) row_bytes *= load.tensor->shape[d];
+  return row_bytes >= ctx.task.hardware_params.cache_line_bytes ? found : -1;
+}
+
 std::optional<PackCandidate> FindPackCandidate(const SketchContext& ctx, const State& s, int stage_id) {
   const Stage& st = s.stage(stage_id);
   if (st.op->axis.empty() || st.op->reduce_axis.empty()) return std::nullopt;
@@ -66,11 +93,17 @@ std::optional<PackCandidate> FindPackCandidate(const SketchContext& ctx, const S
   std::optional<PackCandidate> found;
   PostOrderVisit(st.op->body, [&](const Expr& x) {
     const auto* load = x.as<TensorLoadNode>();
-    if (found || load == nullptr || !IsStridedOperand(ctx, *load, inner, st.op->reduce_axis)) return;
+    if (found || load == nullptr) return;
+    int axis = -1;
+    if (IsStridedOperand(ctx, *load, inner, st.op->reduce_axis)) {
+      axis = static_cast<int>(load->indices.size()) - 1;
+    } else {
+      axis = TransposedAxis(ctx, *load, inner, st.op->reduce_axis);
+    }
+    if (axis < 0) return;
     const int t = StageOfTensor(s, load->tensor.get());
     if (t < 0 || s.stage(t).loc == ComputeLocKind::Inlined) return;
     const int64_t lanes = PackLanes(ctx, load->tensor->dtype);
-    const int axis = static_cast<int>(load->indices.size()) - 1;
     if (load->tensor->shape[axis] < 2 * lanes) return;  // too narrow to gain from packing
     found = PackCandidate{t, axis, lanes};
   });

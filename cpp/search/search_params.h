@@ -30,6 +30,8 @@ struct SearchParams {
   // Largest extent of a vectorized loop (after fusing innermost iterators).
   // The target bounds it too: at most vector_lanes_factor SIMD registers of
   // the stage's dtype (HardwareParams::vector_unit_bytes / dtype bytes * factor).
+  // The vector axis of a register block (register_block.h) is vectorized
+  // whole instead: up to max_innermost_split_factor lanes, 4 registers.
   int64_t max_vectorize_size = 16;
   int64_t vector_lanes_factor = 2;
 
@@ -47,6 +49,14 @@ struct SearchParams {
   // GPUs: vectorize inner loops also on devices other than mobile GPUs (on a
   // Mali device, "-device=mali", they always are).
   bool gpu_vectorize = false;
+
+  // Share of the sampled states whose multi-level-tiled stages take their
+  // innermost tiles from the register-block family (register_block.h:
+  // blocks of accumulators that fit the target's register file, the vector
+  // axis whole vectors, the main reduction's tile sized by L1, the level
+  // above sized by L2); the others are drawn from all divisors. Tile-size
+  // mutations keep to the family (or move into it) with the same share.
+  double register_block_share = 0.75;
 
   // Iterators that index constant tensors are unrolled by the
   // simplify-compute-with-const-tensor rule only when their extents multiply

@@ -20,8 +20,8 @@
 //     stage id is below 0 is a finished sketch.
 //   sketches ─► SampleInitPopulation: random sketch ─► init rules ─► bound
 //     inference and lowering as a check ─► distinct states, drops counted.
-//   ContinueSearchOneRound: random states (sampled in parallel) + the best
-//     measured states ─► EvolutionarySearch (cost model scores, mutations)
+//   ContinueSearchOneRound: random states (sampled in parallel) + the
+//     expert schedule + the best measured states ─► EvolutionarySearch (cost model scores, mutations)
 //     ─► the best unmeasured states + a few random ones (epsilon-greedy)
 //     ─► the batch to measure. RecordMeasured brings the results back: the
 //     measured set (dedup, also of a resumed log), the best measured states,
@@ -76,6 +76,7 @@ void SketchPolicy::PreloadSketchRule(std::shared_ptr<const SketchRule> rule) {
                        std::move(rule));
   ++num_custom_sketch_rules_;
   sketches_.reset();  // the next round generates them with the new rule
+  expert_.reset();
 }
 
 // A rule's results must name a stage of their state (or -1: finished), be
@@ -180,8 +181,19 @@ const std::vector<State>& SketchPolicy::Sketches() {
   return *sketches_;
 }
 
+const ExpertSchedule& SketchPolicy::Expert() {
+  if (!expert_) {
+    try {
+      expert_ = MakeExpertSchedule(task_, params_, Sketches());
+    } catch (const std::exception& e) {
+      expert_ = ExpertSchedule{std::nullopt, std::string("no sketches: ") + e.what(), ""};
+    }
+  }
+  return *expert_;
+}
+
 // Random states from the sketches (at least sample_init_min_population, up
-// to the population size) plus the best measured states.
+// to the population size), the expert schedule, and the best measured states.
 std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_states) {
   const auto start = Clock::now();
   const int64_t population = std::max<int64_t>(1, params_.evolutionary_search_population);
@@ -199,6 +211,7 @@ std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_st
     pop = std::move(sampled.states);
   }
   *random_states = pop;
+  if (!Sketches().empty() && Expert().state) pop.push_back(*Expert().state);
   std::partial_sort(measured_good_.begin(), measured_good_.begin() + use_measured, measured_good_.end(),
                     [](const auto& a, const auto& b) { return a.first > b.first; });
   for (int64_t i = 0; i < use_measured; ++i) pop.push_back(measured_good_[i].second);

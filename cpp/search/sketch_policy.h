@@ -23,6 +23,7 @@
 #include "cost_model/cost_model.h"
 #include "measure/measure.h"
 #include "search/evolutionary_search.h"
+#include "search/expert_schedule.h"
 #include "search/init_rules.h"
 #include "search/search_params.h"
 #include "search/sketch_rules.h"
@@ -83,6 +84,11 @@ class SketchPolicy {
   // tens): beyond, some rule keeps branching or sending states back.
   static constexpr size_t kMaxPartialSketches = 100000;
 
+  // The expert schedule of the task made from this policy's sketches
+  // (expert_schedule.h), computed once; every round's initial population
+  // holds its state, and tuning measures it with the baselines.
+  const ExpertSchedule& Expert();
+
   // Up to n distinct random states from GenerateSketches(); reproducible
   // for a seed.
   InitPopulation SampleInitPopulation(int n, uint32_t seed);
@@ -125,6 +131,7 @@ class SketchPolicy {
   std::shared_ptr<CostModel> cost_model_;
   std::vector<std::string> rule_failures_;
   std::optional<std::vector<State>> sketches_;  // generated on the first round
+  std::optional<ExpertSchedule> expert_;        // made on the first round
   std::unordered_set<std::string> measured_keys_;
   std::vector<std::pair<double, State>> measured_good_;  // (throughput, state) of successful measurements
   std::unordered_set<std::string> good_keys_;            // their keys

@@ -17,8 +17,8 @@
 //   add-rfactor                       a reduction with little spatial parallelism: fuse its
 //                                     reduce axes, split, factor a part
 //   pack-operand                      a tiled stage streams an operand with a large stride (the
-//                                     B of a matmul): also a sketch reading a packed copy
-//                                     (rule_pack_operand.cc)
+//                                     B of a matmul) or across rows (a dense layer's weight):
+//                                     also a sketch reading a packed copy (rule_pack_operand.cc)
 //   add-cache-write                   multi-level tiling: compute into a "local" stage, copy
 //                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles

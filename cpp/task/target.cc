@@ -1,6 +1,7 @@
 #include "task/target.h"
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 #include <vector>
 
@@ -105,6 +106,27 @@ int VectorUnitBytes(const CpuSpec& cpu) {
   if (cpu.Has("avx512f")) return 64;
   if (cpu.Has("avx2") || cpu.Has("avx")) return 32;
   return 16;
+}
+
+// SIMD registers the target's code can use: AArch64 has 32 (v0-v31);
+// x86-64 has 32 with AVX-512 (zmm0-31), else 16 (xmm/ymm 0-15).
+int VectorRegisters(const CpuSpec& cpu) {
+  if (cpu.triple.rfind("aarch64", 0) == 0 || cpu.triple.rfind("arm64", 0) == 0) return 32;
+  return cpu.Has("avx512f") ? 32 : 16;
+}
+
+// Full-width vector FMAs that can issue per cycle. AVX-512 client cores run
+// 512-bit FMAs on one fused pipe; a CPU with AMX is a server part whatever
+// LLVM names it (hypervisors make it guess client names).
+int FmaUnits(const CpuSpec& cpu) {
+  if (cpu.triple.rfind("aarch64", 0) == 0 || cpu.triple.rfind("arm64", 0) == 0) return 2;
+  if (cpu.Has("avx512f")) {
+    static const char* const kClientAvx512[] = {"cannonlake", "icelake-client", "tigerlake", "rocketlake"};
+    const bool client =
+        std::find(std::begin(kClientAvx512), std::end(kClientAvx512), cpu.name) != std::end(kClientAvx512);
+    return client && !cpu.Has("amx-tile") ? 1 : 2;
+  }
+  return cpu.Has("fma") || cpu.Has("fma4") ? 2 : 1;
 }
 
 // A Target that was not made by Parse (a default-constructed one) has no
@@ -269,6 +291,8 @@ HardwareParams DefaultHardwareParams(const Target& target) {
   HardwareParams p;
   p.num_cores = t.num_cores;
   p.vector_unit_bytes = VectorUnitBytes(t.cpu);
+  p.num_vector_registers = VectorRegisters(t.cpu);
+  p.fma_units = FmaUnits(t.cpu);
   p.cache_line_bytes = 64;
   // The OS describes the host's caches, which are those of the target's CPU
   // only when that CPU is the host's.

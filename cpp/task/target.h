@@ -82,21 +82,23 @@ struct Target {
 // One line per field: X(name, default, doc). The struct, its JSON form and the
 // Python keywords all come from this list. Values of 0 mean "does not apply"
 // (e.g. thread limits on a CPU).
-#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                     \
-  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                                \
-  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")       \
-  X(cache_line_bytes, 64, "bytes per cache line")                                               \
-  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")     \
-  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")       \
-  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")       \
-  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                                 \
-  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit")    \
-  X(l1_cache_bytes, 0, "CPU: bytes of level-1 data cache per core; 0 where unknown")            \
-  X(l2_cache_bytes, 0, "CPU: bytes of level-2 cache per core; 0 where unknown")                 \
-  X(l3_cache_bytes, 0, "CPU: bytes of the level-3 cache (shared); 0 where unknown")             \
-  X(clock_mhz, 0, "GPU: the compute units' maximum clock in MHz; 0 where unknown")              \
-  X(peak_gflops, 0, "GFLOP/s no run can beat (measurement's plausibility check); 0: derive it") \
-  X(peak_bandwidth_gbs, 0, "GB/s of memory traffic no run can beat (plausibility); 0: derive it")
+#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                               \
+  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                                          \
+  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")                 \
+  X(cache_line_bytes, 64, "bytes per cache line")                                                         \
+  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")               \
+  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")                 \
+  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")                 \
+  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                                           \
+  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit")              \
+  X(l1_cache_bytes, 0, "CPU: bytes of level-1 data cache per core; 0 where unknown")                      \
+  X(l2_cache_bytes, 0, "CPU: bytes of level-2 cache per core; 0 where unknown")                           \
+  X(l3_cache_bytes, 0, "CPU: bytes of the level-3 cache (shared); 0 where unknown")                       \
+  X(clock_mhz, 0, "GPU: the compute units' maximum clock in MHz; 0 where unknown")                        \
+  X(peak_gflops, 0, "GFLOP/s no run can beat (measurement's plausibility check); 0: derive it")           \
+  X(peak_bandwidth_gbs, 0, "GB/s of memory traffic no run can beat (plausibility); 0: derive it")         \
+  X(num_vector_registers, 0, "CPU: SIMD registers per core (AVX-512: 32, AVX/AVX2: 16); 0 where unknown") \
+  X(fma_units, 0, "CPU: vector multiply-add (FMA) pipes per core; 0 where unknown")
 
 struct HardwareParams {
 #define AUTOSCHED_DECLARE_FIELD(name, default_value, doc) int64_t name = default_value;
@@ -124,6 +126,12 @@ struct HardwareParams {
 //                  or other text, e.g. "opencl -device=0"): queried from it
 //                  (runtime/opencl/opencl_device.h, OpenCLHardwareParams).
 //          -num-cores= overrides the number of compute units.
+//          num_vector_registers from the features too: 32 with avx512f (or on
+//          AArch64), 16 otherwise on x86-64; fma_units: 2 where full-width
+//          FMAs issue on two pipes (AVX-512 server parts, Zen, AVX2 cores
+//          since Haswell, AArch64), 1 on AVX-512 client parts (one 512-bit
+//          FMA pipe) and without FMA.
+//  opencl: num_vector_registers and fma_units 0 (no such unit is modelled).
 //  peak_gflops and peak_bandwidth_gbs are 0 everywhere: the measurement
 //  derives its bounds (measure/verifier.h) unless they are set.
 HardwareParams DefaultHardwareParams(const Target& target);

@@ -28,7 +28,8 @@ from . import _core
 from .state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
-           "generate_sketches", "sample_init_population", "mutate", "baseline_states", "make_cost_model"]
+           "generate_sketches", "sample_init_population", "mutate", "baseline_states", "expert_schedule",
+           "expert_schedule_info", "make_cost_model"]
 
 
 class SearchParams(_core.SearchParams):
@@ -160,6 +161,12 @@ class SketchPolicy:
         states = [_core_state(getattr(x, "state", x)) for x in inputs]
         self._policy.record_measured(states, list(results))
 
+    def expert_schedule(self):
+        """The expert schedule made from this policy's sketches (see search.expert_schedule), or None; every
+        round's initial population holds it."""
+        core, _, _ = self._policy.expert_schedule()
+        return None if core is None else State(core)
+
     def is_measured(self, state):
         return self._policy.is_measured(_core_state(state))
 
@@ -270,6 +277,21 @@ def mutate(task, state, seed=0, params=None, rule=None):
     rule by name ("tile-size", "auto-unroll", "compute-location", "parallel"); None picks by probability."""
     new, failure, message = _core.mutate_state(task, _core_state(state), seed, params, rule or "")
     return (None if new is None else State(new)), failure, message
+
+
+def expert_schedule(task, params=None):
+    """The analytic expert schedule of a CPU task (a State): register blocks of accumulators sized to the
+    target's register file, vectorized along the contiguous output axis and unrolled, tiles sized by its caches,
+    operands packed, outer loops parallel (see docs/search.md). None where the task has none (GPU targets, no
+    stage to tile); expert_schedule_info says why."""
+    state, _, _ = expert_schedule_info(task, params)
+    return state
+
+
+def expert_schedule_info(task, params=None):
+    """(State or None, the reason there is none, how each number was chosen) of expert_schedule."""
+    core, reason, note = _core.expert_schedule(task, params or SearchParams())
+    return (None if core is None else State(core)), reason, note
 
 
 def baseline_states(task, params=None):

@@ -6,8 +6,9 @@
     print(result.speedup, result.best_cost)
 
 Before searching, the tuner measures the plain loop nest and simple parallel + vectorized variants of it
-(the baseline, see search.baseline_states): the best schedule is never slower than any of them, and the
-summary reports the speed-up over it. Each round asks the search policy (SketchPolicy) for up to
+(the baseline, see search.baseline_states), and with them the expert schedule (search.expert_schedule: register
+blocks, packing and cache tiles from the target's hardware parameters): the best schedule is never slower than
+any of them, and the summary reports the speed-up over the baseline and the expert schedule's time. Each round asks the search policy (SketchPolicy) for up to
 ``num_measures_per_round`` states never measured, measures them (LocalBuilder / LocalRunner: verified, plausible times only), passes
 the results to the measure callbacks (RecordToFile appends them to a log) and to the cost model. Tuning stops
 after ``num_measure_trials`` trials, after ``early_stopping`` trials without improvement, when
@@ -39,6 +40,8 @@ __all__ = ["TuningOptions", "TuneResult", "TaskTuner", "tune", "peak_gflops", "f
 # 512 states instead of 2048 (docs/task_scheduler.md has the measurements behind these numbers).
 ROUND_POPULATION_PER_STATE = 32
 ROUND_POPULATION_MIN = 512
+# The name of the expert schedule among the states measured before the search (TaskTuner.start_states).
+EXPERT = "expert"
 
 
 def _count(name, value, minimum, allow_none=False):
@@ -154,6 +157,7 @@ class TuneResult:
         self.best_state = None
         self.baseline_cost = None  # the better of the baseline schedules
         self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
+        self.expert_cost = None    # the expert schedule's (None: none, or not measured)
         self.errors = Counter()    # error name -> count, over every trial
         self.error_messages = {}   # error name -> the first message of that error
         self.seconds = Counter()   # "search", "cost_model", "build", "run" (or "measure"), "total"
@@ -238,7 +242,8 @@ class TaskTuner:
         self.result = TuneResult(task)
         self.start = time.monotonic() if start is None else start
         self.last_improvement = 0  # trial count at the last better schedule
-        self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2"
+        self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
+        self._start_states = None
         if options.peak_gflops:
             self.peak, self.peak_text = options.peak_gflops, f"{options.peak_gflops:.4g} GFLOP/s (given)"
         else:
@@ -256,7 +261,9 @@ class TaskTuner:
             if not res.ok:
                 r.errors[res.error] += 1
                 r.error_messages.setdefault(res.error, res.error_msg)
-            if key in self.baseline_keys and cost is not None:
+            if key in self.baseline_keys and self.baseline_keys[key] == EXPERT and cost is not None:
+                r.expert_cost = cost if r.expert_cost is None else min(r.expert_cost, cost)
+            elif key in self.baseline_keys and cost is not None:
                 name = self.baseline_keys[key]
                 old = r.baseline_costs.get(name)
                 r.baseline_costs[name] = cost if old is None else min(old, cost)
@@ -329,8 +336,8 @@ class TaskTuner:
                 continue
             states.append(State(core))
             results.append(rec.result)
-        for i, s in enumerate(baseline_states(self.task, self.policy.params)):
-            self.baseline_keys[_core.state_key(s.core)] = "plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}"
+        for name, s in self.start_states():
+            self.baseline_keys[_core.state_key(s.core)] = name
         if states:
             t0 = time.monotonic()
             self.policy.record_measured(states, results)
@@ -339,12 +346,24 @@ class TaskTuner:
             if self.verbose:
                 print(f"Resumed {len(states)} trials of this task from {', '.join(paths)}", flush=True)
 
+    def start_states(self):
+        """(name, State) of what tuning measures first: the baselines ("plain", "parallel", "parallel 2") and
+        the expert schedule (EXPERT) where the task has one."""
+        if self._start_states is None:
+            states = [("plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}", s)
+                      for i, s in enumerate(baseline_states(self.task, self.policy.params))]
+            expert = self.policy.expert_schedule() if hasattr(self.policy, "expert_schedule") else None
+            if expert is not None:
+                states.append((EXPERT, expert))
+            self._start_states = states
+        return self._start_states
+
     def baseline(self, limit=None):
-        """Measures the baseline states not measured yet, at most `limit` of them (None: as many as
-        num_measure_trials leaves); returns how many."""
+        """Measures the baseline states and the expert schedule not measured yet, at most `limit` of them
+        (None: as many as num_measure_trials leaves); returns how many."""
         if limit is None:
             limit = self.options.num_measure_trials - self.result.trials
-        todo = [s for s in baseline_states(self.task, self.policy.params) if not self.policy.is_measured(s)]
+        todo = [s for _, s in self.start_states() if not self.policy.is_measured(s)]
         todo = todo[:max(0, limit)]
         if todo:
             self.measure_batch(todo)
@@ -440,6 +459,8 @@ class TaskTuner:
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
                 f"resumed, {r.rounds} rounds)"), ("baseline", format_time(r.baseline_cost)), ("best", format_time(r.best_cost)),
                 ("GFLOP/s", gflops), ("% of peak", peak), ("speed-up", speedup), ("errors", errors)]
+        if r.expert_cost is not None:
+            rows.insert(3, ("expert seed", self.speed_text(r.expert_cost)))
         rows += [("transfer", _transfer_text(t)) for t in r.transferred]
         width = max(len(k) for k, _ in rows)
         print("Tuning summary")

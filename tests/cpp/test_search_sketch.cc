@@ -135,6 +135,42 @@ TEST(SketchRules, PackOperandOnMatmulWithLongRows) {
   EXPECT_EQ(rule->MeetCondition({rows, params}, State(rows.compute_dag), 1), Condition::Skip);
 }
 
+// [X, W, Y] with Y[i, j] = sum over k of X[i, k] * W[j, k] (a dense layer).
+ComputeDAG Dense(int64_t n, int64_t m, int64_t k) {
+  const DataType f32 = DataType::Float(32);
+  Tensor x = placeholder({n, k}, f32, "X");
+  Tensor w = placeholder({m, k}, f32, "W");
+  IterVar i = Axis("i", n), j = Axis("j", m);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  return ComputeDAG(
+      {x, w,
+       compute("Y", {i, j}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}) * w({j.var, r.var}), {r}))});
+}
+
+TEST(SketchRules, PackOperandOnTransposedWeights) {
+  // W[j, k] read along j (the vectorized axis) takes one element per row of
+  // 64 bytes: packed along j, so that a step of k reads whole vectors.
+  const SearchTask task = MakeTask(Dense(8, 64, 16));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State s(task.compute_dag);
+  auto rule = MakePackOperandRule();
+  ASSERT_EQ(rule->MeetCondition(ctx, s, 2), Condition::Apply);
+  auto out = rule->Apply(ctx, s, 2);
+  ASSERT_EQ(out.size(), 1u);
+  const State& r = out[0].first;
+  const Stage& pack = r.stage(r.StageIndex("W.pack"));
+  const int64_t lanes = std::min(task.hardware_params.vector_unit_bytes / 4 * params.vector_lanes_factor,
+                                 params.max_vectorize_size);
+  EXPECT_EQ(pack.op->shape, (std::vector<int64_t>{64 / lanes, 16, lanes}));
+  // Rows shorter than a cache line (W[j, k] with 8 floats of k) or too few
+  // columns to fill two blocks: no packing.
+  const SearchTask short_rows = MakeTask(Dense(8, 64, 8));
+  EXPECT_EQ(rule->MeetCondition({short_rows, params}, State(short_rows.compute_dag), 2), Condition::Skip);
+  const SearchTask narrow = MakeTask(Dense(8, lanes, 16));
+  EXPECT_EQ(rule->MeetCondition({narrow, params}, State(narrow.compute_dag), 2), Condition::Skip);
+}
+
 TEST(SketchPolicy, MatmulWithLongRowsGivesPackedSketchesToo) {
   SketchPolicy policy(MakeTask(Matmul(64, 256, 64)));
   const auto sketches = policy.GenerateSketches();

@@ -72,6 +72,47 @@ TEST(HardwareParams, DefaultsPerTarget) {
   EXPECT_EQ(mali.max_threads_per_block, 256);
 }
 
+TEST(HardwareParams, RegistersAndFmaUnitsFromTheFeatures) {
+  // The register file follows the features kept, never a fixed vector width.
+  const Target host = Target::Parse("llvm");
+  const HardwareParams params = DefaultHardwareParams(host);
+  EXPECT_EQ(params.num_vector_registers, host.cpu.Has("avx512f") ? 32 : 16);
+  EXPECT_GE(params.fma_units, 1);
+#ifdef AUTOSCHED_HAS_LLVM
+  const HardwareParams spr = DefaultHardwareParams(Target::Parse("llvm -mcpu=sapphirerapids -no-host-check"));
+  EXPECT_EQ(spr.num_vector_registers, 32);
+  EXPECT_EQ(spr.fma_units, 2);
+  const HardwareParams rkl = DefaultHardwareParams(Target::Parse("llvm -mcpu=rocketlake -no-host-check"));
+  EXPECT_EQ(rkl.num_vector_registers, 32);
+  EXPECT_EQ(rkl.fma_units, 1);  // one 512-bit FMA pipe on client parts
+  const HardwareParams zen4 = DefaultHardwareParams(Target::Parse("llvm -mcpu=znver4 -no-host-check"));
+  EXPECT_EQ(zen4.num_vector_registers, 32);
+  EXPECT_EQ(zen4.fma_units, 2);
+  const HardwareParams hsw = DefaultHardwareParams(Target::Parse("llvm -mcpu=haswell -no-host-check"));
+  EXPECT_EQ(hsw.num_vector_registers, 16);
+  EXPECT_EQ(hsw.fma_units, 2);
+  // The same CPU without AVX-512: its 16 ymm registers.
+  const HardwareParams narrowed =
+      DefaultHardwareParams(Target::Parse("llvm -mcpu=sapphirerapids -mattr=-avx512f -no-host-check"));
+  EXPECT_EQ(narrowed.num_vector_registers, 16);
+  const HardwareParams nhm = DefaultHardwareParams(Target::Parse("llvm -mcpu=nehalem"));
+  EXPECT_EQ(nhm.num_vector_registers, 16);
+  EXPECT_EQ(nhm.fma_units, 1);
+#endif
+  const HardwareParams gpu = DefaultHardwareParams(Target::Parse("opencl -device=nvidia"));
+  EXPECT_EQ(gpu.num_vector_registers, 0);
+  EXPECT_EQ(gpu.fma_units, 0);
+  // -1 takes them from the target, like every other field; JSON carries them.
+  HardwareParams partial;
+  partial.num_vector_registers = kHardwareParamFromTarget;
+  partial.fma_units = kHardwareParamFromTarget;
+  const HardwareParams resolved = ResolveHardwareParams(partial, host);
+  EXPECT_EQ(resolved.num_vector_registers, params.num_vector_registers);
+  EXPECT_EQ(resolved.fma_units, params.fma_units);
+  EXPECT_EQ(HardwareParamsFromJson(HardwareParamsToJson(params)), params);
+  EXPECT_EQ(HardwareParamsToJson(params).at("num_vector_registers"), params.num_vector_registers);
+}
+
 ComputeDAG SmallMatmul(int64_t n) {
   Tensor a = placeholder({n, 8}, DataType::Float(32), "A");
   Tensor b = placeholder({8, n}, DataType::Float(32), "B");

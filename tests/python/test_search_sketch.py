@@ -57,6 +57,13 @@ def _batch_matmul_packed(dtype):
     return [x, y, ops.batch_matmul(x, y, transpose_b=False)]
 
 
+def _dense_packed(dtype):
+    """A weight of _wide(dtype) rows of 19 elements, read across its rows: packed along them."""
+    data, weight = _ph((5, 19), "data", dtype), _ph((_wide(dtype), 19), "weight", dtype)
+    bias = _ph((_wide(dtype),), "bias", dtype)
+    return [data, weight, bias, ops.dense(data, weight, bias)]
+
+
 def _const_matrix(dtype):
     """O = X @ G with G a constant 4x4 matrix written as an expression (as a Winograd transform is)."""
     x = _ph((12, 4), "X", dtype)
@@ -71,6 +78,7 @@ RULE_CASES = {
     "matmul_packed": (_matmul_packed, ALL, False, "PK"),
     "conv2d_nhwc_packed": (_conv_nhwc_packed, (F32, I32), False, "PK"),
     "batch_matmul_packed": (_batch_matmul_packed, (F32,), False, "PK"),
+    "dense_packed": (_dense_packed, (F32, I32), False, "PK"),
     "const_matrix": (_const_matrix, (F32, I32), False, "AN"),
 }
 

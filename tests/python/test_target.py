@@ -59,6 +59,24 @@ def test_vector_width_follows_the_features_kept():
         assert ans.Target("llvm -mcpu=nehalem").hardware_params.vector_unit_bytes == 16
 
 
+def test_register_file_and_fma_units_follow_the_features_kept():
+    params = HOST.hardware_params
+    assert params.num_vector_registers == (32 if HOST_HAS_AVX512 else 16)
+    assert params.fma_units >= 1
+    # Keywords, -1 ("from the target") and JSON know the fields like every other one.
+    given = ans.HardwareParams(num_vector_registers=-1, fma_units=-1, target="llvm")
+    assert (given.num_vector_registers, given.fma_units) == (params.num_vector_registers, params.fma_units)
+    assert ans.HardwareParams(num_vector_registers=8, target="llvm").num_vector_registers == 8
+    assert ans.HardwareParams.from_json(params.to_json()) == params
+    if _core.has_llvm():
+        wide = ans.Target("llvm -mcpu=sapphirerapids -no-host-check").hardware_params
+        assert (wide.num_vector_registers, wide.fma_units) == (32, 2)
+        narrow = ans.Target("llvm -mcpu=haswell -no-host-check").hardware_params
+        assert (narrow.num_vector_registers, narrow.fma_units) == (16, 2)
+    with pytest.raises(ValueError, match="num_vector_registers"):
+        ans.HardwareParams(num_vector_registers=-3)
+
+
 def test_num_cores_lives_in_the_target():
     cores = len(os.sched_getaffinity(0))
     assert HOST.num_cores == cores == HOST.hardware_params.num_cores

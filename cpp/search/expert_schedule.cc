@@ -1,0 +1,239 @@
+// The expert schedule (expert_schedule.h): pick a sketch by its structure,
+// fill its splits with ExpertTileParts, then annotate deterministically.
+#include "search/expert_schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "schedule/infer_bound.h"
+#include "search/init_rules.h"
+#include "search/mutation_rules.h"
+#include "search/register_block.h"
+#include "search/search_util.h"
+#include "search/sketch_policy.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+// How close a sketch is to the expert's structure: every tiled stage
+// attached at level 2 of its consumer (the accumulators are the register
+// tile), operands packed, no rfactor, few stages.
+double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevels& levels) {
+  State s(dag);
+  std::set<std::string> tiled;
+  std::map<std::string, int> level;
+  double score = 0;
+  for (const Step& step : sketch.steps()) {
+    if (const auto* split = std::get_if<SplitStep>(&step); split && IsTilingSplit(s, *split, levels, true)) {
+      tiled.insert(s.stage(split->stage_id).name());
+    } else if (const auto* at = std::get_if<ComputeAtStep>(&step)) {
+      const int rank = static_cast<int>(s.stage(at->target_stage_id).op->axis.size());
+      if (rank > 0) level[s.stage(at->stage_id).name()] = (at->target_iter_id + 1) / rank;
+    } else if (const auto* pack = std::get_if<PackLayoutStep>(&step)) {
+      // Packing an input (weights, B) pays once per call for every block
+      // that streams it; packing a computed stage (padded data) only copies.
+      score += s.stage(pack->stage_id).is_placeholder() ? 2 : -1;
+    } else if (std::holds_alternative<RfactorStep>(step)) {
+      score -= 3;
+    }
+    s = s.Apply(step);
+  }
+  for (const std::string& name : tiled) {
+    const int l = level.count(name) ? level.at(name) : 0;
+    score += l == 2 ? 4 : l == 1 ? 1 : 0;
+  }
+  return score - 0.5 * static_cast<double>(s.stages().size());
+}
+
+// Fills the sketch's splits: tiling splits from ExpertTileParts, pack blocks
+// as wide as the block's vectors, any other unknown split (or the provisional
+// rfactor split) from the sampler with a fixed seed.
+State FillSketch(const SketchContext& ctx, const State& sketch, const TilingLevels& levels,
+                 std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>* plans) {
+  std::mt19937 rng(0);
+  auto plan_of = [&](const State& s, int stage_id) -> const std::pair<RegisterBlockPlan, TileParts>& {
+    const Stage& st = s.stage(stage_id);
+    auto it = plans->find(st.name());
+    if (it == plans->end()) {
+      RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
+      TileParts parts = ExpertTileParts(ctx, st, plan, levels.space, levels.reduce);
+      it = plans->emplace(st.name(), std::make_pair(plan, parts)).first;
+    }
+    return it->second;
+  };
+  State s(sketch.init_dag());
+  const std::vector<Step>& steps = sketch.steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step step = steps[i];
+    if (auto* split = std::get_if<SplitStep>(&step)) {
+      const Stage& st = s.stage(split->stage_id);
+      const int64_t extent = st.iter(split->iter_id).extent;
+      if (IsTilingSplit(s, *split, levels, true)) {
+        const TileParts& parts = plan_of(s, split->stage_id).second;
+        const int node = st.leaves[split->iter_id];
+        const int num_axes = static_cast<int>(st.op->axis.size());
+        split->lengths = SplitLengths(node < num_axes ? parts.spatial[node] : parts.reduce[node - num_axes]);
+        split->extent = extent;
+      } else if (IsRfactorSplit(steps, static_cast<int>(i)) ||
+                 std::any_of(split->lengths.begin(), split->lengths.end(),
+                             [](const std::optional<int64_t>& l) { return !l.has_value(); })) {
+        const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
+                                                ctx.params.max_innermost_split_factor, &rng);
+        split->lengths.assign(lengths.begin(), lengths.end());
+        split->extent = extent;
+      }
+    } else if (auto* pack = std::get_if<PackLayoutStep>(&step); pack && pack->reader_stage_ids.size() == 1) {
+      const int reader = pack->reader_stage_ids[0];
+      // The reader is tiled later (itself or its cache-write stage, the same
+      // op): its plan is the one computed here.
+      const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, s.stage(reader));
+      const TileParts parts = ExpertTileParts(ctx, s.stage(reader), plan, levels.space, levels.reduce);
+      const int last = static_cast<int>(s.stage(reader).op->axis.size()) - 1;
+      // Blocks as wide as a row of the register block: one stream per step.
+      if (!plan.empty() && plan.vec_axis == last && parts.block.vec_length % plan.lanes == 0)
+        pack->lanes = parts.block.vec_length;
+    }
+    s = s.Apply(step);
+  }
+  return s;
+}
+
+// Unrolls the block's rows and vectorizes its vector axis in every tiled
+// stage.
+State AnnotateBlocks(const State& state,
+                     const std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>& plans) {
+  State s = state;
+  for (const auto& [name, entry] : plans) {
+    const RegisterBlockPlan& plan = entry.first;
+    if (plan.empty()) continue;
+    const int id = s.StageIndex(name);
+    const int vec = InnermostLeafOf(s.stage(id), plan.vec_axis);
+    if (vec >= 0 && s.stage(id).iter(vec).extent >= 2 &&
+        s.stage(id).iter(vec).annotation == IteratorAnnotation::None)
+      s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
+    const int row = plan.row_axis >= 0 ? InnermostLeafOf(s.stage(id), plan.row_axis) : -1;
+    if (row >= 0 && s.stage(id).iter(row).extent >= 2 &&
+        s.stage(id).iter(row).annotation == IteratorAnnotation::None)
+      s = s.Annotate(id, row, IteratorAnnotation::Unroll);
+  }
+  return s;
+}
+
+// Every other stage with loops vectorizes its innermost loop where it is
+// spatial, unannotated, holds no attached stage and runs 2 to 64 times.
+State VectorizeOtherStages(const State& state, const std::set<std::string>& done) {
+  const State bounded = InferBound(state);
+  State s = state;
+  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+    if (!HasLoops(s, id) || done.count(s.stage(id).name())) continue;
+    const Stage& st = bounded.stage(id);
+    if (st.num_iters() == 0) continue;
+    const int last = st.num_iters() - 1;
+    const Iterator& it = st.iter(last);
+    bool attached = false;
+    for (const Stage& o : s.stages()) {
+      attached = attached ||
+                 (o.loc == ComputeLocKind::At && o.attach_stage == id && o.attach_node == st.leaves[last]);
+    }
+    if (it.kind != IteratorKind::Spatial || it.annotation != IteratorAnnotation::None || attached ||
+        it.extent < 2 || it.extent > 64)
+      continue;
+    s = s.Annotate(id, last, IteratorAnnotation::Vectorize);
+  }
+  return s;
+}
+
+std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>& plans,
+                     const State& state) {
+  std::ostringstream os;
+  for (const auto& [name, entry] : plans) {
+    const auto& [plan, parts] = entry;
+    const int id = state.StageIndex(name);
+    const Stage& st = state.stage(id);
+    os << name << ": ";
+    if (plan.empty()) {
+      os << "no spatial axis above 1, no register block\n";
+      continue;
+    }
+    const RegisterBlock& b = parts.block;
+    os << "register block " << b.rows << " x " << b.vec_length << " ("
+       << (plan.row_axis >= 0 ? st.op->axis[plan.row_axis].name() : std::string("-")) << " x "
+       << st.op->axis[plan.vec_axis].name() << ", " << b.vectors << " vector" << (b.vectors == 1 ? "" : "s")
+       << " of " << plan.lanes << " lanes): " << b.accumulators() << " accumulators + " << b.vectors + 1
+       << " operand registers of " << plan.registers << ", " << plan.fma_units << " FMA unit"
+       << (plan.fma_units == 1 ? "" : "s") << ", modelled " << b.throughput << " lanes/cycle; " << parts.note
+       << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace
+
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
+                                  const std::vector<State>& sketches) {
+  ExpertSchedule out;
+  if (IsGpuTask(task)) {
+    out.reason = "expert schedules are made for CPU targets only";
+    return out;
+  }
+  const TilingLevels levels = CpuTilingLevels(params);
+  std::vector<std::pair<double, size_t>> order;
+  for (size_t i = 0; i < sketches.size(); ++i) {
+    try {
+      order.emplace_back(SketchScore(task.compute_dag, sketches[i], levels), i);
+    } catch (const std::exception&) {
+      // A sketch that does not replay is skipped.
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  const SketchContext ctx{task, params};
+  std::string last_failure = "the task has no sketch";
+  for (const auto& [score, i] : order) {
+    std::map<std::string, std::pair<RegisterBlockPlan, TileParts>> plans;
+    try {
+      State s = FillSketch(ctx, sketches[i], levels, &plans);
+      if (plans.empty()) {
+        last_failure = "no stage of the task asks for multi-level tiling (a reduction with reuse)";
+        continue;
+      }
+      std::mt19937 rng(0);
+      s = MakeParallelRule()->Apply(ctx, s, &rng);
+      s = AnnotateBlocks(s, plans);
+      std::set<std::string> tiled;
+      for (const auto& entry : plans) tiled.insert(entry.first);
+      s = VectorizeOtherStages(s, tiled);
+      std::string message;
+      const std::string failed = CheckState(s, &message);
+      if (!failed.empty()) {
+        last_failure =
+            "the expert's state of sketch " + std::to_string(i) + " fails " + failed + ": " + message;
+        continue;
+      }
+      out.state = s;
+      out.note = Describe(plans, s);
+      return out;
+    } catch (const std::exception& e) {
+      last_failure = std::string("sketch ") + std::to_string(i) + ": " + e.what();
+    }
+  }
+  out.reason = last_failure;
+  return out;
+}
+
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params) {
+  if (IsGpuTask(task)) return MakeExpertSchedule(task, params, {});
+  try {
+    SketchPolicy policy(task, params);
+    return MakeExpertSchedule(task, params, policy.GenerateSketches());
+  } catch (const std::exception& e) {
+    ExpertSchedule out;
+    out.reason = std::string("no sketches: ") + e.what();
+    return out;
+  }
+}
+
+}  // namespace autosched

@@ -1,0 +1,43 @@
+// The expert schedule: an analytic CPU schedule of a task, built from its
+// HardwareParams the way a library writes a micro-kernel, as a starting point
+// of the search (measured with the baselines, seeded into every initial
+// population).
+//
+// It is one of the task's sketches completed without randomness: the sketch
+// that computes each multi-level-tiled stage into an accumulator stage at the
+// register tile (a cache write, or fusion into the element-wise consumer,
+// attached at level 2) and reads a packed operand where the pack-operand rule
+// offers one; the splits get ExpertTileParts (register_block.h): the best
+// register block innermost, the vector operand's L2 panel and the main
+// reduction's L1 tile; the pack blocks are as wide as the block's vectors; the
+// outer loops run in parallel (the parallel init rule), the block's rows are
+// unrolled and its vector axis vectorized, and every other stage vectorizes
+// its innermost loop. Being made of ordinary steps, it records, replays and
+// mutates like any sampled state. Tasks without a stage to tile, GPU targets
+// and sketches that do not lower get no schedule, with the reason.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/state.h"
+#include "search/search_params.h"
+#include "task/search_task.h"
+
+namespace autosched {
+
+struct ExpertSchedule {
+  std::optional<State> state;
+  std::string reason;  // why there is no state (empty when there is one)
+  std::string note;    // how the numbers were chosen, one line per tiled stage
+};
+
+// From the task's sketches (GenerateSketches of a CPU policy).
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
+                                  const std::vector<State>& sketches);
+// Generates the sketches with the default CPU rules first. Never throws for
+// a task it cannot handle: the reason says why.
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
+
+}  // namespace autosched

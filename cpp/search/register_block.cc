@@ -1,0 +1,417 @@
+#include "search/register_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "ir/functor.h"
+#include "search/search_util.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+// Cycles one FMA takes before its result can be used again (4 on the x86 and
+// ARM cores of this project's kind, plus a margin): a block whose every
+// accumulator gets one FMA per reduction step needs at least this many
+// cycles per step.
+constexpr double kFmaLatency = 5;
+// Loads (a vector or a broadcast scalar) one core issues per cycle.
+constexpr double kLoadsPerCycle = 2;
+// Most rows and vectors of a block: libraries' micro-kernels stay within them,
+// and a larger unrolled block only grows the code.
+constexpr int64_t kMaxRows = 16;
+constexpr int64_t kMaxVectors = 4;
+// Blocks whose modelled throughput is at least this share of the best one
+// form the family.
+constexpr double kFamilyShare = 0.5;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    out.push_back(d);
+    if (d != n / d) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Candidate lengths of the vector axis' innermost part: its divisors in
+// [2, max_inner] of at most kMaxVectors registers (a partial last vector
+// counts whole); where none reaches half a vector, non-dividing multiples of
+// the lanes as well (the tail runs guarded, PartitionLoops keeps the rest SIMD).
+struct VecOption {
+  int64_t length, vectors;
+  bool divides;
+};
+std::vector<VecOption> VecOptions(int64_t extent, int64_t lanes, int64_t max_inner) {
+  std::vector<VecOption> out;
+  bool half_vector = false;
+  for (int64_t d : Divisors(extent)) {
+    if (d < 2 && extent > 1) continue;
+    if (d > max_inner) break;
+    const int64_t vectors = CeilDiv(d, lanes);
+    if (vectors > kMaxVectors) continue;
+    out.push_back({d, vectors, true});
+    half_vector = half_vector || 2 * d >= std::min(lanes, extent);
+  }
+  if (!half_vector) {
+    for (int64_t v = 1; v <= kMaxVectors && v * lanes <= std::min(extent, max_inner); ++v) {
+      if (extent % (v * lanes) != 0) out.push_back({v * lanes, v, false});
+    }
+  }
+  return out;
+}
+
+// Useful lanes per cycle of a block: the FMAs, the loads (one vector per
+// register of a row, one broadcast per row) and the FMA latency each bound the
+// cycles of one reduction step.
+double Throughput(int64_t rows, const VecOption& v, int64_t extent, int64_t fma_units) {
+  const double fma = static_cast<double>(rows * v.vectors) / static_cast<double>(fma_units);
+  const double loads = static_cast<double>(rows + v.vectors) / kLoadsPerCycle;
+  const double cycles = std::max({fma, loads, kFmaLatency});
+  const double padded = static_cast<double>(CeilDiv(extent, v.length) * v.length);
+  return static_cast<double>(rows * v.length) * (static_cast<double>(extent) / padded) / cycles;
+}
+
+// The row axis: among the spatial axes other than the vector axis with extent
+// > 1, the one the most vector operands (loads indexed by the vector axis) do
+// not depend on, so that their registers serve every row; the innermost on a tie.
+int PickRowAxis(const Stage& st, int vec_axis) {
+  std::vector<const TensorLoadNode*> loads;
+  PostOrderVisit(st.op->body, [&](const Expr& x) {
+    if (const auto* load = x.as<TensorLoadNode>()) loads.push_back(load);
+  });
+  auto uses = [](const TensorLoadNode* load, const VarNode* v) {
+    return std::any_of(load->indices.begin(), load->indices.end(),
+                       [&](const Expr& e) { return UsesVar(e, v); });
+  };
+  const VarNode* vec = st.op->axis[vec_axis].var_node();
+  int best = -1, best_score = -1;
+  for (int a = 0; a < static_cast<int>(st.op->axis.size()); ++a) {
+    if (a == vec_axis || st.op->axis[a].extent <= 1) continue;
+    const VarNode* v = st.op->axis[a].var_node();
+    int score = 0;
+    for (const TensorLoadNode* load : loads) score += uses(load, vec) && !uses(load, v);
+    if (score >= best_score) best = a, best_score = score;
+  }
+  return best;
+}
+
+int64_t ReduceTotal(const Stage& st) {
+  int64_t total = 1;
+  for (const IterVar& iv : st.op->reduce_axis) total *= std::max<int64_t>(1, iv.extent);
+  return total;
+}
+
+// Bytes of the operands one reduction step of the block reads.
+int64_t StepBytes(const RegisterBlockPlan& plan, const RegisterBlock& b) {
+  return (b.rows + b.vec_length) * plan.element_bytes;
+}
+
+std::string Kib(int64_t bytes) {
+  std::ostringstream os;
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0) {
+    os << bytes / (1024 * 1024) << " MiB";
+  } else if (bytes >= 1024) {
+    os << static_cast<double>(bytes) / 1024 << " KiB";
+  } else {
+    os << bytes << " B";
+  }
+  return os.str();
+}
+
+template <typename T>
+const T& PickOne(const std::vector<T>& v, std::mt19937* rng) {
+  return v[RandomIndex(rng, static_cast<int64_t>(v.size()))];
+}
+
+// Inner parts of the reduce axes: the main one's innermost from `kc`, the
+// others' innermost from `other`; middle parts 1; parts[0] the rest.
+std::vector<std::vector<int64_t>> ReduceParts(const Stage& st, int main_reduce, int n_reduce, int64_t kc,
+                                              const std::vector<int64_t>& other) {
+  std::vector<std::vector<int64_t>> out;
+  for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
+    const int64_t extent = std::max<int64_t>(1, st.op->reduce_axis[r].extent);
+    std::vector<int64_t> parts(n_reduce, 1);
+    const int64_t inner = n_reduce < 2 ? 1 : r == main_reduce ? kc : other[r];
+    parts.back() = inner;
+    parts[0] = n_reduce < 2 ? extent : extent / inner;
+    out.push_back(parts);
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t VectorRegisterCount(const HardwareParams& hw) {
+  if (hw.num_vector_registers > 0) return hw.num_vector_registers;
+  return hw.vector_unit_bytes >= 64 ? 32 : 16;
+}
+
+int64_t FmaUnitCount(const HardwareParams& hw) { return hw.fma_units > 0 ? hw.fma_units : 1; }
+int64_t L1Bytes(const HardwareParams& hw) { return hw.l1_cache_bytes > 0 ? hw.l1_cache_bytes : 32 * 1024; }
+int64_t L2Bytes(const HardwareParams& hw) { return hw.l2_cache_bytes > 0 ? hw.l2_cache_bytes : 1024 * 1024; }
+
+RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) {
+  RegisterBlockPlan plan;
+  const HardwareParams& hw = ctx.task.hardware_params;
+  plan.element_bytes = std::max(1, st.op->dtype.bytes());
+  plan.lanes = std::max<int64_t>(1, hw.vector_unit_bytes / plan.element_bytes);
+  plan.registers = VectorRegisterCount(hw);
+  plan.fma_units = FmaUnitCount(hw);
+  const auto& axes = st.op->axis;
+  for (int a = static_cast<int>(axes.size()) - 1; a >= 0 && plan.vec_axis < 0; --a) {
+    if (axes[a].extent > 1) plan.vec_axis = a;
+  }
+  for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
+    if (plan.main_reduce < 0 || st.op->reduce_axis[r].extent >= st.op->reduce_axis[plan.main_reduce].extent)
+      plan.main_reduce = r;
+  }
+  if (plan.vec_axis < 0) return plan;
+  plan.row_axis = PickRowAxis(st, plan.vec_axis);
+  const int64_t vec_extent = axes[plan.vec_axis].extent;
+  const int64_t max_inner = std::max<int64_t>(1, ctx.params.max_innermost_split_factor);
+  // Rows: divisors of the row axis' extent; where none reaches 4 (a prime
+  // extent), non-dividing counts too (the last block's extra rows are guarded).
+  const int64_t row_extent = plan.row_axis >= 0 ? axes[plan.row_axis].extent : 1;
+  const int64_t max_rows = std::min(kMaxRows, max_inner);
+  std::vector<std::pair<int64_t, bool>> rows_options;
+  for (int64_t d : Divisors(row_extent)) {
+    if (d <= max_rows) rows_options.emplace_back(d, true);
+  }
+  if (rows_options.back().first < 4 && row_extent > max_rows) {
+    for (int64_t r = 4; r <= max_rows; ++r) {
+      if (row_extent % r != 0 && 4 * CeilDiv(row_extent, r) * r <= 5 * row_extent)
+        rows_options.emplace_back(r, false);
+    }
+  }
+  std::vector<RegisterBlock> blocks;
+  for (const VecOption& v : VecOptions(vec_extent, plan.lanes, max_inner)) {
+    for (const auto& [rows, divide] : rows_options) {
+      if (rows * v.vectors + v.vectors + 1 > plan.registers) continue;
+      const double row_share =
+          static_cast<double>(row_extent) / static_cast<double>(CeilDiv(row_extent, rows) * rows);
+      RegisterBlock b;
+      b.rows = rows;
+      b.vec_length = v.length;
+      b.vectors = v.vectors;
+      b.vec_divides = v.divides;
+      b.rows_divide = divide;
+      b.throughput = Throughput(rows, v, vec_extent, plan.fma_units) * row_share;
+      blocks.push_back(b);
+    }
+  }
+  if (blocks.empty()) return plan;
+  std::sort(blocks.begin(), blocks.end(), [](const RegisterBlock& a, const RegisterBlock& b) {
+    if (a.throughput != b.throughput) return a.throughput > b.throughput;
+    if (a.rows != b.rows) return a.rows > b.rows;  // the vector operand streams from further away
+    if (a.vec_divides != b.vec_divides) return a.vec_divides;
+    if (a.rows_divide != b.rows_divide) return a.rows_divide;
+    return a.vec_length > b.vec_length;
+  });
+  const double best = blocks.front().throughput;
+  for (const RegisterBlock& b : blocks) {
+    if (b.throughput >= kFamilyShare * best) plan.family.push_back(b);
+  }
+  return plan;
+}
+
+TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const RegisterBlockPlan& plan,
+                          int n_space, int n_reduce) {
+  AS_ICHECK(n_space >= 1 && n_reduce >= 1);
+  TileParts out;
+  if (!plan.empty()) out.block = plan.family.front();
+  const RegisterBlock& b = out.block;
+  const int64_t reduce_total = ReduceTotal(st);
+  const int64_t l1 = L1Bytes(ctx.task.hardware_params), l2 = L2Bytes(ctx.task.hardware_params);
+  std::ostringstream note;
+  for (int a = 0; a < static_cast<int>(st.op->axis.size()); ++a) {
+    const int64_t extent = std::max<int64_t>(1, st.op->axis[a].extent);
+    std::vector<int64_t> parts(n_space, 1);
+    int64_t inner = 1;
+    if (!plan.empty()) inner = a == plan.vec_axis ? b.vec_length : a == plan.row_axis ? b.rows : 1;
+    if (n_space == 1) inner = 1;
+    parts.back() = inner;
+    const int64_t rest = CeilDiv(extent, inner);
+    if (n_space >= 3 && a == plan.vec_axis) {
+      // A panel of the vector operand over the whole reduction stays in half of L2.
+      int64_t panel = 1;
+      for (int64_t d : Divisors(rest)) {
+        if (d * inner * reduce_total * plan.element_bytes <= l2 / 2) panel = d;
+      }
+      parts[1] = panel;
+      parts[0] = rest / panel;
+      note << st.op->axis[a].name() << ": " << panel << " blocks of " << inner << " per panel ("
+           << Kib(panel * inner * reduce_total * plan.element_bytes)
+           << " of the vector operand <= L2/2 = " << Kib(l2 / 2) << "); ";
+    } else if (n_space >= 3 && a == plan.row_axis) {
+      parts[1] = rest;  // the row blocks run inside the panel loop
+    } else {
+      parts[0] = n_space == 1 ? extent : rest;
+    }
+    out.spatial.push_back(parts);
+  }
+  int64_t kc = 1;
+  if (plan.main_reduce >= 0) {
+    const int64_t extent = std::max<int64_t>(1, st.op->reduce_axis[plan.main_reduce].extent);
+    for (int64_t d : Divisors(extent)) {
+      if (d * StepBytes(plan, b) <= l1 / 2 && d <= ctx.params.max_innermost_split_factor) kc = d;
+    }
+    note << st.op->reduce_axis[plan.main_reduce].name() << " inner " << kc << " ("
+         << Kib(kc * StepBytes(plan, b)) << " of operands <= L1/2 = " << Kib(l1 / 2) << ")";
+  }
+  out.reduce = ReduceParts(st, plan.main_reduce, n_reduce, kc,
+                           std::vector<int64_t>(st.op->reduce_axis.size(), int64_t{1}));
+  out.note = note.str();
+  return out;
+}
+
+TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const RegisterBlockPlan& plan,
+                               int n_space, int n_reduce, std::mt19937* rng) {
+  AS_ICHECK(!plan.empty() && n_space >= 1 && n_reduce >= 1);
+  TileParts out;
+  out.block = PickOne(plan.family, rng);
+  const RegisterBlock& b = out.block;
+  const int64_t l1 = L1Bytes(ctx.task.hardware_params), l2 = L2Bytes(ctx.task.hardware_params);
+  const int num_axes = static_cast<int>(st.op->axis.size());
+  std::vector<int64_t> rest(num_axes);
+  for (int a = 0; a < num_axes; ++a) {
+    const int64_t extent = std::max<int64_t>(1, st.op->axis[a].extent);
+    std::vector<int64_t> parts(n_space, 1);
+    parts.back() = n_space == 1 ? 1 : a == plan.vec_axis ? b.vec_length : a == plan.row_axis ? b.rows : 1;
+    rest[a] = CeilDiv(extent, parts.back());
+    out.spatial.push_back(parts);
+  }
+  if (n_space >= 3) {
+    // The level above the block: an output tile that fits half of L2 and
+    // leaves at least one tile per core where the extents allow.
+    for (int a = 0; a < num_axes; ++a) out.spatial[a][n_space - 2] = PickOne(Divisors(rest[a]), rng);
+    auto tile_bytes = [&] {
+      int64_t bytes = plan.element_bytes;
+      for (int a = 0; a < num_axes; ++a) bytes *= out.spatial[a][n_space - 2] * out.spatial[a][n_space - 1];
+      return bytes;
+    };
+    auto tiles = [&] {
+      int64_t n = 1;
+      for (int a = 0; a < num_axes; ++a) n *= rest[a] / out.spatial[a][n_space - 2];
+      return n;
+    };
+    const int64_t cores = std::max<int64_t>(1, ctx.task.hardware_params.num_cores);
+    while (tile_bytes() > l2 / 2 || tiles() < cores) {
+      int widest = 0;
+      for (int a = 1; a < num_axes; ++a) {
+        if (out.spatial[a][n_space - 2] > out.spatial[widest][n_space - 2]) widest = a;
+      }
+      int64_t& part = out.spatial[widest][n_space - 2];
+      if (part == 1) break;
+      std::vector<int64_t> smaller = Divisors(part);
+      smaller.pop_back();
+      part = PickOne(smaller, rng);
+    }
+    for (int a = 0; a < num_axes; ++a) rest[a] /= out.spatial[a][n_space - 2];
+  }
+  for (int a = 0; a < num_axes; ++a) {
+    for (int p = n_space - 3; p >= 1; --p) {
+      out.spatial[a][p] = PickOne(Divisors(rest[a]), rng);
+      rest[a] /= out.spatial[a][p];
+    }
+    if (n_space > 1) out.spatial[a][0] = rest[a];
+    if (n_space == 1) out.spatial[a][0] = std::max<int64_t>(1, st.op->axis[a].extent);
+  }
+  // The main reduction's inner part: a divisor (at most
+  // max_innermost_split_factor) whose operand rows take between 1/16 and 1/2
+  // of L1 (the largest below that when none does).
+  int64_t kc = 1;
+  std::vector<int64_t> other(st.op->reduce_axis.size(), 1);
+  for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
+    const int64_t extent = std::max<int64_t>(1, st.op->reduce_axis[r].extent);
+    std::vector<int64_t> options;
+    int64_t largest = 1;
+    for (int64_t d : Divisors(extent)) {
+      if (r != plan.main_reduce) {
+        if (d <= ctx.params.max_innermost_split_factor) options.push_back(d);
+        continue;
+      }
+      const int64_t bytes = d * StepBytes(plan, b);
+      if (d > ctx.params.max_innermost_split_factor) break;
+      if (bytes <= l1 / 2) largest = d;
+      if (bytes <= l1 / 2 && bytes * 16 >= l1) options.push_back(d);
+    }
+    if (options.empty()) options.push_back(largest);
+    (r == plan.main_reduce ? kc : other[r]) = PickOne(options, rng);
+  }
+  out.reduce = ReduceParts(st, plan.main_reduce, n_reduce, kc, other);
+  // Middle reduce parts: random divisors of what the innermost leaves.
+  for (auto& parts : out.reduce) {
+    for (int p = n_reduce - 2; p >= 1; --p) {
+      parts[p] = PickOne(Divisors(parts[0]), rng);
+      parts[0] /= parts[p];
+    }
+  }
+  return out;
+}
+
+std::vector<std::optional<int64_t>> SplitLengths(const std::vector<int64_t>& parts) {
+  return {parts.begin() + 1, parts.end()};
+}
+
+TilingLevels CpuTilingLevels(const SearchParams& params) {
+  const std::string& s = params.cpu_tiling_structure;
+  return {static_cast<int>(std::count(s.begin(), s.end(), 'S')),
+          static_cast<int>(std::count(s.begin(), s.end(), 'R'))};
+}
+
+bool IsTilingSplit(const State& s, const SplitStep& split, const TilingLevels& levels, bool unknown) {
+  const Stage& st = s.stage(split.stage_id);
+  const bool all_unknown = std::all_of(split.lengths.begin(), split.lengths.end(),
+                                       [](const std::optional<int64_t>& l) { return !l.has_value(); });
+  if ((unknown && !all_unknown) || !split.inner_to_outer || !NeedsMultiLevelTiling(s, split.stage_id))
+    return false;
+  if (split.iter_id < 0 || split.iter_id >= st.num_iters()) return false;
+  const int node = st.leaves[split.iter_id];
+  if (node >= st.num_root) return false;
+  const bool spatial = node < static_cast<int>(st.op->axis.size());
+  return static_cast<int>(split.lengths.size()) + 1 == (spatial ? levels.space : levels.reduce);
+}
+
+std::map<int, TilingSplitRole> TilingSplitRoles(const State& state, const TilingLevels& levels) {
+  std::map<int, TilingSplitRole> roles;
+  State s(state.init_dag());
+  const std::vector<Step>& steps = state.steps();
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    const auto* split = std::get_if<SplitStep>(&steps[i]);
+    if (split != nullptr && !IsRfactorSplit(steps, i) && IsTilingSplit(s, *split, levels, false)) {
+      const Stage& st = s.stage(split->stage_id);
+      roles[i] = {st.name(), st.leaves[split->iter_id]};
+    }
+    s = s.Apply(steps[i]);
+  }
+  return roles;
+}
+
+int InnermostLeafOf(const Stage& st, int root) {
+  for (int i = st.num_iters() - 1; i >= 0; --i) {
+    int node = st.leaves[i];
+    while (node >= st.num_root) {
+      const IterRelation* from = nullptr;
+      for (const IterRelation& r : st.relations) {
+        if (std::find(r.children.begin(), r.children.end(), node) != r.children.end()) from = &r;
+      }
+      if (from == nullptr || from->kind != IterRelation::Kind::Split) break;
+      node = from->parents[0];
+    }
+    if (node == root) return i;
+  }
+  return -1;
+}
+
+bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length) {
+  return std::any_of(plan.family.begin(), plan.family.end(),
+                     [&](const RegisterBlock& b) { return b.rows == rows && b.vec_length == vec_length; });
+}
+
+}  // namespace autosched

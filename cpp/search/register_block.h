@@ -1,0 +1,126 @@
+// Register blocks: the micro-kernel shape of a multi-level-tiled CPU stage.
+//
+// The innermost spatial tile of a tiled stage (the last level of
+// cpu_tiling_structure) is a block of accumulators that should live in SIMD
+// registers across the reduction loops around it: `rows` iterations of one
+// spatial axis (unrolled) times `vec_length` iterations of the innermost
+// spatial axis with an extent above 1 (contiguous in the output; vectorized).
+// Each reduction step loads one row of the vector operand (`vectors`
+// registers, shared by the rows) and broadcasts one scalar per row, so a block
+// fits when rows * vectors + vectors + 1 <= the register count.
+//
+// PlanRegisterBlocks looks at a stage whose loops are still its op's axes and
+// lists the blocks that fit (the family the sampler and the mutations draw
+// from, best first by a small throughput model), the axes they apply to and
+// the reduce axis sized by the L1 cache. ExpertTileParts and
+// SampleBlockTileParts turn a plan into the lengths of every split of
+// MultiLevelTile: the expert schedule's (expert_schedule.h) and random ones of
+// the family. Every length comes from HardwareParams (vector width, register
+// count, FMA units, cache sizes) and the extents: no width is assumed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "schedule/state.h"
+#include "search/sketch_rules.h"
+
+namespace autosched {
+
+struct RegisterBlock {
+  int64_t rows = 1;        // innermost part of the row axis (unrolled)
+  int64_t vec_length = 1;  // innermost part of the vector axis (vectorized)
+  int64_t vectors = 1;     // SIMD registers one row of vec_length takes
+  bool vec_divides = true;
+  bool rows_divide = true;
+  double throughput = 0;  // useful lanes per cycle the model expects
+  int64_t accumulators() const { return rows * vectors; }
+};
+
+struct RegisterBlockPlan {
+  int vec_axis = -1;     // index into op->axis: the innermost spatial axis with extent > 1
+  int row_axis = -1;     // index into op->axis of the rows; -1 when no other axis has extent > 1
+  int main_reduce = -1;  // index into op->reduce_axis whose inner part is sized by L1; -1 without
+  int64_t lanes = 1;     // SIMD lanes of the stage's dtype
+  int64_t registers = 16;
+  int64_t fma_units = 1;
+  int64_t element_bytes = 4;
+  std::vector<RegisterBlock> family;  // blocks that fit, best first; empty: nothing to block
+  bool empty() const { return family.empty(); }
+};
+
+// Vector registers and FMA pipes the search plans for: the task's
+// HardwareParams, or where a field is 0 (unknown) what the vector width
+// implies (32 registers with 64-byte vectors, else 16; 1 FMA pipe).
+int64_t VectorRegisterCount(const HardwareParams& hw);
+int64_t FmaUnitCount(const HardwareParams& hw);
+// Cache sizes with defaults where the target does not know them (32 KiB,
+// 1 MiB, 8 MiB).
+int64_t L1Bytes(const HardwareParams& hw);
+int64_t L2Bytes(const HardwareParams& hw);
+
+// The plan of a compute stage (its op's axes; the loops may be tiled).
+// Empty family for a stage without a spatial axis of extent > 1.
+RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& stage);
+
+// The parts (outermost first) of every axis split by MultiLevelTile with
+// n_space spatial and n_reduce reduce levels; parts[0] covers the rest
+// (ceil division) and the others are the split's lengths.
+struct TileParts {
+  std::vector<std::vector<int64_t>> spatial;  // per op axis
+  std::vector<std::vector<int64_t>> reduce;   // per reduce axis
+  RegisterBlock block;
+  std::string note;  // how the lengths were chosen (for people)
+};
+
+// The expert's tiling: the best block innermost, the second level 1 (so that
+// an accumulator stage attached at level 2 is the register block itself), the
+// vector axis' L2 panel at level 1, the row axis' blocks at level 1, other
+// axes outermost; the main reduction's inner part the largest divisor (at
+// most max_innermost_split_factor) whose operand rows fit half of L1, other
+// reduce axes outermost.
+TileParts ExpertTileParts(const SketchContext& ctx, const Stage& stage, const RegisterBlockPlan& plan,
+                          int n_space, int n_reduce);
+
+// A random tiling of the family: a block drawn from plan.family, the main
+// reduction's inner part drawn among the divisors that fit L1, the level
+// above the block drawn so that its output tile fits half of L2 and leaves a
+// tile per core, the other parts random divisors.
+TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& stage, const RegisterBlockPlan& plan,
+                               int n_space, int n_reduce, std::mt19937* rng);
+
+// The split lengths (parts 1..n-1) of parts.
+std::vector<std::optional<int64_t>> SplitLengths(const std::vector<int64_t>& parts);
+
+// Levels of cpu_tiling_structure: its 'S' and 'R' letters.
+struct TilingLevels {
+  int space = 0, reduce = 0;
+};
+TilingLevels CpuTilingLevels(const SearchParams& params);
+
+// Whether `split`, about to be applied to s, is one of MultiLevelTile's: on
+// a root iterator of a stage that asks for multi-level tiling, with as many
+// lengths as its kind has levels minus one (and, with `unknown`, none known).
+bool IsTilingSplit(const State& s, const SplitStep& split, const TilingLevels& levels, bool unknown);
+
+// The tiling splits of a complete state by step index: the stage they tile
+// and the root node they split (op axes first, then reduce axes). Replays
+// the steps; rfactor splits are left out.
+struct TilingSplitRole {
+  std::string stage;
+  int node = -1;
+};
+std::map<int, TilingSplitRole> TilingSplitRoles(const State& state, const TilingLevels& levels);
+
+// Position among the stage's leaves of the innermost leaf derived by splits
+// from root node `root`; -1 when none (or it went through a fuse).
+int InnermostLeafOf(const Stage& stage, int root);
+
+// Whether an innermost spatial tile (rows x vec_length, vec_length on the
+// vector axis) is one of the plan's family.
+bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length);
+
+}  // namespace autosched

@@ -1,0 +1,244 @@
+"""Register blocks in the search, on every kind of compute-heavy operator of the library (matmul, dense,
+batch matmul, conv2d NCHW and NHWC, depthwise NCHW and NHWC) and awkward shapes (primes, extents of 1, sizes
+no block divides):
+- the expert schedule computes what the reference evaluator computes; on a 1024^3 matmul its register block
+  fills the host's register file, is vectorized along the contiguous axis and unrolled, B is packed and the
+  accumulators are a stage at the register tile; tuning measures it with the baselines (its record is in the
+  log); tasks it cannot handle get none, with the reason, never an error;
+- states sampled from the register-block family (register_block_share 1) and from plain divisors (0), and
+  their tile-size mutations, compute what the reference computes;
+- vectorization is never lost: in every sampled state (and tile-size mutation) every compute-heavy stage,
+  the `.local` stage of a cache write included, vectorizes the innermost tile of its contiguous output axis.
+tests/cpp/test_search_expert.cc counts how much of the sampled population the family takes."""
+import json
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched import ops, search, te
+from autosched.measure import LocalRunner
+
+from schedule_helpers import check
+
+needs_llvm = pytest.mark.skipif(not ans._core.has_llvm(), reason="built without the LLVM backend")
+HOST = ans.Target("llvm")
+
+
+def _ph(shape, name):
+    return te.placeholder(shape, name=name)
+
+
+def _matmul(n, m, k):
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    return [a, b, ops.matmul(a, b)]
+
+
+def _dense(n, m, k):
+    data, weight, bias = _ph((n, k), "data"), _ph((m, k), "weight"), _ph((m,), "bias")
+    return [data, weight, bias, ops.relu(ops.dense(data, weight, bias))]
+
+
+def _batch_matmul(b, n, m, k, transpose_b=True):
+    x = _ph((b, n, k), "x")
+    y = _ph((b, m, k) if transpose_b else (b, k, m), "y")
+    return [x, y, ops.batch_matmul(x, y, transpose_b=transpose_b)]
+
+
+def _conv_nhwc(n, h, w, ci, co, k, stride):
+    data, kernel = _ph((n, h, w, ci), "data"), _ph((k, k, ci, co), "kernel")
+    return [data, kernel, ops.conv2d_nhwc(data, kernel, stride=stride, padding=k // 2)]
+
+
+def _conv_nchw(n, ci, h, w, co, k, stride):
+    data, kernel = _ph((n, ci, h, w), "data"), _ph((co, ci, k, k), "kernel")
+    return [data, kernel, ops.conv2d_nchw(data, kernel, stride=stride, padding=k // 2)]
+
+
+def _depthwise_nhwc(n, h, w, c, k, stride):
+    data, kernel = _ph((n, h, w, c), "data"), _ph((k, k, c, 1), "kernel")
+    return [data, kernel, ops.depthwise_conv2d_nhwc(data, kernel, stride=stride, padding=k // 2)]
+
+
+def _depthwise_nchw(n, c, h, w, k, stride):
+    data, kernel = _ph((n, c, h, w), "data"), _ph((c, 1, k, k), "kernel")
+    return [data, kernel, ops.depthwise_conv2d_nchw(data, kernel, stride=stride, padding=k // 2)]
+
+
+# Primes above and below the vector width, extents of 1, sizes that no register block divides, wide B rows
+# (packed), transposed weights (packed across rows), strides.
+AWKWARD = {
+    "matmul-primes": lambda: _matmul(13, 67, 31),
+    "matmul-wide": lambda: _matmul(24, 96, 40),
+    "matmul-ones": lambda: _matmul(1, 1, 7),
+    "matmul-row-of-1": lambda: _matmul(1, 70, 9),
+    "matmul-prime-rows": lambda: _matmul(67, 5, 3),
+    "matmul-prime-columns": lambda: _matmul(6, 71, 4),
+    "dense-primes": lambda: _dense(7, 97, 33),
+    "batch_matmul-transposed": lambda: _batch_matmul(2, 13, 67, 19),
+    "batch_matmul": lambda: _batch_matmul(3, 5, 36, 11, transpose_b=False),
+    "conv2d_nhwc": lambda: _conv_nhwc(1, 9, 11, 5, 67, 3, 1),
+    "conv2d_nhwc-stride2": lambda: _conv_nhwc(2, 7, 7, 3, 20, 3, 2),
+    "conv2d_nchw": lambda: _conv_nchw(1, 5, 9, 13, 33, 3, 2),
+    "conv2d_nchw-1x1": lambda: _conv_nchw(1, 7, 5, 5, 17, 1, 1),
+    "depthwise_nhwc": lambda: _depthwise_nhwc(1, 9, 7, 37, 3, 1),
+    "depthwise_nchw": lambda: _depthwise_nchw(1, 11, 9, 10, 3, 2),
+}
+
+
+@needs_llvm
+@pytest.mark.parametrize("case", list(AWKWARD))
+def test_expert_schedule_matches_reference_on_awkward_shapes(case):
+    dag = ans.ComputeDAG(AWKWARD[case]())
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None, f"{case}: {reason}"
+    assert reason == "" and "register block" in note
+    check(dag, state)
+    # The seed is a state like any other: it replays from its record.
+    again = ans.State.from_json(dag, state.to_json())
+    assert again.to_json() == state.to_json()
+
+
+def _tiled_stage(state):
+    (name,) = [s.name for s in state.stages if s.name.endswith(".local")]
+    return name
+
+
+@needs_llvm
+def test_matmul_1024_seed_fills_the_host_register_file():
+    dag = ans.ComputeDAG(_matmul(1024, 1024, 1024))
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    hw = task.hardware_params
+    lanes = hw.vector_unit_bytes // 4
+    state = search.expert_schedule(task)
+    records = json.loads(state.to_json())
+    packs = [r for r in records if r[0] == "PK"]
+    assert len(packs) == 1 and packs[0][4] % lanes == 0  # B in panels of whole vectors
+    local = _tiled_stage(state)
+    bounded = dag.infer_bound(state)
+    iters = bounded[local].iters
+    vec, rows = iters[-1], iters[-2]
+    assert vec.annotation == "vectorize" and vec.extent % lanes == 0 and vec.name.startswith("j")
+    assert rows.annotation == "unroll" and rows.name.startswith("i")
+    vectors = vec.extent // lanes
+    accumulators = rows.extent * vectors
+    assert accumulators + vectors + 1 <= hw.num_vector_registers
+    assert accumulators >= hw.num_vector_registers // 2  # a block that fills the register file
+    # The accumulator stage is the register block: every spatial loop outside its reduction runs once.
+    reduce_at = min(i for i, it in enumerate(iters) if it.kind == "reduce")
+    assert all(it.extent == 1 for it in iters[:reduce_at] + iters[reduce_at:-2] if it.kind == "spatial")
+    assert any(it.annotation == "parallel" for it in bounded["T_matmul"].iters)
+
+
+def test_register_block_follows_the_hardware_params():
+    """The same 96^3 matmul with AVX2's facts (8 lanes, 16 registers) and AVX-512's (16 lanes, 32)."""
+    dag = ans.ComputeDAG(_matmul(96, 96, 96))
+    blocks = {}
+    for name, width, registers in (("avx2", 32, 16), ("avx512", 64, 32)):
+        hw = ans.HardwareParams(target="llvm", vector_unit_bytes=width, num_vector_registers=registers,
+                                fma_units=2)
+        task = ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=hw)
+        state = search.expert_schedule(task)
+        iters = dag.infer_bound(state)[_tiled_stage(state)].iters
+        blocks[name] = (iters[-2].extent, iters[-1].extent)
+        lanes = width // 4
+        vectors = -(-iters[-1].extent // lanes)
+        assert iters[-2].extent * vectors + vectors + 1 <= registers
+    assert blocks["avx2"] == (6, 16)  # 6 rows x 2 vectors of 8: 12 of 16 registers accumulate
+    assert blocks["avx512"][0] * (blocks["avx512"][1] // 16) >= 12
+
+
+def test_no_seed_where_nothing_is_tiled_with_the_reason():
+    x = _ph((8, 16), "x")
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, ops.relu(x)]), target=HOST)
+    state, reason, _ = search.expert_schedule_info(task)
+    assert state is None and "multi-level tiling" in reason
+    gpu = ans.SearchTask(compute_dag=ans.ComputeDAG(_matmul(8, 8, 8)), target="opencl -device=nvidia")
+    state, reason, _ = search.expert_schedule_info(gpu)
+    assert state is None and "CPU" in reason
+
+
+@needs_llvm
+def test_tuning_measures_the_seed_with_the_baselines(tmp_path):
+    log = str(tmp_path / "mm.json")
+    dag = ans.ComputeDAG(_matmul(48, 64, 32))
+    task = ans.SearchTask(compute_dag=dag, target=HOST, desc="mm")
+    expert = search.expert_schedule(task)
+    assert expert is not None
+    baselines = search.baseline_states(task)
+    opts = ans.TuningOptions(num_measure_trials=len(baselines) + 1, verbose=0,
+                             runner=LocalRunner(timeout=10, min_repeat_ms=5),
+                             measure_callbacks=[ans.RecordToFile(log)])
+    result = task.tune(opts)
+    assert result.trials == len(baselines) + 1 and result.rounds == 0  # nothing but the start states
+    assert result.expert_cost is not None and result.best_cost <= result.expert_cost
+    logged = [inp.state.to_json() for inp, res in ans.records.load_records(log)]
+    assert expert.to_json() in logged
+    # The baseline's cost (the speed-up's reference) stays that of the plain and parallel nests.
+    assert result.baseline_cost == min(c for c in result.baseline_costs.values() if c is not None)
+    assert "expert" not in result.baseline_costs
+
+
+@needs_llvm
+@pytest.mark.parametrize("share", [1.0, 0.0])
+@pytest.mark.parametrize("case", list(AWKWARD))
+def test_sampled_and_mutated_states_match_reference_on_awkward_shapes(case, share):
+    dag = ans.ComputeDAG(AWKWARD[case]())
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    params = search.SearchParams(register_block_share=share)
+    states, drops = search.sample_init_population(task, 3, seed=7, params=params)
+    assert states and set(drops) <= {"duplicate"}, drops
+    for k, state in enumerate(states[:2]):
+        check(dag, state)
+        mutated, failure, message = search.mutate(task, state, seed=k, params=params, rule="tile-size")
+        if mutated is not None:
+            check(dag, mutated)
+        else:
+            assert failure == "tile-size: nothing", (failure, message)
+
+
+# Compute-heavy tasks and the output axis contiguous in memory (the one to vectorize).
+VECTOR_AXIS = {
+    "matmul": (lambda: _matmul(40, 67, 24), "j"),
+    "dense": (lambda: _dense(20, 48, 33), "j"),
+    "batch_matmul": (lambda: _batch_matmul(2, 12, 40, 19), "j"),
+    "conv2d_nhwc": (lambda: _conv_nhwc(1, 14, 14, 16, 32, 3, 1), "ff"),
+    "conv2d_nhwc-prime": (lambda: _conv_nhwc(1, 8, 8, 8, 67, 3, 1), "ff"),
+    "conv2d_nchw": (lambda: _conv_nchw(1, 8, 14, 14, 24, 3, 1), "xx"),
+    "depthwise_nhwc": (lambda: _depthwise_nhwc(1, 14, 14, 48, 3, 1), "c"),
+    "depthwise_nchw": (lambda: _depthwise_nchw(1, 16, 14, 28, 3, 1), "j"),
+}
+
+
+def _vector_tiles(dag, state, axis):
+    """(stage name, innermost iterator of `axis`) of every stage with a reduction tiled along `axis`."""
+    out = []
+    for stage in dag.infer_bound(state).stages:
+        iters = stage.iters
+        if not any(it.kind == "reduce" for it in iters):
+            continue
+        parts = [it for it in iters if it.name.startswith(axis + ".")]
+        if parts:
+            out.append((stage.name, parts[-1]))
+    return out
+
+
+@pytest.mark.parametrize("share", [None, 0.0])
+@pytest.mark.parametrize("case", list(VECTOR_AXIS))
+def test_compute_heavy_stages_always_vectorize_their_contiguous_axis(case, share):
+    builder, axis = VECTOR_AXIS[case]
+    dag = ans.ComputeDAG(builder())
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    params = search.SearchParams() if share is None else search.SearchParams(register_block_share=share)
+    states, _ = search.sample_init_population(task, 24, seed=3, params=params)
+    assert len(states) >= 16
+    mutated = [search.mutate(task, s, seed=k, params=params, rule="tile-size")[0] for k, s in enumerate(states)]
+    seen_local = False
+    for state in states + [m for m in mutated if m is not None]:
+        tiles = _vector_tiles(dag, state, axis)
+        assert tiles, state
+        for name, it in tiles:
+            seen_local = seen_local or name.endswith(".local")
+            assert it.extent >= 2 and it.annotation == "vectorize", (name, it, str(state))
+    assert seen_local  # the cache-write sketches were sampled too
