@@ -165,7 +165,9 @@ void BindRecords(py::module_& m) {
           },
           py::arg("workload_key") = "", py::arg("target") = "")
       .def("distill", [](const LoadedRecords& l) { return DistillRecords(l.records); });
-  m.def("load_records", &LoadRecords, py::arg("path"));
+  m.attr("MAX_RECORD_LINE_BYTES") = kMaxRecordLineBytes;
+  // The GIL is released while reading: a large log does not stop other Python threads.
+  m.def("load_records", &LoadRecords, py::arg("path"), py::call_guard<InterruptibleRelease>());
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 // Writing appends one whole line with a single write() and no user-space
 // buffer, so a writer killed at any moment leaves every earlier line intact;
 // fsync after each line is optional. Loading skips, with a warning naming the
-// line number, a torn last line, lines that are not JSON, lines of another
-// format or version, and schedules that no longer replay on their task.
+// line number, a torn last line, lines that are not JSON, lines longer than
+// kMaxRecordLineBytes, lines of another format or version, and schedules that
+// no longer replay on their task. A log is a regular file: a directory, a
+// device or a FIFO is refused (read, it would fail, never end, or block).
 #pragma once
 
 #include <memory>
@@ -20,11 +22,17 @@ namespace autosched {
 
 constexpr int kRecordVersion = 1;
 
+// The longest line the loader reads: a record takes a few hundred kB at most
+// (the task's DAG and the steps of its state), so a longer line is not a
+// record, and it is skipped without being held in memory.
+constexpr size_t kMaxRecordLineBytes = size_t{16} << 20;
+
 nlohmann::json RecordToJson(const nlohmann::json& task_json, const State& state, const MeasureResult& result);
 
 class RecordWriter {
  public:
-  // Opens (creating) the file for appending. Throws Error naming the path.
+  // Opens (creating) the file for appending. Throws Error naming the path,
+  // also when it exists but is not a regular file.
   explicit RecordWriter(const std::string& path, bool fsync = false);
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
@@ -58,7 +66,9 @@ struct LoadedRecords {
   std::vector<std::string> warnings;  // "path:line: why it was skipped"
 };
 
-// Throws Error when the file cannot be read; a missing file has no records.
+// Throws Error naming the path when the file cannot be read or is not a
+// regular file; a missing file has no records. Polls for an interrupt
+// (support/interrupt.h) between lines.
 LoadedRecords LoadRecords(const std::string& path);
 
 // Index of the fastest record without error, of the given workload key and

@@ -107,14 +107,21 @@ def save_records(path, inputs, results, fsync=False):
 def distill(in_path, out_path=None):
     """Writes the best record of every (workload key, target) of in_path to out_path (default:
     ``<in_path>.best.json``), lines unchanged; returns out_path and the number of records kept."""
-    loaded = _load(in_path)
     out_path = os.fspath(out_path) if out_path is not None else os.fspath(in_path) + ".best.json"
+    if os.path.exists(out_path) and not os.path.isfile(out_path):
+        raise ValueError(f"distill: the output '{out_path}' exists and is not a regular file")
+    loaded = _load(in_path)
     lines = [loaded.records[i].text for i in loaded.distill()]
     tmp = out_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, out_path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for line in lines:
+                f.write(line + "\n")
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.isfile(tmp):
+            os.remove(tmp)
+        raise
     return out_path, len(lines)
 
 
@@ -127,7 +134,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         out, kept = distill(args.input, args.output)
-    except (FileNotFoundError, ValueError) as e:
+    except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"kept {kept} records in {out}")

@@ -144,6 +144,8 @@ class TaskScheduler:
             load_log_file = os.fspath(load_log_file)
             if not os.path.exists(load_log_file):
                 raise ValueError(f"TaskScheduler: load_log_file '{load_log_file}' does not exist")
+            if not os.path.isfile(load_log_file):
+                raise ValueError(f"TaskScheduler: load_log_file '{load_log_file}' is not a regular file")
         self.load_log_file = load_log_file
         self.cost_model = cost_model
         self.alpha = float(alpha)

@@ -94,6 +94,8 @@ class TuningOptions:
         for path in self.transfer_logs:
             if not os.path.exists(path):
                 raise ValueError(f"TuningOptions: transfer log '{path}' does not exist")
+            if not os.path.isfile(path):
+                raise ValueError(f"TuningOptions: transfer log '{path}' is not a regular file")
 
     def __repr__(self):
         return (f"TuningOptions(num_measure_trials={self.num_measure_trials}, "

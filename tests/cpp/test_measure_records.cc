@@ -1,8 +1,11 @@
-// The record log: round trip, torn and foreign lines, best record, distill.
+// The record log: round trip, torn and foreign lines, lines too long, logs
+// that are not regular files, best record, distill.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 
 #include "measure/records.h"
 #include "schedule_test_util.h"
@@ -95,6 +98,54 @@ TEST(MeasureRecords, BadLinesAreSkippedWithTheirLineNumber) {
   }
   loaded = LoadRecords(path);
   EXPECT_EQ(loaded.records.size(), 3u);
+  unlink(path.c_str());
+}
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// (A FIFO is tested from Python, in a child process: a regression would block.)
+TEST(MeasureRecords, LogsThatAreNotRegularFilesAreRefusedNamingThem) {
+  std::string folder = TempPath("folder");
+  rmdir(folder.c_str());
+  ASSERT_EQ(mkdir(folder.c_str(), 0755), 0);
+  for (const auto& [path, kind] :
+       std::vector<std::pair<std::string, std::string>>{{folder, "a directory"},
+                                                        {"/dev/zero", "a character device"},
+                                                        {"/dev/full", "a character device"}}) {
+    if (access(path.c_str(), F_OK) != 0) continue;
+    const std::string expected = "'" + path + "' is " + kind + ", not a regular file";
+    EXPECT_NE(ErrorOf([&] { LoadRecords(path); }).find(expected), std::string::npos) << path;
+    EXPECT_NE(ErrorOf([&] { RecordWriter w(path); }).find(expected), std::string::npos) << path;
+  }
+  rmdir(folder.c_str());
+}
+
+TEST(MeasureRecords, ALineLongerThanAnyRecordIsSkippedNamingTheBound) {
+  std::string path = TempPath("longline");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  {
+    std::ofstream out(path);
+    out << std::string(kMaxRecordLineBytes + 1, '[') << "\n" << std::string(kMaxRecordLineBytes * 2, 'x');
+  }
+  {
+    RecordWriter w(path);  // after the unterminated line: on a fresh one
+    w.Write(task, State(task.compute_dag), Result(1e-3));
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 1u);
+  EXPECT_EQ(loaded.records[0].line, 3);
+  ASSERT_EQ(loaded.warnings.size(), 2u);
+  EXPECT_NE(loaded.warnings[0].find(":1: line longer than 16 MiB (kMaxRecordLineBytes)"), std::string::npos)
+      << loaded.warnings[0];
+  EXPECT_NE(loaded.warnings[1].find(":2: line longer than 16 MiB"), std::string::npos) << loaded.warnings[1];
   unlink(path.c_str());
 }
 

@@ -167,3 +167,139 @@ def test_distill_keeps_the_best_record_per_task_and_target(tmp_path):
     best = ar.load_records(out)
     assert [(inp.task.workload_key, res.costs[0]) for inp, res in best] == [
         (a.workload_key, 1e-3), (b.workload_key, 2e-3)]
+
+
+# ---- logs that are not regular files ----
+
+def _refused(path):
+    return pytest.raises(ValueError, match=f"'{path}' is .*not a regular file")
+
+
+def test_logs_that_are_not_regular_files_are_refused_naming_them(tmp_path):
+    folder = str(tmp_path / "folder")
+    os.mkdir(folder)
+    task = make_task()
+    for path, kind in ((folder, "a directory"), ("/dev/zero", "a character device"),
+                       ("/dev/full", "a character device")):
+        if not os.path.exists(path):
+            continue
+        with _refused(path):
+            ar.load_records(path)
+        with pytest.raises(ValueError, match=kind):
+            ar.load_best_record(path, workload_key=task.workload_key)
+        with _refused(path):
+            ar.RecordToFile(path)
+        with _refused(path):
+            ans.TuningOptions(measure_callbacks=[ans.RecordToFile(path)])
+    with pytest.raises(ValueError, match=f"load_log_file '{folder}' is not a regular file"):
+        ans.TaskScheduler([task], load_log_file=folder)
+    with pytest.raises(ValueError, match=f"transfer log '{folder}' is not a regular file"):
+        ans.TuningOptions(transfer_logs=[folder])
+
+
+FIFO_LOG = """
+import sys
+import autosched as ans
+for what in (lambda: ans.load_records(sys.argv[1]), lambda: ans.RecordToFile(sys.argv[1])):
+    try:
+        what()
+        print("accepted", flush=True)
+    except ValueError as e:
+        print(e, flush=True)
+"""
+
+
+def test_a_fifo_log_is_refused_without_blocking(tmp_path):
+    fifo = str(tmp_path / "log.fifo")
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-c", FIFO_LOG, fifo], capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2, proc.stdout + proc.stderr
+    for line in lines:
+        assert f"'{fifo}' is a FIFO (named pipe), not a regular file" in line, line
+
+
+def test_a_line_longer_than_any_record_is_skipped_naming_the_bound(tmp_path):
+    path = tmp_path / "log.json"
+    task = make_task()
+    with open(path, "w") as f:
+        f.write("x" * (_core.MAX_RECORD_LINE_BYTES + 1) + "\n")
+    ar.RecordToFile(path)([am.MeasureInput(task, split_state(task, 2))], [result(1e-3)])
+    with pytest.warns(ar.RecordWarning, match=r":1: line longer than 16 MiB \(kMaxRecordLineBytes\)"):
+        loaded = ar.load_records(path)
+    assert len(loaded) == 1 and loaded[0][1].costs[0] == 1e-3
+
+
+def test_loading_a_log_releases_the_gil(tmp_path):
+    import threading
+    path = tmp_path / "log.json"
+    task = make_task()
+    ar.RecordToFile(path)([am.MeasureInput(task, split_state(task, 2))], [result(1e-3)])
+    line = path.read_text()
+    path.write_text(line * 2000)
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        time.sleep(0.05)
+        before = len(ticks)
+        start = time.monotonic()
+        loaded = _core.load_records(str(path))
+        took = time.monotonic() - start
+        during = len(ticks) - before
+    finally:
+        stop.set()
+        t.join()
+    assert len(loaded.records) == 2000
+    # A loader holding the GIL would let the other thread tick once or twice at most.
+    assert during > min(5, took / 0.01), (during, took)
+
+
+def test_record_commands_refuse_logs_that_are_not_files_with_a_message(tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    path = tmp_path / "log.json"
+    task = make_task()
+    ar.RecordToFile(path)([am.MeasureInput(task, split_state(task, 2))], [result(1e-3)])
+    for args in (["distill", str(folder)], ["distill", str(path), "-o", str(folder)]):
+        proc = subprocess.run([sys.executable, "-m", "autosched.records", *args], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"'{folder}'" in proc.stderr and "not a regular file" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+    assert not os.path.exists(str(folder) + ".tmp")
+    assert os.listdir(folder) == []
+
+
+def _relu_model(path):
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    weight = numpy_helper.from_array(np.ones((8, 16), "float32"), "W")
+    nodes = [helper.make_node("MatMul", ["data", "W"], ["mm"]), helper.make_node("Relu", ["mm"], ["out"])]
+    graph = helper.make_graph(nodes, "relu", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 16])], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+def test_command_line_refuses_logs_that_are_not_files_with_a_message(tmp_path):
+    model = _relu_model(tmp_path / "m.onnx")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for args in (["tune", model, "--trials", "2", "--log", "/dev/full"], ["tune", model, "--log", str(folder)],
+                 ["run", model, "--log", str(folder)]):
+        if not os.path.exists(args[-1]):
+            continue
+        proc = subprocess.run([sys.executable, "-m", "autosched", *args], capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"'{args[-1]}' is a " in proc.stderr and "not a regular file" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
