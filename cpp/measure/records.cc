@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "support/error.h"
 #include "support/interrupt.h"
@@ -155,13 +156,18 @@ nlohmann::json RecordToJson(const nlohmann::json& task_json, const State& state,
           {"result", MeasureResultToJson(result)}};
 }
 
-RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), fsync_(fsync) {
-  fd_ = OpenRegular(path, O_WRONLY | O_APPEND | O_CREAT, "appending");
+RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), fsync_(fsync) { Open(); }
+
+void RecordWriter::Open() {
+  fd_ = OpenRegular(path_, O_WRONLY | O_APPEND | O_CREAT, "appending");
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) return;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
   // A torn last line (a writer killed mid-line) must not swallow the next
   // record: start on a fresh line.
-  struct stat st {};
-  if (fstat(fd_, &st) == 0 && st.st_size > 0) {
-    int rd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (st.st_size > 0) {
+    int rd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     char last = '\n';
     if (rd >= 0) {
       if (pread(rd, &last, 1, st.st_size - 1) != 1) last = '\n';
@@ -171,11 +177,33 @@ RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), f
   }
 }
 
+// Records written to a file no longer at the path would be lost to whoever
+// reads the path: removed (rm, a notebook cleaning up) or replaced (distill
+// -o onto the log itself), the path is opened again.
+void RecordWriter::FollowPath() {
+  struct stat st {};
+  const bool gone = stat(path_.c_str(), &st) != 0;
+  if (gone && errno != ENOENT) return;  // cannot tell: keep the open file
+  if (!gone && st.st_dev == dev_ && st.st_ino == ino_) return;
+  close(fd_);
+  fd_ = -1;
+  Open();
+  notices_.push_back(gone ? "the record file '" + path_ +
+                                "' was removed while records were written to it; a new file was created at "
+                                "that path for the records that follow"
+                          : "the record file '" + path_ +
+                                "' was replaced while records were written to it; the records that follow "
+                                "are appended to the file now at that path");
+}
+
 RecordWriter::~RecordWriter() {
   if (fd_ >= 0) close(fd_);
 }
 
+std::vector<std::string> RecordWriter::TakeNotices() { return std::exchange(notices_, {}); }
+
 void RecordWriter::Write(const nlohmann::json& task_json, const State& state, const MeasureResult& result) {
+  FollowPath();
   std::string line =
       RecordToJson(task_json, state, result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += '\n';

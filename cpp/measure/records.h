@@ -11,6 +11,8 @@
 // device or a FIFO is refused (read, it would fail, never end, or block).
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,16 +42,27 @@ class RecordWriter {
 
   // Appends one record. task_json is the task as it should be stored (the
   // Python layer adds its "workload" field); throws Error when the write fails.
+  // When the path no longer names the file opened (removed, or replaced by
+  // another file), it is opened again first (created if need be) and a notice
+  // says so (TakeNotices).
   void Write(const nlohmann::json& task_json, const State& state, const MeasureResult& result);
   void Write(const SearchTask& task, const State& state, const MeasureResult& result) {
     Write(task.ToJson(), state, result);
   }
   const std::string& path() const { return path_; }
+  // What happened to the file since the last call: one message per reopening.
+  std::vector<std::string> TakeNotices();
 
  private:
+  void Open();
+  void FollowPath();
+
   std::string path_;
   int fd_ = -1;
   bool fsync_ = false;
+  dev_t dev_ = 0;  // the open file's identity, compared with the path's
+  ino_t ino_ = 0;
+  std::vector<std::string> notices_;
 };
 
 struct Record {

@@ -25,7 +25,7 @@ __all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", 
 
 
 class RecordWarning(UserWarning):
-    """A line of a record log was skipped."""
+    """A problem with a record log: a line skipped, or a log removed or replaced while records were written."""
 
 
 def _load(path):
@@ -70,7 +70,8 @@ def load_best_record(path, workload_key=None, target=None):
 class RecordToFile:
     """A measure callback appending every measurement to a log. Each record is one line written whole and at
     once, so a tuner killed at any moment leaves every earlier record intact (fsync=True also survives a
-    power loss)."""
+    power loss). When the log is removed or replaced (e.g. by ``distill log.json -o log.json``) while tuning,
+    the records that follow go to the file at the path (created if need be), with a RecordWarning."""
 
     def __init__(self, path, fsync=False):
         self.path = os.fspath(path)
@@ -89,6 +90,8 @@ class RecordToFile:
             if text is None:
                 text = task_json[id(inp.task)] = inp.task.to_json()
             self._writer.write(text, _core_state(inp.state), res)
+        for message in self._writer.take_notices():
+            warnings.warn(message, RecordWarning, stacklevel=2)
 
     def __repr__(self):
         return f"RecordToFile({self.path!r})"

@@ -149,6 +149,38 @@ TEST(MeasureRecords, ALineLongerThanAnyRecordIsSkippedNamingTheBound) {
   unlink(path.c_str());
 }
 
+TEST(MeasureRecords, AWriterFollowsItsPathWhenTheFileIsRemovedOrReplaced) {
+  std::string path = TempPath("followed"), other = TempPath("other");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  RecordWriter w(path);
+  w.Write(task, State(task.compute_dag), Result(3e-3));
+  EXPECT_TRUE(w.TakeNotices().empty());
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  w.Write(task, State(task.compute_dag), Result(2e-3));
+  std::vector<std::string> notices = w.TakeNotices();
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("'" + path + "' was removed"), std::string::npos) << notices[0];
+  ASSERT_EQ(LoadRecords(path).records.size(), 1u);
+  {
+    RecordWriter o(other);
+    o.Write(task, State(task.compute_dag), Result(1e-3));
+  }
+  ASSERT_EQ(rename(other.c_str(), path.c_str()), 0);
+  w.Write(task, State(task.compute_dag), Result(4e-3));
+  notices = w.TakeNotices();
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("'" + path + "' was replaced"), std::string::npos) << notices[0];
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 2u);
+  EXPECT_EQ(loaded.records[0].result.costs[0], 1e-3);
+  EXPECT_EQ(loaded.records[1].result.costs[0], 4e-3);
+  w.Write(task, State(task.compute_dag), Result(5e-3));
+  EXPECT_TRUE(w.TakeNotices().empty());
+  EXPECT_EQ(LoadRecords(path).records.size(), 3u);
+  unlink(path.c_str());
+}
+
 TEST(MeasureRecords, BestAndDistillKeepTargetsApart) {
   SearchTask cpu(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
   SearchTask other(MatmulRelu(4, 4, 4), Target::Parse("llvm -num-cores=1"));

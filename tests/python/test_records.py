@@ -303,3 +303,38 @@ def test_command_line_refuses_logs_that_are_not_files_with_a_message(tmp_path):
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert f"'{args[-1]}' is a " in proc.stderr and "not a regular file" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr
+
+
+# ---- a log removed or replaced while tuning ----
+
+@pytest.mark.parametrize("change", ["removed", "replaced"])
+def test_a_log_removed_or_replaced_while_tuning_gets_the_later_records(tmp_path, change):
+    """A callback before RecordToFile removes the log (rm) or replaces it (distill onto itself) after the
+    baseline's batch: the later batches land in the file at the path, with a RecordWarning."""
+    from autosched import search
+    log = str(tmp_path / "log.json")
+    task = make_task(16)
+    batches = []
+
+    def change_the_log(policy, inputs, results):
+        batches.append(len(inputs))
+        if len(batches) == 2:  # the baseline's records are in the log, the first round's not yet
+            if change == "removed":
+                os.remove(log)
+            else:
+                ar.distill(log, log)
+
+    params = search.SearchParams(evolutionary_search_population=64, evolutionary_search_num_iters=1,
+                                 sample_init_min_population=16)
+    policy = search.SketchPolicy(task, "random", params, seed=1)
+    baseline = len(search.baseline_states(task))
+    opts = ans.TuningOptions(num_measure_trials=baseline + 8, num_measures_per_round=4,
+                             runner=am.LocalRunner(min_repeat_ms=5), verbose=0,
+                             measure_callbacks=[change_the_log, ar.RecordToFile(log)])
+    with pytest.warns(ar.RecordWarning, match=f"'{log}' was {change} while records were written") as caught:
+        task.tune(opts, search_policy=policy)
+    assert len([w for w in caught if issubclass(w.category, ar.RecordWarning)]) == 1
+    assert batches == [baseline, 4, 4]
+    records = ar.load_records(log)
+    distilled = 1 if change == "replaced" else 0  # distill kept the best baseline record
+    assert len(records) == distilled + 8
