@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "measure/verifier.h"
 #include "support/error.h"
 #include "support/interrupt.h"
 
@@ -118,8 +119,12 @@ bool WriteFully(int fd, const std::string& data) {
 }
 
 // Parses one line into a record; throws Error with the reason it is skipped.
+// A result without error whose time measurement would have refused (zero,
+// negative, not finite, faster than the task's hardware allows: verifier.h)
+// becomes an "implausible" failure, and *implausible says why.
 Record ParseRecord(const nlohmann::json& doc, std::map<std::string, std::shared_ptr<const SearchTask>>* tasks,
-                   std::map<std::string, std::shared_ptr<const nlohmann::json>>* task_docs) {
+                   std::map<std::string, std::shared_ptr<const nlohmann::json>>* task_docs,
+                   std::string* implausible) {
   AS_CHECK(doc.is_object() && doc.contains("version"),
            "not an autosched record (TVM auto_scheduler logs are not read)");
   AS_CHECK(doc["version"].is_number_integer() && doc["version"].get<int>() == kRecordVersion,
@@ -137,6 +142,13 @@ Record ParseRecord(const nlohmann::json& doc, std::map<std::string, std::shared_
     (*task_docs)[key] = std::make_shared<const nlohmann::json>(task_doc);
   }
   MeasureResult result = MeasureResultFromJson(doc["result"]);
+  if (result.ok()) {
+    *implausible = CheckPlausible(result.costs, DerivePlausibilityBound(*it->second));
+    if (!implausible->empty()) {
+      result.error = MeasureError::Implausible;
+      result.error_msg = "loaded from a log: " + *implausible;
+    }
+  }
   State state(it->second->compute_dag);
   try {
     state = State::FromJson(it->second->compute_dag, doc["state"]);
@@ -245,7 +257,12 @@ LoadedRecords LoadRecords(const std::string& path) {
       continue;
     }
     try {
-      Record r = ParseRecord(doc, &tasks, &task_docs);
+      std::string implausible;
+      Record r = ParseRecord(doc, &tasks, &task_docs, &implausible);
+      if (!implausible.empty()) {
+        out.warnings.push_back(path + ":" + std::to_string(line_no) + ": a record without error, but " +
+                               implausible + "; loaded as an 'implausible' failure");
+      }
       r.line = line_no;
       r.text = std::move(text);
       out.records.push_back(std::move(r));

@@ -7,7 +7,10 @@
 // fsync after each line is optional. Loading skips, with a warning naming the
 // line number, a torn last line, lines that are not JSON, lines longer than
 // kMaxRecordLineBytes, lines of another format or version, and schedules that
-// no longer replay on their task. A log is a regular file: a directory, a
+// no longer replay on their task. A record without error whose time is not
+// plausible (verifier.h: what measurement would have refused, e.g. a cost
+// edited to -1) loads as an "implausible" failure, with a warning, so it is
+// never taken as the best. A log is a regular file: a directory, a
 // device or a FIFO is refused (read, it would fail, never end, or block).
 #pragma once
 

@@ -21,7 +21,8 @@ from .measure import MeasureInput
 from .state import State
 from .task import SearchTask
 
-__all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", "distill", "save_records"]
+__all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", "load_best_state", "distill",
+           "save_records"]
 
 
 class RecordWarning(UserWarning):
@@ -65,6 +66,34 @@ def load_best_record(path, workload_key=None, target=None):
     if index is None:
         return None, None
     return _to_pairs([loaded.records[index]])[0]
+
+
+def load_best_state(path, task):
+    """(State of the task's DAG, MeasureResult) of the fastest record without error of `task` (its workload key
+    and target) whose schedule replays on the task's DAG; (None, None) when there is none. A better record whose
+    schedule does not replay is skipped with a RecordWarning; one measured on another DAG than the task's (the
+    same workload key, given by hand, on another structure) is used, with a RecordWarning saying so."""
+    loaded = _load(path)
+    key, target = task.workload_key, task.target.text
+    dag_key = task.compute_dag.workload_key()
+    mine = [rec for rec in loaded.records if rec.result.ok and rec.task.workload_key == key
+            and rec.task.target.text == target]
+    mine.sort(key=lambda rec: rec.result.mean_cost)  # stable: the first of equal costs, as load_best_record
+    for rec in mine:
+        try:
+            state = State.from_json(task.compute_dag, rec.state.to_json())
+        except ValueError as err:
+            warnings.warn(f"{path}:{rec.line}: the schedule does not replay on the DAG of task "
+                          f"'{task.desc or key}' ({err}); skipped", RecordWarning, stacklevel=2)
+            continue
+        measured_on = rec.task.compute_dag.workload_key()
+        if measured_on != dag_key:
+            warnings.warn(f"{path}:{rec.line}: the record has the workload key {key} of task '{task.desc or key}' "
+                          f"but was measured on another DAG (structural key {measured_on}, the task's is "
+                          f"{dag_key}); its schedule replays on the task's DAG, but its time was not measured "
+                          "there", RecordWarning, stacklevel=2)
+        return state, rec.result
+    return None, None
 
 
 class RecordToFile:

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 
@@ -178,6 +179,34 @@ TEST(MeasureRecords, AWriterFollowsItsPathWhenTheFileIsRemovedOrReplaced) {
   w.Write(task, State(task.compute_dag), Result(5e-3));
   EXPECT_TRUE(w.TakeNotices().empty());
   EXPECT_EQ(LoadRecords(path).records.size(), 3u);
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, ATimeMeasurementWouldRefuseLoadsAsAnImplausibleFailure) {
+  std::string path = TempPath("implausible");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  {
+    RecordWriter w(path);
+    w.Write(task, State(task.compute_dag), Result(2e-3));
+    for (double cost : {-1.0, 0.0, std::nan(""), 1e-30}) {
+      MeasureResult edited = Result(2e-3);
+      edited.costs = {cost};
+      w.Write(task, State(task.compute_dag), edited);
+    }
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 5u);
+  ASSERT_EQ(loaded.warnings.size(), 4u);
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_EQ(loaded.records[i].result.error, MeasureError::Implausible) << i;
+    EXPECT_NE(loaded.warnings[i - 1].find(":" + std::to_string(i + 1) +
+                                          ": a record without error, but measured time"),
+              std::string::npos)
+        << loaded.warnings[i - 1];
+  }
+  EXPECT_EQ(BestRecord(loaded.records), std::optional<size_t>(0));
+  EXPECT_EQ(DistillRecords(loaded.records), std::vector<size_t>({0}));
   unlink(path.c_str());
 }
 

@@ -338,3 +338,94 @@ def test_a_log_removed_or_replaced_while_tuning_gets_the_later_records(tmp_path,
     records = ar.load_records(log)
     distilled = 1 if change == "replaced" else 0  # distill kept the best baseline record
     assert len(records) == distilled + 8
+
+
+# ---- records loaded for their best ----
+
+def test_a_record_with_an_implausible_time_and_no_error_is_never_the_best(tmp_path, capsys):
+    """Hand-edited costs (-1, 0, null for NaN, 1e-30: faster than the hardware allows) with error "none" load as
+    "implausible" failures: never the best, counted as failed when a log is resumed. (JSON has no infinity: a
+    line with 1e999 is not valid JSON and is skipped.)"""
+    path = tmp_path / "log.json"
+    task = make_task()
+    ar.RecordToFile(path)([am.MeasureInput(task, split_state(task, 2))], [result(2e-3)])
+    good = path.read_text()
+    edited = ["-1", "0", "null", "1e-30", "1e999"]
+    with open(path, "a") as f:
+        for i, cost in enumerate(edited):
+            line = json.loads(good)
+            line["state"] = json.loads(split_state(task, 4 if i % 2 else 8).to_json())
+            f.write(json.dumps(line).replace('"costs": [0.002, 0.002]', f'"costs": [{cost}]') + "\n")
+    edited.pop()
+    with pytest.warns(ar.RecordWarning) as caught:
+        loaded = ar.load_records(path)
+    messages = [str(w.message) for w in caught]
+    for line_no in range(2, 2 + len(edited)):
+        assert any(f":{line_no}: a record without error, but measured time" in m and
+                   "loaded as an 'implausible' failure" in m for m in messages), messages
+    assert any(":6: not valid JSON" in m for m in messages), messages
+    assert [res.error for _, res in loaded] == ["none"] + ["implausible"] * len(edited)
+    with pytest.warns(ar.RecordWarning):
+        inp, res = ar.load_best_record(path, workload_key=task.workload_key)
+    assert res.costs == [2e-3, 2e-3]
+    with pytest.warns(ar.RecordWarning):
+        assert task.apply_best(str(path)).to_json() == split_state(task, 2).to_json()
+    with pytest.warns(ar.RecordWarning):
+        result_ = task.tune(ans.TuningOptions(num_measure_trials=len(edited) + 1, verbose=1,
+                                              measure_callbacks=[ar.RecordToFile(path)]))
+    assert result_.best_cost == 2e-3 and result_.errors["implausible"] == len(edited)
+    assert f"Resumed {len(edited) + 1} trials of this task from {path} (failed: implausible {len(edited)})" in \
+        capsys.readouterr().out
+
+
+def _matmul_plus(n, constant, double=False):
+    """max(A @ B + constant, 0), then (double) times 2 in a stage of its own."""
+    from autosched import te
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    r = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    e = te.compute((n, n), lambda i, j: c[i, j] + te.const(constant, "float32"), name="E")
+    d = te.compute((n, n), lambda i, j: te.max(e[i, j], te.const(0, "float32")), name="D")
+    if not double:
+        return ans.ComputeDAG([a, b, d])
+    f = te.compute((n, n), lambda i, j: d[i, j] * te.const(2, "float32"), name="F")
+    return ans.ComputeDAG([a, b, f])
+
+
+def test_records_of_another_dag_under_the_task_s_key_are_skipped_or_flagged(tmp_path):
+    """Under one hand-given workload key: the fastest record's schedule does not replay on the task's DAG
+    (skipped, with a warning), the next was measured on another DAG of the same stages (used, with a warning),
+    the slowest is the task's own."""
+    path = tmp_path / "log.json"
+    mine = ans.SearchTask(compute_dag=_matmul_plus(8, 1), target="llvm", workload_key="shared")
+    other = ans.SearchTask(compute_dag=_matmul_plus(8, 2), target="llvm", workload_key="shared")
+    longer = ans.SearchTask(compute_dag=_matmul_plus(8, 1, double=True), target="llvm", workload_key="shared")
+    on_f = longer.compute_dag.get_init_state()
+    on_f.split("F", 0, [2])
+    cb = ar.RecordToFile(path)
+    cb([am.MeasureInput(mine, split_state(mine, 2))], [result(3e-3)])
+    cb([am.MeasureInput(other, split_state(other, 4))], [result(2e-3)])
+    cb([am.MeasureInput(longer, on_f)], [result(1e-3)])
+    with pytest.warns(ar.RecordWarning) as caught:
+        state = mine.apply_best(str(path))
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2, messages
+    assert ":3: the schedule does not replay on the DAG of task" in messages[0], messages
+    assert ":2: the record has the workload key shared" in messages[1], messages
+    assert "measured on another DAG" in messages[1], messages
+    assert state.to_json() == split_state(mine, 4).to_json()
+    # Resuming flags them too.
+    with pytest.warns(ar.RecordWarning) as caught:
+        mine.tune(ans.TuningOptions(num_measure_trials=2, measure_callbacks=[ar.RecordToFile(path)], verbose=0))
+    messages = [str(w.message) for w in caught]
+    assert any(":3: skipped, the schedule does not replay" in m for m in messages), messages
+    assert any("1 records have the workload key shared" in m and "measured on another DAG" in m
+               for m in messages), messages
+    # The task's own records alone: no warning.
+    own = tmp_path / "own.json"
+    ar.RecordToFile(own)([am.MeasureInput(mine, split_state(mine, 2))], [result(3e-3)])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mine.apply_best(str(own)).to_json() == split_state(mine, 2).to_json()

@@ -128,7 +128,7 @@ def test_search_round_releases_the_gil():
     assert elapsed < 0.05 or len(ticks) > 3
 
 
-def test_tuning_options_and_cost_model_errors_are_named():
+def test_tuning_options_and_cost_model_errors_are_named(tmp_path):
     with pytest.raises(ValueError, match="num_measure_trials"):
         ans.TuningOptions(num_measure_trials=-1)
     with pytest.raises(TypeError, match="runner"):
@@ -136,7 +136,11 @@ def test_tuning_options_and_cost_model_errors_are_named():
     task = make_task(matmul(8, 8, 8))
     with pytest.raises(ValueError, match="cost model"):
         task.tune(ans.TuningOptions(num_measure_trials=1, verbose=0), cost_model="gbdt")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
     with pytest.raises(ValueError, match="no successful measurement"):
+        task.apply_best(str(empty))
+    with pytest.raises(ValueError, match="is a character device, not a regular file"):
         task.apply_best(os.devnull)
 
 
