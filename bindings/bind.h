@@ -4,6 +4,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "support/interrupt.h"
+
 namespace autosched::bindings {
 
 void bind_ir(pybind11::module_& m);          // dtypes, expressions, tensors
@@ -15,5 +17,31 @@ void bind_runtime(pybind11::module_& m);     // build, modules, time evaluator
 void bind_search(pybind11::module_& m);      // search params, sketch policy, search rounds
 void bind_measure(pybind11::module_& m);     // measurement in worker processes, records
 void bind_cost_model(pybind11::module_& m);  // program features, cost models
+
+// The Python error a signal handler raised, carried out of the core as an
+// Interrupted (which the core's failure handlers let pass); module.cc's
+// translator sets it again.
+struct PythonInterrupt : Interrupted {
+  pybind11::error_already_set error;
+};
+
+// What a call into the core that may run for long holds: the GIL released,
+// and a check (support/interrupt.h) that lets the core's loops ask Python for
+// pending signals, so that Ctrl-C ends the call with KeyboardInterrupt (or
+// whatever the signal's Python handler raises) within a fraction of a second.
+// Use as py::call_guard<InterruptibleRelease>() or as a local.
+class InterruptibleRelease {
+ public:
+  InterruptibleRelease() : scope_(CheckSignals) {}
+
+ private:
+  static void CheckSignals() {
+    pybind11::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw PythonInterrupt{{}, pybind11::error_already_set()};
+  }
+
+  InterruptScope scope_;
+  pybind11::gil_scoped_release release_;
+};
 
 }  // namespace autosched::bindings

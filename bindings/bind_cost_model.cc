@@ -35,7 +35,7 @@ py::list ExtractFeaturesPy(const std::vector<State>& states, const HardwareParam
                            int num_threads) {
   std::vector<ProgramFeatures> features;
   {
-    py::gil_scoped_release release;
+    InterruptibleRelease release;
     features = ExtractFeaturesParallel(states, hardware, num_threads);
   }
   py::list out;
@@ -115,12 +115,12 @@ void BindModels(py::module_& m) {
           [](CostModel& model, const std::vector<SearchTask>& tasks, const std::vector<State>& states,
              const std::vector<std::vector<double>>& costs, const std::vector<bool>& ok) {
             std::vector<MeasuredProgram> programs = MakePrograms(tasks, states, costs, ok);
-            py::gil_scoped_release release;
+            InterruptibleRelease release;
             model.Update(programs);
           },
           py::arg("tasks"), py::arg("states"), py::arg("costs"), py::arg("ok"))
       .def("predict", &CostModel::Predict, py::arg("task"), py::arg("states"),
-           py::call_guard<py::gil_scoped_release>())
+           py::call_guard<InterruptibleRelease>())
       .def("save", &CostModel::Save, py::arg("path"), py::call_guard<py::gil_scoped_release>())
       .def("load", &CostModel::Load, py::arg("path"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("num_samples", &CostModel::num_samples);

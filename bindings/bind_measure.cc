@@ -146,7 +146,10 @@ void BindRecords(py::module_& m) {
             w.Write(ParseJson(task_json, "RecordWriter.write task"), state, result);
           },
           py::arg("task_json"), py::arg("state"), py::arg("result"))
-      .def_property_readonly("path", &RecordWriter::path);
+      .def_property_readonly("path", &RecordWriter::path)
+      .def("take_notices", &RecordWriter::TakeNotices,
+           "Messages, one per time the path no longer named the file written (removed or replaced) and was "
+           "opened again, since the last call.");
 
   py::class_<Record>(m, "Record", "One loaded record.")
       .def_property_readonly("task", [](const Record& r) { return *r.task; })
@@ -165,7 +168,9 @@ void BindRecords(py::module_& m) {
           },
           py::arg("workload_key") = "", py::arg("target") = "")
       .def("distill", [](const LoadedRecords& l) { return DistillRecords(l.records); });
-  m.def("load_records", &LoadRecords, py::arg("path"));
+  m.attr("MAX_RECORD_LINE_BYTES") = kMaxRecordLineBytes;
+  // The GIL is released while reading: a large log does not stop other Python threads.
+  m.def("load_records", &LoadRecords, py::arg("path"), py::call_guard<InterruptibleRelease>());
 }
 
 }  // namespace

@@ -175,14 +175,14 @@ void BindPolicy(py::module_& m) {
           "next stage id)]. What they raise propagates out of sketch generation.")
       .def_property_readonly("init_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.init_rules()); })
-      .def("generate_sketches", &SketchPolicy::GenerateSketches, py::call_guard<py::gil_scoped_release>())
+      .def("generate_sketches", &SketchPolicy::GenerateSketches, py::call_guard<InterruptibleRelease>())
       .def_property_readonly("rule_failures", &SketchPolicy::rule_failures)
       .def(
           "sample_init_population",
           [](SketchPolicy& p, int n, uint32_t seed) {
             InitPopulation pop;
             {
-              py::gil_scoped_release release;
+              InterruptibleRelease release;
               pop = p.SampleInitPopulation(n, seed);
             }
             return PopulationTuple(pop);
@@ -209,10 +209,10 @@ void BindPolicy(py::module_& m) {
             for (size_t i = 0; i < probs.size(); ++i) p.mutation_rules()[i].probability = probs[i];
           })
       .def("continue_search_one_round", &SketchPolicy::ContinueSearchOneRound, py::arg("num_measure"),
-           py::call_guard<py::gil_scoped_release>(),
+           py::call_guard<InterruptibleRelease>(),
            "The next batch of states to measure (fewer or none when the search space is exhausted).")
       .def("record_measured", &SketchPolicy::RecordMeasured, py::arg("states"), py::arg("results"),
-           py::call_guard<py::gil_scoped_release>())
+           py::call_guard<InterruptibleRelease>())
       .def(
           "expert_schedule",
           [](SketchPolicy& p) {
@@ -258,7 +258,9 @@ void bind_search(py::module_& m) {
   m.def(
       "generate_sketches",
       [](const SearchTask& task, const py::object& params) {
-        return SketchPolicy(task, ParamsOrDefault(params)).GenerateSketches();
+        SketchPolicy policy(task, ParamsOrDefault(params));
+        InterruptibleRelease release;
+        return policy.GenerateSketches();
       },
       py::arg("task"), py::arg("params") = py::none(),
       "The sketches of a task (LoopStates, lengths unknown).");
@@ -270,7 +272,7 @@ void bind_search(py::module_& m) {
         const std::vector<State> from = given ? sketches.cast<std::vector<State>>() : std::vector<State>{};
         InitPopulation pop;
         {
-          py::gil_scoped_release release;
+          InterruptibleRelease release;
           std::mt19937 rng(seed);
           pop = given ? SampleInitPopulation(task, from, n, &rng, policy.params(), policy.init_rules())
                       : policy.SampleInitPopulation(n, seed);

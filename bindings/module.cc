@@ -13,6 +13,10 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (autosched::bindings::PythonInterrupt& e) {
+      e.error.restore();
+    } catch (const autosched::Interrupted&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const autosched::TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const autosched::Error& e) {

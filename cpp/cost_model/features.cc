@@ -2,12 +2,14 @@
 
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <thread>
 
 #include "cost_model/feature_analysis.h"
 #include "lower/lower.h"
 #include "support/error.h"
+#include "support/interrupt.h"
 
 namespace autosched {
 namespace {
@@ -221,17 +223,31 @@ void ParallelFor(size_t n, int num_threads, const std::function<void(size_t)>& f
                                    : std::max<size_t>(std::thread::hardware_concurrency(), 1);
   threads = std::min(threads, n);
   if (threads <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
+    for (size_t i = 0; i < n; ++i) {
+      fn(i);
+      PollInterrupt();
+    }
     return;
   }
   std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
   auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) fn(i);
+    for (size_t i = next++; i < n && !stop.load(); i = next++) fn(i);
   };
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
+  std::exception_ptr interrupted;
+  try {
+    for (size_t i = next++; i < n; i = next++) {
+      fn(i);
+      PollInterrupt();  // only the calling thread has a check to run
+    }
+  } catch (...) {
+    interrupted = std::current_exception();
+    stop = true;
+  }
   for (std::thread& t : pool) t.join();
+  if (interrupted) std::rethrow_exception(interrupted);
 }
 
 }  // namespace autosched

@@ -62,6 +62,9 @@ std::vector<ProgramFeatures> ExtractFeaturesParallel(const std::vector<State>& s
 
 // Runs fn(i) for i in [0, n) on up to num_threads threads (0: one per
 // hardware thread), handing out indices one at a time. fn must not throw.
+// The calling thread polls for an interrupt (support/interrupt.h) between its
+// items: the loop then stops handing out indices and rethrows it once the
+// other threads have finished theirs.
 void ParallelFor(size_t n, int num_threads, const std::function<void(size_t)>& fn);
 
 }  // namespace autosched

@@ -12,6 +12,7 @@
 #include "cost_model/model_file.h"
 #include "cost_model/training_data.h"
 #include "support/error.h"
+#include "support/interrupt.h"
 
 #ifdef AUTOSCHED_HAS_XGBOOST
 #include <xgboost/c_api.h>
@@ -129,6 +130,48 @@ void XGBModel::Update(const std::vector<MeasuredProgram>& programs) {
   if (impl_->data.num_programs() >= static_cast<size_t>(params_.num_warmup_samples)) Train();
 }
 
+namespace {
+
+// Boosts rounds until the metric (on `valid` when it has rows, else on
+// `train`) stops improving for early_stopping_rounds, or max_rounds.
+TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const DMatrix& dtrain,
+                     const DMatrix* dvalid, const PackedRows& train, const PackedRows& valid) {
+  TrainingReport report;
+  report.programs = train.num_programs();
+  report.rows = train.num_rows();
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<float> grad, hess;
+  int round = 0;
+  for (;; ++round) {
+    PollInterrupt();
+    // Predictions of the first `round` trees give both the metric of the
+    // previous round and the gradients of the next.
+    std::vector<double> sums =
+        PackSum(PredictRows(booster, dtrain, 0, true), train.program, train.num_programs());
+    if (round > 0) {
+      double metric = dvalid ? PackSumRmse(PackSum(PredictRows(booster, *dvalid, 0, false), valid.program,
+                                                   valid.num_programs()),
+                                           valid.labels)
+                             : PackSumRmse(sums, train.labels);
+      if (metric < best) {
+        best = metric;
+        report.best_round = round - 1;
+      } else if (round - 1 - report.best_round >= params.early_stopping_rounds) {
+        break;
+      }
+    }
+    if (round == params.max_rounds) break;
+    PackSumGradients(sums, train, params.label_weight_power, params.min_label_weight, &grad, &hess);
+    Check(XGBoosterBoostOneIter(booster, dtrain.get(), grad.data(), hess.data(), grad.size()),
+          "train a round");
+  }
+  report.rounds = round;
+  report.metric = best;
+  return report;
+}
+
+}  // namespace
+
 void XGBModel::Train() {
   auto start = std::chrono::steady_clock::now();
   std::vector<size_t> ids = impl_->data.TrainablePrograms();
@@ -152,40 +195,18 @@ void XGBModel::Train() {
     dvalid = std::make_unique<DMatrix>(valid.values, valid.num_rows(), params_.xgboost_threads);
     cache.push_back(dvalid->get());
   }
-  impl_->Create(params_, cache);
-
-  TrainingReport report;
-  report.programs = train.num_programs();
-  report.rows = train.num_rows();
-  double best = std::numeric_limits<double>::infinity();
-  std::vector<float> grad, hess;
-  int round = 0;
-  for (;; ++round) {
-    // Predictions of the first `round` trees give both the metric of the
-    // previous round and the gradients of the next.
-    std::vector<double> sums =
-        PackSum(PredictRows(impl_->booster, dtrain, 0, true), train.program, train.num_programs());
-    if (round > 0) {
-      double metric = dvalid ? PackSumRmse(PackSum(PredictRows(impl_->booster, *dvalid, 0, false),
-                                                   valid.program, valid.num_programs()),
-                                           valid.labels)
-                             : PackSumRmse(sums, train.labels);
-      if (metric < best) {
-        best = metric;
-        report.best_round = round - 1;
-      } else if (round - 1 - report.best_round >= params_.early_stopping_rounds) {
-        break;
-      }
-    }
-    if (round == params_.max_rounds) break;
-    PackSumGradients(sums, train, params_.label_weight_power, params_.min_label_weight, &grad, &hess);
-    Check(XGBoosterBoostOneIter(impl_->booster, dtrain.get(), grad.data(), hess.data(), grad.size()),
-          "train a round");
+  // A training that does not finish (an error, an interrupt) leaves the
+  // model untrained, never with a half-built booster; the next Update trains
+  // again on all the data.
+  try {
+    impl_->Create(params_, cache);
+    report_ = Boost(impl_->booster, params_, dtrain, dvalid.get(), train, valid);
+  } catch (...) {
+    impl_->Reset();
+    report_ = TrainingReport();
+    throw;
   }
-  report.rounds = round;
-  report.metric = best;
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  report_ = report;
+  report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::vector<double> XGBModel::Predict(const SearchTask& task, const std::vector<State>& states) {

@@ -6,14 +6,106 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
+#include "measure/verifier.h"
 #include "support/error.h"
+#include "support/interrupt.h"
 
 namespace autosched {
 namespace {
+
+std::string FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+void CheckRegular(const std::string& path, const struct stat& st) {
+  AS_CHECK(S_ISREG(st.st_mode), "the record file '" << path << "' is " << FileKind(st.st_mode)
+                                                    << ", not a regular file: a record log is a regular "
+                                                       "file (or a path where one can be created)");
+}
+
+// Opens a log that must be a regular file without blocking on a FIFO nor
+// touching a device: the path is checked before opening, and the opened file
+// again (the path may change in between). -1 with errno ENOENT when the path
+// names nothing and `flags` do not create it.
+int OpenRegular(const std::string& path, int flags, const char* what) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) CheckRegular(path, st);
+  int fd = open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT && !(flags & O_CREAT)) return -1;
+  AS_CHECK(fd >= 0,
+           "cannot open the record file '" << path << "' for " << what << ": " << std::strerror(errno));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    CheckRegular(path, st);
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+// The lines of a file read in chunks; a line longer than kMaxRecordLineBytes
+// is reported as too long and dropped as it is read.
+class LineReader {
+ public:
+  LineReader(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  // False at the end of the file. last_without_newline: the file ends
+  // without a newline after this line.
+  bool Next(std::string* line, bool* too_long, bool* last_without_newline) {
+    line->clear();
+    *too_long = false;
+    for (;;) {
+      if (pos_ < buffer_.size()) {
+        size_t end = buffer_.find('\n', pos_);
+        size_t stop = end == std::string::npos ? buffer_.size() : end;
+        if (!*too_long) line->append(buffer_, pos_, stop - pos_);
+        if (line->size() > kMaxRecordLineBytes) {
+          *too_long = true;
+          std::string().swap(*line);
+        }
+        pos_ = stop;
+        if (end != std::string::npos) {
+          ++pos_;
+          *last_without_newline = false;
+          return true;
+        }
+      }
+      if (eof_) {
+        *last_without_newline = true;
+        return !line->empty() || *too_long;
+      }
+      Fill();
+    }
+  }
+
+ private:
+  void Fill() {
+    buffer_.resize(kChunk);
+    ssize_t n;
+    do {
+      n = read(fd_, buffer_.data(), kChunk);
+    } while (n < 0 && errno == EINTR);
+    AS_CHECK(n >= 0, "cannot read the record file '" << path_ << "': " << std::strerror(errno));
+    buffer_.resize(static_cast<size_t>(n));
+    pos_ = 0;
+    eof_ = n == 0;
+  }
+
+  static constexpr size_t kChunk = size_t{1} << 20;
+  int fd_;
+  std::string path_;
+  std::string buffer_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+};
 
 bool WriteFully(int fd, const std::string& data) {
   size_t done = 0;
@@ -27,8 +119,12 @@ bool WriteFully(int fd, const std::string& data) {
 }
 
 // Parses one line into a record; throws Error with the reason it is skipped.
+// A result without error whose time measurement would have refused (zero,
+// negative, not finite, faster than the task's hardware allows: verifier.h)
+// becomes an "implausible" failure, and *implausible says why.
 Record ParseRecord(const nlohmann::json& doc, std::map<std::string, std::shared_ptr<const SearchTask>>* tasks,
-                   std::map<std::string, std::shared_ptr<const nlohmann::json>>* task_docs) {
+                   std::map<std::string, std::shared_ptr<const nlohmann::json>>* task_docs,
+                   std::string* implausible) {
   AS_CHECK(doc.is_object() && doc.contains("version"),
            "not an autosched record (TVM auto_scheduler logs are not read)");
   AS_CHECK(doc["version"].is_number_integer() && doc["version"].get<int>() == kRecordVersion,
@@ -46,6 +142,13 @@ Record ParseRecord(const nlohmann::json& doc, std::map<std::string, std::shared_
     (*task_docs)[key] = std::make_shared<const nlohmann::json>(task_doc);
   }
   MeasureResult result = MeasureResultFromJson(doc["result"]);
+  if (result.ok()) {
+    *implausible = CheckPlausible(result.costs, DerivePlausibilityBound(*it->second));
+    if (!implausible->empty()) {
+      result.error = MeasureError::Implausible;
+      result.error_msg = "loaded from a log: " + *implausible;
+    }
+  }
   State state(it->second->compute_dag);
   try {
     state = State::FromJson(it->second->compute_dag, doc["state"]);
@@ -65,14 +168,18 @@ nlohmann::json RecordToJson(const nlohmann::json& task_json, const State& state,
           {"result", MeasureResultToJson(result)}};
 }
 
-RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), fsync_(fsync) {
-  fd_ = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  AS_CHECK(fd_ >= 0, "cannot open the record file '" << path << "' for appending: " << std::strerror(errno));
+RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), fsync_(fsync) { Open(); }
+
+void RecordWriter::Open() {
+  fd_ = OpenRegular(path_, O_WRONLY | O_APPEND | O_CREAT, "appending");
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) return;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
   // A torn last line (a writer killed mid-line) must not swallow the next
   // record: start on a fresh line.
-  struct stat st {};
-  if (fstat(fd_, &st) == 0 && st.st_size > 0) {
-    int rd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (st.st_size > 0) {
+    int rd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     char last = '\n';
     if (rd >= 0) {
       if (pread(rd, &last, 1, st.st_size - 1) != 1) last = '\n';
@@ -82,11 +189,33 @@ RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), f
   }
 }
 
+// Records written to a file no longer at the path would be lost to whoever
+// reads the path: removed (rm, a notebook cleaning up) or replaced (distill
+// -o onto the log itself), the path is opened again.
+void RecordWriter::FollowPath() {
+  struct stat st {};
+  const bool gone = stat(path_.c_str(), &st) != 0;
+  if (gone && errno != ENOENT) return;  // cannot tell: keep the open file
+  if (!gone && st.st_dev == dev_ && st.st_ino == ino_) return;
+  close(fd_);
+  fd_ = -1;
+  Open();
+  notices_.push_back(gone ? "the record file '" + path_ +
+                                "' was removed while records were written to it; a new file was created at "
+                                "that path for the records that follow"
+                          : "the record file '" + path_ +
+                                "' was replaced while records were written to it; the records that follow "
+                                "are appended to the file now at that path");
+}
+
 RecordWriter::~RecordWriter() {
   if (fd_ >= 0) close(fd_);
 }
 
+std::vector<std::string> RecordWriter::TakeNotices() { return std::exchange(notices_, {}); }
+
 void RecordWriter::Write(const nlohmann::json& task_json, const State& state, const MeasureResult& result) {
+  FollowPath();
   std::string line =
       RecordToJson(task_json, state, result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += '\n';
@@ -98,23 +227,28 @@ void RecordWriter::Write(const nlohmann::json& task_json, const State& state, co
 
 LoadedRecords LoadRecords(const std::string& path) {
   LoadedRecords out;
-  if (access(path.c_str(), F_OK) != 0) return out;
-  std::ifstream in(path, std::ios::binary);
-  AS_CHECK(in, "cannot read the record file '" << path << "'");
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int fd = OpenRegular(path, O_RDONLY, "reading");
+  if (fd < 0) return out;  // missing: no records yet
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  LineReader reader(fd, path);
   std::map<std::string, std::shared_ptr<const SearchTask>> tasks;
   std::map<std::string, std::shared_ptr<const nlohmann::json>> task_docs;
-  size_t pos = 0;
-  for (int line_no = 1; pos < content.size(); ++line_no) {
-    size_t end = content.find('\n', pos);
-    bool last_without_newline = end == std::string::npos;
-    if (last_without_newline) end = content.size();
-    std::string text = content.substr(pos, end - pos);
-    pos = end + 1;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+  std::string text;
+  bool too_long = false, last_without_newline = false;
+  for (int line_no = 1; reader.Next(&text, &too_long, &last_without_newline); ++line_no) {
+    PollInterrupt();
     auto warn = [&](const std::string& why) {
       out.warnings.push_back(path + ":" + std::to_string(line_no) + ": " + why + "; skipped");
     };
+    if (too_long) {
+      warn("line longer than " + std::to_string(kMaxRecordLineBytes >> 20) +
+           " MiB (kMaxRecordLineBytes), more than any record takes");
+      continue;
+    }
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(text);
@@ -123,7 +257,12 @@ LoadedRecords LoadRecords(const std::string& path) {
       continue;
     }
     try {
-      Record r = ParseRecord(doc, &tasks, &task_docs);
+      std::string implausible;
+      Record r = ParseRecord(doc, &tasks, &task_docs, &implausible);
+      if (!implausible.empty()) {
+        out.warnings.push_back(path + ":" + std::to_string(line_no) + ": a record without error, but " +
+                               implausible + "; loaded as an 'implausible' failure");
+      }
       r.line = line_no;
       r.text = std::move(text);
       out.records.push_back(std::move(r));

@@ -1,12 +1,12 @@
 #include "measure/worker.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "measure/build_state.h"
 #include "measure/protocol.h"
@@ -226,6 +227,37 @@ int RunWorker(int fd) {
   }
 }
 
+namespace {
+
+// Ends this worker as soon as the supervisor's process ends, even while a
+// candidate hangs: a thread waits on a pidfd of the supervisor (where the
+// kernel has none, it checks the parent every 100 ms) and exits the process.
+// Not PR_SET_PDEATHSIG, which fires when the *thread* that spawned the worker
+// exits: the supervisor's threads come and go (a runner used from one Python
+// thread, then another) while its process and its workers live on.
+// Returns false when the supervisor has already ended.
+bool WatchSupervisor(pid_t parent) {
+  int pidfd = -1;
+#ifdef SYS_pidfd_open
+  pidfd = static_cast<int>(syscall(SYS_pidfd_open, parent, 0));
+#endif
+  // Checked after opening: a pidfd opened while the supervisor was still our
+  // parent refers to it, never to a later process given its pid.
+  if (getppid() != parent) return false;
+  std::thread([pidfd, parent] {
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+      }
+    }
+    while (getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    _exit(0);
+  }).detach();
+  return true;
+}
+
+}  // namespace
+
 int WorkerMain(int argc, char** argv) {
   int fd = 3;
   long parent = 0;
@@ -233,11 +265,7 @@ int WorkerMain(int argc, char** argv) {
     if (std::strcmp(argv[i], "--fd") == 0) fd = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--parent") == 0) parent = std::atol(argv[i + 1]);
   }
-#ifdef __linux__
-  // End with the supervisor, even when a candidate hangs.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-  if (parent != 0 && getppid() != parent) return 0;  // the supervisor died before prctl
+  if (parent != 0 && !WatchSupervisor(static_cast<pid_t>(parent))) return 0;
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);  // crashing candidates leave no core files
   return RunWorker(fd);

@@ -20,8 +20,8 @@
 //       max_device_runs runs in all). Drops module n.
 //   {"cmd": "exit"}  -> no reply; the worker exits.
 //
-// A worker exits when the supervisor's end of the socket closes, and (Linux)
-// when the supervisor dies.
+// A worker exits when the supervisor's end of the socket closes, and when the
+// supervisor's process ends (whichever of its threads started the worker).
 #pragma once
 
 namespace autosched {

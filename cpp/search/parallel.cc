@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/interrupt.h"
+
 namespace autosched {
 
 int SearchThreads(int num_threads) {
@@ -27,6 +29,7 @@ void RunParallel(int64_t n, int num_threads, const std::function<void(int64_t)>&
       if (i >= n || failed.load()) return;
       try {
         fn(i);
+        PollInterrupt();  // the calling thread only: workers have no check
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();

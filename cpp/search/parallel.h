@@ -19,7 +19,9 @@ int SearchThreads(int num_threads);
 
 // Runs fn(i) for every i in [0, n) on up to SearchThreads(num_threads)
 // threads, handing out indices one at a time. When fn throws, the loop stops
-// handing out indices and the first exception is rethrown here.
+// handing out indices and the first exception is rethrown here; so does an
+// interrupt (support/interrupt.h), polled by the calling thread between its
+// items.
 void RunParallel(int64_t n, int num_threads, const std::function<void(int64_t)>& fn);
 
 // A well-mixed seed from a base seed and two counters (splitmix64).

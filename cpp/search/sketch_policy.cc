@@ -38,6 +38,7 @@
 #include "search/parallel.h"
 #include "search/search_util.h"
 #include "support/error.h"
+#include "support/interrupt.h"
 
 namespace autosched {
 
@@ -141,6 +142,7 @@ std::vector<State> SketchPolicy::GenerateSketches() {
             << "returns states to stages already visited (rules: " << RuleNamesText(sketch_rules_) << ")");
     std::vector<std::pair<State, int>> next;
     for (const auto& [state, stage_id] : now) {
+      PollInterrupt();
       if (stage_id < 0) {
         if (seen.insert(state.ToJson().dump()).second) sketches.push_back(state);
       } else {

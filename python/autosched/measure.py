@@ -10,7 +10,9 @@ module), supervised from C++: a candidate that crashes its worker (any signal), 
 compile, computes a wrong result or reports an impossible time gets a typed error (``MeasureErrorNo``) and the
 batch goes on. No time counts unless the candidate's output matched the reference evaluator on random inputs, and
 a time faster than the hardware allows is flagged ``implausible``. Workers are kept between calls of ``measure``
-with the same runner and re-initialised for a new task.
+with the same runner and re-initialised for a new task; they belong to the process, not to the thread that started
+them (a runner may be used from one thread, then another), and end as soon as the process ends, however it ends
+(SIGKILL included), even in the middle of a candidate. Ctrl-C during ``measure`` raises KeyboardInterrupt.
 
 OpenCL targets (``opencl -device=...``) are measured the same way: each worker makes its OpenCL context on first
 use, the kernels are timed with profiling events, at most ``max_device_runs`` runs per candidate; a failed launch

@@ -21,11 +21,12 @@ from .measure import MeasureInput
 from .state import State
 from .task import SearchTask
 
-__all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", "distill", "save_records"]
+__all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", "load_best_state", "distill",
+           "save_records"]
 
 
 class RecordWarning(UserWarning):
-    """A line of a record log was skipped."""
+    """A problem with a record log: a line skipped, or a log removed or replaced while records were written."""
 
 
 def _load(path):
@@ -67,10 +68,39 @@ def load_best_record(path, workload_key=None, target=None):
     return _to_pairs([loaded.records[index]])[0]
 
 
+def load_best_state(path, task):
+    """(State of the task's DAG, MeasureResult) of the fastest record without error of `task` (its workload key
+    and target) whose schedule replays on the task's DAG; (None, None) when there is none. A better record whose
+    schedule does not replay is skipped with a RecordWarning; one measured on another DAG than the task's (the
+    same workload key, given by hand, on another structure) is used, with a RecordWarning saying so."""
+    loaded = _load(path)
+    key, target = task.workload_key, task.target.text
+    dag_key = task.compute_dag.workload_key()
+    mine = [rec for rec in loaded.records if rec.result.ok and rec.task.workload_key == key
+            and rec.task.target.text == target]
+    mine.sort(key=lambda rec: rec.result.mean_cost)  # stable: the first of equal costs, as load_best_record
+    for rec in mine:
+        try:
+            state = State.from_json(task.compute_dag, rec.state.to_json())
+        except ValueError as err:
+            warnings.warn(f"{path}:{rec.line}: the schedule does not replay on the DAG of task "
+                          f"'{task.desc or key}' ({err}); skipped", RecordWarning, stacklevel=2)
+            continue
+        measured_on = rec.task.compute_dag.workload_key()
+        if measured_on != dag_key:
+            warnings.warn(f"{path}:{rec.line}: the record has the workload key {key} of task '{task.desc or key}' "
+                          f"but was measured on another DAG (structural key {measured_on}, the task's is "
+                          f"{dag_key}); its schedule replays on the task's DAG, but its time was not measured "
+                          "there", RecordWarning, stacklevel=2)
+        return state, rec.result
+    return None, None
+
+
 class RecordToFile:
     """A measure callback appending every measurement to a log. Each record is one line written whole and at
     once, so a tuner killed at any moment leaves every earlier record intact (fsync=True also survives a
-    power loss)."""
+    power loss). When the log is removed or replaced (e.g. by ``distill log.json -o log.json``) while tuning,
+    the records that follow go to the file at the path (created if need be), with a RecordWarning."""
 
     def __init__(self, path, fsync=False):
         self.path = os.fspath(path)
@@ -89,6 +119,8 @@ class RecordToFile:
             if text is None:
                 text = task_json[id(inp.task)] = inp.task.to_json()
             self._writer.write(text, _core_state(inp.state), res)
+        for message in self._writer.take_notices():
+            warnings.warn(message, RecordWarning, stacklevel=2)
 
     def __repr__(self):
         return f"RecordToFile({self.path!r})"
@@ -107,14 +139,21 @@ def save_records(path, inputs, results, fsync=False):
 def distill(in_path, out_path=None):
     """Writes the best record of every (workload key, target) of in_path to out_path (default:
     ``<in_path>.best.json``), lines unchanged; returns out_path and the number of records kept."""
-    loaded = _load(in_path)
     out_path = os.fspath(out_path) if out_path is not None else os.fspath(in_path) + ".best.json"
+    if os.path.exists(out_path) and not os.path.isfile(out_path):
+        raise ValueError(f"distill: the output '{out_path}' exists and is not a regular file")
+    loaded = _load(in_path)
     lines = [loaded.records[i].text for i in loaded.distill()]
     tmp = out_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, out_path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for line in lines:
+                f.write(line + "\n")
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.isfile(tmp):
+            os.remove(tmp)
+        raise
     return out_path, len(lines)
 
 
@@ -127,7 +166,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         out, kept = distill(args.input, args.output)
-    except (FileNotFoundError, ValueError) as e:
+    except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"kept {kept} records in {out}")

@@ -85,15 +85,15 @@ class SearchTask(_core.SearchTask):
 
     def apply_best(self, log_file):
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of
-        this task's DAG. Raises ValueError when the log has none."""
-        from .records import load_best_record
-        from .state import State
-        inp, _ = load_best_record(log_file, workload_key=self.workload_key, target=self.target)
-        if inp is None:
+        this task's DAG (records whose schedule does not replay on it are skipped, see
+        records.load_best_state). Raises ValueError when the log has none."""
+        from .records import load_best_state
+        state, _ = load_best_state(log_file, self)
+        if state is None:
             raise ValueError(f"record log '{log_file}' has no successful measurement of task "
                              f"'{self.desc or self.workload_key}' (workload key {self.workload_key}, target "
                              f"'{self.target}')")
-        return State.from_json(self.compute_dag, inp.state.to_json())
+        return state
 
     def print_best(self, log_file, print_mode="schedule"):
         """The best schedule in the log as text: "schedule" the Python steps that make it, "loops" its loop

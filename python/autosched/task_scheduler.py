@@ -45,7 +45,8 @@ import time
 from . import _core
 from .measure import LocalBuilder, LocalRunner
 from .search import SearchParams, SketchPolicy, make_cost_model
-from .tuner import TaskTuner, TuningOptions, _transfer_text, format_time, load_logs, round_search_params
+from .tuner import (TaskTuner, TuningOptions, _failed_text, _transfer_text, format_time, load_logs,
+                    round_search_params)
 
 __all__ = ["TaskScheduler", "TaskSchedulerResult"]
 
@@ -144,6 +145,8 @@ class TaskScheduler:
             load_log_file = os.fspath(load_log_file)
             if not os.path.exists(load_log_file):
                 raise ValueError(f"TaskScheduler: load_log_file '{load_log_file}' does not exist")
+            if not os.path.isfile(load_log_file):
+                raise ValueError(f"TaskScheduler: load_log_file '{load_log_file}' is not a regular file")
         self.load_log_file = load_log_file
         self.cost_model = cost_model
         self.alpha = float(alpha)
@@ -348,7 +351,10 @@ class _SchedulerRun:
         resumed = self.result.resumed_trials
         if self.verbose and resumed:
             tasks = sum(1 for tt in self.tuners if tt.result.resumed_trials)
-            print(f"Resumed {resumed} trials of {tasks} tasks from {', '.join(paths)}", flush=True)
+            keys = {(tt.task.workload_key, str(tt.task.target)) for tt in self.tuners}
+            mine = [rec.result for key in keys for _, rec in by_task.get(key, [])]
+            print(f"Resumed {resumed} trials of {tasks} tasks from {', '.join(paths)}{_failed_text(mine)}",
+                  flush=True)
 
     def warm_up(self):
         """Baselines of every task, then one round each (tasks resumed past their baselines have had it).

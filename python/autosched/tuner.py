@@ -97,6 +97,8 @@ class TuningOptions:
         for path in self.transfer_logs:
             if not os.path.exists(path):
                 raise ValueError(f"TuningOptions: transfer log '{path}' does not exist")
+            if not os.path.isfile(path):
+                raise ValueError(f"TuningOptions: transfer log '{path}' is not a regular file")
 
     def __repr__(self):
         return (f"TuningOptions(num_measure_trials={self.num_measure_trials}, "
@@ -198,6 +200,13 @@ def _transfer_text(report):
                                             (report.excluded, "of this task, left to resume")) if n]
     return (f"{report.used} records of {report.tasks} tasks from {report.path}"
             + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
+
+
+def _failed_text(results):
+    """' (failed: implausible 2, runtime 1)' for the failed ones among results; '' when none failed (records
+    loaded with a time measurement would have refused count as implausible)."""
+    failed = Counter(res.error for res in results if not res.ok)
+    return f" (failed: {', '.join(f'{k} {v}' for k, v in sorted(failed.items()))})" if failed else ""
 
 
 def _phase_seconds(runner):
@@ -325,6 +334,8 @@ class TaskTuner:
             paths = list(dict.fromkeys(path for path, _ in records))
         states, results = [], []
         target = str(self.task.target)
+        dag_key = self.task.compute_dag.workload_key()
+        other_dag = Counter()  # path -> records of this task's key measured on another DAG
         for path, rec in records:
             if rec.task.workload_key != self.task.workload_key or str(rec.task.target) != target:
                 continue
@@ -334,8 +345,15 @@ class TaskTuner:
                 warnings.warn(f"{path}:{rec.line}: skipped, the schedule does not replay ({err})",
                               RecordWarning, stacklevel=4)
                 continue
+            if rec.task.compute_dag.workload_key() != dag_key:
+                other_dag[path] += 1
             states.append(State(core))
             results.append(rec.result)
+        for path, n in other_dag.items():
+            warnings.warn(f"{path}: {n} records have the workload key {self.task.workload_key} of task "
+                          f"'{self.task.desc or self.task.workload_key}' but were measured on another DAG (the "
+                          f"task's structural key is {dag_key}); their times were not measured on this task",
+                          RecordWarning, stacklevel=4)
         for name, s in self.start_states():
             self.baseline_keys[_core.state_key(s.core)] = name
         if states:
@@ -344,7 +362,8 @@ class TaskTuner:
             self.result.seconds["cost_model"] += time.monotonic() - t0
             self.absorb(states, results, resumed=True)
             if self.verbose:
-                print(f"Resumed {len(states)} trials of this task from {', '.join(paths)}", flush=True)
+                print(f"Resumed {len(states)} trials of this task from {', '.join(paths)}"
+                      f"{_failed_text(results)}", flush=True)
 
     def start_states(self):
         """(name, State) of what tuning measures first: the baselines ("plain", "parallel", "parallel 2") and

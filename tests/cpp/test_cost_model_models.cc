@@ -1,16 +1,21 @@
 // Cost models: labels and the pack-sum objective, RandomModel, and XGBModel
 // on a synthetic cost (states whose cost is known from their tiling), with
-// save / load and the errors of bad model files.
+// save / load and the errors of bad model files; an interrupt stops feature
+// extraction and training and leaves a usable model.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "cost_model/random_model.h"
 #include "cost_model/training_data.h"
 #include "cost_model/xgboost_model.h"
 #include "schedule_test_util.h"
 #include "support/error.h"
+#include "support/interrupt.h"
 #include "test_util.h"
 
 namespace autosched {
@@ -175,6 +180,40 @@ TEST(CostModelXGB, LearnsASyntheticCostAndRoundTrips) {
   State broken = State(data.task.compute_dag).Split(2, 0, {std::nullopt});
   EXPECT_EQ(loaded.Predict(data.task, {broken})[0], kInvalidScore);
   std::remove(path.c_str());
+}
+
+TEST(CostModelFeatures, ParallelForStopsAtAnInterruptOfTheCallingThread) {
+  std::atomic<size_t> done{0};
+  constexpr size_t kItems = 20000;
+  {
+    InterruptScope scope([] { throw Interrupted(); });
+    EXPECT_THROW(ParallelFor(kItems, 2,
+                             [&](size_t) {
+                               std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                               ++done;
+                             }),
+                 Interrupted);
+  }
+  EXPECT_LT(done.load(), kItems);
+}
+
+TEST(CostModelXGB, AnInterruptedUpdateLeavesAUsableModel) {
+  if (!HasXGBoost()) GTEST_SKIP() << "built without XGBoost";
+  Synthetic data;
+  XGBModelParams params;
+  params.num_warmup_samples = 20;
+  XGBModel model(params);
+  model.Update(data.Measured(0, 40));
+  ASSERT_TRUE(model.trained());
+  {
+    InterruptScope scope([] { throw Interrupted(); });
+    std::this_thread::sleep_for(std::chrono::duration<double>(2 * kInterruptPollSeconds));
+    EXPECT_THROW(model.Update(data.Measured(40, data.states.size())), Interrupted);
+  }
+  EXPECT_EQ(model.Predict(data.task, data.states).size(), data.states.size());
+  model.Update(data.Measured(40, data.states.size()));
+  EXPECT_TRUE(model.trained());
+  EXPECT_EQ(model.Predict(data.task, data.states).size(), data.states.size());
 }
 
 TEST(CostModelXGB, BadModelFilesAreRefusedClearly) {

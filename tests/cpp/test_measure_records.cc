@@ -1,11 +1,16 @@
-// The record log: round trip, torn and foreign lines, best record, distill.
+// The record log: round trip, torn and foreign lines, lines too long, logs
+// that are not regular files, best record, distill.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "measure/records.h"
 #include "schedule_test_util.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -95,6 +100,107 @@ TEST(MeasureRecords, BadLinesAreSkippedWithTheirLineNumber) {
   }
   loaded = LoadRecords(path);
   EXPECT_EQ(loaded.records.size(), 3u);
+  unlink(path.c_str());
+}
+
+using test::ErrorOf;
+
+// (A FIFO is tested from Python, in a child process: a regression would block.)
+TEST(MeasureRecords, LogsThatAreNotRegularFilesAreRefusedNamingThem) {
+  std::string folder = TempPath("folder");
+  rmdir(folder.c_str());
+  ASSERT_EQ(mkdir(folder.c_str(), 0755), 0);
+  for (const auto& [path, kind] :
+       std::vector<std::pair<std::string, std::string>>{{folder, "a directory"},
+                                                        {"/dev/zero", "a character device"},
+                                                        {"/dev/full", "a character device"}}) {
+    if (access(path.c_str(), F_OK) != 0) continue;
+    const std::string expected = "'" + path + "' is " + kind + ", not a regular file";
+    EXPECT_NE(ErrorOf([&] { LoadRecords(path); }).find(expected), std::string::npos) << path;
+    EXPECT_NE(ErrorOf([&] { RecordWriter w(path); }).find(expected), std::string::npos) << path;
+  }
+  rmdir(folder.c_str());
+}
+
+TEST(MeasureRecords, ALineLongerThanAnyRecordIsSkippedNamingTheBound) {
+  std::string path = TempPath("longline");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  {
+    std::ofstream out(path);
+    out << std::string(kMaxRecordLineBytes + 1, '[') << "\n" << std::string(kMaxRecordLineBytes * 2, 'x');
+  }
+  {
+    RecordWriter w(path);  // after the unterminated line: on a fresh one
+    w.Write(task, State(task.compute_dag), Result(1e-3));
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 1u);
+  EXPECT_EQ(loaded.records[0].line, 3);
+  ASSERT_EQ(loaded.warnings.size(), 2u);
+  EXPECT_NE(loaded.warnings[0].find(":1: line longer than 16 MiB (kMaxRecordLineBytes)"), std::string::npos)
+      << loaded.warnings[0];
+  EXPECT_NE(loaded.warnings[1].find(":2: line longer than 16 MiB"), std::string::npos) << loaded.warnings[1];
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, AWriterFollowsItsPathWhenTheFileIsRemovedOrReplaced) {
+  std::string path = TempPath("followed"), other = TempPath("other");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  RecordWriter w(path);
+  w.Write(task, State(task.compute_dag), Result(3e-3));
+  EXPECT_TRUE(w.TakeNotices().empty());
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  w.Write(task, State(task.compute_dag), Result(2e-3));
+  std::vector<std::string> notices = w.TakeNotices();
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("'" + path + "' was removed"), std::string::npos) << notices[0];
+  ASSERT_EQ(LoadRecords(path).records.size(), 1u);
+  {
+    RecordWriter o(other);
+    o.Write(task, State(task.compute_dag), Result(1e-3));
+  }
+  ASSERT_EQ(rename(other.c_str(), path.c_str()), 0);
+  w.Write(task, State(task.compute_dag), Result(4e-3));
+  notices = w.TakeNotices();
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("'" + path + "' was replaced"), std::string::npos) << notices[0];
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 2u);
+  EXPECT_EQ(loaded.records[0].result.costs[0], 1e-3);
+  EXPECT_EQ(loaded.records[1].result.costs[0], 4e-3);
+  w.Write(task, State(task.compute_dag), Result(5e-3));
+  EXPECT_TRUE(w.TakeNotices().empty());
+  EXPECT_EQ(LoadRecords(path).records.size(), 3u);
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, ATimeMeasurementWouldRefuseLoadsAsAnImplausibleFailure) {
+  std::string path = TempPath("implausible");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  {
+    RecordWriter w(path);
+    w.Write(task, State(task.compute_dag), Result(2e-3));
+    for (double cost : {-1.0, 0.0, std::nan(""), 1e-30}) {
+      MeasureResult edited = Result(2e-3);
+      edited.costs = {cost};
+      w.Write(task, State(task.compute_dag), edited);
+    }
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 5u);
+  ASSERT_EQ(loaded.warnings.size(), 4u);
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_EQ(loaded.records[i].result.error, MeasureError::Implausible) << i;
+    EXPECT_NE(loaded.warnings[i - 1].find(":" + std::to_string(i + 1) +
+                                          ": a record without error, but measured time"),
+              std::string::npos)
+        << loaded.warnings[i - 1];
+  }
+  EXPECT_EQ(BestRecord(loaded.records), std::optional<size_t>(0));
+  EXPECT_EQ(DistillRecords(loaded.records), std::vector<size_t>({0}));
   unlink(path.c_str());
 }
 

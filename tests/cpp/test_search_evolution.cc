@@ -2,10 +2,15 @@
 // (split products equal the extents, the result lowers and computes what the
 // reference computes), the search returns distinct unmeasured states and is
 // reproducible for a seed with any number of threads, and the policy's
-// rounds never propose a state twice.
+// rounds never propose a state twice; an interrupt stops the parallel loops and
+// a round, polled by the calling thread only.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "cost_model/random_model.h"
 #include "schedule/infer_bound.h"
@@ -14,6 +19,7 @@
 #include "search/parallel.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
+#include "support/interrupt.h"
 
 namespace autosched {
 namespace {
@@ -285,6 +291,45 @@ TEST(SketchPolicyRounds, RoundsNeverRepeatAStateAndLearn) {
   EXPECT_EQ(policy.cost_model().num_samples(), 24u);
   EXPECT_EQ(policy.num_measured(), 24u);
   EXPECT_GT(policy.last_round().seeded_measured, 0);
+}
+
+TEST(SketchPolicyRounds, AnInterruptedRoundLeavesAPolicyThatSearchesOn) {
+  SketchPolicy policy(MakeTask(Matmul(32, 32, 32)), SmallParams(), 3);
+  {
+    InterruptScope scope([] { throw Interrupted(); });
+    std::this_thread::sleep_for(std::chrono::duration<double>(2 * kInterruptPollSeconds));
+    EXPECT_THROW(policy.ContinueSearchOneRound(8), Interrupted);
+  }
+  EXPECT_EQ(policy.ContinueSearchOneRound(8).size(), 8u);
+}
+
+// The loop's items take a millisecond each: without the interrupt they would
+// take seconds.
+TEST(Interrupt, ParallelLoopStopsAtAnInterruptOfTheCallingThread) {
+  const auto caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::set<std::thread::id> checked_on;
+  std::atomic<int64_t> done{0};
+  constexpr int64_t kItems = 20000;
+  {
+    InterruptScope scope([&] {
+      std::lock_guard<std::mutex> lock(mutex);
+      checked_on.insert(std::this_thread::get_id());
+      throw Interrupted();
+    });
+    EXPECT_THROW(RunParallel(kItems, 2,
+                             [&](int64_t) {
+                               std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                               ++done;
+                             }),
+                 Interrupted);
+  }
+  EXPECT_LT(done.load(), kItems);
+  EXPECT_EQ(checked_on, std::set<std::thread::id>{caller});
+  // Without a scope nothing is polled.
+  done = 0;
+  RunParallel(100, 2, [&](int64_t) { ++done; });
+  EXPECT_EQ(done.load(), 100);
 }
 
 TEST(SketchPolicyRounds, TinyTaskRunsOutOfStates) {

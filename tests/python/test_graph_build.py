@@ -327,7 +327,8 @@ def test_build_uses_the_best_record_of_its_target_only(tmp_path):
     assert net.note == ""
     _check(g, net)
 
-    # records of another target, faster than any: never used for "llvm", used for their own target
+    # records of another target, faster than any (yet plausible: a loaded time below what the hardware allows
+    # counts as failed): never used for "llvm", used for their own target
     other_tasks, _ = ans.extract_tasks(g, "llvm -num-cores=1")
     assert [t.workload_key for t in other_tasks] == [t.workload_key for t in tasks]
     other_log = str(tmp_path / "other.json")
@@ -335,8 +336,8 @@ def test_build_uses_the_best_record_of_its_target_only(tmp_path):
     for task in other_tasks:
         states, _ = sample_init_population(task, 1, seed=3)
         chosen[task.workload_key] = states[0].to_json()
-        _record(other_log, task, states[0], 1e-12)
-        _record(log, task, states[0], 1e-12)
+        _record(other_log, task, states[0], 1e-7)
+        _record(log, task, states[0], 1e-7)
     net = ans.graph.build(g, "llvm", log=other_log, verbose=False)
     assert len(net.untuned) == len(net.groups)
     again = ans.graph.build(g, "llvm", log=log, verbose=False)

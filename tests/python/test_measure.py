@@ -229,6 +229,103 @@ def test_ctrl_c_interrupts_a_measurement():
     assert "interrupted after" in out, out
 
 
+
+# Workers are started by a thread that then ends; the runner goes on measuring from another thread.
+WORKERS_OF_AN_ENDED_THREAD = """
+import sys, threading
+sys.path[:0] = [{helpers!r}]
+import autosched as ans
+from autosched import measure as am
+from schedule_helpers import matmul_bias_relu
+dag = matmul_bias_relu(16, 12, 8)[0]
+task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
+builder, runner = am.LocalBuilder(n_parallel=2), am.LocalRunner(timeout=20, min_repeat_ms=1)
+def measure_in_a_thread(n):
+    results = []
+    thread = threading.Thread(target=lambda: results.extend(am.measure(task, [dag.get_init_state()] * n,
+                                                                       builder, runner)))
+    thread.start()
+    thread.join()
+    return results
+first = measure_in_a_thread(2)
+started = runner._measurer.processes_started
+print("measured", [r.error for r in first], flush=True)
+sys.stdin.readline()  # the test looks at the workers meanwhile
+later = measure_in_a_thread(4)
+print("later", [r.error for r in later], [r.error_msg for r in later if not r.ok], flush=True)
+print("started", started, runner._measurer.processes_started, flush=True)
+"""
+
+
+def test_workers_outlive_the_thread_that_started_them():
+    """A runner's workers belong to the process, not to the thread that happened to start them: measuring
+    again from another thread, after the first one ended, reuses them and succeeds."""
+    import os
+    import subprocess
+    import sys
+    from process_helpers import alive, read_line, worker_pids
+    code = WORKERS_OF_AN_ENDED_THREAD.format(helpers=os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             bufsize=0)
+    try:
+        assert read_line(child, 120) == "measured ['none', 'none']"
+        workers = worker_pids(child.pid)
+        assert len(workers) == 2
+        time.sleep(0.5)  # a worker tied to the ended thread would be gone by now
+        assert all(alive(p) for p in workers)
+        child.stdin.write(b"go\n")
+        later = read_line(child, 120)
+        assert later is not None and later.startswith("later ['none', 'none', 'none', 'none']"), later
+        assert read_line(child, 30) == "started 2 2"  # the same workers measured the later batch
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+# Workers started by a thread that ended; the supervisor then dies while a candidate hangs.
+SUPERVISOR_DIES = """
+import sys, threading
+sys.path[:0] = [{helpers!r}]
+import autosched as ans
+from autosched import measure as am
+from schedule_helpers import matmul_bias_relu
+dag = matmul_bias_relu(8, 8, 8)[0]
+task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
+builder = am.LocalBuilder(n_parallel=2)
+# With this seed and share the candidates 0 to 3 run, the fifth hangs (the fault sequence of measure.py).
+runner = am.LocalRunner(timeout=120, min_repeat_ms=1, inject_faults={{"hang": 0.2}}, fault_seed=1)
+thread = threading.Thread(target=lambda: am.measure(task, [dag.get_init_state()] * 2, builder, runner))
+thread.start()
+thread.join()
+print("hanging", flush=True)
+am.measure(task, [dag.get_init_state()] * 3, builder, runner)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGHUP"])
+def test_workers_end_with_the_supervisor_process(sig):
+    """When the process that supervises the workers dies (killed, terminated, hung up), its workers end too,
+    even one hanging in a candidate, and even when the thread that started them had ended before."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from process_helpers import read_line, wait_ended, worker_pids
+    code = SUPERVISOR_DIES.format(helpers=os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, bufsize=0)
+    try:
+        assert read_line(child, 120) == "hanging"
+        time.sleep(2)  # the hanging candidate runs
+        workers = worker_pids(child.pid)
+        assert len(workers) == 2
+        child.send_signal(getattr(signal, sig))
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert wait_ended(workers, timeout=10) == []
+
 def test_a_slow_candidate_is_timed_once_per_repeat_within_the_timeout(builder):
     """A kernel whose verification run alone lasts min_repeat_ms is timed with one run per repeat (the
     verification run was its warm-up), so `number` does not multiply a slow kernel past the timeout."""

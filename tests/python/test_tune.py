@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -128,7 +129,7 @@ def test_search_round_releases_the_gil():
     assert elapsed < 0.05 or len(ticks) > 3
 
 
-def test_tuning_options_and_cost_model_errors_are_named():
+def test_tuning_options_and_cost_model_errors_are_named(tmp_path):
     with pytest.raises(ValueError, match="num_measure_trials"):
         ans.TuningOptions(num_measure_trials=-1)
     with pytest.raises(TypeError, match="runner"):
@@ -136,7 +137,11 @@ def test_tuning_options_and_cost_model_errors_are_named():
     task = make_task(matmul(8, 8, 8))
     with pytest.raises(ValueError, match="cost model"):
         task.tune(ans.TuningOptions(num_measure_trials=1, verbose=0), cost_model="gbdt")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
     with pytest.raises(ValueError, match="no successful measurement"):
+        task.apply_best(str(empty))
+    with pytest.raises(ValueError, match="is a character device, not a regular file"):
         task.apply_best(os.devnull)
 
 
@@ -295,6 +300,62 @@ def test_killed_run_leaves_a_log_that_resumes_without_remeasuring(tmp_path):
     assert len(new) == 16
     new_keys = [inp.state.to_json() for inp, _ in new]
     assert len(set(new_keys)) == 16 and not set(new_keys) & old_keys
+
+
+CTRL_C_SEARCH = textwrap.dedent("""
+    import sys
+    sys.path[:0] = {paths!r}
+    import autosched as ans
+    import autosched.ops
+    from autosched import search
+    searching = search.SketchPolicy.continue_search_one_round
+    def announced(self, n):
+        print("searching", flush=True)
+        return searching(self, n)
+    search.SketchPolicy.continue_search_one_round = announced
+    task = ans.SearchTask(func="conv2d_nchw", args=(1, 64, 56, 56, 64, 3, 3, 1, 1), target=ans.Target("llvm"))
+    try:
+        task.tune(ans.TuningOptions(num_measure_trials=1000, measure_callbacks=[ans.RecordToFile({log!r})],
+                                    verbose=0))
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+""")
+
+
+def test_ctrl_c_during_the_search_ends_tuning_within_a_second(tmp_path):
+    """SIGINT half a second into a search round with the default options on ResNet-18's 1x64x56x56 conv (a
+    round of several seconds on two cores) raises KeyboardInterrupt at once, leaves a log without a torn line,
+    and no measurement worker behind."""
+    from process_helpers import read_line, wait_ended, worker_pids
+    log = str(tmp_path / "conv.json")
+    script = CTRL_C_SEARCH.format(paths=[p for p in sys.path if p], log=log)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, bufsize=0)
+    try:
+        assert read_line(child, 300) == "searching"
+        workers = worker_pids(child.pid)
+        assert workers, "the baseline was measured in worker processes"
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        line = read_line(child, 60)
+        waited = time.monotonic() - sent
+        assert line == "interrupted", line
+        # The margin over a second is for a loaded machine; the search alone takes several.
+        assert waited < 2.5, f"KeyboardInterrupt came {waited:.1f} s after SIGINT"
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert wait_ended(workers) == []
+    with open(log) as f:
+        text = f.read()
+    assert text.endswith("\n")
+    for line in text.splitlines():
+        json.loads(line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(ans.load_records(log)) == len(text.splitlines())
 
 
 def test_baselines_include_a_reduction_with_its_spatial_loop_innermost():
