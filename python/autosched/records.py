@@ -39,6 +39,11 @@ def _load(path):
     return loaded
 
 
+def read_log(path):
+    """The records of a log file as the core reads them (for load_best_state's `loaded`)."""
+    return _load(path)
+
+
 def _to_pairs(records):
     tasks = {}  # task JSON as stored -> SearchTask, so records of one task share it
     pairs = []
@@ -68,12 +73,13 @@ def load_best_record(path, workload_key=None, target=None):
     return _to_pairs([loaded.records[index]])[0]
 
 
-def load_best_state(path, task):
+def load_best_state(path, task, loaded=None):
     """(State of the task's DAG, MeasureResult) of the fastest record without error of `task` (its workload key
     and target) whose schedule replays on the task's DAG; (None, None) when there is none. A better record whose
     schedule does not replay is skipped with a RecordWarning; one measured on another DAG than the task's (the
-    same workload key, given by hand, on another structure) is used, with a RecordWarning saying so."""
-    loaded = _load(path)
+    same workload key, given by hand, on another structure) is used, with a RecordWarning saying so. `loaded`:
+    the log as read_log(path) gave it, so that a caller choosing states of many tasks reads the file once."""
+    loaded = loaded if loaded is not None else _load(path)
     key, target = task.workload_key, task.target.text
     dag_key = task.compute_dag.workload_key()
     mine = [rec for rec in loaded.records if rec.result.ok and rec.task.workload_key == key

@@ -364,7 +364,9 @@ class _SchedulerRun:
             reason = self.stop_reason()
             if reason is not None:
                 return reason
-            measured += tt.baseline(limit=self.remaining())
+            # Leave at least one trial to each task after this one, so that a small budget does not go
+            # to the start states (baselines, expert seed) of the first tasks alone.
+            measured += tt.baseline(limit=max(1, self.remaining() - (len(self.tuners) - i - 1)))
             self.note_batch()
         if measured:
             self.print_table("baselines")

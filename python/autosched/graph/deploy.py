@@ -13,17 +13,18 @@ cache_read of a weight) runs once at build time (prepack=True): the kernel reads
 computing it on every call. The buffers are the module's own, so calls from several threads take turns (a
 lock): each gets its own outputs, one network run at a time.
 """
+import os
 import threading
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .. import _core
 from ..build_module import Module, TimeResult, _core_state, build as build_kernel
-from ..records import load_best_record
+from ..records import load_best_state, read_log
 from ..search import baseline_states
-from ..state import State
 from .extract import format_problems, lower_graph
 from .ir import GraphError
 
@@ -181,19 +182,13 @@ class GraphModule:
                 f"{self.intermediate_bytes} bytes of intermediates>")
 
 
-def _tuned_state(task, log):
-    """The state of the best record of the task in the log for the task's target, or None."""
+def _tuned_state(task, log, loaded):
+    """The state of the best record of the task in the log for the task's target that replays on its DAG,
+    or None (records.load_best_state warns about the ones it skips)."""
     if log is None:
         return None
-    inp, _ = load_best_record(log, workload_key=task.workload_key, target=task.target)
-    if inp is None:
-        return None
-    try:
-        return State.from_json(task.compute_dag, inp.state.to_json())
-    except ValueError as err:
-        warnings.warn(f"the record of task '{task.desc}' in '{log}' does not fit its DAG ({err}); using the "
-                      "baseline schedule")
-        return None
+    state, _ = load_best_state(log, task, loaded=loaded)
+    return state
 
 
 def _baseline_module(task):
@@ -231,8 +226,8 @@ def _split_kernel(task, state, constant_args):
     return module, prepack
 
 
-def _kernel(task, log, constant_args, prepack):
-    state = _tuned_state(task, log)
+def _kernel(task, log, loaded, constant_args, prepack):
+    state = _tuned_state(task, log, loaded)
     tuned = state is not None
     if not tuned:
         state, module = _baseline_module(task)
@@ -261,13 +256,20 @@ def _prepacked_arrays(kernel, group, constants):
 
 def _compile(lowered, log, constants, prepack):
     """A GroupInfo per group. Groups with the same task and the same inputs that are constants share one
-    kernel; groups that also read the same constants share the prepacked arrays."""
-    kernels, arrays, infos = {}, {}, []
+    kernel; groups that also read the same constants share the prepacked arrays. The log is read once, and
+    the kernels build in parallel (building releases the GIL)."""
+    loaded = read_log(log) if log is not None else None
+    jobs = {}
+    for group, task in zip(lowered.groups, lowered.group_tasks):
+        constant_args = [i for i, v in enumerate(group.inputs) if v in constants]
+        jobs.setdefault((task.workload_key, tuple(constant_args)), (task, constant_args))
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        futures = {key: pool.submit(_kernel, task, log, loaded, args, prepack) for key, (task, args) in jobs.items()}
+        kernels = {key: future.result() for key, future in futures.items()}
+    arrays, infos = {}, []
     for group, task in zip(lowered.groups, lowered.group_tasks):
         constant_args = [i for i, v in enumerate(group.inputs) if v in constants]
         key = (task.workload_key, tuple(constant_args))
-        if key not in kernels:
-            kernels[key] = _kernel(task, log, constant_args, prepack)
         kernel = kernels[key]
         packed = ()
         if kernel.prepack:
