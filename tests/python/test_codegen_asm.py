@@ -219,3 +219,41 @@ def test_nhwc_conv_register_block_keeps_accumulators_in_registers_with_fma():
     s.vectorize(cc, cfv)
     mod = run_check(dag, s)
     check_register_block(mod.get_source("asm"), ROWS * VECTORS)
+
+
+# ---- vectorization of padded windows and of lane counts that are not powers of two ----
+
+def _depthwise_nhwc(size=9, channels=48):
+    data = te.placeholder((1, size, size, channels), name="data")
+    kernel = te.placeholder((3, 3, channels, 1), name="kernel")
+    out = ops.depthwise_conv2d_nhwc(data, kernel, 1, 1)
+    return ans.ComputeDAG([data, kernel, out]), out.name
+
+
+@pytest.mark.parametrize("channels", [48, 24, 7])
+def test_padded_window_vectorizes_across_channels_with_the_padding_inlined(channels):
+    """The padding's if_then_else, whose condition is the same for every channel, stays one condition with
+    vector branches; 48 channels become 3 unrolled groups of 16 lanes, 24 of 8, 7 one vector of 7."""
+    dag, conv = _depthwise_nhwc(channels=channels)
+    s = dag.get_init_state()
+    s.compute_inline("PaddedInput")
+    n, h, w, c = s[conv].iters[:4]
+    s.parallel(conv, s.fuse(conv, [n, h]))
+    s.vectorize(conv, c)
+    lowered = ans.build(dag, s).get_source("lowered")
+    group = channels & -channels
+    assert "if_then_else" in lowered and f"ramp(" in lowered, lowered
+    if group not in (1, channels):
+        assert f"{c.name}.v, 0, {channels // group})" in lowered and f", 1, {group})]" in lowered, lowered
+    check(dag, s)
+
+
+def test_lanes_that_are_not_a_power_of_two_stay_in_whole_registers():
+    dag, _ = _matmul(8, 3 * LANES, 16)
+    s = dag.get_init_state()
+    i, j, k = s["C"].iters
+    s.reorder("C", [i, k, j])
+    s.vectorize("C", j)
+    mod = run_check(dag, s)
+    assert f"<{3 * LANES} x float>" not in mod.get_source("ll")
+    assert f"<{LANES} x float>" in mod.get_source("ll")

@@ -97,8 +97,14 @@ class ExprVectorizer : public ExprMutator {
       vector |= args.back().dtype().lanes > 1;
     }
     if (!vector) return ExprMutator::MutateCall(e, n);
-    // if_then_else must not evaluate the branch not taken; lanes would.
-    if (n->op == Intrinsic::IfThenElse) throw CannotVectorize();
+    if (n->op == Intrinsic::IfThenElse) {
+      // A condition that differs between lanes would evaluate the branch not
+      // taken in some lanes. One the same in every lane (the padding of a
+      // window, vectorized across channels) picks a whole vector branch, and
+      // stays a scalar condition.
+      if (args[0].dtype().lanes > 1) throw CannotVectorize();
+      return CallNode::make(n->op, {args[0], Widen(args[1], lanes_), Widen(args[2], lanes_)});
+    }
     for (Expr& a : args) a = Widen(a, lanes_);
     return CallNode::make(n->op, args);
   }
@@ -200,6 +206,14 @@ class StmtVectorizer : public StmtMutator {
 
 class LoopVectorizer : public StmtMutator {
  protected:
+  // The whole loop as one vector of `lanes` lanes; throws CannotVectorize.
+  static Stmt VectorizeWhole(const ForNode* loop, int lanes) {
+    StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(loop->min, 1, lanes), lanes);
+    Stmt body = v.Mutate(loop->body);
+    v.CheckLoadsOfStoredBuffers(loop->body);
+    return body;
+  }
+
   Stmt MutateFor(const Stmt& s, const ForNode* n) override {
     Stmt r = StmtMutator::MutateFor(s, n);  // inner loops first
     if (n->for_kind != ForKind::Vectorized) return r;
@@ -208,11 +222,19 @@ class LoopVectorizer : public StmtMutator {
     bool const_extent = GetConstInt(loop->extent, &extent);
     if (const_extent && extent >= 2 && extent <= kMaxLanes) {
       try {
-        int lanes = static_cast<int>(extent);
-        StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(loop->min, 1, lanes), lanes);
+        // Vectors of a power of two lanes: an extent such as 48 becomes 3
+        // unrolled groups of 16, which LLVM keeps in whole registers (a
+        // 48-lane vector it splits into pieces and shuffles).
+        const int lanes = static_cast<int>(extent & -extent);
+        const int groups = static_cast<int>(extent) / lanes;
+        if (lanes < 2 || groups == 1) return VectorizeWhole(loop, static_cast<int>(extent));
+        Expr group = VarNode::make(loop->loop_var.as<VarNode>()->name + ".v", loop->loop_var.dtype());
+        Expr base = loop->min + group * IntImmNode::make(loop->loop_var.dtype(), lanes);
+        StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(base, 1, lanes), lanes);
         Stmt body = v.Mutate(loop->body);
         v.CheckLoadsOfStoredBuffers(loop->body);
-        return body;
+        return ForNode::make(group, IntImmNode::make(loop->loop_var.dtype(), 0),
+                             IntImmNode::make(loop->loop_var.dtype(), groups), ForKind::Unrolled, body);
       } catch (const CannotVectorize&) {
       }
     }

@@ -3,12 +3,16 @@
 // replaced by its body with the loop variable as Ramp(min, 1, extent):
 // loads and stores become vector accesses (contiguous where the index is a
 // ramp of stride 1, gathers / scatters elsewhere) and scalars are broadcast.
+// An extent that is not a power of two but has one as a factor becomes an
+// unrolled loop over groups of that many lanes (48: 3 groups of 16), which
+// code generation keeps in whole registers. An if_then_else whose condition
+// is the same in every lane stays one, with vector branches.
 // Otherwise the loop falls back to an unrolled loop (extent <= 16) or a
 // serial one. Bodies that cannot be vectorized: a store whose index is not an
 // injective ramp of the loop variable (a reduction over the vectorized loop
 // among them), a load of a stored buffer at another index than the store
 // (a dependence between lanes), allocations, conditions, lets and
-// if_then_else depending on the loop variable, inner loops with bounds
+// if_then_else conditions depending on the loop variable, inner loops with bounds
 // depending on it. Run after FlattenStorage.
 #pragma once
 
