@@ -124,8 +124,8 @@ def _cpu_ghz():
 
 
 def peak_gflops(task, describe=False):
-    """Estimated peak GFLOP/s of the task's CPU target: cores x 2 FMA units x 2 FLOP x SIMD lanes of the
-    DAG's output type x the clock the kernel reports (under a hypervisor often the base clock, below the
+    """Estimated peak GFLOP/s of the task's CPU target: cores x FMA units (HardwareParams.fma_units, from the
+    target's features) x 2 FLOP x SIMD lanes of the DAG's output type x the clock the kernel reports (under a hypervisor often the base clock, below the
     boost clock: pass TuningOptions(peak_gflops=...) for the real figure). None for other targets. With
     describe=True, (value, how it was estimated)."""
     if str(task.target).split()[0] != "llvm":
@@ -140,10 +140,12 @@ def peak_gflops(task, describe=False):
         pass
     lanes = max(1, hw.vector_unit_bytes * 8 // max(bits, 8))
     ghz = _cpu_ghz()
-    value = cores * 2 * 2 * lanes * ghz
+    fma_units = getattr(hw, "fma_units", 0) or 2
+    value = cores * fma_units * 2 * lanes * ghz
     if not describe:
         return value
-    return value, f"{value:.4g} GFLOP/s = {cores} cores x {4 * lanes} FLOP/cycle x {ghz:.3g} GHz"
+    return value, (f"{value:.4g} GFLOP/s = {cores} cores x {2 * fma_units * lanes} FLOP/cycle x {ghz:.3g} GHz, "
+                   "the clock the OS reports")
 
 
 class TuneResult:
@@ -472,7 +474,10 @@ class TaskTuner:
         gflops = f"{flop / r.best_cost / 1e9:.4g}" if r.best_cost and flop > 0 else "-"
         peak = "-"
         if r.best_cost and flop > 0 and self.peak:
-            peak = f"{100 * flop / r.best_cost / 1e9 / self.peak:.3g} (of {self.peak_text})"
+            share = 100 * flop / r.best_cost / 1e9 / self.peak
+            peak = f"{share:.3g} (of {self.peak_text})"
+            if share > 100:
+                peak += "; above 100: the CPU ran faster than that clock (a boost clock the OS does not report)"
         speedup = f"{r.speedup:.3g}x" if r.speedup else "-"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
