@@ -464,3 +464,26 @@ def generated_schedules(dag):
         schedules += [("rfactor_inner", _rfactor),
                       ("rfactor_outer", lambda state: _rfactor(state, inner=False))]
     return schedules
+
+
+def register_block_matmul(n, m, k, rows, vectors, lanes):
+    """A matmul whose C tiles are rows x vectors registers of `lanes` accumulators (a local cache-write
+    stage, the reduction outermost in it, rows and vectors unrolled, lanes vectorised), tiles in parallel.
+    Returns (dag, state)."""
+    dag, c = matmul(n, m, k)
+    s = dag.get_init_state()
+    cc = s.cache_write(c, "local")
+    i, j = s[c].iters
+    io, ii = s.split(c, i, [rows])
+    jo, ji = s.split(c, j, [vectors * lanes])
+    s.reorder(c, [io, jo, ii, ji])
+    s.parallel(c, io)
+    s.vectorize(c, s.split(c, ji, [lanes])[1])
+    s.compute_at(cc, c, jo)
+    ci, cj, ck = s[cc].iters
+    cjo, cjv = s.split(cc, cj, [lanes])
+    s.reorder(cc, [ck, ci, cjo, cjv])
+    s.unroll(cc, ci)
+    s.unroll(cc, cjo)
+    s.vectorize(cc, cjv)
+    return dag, s

@@ -15,7 +15,7 @@ import pytest
 import autosched as ans
 from autosched import measure as am
 from autosched import ops, te
-from schedule_helpers import check
+from schedule_helpers import check, register_block_matmul
 
 pytestmark = pytest.mark.skipif(not ans._core.has_llvm(), reason="needs the LLVM backend")
 
@@ -138,30 +138,8 @@ def _matmul(n, m, k, dtype="float32"):
     return ans.ComputeDAG([a, b, c]), c
 
 
-def register_block_matmul(n, m, k):
-    """C tiled into ROWS x (VECTORS * LANES) accumulators (a local cache-write stage): the reduction loop
-    outermost in it, the rows and vectors unrolled, the lanes vectorised."""
-    dag, _ = _matmul(n, m, k)
-    s = dag.get_init_state()
-    cc = s.cache_write("C", "local")
-    i, j = s["C"].iters
-    io, ii = s.split("C", i, [ROWS])
-    jo, ji = s.split("C", j, [VECTORS * LANES])
-    s.reorder("C", [io, jo, ii, ji])
-    s.parallel("C", io)
-    s.vectorize("C", s.split("C", ji, [LANES])[1])
-    s.compute_at(cc, "C", jo)
-    ci, cj, ck = s[cc].iters
-    cjo, cjv = s.split(cc, cj, [LANES])
-    s.reorder(cc, [ck, ci, cjo, cjv])
-    s.unroll(cc, ci)
-    s.unroll(cc, cjo)
-    s.vectorize(cc, cjv)
-    return dag, s
-
-
 def test_matmul_register_block_keeps_accumulators_in_registers_with_fma():
-    dag, s = register_block_matmul(ROWS * 4, VECTORS * LANES * 3, 64)
+    dag, s = register_block_matmul(ROWS * 4, VECTORS * LANES * 3, 64, ROWS, VECTORS, LANES)
     mod = run_check(dag, s)
     check_register_block(mod.get_source("asm"), ROWS * VECTORS)
 

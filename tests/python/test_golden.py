@@ -22,7 +22,7 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-from schedule_helpers import cache_write_matmul, check, gpu_matmul_state, matmul
+from schedule_helpers import cache_write_matmul, check, gpu_matmul_state, matmul, register_block_matmul
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("AUTOSCHED_UPDATE_GOLDEN") == "1"
@@ -126,28 +126,6 @@ def test_a_changed_lowering_fails_with_a_readable_diff(tmp_path):
 
 # ---- generated code: assembly for named CPUs, OpenCL C ----
 
-def register_block_matmul(lanes, rows=6, vectors=2):
-    """A 48 x (vectors * lanes * 2) x 64 matmul whose C tiles are rows x vectors registers of accumulators
-    (a local cache-write stage, the reduction outermost in it, rows and vectors unrolled, lanes vectorised)."""
-    dag, c = matmul(rows * 8, vectors * lanes * 2, 64)
-    s = dag.get_init_state()
-    cc = s.cache_write(c, "local")
-    i, j = s[c].iters
-    io, ii = s.split(c, i, [rows])
-    jo, ji = s.split(c, j, [vectors * lanes])
-    s.reorder(c, [io, jo, ii, ji])
-    s.parallel(c, io)
-    s.vectorize(c, s.split(c, ji, [lanes])[1])
-    s.compute_at(cc, c, jo)
-    ci, cj, ck = s[cc].iters
-    cjo, cjv = s.split(cc, cj, [lanes])
-    s.reorder(cc, [ck, ci, cjo, cjv])
-    s.unroll(cc, ci)
-    s.unroll(cc, cjo)
-    s.vectorize(cc, cjv)
-    return dag, s
-
-
 ASM_TARGETS = {"skylake-avx512": ("llvm -mcpu=skylake-avx512 -no-host-check -num-cores=2", 16, 4),
                "haswell": ("llvm -mcpu=haswell -no-host-check -num-cores=2", 8, 2)}
 
@@ -157,7 +135,7 @@ ASM_TARGETS = {"skylake-avx512": ("llvm -mcpu=skylake-avx512 -no-host-check -num
 @pytest.mark.parametrize("cpu", sorted(ASM_TARGETS))
 def test_register_block_assembly_matches_golden(cpu):
     target, lanes, vectors = ASM_TARGETS[cpu]
-    dag, s = register_block_matmul(lanes, vectors=vectors)
+    dag, s = register_block_matmul(6 * 8, vectors * lanes * 2, 64, rows=6, vectors=vectors, lanes=lanes)
     check_golden(f"matmul_register_block.{cpu}", ans.build(dag, s, target).get_source("asm"), suffix=".s")
 
 
