@@ -4,6 +4,7 @@ modules may import the root package (it imports every subpackage, so that closes
 and none may import a package module inside a function (the way a cycle hides). Cycles elsewhere are printed."""
 import ast
 import importlib.machinery
+import importlib.util
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "python"
@@ -25,8 +26,16 @@ def _sources():
 def _is_module(name, sources):
     if name in sources:
         return True
-    path = ROOT.joinpath(*name.split("."))  # a compiled extension such as autosched._core
-    return any(path.with_name(path.name + suffix).exists() for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    # A compiled extension such as autosched._core: built into the source tree, or only into the installed
+    # package (the test command installs it and tests that).
+    path = ROOT.joinpath(*name.split("."))
+    if any(path.with_name(path.name + suffix).exists() for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+        return True
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
 
 
 def _targets(module, node, sources, packages):
