@@ -8,7 +8,8 @@
 Before searching, the tuner measures the plain loop nest and simple parallel + vectorized variants of it
 (the baseline, see search.baseline_states), and with them the expert schedule (search.expert_schedule: register
 blocks, packing and cache tiles from the target's hardware parameters): the best schedule is never slower than
-any of them, and the summary reports the speed-up over the baseline and the expert schedule's time. Each round asks the search policy (SketchPolicy) for up to
+any of them, and the summary reports the speed-up over the baseline and the expert schedule's time. Each round
+asks the search policy (SketchPolicy) for up to
 ``num_measures_per_round`` states never measured, measures them (LocalBuilder / LocalRunner: verified, plausible times only), passes
 the results to the measure callbacks (RecordToFile appends them to a log) and to the cost model. Tuning stops
 after ``num_measure_trials`` trials, after ``early_stopping`` trials without improvement, when
@@ -125,8 +126,9 @@ def _cpu_ghz():
 
 def peak_gflops(task, describe=False):
     """Estimated peak GFLOP/s of the task's CPU target: cores x FMA units (HardwareParams.fma_units, from the
-    target's features) x 2 FLOP x SIMD lanes of the DAG's output type x the clock the kernel reports (under a hypervisor often the base clock, below the
-    boost clock: pass TuningOptions(peak_gflops=...) for the real figure). None for other targets. With
+    target's features) x 2 FLOP x SIMD lanes of the DAG's output type x the clock the kernel reports (under a
+    hypervisor often the base clock, below the boost clock: pass TuningOptions(peak_gflops=...) for the real
+    figure). None for other targets. With
     describe=True, (value, how it was estimated)."""
     if str(task.target).split()[0] != "llvm":
         return (None, "") if describe else None
@@ -140,7 +142,7 @@ def peak_gflops(task, describe=False):
         pass
     lanes = max(1, hw.vector_unit_bytes * 8 // max(bits, 8))
     ghz = _cpu_ghz()
-    fma_units = getattr(hw, "fma_units", 0) or 2
+    fma_units = hw.fma_units or 2  # 0: not known
     value = cores * fma_units * 2 * lanes * ghz
     if not describe:
         return value
@@ -272,10 +274,10 @@ class TaskTuner:
             if not res.ok:
                 r.errors[res.error] += 1
                 r.error_messages.setdefault(res.error, res.error_msg)
-            if key in self.baseline_keys and self.baseline_keys[key] == EXPERT and cost is not None:
+            name = self.baseline_keys.get(key)
+            if name == EXPERT and cost is not None:
                 r.expert_cost = cost if r.expert_cost is None else min(r.expert_cost, cost)
-            elif key in self.baseline_keys and cost is not None:
-                name = self.baseline_keys[key]
+            elif name is not None and cost is not None:
                 old = r.baseline_costs.get(name)
                 r.baseline_costs[name] = cost if old is None else min(old, cost)
                 r.baseline_cost = min(c for c in r.baseline_costs.values() if c is not None)
@@ -373,7 +375,7 @@ class TaskTuner:
         if self._start_states is None:
             states = [("plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}", s)
                       for i, s in enumerate(baseline_states(self.task, self.policy.params))]
-            expert = self.policy.expert_schedule() if hasattr(self.policy, "expert_schedule") else None
+            expert = self.policy.expert_schedule()
             if expert is not None:
                 states.append((EXPERT, expert))
             self._start_states = states

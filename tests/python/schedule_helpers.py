@@ -94,7 +94,7 @@ def assert_close(got, want, dtype, message=""):
 
 def check(dag, state, seed=0, positive=False, target=None):
     """Builds `state` (for `target`, default the host CPU), runs it on random inputs and compares every
-    output with ans.evaluate."""
+    output with ans.evaluate. Returns the module."""
     rng = np.random.default_rng(seed)
     arrays = random_inputs(dag, rng, positive)
     is_input = [t.op_kind == "placeholder" for t in dag.tensors]
@@ -104,6 +104,7 @@ def check(dag, state, seed=0, positive=False, target=None):
     outputs = [x for x, inp in zip(arrays, is_input) if not inp]
     for got, want in zip(outputs, expected):
         assert_close(got, want, got.dtype, message=str(state))
+    return mod
 
 
 # ---- the hand-written matmul schedules of the build tests ----

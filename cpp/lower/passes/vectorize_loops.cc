@@ -206,9 +206,9 @@ class StmtVectorizer : public StmtMutator {
 
 class LoopVectorizer : public StmtMutator {
  protected:
-  // The whole loop as one vector of `lanes` lanes; throws CannotVectorize.
-  static Stmt VectorizeWhole(const ForNode* loop, int lanes) {
-    StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(loop->min, 1, lanes), lanes);
+  // The loop's body with its variable as Ramp(base, 1, lanes); throws CannotVectorize.
+  static Stmt VectorBody(const ForNode* loop, const Expr& base, int lanes) {
+    StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(base, 1, lanes), lanes);
     Stmt body = v.Mutate(loop->body);
     v.CheckLoadsOfStoredBuffers(loop->body);
     return body;
@@ -227,14 +227,12 @@ class LoopVectorizer : public StmtMutator {
         // 48-lane vector it splits into pieces and shuffles).
         const int lanes = static_cast<int>(extent & -extent);
         const int groups = static_cast<int>(extent) / lanes;
-        if (lanes < 2 || groups == 1) return VectorizeWhole(loop, static_cast<int>(extent));
-        Expr group = VarNode::make(loop->loop_var.as<VarNode>()->name + ".v", loop->loop_var.dtype());
-        Expr base = loop->min + group * IntImmNode::make(loop->loop_var.dtype(), lanes);
-        StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(base, 1, lanes), lanes);
-        Stmt body = v.Mutate(loop->body);
-        v.CheckLoadsOfStoredBuffers(loop->body);
-        return ForNode::make(group, IntImmNode::make(loop->loop_var.dtype(), 0),
-                             IntImmNode::make(loop->loop_var.dtype(), groups), ForKind::Unrolled, body);
+        if (lanes < 2 || groups == 1) return VectorBody(loop, loop->min, static_cast<int>(extent));
+        const DataType t = loop->loop_var.dtype();
+        Expr group = VarNode::make(loop->loop_var.as<VarNode>()->name + ".v", t);
+        Stmt body = VectorBody(loop, loop->min + group * IntImmNode::make(t, lanes), lanes);
+        return ForNode::make(group, IntImmNode::make(t, 0), IntImmNode::make(t, groups), ForKind::Unrolled,
+                             body);
       } catch (const CannotVectorize&) {
       }
     }
