@@ -29,6 +29,7 @@ import os
 
 from . import _core
 from ._core import MeasureErrorNo, MeasureResult
+from .build_module import _core_state
 
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "measure",
            "worker_path"]
@@ -158,13 +159,6 @@ class LocalRunner:
         return f"LocalRunner({shown})"
 
 
-def _core_state(task, state):
-    from .build_module import _core_state as core_of
-    if isinstance(state, MeasureInput):
-        state = state.state
-    return core_of(state)
-
-
 def measure(task, states, builder=None, runner=None):
     """Measures each state of ``task``; returns one MeasureResult per state, in order.
 
@@ -179,5 +173,5 @@ def measure(task, states, builder=None, runner=None):
         raise TypeError(f"builder must be a LocalBuilder, got {type(builder).__name__}")
     if not isinstance(runner, LocalRunner):
         raise TypeError(f"runner must be a LocalRunner, got {type(runner).__name__}")
-    core_states = [_core_state(task, s) for s in states]
+    core_states = [_core_state(s.state if isinstance(s, MeasureInput) else s) for s in states]
     return runner._measurer_for(builder).measure(task, core_states)

@@ -30,7 +30,7 @@ from collections import Counter
 
 from . import _core
 from .measure import LocalBuilder, LocalRunner, MeasureInput, measure
-from .records import RecordToFile, RecordWarning
+from .record_log import RecordToFile, RecordWarning
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
 
