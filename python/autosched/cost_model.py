@@ -143,6 +143,15 @@ class CostModel:
         self.last_file_update = report
         return self
 
+    def check_target(self, target):
+        """Raises ValueError when the model holds records of another target than `target` (a Target, a target
+        string or a SearchTask): timings of one target would mislead the search of another."""
+        text = _target_text(target)
+        foreign = set(self.targets) - {text}
+        if foreign:
+            raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the target "
+                             f"'{text}' it is asked to tune for: timings of another target would mislead the search")
+
     def predict(self, task, states):
         """One score per state, higher = faster; -inf for a state that cannot be lowered."""
         return list(self._core.predict(task, [_core_state(s) for s in states]))

@@ -15,7 +15,6 @@ import pytest
 
 import autosched as ans
 from autosched import te
-from autosched.task_scheduler import _SchedulerRun
 
 if not ans._core.has_llvm():
     pytest.skip("built without the LLVM backend", allow_module_level=True)
@@ -108,12 +107,12 @@ def test_round_robin_takes_turns(tmp_path):
 def fake_run(tasks, weights, costs, trials, **knobs):
     """A scheduler run whose tasks 'measured' the given best costs (no measurement)."""
     scheduler = ans.TaskScheduler(tasks, weights, cost_model="random", eps_random=0, **knobs)
-    run = _SchedulerRun(scheduler, options(1000, verbose=0), scheduler._policies(options(1), None, FAST),
-                        [None] * len(tasks))
-    for tt, cost, n in zip(run.tuners, costs, trials):
+    session = scheduler.session(options(1000, verbose=0), scheduler._policies(options(1), None, FAST),
+                                [None] * len(tasks))
+    for tt, cost, n in zip(session.tuners, costs, trials):
         tt.result.best_cost, tt.result.trials = cost, n
         tt.result.history = [(n, cost)]
-    return run
+    return session
 
 
 def test_gradient_prefers_weighted_latency_slow_peers_and_tasks_without_a_schedule():

@@ -307,12 +307,12 @@ CTRL_C_SEARCH = textwrap.dedent("""
     sys.path[:0] = {paths!r}
     import autosched as ans
     import autosched.ops
-    from autosched import search
-    searching = search.SketchPolicy.continue_search_one_round
+    from autosched import tuner
+    searching = tuner.TaskTuner.search_round
     def announced(self, n):
         print("searching", flush=True)
         return searching(self, n)
-    search.SketchPolicy.continue_search_one_round = announced
+    tuner.TaskTuner.search_round = announced
     task = ans.SearchTask(func="conv2d_nchw", args=(1, 64, 56, 56, 64, 3, 3, 1, 1), target=ans.Target("llvm"))
     try:
         task.tune(ans.TuningOptions(num_measure_trials=1000, measure_callbacks=[ans.RecordToFile({log!r})],
@@ -374,3 +374,51 @@ def test_baselines_include_a_reduction_with_its_spatial_loop_innermost():
         out = np.zeros((24, 17), "float32")
         ans.build(dag, s, "llvm")(a, b, out)
         np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_search_round_crosses_into_the_core_once(tmp_path):
+    """A round (search, measure, record, cost-model update) is one call into the core: profiled, the second
+    round of a task calls no other function of autosched._core. A callback after the RecordToFile log still
+    gets the round's inputs (States) and results, after the log has them."""
+    from autosched import tuner
+    task = make_task(matmul(32, 32, 32))
+    log = str(tmp_path / "once.json")
+    core_calls, seen = [], []
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__ or ""
+            if owner.startswith("autosched"):
+                core_calls.append(getattr(arg, "__name__", repr(arg)))
+
+    def callback(policy, inputs, results):
+        outer = sys.getprofile()  # what the callback itself calls is not the round's
+        sys.setprofile(None)
+        seen.append((len(ans.load_records(log)), [type(inp.state) for inp in inputs], len(results)))
+        sys.setprofile(outer)
+
+    real = tuner.TaskTuner.search_round
+
+    def profiled(self, n):
+        if self.result.rounds != 1:
+            return real(self, n)
+        sys.setprofile(profile)
+        try:
+            return real(self, n)
+        finally:
+            sys.setprofile(None)
+
+    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=8, runner=quick_runner(min_repeat_ms=1),
+                             measure_callbacks=[ans.RecordToFile(log), callback], verbose=0)
+    tuner.TaskTuner.search_round = profiled
+    try:
+        result = task.tune(opts, search_policy=fast_policy(task))
+    finally:
+        tuner.TaskTuner.search_round = real
+    assert result.rounds >= 2
+    assert core_calls == ["tuning_round"], core_calls
+    assert len(seen) == 1 + result.rounds  # the start states, then every round
+    total = 0
+    for in_log, types, n in seen:
+        total += n
+        assert in_log == total and set(types) == {ans.State}
