@@ -422,3 +422,28 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
     for in_log, types, n in seen:
         total += n
         assert in_log == total and set(types) == {ans.State}
+
+
+def test_the_peak_of_progress_lines_is_the_cores_one_estimate():
+    """tuner.peak_gflops is the core's estimate (cpp/task/peak.h, the one the plausibility bound uses):
+    cores x FMA units x 2 x lanes x the clock the OS reports on a CPU; a GPU's needs its clock."""
+    from autosched import tuner
+    task = make_task(matmul(64, 64, 64))
+    hw = task.hardware_params
+    value, how = tuner.peak_gflops(task, describe=True)
+    lanes = hw.vector_unit_bytes // 4
+    want = hw.num_cores * (hw.fma_units or 2) * 2 * lanes * ans._core.reported_cpu_clock_hz() / 1e9
+    assert value == pytest.approx(want) and f"{hw.num_cores} cores x" in how and "clock the OS reports" in how
+    bound, _ = ans._core.estimate_peak_flops(task, "upper_bound")
+    assert bound >= value * 1e9
+    dag = task.compute_dag
+    unclocked = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia",
+                               hardware_params=ans.HardwareParams(num_cores=10, clock_mhz=0))
+    assert tuner.peak_gflops(unclocked) is None
+    clocked = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia",
+                             hardware_params=ans.HardwareParams(num_cores=10, clock_mhz=1500))
+    assert tuner.peak_gflops(clocked) == pytest.approx(10 * 128 * 2 * 1.5)
+    given = ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=ans.HardwareParams(peak_gflops=77))
+    assert tuner.peak_gflops(given) == 77
+    with pytest.raises(ValueError, match="estimate"):
+        ans._core.estimate_peak_flops(task, "guess")
