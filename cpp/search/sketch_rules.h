@@ -83,6 +83,11 @@ std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
 bool ReadsConstTensor(const Stage& st);
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
+// rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
+std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
+std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();
+// Whether the stage reduces over a small sliding window only (depthwise, pooling).
+bool IsWindowStage(const State& s, int stage_id);
 // gpu: the GPU variants (gpu_rules.h): cache write only without an element-wise
 // consumer and ApplyAndSkipRest; tiling by gpu_tiling_structure; fusion at level 3 only.
 std::shared_ptr<const SketchRule> MakeAddCacheWriteRule(bool gpu = false);
