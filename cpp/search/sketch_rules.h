@@ -14,6 +14,9 @@
 // The CPU list, in order (DefaultCpuSketchRules):
 //   always-inline                     strictly inlineable element-wise stage: inline it
 //   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
+//   inline-window-padding             a window stage (depthwise, pooling) reading a padding
+//                                     stage: also a sketch with the padding inlined
+//                                     (rule_window_ops.cc)
 //   add-rfactor                       a reduction with little spatial parallelism: fuse its
 //                                     reduce axes, split, factor a part
 //   pack-operand                      a tiled stage streams an operand with a large stride (the
@@ -23,6 +26,9 @@
 //                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
 //   multi-level-tiling                tile "SSRSRS"
+//   window-vectorize                  a window stage not tiled (pooling): also a sketch with
+//                                     the window loops unrolled above the innermost axis's
+//                                     inner part (vectorized by the init rules)
 //   skip-stage                        leave the stage as it is
 // Custom rules (SketchPolicy::PreloadSketchRule, e.g. rules written in
 // Python) go first in the list, in the order they were added.
