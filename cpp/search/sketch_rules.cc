@@ -290,6 +290,7 @@ SketchRuleList DefaultCpuSketchRules() {
           MakeInlineWindowPaddingRule(),
           MakeAddRfactorRule(),
           MakePackOperandRule(),
+          MakePackConvLayoutRule(),
           MakeAddCacheWriteRule(),
           MakeMultiLevelTilingWithFusionRule(),
           MakeMultiLevelTilingRule(),

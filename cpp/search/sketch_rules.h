@@ -22,6 +22,9 @@
 //   pack-operand                      a tiled stage streams an operand with a large stride (the
 //                                     B of a matmul) or across rows (a dense layer's weight):
 //                                     also a sketch reading a packed copy (rule_pack_operand.cc)
+//   pack-conv-layout                  a convolution over channels not innermost in its data
+//                                     (NCHW): also a sketch with the data packed NCHW[x]c and
+//                                     the weights OIHW[x]i[y]o (rule_pack_operand.cc)
 //   add-cache-write                   multi-level tiling: compute into a "local" stage, copy
 //                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
@@ -89,6 +92,7 @@ std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
 bool ReadsConstTensor(const Stage& st);
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
+std::shared_ptr<const SketchRule> MakePackConvLayoutRule();
 // rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
 std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
 std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();
