@@ -126,6 +126,7 @@ void BindMeasurer(py::module_& m) {
              r.faults.zero_time = f["zero_time"].cast<double>();
              r.faults.near_zero_time = f["near_zero_time"].cast<double>();
              r.faults.launch_error = f["launch_error"].cast<double>();
+             r.faults.resource_error = f["resource_error"].cast<double>();
              r.faults.seed = o["fault_seed"].cast<uint64_t>();
              return std::make_unique<LocalMeasurer>(b, r, std::move(worker_path));
            }),

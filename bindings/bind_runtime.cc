@@ -77,6 +77,7 @@ py::list OpenCLDevices() {
     info["platform"] = d.platform_name;
     info["platform_vendor"] = d.platform_vendor;
     info["is_gpu"] = d.is_gpu;
+    info["is_cpu"] = d.is_cpu;
     info["compute_units"] = d.compute_units;
     info["max_work_group_size"] = d.max_work_group_size;
     info["max_work_item_sizes"] =

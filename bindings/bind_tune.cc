@@ -4,6 +4,9 @@
 // plausibility bound uses). python/autosched/tuner.py drives the session.
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "bind.h"
@@ -35,10 +38,18 @@ class MeasurerInterrupt {
 };
 
 TuningRound Round(SketchPolicy& policy, LocalMeasurer& measurer, const std::vector<RecordWriter*>& writers,
-                  const std::string& task_json, int num_measure, std::optional<std::vector<State>> states) {
+                  const std::string& task_json, int num_measure, std::optional<std::vector<State>> states,
+                  std::optional<double> deadline_s) {
   RoundIo io;
   io.measurer = &measurer;
   io.writers = writers;
+  if (deadline_s) {
+    AS_CHECK(!std::isnan(*deadline_s), "tuning_round: deadline_s must be a number of seconds, got NaN");
+    // Seconds from now; clamped so that the time point does not overflow.
+    const double s = std::clamp(*deadline_s, 0.0, 1e9);
+    io.deadline = SteadyClock::now() +
+                  std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+  }
   try {
     io.task_json = nlohmann::json::parse(task_json);
   } catch (const nlohmann::json::exception& e) {
@@ -78,13 +89,19 @@ void bind_tune(py::module_& m) {
       .def_readonly("search_seconds", &TuningRound::search_seconds)
       .def_readonly("cost_model_seconds", &TuningRound::cost_model_seconds)
       .def_readonly("measure_seconds", &TuningRound::measure_seconds)
-      .def_readonly("notices", &TuningRound::notices);
+      .def_readonly("notices", &TuningRound::notices)
+      .def_readonly("skipped", &TuningRound::skipped);
   m.def(
       "tuning_round", &Round, py::arg("policy"), py::arg("measurer"), py::arg("writers"),
       py::arg("task_json"), py::arg("num_measure") = 0, py::arg("states") = py::none(),
+      py::arg("deadline_s") = py::none(),
       "One round in the core: the given states, or up to num_measure states the policy's search proposes, "
       "measured, appended to every record writer (task_json: the task as records store it) and given to the "
-      "policy and its cost model. The GIL is released; Ctrl-C raises KeyboardInterrupt.");
+      "policy and its cost model. deadline_s: seconds from now after which no build or run starts; the "
+      "states "
+      "not measured by then are left out of the round (counted in skipped). The GIL is released; Ctrl-C "
+      "raises "
+      "KeyboardInterrupt.");
   m.def("estimate_peak_flops", &Peak, py::arg("task"), py::arg("use") = "estimate",
         "(FLOP/s, how it was found) of the task's hardware: 'estimate' at the clock the OS reports (0 where "
         "unknown), 'upper_bound' what no run can beat (the measurement's plausibility check).");

@@ -32,7 +32,14 @@ BuiltCandidate LowerAndBuild(const State& state, const Target& target, const Har
     out.module = Build(f, target, limits);
     return out;
   } catch (const DeviceLimitError& e) {
-    return Failed(MeasureError::Compile, "refused: the candidate exceeds the device's limits", e);
+    BuiltCandidate out =
+        Failed(MeasureError::Compile, "refused: the candidate exceeds the device's limits", e);
+    out.kernel_max_threads = e.kernel_max_threads;
+    return out;
+  } catch (const DeviceResourceError& e) {
+    BuiltCandidate out = Failed(MeasureError::Compile, "the device ran out of resources", e);
+    out.resource_error = true;
+    return out;
   } catch (const std::exception& e) {
     return Failed(MeasureError::Compile, "code generation failed", e);
   }

@@ -13,6 +13,12 @@ struct BuiltCandidate {
   std::optional<Module> module;  // set when error == None
   MeasureError error = MeasureError::None;
   std::string error_msg;
+  // Refused by the kernel's own work-group maximum, known after building
+  // (DeviceLimitError::kernel_max_threads); 0 otherwise.
+  int64_t kernel_max_threads = 0;
+  // The device ran out of resources (DeviceResourceError): the process's
+  // device state is suspect, the candidate not necessarily to blame.
+  bool resource_error = false;
 };
 
 // Never throws for a problem of the state: errors of lowering are Lower,

@@ -18,8 +18,8 @@ struct InFlight {
 class BuildPhase {
  public:
   BuildPhase(WorkerPool* pool, const BuilderOptions& options, std::vector<Candidate>* batch,
-             const InterruptCheck& interrupt)
-      : pool_(pool), options_(options), batch_(*batch), interrupt_(interrupt) {}
+             const InterruptCheck& interrupt, SteadyClock::time_point deadline)
+      : pool_(pool), options_(options), batch_(*batch), interrupt_(interrupt), deadline_(deadline) {}
 
   void Run();
 
@@ -42,6 +42,7 @@ class BuildPhase {
   const BuilderOptions& options_;
   std::vector<Candidate>& batch_;
   const InterruptCheck& interrupt_;
+  SteadyClock::time_point deadline_;
   std::deque<int> queue_;
   std::vector<InFlight> flight_;
 };
@@ -63,6 +64,7 @@ void BuildPhase::Run() {
   };
   while (!queue_.empty() || busy()) {
     if (interrupt_ && interrupt_()) throw MeasureInterrupted();
+    if (SteadyClock::now() >= deadline_) queue_.clear();  // they stay ToBuild: not measured
     for (int w = 0; w < n; ++w) {
       if (flight_[w].id < 0 && !queue_.empty() && !Dispatch(w)) return;
     }
@@ -100,6 +102,7 @@ bool BuildPhase::Dispatch(int w) {
   int id = queue_.front();
   queue_.pop_front();
   nlohmann::json msg = {{"cmd", "build"}, {"id", id}, {"state", batch_[id].steps}};
+  if (batch_[id].fault == "resource_error") msg["fault"] = "resource_error";
   if (!pool_->proc(w)->Send(msg)) {  // the worker died while idle: not this candidate's fault
     queue_.push_front(id);
     LoseWorker(w);
@@ -141,8 +144,20 @@ void BuildPhase::Collect(int w) {
     if (error == MeasureError::None) {
       c.phase = Candidate::Phase::Built;
       pool_->built(w).push_back(id);
+    } else if (reply.value("restart", false) && !c.resource_retried) {
+      // The device ran out of resources in this worker: the candidate goes
+      // to a fresh one, and so do those this worker had built.
+      c.resource_retried = true;
+      queue_.push_back(id);
     } else {
       Finish(&c, error, reply.value("msg", ""));
+      c.result.kernel_max_threads = reply.value("kernel_max_threads", int64_t{0});
+    }
+    if (reply.value("restart", false)) {
+      for (int other : pool_->Lose(w)) {
+        batch_[other].phase = Candidate::Phase::ToBuild;
+        queue_.push_back(other);
+      }
     }
     return;
   }
@@ -160,8 +175,8 @@ void BuildPhase::Collect(int w) {
 }  // namespace
 
 void BuildBatch(WorkerPool* pool, const BuilderOptions& options, std::vector<Candidate>* batch,
-                const InterruptCheck& interrupt) {
-  BuildPhase(pool, options, batch, interrupt).Run();
+                const InterruptCheck& interrupt, SteadyClock::time_point deadline) {
+  BuildPhase(pool, options, batch, interrupt, deadline).Run();
 }
 
 }  // namespace autosched

@@ -7,6 +7,11 @@
 // died; one that takes longer than BuilderOptions::timeout is killed and gives
 // "build_timeout". Candidates the lost worker had built already go back to
 // ToBuild and are compiled again by another worker.
+//
+// A worker that reports a device resource error (its driver ran out of host
+// memory or resources) is replaced; the candidate is built again in the fresh
+// one once, then the error is its own. No build starts after `deadline`
+// (those in progress finish): the candidates left stay ToBuild.
 #pragma once
 
 #include <vector>
@@ -16,6 +21,6 @@
 namespace autosched {
 
 void BuildBatch(WorkerPool* pool, const BuilderOptions& options, std::vector<Candidate>* batch,
-                const InterruptCheck& interrupt);
+                const InterruptCheck& interrupt, SteadyClock::time_point deadline = kNoDeadline);
 
 }  // namespace autosched

@@ -61,6 +61,11 @@ struct MeasureResult {
   std::string error_msg;
   double all_cost = 0;   // wall seconds the candidate took to build and run
   double timestamp = 0;  // seconds since the Unix epoch when the measurement ended
+  // The most work items per group the driver runs the candidate's kernel
+  // with (OpenCL's CL_KERNEL_WORK_GROUP_SIZE), where it refused the
+  // candidate's larger work groups; 0 otherwise. The search learns from it
+  // (SketchPolicy::RecordMeasured); records do not keep it.
+  int64_t kernel_max_threads = 0;
 
   bool ok() const { return error == MeasureError::None; }
   double mean_cost() const;  // mean of costs; +inf when there is none or error != None
@@ -92,9 +97,14 @@ struct FaultInjection {
   // OpenCL targets only: the kernel is launched with a work group larger than
   // the device allows, so the driver refuses the launch -> runtime.
   double launch_error = 0;
+  // The worker's device runs out of resources as the candidate is built (as
+  // a driver out of host memory does): that build and every later one in the
+  // same worker fail with CL_OUT_OF_HOST_MEMORY until the worker is replaced
+  // -> the candidate is tried once more in a fresh worker, then compile.
+  double resource_error = 0;
   bool any() const {
     return wrong_result > 0 || crash > 0 || hang > 0 || zero_time > 0 || near_zero_time > 0 ||
-           launch_error > 0;
+           launch_error > 0 || resource_error > 0;
   }
 };
 

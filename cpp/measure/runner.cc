@@ -48,11 +48,12 @@ void TakeRunReply(const nlohmann::json& reply, const PlausibilityBound& bound, C
 // none (all run, or w was lost and they went back to ToBuild).
 void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
                          const PlausibilityBound& bound, std::vector<Candidate>* batch,
-                         const InterruptCheck& interrupt) {
+                         const InterruptCheck& interrupt, SteadyClock::time_point deadline) {
   auto lose = [&] {
     for (int other : pool->Lose(w)) Requeue(&(*batch)[other]);
   };
   while (!pool->built(w).empty()) {
+    if (SteadyClock::now() >= deadline) return;  // the rest stay built, not measured
     int id = pool->built(w).front();
     Candidate& c = (*batch)[id];
     if (options.cooldown_s > 0) Sleep(options.cooldown_s, interrupt);
@@ -65,7 +66,14 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
     c.seconds += std::chrono::duration<double>(SteadyClock::now() - start).count();
     pool->built(w).erase(pool->built(w).begin());
     if (status == WorkerProcess::Status::Ok) {
-      TakeRunReply(reply, bound, &c);
+      // The device ran out of resources in this worker: the candidate is
+      // built and run again in a fresh one before the error counts as its own.
+      if (reply.value("resource_error", false) && !c.resource_retried) {
+        c.resource_retried = true;
+        c.phase = Candidate::Phase::ToBuild;
+      } else {
+        TakeRunReply(reply, bound, &c);
+      }
       // The worker asks to be replaced (a failed OpenCL run may leave its
       // context unusable): its other candidates are built again elsewhere,
       // which is not their loss, so no requeue is counted.
@@ -105,19 +113,47 @@ void CheckRunnerOptions(const RunnerOptions& r) {
   AS_CHECK(r.peak_flops >= 0 && r.peak_bandwidth >= 0, "peak_flops and peak_bandwidth must not be negative");
   AS_CHECK(r.verify.num_points >= 1, "the verifier needs at least one point, got " << r.verify.num_points);
   const FaultInjection& f = r.faults;
-  for (double p : {f.wrong_result, f.crash, f.hang, f.zero_time, f.near_zero_time, f.launch_error}) {
+  for (double p :
+       {f.wrong_result, f.crash, f.hang, f.zero_time, f.near_zero_time, f.launch_error, f.resource_error}) {
     AS_CHECK(p >= 0 && p <= 1, "injected fault shares must lie in [0, 1], got " << p);
   }
-  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time + f.near_zero_time + f.launch_error <= 1 + 1e-12,
+  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time + f.near_zero_time + f.launch_error +
+                   f.resource_error <=
+               1 + 1e-12,
            "injected fault shares must add up to at most 1");
 }
 
 }  // namespace
 
 void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
-              std::vector<Candidate>* batch, const InterruptCheck& interrupt) {
-  for (int w = 0; w < pool->size(); ++w) RunWorkerCandidates(pool, w, options, bound, batch, interrupt);
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt,
+              SteadyClock::time_point deadline) {
+  for (int w = 0; w < pool->size(); ++w)
+    RunWorkerCandidates(pool, w, options, bound, batch, interrupt, deadline);
 }
+
+namespace {
+
+// After the deadline: the workers drop the modules of candidates that will
+// not run (a worker that does not answer is replaced).
+void DropBuilt(WorkerPool* pool, std::vector<Candidate>* batch, const InterruptCheck& interrupt) {
+  for (int w = 0; w < pool->size(); ++w) {
+    if (pool->built(w).empty()) continue;
+    for (int id : pool->built(w)) (*batch)[id].phase = Candidate::Phase::ToBuild;
+    nlohmann::json reply;
+    const bool ok = pool->proc(w)->Send({{"cmd", "drop"}}) &&
+                    WaitReply(pool->proc(w), SteadyClock::now() + std::chrono::seconds(10), &reply,
+                              interrupt) == WorkerProcess::Status::Ok &&
+                    reply.value("ok", false);
+    if (ok) {
+      pool->built(w).clear();
+    } else {
+      pool->Lose(w);
+    }
+  }
+}
+
+}  // namespace
 
 LocalMeasurer::LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path)
     : builder_(builder),
@@ -143,7 +179,8 @@ std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
                                                    {f.hang, "hang"},
                                                    {f.zero_time, "zero_time"},
                                                    {f.near_zero_time, "near_zero_time"},
-                                                   {f.launch_error, "launch_error"}};
+                                                   {f.launch_error, "launch_error"},
+                                                   {f.resource_error, "resource_error"}};
   for (const auto& [p, name] : shares) {
     if (u < p) return name;
     u -= p;
@@ -151,7 +188,9 @@ std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
   return "none";
 }
 
-std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const std::vector<State>& states) {
+std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const std::vector<State>& states,
+                                                  SteadyClock::time_point deadline,
+                                                  std::vector<bool>* measured) {
   std::lock_guard<std::mutex> lock(mutex_);
   AS_CHECK(runner_.faults.launch_error == 0 || task.target.kind == TargetKind::OpenCL,
            "the injected fault launch_error needs an OpenCL target, got '" << task.target.str() << "'");
@@ -174,16 +213,23 @@ std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const 
     return false;
   };
   try {
-    while (pending()) {
-      BuildBatch(&pool_, builder_, &batch, interrupt);
-      RunBuilt(&pool_, runner_, bound, &batch, interrupt);
+    while (pending() && SteadyClock::now() < deadline) {
+      BuildBatch(&pool_, builder_, &batch, interrupt, deadline);
+      RunBuilt(&pool_, runner_, bound, &batch, interrupt, deadline);
     }
+    DropBuilt(&pool_, &batch, interrupt);
   } catch (...) {
     pool_.KillAll();  // workers may hold half-done requests
     throw;
   }
   std::vector<MeasureResult> results;
-  for (Candidate& c : batch) results.push_back(std::move(c.result));
+  if (measured) measured->clear();
+  for (Candidate& c : batch) {
+    const bool done = c.phase == Candidate::Phase::Done;
+    if (!done) Finish(&c, MeasureError::Unknown, "not measured: the deadline passed before its turn");
+    if (measured) measured->push_back(done);
+    results.push_back(std::move(c.result));
+  }
   return results;
 }
 

@@ -10,6 +10,9 @@
 //      with it ("runtime", naming the signal), one that passes the timeout is
 //      killed ("run_timeout"); the candidates it had built go back to step 2;
 //   4. times that are not plausible (verifier.h) become "implausible".
+// A worker that reports a device resource error (an OpenCL driver out of host
+// memory or resources) is replaced, and the candidate measured once more in
+// the fresh one before the error counts as its own.
 // No candidate ends the session: every failure is recorded as the candidate's
 // typed error and the batch goes on. Workers live across calls while the task
 // stays the same, and are re-initialised for a new task.
@@ -25,8 +28,11 @@
 
 namespace autosched {
 
+// Stops before a run that would start after `deadline`; the candidates left
+// stay built.
 void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
-              std::vector<Candidate>* batch, const InterruptCheck& interrupt);
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt,
+              SteadyClock::time_point deadline = kNoDeadline);
 
 class LocalMeasurer {
  public:
@@ -37,7 +43,12 @@ class LocalMeasurer {
 
   // One result per state, in order. Throws Error only for problems of the
   // setup (the worker cannot start), MeasureInterrupted when `interrupt` asks.
-  std::vector<MeasureResult> Measure(const SearchTask& task, const std::vector<State>& states);
+  // No build or run starts after `deadline` (those in progress finish):
+  // the states not measured by then get an Unknown error saying so, and
+  // false in *measured (one flag per state, when given).
+  std::vector<MeasureResult> Measure(const SearchTask& task, const std::vector<State>& states,
+                                     SteadyClock::time_point deadline = kNoDeadline,
+                                     std::vector<bool>* measured = nullptr);
 
   const BuilderOptions& builder_options() const { return builder_; }
   const RunnerOptions& runner_options() const { return runner_; }

@@ -38,7 +38,13 @@ struct Candidate {
   MeasureResult result;
   double seconds = 0;  // wall time spent on it so far (builds and run)
   int requeues = 0;    // modules lost with a worker it was not to blame for
+  // It met a device resource error once and was sent to a fresh worker; a
+  // second one is its own error.
+  bool resource_retried = false;
 };
+
+// No deadline: a batch is measured to its end.
+constexpr SteadyClock::time_point kNoDeadline = SteadyClock::time_point::max();
 
 // Sets the result and marks the candidate done.
 void Finish(Candidate* c, MeasureError error, const std::string& msg, std::vector<double> costs = {});

@@ -21,6 +21,7 @@
 #include "measure/verifier.h"
 #include "support/error.h"
 #ifdef AUTOSCHED_HAS_OPENCL
+#include "runtime/opencl/opencl_device.h"
 #include "runtime/opencl/opencl_module.h"
 #endif
 
@@ -43,11 +44,12 @@ class Worker {
   json BuildOne(const json& msg);
   json RunOne(const json& msg);
   std::vector<double> Time(const Module& mod, const json& msg, double first_run_seconds);
-  std::string FirstRun(const Module& mod, const std::string& fault, double* seconds);
+  std::string FirstRun(const Module& mod, const std::string& fault, double* seconds, bool* resource);
 
   std::optional<SearchTask> task_;
   std::unique_ptr<TestData> data_;
   std::map<int64_t, Module> modules_;
+  bool out_of_resources_ = false;  // the injected fault resource_error happened here
 };
 
 json Reply(const json& id, MeasureError error, const std::string& msg) {
@@ -59,6 +61,11 @@ json Worker::Handle(const json& msg) {
   if (cmd == "init") return Init(msg);
   if (cmd == "build") return BuildOne(msg);
   if (cmd == "run") return RunOne(msg);
+  if (cmd == "drop") {  // the candidates built here will not run (the round's deadline passed)
+    const size_t n = modules_.size();
+    modules_.clear();
+    return {{"ok", true}, {"dropped", n}};
+  }
   throw Error("unknown worker command '" + cmd + "'");
 }
 
@@ -93,8 +100,20 @@ json Worker::BuildOne(const json& msg) {
   } catch (const std::exception& e) {
     return Reply(id, MeasureError::Instantiation, std::string("the steps do not apply: ") + e.what());
   }
-  BuiltCandidate built = LowerAndBuild(*state, task_->target, task_->hardware_params);
+  if (msg.value("fault", "") == "resource_error") out_of_resources_ = true;
+  BuiltCandidate built;
+  if (out_of_resources_) {  // as a driver out of host memory fails every later request
+    built.error = MeasureError::Compile;
+    built.error_msg =
+        "the device ran out of resources: building an OpenCL program: OpenCL error "
+        "CL_OUT_OF_HOST_MEMORY (-6) (injected fault resource_error)";
+    built.resource_error = true;
+  } else {
+    built = LowerAndBuild(*state, task_->target, task_->hardware_params);
+  }
   json reply = Reply(id, built.error, built.error_msg);
+  if (built.kernel_max_threads > 0) reply["kernel_max_threads"] = built.kernel_max_threads;
+  if (built.resource_error) reply["restart"] = true;
   if (built.module) modules_.insert_or_assign(id.get<int64_t>(), std::move(*built.module));
   reply["seconds"] = SecondsSince(start);
   return reply;
@@ -142,7 +161,7 @@ std::vector<double> Worker::Time(const Module& mod, const json& msg, double firs
 
 // Runs the kernel once on poisoned outputs (the verification run). "" when it
 // ran, else why it failed.
-std::string Worker::FirstRun(const Module& mod, const std::string& fault, double* seconds) {
+std::string Worker::FirstRun(const Module& mod, const std::string& fault, double* seconds, bool* resource) {
 #ifdef AUTOSCHED_HAS_OPENCL
   struct LaunchFault {  // on for this run only
     explicit LaunchFault(bool on) { SetOpenCLLaunchFaultForTesting(on); }
@@ -154,6 +173,9 @@ std::string Worker::FirstRun(const Module& mod, const std::string& fault, double
     const auto call_start = Clock::now();
     mod.Call(data_->CallArgs());
     *seconds = SecondsSince(call_start);
+  } catch (const DeviceResourceError& e) {
+    *resource = true;
+    return std::string("the device ran out of resources: ") + e.what();
   } catch (const std::exception& e) {
     return std::string("the kernel failed: ") + e.what();
   }
@@ -174,12 +196,15 @@ json Worker::RunOne(const json& msg) {
     while (true) spins = spins + 1;
   }
   double first_run_seconds = 0;
-  std::string failed = FirstRun(mod, fault, &first_run_seconds);
+  bool resource = false;
+  std::string failed = FirstRun(mod, fault, &first_run_seconds, &resource);
   if (!failed.empty()) {
     json reply = Reply(id, MeasureError::Runtime, failed);
     // A failed OpenCL run may leave the context unusable (an out-of-bounds
-    // access on NVIDIA does): the supervisor replaces this worker.
-    if (task_->target.kind == TargetKind::OpenCL) reply["restart"] = true;
+    // access on NVIDIA does): the supervisor replaces this worker. After a
+    // resource error the candidate is tried again in the fresh one.
+    if (task_->target.kind == TargetKind::OpenCL || resource) reply["restart"] = true;
+    if (resource) reply["resource_error"] = true;
     return reply;
   }
   if (fault == "crash") {  // after the first run: the device's context and buffers are in use
@@ -195,6 +220,11 @@ json Worker::RunOne(const json& msg) {
     if (fault == "zero_time") costs.assign(costs.size(), 0.0);
     if (fault == "near_zero_time") costs.assign(costs.size(), 1e-18);
     reply["costs"] = costs;
+  } catch (const DeviceResourceError& e) {
+    reply = Reply(id, MeasureError::Runtime,
+                  std::string("timing failed: the device ran out of resources: ") + e.what());
+    reply["restart"] = true;
+    reply["resource_error"] = true;
   } catch (const std::exception& e) {
     reply = Reply(id, MeasureError::Runtime, std::string("timing failed: ") + e.what());
     if (task_->target.kind == TargetKind::OpenCL) reply["restart"] = true;
@@ -266,6 +296,12 @@ int WorkerMain(int argc, char** argv) {
     if (std::strcmp(argv[i], "--parent") == 0) parent = std::atol(argv[i + 1]);
   }
   if (parent != 0 && !WatchSupervisor(static_cast<pid_t>(parent))) return 0;
+#ifdef AUTOSCHED_HAS_OPENCL
+  // Every candidate's program is its own: kept only while its module lives,
+  // so a worker holds the programs of the candidates it has built, not yet
+  // run, and no more.
+  SetOpenCLProgramCacheCapacity(0);
+#endif
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);  // crashing candidates leave no core files
   return RunWorker(fd);

@@ -68,7 +68,22 @@ struct DeviceLimits {
 
 // A kernel needs more than its device (or the caller's DeviceLimits) allows;
 // raised before the kernel is built where the backend can tell.
+// kernel_max_threads: the most work items per group the driver runs this
+// kernel with (OpenCL's CL_KERNEL_WORK_GROUP_SIZE, known only after building;
+// its register use may make it smaller than the device's maximum), when that
+// is the limit the kernel exceeds; else 0.
 class DeviceLimitError : public Error {
+ public:
+  explicit DeviceLimitError(const std::string& msg, int64_t kernel_max_threads = 0)
+      : Error(msg), kernel_max_threads(kernel_max_threads) {}
+  int64_t kernel_max_threads = 0;
+};
+
+// The device or its driver ran out of resources (OpenCL's
+// CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_MEM_OBJECT_ALLOCATION_FAILURE):
+// not necessarily the fault of the kernel at hand, and the process's device
+// state may be unusable from then on (a measurement worker is replaced).
+class DeviceResourceError : public Error {
  public:
   using Error::Error;
 };

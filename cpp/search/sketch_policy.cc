@@ -282,7 +282,13 @@ void SketchPolicy::RecordMeasured(const std::vector<State>& states,
       measured_good_.emplace_back(flop > 0 ? flop / cost : 1 / cost, states[i]);
     }
     programs.push_back({task_, states[i], r.costs, r.ok()});
+    learned_max_threads_ = std::max(learned_max_threads_, r.kernel_max_threads);
   }
+  // The largest maximum reported: a kernel of fewer registers may run larger
+  // groups than the one refused, but none above every reported maximum is
+  // proposed again.
+  int64_t& limit = task_.hardware_params.max_threads_per_block;
+  if (learned_max_threads_ > 0 && (limit <= 0 || learned_max_threads_ < limit)) limit = learned_max_threads_;
   if (programs.empty()) return;
   const auto start = Clock::now();
   cost_model_->Update(programs);

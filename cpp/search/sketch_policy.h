@@ -107,7 +107,15 @@ class SketchPolicy {
   // later populations, and the cost model is updated with them. Throws Error
   // when the lengths differ.
   void RecordMeasured(const std::vector<State>& states, const std::vector<MeasureResult>& results);
+  //
+  // A result refused by its kernel's own work-group maximum
+  // (MeasureResult::kernel_max_threads) teaches the policy a limit: its
+  // task's hardware_params.max_threads_per_block becomes at most the largest
+  // such maximum reported so far, so the GPU init and mutation rules (which
+  // check states against it) do not propose larger work groups again.
   bool IsMeasured(const State& state) const;
+  // The work-group limit learned from the measurements (0: none yet).
+  int64_t learned_max_threads_per_block() const { return learned_max_threads_; }
   size_t num_measured() const { return measured_keys_.size(); }
   // Seconds the cost model's updates took so far.
   double model_update_seconds() const { return model_update_seconds_; }
@@ -138,6 +146,7 @@ class SketchPolicy {
   uint64_t rounds_ = 0;
   SearchRoundStats last_round_;
   double model_update_seconds_ = 0;
+  int64_t learned_max_threads_ = 0;
 };
 
 // What a tuning run measures before searching: the plain loop nest of the

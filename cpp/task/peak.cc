@@ -45,18 +45,30 @@ PeakFlops GpuPeak(const Target& target, const HardwareParams& hw, int element_by
   const double lanes = (mali ? 64 : 128) * (element_bytes <= 2 ? 2 : 1);
   PeakFlops p;
   double clock = static_cast<double>(hw.clock_mhz) * 1e6;
-  if (hw.clock_mhz <= 0) {
-    if (use == PeakUse::kEstimate) {
-      p.how = "unknown: the device's clock_mhz is not known";
+  std::string clock_origin = hw.clock_mhz > 0 ? "" : " (clock_mhz unknown: assumed)";
+  if (hw.clock_mhz <= 0 && use == PeakUse::kEstimate) {
+    // Tuning measures on a device of this machine: where the target selects
+    // one (a family name such as nvidia has no clock of its own), its clock.
+    if (OpenCLDeviceQuery query = InstalledOpenCLDeviceQuery()) {
+      try {
+        clock = static_cast<double>(query(target).clock_mhz) * 1e6;
+        clock_origin = " (the clock of the device the target selects on this machine)";
+      } catch (const std::exception&) {  // no such device here
+      }
+    }
+    if (clock <= 0) {
+      p.how =
+          "unknown: the device's clock_mhz is not known (set HardwareParams(clock_mhz=...) or "
+          "TuningOptions(peak_gflops=...))";
       return p;
     }
+  } else if (hw.clock_mhz <= 0) {
     clock = mali ? 1.5e9 : 3e9;
   }
   p.flops = units * lanes * kFlopPerFma * clock;
   p.how = "derived for " + std::to_string(hw.num_cores) + " compute units at " + Format(clock * 1e-6, 6) +
-          " MHz" + (hw.clock_mhz > 0 ? "" : " (clock_mhz unknown: assumed)") + ": " +
-          std::to_string(hw.num_cores) + " x " + std::to_string(static_cast<int64_t>(lanes * kFlopPerFma)) +
-          " FLOP/cycle";
+          " MHz" + clock_origin + ": " + std::to_string(hw.num_cores) + " x " +
+          std::to_string(static_cast<int64_t>(lanes * kFlopPerFma)) + " FLOP/cycle";
   return p;
 }
 
@@ -89,7 +101,16 @@ double ReportedCpuClockHz() {
 }
 
 bool TargetRunsOnCpu(const Target& target) {
-  return target.kind == TargetKind::LLVM || target.device == "pocl";
+  if (target.kind == TargetKind::LLVM || target.device == "pocl" || target.device == "cpu") return true;
+  if (target.device == "nvidia" || target.device == "mali" || target.device == "gpu") return false;
+  // A device of this machine, or the default one: ask it.
+  if (OpenCLDeviceOnCpuQuery query = InstalledOpenCLDeviceOnCpuQuery()) {
+    try {
+      return query(target);
+    } catch (const std::exception&) {  // no such device here
+    }
+  }
+  return false;
 }
 
 PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use, bool on_cpu) {

@@ -7,7 +7,8 @@
 //        element bytes).
 //   GPU: compute units x FP32 lanes per unit (an NVIDIA SM has 128, a Mali
 //        core is counted as 64; 16-bit data twice as many) x 2 FLOP x clock
-//        (HardwareParams::clock_mhz).
+//        (HardwareParams::clock_mhz; for the estimate, where it is 0, the
+//        clock of the device the target selects on this machine, if any).
 //   HardwareParams::peak_gflops, when set, is the peak.
 #pragma once
 
@@ -40,9 +41,9 @@ struct PeakFlops {
 PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use, bool on_cpu);
 PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use);
 
-// llvm targets and OpenCL targets of the device family "pocl" (an OpenCL
-// device of this machine named otherwise is found out only by asking it:
-// measure/verifier.cc does).
+// llvm targets, OpenCL targets of the device family "pocl" or "-device=cpu",
+// and OpenCL targets that select a CPU device of this machine (asked through
+// the runtime's installed query; false where there is none, or no match).
 bool TargetRunsOnCpu(const Target& target);
 
 // Bytes of the narrowest element type among the DAG's operations (8 at most).

@@ -267,9 +267,13 @@ std::string Target::Describe() const {
 
 namespace {
 OpenCLDeviceQuery opencl_device_query = nullptr;
+OpenCLDeviceOnCpuQuery opencl_device_on_cpu_query = nullptr;
 }  // namespace
 
 void SetOpenCLDeviceQuery(OpenCLDeviceQuery query) { opencl_device_query = query; }
+void SetOpenCLDeviceOnCpuQuery(OpenCLDeviceOnCpuQuery query) { opencl_device_on_cpu_query = query; }
+OpenCLDeviceQuery InstalledOpenCLDeviceQuery() { return opencl_device_query; }
+OpenCLDeviceOnCpuQuery InstalledOpenCLDeviceOnCpuQuery() { return opencl_device_on_cpu_query; }
 
 HardwareParams DefaultHardwareParams(const Target& target) {
   if (target.kind == TargetKind::OpenCL) {

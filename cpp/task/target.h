@@ -143,5 +143,12 @@ HardwareParams DefaultHardwareParams(const Target& target);
 // device. Without it, such a target is refused with an Error.
 using OpenCLDeviceQuery = HardwareParams (*)(const Target& target);
 void SetOpenCLDeviceQuery(OpenCLDeviceQuery query);
+// Whether the OpenCL device the target selects on this machine is a CPU
+// (PoCL), installed with the device query; Error when none matches.
+using OpenCLDeviceOnCpuQuery = bool (*)(const Target& target);
+void SetOpenCLDeviceOnCpuQuery(OpenCLDeviceOnCpuQuery query);
+// The installed queries; nullptr in a build without the OpenCL runtime.
+OpenCLDeviceQuery InstalledOpenCLDeviceQuery();
+OpenCLDeviceOnCpuQuery InstalledOpenCLDeviceOnCpuQuery();
 
 }  // namespace autosched

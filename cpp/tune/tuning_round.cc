@@ -1,5 +1,6 @@
 #include "tune/tuning_round.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "search/search_util.h"
@@ -20,9 +21,22 @@ TuningRound MeasureRound(SketchPolicy& policy, std::vector<State> states, const 
   round.states = std::move(states);
   if (round.states.empty()) return round;
   auto start = std::chrono::steady_clock::now();
-  round.results = io.measurer->Measure(policy.task(), round.states);
+  std::vector<bool> measured;
+  round.results = io.measurer->Measure(policy.task(), round.states, io.deadline, &measured);
   round.measure_seconds = SecondsSince(start);
   AS_ICHECK(round.results.size() == round.states.size(), "one result per measured state");
+  if (std::find(measured.begin(), measured.end(), false) != measured.end()) {
+    std::vector<State> kept_states;
+    std::vector<MeasureResult> kept_results;
+    for (size_t i = 0; i < measured.size(); ++i) {
+      if (!measured[i]) continue;
+      kept_states.push_back(std::move(round.states[i]));
+      kept_results.push_back(std::move(round.results[i]));
+    }
+    round.skipped = static_cast<int>(round.states.size() - kept_states.size());
+    round.states = std::move(kept_states);
+    round.results = std::move(kept_results);
+  }
   // Records first: a session killed during the model's update keeps them.
   for (RecordWriter* writer : io.writers) {
     for (size_t i = 0; i < round.states.size(); ++i)

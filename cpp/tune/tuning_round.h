@@ -28,6 +28,9 @@ struct TuningRound {
   double cost_model_seconds = 0;       // the cost model: scoring in the search, then its update
   double measure_seconds = 0;          // building, verifying and timing
   std::vector<std::string> notices;    // the record writers' (a log removed or replaced meanwhile)
+  // States proposed but not measured: the deadline passed first. They are
+  // not recorded, not counted and may be proposed again.
+  int skipped = 0;
 };
 
 // Where a round's measurements go: the workers that measure, the logs that
@@ -36,6 +39,8 @@ struct RoundIo {
   LocalMeasurer* measurer = nullptr;
   std::vector<RecordWriter*> writers;
   nlohmann::json task_json;
+  // No build or run of the round starts after it (a time budget's end).
+  SteadyClock::time_point deadline = kNoDeadline;
 };
 
 // Up to num_measure states from policy.ContinueSearchOneRound, measured,
@@ -43,7 +48,8 @@ struct RoundIo {
 // nothing: states is empty, and policy.last_round() says why.
 TuningRound SearchRound(SketchPolicy& policy, int num_measure, const RoundIo& io);
 
-// Measures `states` of the policy's task, appends one record per state to
+// Measures `states` of the policy's task (those measured before io.deadline;
+// the others only count in `skipped`), appends one record per state to
 // every writer, then gives states and results to policy.RecordMeasured (the
 // cost model's update). Throws what LocalMeasurer::Measure throws, before
 // anything is recorded.

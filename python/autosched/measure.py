@@ -20,10 +20,16 @@ is a ``runtime`` error naming the OpenCL error (the worker is then replaced), a 
 or local-memory limits a ``compile`` error before anything is built.
 
 ``LocalRunner(inject_faults={"wrong_result": p, "crash": p, "hang": p, "zero_time": p, "near_zero_time": p,
-"launch_error": p})`` gives that share of candidates a fault (deterministic from ``fault_seed``) to test what
-consumes results: they are recorded as ``wrong_answer``, ``runtime`` (a worker killed by SIGSEGV), ``run_timeout``,
-``implausible`` (a time of 0, or of 1e-18 s: faster than the hardware allows) and ``runtime`` (OpenCL only: the
-driver refuses a launch with an oversized work group).
+"launch_error": p, "resource_error": p})`` gives that share of candidates a fault (deterministic from
+``fault_seed``) to test what consumes results: they are recorded as ``wrong_answer``, ``runtime`` (a worker killed by
+SIGSEGV), ``run_timeout``, ``implausible`` (a time of 0, or of 1e-18 s: faster than the hardware allows), ``runtime``
+(OpenCL only: the driver refuses a launch with an oversized work group) and ``compile`` (the worker's device runs
+out of host memory from that build on: the worker is replaced and the candidate tried once more in a fresh one;
+the other candidates are not affected).
+
+A device resource error (``CL_OUT_OF_HOST_MEMORY``, ``CL_OUT_OF_RESOURCES``, ``CL_MEM_OBJECT_ALLOCATION_FAILURE``) while
+building or running a candidate replaces the worker, and the candidate is measured once more in the fresh one
+before the error counts as its own.
 """
 import os
 
@@ -34,7 +40,7 @@ from .build_module import _core_state
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "measure",
            "worker_path"]
 
-FAULT_KINDS = ("wrong_result", "crash", "hang", "zero_time", "near_zero_time", "launch_error")
+FAULT_KINDS = ("wrong_result", "crash", "hang", "zero_time", "near_zero_time", "launch_error", "resource_error")
 
 
 def worker_path():
@@ -92,8 +98,8 @@ class LocalRunner:
     max_device_runs: OpenCL targets: the most kernel runs the timing of one candidate launches over all its
         repeats (``repeat`` is capped at it, each repeat at ``max(1, max_device_runs // repeat)`` runs).
     cooldown_s: pause before each candidate. flush_cache: overwrite a large buffer before each repeat.
-    inject_faults: {"wrong_result"|"crash"|"hang"|"zero_time"|"near_zero_time"|"launch_error": share of
-        candidates}, for tests.
+    inject_faults: {"wrong_result"|"crash"|"hang"|"zero_time"|"near_zero_time"|"launch_error"|"resource_error":
+        share of candidates}, for tests.
     peak_flops, peak_bandwidth: FLOP/s and bytes/s no run can beat (None: the task's HardwareParams
         ``peak_gflops`` / ``peak_bandwidth_gbs`` when set, else derived from its hardware parameters, generously;
         see docs/records.md). A time below what the peaks allow, over a margin of 1.5, is ``implausible``.

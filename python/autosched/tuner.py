@@ -64,7 +64,8 @@ class TuningOptions:
     num_measure_trials: schedules to measure in all (a resumed log's records count).
     num_measures_per_round: schedules per search round (64).
     early_stopping: stop after this many trials without a better schedule (None: never).
-    time_budget_s: stop starting rounds after this many seconds (None: no limit).
+    time_budget_s: the session's budget in seconds (None: no limit): no round starts after it, and a round's builds and
+        runs stop at it (the states left are not measured, recorded nor counted).
     builder, runner: a LocalBuilder and a LocalRunner (None: their defaults).
     measure_callbacks: called as callback(policy, inputs, results) after every batch (e.g. RecordToFile).
     verbose: 0 silent, 1 a line per round and a summary, 2 also the search's own statistics.
@@ -120,10 +121,11 @@ def peak_gflops(task, describe=False):
     lanes of the DAG's narrowest type x the clock the OS reports (under a hypervisor often the base clock, below
     the boost clock: pass TuningOptions(peak_gflops=...) for the real figure); a GPU's compute units x lanes x 2
     x HardwareParams.clock_mhz; HardwareParams.peak_gflops where given. None where it cannot be estimated (a GPU
-    of unknown clock). With describe=True, (value, how it was estimated)."""
+    of unknown clock, where the target selects no device of this machine whose clock is known). With
+    describe=True, (value, how it was estimated), or (None, why there is no estimate)."""
     flops, how = _core.estimate_peak_flops(task, "estimate")
     if flops <= 0:
-        return (None, "") if describe else None
+        return (None, how) if describe else None
     value = flops / 1e9
     return (value, f"{value:.4g} GFLOP/s = {how}") if describe else value
 
@@ -315,8 +317,12 @@ class TaskTuner:
         RecordToFile logs, learned from; then the other callbacks and the bookkeeping. Returns the round."""
         if self._task_json is None:
             self._task_json = self.task.to_json()
+        budget = self.options.time_budget_s
+        # The round's measurements stop at the end of the time budget (the states left are not measured).
+        deadline_s = None if budget is None else self.start + budget - time.monotonic()
         rnd = _core.tuning_round(self.policy._policy, self.runner._measurer_for(self.builder),
-                                 [log._writer for log in self._logs], self._task_json, n, states)
+                                 [log._writer for log in self._logs], self._task_json, n, states,
+                                 deadline_s=deadline_s)
         seconds = self.result.seconds
         if rnd.searched:
             seconds["search"] += rnd.search_seconds
@@ -398,6 +404,8 @@ class TaskTuner:
         """One round of at most n states; False when the search found nothing new (the reason is in
         empty_reason)."""
         rnd = self.run_round(n)
+        if not rnd.states and rnd.skipped:
+            return True  # the time budget ended before any state was measured: not an exhausted search
         if not rnd.states:
             stats = self.policy.last_round
             if stats["sampled"] == 0:
@@ -452,7 +460,7 @@ class TaskTuner:
         r = self.result
         flop = self.task.compute_dag.flop_ct
         gflops = f"{flop / r.best_cost / 1e9:.4g}" if r.best_cost and flop > 0 else "-"
-        peak = "-"
+        peak = "-" if self.peak or not r.best_cost else f"- ({self.peak_text})"
         if r.best_cost and flop > 0 and self.peak:
             share = 100 * flop / r.best_cost / 1e9 / self.peak
             peak = f"{share:.3g} (of {self.peak_text})"

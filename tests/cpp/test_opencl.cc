@@ -167,6 +167,42 @@ TEST(OpenCLRuntime, ErrorCodesAreNamed) {
               std::string::npos)
         << e.what();
   }
+  // Resource errors have their own type: a measurement worker is replaced after one.
+  for (cl_int code : {CL_OUT_OF_RESOURCES, CL_OUT_OF_HOST_MEMORY, CL_MEM_OBJECT_ALLOCATION_FAILURE}) {
+    EXPECT_TRUE(IsOpenCLResourceError(code));
+    EXPECT_THROW(CheckCL(code, "x"), DeviceResourceError);
+  }
+  EXPECT_FALSE(IsOpenCLResourceError(CL_INVALID_WORK_GROUP_SIZE));
+  try {
+    CheckCL(CL_INVALID_WORK_GROUP_SIZE, "x");
+  } catch (const DeviceResourceError&) {
+    ADD_FAILURE() << "not a resource error";
+  } catch (const Error&) {
+  }
+}
+
+TEST(OpenCLRuntime, TheProgramCacheIsBoundedAndEvictedProgramsAreReleased) {
+  if (ListOpenCLDevices().empty()) GTEST_SKIP() << "no OpenCL device";
+  const OpenCLDevice& device = ListOpenCLDevices()[0];
+  auto source = [](int i) {
+    return "__kernel void k(__global float* a) { a[0] = " + std::to_string(i) + ".0f; }";
+  };
+  SetOpenCLProgramCacheCapacity(2);
+  std::weak_ptr<std::remove_pointer_t<cl_program>> first = GetOpenCLProgram(device, source(0), "");
+  EXPECT_FALSE(first.expired());                                                 // cached
+  EXPECT_EQ(GetOpenCLProgram(device, source(0), "").get(), first.lock().get());  // built once
+  for (int i = 1; i <= 4; ++i) GetOpenCLProgram(device, source(i), "");
+  EXPECT_EQ(OpenCLProgramCacheSize(), 2u);
+  EXPECT_TRUE(first.expired());  // evicted and held by nothing: released in the driver
+  // Capacity 0 (a measurement worker): a program lives as long as its holders.
+  SetOpenCLProgramCacheCapacity(0);
+  EXPECT_EQ(OpenCLProgramCacheSize(), 0u);
+  CLProgramRef held = GetOpenCLProgram(device, source(7), "");
+  std::weak_ptr<std::remove_pointer_t<cl_program>> seen = held;
+  EXPECT_EQ(OpenCLProgramCacheSize(), 0u);
+  held.reset();
+  EXPECT_TRUE(seen.expired());
+  SetOpenCLProgramCacheCapacity(16);
 }
 
 TEST(OpenCLRuntime, CompileErrorsCarryTheBuildLog) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,7 +130,9 @@ OpenCLDevice Describe(cl_platform_id p, cl_device_id d, int index) {
   dev.extensions = DeviceString(d, CL_DEVICE_EXTENSIONS);
   dev.platform_name = PlatformString(p, CL_PLATFORM_NAME);
   dev.platform_vendor = PlatformString(p, CL_PLATFORM_VENDOR);
-  dev.is_gpu = (DeviceValue<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
+  const int64_t type = DeviceValue<cl_device_type>(d, CL_DEVICE_TYPE);
+  dev.is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+  dev.is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
   dev.compute_units = DeviceValue<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
   dev.max_work_group_size = DeviceValue<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
   size_t sizes[3] = {0, 0, 0};
@@ -219,8 +222,17 @@ const char* OpenCLErrorName(cl_int code) {
   return "unknown OpenCL error";
 }
 
+bool IsOpenCLResourceError(cl_int code) {
+  return code == CL_OUT_OF_HOST_MEMORY || code == CL_OUT_OF_RESOURCES ||
+         code == CL_MEM_OBJECT_ALLOCATION_FAILURE;
+}
+
 void CheckCL(cl_int code, const std::string& what) {
-  AS_CHECK(code == CL_SUCCESS, what << ": OpenCL error " << OpenCLErrorName(code) << " (" << code << ")");
+  if (code == CL_SUCCESS) return;
+  const std::string msg =
+      what + ": OpenCL error " + OpenCLErrorName(code) + " (" + std::to_string(code) + ")";
+  if (IsOpenCLResourceError(code)) throw DeviceResourceError(msg);
+  throw Error(msg);
 }
 
 bool OpenCLDevice::HasExtension(const std::string& ext) const {
@@ -258,6 +270,14 @@ const OpenCLDevice& SelectOpenCLDevice(const Target& target) {
     }
     return *candidates.front();
   }
+  if (const std::string kind = Lower(want); kind == "gpu" || kind == "cpu") {
+    for (const OpenCLDevice* d : candidates) {
+      if (kind == "gpu" ? d->is_gpu : d->is_cpu) return *d;
+    }
+    AS_CHECK(false, "target '" << target.str() << "': no OpenCL device here is a "
+                               << (kind == "gpu" ? "GPU" : "CPU") << " (devices: " << DeviceList(devices)
+                               << ")");
+  }
   if (std::all_of(want.begin(), want.end(), [](unsigned char c) { return std::isdigit(c); })) {
     const size_t k = want.size() > 6 ? devices.size() : std::stoul(want);
     AS_CHECK(k < devices.size(), "target '" << target.str() << "': there is no OpenCL device " << want << " ("
@@ -283,31 +303,69 @@ cl_command_queue OpenCLQueue(const OpenCLDevice& device) {
   return StateOf(device).queue;
 }
 
-cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
-                            const std::string& options) {
-  // Programs stay built for the life of the process: building the same
-  // source again (a module rebuilt, a schedule measured twice) costs nothing.
-  static std::mutex mutex;
-  static std::map<std::tuple<cl_device_id, std::string, std::string>, cl_program> cache;
-  std::lock_guard<std::mutex> lock(mutex);
+namespace {
+
+// The program cache: most recently used first.
+struct ProgramCache {
+  std::mutex mutex;
+  size_t capacity = 16;
+  std::list<std::pair<std::tuple<cl_device_id, std::string, std::string>, CLProgramRef>> entries;
+
+  void Trim() {
+    while (entries.size() > capacity) entries.pop_back();
+  }
+};
+
+ProgramCache& Programs() {
+  static ProgramCache* cache = new ProgramCache;  // never destroyed: programs may outlive static teardown
+  return *cache;
+}
+
+}  // namespace
+
+void SetOpenCLProgramCacheCapacity(size_t capacity) {
+  ProgramCache& cache = Programs();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.capacity = capacity;
+  cache.Trim();
+}
+
+size_t OpenCLProgramCacheSize() {
+  ProgramCache& cache = Programs();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.entries.size();
+}
+
+CLProgramRef GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
+                              const std::string& options) {
+  ProgramCache& cache = Programs();
+  std::lock_guard<std::mutex> lock(cache.mutex);
   auto key = std::make_tuple(device.id, source, options);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
+    if (it->first != key) continue;
+    cache.entries.splice(cache.entries.begin(), cache.entries, it);
+    return it->second;
+  }
   cl_context context = OpenCLContext(device);
   const char* text = source.c_str();
   size_t length = source.size();
   cl_int err = CL_SUCCESS;
-  cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &err);
+  CLProgramRef program(clCreateProgramWithSource(context, 1, &text, &length, &err), CLReleaser());
   CheckCL(err, "creating an OpenCL program");
-  err = clBuildProgram(program, 1, &device.id, options.c_str(), nullptr, nullptr);
+  err = clBuildProgram(program.get(), 1, &device.id, options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
-    std::string log = BuildLog(program, device.id);
-    clReleaseProgram(program);
+    CheckCL(IsOpenCLResourceError(err) ? err : CL_SUCCESS,
+            "building an OpenCL program on " + device.Describe());
+    std::string log = BuildLog(program.get(), device.id);
     AS_CHECK(false, "the OpenCL compiler of " << device.Describe() << " rejected the generated kernel: "
                                               << OpenCLErrorName(err) << " (" << err << ")\n"
                                               << "build log:\n"
                                               << (log.empty() ? "(empty)" : log));
   }
-  cache[key] = program;
+  if (cache.capacity > 0) {
+    cache.entries.emplace_front(std::move(key), program);
+    cache.Trim();
+  }
   return program;
 }
 
@@ -331,6 +389,7 @@ namespace {
 // without including the runtime: installed when this file is linked in.
 const bool kDeviceQueryInstalled = [] {
   SetOpenCLDeviceQuery([](const Target& target) { return OpenCLHardwareParams(SelectOpenCLDevice(target)); });
+  SetOpenCLDeviceOnCpuQuery([](const Target& target) { return SelectOpenCLDevice(target).is_cpu; });
   return true;
 }();
 }  // namespace

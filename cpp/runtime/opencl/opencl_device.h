@@ -5,6 +5,7 @@
 // Device selection (Target "opencl -device=D -platform=P"):
 //  - D all digits: the D-th device of the list (ListOpenCLDevices order:
 //    platforms as the loader reports them, then their devices);
+//  - D "gpu" / "cpu": the first GPU / CPU device (by its CL_DEVICE_TYPE);
 //  - D any other text: the first device whose device name, vendor, platform
 //    name or platform vendor contains D, case-insensitively ("nvidia", "pocl",
 //    "mali", "gfx90a", ...);
@@ -18,17 +19,40 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "runtime/module.h"
 #include "task/target.h"
 
 namespace autosched {
 
 // "CL_INVALID_WORK_GROUP_SIZE" for -54, ...; "unknown OpenCL error" else.
 const char* OpenCLErrorName(cl_int code);
-// Throws Error "<what>: OpenCL error NAME (code)" unless code is CL_SUCCESS.
+// CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_MEM_OBJECT_ALLOCATION_FAILURE.
+bool IsOpenCLResourceError(cl_int code);
+// Throws Error "<what>: OpenCL error NAME (code)" unless code is CL_SUCCESS;
+// DeviceResourceError (runtime/module.h) for a resource error.
 void CheckCL(cl_int code, const std::string& what);
+
+// Owning handles of OpenCL objects: released when the handle goes (a
+// candidate's kernels, buffers and events never outlive it, also when its
+// construction throws halfway).
+struct CLReleaser {
+  void operator()(cl_program p) const { clReleaseProgram(p); }
+  void operator()(cl_kernel k) const { clReleaseKernel(k); }
+  void operator()(cl_mem m) const { clReleaseMemObject(m); }
+  void operator()(cl_event e) const { clReleaseEvent(e); }
+};
+template <typename T>
+using CLHandle = std::unique_ptr<std::remove_pointer_t<T>, CLReleaser>;
+using CLKernelHandle = CLHandle<cl_kernel>;
+using CLMemHandle = CLHandle<cl_mem>;
+using CLEventHandle = CLHandle<cl_event>;
+// Programs are shared between the cache and the kernels made from them.
+using CLProgramRef = std::shared_ptr<std::remove_pointer_t<cl_program>>;
 
 struct OpenCLDevice {
   int index = 0;  // in ListOpenCLDevices()
@@ -36,6 +60,7 @@ struct OpenCLDevice {
   cl_device_id id = nullptr;
   std::string name, vendor, version, driver_version, platform_name, platform_vendor, extensions;
   bool is_gpu = false;
+  bool is_cpu = false;
   int64_t compute_units = 0;
   int64_t max_work_group_size = 0;
   std::array<int64_t, 3> max_work_item_sizes{0, 0, 0};
@@ -60,10 +85,18 @@ const OpenCLDevice& SelectOpenCLDevice(const Target& target);
 cl_context OpenCLContext(const OpenCLDevice& device);
 cl_command_queue OpenCLQueue(const OpenCLDevice& device);
 
-// The program built from `source` for the device (cached); Error with the
-// build log when it does not compile.
-cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
-                            const std::string& options);
+// The program built from `source` for the device; Error with the build log
+// when it does not compile. The most recently built programs are cached (by
+// device, source and options: building the same code again costs nothing);
+// older ones are released once no kernel holds them, so a process that builds
+// thousands of candidates keeps a bounded number of programs in the driver.
+CLProgramRef GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
+                              const std::string& options);
+// How many programs the cache keeps (default 16; 0: none, each program lives
+// only as long as its kernels, as in a measurement worker). Applies at once.
+void SetOpenCLProgramCacheCapacity(size_t capacity);
+// Programs the cache holds now.
+size_t OpenCLProgramCacheSize();
 
 // HardwareParams of the device (compute units, work-group and memory limits,
 // vector width, cache line, warp size, clock).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 
@@ -55,35 +56,47 @@ void CheckDeviceLimits(const OpenCLProgramSpec& spec, const OpenCLDevice& device
       "the kernel computes in float64, which " << device.Describe() << " does not support (no cl_khr_fp64)");
 }
 
+// What the driver says is the most work items per group `kernel` runs with
+// (CL_KERNEL_WORK_GROUP_SIZE). The environment variable
+// AUTOSCHED_TEST_OPENCL_KERNEL_WORK_GROUP_LIMIT, where set, caps it: tests
+// on a device whose kernels all run with the device's maximum (PoCL) see a
+// kernel limited as a register-heavy one is on a GPU.
+int64_t KernelMaxWorkGroupSize(cl_kernel kernel, const OpenCLDevice& device, const std::string& name) {
+  size_t most = 0;
+  CheckCL(
+      clGetKernelWorkGroupInfo(kernel, device.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof(most), &most, nullptr),
+      "querying the work-group size of kernel '" + name + "'");
+  int64_t limit = static_cast<int64_t>(most);
+  if (const char* cap = std::getenv("AUTOSCHED_TEST_OPENCL_KERNEL_WORK_GROUP_LIMIT"); cap && *cap) {
+    const long long n = std::atoll(cap);
+    if (n > 0) limit = std::min<int64_t>(limit, n);
+  }
+  return limit;
+}
+
 class OpenCLKernel : public Kernel {
  public:
-  OpenCLKernel(const OpenCLDevice& device, cl_program program, OpenCLProgramSpec spec)
-      : device_(device), spec_(std::move(spec)), queue_(OpenCLQueue(device)) {
+  OpenCLKernel(const OpenCLDevice& device, CLProgramRef program, OpenCLProgramSpec spec)
+      : device_(device), spec_(std::move(spec)), queue_(OpenCLQueue(device)), program_(std::move(program)) {
     for (const OpenCLKernelSpec& k : spec_.kernels) {
       cl_int err = CL_SUCCESS;
-      cl_kernel kernel = clCreateKernel(program, k.name.c_str(), &err);
+      kernels_.emplace_back(clCreateKernel(program_.get(), k.name.c_str(), &err));
       CheckCL(err, "creating OpenCL kernel '" + k.name + "'");
-      kernels_.push_back(kernel);
-      size_t most = 0;
-      CheckCL(clGetKernelWorkGroupInfo(kernel, device.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof(most), &most,
-                                       nullptr),
-              "querying the work-group size of kernel '" + k.name + "'");
+      const int64_t most = KernelMaxWorkGroupSize(kernels_.back().get(), device, k.name);
       const int64_t items = k.group_size[0] * k.group_size[1] * k.group_size[2];
-      if (items > static_cast<int64_t>(most)) {
+      if (items > most) {
         std::ostringstream ss;
         ss << "kernel '" << k.name << "' needs work groups of " << items << " work items (threadIdx extents "
            << Dims(k.group_size) << "), but " << device.Describe() << " runs it with at most " << most
-           << ": bind smaller threadIdx loops";
-        throw DeviceLimitError(ss.str());
+           << " (CL_KERNEL_WORK_GROUP_SIZE): bind smaller threadIdx loops";
+        throw DeviceLimitError(ss.str(), most);
       }
     }
     written_.assign(spec_.buffers.size(), false);
   }
 
-  ~OpenCLKernel() override {
-    for (cl_kernel k : kernels_) clReleaseKernel(k);
-    for (cl_mem m : memory_) clReleaseMemObject(m);
-  }
+  // The kernels, buffers and program go with their handles.
+  ~OpenCLKernel() override = default;
 
   void SetWritten(std::vector<bool> written) { written_ = std::move(written); }
 
@@ -110,7 +123,7 @@ class OpenCLKernel : public Kernel {
   double DeviceSeconds(void** args, int number) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (kernels_.empty()) return 0;
-    cl_event first = nullptr, last = nullptr;
+    CLEventHandle first, last;
     try {
       Upload(args);
       for (int i = 0; i < number; ++i) {
@@ -118,28 +131,24 @@ class OpenCLKernel : public Kernel {
           const bool is_first = i == 0 && k == 0, is_last = i == number - 1 && k + 1 == kernels_.size();
           cl_event event = nullptr;
           Launch(k, is_first || is_last ? &event : nullptr);
-          if (is_first) first = event;
+          if (is_first) first.reset(event);
           if (is_last) {
-            last = event;
             if (is_first) clRetainEvent(event);
+            last.reset(event);
           }
         }
       }
       Download(args);
     } catch (const Error&) {
       clFinish(queue_);
-      if (first) clReleaseEvent(first);
-      if (last) clReleaseEvent(last);
       throw;
     }
     cl_int err = clFinish(queue_);
     cl_ulong start = 0, end = 0;
     if (err == CL_SUCCESS)
-      err = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
+      err = clGetEventProfilingInfo(first.get(), CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
     if (err == CL_SUCCESS)
-      err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
-    clReleaseEvent(first);
-    clReleaseEvent(last);
+      err = clGetEventProfilingInfo(last.get(), CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
     CheckCL(err, "timing OpenCL kernels on " + device_.Describe());
     return end > start ? static_cast<double>(end - start) * 1e-9 : 0.0;
   }
@@ -150,27 +159,30 @@ class OpenCLKernel : public Kernel {
   void EnsureBuffers() {
     if (!memory_.empty() || spec_.buffers.empty()) return;
     cl_context context = OpenCLContext(device_);
+    std::vector<CLMemHandle> memory;
     for (const Buffer& b : spec_.buffers) {
       cl_int err = CL_SUCCESS;
       const size_t bytes = static_cast<size_t>(std::max<int64_t>(1, BufferBytes(*b)));
-      memory_.push_back(clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &err));
+      memory.emplace_back(clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &err));
       CheckCL(err, "allocating " + std::to_string(bytes) + " bytes for buffer '" + b->name + "' on " +
                        device_.Describe());
     }
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const std::vector<int>& params = spec_.kernels[k].buffers;
       for (size_t i = 0; i < params.size(); ++i) {
-        CheckCL(clSetKernelArg(kernels_[k], static_cast<cl_uint>(i), sizeof(cl_mem), &memory_[params[i]]),
+        cl_mem m = memory[params[i]].get();
+        CheckCL(clSetKernelArg(kernels_[k].get(), static_cast<cl_uint>(i), sizeof(cl_mem), &m),
                 "setting argument " + std::to_string(i) + " of kernel '" + spec_.kernels[k].name + "'");
       }
     }
+    memory_ = std::move(memory);  // only once every argument is bound: a failure leaves none
   }
 
   void Upload(void** args) {
     EnsureBuffers();
     for (size_t i = 0; i < spec_.num_args; ++i) {
-      CheckCL(clEnqueueWriteBuffer(queue_, memory_[i], CL_FALSE, 0, BufferBytes(*spec_.buffers[i]), args[i],
-                                   0, nullptr, nullptr),
+      CheckCL(clEnqueueWriteBuffer(queue_, memory_[i].get(), CL_FALSE, 0, BufferBytes(*spec_.buffers[i]),
+                                   args[i], 0, nullptr, nullptr),
               "copying argument '" + spec_.buffers[i]->name + "' to " + device_.Describe());
     }
   }
@@ -178,8 +190,8 @@ class OpenCLKernel : public Kernel {
   void Download(void** args) {
     for (size_t i = 0; i < spec_.num_args; ++i) {
       if (!written_[i]) continue;
-      CheckCL(clEnqueueReadBuffer(queue_, memory_[i], CL_FALSE, 0, BufferBytes(*spec_.buffers[i]), args[i], 0,
-                                  nullptr, nullptr),
+      CheckCL(clEnqueueReadBuffer(queue_, memory_[i].get(), CL_FALSE, 0, BufferBytes(*spec_.buffers[i]),
+                                  args[i], 0, nullptr, nullptr),
               "copying argument '" + spec_.buffers[i]->name + "' from " + device_.Describe());
     }
   }
@@ -196,7 +208,7 @@ class OpenCLKernel : public Kernel {
       local[1] = local[2] = 1;
       global[0] = local[0] * static_cast<size_t>(spec.num_groups[0]);
     }
-    CheckCL(clEnqueueNDRangeKernel(queue_, kernels_[k], 3, nullptr, global, local, 0, nullptr, event),
+    CheckCL(clEnqueueNDRangeKernel(queue_, kernels_[k].get(), 3, nullptr, global, local, 0, nullptr, event),
             "launching kernel '" + spec.name + "' (" + Dims(spec.num_groups) + " groups of " +
                 Dims({static_cast<int64_t>(local[0]), static_cast<int64_t>(local[1]),
                       static_cast<int64_t>(local[2])}) +
@@ -206,8 +218,9 @@ class OpenCLKernel : public Kernel {
   const OpenCLDevice& device_;
   OpenCLProgramSpec spec_;
   cl_command_queue queue_;
-  std::vector<cl_kernel> kernels_;
-  std::vector<cl_mem> memory_;
+  CLProgramRef program_;
+  std::vector<CLKernelHandle> kernels_;
+  std::vector<CLMemHandle> memory_;
   std::vector<bool> written_;
   std::mutex mutex_;
 };
@@ -220,9 +233,10 @@ std::shared_ptr<Kernel> MakeOpenCLKernel(const Target& target, OpenCLProgramSpec
                                          std::vector<bool> written, const DeviceLimits& limits) {
   const OpenCLDevice& device = SelectOpenCLDevice(target);
   CheckDeviceLimits(spec, device, limits);
-  cl_program program = GetOpenCLProgram(device, spec.source, target.fast_math ? "-cl-fast-relaxed-math" : "");
+  CLProgramRef program =
+      GetOpenCLProgram(device, spec.source, target.fast_math ? "-cl-fast-relaxed-math" : "");
   written.resize(spec.buffers.size(), false);
-  auto kernel = std::make_shared<OpenCLKernel>(device, program, std::move(spec));
+  auto kernel = std::make_shared<OpenCLKernel>(device, std::move(program), std::move(spec));
   kernel->SetWritten(std::move(written));
   return kernel;
 }
