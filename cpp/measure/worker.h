@@ -7,17 +7,23 @@
 //        | {"ok": false, "error": "<error name>", "msg": "..."}
 //       Parses the task, generates the inputs and computes the reference
 //       (verifier.h). Drops every module of a previous task.
-//   {"cmd": "build", "id": n, "state": <State::ToJson steps>}
-//       -> {"id": n, "error": "none" | "instantiation" | "lower" | "compile", "msg": "...", "seconds": s}
+//   {"cmd": "build", "id": n, "state": <State::ToJson steps>, "fault": "resource_error" (optional)}
+//       -> {"id": n, "error": "none" | "instantiation" | "lower" | "compile", "msg": "...", "seconds": s,
+//           "kernel_max_threads": k (only when the kernel's own work-group maximum refused it),
+//           "restart": true (only after a device resource error: replace this worker)}
 //       Replays the steps, lowers and compiles; keeps the module under id n.
+//       The program lives as long as the module (no program cache here).
 //   {"cmd": "run", "id": n, "fault": "none" | a FaultInjection kind ("wrong_result", "crash", "hang",
 //    "zero_time", "near_zero_time", "launch_error"), "number": k, "repeat": r, "min_repeat_ms": ms,
 //    "max_repeat": m, "max_device_runs": d, "flush_cache": bool}
 //       -> {"id": n, "error": "none" | "runtime" | "wrong_answer", "msg": "...", "costs": [s, ...],
-//           "restart": true (only after a failed OpenCL run: replace this worker)}
+//           "restart": true (only after a failed OpenCL run: replace this worker),
+//           "resource_error": true (the device ran out of resources: not the candidate's fault)}
 //       Fills the outputs with NaN, runs module n once, compares with the
 //       reference; only a matching candidate is timed (OpenCL: at most
 //       max_device_runs runs in all). Drops module n.
+//   {"cmd": "drop"}  -> {"ok": true, "dropped": n}
+//       Drops every module built and not run (their candidates will not run).
 //   {"cmd": "exit"}  -> no reply; the worker exits.
 //
 // A worker exits when the supervisor's end of the socket closes, and when the
