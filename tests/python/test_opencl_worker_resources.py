@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 import autosched as ans
+from autosched import te
 
 pytestmark = pytest.mark.skipif(not ans.opencl.available(),
                                 reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
@@ -35,6 +36,7 @@ def _run(code, timeout, env=None, prelude=""):
 PRELUDE = f"""
 import os, time
 import autosched as ans
+from autosched import te
 from autosched import measure as am
 from autosched import te
 
@@ -205,3 +207,26 @@ def test_device_gpu_and_cpu_pick_a_device_by_its_type():
             assert f"no OpenCL device here is a {kind.upper()}" in line, out
             for d in devices:
                 assert f"[{d['index']}] {d['name']}" in line, out
+
+
+def test_the_peak_of_an_opencl_target_follows_the_device_it_selects():
+    from autosched import tuner
+    x = te.placeholder((64, 64), name="x")
+    y = te.compute((64, 64), lambda i, j: x[i, j] * 2.0, name="y")
+    dag = ans.ComputeDAG([x, y])
+    # A GPU family without a clock, and no such device here: no estimate, and the reason names the way to give one.
+    unclocked = ans.SearchTask(compute_dag=dag, target="opencl -device=mali",
+                               hardware_params=ans.HardwareParams(num_cores=4, clock_mhz=0))
+    value, why = tuner.peak_gflops(unclocked, describe=True)
+    assert value is None and "clock_mhz" in why and "peak_gflops" in why
+    clocked = ans.SearchTask(compute_dag=dag, target="opencl -device=mali",
+                             hardware_params=ans.HardwareParams(num_cores=4, clock_mhz=1000))
+    assert tuner.peak_gflops(clocked) == pytest.approx(4 * 64 * 2 * 1.0)
+    # -device=cpu, and a target that selects a CPU device of this machine, take the CPU formula.
+    devices = ans.opencl.devices()
+    if any(d["is_cpu"] for d in devices):
+        value, how = tuner.peak_gflops(ans.SearchTask(compute_dag=dag, target="opencl -device=cpu"), describe=True)
+        assert value and "cores x" in how, how
+        first_cpu = next(d for d in devices if d["is_cpu"])
+        by_index = ans.SearchTask(compute_dag=dag, target=f"opencl -device={first_cpu['index']}")
+        assert "cores x" in tuner.peak_gflops(by_index, describe=True)[1]
