@@ -60,11 +60,23 @@ class TimeResult(tuple):
 
 
 class Module:
-    """A compiled kernel. Arguments follow the DAG's tensor order."""
+    """A compiled kernel. Arguments follow the DAG's tensor order. export_library(path) writes it as one file
+    that autosched.runtime.load_module(path) loads without compiling; it pickles the same way."""
 
-    def __init__(self, core_module, state):
+    def __init__(self, core_module, state, target=None):
         self._mod = core_module
         self._state = state
+        self.target = target
+
+    def export_library(self, path):
+        """Writes the kernel as one file (a shared library with its metadata for llvm targets; source and the
+        driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md)."""
+        from . import runtime
+        runtime.export_module(self, path)
+
+    def __reduce__(self):
+        from . import runtime
+        return runtime.load_bytes, (runtime.to_bytes(self.export_library), runtime.load_module)
 
     def __call__(self, *arrays):
         self._mod(*arrays)
@@ -124,7 +136,7 @@ def build(task_or_dag, state=None, target=None):
         target = Target(target)
     elif not isinstance(target, Target):
         raise TypeError(f"target must be a Target or a target string, got {type(target).__name__}")
-    return Module(_core.build_state(core_state, target), state)
+    return Module(_core.build_state(core_state, target), state, target)
 
 
 def lower(state, log_passes=False):

@@ -13,6 +13,7 @@ from .opdef import OpDef
 from . import op_table, registry, zoo
 from .extract import UnsupportedGraphWarning, extract_tasks
 from .deploy import GraphModule, build
+from .export import load_module
 
 __all__ = ["Graph", "Node", "GraphError", "OpError", "OpDef", "op_table", "registry", "zoo",
-           "UnsupportedGraphWarning", "extract_tasks", "GraphModule", "build"]
+           "UnsupportedGraphWarning", "extract_tasks", "GraphModule", "build", "load_module"]
