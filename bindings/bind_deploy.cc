@@ -7,6 +7,7 @@
 #include "runtime/library_module.h"
 #include "runtime/module.h"
 #include "support/error.h"
+#include "task/host_cpu.h"
 #ifdef AUTOSCHED_HAS_LLVM
 #include "codegen/export.h"
 #include "codegen/llvm/codegen_llvm.h"
@@ -122,6 +123,10 @@ void bind_deploy(py::module_& m) {
         return out;
       },
       py::arg("module"), "(name, dtype, shape, written) of every argument of a module.");
+  m.def(
+      "host_detectable_cpu_features", &HostDetectableFeatures,
+      "CPU features (LLVM names) whose presence this host's detection reports: instruction sets, not tuning "
+      "flags.");
   m.def("compile_counts", &CompileCounts,
         "Kernels this process compiled: {'llvm_jit', 'opencl_source', 'opencl_binary'} (program builds).");
   m.def("export_opencl", &ExportOpenCL, py::arg("module"),

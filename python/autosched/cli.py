@@ -167,19 +167,18 @@ def _check_target_here(text, command):
             target = _core.Target(text)
         except ValueError as e:
             raise CommandError(f"--target {text!r}: {e}") from None
-    how = (f"{command} where the code runs: install autosched on the machine with the device and run "
-           f"`autosched {command} ...` there (tune there, then copy the log here only to read it; "
-           "`autosched compile` there makes an artifact that `autosched run` or autosched.graph.load_module "
-           "runs on that device)")
+    how = (f"run `autosched {command}` on a machine that has it (install autosched there); "
+           "tuning measures every candidate on the device itself, and `autosched compile --log LOG -o "
+           "model.so` there makes the artifact that `autosched run model.so` (or autosched.graph.load_module) "
+           "runs on it")
     if target.kind == "opencl":
         if not _core.has_opencl():
             raise CommandError(f"target '{text}': this autosched was built without the OpenCL runtime; {how}")
         try:
             _core.opencl_hardware_params(target)
         except ValueError as e:
-            raise CommandError(f"target '{text}' names no OpenCL device of this machine ({e}); tuning measures "
-                               f"every candidate on the device itself, so {how}") from None
-    elif target.missing_features:
+            raise CommandError(f"target '{text}' names no OpenCL device of this machine ({e}); {how}") from None
+    elif target.missing_features and command != "compile":  # compiling for another CPU needs no run here
         raise CommandError(f"target '{text}': this CPU lacks {', '.join(target.missing_features)}, so code "
                            f"built for it cannot run here; {how}")
 
@@ -319,7 +318,7 @@ def cmd_run(args):
     times = net.time_evaluator(number=args.number, repeat=args.repeat)(*arrays).results
     best = min(times)
     print(f"latency: {best * 1e3:.3f} ms best, {float(np.median(times)) * 1e3:.3f} ms median "
-          f"of {len(times)} repeats x {args.number} runs ({net.target if is_artifact else args.target})")
+          f"of {len(times)} repeats x {args.number} runs ({net.target.text if is_artifact else args.target})")
     if args.profile:
         print(_profile_table(net, arrays, args.number, args.repeat))
     if args.compare:

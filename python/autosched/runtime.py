@@ -131,13 +131,16 @@ class KernelSet:
         meta = {"target": self.target.text, "kind": self.target.kind, "machine": platform.machine(),
                 "os": sys.platform}
         if self.target.kind == "llvm":
-            meta.update(cpu=self.target.cpu, features=sorted(self.target.features))
+            # The instruction sets the code may use: the target's features that host detection reports
+            # (tuning flags such as prefer-256-bit are no requirement of the code).
+            isa = set(_core.host_detectable_cpu_features())
+            meta.update(cpu=self.target.cpu, features=sorted(f for f in self.target.features if f in isa))
         return meta
 
     def load(self, path, zf, meta):
         """Core Modules of the kernels of an opened artifact."""
         if meta["target_info"]["kind"] == "llvm":
-            library = _core.KernelLibrary.open(path)
+            library = _core.KernelLibrary.open(os.path.abspath(path))  # a bare name would be searched for
             return [_core.load_library_module(library, k["symbol"], k["name"], _args(k), k["sources"])
                     for k in self.kernels]
         if not _core.has_opencl():

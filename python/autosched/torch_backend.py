@@ -121,6 +121,10 @@ def autosched_backend(gm, example_inputs, options=None):
         raise ValueError(f"torch.compile(backend='autosched'): unknown option(s) {unknown}; the options are "
                          f"{list(_OPTIONS)}")
     budget = parse_duration(options["time_budget"]) if options.get("time_budget") is not None else None
+    log = options.get("log")
+    if log is not None and budget is None and not os.path.exists(log):
+        raise ValueError(f"torch.compile(backend='autosched'): log {log!r} does not exist (add a time_budget "
+                         "option to tune into it)")
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         return _fallback(gm, "its inputs are not all tensors")
@@ -191,8 +195,6 @@ def _build(torch, gm, example_inputs, constant, options, budget):
                                measure_callbacks=[RecordToFile(log)], verbose=verbose)
         resume = log if os.path.exists(log) and os.path.getsize(log) > 0 else None
         TaskScheduler(tasks, weights, load_log_file=resume).tune(tuning)
-    elif log is not None and not os.path.exists(log):
-        raise ValueError(f"log {log!r} does not exist (give time_budget to tune into it)")
     return build(graph, target, log=log, verbose=bool(verbose))
 
 
