@@ -6,7 +6,7 @@
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
     gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
-from . import _core
+from . import _core, artifact
 from ._core import Target
 
 
@@ -71,12 +71,10 @@ class Module:
     def export_library(self, path):
         """Writes the kernel as one file (a shared library with its metadata for llvm targets; source and the
         driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md)."""
-        from . import runtime
-        runtime.export_module(self, path)
+        artifact.export_module(self, path)
 
     def __reduce__(self):
-        from . import runtime
-        return runtime.load_bytes, (runtime.to_bytes(self.export_library), runtime.load_module)
+        return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)
 
     def __call__(self, *arrays):
         self._mod(*arrays)
@@ -142,3 +140,16 @@ def build(task_or_dag, state=None, target=None):
 def lower(state, log_passes=False):
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
     return _core.lowered_text(_core_state(state), log_passes)
+
+
+def load_module(path):
+    """The kernel exported with Module.export_library(path), ready to call; nothing is compiled (llvm: dlopen
+    of the library; opencl: the driver's binary, or the source where the device or driver differs)."""
+    art = artifact.Artifact(path, "kernel")
+    try:
+        core, = art.modules()
+        mod = Module(core, None, target=art.kernel_set.target)
+        mod._kernel_set = art.kernel_set
+        return mod
+    finally:
+        art.close()

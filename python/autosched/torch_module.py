@@ -1,7 +1,7 @@
 """A built or loaded network as a torch.nn.Module: torch tensors in, torch tensors out.
 
     net = autosched.graph.build(graph, "llvm", log="net.json")      # or autosched.graph.load_module("net.so")
-    module = net.to_torch()                  # or autosched.torch_module.TorchModule(net)
+    module = TorchModule(net)                # from autosched.torch_module import TorchModule
     y = module(torch.randn(1, 3, 224, 224))  # a tensor (a tuple of tensors for several outputs)
 
 Inputs are CPU tensors of the network's dtypes and shapes (they are read without a copy where contiguous);

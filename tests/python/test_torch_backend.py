@@ -1,6 +1,6 @@
 """PyTorch integration: torch.compile(model, backend="autosched") registered by `import autosched` without
 importing torch; compiled models equal eager ones; a graph with an operator autosched cannot import runs
-eagerly with a warning; a changed parameter sends the graph back to eager; GraphModule.to_torch() takes and
+eagerly with a warning; a changed parameter sends the graph back to eager; TorchModule(net) takes and
 returns torch tensors."""
 import os
 import subprocess
@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 import autosched as ans  # noqa: E402
 from autosched.torch_backend import AutoschedFallbackWarning  # noqa: E402
+from autosched.torch_module import TorchModule  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -99,7 +100,7 @@ def test_graph_module_as_a_torch_module():
     x = g.add_input("x", (2, 16))
     w = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
     g.set_outputs([g.add_node("relu", [g.add_node("dense", [x, g.add_constant("w", w)])])])
-    module = ans.graph.build(g, "llvm", verbose=False).to_torch()
+    module = TorchModule(ans.graph.build(g, "llvm", verbose=False))
     assert isinstance(module, torch.nn.Module)
     t = torch.randn(2, 16)
     y = module(t)

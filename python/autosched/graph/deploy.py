@@ -21,14 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import _core
+from .. import _core, artifact
 from ..build_module import Module, TimeResult, _core_state, build as build_kernel
 from ..records import load_best_state, read_log
 from ..search import baseline_states
+from . import export
 from .extract import format_problems, lower_graph
 from .ir import GraphError
 
-__all__ = ["build", "GraphModule", "GroupInfo", "plan_memory"]
+__all__ = ["build", "load_module", "GraphModule", "GroupInfo", "plan_memory"]
 
 _ALIGN = 64
 
@@ -204,18 +205,10 @@ class GraphModule:
     def export_library(self, path):
         """Writes the network as one file: a shared library of its kernels with the weights and the graph's
         metadata (graph/export.py, docs/deploy.md); autosched.graph.load_module(path) runs it."""
-        from . import export
         export.export_library(self, path)
 
-    def to_torch(self):
-        """This network as a torch.nn.Module taking and returning torch tensors (autosched/torch_module.py)."""
-        from ..torch_module import TorchModule
-        return TorchModule(self)
-
     def __reduce__(self):
-        from .. import runtime
-        from . import export
-        return runtime.load_bytes, (runtime.to_bytes(self.export_library), export.load_module)
+        return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)
 
     def __repr__(self):
         return (f"<GraphModule {self.graph.name}: {len(self.groups)} groups, {len(self.untuned)} untuned, "
@@ -373,3 +366,42 @@ def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=T
         print(note)
     return GraphModule(folded, lowered.tasks[0].target if lowered.tasks else target, infos, constants, plan,
                        sizes, note)
+
+
+def load_module(path):
+    """The GraphModule exported to `path` by export_library, ready to run: the kernels come from the file's
+    shared library (llvm) or program binaries (opencl), nothing is compiled. Refuses a file that is not a
+    network artifact, and code this CPU cannot run (naming the features it lacks)."""
+    art = artifact.Artifact(path, "graph")
+    try:
+        cores = art.modules()
+        g = art.meta["graph"]
+        graph = export.ArtifactGraph(g["name"], g["inputs"], g["outputs"], g["values"])
+        modules = [Module(core, None, target=art.kernel_set.target) for core in cores]
+        loaded = {}
+
+        def array(name):
+            if name not in loaded:
+                loaded[name] = art.array(name)
+            return loaded[name]
+
+        infos = []
+        for spec in g["groups"]:
+            info = GroupInfo.__new__(GroupInfo)
+            info.name, info.nodes, info.output = spec["name"], list(spec["nodes"]), spec["output"]
+            info.inputs = list(spec["inputs"])
+            info.task, info.state, info.tuned = None, None, spec["tuned"]
+            info.module = modules[spec["kernel"]]
+            info.prepacked = list(spec["prepacked"])
+            info.prepacked_arrays = [array(n) for n in spec["prepacked_arrays"]]
+            info.record = spec.get("record")
+            infos.append(info)
+        constants = {v: array(n) for v, n in g["constants"].items()}
+        net = GraphModule(graph, art.kernel_set.target, infos, constants, dict(g["memory_plan"]),
+                          list(g["buffer_sizes"]), g["note"])
+        net._kernel_set = art.kernel_set
+        net.output_labels = list(g.get("output_labels", g["outputs"]))
+        net.source = art.meta.get("source")
+        return net
+    finally:
+        art.close()

@@ -1,4 +1,5 @@
-"""A built network as one file: GraphModule.export_library(path) and load_module(path) (docs/deploy.md).
+"""A built network as one file: what GraphModule.export_library(path) writes and graph.load_module(path)
+(deploy.py) reads (docs/deploy.md).
 
 The artifact (autosched/runtime.py) holds the network's distinct kernels, and beside them: the inputs and
 outputs (names, shapes, dtypes), the shape and dtype of every value the groups pass, each group's inputs,
@@ -8,11 +9,9 @@ GraphModule that runs the same kernels in the same order on the same buffers; it
 """
 import numpy as np
 
-from .. import runtime
-from ..build_module import Module
-from .deploy import GraphModule, GroupInfo
+from .. import artifact
 
-__all__ = ["export_library", "load_module"]
+__all__ = ["export_library", "ArtifactGraph"]
 
 
 class ArtifactGraph:
@@ -97,44 +96,5 @@ def export_library(net, path):
         meta["source"] = net.source
     kernel_set = getattr(net, "_kernel_set", None)
     if kernel_set is None:
-        kernel_set = runtime.KernelSet.from_modules(modules, net.target)
-    runtime.write_artifact(path, meta, kernel_set, arrays)
-
-
-def load_module(path):
-    """The GraphModule exported to `path` by export_library, ready to run: the kernels come from the file's
-    shared library (llvm) or program binaries (opencl), nothing is compiled. Refuses a file that is not a
-    network artifact, and code this CPU cannot run (naming the features it lacks)."""
-    art = runtime.Artifact(path, "graph")
-    try:
-        cores = art.modules()
-        g = art.meta["graph"]
-        graph = ArtifactGraph(g["name"], g["inputs"], g["outputs"], g["values"])
-        modules = [Module(core, None, target=art.kernel_set.target) for core in cores]
-        loaded = {}
-
-        def array(name):
-            if name not in loaded:
-                loaded[name] = art.array(name)
-            return loaded[name]
-
-        infos = []
-        for spec in g["groups"]:
-            info = GroupInfo.__new__(GroupInfo)
-            info.name, info.nodes, info.output = spec["name"], list(spec["nodes"]), spec["output"]
-            info.inputs = list(spec["inputs"])
-            info.task, info.state, info.tuned = None, None, spec["tuned"]
-            info.module = modules[spec["kernel"]]
-            info.prepacked = list(spec["prepacked"])
-            info.prepacked_arrays = [array(n) for n in spec["prepacked_arrays"]]
-            info.record = spec.get("record")
-            infos.append(info)
-        constants = {v: array(n) for v, n in g["constants"].items()}
-        net = GraphModule(graph, art.kernel_set.target, infos, constants, dict(g["memory_plan"]),
-                          list(g["buffer_sizes"]), g["note"])
-        net._kernel_set = art.kernel_set
-        net.output_labels = list(g.get("output_labels", g["outputs"]))
-        net.source = art.meta.get("source")
-        return net
-    finally:
-        art.close()
+        kernel_set = artifact.KernelSet.from_modules(modules, net.target)
+    artifact.write_artifact(path, meta, kernel_set, arrays)
