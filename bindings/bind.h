@@ -14,6 +14,7 @@ void bind_task(pybind11::module_& m);        // Target, HardwareParams, SearchTa
 void bind_schedule(pybind11::module_& m);    // State, steps
 void bind_lower(pybind11::module_& m);       // lowering a state, LoweredFunc
 void bind_runtime(pybind11::module_& m);     // build, modules, time evaluator
+void bind_deploy(pybind11::module_& m);      // exported kernel libraries, loading them
 void bind_search(pybind11::module_& m);      // search params, sketch policy, search rounds
 void bind_measure(pybind11::module_& m);     // measurement in worker processes, records
 void bind_cost_model(pybind11::module_& m);  // program features, cost models

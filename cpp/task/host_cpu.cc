@@ -215,6 +215,17 @@ const CpuSpec& HostCpu() {
   return host;
 }
 
+std::vector<std::string> HostDetectableFeatures() {
+#ifdef AUTOSCHED_HAS_LLVM
+  std::vector<std::string> names;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) names.push_back(f.first().str());
+  std::sort(names.begin(), names.end());
+  return names;
+#else
+  return ProcCpuinfoFeatures();
+#endif
+}
+
 CpuSpec ResolveCpu(const std::string& mcpu, const std::string& mattr, bool host_check) {
   CheckMattrSyntax(mattr);
   if ((mcpu.empty() || mcpu == "native" || mcpu == "host") && mattr.empty()) return HostCpu();

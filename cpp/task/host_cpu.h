@@ -35,6 +35,11 @@ struct CpuSpec {
 // The host CPU (computed once per process).
 const CpuSpec& HostCpu();
 
+// The features whose presence LLVM's host detection reports, present or not
+// (instruction sets; tuning flags are not among them). Without LLVM: the
+// flags of /proc/cpuinfo.
+std::vector<std::string> HostDetectableFeatures();
+
 // The CPU for -mcpu (empty, "native" or "host": the host's) and -mattr
 // ("+f1,-f2"). host_check: turn off what this host lacks (see above). Throws
 // Error naming an unknown CPU or feature.

@@ -6,7 +6,7 @@
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
     gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
-from . import _core
+from . import _core, artifact
 from ._core import Target
 
 
@@ -60,11 +60,21 @@ class TimeResult(tuple):
 
 
 class Module:
-    """A compiled kernel. Arguments follow the DAG's tensor order."""
+    """A compiled kernel. Arguments follow the DAG's tensor order. export_library(path) writes it as one file
+    that autosched.runtime.load_module(path) loads without compiling; it pickles the same way."""
 
-    def __init__(self, core_module, state):
+    def __init__(self, core_module, state, target=None):
         self._mod = core_module
         self._state = state
+        self.target = target
+
+    def export_library(self, path):
+        """Writes the kernel as one file (a shared library with its metadata for llvm targets; source and the
+        driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md)."""
+        artifact.export_module(self, path)
+
+    def __reduce__(self):
+        return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)
 
     def __call__(self, *arrays):
         self._mod(*arrays)
@@ -124,9 +134,22 @@ def build(task_or_dag, state=None, target=None):
         target = Target(target)
     elif not isinstance(target, Target):
         raise TypeError(f"target must be a Target or a target string, got {type(target).__name__}")
-    return Module(_core.build_state(core_state, target), state)
+    return Module(_core.build_state(core_state, target), state, target)
 
 
 def lower(state, log_passes=False):
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
     return _core.lowered_text(_core_state(state), log_passes)
+
+
+def load_module(path):
+    """The kernel exported with Module.export_library(path), ready to call; nothing is compiled (llvm: dlopen
+    of the library; opencl: the driver's binary, or the source where the device or driver differs)."""
+    art = artifact.Artifact(path, "kernel")
+    try:
+        core, = art.modules()
+        mod = Module(core, None, target=art.kernel_set.target)
+        mod._kernel_set = art.kernel_set
+        return mod
+    finally:
+        art.close()

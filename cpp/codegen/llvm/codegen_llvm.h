@@ -26,4 +26,8 @@ namespace autosched {
 // target.cpu must be resolved (Target::Parse does it).
 Module BuildLLVM(const LoweredFunc& f, const Target& target);
 
+// Kernels this process has JIT-compiled so far (a process that only loads
+// exported libraries keeps it at 0).
+int64_t JitCompilations();
+
 }  // namespace autosched

@@ -65,6 +65,23 @@ cl_command_queue OpenCLQueue(const OpenCLDevice& device);
 cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
                             const std::string& options);
 
+// The program made from a binary that ProgramBinary gave for this device
+// (same device and driver), built; Error with the build log when the driver
+// refuses it. Not cached: loading a module is done once.
+cl_program GetOpenCLProgramFromBinary(const OpenCLDevice& device, const std::string& binary,
+                                      const std::string& options);
+
+// The driver's binary of a program built for one device; empty when the
+// driver gives none.
+std::string OpenCLProgramBinary(cl_program program);
+
+// Programs this process has built from OpenCL C source and from binaries.
+struct OpenCLProgramBuilds {
+  int64_t from_source = 0;
+  int64_t from_binary = 0;
+};
+OpenCLProgramBuilds OpenCLProgramBuildCounts();
+
 // HardwareParams of the device (compute units, work-group and memory limits,
 // vector width, cache line, warp size, clock).
 HardwareParams OpenCLHardwareParams(const OpenCLDevice& device);
