@@ -135,6 +135,8 @@ class RayRunner(LocalRunner):
     applies on each device.
     """
 
+    measures_here = False
+
     def __init__(self, resources=None, num_actors=None, batch_size=None, max_retries=2,
                  actor_start_timeout_s=60, deadline_slack_s=30, **local_options):
         self._ray = _import_ray()
@@ -301,8 +303,8 @@ class RayRunner(LocalRunner):
         if not eligible:
             have = collections.Counter(a.info["machine"] for a in actors)
             listed = ", ".join(f"{m} x{n}" for m, n in sorted(have.items())) or "none"
-            raise ValueError(f"RayRunner: target '{task.target.text}' runs on {arch}, but no Ray actor runs on a "
-                             f"{arch} machine (actors: {listed}); start a Ray node of that architecture with the "
+            raise ValueError(f"RayRunner: target '{task.target.text}' runs on {arch}, but no Ray actor runs on "
+                             f"{arch} (actors: {listed}); start a Ray node of that architecture with the "
                              "runner's resources")
         return eligible
 
