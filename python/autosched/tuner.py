@@ -291,16 +291,25 @@ class TaskTuner:
 
     def measure_batch(self, states):
         """Measures states, runs the callbacks, feeds the policy; returns the results."""
+        results, seconds = self.measure_states(states)
+        return self.take_results(states, results, seconds)
+
+    def measure_states(self, states):
+        """The measurement alone: (results, {phase: seconds}). Tuners of different tasks may call it at once
+        from several threads (TaskScheduler's parallel_tasks); take_results then runs in one thread."""
         before = _phase_seconds(self.runner)
         t0 = time.monotonic()
         results = measure(self.task, states, self.builder, self.runner)
         elapsed = time.monotonic() - t0
         after = _phase_seconds(self.runner)
         if before is not None and after is not None:
-            self.result.seconds["build"] += after[0] - before[0]
-            self.result.seconds["run"] += after[1] - before[1]
-        else:
-            self.result.seconds["measure"] += elapsed
+            return results, {"build": after[0] - before[0], "run": after[1] - before[1]}
+        return results, {"measure": elapsed}
+
+    def take_results(self, states, results, seconds):
+        """Counts measured results: the phase seconds, the callbacks, the policy, the bookkeeping."""
+        for phase, value in seconds.items():
+            self.result.seconds[phase] += value
         inputs = [MeasureInput(self.task, s) for s in states]
         for cb in self.options.measure_callbacks:
             cb(self.policy, inputs, results)
@@ -400,6 +409,14 @@ class TaskTuner:
     def search_round(self, n=None):
         """One round of at most n states (None: a round's worth, as num_measure_trials leaves); False when
         the search found nothing new (the reason is in empty_reason)."""
+        states = self.propose_round(n)
+        if not states:
+            return False
+        self.finish_round(states, self.measure_states(states))
+        return True
+
+    def propose_round(self, n=None):
+        """The search of search_round: the states to measure ([] when it found nothing new)."""
         if n is None:
             n = min(self.options.num_measures_per_round, self.options.num_measure_trials - self.result.trials)
         states = self.policy.continue_search_one_round(n)
@@ -412,11 +429,14 @@ class TaskTuner:
                 self.empty_reason = f"no valid schedule could be sampled from the sketches (dropped: {drops})"
             else:
                 self.empty_reason = "search space exhausted: every schedule the sketches offer was measured"
-            return False
+        return states
+
+    def finish_round(self, states, measured):
+        """The rest of search_round: measured = measure_states(states)."""
+        stats = self.policy.last_round
         self.result.rounds += 1
-        self.measure_batch(states)
+        self.take_results(states, *measured)
         self.progress(f"round {self.result.rounds}", stats)
-        return True
 
     def stop_reason(self):
         o, r = self.options, self.result

@@ -138,7 +138,44 @@ def scenario_foreign_arch(out, found):
     rr.close()
 
 
-SCENARIOS = {"tune": scenario_tune, "kill": scenario_kill, "retries_spent": scenario_retries_spent,
+def scenario_parallel(out, found):
+    """TaskScheduler(parallel_tasks=2): two tasks' rounds measured at once on the two actors, one shared log."""
+    a = matmul_task()
+    X = te.placeholder((48, 40), name="X")
+    W = te.placeholder((40, 64), name="W")
+    r = te.reduce_axis((0, 40), name="r")
+    Y = te.compute((48, 64), lambda i, j: te.sum(X[i, r] * W[r, j], axis=r), name="Y")
+    b = ans.SearchTask(compute_dag=ans.ComputeDAG([X, W, Y]), target="llvm", desc="mm48x64x40")
+    log = os.path.join(out, "parallel.json")
+    rr = runner(cooldown_s=0.1)
+    calls = []  # (task key, start, end) of every measurement call
+    measure = rr._measure
+
+    def timed(task, states, options):
+        t0 = time.monotonic()
+        try:
+            return measure(task, states, options)
+        finally:
+            calls.append((task.workload_key, t0, time.monotonic()))
+    rr._measure = timed
+    policies = [search.SketchPolicy(t, "random", search.SearchParams(**FAST), seed=1) for t in (a, b)]
+    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=6, runner=rr, verbose=0,
+                             builder=ans.LocalBuilder(n_parallel=1), measure_callbacks=[ans.RecordToFile(log)])
+    sched = ans.TaskScheduler([a, b], strategy="round-robin", parallel_tasks=2)
+    res = sched.tune(opts, search_policy=policies)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    found["parallel_trials"] = res.trials
+    found["parallel_records"] = len(lines)
+    found["parallel_task_trials"] = res.task_trials
+    found["parallel_stop"] = res.stop_reason
+    found["parallel_overlaps"] = sum(1 for x in calls for y in calls
+                                     if x[0] < y[0] and x[1] < y[2] and y[1] < x[2])
+    found["parallel_keys_in_log"] = len({json.loads(l)["task"]["workload_key"] for l in lines})
+    rr.close()
+
+
+SCENARIOS = {"parallel": scenario_parallel, "tune": scenario_tune, "kill": scenario_kill, "retries_spent": scenario_retries_spent,
              "foreign_arch": scenario_foreign_arch}
 
 

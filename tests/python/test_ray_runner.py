@@ -1,5 +1,5 @@
 """RayRunner on a two-node Ray cluster on loopback: tuning gives records in LocalRunner's format and a correct
-best schedule; an actor killed mid-measurement loses no written record and the run finishes (its chunk goes to
+best schedule; the task scheduler measures two tasks at once into one log; an actor killed mid-measurement loses no written record and the run finishes (its chunk goes to
 the other actor, or becomes a typed error once retries are spent); a target of another architecture without an
 actor of it is a clear error; without the `ray` package RayRunner names it.
 
@@ -71,7 +71,7 @@ def cluster_run():
     temp_dir = tempfile.mkdtemp(prefix="asray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     out = tempfile.mkdtemp(prefix="asray-out")
     cmd = [sys.executable, os.path.join(HERE, "ray_cluster_child.py"), temp_dir, out,
-           "tune", "kill", "retries_spent", "foreign_arch"]
+           "tune", "kill", "retries_spent", "foreign_arch", "parallel"]
     try:
         proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180,
                               start_new_session=True)
@@ -113,6 +113,29 @@ def test_no_actor_of_the_target_architecture_is_a_clear_error(cluster_run):
     error = cluster_run["foreign_error"]
     assert error is not None and error.startswith("ValueError")
     assert "aarch64" in error and "no Ray actor runs on aarch64" in error and "x86_64 x2" in error
+
+
+def test_task_scheduler_measures_two_tasks_at_once_into_one_log(cluster_run):
+    found = cluster_run
+    assert found["parallel_trials"] == 40 and found["parallel_records"] == 40
+    assert found["parallel_stop"].startswith("reached num_measure_trials")
+    assert all(n > 0 for n in found["parallel_task_trials"]) and found["parallel_keys_in_log"] == 2
+    assert found["parallel_overlaps"] > 0  # the two tasks' batches were on the actors at the same time
+
+
+def test_parallel_tasks_need_ray_runners():
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG(_sumsq()), target="llvm")
+    with pytest.raises(ValueError, match="parallel_tasks must be an int >= 1"):
+        ans.TaskScheduler([task], parallel_tasks=0)
+    with pytest.raises(ValueError, match="parallel_tasks > 1 needs RayRunner"):
+        ans.TaskScheduler([task], parallel_tasks=2).tune(ans.TuningOptions(num_measure_trials=1, verbose=0))
+
+
+def _sumsq():
+    from autosched import te
+    X = te.placeholder((8, 4), name="X")
+    r = te.reduce_axis((0, 4), name="r")
+    return [X, te.compute((8,), lambda i: te.sum(X[i, r] * X[i, r], axis=r), name="Y")]
 
 
 def test_without_ray_installed_ray_runner_names_the_package():
