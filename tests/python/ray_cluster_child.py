@@ -175,8 +175,8 @@ def scenario_parallel(out, found):
     rr.close()
 
 
-SCENARIOS = {"parallel": scenario_parallel, "tune": scenario_tune, "kill": scenario_kill, "retries_spent": scenario_retries_spent,
-             "foreign_arch": scenario_foreign_arch}
+SCENARIOS = {"parallel": scenario_parallel, "tune": scenario_tune, "kill": scenario_kill,
+             "retries_spent": scenario_retries_spent, "foreign_arch": scenario_foreign_arch}
 
 
 def main():

@@ -1,7 +1,8 @@
 """RayRunner on a two-node Ray cluster on loopback: tuning gives records in LocalRunner's format and a correct
-best schedule; the task scheduler measures two tasks at once into one log; an actor killed mid-measurement loses no written record and the run finishes (its chunk goes to
-the other actor, or becomes a typed error once retries are spent); a target of another architecture without an
-actor of it is a clear error; without the `ray` package RayRunner names it.
+best schedule; the task scheduler measures two tasks at once into one log; an actor killed mid-measurement
+loses no written record and the run finishes (its chunk goes to the other actor, or becomes a typed error once
+retries are spent); a target of another architecture without an actor of it is a clear error; without the
+`ray` package RayRunner names it.
 
 The cluster runs in a child process (tests/python/ray_cluster_child.py) under a time limit; every process it
 started (found by the cluster's own temporary directory, and their descendants) is ended afterwards, even when
