@@ -136,6 +136,7 @@ class RayRunner(LocalRunner):
     """
 
     measures_here = False
+    RESTART_AFTER_S = 300  # after a start that left devices without an actor, wait this long to try again
 
     def __init__(self, resources=None, num_actors=None, batch_size=None, max_retries=2,
                  actor_start_timeout_s=60, deadline_slack_s=30, **local_options):
@@ -165,7 +166,9 @@ class RayRunner(LocalRunner):
         self.deadline_slack_s = float(deadline_slack_s)
         self._actors = []
         self._actor_options = None
-        self._lock = threading.Lock()      # the actors' busy / alive flags; actor (re)starts
+        self._lock = threading.Lock()        # the actor list and the actors' busy / alive flags
+        self._start_lock = threading.Lock()  # one thread starts actors at a time
+        self._next_start = 0.0               # monotonic time before which no actor is started again
         self.failures = []                 # (actor, chunk size, why) of every actor lost while measuring
 
     # ---- LocalRunner's interface to measure() ----
@@ -240,47 +243,58 @@ class RayRunner(LocalRunner):
         return opts
 
     def _ensure_actors(self, options):
-        """Starts actors up to the devices the cluster offers (all anew when the options changed)."""
+        """Starts actors up to the devices the cluster offers (all anew when the options changed). Other
+        threads' batches go on meanwhile; after a start that left devices without an actor, the next try
+        waits RESTART_AFTER_S."""
         ray = self._ray
-        with self._lock:
-            if options != self._actor_options:
-                for actor in self._actors:
-                    ray.kill(actor.handle, no_restart=True)
-                self._actors = []
-                self._actor_options = options
-            self._actors = [a for a in self._actors if a.alive]
+        with self._start_lock:
+            with self._lock:
+                if options != self._actor_options:
+                    for actor in self._actors:
+                        ray.kill(actor.handle, no_restart=True)
+                    self._actors = []
+                    self._actor_options = options
+                    self._next_start = 0.0
+                self._actors = [a for a in self._actors if a.alive]
+                have = list(self._actors)
+            if have and time.monotonic() < self._next_start:
+                return
             self._connect()
-            missing = self._wanted() - len(self._actors)
+            missing = self._wanted() - len(have)
             if missing <= 0:
                 return
             cls = self._actor_class()
             if self.resources is None:
-                used = {a.info["node_id"] for a in self._actors}
+                used = {a.info["node_id"] for a in have}
                 nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["NodeID"] not in used]
                 handles = [cls.options(**self._start_options(node)).remote(options) for node in nodes[:missing]]
             else:
                 handles = [cls.options(**self._start_options()).remote(options) for _ in range(missing)]
             pending = {h.info.remote(): h for h in handles}
             deadline = time.monotonic() + self.actor_start_timeout_s
-            problems = []
+            problems, started = [], []
             while pending and time.monotonic() < deadline:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
                 for ref in ready:
                     handle = pending.pop(ref)
                     try:
-                        self._actors.append(_Actor(handle, ray.get(ref)))
+                        started.append(_Actor(handle, ray.get(ref)))
                     except ray.exceptions.RayError as err:
                         problems.append(_first_line(err))
             for handle in pending.values():
                 ray.kill(handle, no_restart=True)
             if pending:
                 problems.append(f"{len(pending)} actors were not placed within {self.actor_start_timeout_s:g} s")
-            if problems and not self._actors:
-                raise RuntimeError(f"RayRunner: no actor could start with resources "
-                                   f"{self.resources or {'CPU': 1}}: {'; '.join(problems)}")
+            with self._lock:
+                self._actors += started
+                if problems:
+                    self._next_start = time.monotonic() + self.RESTART_AFTER_S
+                if problems and not self._actors:
+                    raise RuntimeError(f"RayRunner: no actor could start with resources "
+                                       f"{self.resources or {'CPU': 1}}: {'; '.join(problems)}")
             if problems:
-                warnings.warn(f"RayRunner: {len(problems)} problems starting actors: {'; '.join(problems)}",
-                              RuntimeWarning, stacklevel=4)
+                warnings.warn(f"RayRunner: {len(problems)} problems starting actors (next try in "
+                              f"{self.RESTART_AFTER_S:g} s): {'; '.join(problems)}", RuntimeWarning, stacklevel=4)
 
     def _take_idle(self, eligible):
         with self._lock:
