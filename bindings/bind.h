@@ -17,6 +17,7 @@ void bind_runtime(pybind11::module_& m);     // build, modules, time evaluator
 void bind_search(pybind11::module_& m);      // search params, sketch policy, search rounds
 void bind_measure(pybind11::module_& m);     // measurement in worker processes, records
 void bind_cost_model(pybind11::module_& m);  // program features, cost models
+void bind_tune(pybind11::module_& m);        // a tuning round in one call, the peak estimate
 
 // The Python error a signal handler raised, carried out of the core as an
 // Interrupted (which the core's failure handlers let pass); module.cc's

@@ -37,4 +37,5 @@ PYBIND11_MODULE(_core, m) {
   autosched::bindings::bind_search(m);
   autosched::bindings::bind_measure(m);
   autosched::bindings::bind_cost_model(m);
+  autosched::bindings::bind_tune(m);
 }

@@ -265,6 +265,18 @@ class VectorizeRule : public InitRule {
           continue;
         }
       }
+      if (tiled && cpu && IsWindowStage(s, id) && st.num_iters() > 0) {
+        // A window stage (pooling) split by window-vectorize: its innermost
+        // spatial part is vectorized whole (the window loops sit above it),
+        // primes included: the lowering splits any extent into vectors.
+        const int last = st.num_iters() - 1;
+        const Iterator& it = st.iter(last);
+        if (it.kind == IteratorKind::Spatial && it.annotation == IteratorAnnotation::None &&
+            !HasAttached(s, id, st.leaves[last]) && it.extent >= 2 && it.extent <= kMaxVectorLanes) {
+          s = s.Annotate(id, last, IteratorAnnotation::Vectorize);
+          continue;
+        }
+      }
       // The innermost loop of another tiled stage (a cache write's copy, a
       // fused consumer) that holds whole vectors of a block's row.
       const int64_t lanes = std::max<int64_t>(1, ctx.task.hardware_params.vector_unit_bytes / bytes);

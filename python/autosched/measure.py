@@ -29,6 +29,7 @@ import os
 
 from . import _core
 from ._core import MeasureErrorNo, MeasureResult
+from .build_module import _core_state
 
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "measure",
            "worker_path"]
@@ -160,11 +161,11 @@ class LocalRunner:
         return f"LocalRunner({shown})"
 
 
-def _core_state(task, state):
-    from .build_module import _core_state as core_of
-    if isinstance(state, MeasureInput):
-        state = state.state
-    return core_of(state)
+def check_runs_here(task, runner):
+    """Refuses a runner that measures on this machine for a target cross-compiled for another architecture."""
+    if runner.measures_here and task.target.kind == "llvm" and task.target.foreign:
+        raise ValueError(f"target '{task.target.text}' is cross-compiled for {task.target.triple}: its code "
+                         "cannot run on this machine; measure it on a machine of that architecture (RayRunner)")
 
 
 def measure(task, states, builder=None, runner=None):
@@ -181,8 +182,6 @@ def measure(task, states, builder=None, runner=None):
         raise TypeError(f"builder must be a LocalBuilder, got {type(builder).__name__}")
     if not isinstance(runner, LocalRunner):
         raise TypeError(f"runner must be a LocalRunner, got {type(runner).__name__}")
-    if runner.measures_here and task.target.kind == "llvm" and task.target.foreign:
-        raise ValueError(f"target '{task.target.text}' is cross-compiled for {task.target.triple}: its code "
-                         "cannot run on this machine; measure it on a machine of that architecture (RayRunner)")
-    core_states = [_core_state(task, s) for s in states]
+    check_runs_here(task, runner)
+    core_states = [_core_state(s.state if isinstance(s, MeasureInput) else s) for s in states]
     return runner._measurer_for(builder).measure(task, core_states)

@@ -25,6 +25,8 @@ import numbers
 import weakref
 
 from . import _core
+from . import cost_model as cm
+from .build_module import _core_state
 from .state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
@@ -47,7 +49,6 @@ class SearchParams(_core.SearchParams):
 def make_cost_model(spec=None, default="random"):
     """A cost model from a spec: a CostModel (returned as is), "xgb" (XGBModel), "random" (RandomModel), or
     None (the `default` spec; "auto" picks XGBModel when autosched was built with XGBoost, else RandomModel)."""
-    from . import cost_model as cm
     if spec is None:
         spec = default
     if isinstance(spec, cm.CostModel):
@@ -265,11 +266,6 @@ class _RuleAdapter:
                                 f"{next_id!r}; it must be an int (-1 when the sketch is finished)")
             out.append((_core_state(state), int(next_id)))
         return out
-
-
-def _core_state(state):
-    from .build_module import _core_state as core_of
-    return core_of(state)
 
 
 def mutate(task, state, seed=0, params=None, rule=None):

@@ -20,7 +20,7 @@ import numbers
 
 from . import _core
 
-__all__ = ["State", "StageView", "lower_state", "lower_state_text"]
+__all__ = ["State", "StageView", "ComputeDAG", "lower_state", "lower_state_text"]
 
 INT32_RANGE = (-2**31, 2**31)
 
@@ -93,7 +93,6 @@ class State:
     @property
     def dag(self):
         """The current DAG (changed by cache_read, cache_write and rfactor)."""
-        from .compute_dag import as_compute_dag  # compute_dag imports this module
         return as_compute_dag(self._core.dag)
 
     @property
@@ -283,6 +282,35 @@ class State:
 def core_state(state):
     """The C++ LoopState of a State (or the LoopState itself)."""
     return state._core if isinstance(state, State) else state
+
+
+# The DAG and its states hand each other out (dag.get_init_state(), state.dag), so both live in this module;
+# autosched.compute_dag re-exports ComputeDAG.
+class ComputeDAG(_core.ComputeDAG):
+    """ComputeDAG(tensors): the ops reachable from the given inputs and outputs, in topological order.
+    ComputeDAG(dag) gives the same DAG as this class (from a core ComputeDAG)."""
+
+    @classmethod
+    def from_json(cls, text):
+        """The DAG of ``dag.to_json()``."""
+        return cls(_core.ComputeDAG.from_json(text))
+
+    def get_init_state(self):
+        """The state with no steps: the plain loop nest of the DAG."""
+        return State(_core.LoopState(self))
+
+    def print_python_steps(self, state):
+        """The steps of ``state`` as calls of the State API (``s`` is the state)."""
+        return core_state(state).print_python_steps()
+
+    def infer_bound(self, state):
+        """A copy of ``state`` whose iterators have the extents bound inference gives."""
+        return State(core_state(state).infer_bound())
+
+
+def as_compute_dag(dag):
+    """``dag`` as a ComputeDAG of this module (the same DAG; a core one is wrapped)."""
+    return dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
 
 
 def lower_state(state):

@@ -2,9 +2,11 @@
 import json
 import warnings
 
-from . import _core, workload
+from . import _core, tuner, workload
 from ._core import ComputeDAG, HardwareParams, Target
-from .compute_dag import as_compute_dag
+from .build_module import build, lower
+from .record_log import load_best_state
+from .state import as_compute_dag
 
 
 class SearchTask(_core.SearchTask):
@@ -80,14 +82,12 @@ class SearchTask(_core.SearchTask):
     # ---- tuning (python/autosched/tuner.py) ----
     def tune(self, options, search_policy=None, cost_model=None):
         """Tunes the task (see autosched.tuner); returns a TuneResult."""
-        from . import tuner
         return tuner.tune(self, options, search_policy, cost_model)
 
     def apply_best(self, log_file):
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of
         this task's DAG (records whose schedule does not replay on it are skipped, see
         records.load_best_state). Raises ValueError when the log has none."""
-        from .records import load_best_state
         state, _ = load_best_state(log_file, self)
         if state is None:
             raise ValueError(f"record log '{log_file}' has no successful measurement of task "
@@ -104,13 +104,11 @@ class SearchTask(_core.SearchTask):
         if print_mode == "loops":
             return str(state)
         if print_mode == "lowered":
-            from .build_module import lower
             return lower(state)
         raise ValueError(f"print_mode must be 'schedule', 'loops' or 'lowered', got {print_mode!r}")
 
     def build_best(self, log_file):
         """The best schedule in the log, compiled for the task's target (a callable module)."""
-        from .build_module import build
         return build(self, self.apply_best(log_file))
 
 

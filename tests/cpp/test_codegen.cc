@@ -237,6 +237,39 @@ TEST(ThreadPoolTest, ChunksCoverRangeAndNestedRunsSerially) {
   for (int h : hits) EXPECT_EQ(h, 1);
 }
 
+// The pool's workers spin for a while after a job and then sleep: jobs that
+// follow each other at once (spinning workers), after a pause longer than the
+// spin (sleeping workers), and from several calling threads at once (one job
+// at a time) all run every chunk exactly once.
+TEST(ThreadPoolTest, BackToBackPausedAndConcurrentJobsRunEveryChunkOnce) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  auto job = [&](int64_t n) {
+    pool.ParallelFor(n, 0, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) sum += k;
+    });
+  };
+  int64_t expected = 0;
+  for (int round = 0; round < 2000; ++round) {  // back to back: workers still spinning
+    job(round % 7 + 1);
+    expected += (round % 7 + 1) * (round % 7) / 2;
+  }
+  for (int round = 0; round < 3; ++round) {  // after the spin: workers asleep
+    std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicroseconds));
+    job(100);
+    expected += 100 * 99 / 2;
+  }
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int round = 0; round < 200; ++round) job(50);
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  expected += 4 * 200 * (50 * 49 / 2);
+  EXPECT_EQ(sum.load(), expected);
+}
+
 }  // namespace
 }  // namespace autosched
 

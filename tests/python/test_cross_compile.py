@@ -67,6 +67,19 @@ def test_cross_compiled_code_is_not_run_or_measured_here():
         ans.measure.measure(task, [task.compute_dag.get_init_state()])
 
 
+def test_tuning_a_cross_compiled_task_with_a_local_runner_is_refused(tmp_path):
+    """The tuning session's round measures in the core: it refuses a LocalRunner for a foreign target before
+    any round (nothing measured, nothing written), as measure() does."""
+    task, _ = matmul_task(AARCH64)
+    log = str(tmp_path / "foreign.json")
+    opts = ans.TuningOptions(num_measure_trials=4, verbose=0, measure_callbacks=[ans.RecordToFile(log)])
+    with pytest.raises(ValueError, match="cannot run on this machine.*RayRunner"):
+        task.tune(opts)
+    with pytest.raises(ValueError, match="cannot run on this machine.*RayRunner"):
+        ans.TaskScheduler([task]).tune(opts)
+    assert not os.path.exists(log) or os.path.getsize(log) == 0
+
+
 def test_another_backend_and_the_host_triple():
     task, _ = matmul_task("llvm -mtriple=riscv64-linux-gnu")
     import tempfile
