@@ -179,6 +179,12 @@ void BindTarget(py::module_& m) {
       .def_property_readonly(
           "missing_features", [](const Target& t) { return t.cpu.missing; },
           "with -no-host-check: features code uses that this host lacks (such modules do not run here)")
+      .def_property_readonly(
+          "triple", [](const Target& t) { return t.cpu.triple; },
+          "llvm: the LLVM triple code is built for (this host's, or a foreign -mtriple)")
+      .def_property_readonly(
+          "foreign", [](const Target& t) { return t.cpu.foreign; },
+          "llvm: True when -mtriple names another architecture (cross-compiled, not run here)")
       .def_property_readonly("hardware_params", &DefaultHardwareParams,
                              "HardwareParams the search assumes for this target")
       .def_property_readonly("text", &Target::str, "the canonical target text (what records store)")

@@ -16,13 +16,24 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 TuningRound MeasureRound(SketchPolicy& policy, std::vector<State> states, const RoundIo& io) {
   AS_ICHECK(io.measurer != nullptr, "a tuning round needs a measurer");
+  if (states.empty()) return TuningRound{};
+  auto start = std::chrono::steady_clock::now();
+  std::vector<MeasureResult> results = io.measurer->Measure(policy.task(), states);
+  const double measure_seconds = SecondsSince(start);
+  TuningRound round = RecordRound(policy, std::move(states), std::move(results), io);
+  round.measure_seconds = measure_seconds;
+  return round;
+}
+
+TuningRound RecordRound(SketchPolicy& policy, std::vector<State> states, std::vector<MeasureResult> results,
+                        const RoundIo& io) {
+  AS_CHECK(results.size() == states.size(), "a tuning round needs one result per measured state, got "
+                                                << results.size() << " results for " << states.size()
+                                                << " states");
   TuningRound round;
   round.states = std::move(states);
+  round.results = std::move(results);
   if (round.states.empty()) return round;
-  auto start = std::chrono::steady_clock::now();
-  round.results = io.measurer->Measure(policy.task(), round.states);
-  round.measure_seconds = SecondsSince(start);
-  AS_ICHECK(round.results.size() == round.states.size(), "one result per measured state");
   // Records first: a session killed during the model's update keeps them.
   for (RecordWriter* writer : io.writers) {
     for (size_t i = 0; i < round.states.size(); ++i)

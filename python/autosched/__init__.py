@@ -21,6 +21,7 @@ from . import graph  # noqa: E402
 from . import frontends  # noqa: E402
 from .graph import extract_tasks  # noqa: E402
 from .measure import LocalBuilder, LocalRunner, MeasureInput, MeasureResult  # noqa: E402
+from .ray_runner import RayRunner  # noqa: E402
 from .records import RecordToFile, load_records, load_best_record  # noqa: E402
 from .cost_model import RandomModel, XGBModel  # noqa: E402
 from .search import SearchParams, SketchPolicy  # noqa: E402
@@ -35,7 +36,7 @@ _torch_backend.register()
 __version__ = "0.1.0"
 
 __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
-           "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult",
+           "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "RayRunner", "MeasureInput", "MeasureResult",
            "RecordToFile", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
            "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl", "runtime", "graph",
            "frontends", "extract_tasks"]

@@ -95,6 +95,18 @@ class Module:
             fmt = "cl" if "cl" in self._mod.source_formats else "ll"
         return self._mod.get_source(fmt)
 
+    def export_object(self, path):
+        """Writes the object file of a module cross-compiled for another architecture (a target with a foreign
+        -mtriple, e.g. "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76") to `path`; returns the path. Its
+        undefined symbols are the runtime's (autosched_parallel_for, autosched_alloc, autosched_free)."""
+        if "obj" not in self._mod.source_formats:
+            raise ValueError("export_object: this module was built to run in this process, not cross-compiled; "
+                             "only a target of another architecture (-mtriple=...) has an object file here")
+        data = self._mod.object_code()
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
     @property
     def source_formats(self):
         return self._mod.source_formats

@@ -101,6 +101,8 @@ class LocalRunner:
         (flop count + output elements) compare every output element, larger ones ``num_points`` sampled points.
     """
 
+    measures_here = True  # candidates run on this machine (RayRunner: on a cluster's)
+
     def __init__(self, timeout=10, number=3, repeat=1, min_repeat_ms=100, max_repeat=1_000_000, cooldown_s=0,
                  flush_cache=False, inject_faults=None, fault_seed=0, peak_flops=None, peak_bandwidth=None,
                  verify_seed=0, whole_output_work=2e6, num_points=256, max_device_runs=1000):
@@ -159,6 +161,13 @@ class LocalRunner:
         return f"LocalRunner({shown})"
 
 
+def check_runs_here(task, runner):
+    """Refuses a runner that measures on this machine for a target cross-compiled for another architecture."""
+    if runner.measures_here and task.target.kind == "llvm" and task.target.foreign:
+        raise ValueError(f"target '{task.target.text}' is cross-compiled for {task.target.triple}: its code "
+                         "cannot run on this machine; measure it on a machine of that architecture (RayRunner)")
+
+
 def measure(task, states, builder=None, runner=None):
     """Measures each state of ``task``; returns one MeasureResult per state, in order.
 
@@ -173,5 +182,6 @@ def measure(task, states, builder=None, runner=None):
         raise TypeError(f"builder must be a LocalBuilder, got {type(builder).__name__}")
     if not isinstance(runner, LocalRunner):
         raise TypeError(f"runner must be a LocalRunner, got {type(runner).__name__}")
+    check_runs_here(task, runner)
     core_states = [_core_state(s.state if isinstance(s, MeasureInput) else s) for s in states]
     return runner._measurer_for(builder).measure(task, core_states)

@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "codegen/llvm/codegen_llvm.h"
+#include "codegen/llvm/cross_compile.h"
 #include "codegen/llvm/ir_emitter.h"
 #include "codegen/llvm/target_machine.h"
 #include "lower/stmt_functor.h"
@@ -194,7 +195,7 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const Target& target, boo
   }
   return std::unique_ptr<llvm::TargetMachine>(
       t->createTargetMachine(spec.triple, spec.name, spec.llvm_features, options, llvm::Reloc::PIC_,
-                             std::nullopt, CodeGenLevel(target.opt_level), jit));
+                             std::nullopt, CodeGenLevel(target.opt_level), jit && !spec.foreign));
 }
 
 int64_t JitCompilations() { return jit_compilations.load(); }
@@ -227,7 +228,13 @@ Module BuildLLVM(const LoweredFunc& f, const Target& target) {
   // only be run, and would fault (SIGILL).
   std::shared_ptr<Kernel> kernel;
   std::string cannot_run;
-  if (target.cpu.missing.empty()) {
+  if (target.cpu.foreign) {
+    // Another architecture: an object file for a machine of it (cross_compile.h).
+    sources.AddLazy("obj", [ir_text, target] { return EmitObjectFile(ir_text, target); });
+    cannot_run = "it was cross-compiled for " + target.cpu.triple + " (" + target.cpu.name +
+                 "): it runs on a machine of that architecture (measure it there with RayRunner; "
+                 "export_object() writes its object file)";
+  } else if (target.cpu.missing.empty()) {
     kernel = JitCompile(std::move(module), std::move(ctx), symbol, target, tm.get());
   } else {
     cannot_run = "it was built with -no-host-check for " + target.cpu.name +
