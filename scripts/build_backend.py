@@ -1,5 +1,6 @@
-"""setuptools' build backend, with the xgboost-cpu package added to the build's requirements when
-AUTOSCHED_WHEEL=1: the self-contained wheel links the library that package ships (see setup.py)."""
+"""setuptools' build backend, with more requirements for the self-contained wheel (AUTOSCHED_WHEEL=1):
+the xgboost-cpu package, whose library the wheel links (see setup.py), and CMake and Ninja from PyPI, so
+the isolated build does not depend on which `cmake` the PATH finds first."""
 import os
 
 from setuptools import build_meta as _orig
@@ -9,7 +10,7 @@ _XGBOOST = "xgboost-cpu>=2.1,<4"  # setup.py XGBOOST_REQUIREMENT
 
 
 def _extra():
-    return [_XGBOOST] if os.environ.get("AUTOSCHED_WHEEL", "0") == "1" else []
+    return [_XGBOOST, "cmake>=3.20", "ninja"] if os.environ.get("AUTOSCHED_WHEEL", "0") == "1" else []
 
 
 def get_requires_for_build_wheel(config_settings=None):
