@@ -68,6 +68,8 @@ class CMakeBuild(build_ext):
                 configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         if shutil.which("ninja") and not (build_dir / "Makefile").exists():
             configure += ["-G", "Ninja"]
+            if WHEEL:  # each isolated build has its own ninja: the one cached by the last build is gone
+                configure += [f"-DCMAKE_MAKE_PROGRAM={shutil.which('ninja')}"]
         subprocess.check_call(configure)
         jobs = os.environ.get("AUTOSCHED_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", str(build_dir), "--parallel", jobs])
