@@ -52,6 +52,9 @@ def parse_args(argv=None):
     parser.add_argument("--timing-s", type=float, default=2.0,
                         help="seconds of timing runs for each of autosched, onnxruntime and PyTorch (default 2)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of the peers (default: all)")
+    parser.add_argument("--per-round", type=int, default=16,
+                        help="measurements per task scheduler round (default 16: small rounds let every task "
+                             "get one within a few minutes)")
     parser.add_argument("--verbose", type=int, default=0, help="1: the task scheduler's table after every round")
     return parser.parse_args(argv)
 
@@ -165,7 +168,8 @@ def main(argv=None):
     print(f"tuning on target '{target}' for at most {args.time_budget:g} s; records in {log}", flush=True)
 
     # A trial budget no run reaches: the time budget (or every task done) ends tuning.
-    opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), time_budget_s=args.time_budget,
+    opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), num_measures_per_round=args.per_round,
+                             time_budget_s=args.time_budget,
                              measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose)
     start = time.monotonic()
     result = ans.TaskScheduler(tasks, weights).tune(opts)
@@ -203,7 +207,7 @@ def main(argv=None):
     ours_s = rows[0][1]
     for label, seconds in rows:
         text = "" if label == "autosched" else ratio_text(ours_s, seconds, label)
-        print(f"  {label:<12} {seconds * 1e3:9.2f} ms   {text}")
+        print(f"  {label:<12} {seconds * 1e3:9.2f} ms   {text}".rstrip())
 
     if hasattr(net, "export_library"):
         path = os.path.join(args.out_dir, f"{name}.so")
