@@ -243,6 +243,8 @@ const std::vector<OpenCLDevice>& ListOpenCLDevices() {
 
 const OpenCLDevice& SelectOpenCLDevice(const Target& target) {
   const std::vector<OpenCLDevice>& devices = ListOpenCLDevices();
+  const std::string loader_problem = OpenCLLoaderProblem();
+  AS_CHECK(loader_problem.empty(), "target '" << target.str() << "': " << loader_problem);
   AS_CHECK(!devices.empty(), "target '" << target.str()
                                         << "': no OpenCL platform was found (install an OpenCL driver: PoCL "
                                            "for the CPU, pocl-opencl-icd; see docs/opencl.md)");

@@ -53,6 +53,10 @@ struct OpenCLDevice {
 // (no ICD installed). Queried once per process.
 const std::vector<OpenCLDevice>& ListOpenCLDevices();
 
+// Why the OpenCL ICD loader could not be opened, where this build opens it at
+// run time (opencl_loader.cc); empty where it was opened or is linked.
+std::string OpenCLLoaderProblem();
+
 // The device a target selects (see above); Error when none matches.
 const OpenCLDevice& SelectOpenCLDevice(const Target& target);
 
