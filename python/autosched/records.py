@@ -18,7 +18,7 @@ import warnings
 
 from . import _core
 from .measure import MeasureInput
-from .state import State
+from .state import State, core_state as _core_state
 from .task import SearchTask
 
 __all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", "load_best_state", "distill",
@@ -130,11 +130,6 @@ class RecordToFile:
 
     def __repr__(self):
         return f"RecordToFile({self.path!r})"
-
-
-def _core_state(state):
-    from .build_module import _core_state as core_of
-    return core_of(state)
 
 
 def save_records(path, inputs, results, fsync=False):

@@ -25,23 +25,12 @@ import numbers
 import weakref
 
 from . import _core
-from .state import State
+from ._core import SearchParams
+from .state import State, core_state as _core_state
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "expert_schedule",
            "expert_schedule_info", "make_cost_model"]
-
-
-class SearchParams(_core.SearchParams):
-    """The knobs of the search with their defaults; fields given by keyword (unknown names raise
-    TypeError)."""
-
-    def __init__(self, **fields):
-        super().__init__()
-        for name, value in fields.items():
-            if name.startswith("_") or not hasattr(self, name):
-                raise TypeError(f"SearchParams has no field '{name}'")
-            setattr(self, name, value)
 
 
 def make_cost_model(spec=None, default="random"):
@@ -265,11 +254,6 @@ class _RuleAdapter:
                                 f"{next_id!r}; it must be an int (-1 when the sketch is finished)")
             out.append((_core_state(state), int(next_id)))
         return out
-
-
-def _core_state(state):
-    from .build_module import _core_state as core_of
-    return core_of(state)
 
 
 def mutate(task, state, seed=0, params=None, rule=None):
