@@ -8,17 +8,7 @@
 """
 from . import _core, artifact
 from ._core import Target
-
-
-def _core_state(state):
-    """The C++ LoopState behind a state object (the Python State wraps one)."""
-    if isinstance(state, _core.LoopState):
-        return state
-    for name in ("_core", "_state", "state"):
-        inner = getattr(state, name, None)
-        if isinstance(inner, _core.LoopState):
-            return inner
-    raise TypeError(f"state must be a loop state (from dag.get_init_state()), got {type(state).__name__}")
+from .state import core_state as _core_state
 
 
 def _dag_and_target(task_or_dag, target):

@@ -80,7 +80,9 @@ class _DeviceActor:
     """Measures candidates on the device this actor holds (wrapped by ray.remote in RayRunner)."""
 
     def __init__(self, options):
-        self._measurer = _core.LocalMeasurer(options, worker_path())
+        builder = _core.LocalBuilder(**options["builder"])
+        runner = _core.RunnerOptions(**options["runner"])
+        self._measurer = _core.LocalMeasurer(builder, runner, worker_path())
         self._task_json = None
         self._task = None
 
@@ -173,7 +175,7 @@ class RayRunner(LocalRunner):
 
     # ---- LocalRunner's interface to measure() ----
     def _measurer_for(self, builder):
-        options = dict(self.options, build_timeout=builder.timeout, n_parallel=builder.n_parallel)
+        options = {"builder": builder.to_dict(), "runner": _core.RunnerOptions(**self.to_dict()).to_dict()}
         self._measurer = _RayMeasurer(self, options)
         return self._measurer
 
@@ -335,7 +337,8 @@ class RayRunner(LocalRunner):
             return []
         size = self.batch_size or math.ceil(n / len(eligible))
         todo = collections.deque((list(range(i, min(i + size, n))), []) for i in range(0, n, size))
-        per_candidate = options["build_timeout"] + options["timeout"] + options["cooldown_s"]
+        runner = options["runner"]
+        per_candidate = options["builder"]["timeout"] + runner["timeout"] + runner["cooldown_s"]
         inflight = {}  # object ref -> (actor, chunk, failures so far, deadline)
         try:
             self._dispatch(task, task_json, steps, results, todo, inflight, eligible, per_candidate)

@@ -16,6 +16,7 @@ import pytest
 
 import autosched as ans
 from autosched import te
+from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():
     pytest.skip("built without the LLVM backend", allow_module_level=True)
@@ -29,10 +30,7 @@ def make_task(tensors, desc):
 
 
 def matmul(n, name="mm"):
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    return [A, B, te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name=name)]
+    return matmul_tensors(n, n, n, name=name)
 
 
 def add2():

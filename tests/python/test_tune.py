@@ -22,6 +22,7 @@ import pytest
 import autosched as ans
 from autosched import search, te
 from autosched.measure import LocalBuilder, LocalRunner, measure
+from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():
     pytest.skip("built without the LLVM backend", allow_module_level=True)
@@ -32,11 +33,7 @@ FAST = dict(evolutionary_search_population=128, evolutionary_search_num_iters=2,
 
 
 def matmul(n, m, k, name="matmul"):
-    A = te.placeholder((n, k), name="A")
-    B = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name=name)
-    return [A, B, C]
+    return matmul_tensors(n, m, k, name=name)
 
 
 def make_task(tensors, desc="test"):
