@@ -260,17 +260,26 @@ def test_blocked_ops_on_torch():
 def test_extract_tasks_and_build_take_the_same_tasks():
     g = zoo.get_model("resnet18", **ZOO["resnet18"])
     tasks, weights = ans.extract_tasks(g, "llvm", layout="NCHWc")
-    plain, _ = ans.extract_tasks(g, "llvm")
+    plain, _ = ans.extract_tasks(g, "llvm", layout="NCHW")
     assert sum(weights) == len(lower_graph(g, "llvm", layout="NCHWc").groups)
     assert any(t.desc.startswith("conv2d_nchwc") for t in tasks)
     assert not any("nchwc" in t.desc for t in plain)
-    assert ans.extract_tasks(g, "llvm", layout="auto")[0][0].workload_key == plain[0].workload_key
-    net = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc")
-    assert {t.workload_key for t in tasks} == {info.task.workload_key for info in net.groups}
+    # "auto", the default, is the blocked layout on a CPU
+    assert [t.workload_key for t in ans.extract_tasks(g, "llvm")[0]] == [t.workload_key for t in tasks]
+    for layout, expected in (("NCHWc", tasks), ("NCHW", plain), ("auto", tasks)):
+        net = ans.graph.build(g, "llvm", verbose=False, layout=layout)
+        assert {t.workload_key for t in expected} == {info.task.workload_key for info in net.groups}
     with pytest.raises(ValueError, match="layout must be one of 'auto', 'NCHW', 'NCHWc', got 'NHWC'"):
         ans.extract_tasks(g, "llvm", layout="NHWC")
     with pytest.raises(ValueError, match="block must be a positive int"):
         convert_layout(g, 0)
+
+
+def test_auto_is_off_on_gpus():
+    g = zoo.get_model("resnet18", **ZOO["resnet18"])
+    assert lower_graph(g, "opencl", layout="auto").block is None
+    assert lower_graph(g, "llvm", layout="auto").block == block_for_target("llvm")
+    assert lower_graph(g, "llvm", layout="NCHW").block is None
 
 
 def test_block_follows_the_vector_width():

@@ -3,8 +3,8 @@
     tasks, weights = autosched.extract_tasks(graph, "llvm")
     autosched.TaskScheduler(tasks, weights).tune(options)
 
-With layout="NCHWc" the convolutions and what follows them run in the channel-blocked layout of the target's
-vector width (graph/layout.py), after batch-norm folding. Each fused group (graph/fusion.py) becomes a ComputeDAG: a placeholder for every value it reads from outside
+On CPU targets (layout="auto", the default, or "NCHWc") the convolutions and what follows them run in the
+channel-blocked layout of the target's vector width (graph/layout.py), after batch-norm folding. Each fused group (graph/fusion.py) becomes a ComputeDAG: a placeholder for every value it reads from outside
 (graph inputs, other groups' outputs and constants: weights are task inputs, never baked into the kernel),
 then the te of its ops. Groups with the same DAG (the workload key ignores names) are one task whose weight
 is how often the group occurs. Nodes that cannot be compiled (Graph.problems()) are reported in one
@@ -65,7 +65,7 @@ class LoweredGraph:
         self.tasks, self.weights = tasks, weights
 
 
-def lower_graph(graph, target, hardware_params=None, layout="NCHW"):
+def lower_graph(graph, target, hardware_params=None, layout="auto"):
     """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto", see graph/layout.py),
     partitions into fused groups and makes one SearchTask per distinct group."""
     block = resolve_block(layout, target, hardware_params)
@@ -91,13 +91,13 @@ def lower_graph(graph, target, hardware_params=None, layout="NCHW"):
     return LoweredGraph(folded, groups, group_tasks, tasks, weights, block)
 
 
-def extract_tasks(graph, target, hardware_params=None, layout="NCHW"):
+def extract_tasks(graph, target, hardware_params=None, layout="auto"):
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
     UnsupportedGraphWarning names them all, and the other groups are still extracted. layout: "NCHW" (as the
     graph is), "NCHWc" (convolutions and what follows them in the channel-blocked layout of the target's
-    vector width, graph/layout.py) or "auto"; graph.build takes the same option and must be given the same
-    value, so that the tasks tuned are the kernels built."""
+    vector width, graph/layout.py) or "auto" (NCHWc on CPU targets, NCHW on GPUs); graph.build takes the same
+    option and must be given the same value, so that the tasks tuned are the kernels built."""
     problems = graph.problems()
     if problems:
         warnings.warn(f"graph '{graph.name}': {len(problems)} node(s) cannot be compiled and are left out of "
