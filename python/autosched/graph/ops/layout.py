@@ -249,7 +249,7 @@ _CONV_ATTRS = {"strides": ((1, 1), pair("strides")), "pads": ((0, 0, 0, 0), pads
 DEFS.append(OpDef("conv2d_nchwc", (2, 3), _conv_infer, dict(_CONV_ATTRS), fusion="anchor",
                   reference=_conv_reference, te=_conv_te, onnx=_not_exportable, torch=_conv_torch))
 
-# ---------------- depthwise_conv2d_nchwc: data (N, C/x, H, W, x), weight (C/x, KH, KW, x), bias (C/x, x) ----------------
+# ---------------- depthwise_conv2d_nchwc: data (N, C/x, H, W, x), weight (C/x, KH, KW, x), bias (C/x, x) ----------
 
 
 def _depthwise_infer(attrs, shapes, dtypes):
