@@ -345,17 +345,18 @@ def _note(infos):
     return "\n".join(lines)
 
 
-def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True):
+def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True, layout="auto"):
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
     note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
-    that read only constants (a packed weight) once here, not in every call of the kernel."""
+    that read only constants (a packed weight) once here, not in every call of the kernel. layout: as for
+    extract_tasks (give both the same value, or the tuned tasks are not the kernels built)."""
     problems = graph.problems()
     if problems:
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"
                          f"{format_problems(problems)}")
-    lowered = lower_graph(graph, target, hardware_params)
+    lowered = lower_graph(graph, target, hardware_params, layout)
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
     constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
