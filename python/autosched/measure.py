@@ -93,7 +93,12 @@ class LocalRunner(_core.RunnerOptions):
         """Stops the worker processes (they also stop when the runner is garbage collected)."""
         self._measurer = None
 
-    measures_here = True  # candidates run on this machine (RayRunner: on a cluster's)
+
+def check_runs_here(task, runner):
+    """Refuses a runner that measures on this machine for a target cross-compiled for another architecture."""
+    if runner.measures_here and task.target.kind == "llvm" and task.target.foreign:
+        raise ValueError(f"target '{task.target.text}' is cross-compiled for {task.target.triple}: its code "
+                         "cannot run on this machine; measure it on a machine of that architecture (RayRunner)")
 
 
 def measure(task, states, builder=None, runner=None):
