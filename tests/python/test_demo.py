@@ -47,9 +47,10 @@ def check_peers(out):
 
 def test_demo_tunes_builds_and_compares_resnet18(tmp_path):
     out = run_demo(tmp_path, "--time-budget", "3")
-    assert "resnet18: 69 nodes, 23 fused groups, 18 distinct tasks" in out, out
+    # 23 groups and 18 tasks, plus the input's layout transform where the blocked-layout pass runs (CPUs)
+    assert re.search(r"resnet18: 69 nodes, 2[34] fused groups, 1[89] distinct tasks", out), out
     assert re.search(r"\|\s+ID \| Task\s+\| Latency \(ms\) \|", out), out
-    assert "conv2d_bias_relu 1x64x112x112" in out, out
+    assert re.search(r"conv2d(_nchwc)?(_bias)?_relu 1x(64x112x112|4x112x112x16|8x112x112x8)", out), out
     assert "tuning stopped after" in out and "time budget of 3.0 s used" in out, out
     assert "built resnet18 in" in out, out
     assert re.search(r"autosched\s+[0-9.]+ ms", out), out
