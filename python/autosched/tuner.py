@@ -321,8 +321,11 @@ class TaskTuner:
         runner that measures elsewhere (measures_here False: RayRunner) gets the round split in three:
         propose_round (the core's search), measure_states (the runner) and finish_round (_core.record_round)."""
         if self.runner.measures_here:
-            rnd = _core.tuning_round(self.policy._policy, self.runner._measurer_for(self.builder),
-                                     [log._writer for log in self._logs], self._json(), n, states)
+            measurer = self.runner._measurer_for(self.builder)
+            # Candidates many times slower than this task's best are timed by one run (cut_short_factor).
+            measurer.best_seconds_hint = self.result.best_cost or 0.0
+            rnd = _core.tuning_round(self.policy._policy, measurer, [log._writer for log in self._logs],
+                                     self._json(), n, states)
             if rnd.searched:
                 self.result.seconds["search"] += rnd.search_seconds
             self.result.seconds["measure"] += rnd.measure_seconds
