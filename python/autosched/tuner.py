@@ -324,8 +324,10 @@ class TaskTuner:
         if self.runner.measures_here:
             if self._measurer is None:
                 self._measurer = self.runner._measurer_for(self.builder)
-            rnd = _core.tuning_round(self.policy._policy, self._measurer,
-                                     [log._writer for log in self._logs], self._json(), n, states)
+            # Candidates many times slower than this task's best are timed by one run (cut_short_factor).
+            self._measurer.best_seconds_hint = self.result.best_cost or 0.0
+            rnd = _core.tuning_round(self.policy._policy, self._measurer, [log._writer for log in self._logs],
+                                     self._json(), n, states)
             if rnd.searched:
                 self.result.seconds["search"] += rnd.search_seconds
             self.result.seconds["measure"] += rnd.measure_seconds
