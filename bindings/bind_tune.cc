@@ -71,6 +71,22 @@ TuningRound Round(SketchPolicy& policy, LocalMeasurer& measurer, const std::vect
   return round;
 }
 
+// RecordRound: the records and the learning of a round measured elsewhere.
+TuningRound Record(SketchPolicy& policy, const std::vector<RecordWriter*>& writers,
+                   const std::string& task_json, std::vector<State> states,
+                   std::vector<MeasureResult> results) {
+  RoundIo io;
+  io.writers = writers;
+  try {
+    io.task_json = nlohmann::json::parse(task_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("record_round: the task is not valid JSON: ") + e.what());
+  }
+  for (RecordWriter* w : writers) AS_CHECK(w != nullptr, "record_round: a record writer is None");
+  py::gil_scoped_release release;
+  return RecordRound(policy, std::move(states), std::move(results), io);
+}
+
 py::tuple Peak(const SearchTask& task, const std::string& use) {
   AS_CHECK(use == "estimate" || use == "upper_bound",
            "estimate_peak_flops: use must be 'estimate' or 'upper_bound', got '" << use << "'");
@@ -98,10 +114,14 @@ void bind_tune(py::module_& m) {
       "One round in the core: the given states, or up to num_measure states the policy's search proposes, "
       "measured, appended to every record writer (task_json: the task as records store it) and given to the "
       "policy and its cost model. deadline_s: seconds from now after which no build or run starts; the "
-      "states "
-      "not measured by then are left out of the round (counted in skipped). The GIL is released; Ctrl-C "
-      "raises "
-      "KeyboardInterrupt.");
+      "states not measured by then are left out of the round (counted in skipped). The GIL is released; "
+      "Ctrl-C raises KeyboardInterrupt.");
+  m.def(
+      "record_round", &Record, py::arg("policy"), py::arg("writers"), py::arg("task_json"), py::arg("states"),
+      py::arg("results"),
+      "The end of a round whose states were measured elsewhere (not by a LocalMeasurer of this process): "
+      "one record per state appended to every record writer, then states and results given to the policy and "
+      "its cost model. The GIL is released.");
   m.def("estimate_peak_flops", &Peak, py::arg("task"), py::arg("use") = "estimate",
         "(FLOP/s, how it was found) of the task's hardware: 'estimate' at the clock the OS reports (0 where "
         "unknown), 'upper_bound' what no run can beat (the measurement's plausibility check).");

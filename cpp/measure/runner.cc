@@ -20,8 +20,10 @@ void Sleep(double seconds, const InterruptCheck& interrupt) {
   }
 }
 
-nlohmann::json RunMessage(int id, const Candidate& c, const RunnerOptions& o) {
+nlohmann::json RunMessage(int id, const Candidate& c, const RunnerOptions& o, double best_seconds) {
+  const double cut_short = best_seconds > 0 && o.cut_short_factor > 0 ? best_seconds * o.cut_short_factor : 0;
   return {{"cmd", "run"},
+          {"cut_short_seconds", cut_short},
           {"id", id},
           {"fault", c.fault},
           {"number", o.number},
@@ -48,7 +50,8 @@ void TakeRunReply(const nlohmann::json& reply, const PlausibilityBound& bound, C
 // none (all run, or w was lost and they went back to ToBuild).
 void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
                          const PlausibilityBound& bound, std::vector<Candidate>* batch,
-                         const InterruptCheck& interrupt, SteadyClock::time_point deadline) {
+                         const InterruptCheck& interrupt, double best_seconds,
+                         SteadyClock::time_point deadline) {
   auto lose = [&] {
     for (int other : pool->Lose(w)) Requeue(&(*batch)[other]);
   };
@@ -58,11 +61,12 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
     Candidate& c = (*batch)[id];
     if (options.cooldown_s > 0) Sleep(options.cooldown_s, interrupt);
     auto start = SteadyClock::now();
-    if (!pool->proc(w)->Send(RunMessage(id, c, options))) return lose();  // died while idle: no blame
+    if (!pool->proc(w)->Send(RunMessage(id, c, options, best_seconds)))
+      return lose();  // died while idle: no blame
     nlohmann::json reply;
-    auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(
+    auto reply_by = start + std::chrono::duration_cast<SteadyClock::duration>(
                                 std::chrono::duration<double>(options.timeout));
-    WorkerProcess::Status status = WaitReply(pool->proc(w), deadline, &reply, interrupt);
+    WorkerProcess::Status status = WaitReply(pool->proc(w), reply_by, &reply, interrupt);
     c.seconds += std::chrono::duration<double>(SteadyClock::now() - start).count();
     pool->built(w).erase(pool->built(w).begin());
     if (status == WorkerProcess::Status::Ok) {
@@ -96,40 +100,18 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
 }
 
 int WorkerCount(const BuilderOptions& b) {
-  AS_CHECK(b.timeout > 0, "builder timeout must be positive, got " << b.timeout);
-  AS_CHECK(b.n_parallel >= 0, "n_parallel must not be negative, got " << b.n_parallel);
+  CheckFields(b);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return b.n_parallel > 0 ? b.n_parallel : cores;
-}
-
-void CheckRunnerOptions(const RunnerOptions& r) {
-  AS_CHECK(r.timeout > 0, "runner timeout must be positive, got " << r.timeout);
-  AS_CHECK(r.number >= 1, "number must be at least 1, got " << r.number);
-  AS_CHECK(r.repeat >= 1, "repeat must be at least 1, got " << r.repeat);
-  AS_CHECK(r.min_repeat_ms >= 0, "min_repeat_ms must not be negative, got " << r.min_repeat_ms);
-  AS_CHECK(r.max_repeat >= 1, "max_repeat must be at least 1, got " << r.max_repeat);
-  AS_CHECK(r.max_device_runs >= 1, "max_device_runs must be at least 1, got " << r.max_device_runs);
-  AS_CHECK(r.cooldown_s >= 0, "cooldown_s must not be negative, got " << r.cooldown_s);
-  AS_CHECK(r.peak_flops >= 0 && r.peak_bandwidth >= 0, "peak_flops and peak_bandwidth must not be negative");
-  AS_CHECK(r.verify.num_points >= 1, "the verifier needs at least one point, got " << r.verify.num_points);
-  const FaultInjection& f = r.faults;
-  for (double p :
-       {f.wrong_result, f.crash, f.hang, f.zero_time, f.near_zero_time, f.launch_error, f.resource_error}) {
-    AS_CHECK(p >= 0 && p <= 1, "injected fault shares must lie in [0, 1], got " << p);
-  }
-  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time + f.near_zero_time + f.launch_error +
-                   f.resource_error <=
-               1 + 1e-12,
-           "injected fault shares must add up to at most 1");
 }
 
 }  // namespace
 
 void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
-              std::vector<Candidate>* batch, const InterruptCheck& interrupt,
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt, double best_seconds,
               SteadyClock::time_point deadline) {
   for (int w = 0; w < pool->size(); ++w)
-    RunWorkerCandidates(pool, w, options, bound, batch, interrupt, deadline);
+    RunWorkerCandidates(pool, w, options, bound, batch, interrupt, best_seconds, deadline);
 }
 
 namespace {
@@ -157,7 +139,7 @@ void DropBuilt(WorkerPool* pool, std::vector<Candidate>* batch, const InterruptC
 
 LocalMeasurer::LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path)
     : builder_(builder),
-      runner_((CheckRunnerOptions(runner), runner)),
+      runner_((CheckFields(runner), runner)),
       worker_path_(worker_path.empty() ? DefaultWorkerPath() : std::move(worker_path)),
       pool_(worker_path_, WorkerCount(builder)) {}
 
@@ -169,19 +151,12 @@ LocalMeasurer::~LocalMeasurer() { pool_.KillAll(); }
 std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
   const FaultInjection& f = runner_.faults;
   if (!f.any()) return "none";
-  uint64_t z = f.seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
+  uint64_t z = runner_.fault_seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z ^= z >> 31;
   double offset = static_cast<double>(z >> 11) / static_cast<double>(1ull << 53);
   double u = std::fmod(offset + static_cast<double>(sequence) * 0.6180339887498949, 1.0);
-  const std::pair<double, const char*> shares[] = {{f.wrong_result, "wrong_result"},
-                                                   {f.crash, "crash"},
-                                                   {f.hang, "hang"},
-                                                   {f.zero_time, "zero_time"},
-                                                   {f.near_zero_time, "near_zero_time"},
-                                                   {f.launch_error, "launch_error"},
-                                                   {f.resource_error, "resource_error"}};
-  for (const auto& [p, name] : shares) {
+  for (const auto& [p, name] : f.Shares()) {
     if (u < p) return name;
     u -= p;
   }
@@ -194,7 +169,7 @@ std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const 
   std::lock_guard<std::mutex> lock(mutex_);
   AS_CHECK(runner_.faults.launch_error == 0 || task.target.kind == TargetKind::OpenCL,
            "the injected fault launch_error needs an OpenCL target, got '" << task.target.str() << "'");
-  const VerifyOptions& v = runner_.verify;
+  const VerifyOptions v = runner_.verify();
   pool_.SetTask(
       {{"cmd", "init"},
        {"task", task.ToJson()},
@@ -215,7 +190,7 @@ std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const 
   try {
     while (pending() && SteadyClock::now() < deadline) {
       BuildBatch(&pool_, builder_, &batch, interrupt, deadline);
-      RunBuilt(&pool_, runner_, bound, &batch, interrupt, deadline);
+      RunBuilt(&pool_, runner_, bound, &batch, interrupt, best_seconds_hint, deadline);
     }
     DropBuilt(&pool_, &batch, interrupt);
   } catch (...) {

@@ -17,26 +17,41 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 TuningRound MeasureRound(SketchPolicy& policy, std::vector<State> states, const RoundIo& io) {
   AS_ICHECK(io.measurer != nullptr, "a tuning round needs a measurer");
-  TuningRound round;
-  round.states = std::move(states);
-  if (round.states.empty()) return round;
+  if (states.empty()) return TuningRound{};
   auto start = std::chrono::steady_clock::now();
   std::vector<bool> measured;
-  round.results = io.measurer->Measure(policy.task(), round.states, io.deadline, &measured);
-  round.measure_seconds = SecondsSince(start);
-  AS_ICHECK(round.results.size() == round.states.size(), "one result per measured state");
+  std::vector<MeasureResult> results = io.measurer->Measure(policy.task(), states, io.deadline, &measured);
+  const double measure_seconds = SecondsSince(start);
+  AS_ICHECK(results.size() == states.size(), "one result per measured state");
+  int skipped = 0;
   if (std::find(measured.begin(), measured.end(), false) != measured.end()) {
+    // The states the deadline left out are neither recorded nor learned from.
     std::vector<State> kept_states;
     std::vector<MeasureResult> kept_results;
     for (size_t i = 0; i < measured.size(); ++i) {
       if (!measured[i]) continue;
-      kept_states.push_back(std::move(round.states[i]));
-      kept_results.push_back(std::move(round.results[i]));
+      kept_states.push_back(std::move(states[i]));
+      kept_results.push_back(std::move(results[i]));
     }
-    round.skipped = static_cast<int>(round.states.size() - kept_states.size());
-    round.states = std::move(kept_states);
-    round.results = std::move(kept_results);
+    skipped = static_cast<int>(states.size() - kept_states.size());
+    states = std::move(kept_states);
+    results = std::move(kept_results);
   }
+  TuningRound round = RecordRound(policy, std::move(states), std::move(results), io);
+  round.measure_seconds = measure_seconds;
+  round.skipped = skipped;
+  return round;
+}
+
+TuningRound RecordRound(SketchPolicy& policy, std::vector<State> states, std::vector<MeasureResult> results,
+                        const RoundIo& io) {
+  AS_CHECK(results.size() == states.size(), "a tuning round needs one result per measured state, got "
+                                                << results.size() << " results for " << states.size()
+                                                << " states");
+  TuningRound round;
+  round.states = std::move(states);
+  round.results = std::move(results);
+  if (round.states.empty()) return round;
   // Records first: a session killed during the model's update keeps them.
   for (RecordWriter* writer : io.writers) {
     for (size_t i = 0; i < round.states.size(); ++i)

@@ -55,4 +55,11 @@ TuningRound SearchRound(SketchPolicy& policy, int num_measure, const RoundIo& io
 // anything is recorded.
 TuningRound MeasureRound(SketchPolicy& policy, std::vector<State> states, const RoundIo& io);
 
+// The second half of MeasureRound, for states measured elsewhere (a runner
+// whose devices are not this process's workers): appends one record per state
+// to every writer, then gives states and results to policy.RecordMeasured.
+// io.measurer is not used; measure_seconds stays 0.
+TuningRound RecordRound(SketchPolicy& policy, std::vector<State> states, std::vector<MeasureResult> results,
+                        const RoundIo& io);
+
 }  // namespace autosched

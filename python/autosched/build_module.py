@@ -6,19 +6,9 @@
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
     gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
-from . import _core
+from . import _core, artifact
 from ._core import Target
-
-
-def _core_state(state):
-    """The C++ LoopState behind a state object (the Python State wraps one)."""
-    if isinstance(state, _core.LoopState):
-        return state
-    for name in ("_core", "_state", "state"):
-        inner = getattr(state, name, None)
-        if isinstance(inner, _core.LoopState):
-            return inner
-    raise TypeError(f"state must be a loop state (from dag.get_init_state()), got {type(state).__name__}")
+from .state import core_state as _core_state
 
 
 def _dag_and_target(task_or_dag, target):
@@ -60,11 +50,21 @@ class TimeResult(tuple):
 
 
 class Module:
-    """A compiled kernel. Arguments follow the DAG's tensor order."""
+    """A compiled kernel. Arguments follow the DAG's tensor order. export_library(path) writes it as one file
+    that autosched.runtime.load_module(path) loads without compiling; it pickles the same way."""
 
-    def __init__(self, core_module, state):
+    def __init__(self, core_module, state, target=None):
         self._mod = core_module
         self._state = state
+        self.target = target
+
+    def export_library(self, path):
+        """Writes the kernel as one file (a shared library with its metadata for llvm targets; source and the
+        driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md)."""
+        artifact.export_module(self, path)
+
+    def __reduce__(self):
+        return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)
 
     def __call__(self, *arrays):
         self._mod(*arrays)
@@ -84,6 +84,18 @@ class Module:
         if fmt is None:
             fmt = "cl" if "cl" in self._mod.source_formats else "ll"
         return self._mod.get_source(fmt)
+
+    def export_object(self, path):
+        """Writes the object file of a module cross-compiled for another architecture (a target with a foreign
+        -mtriple, e.g. "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76") to `path`; returns the path. Its
+        undefined symbols are the runtime's (autosched_parallel_for, autosched_alloc, autosched_free)."""
+        if "obj" not in self._mod.source_formats:
+            raise ValueError("export_object: this module was built to run in this process, not cross-compiled; "
+                             "only a target of another architecture (-mtriple=...) has an object file here")
+        data = self._mod.object_code()
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
 
     @property
     def source_formats(self):
@@ -124,9 +136,22 @@ def build(task_or_dag, state=None, target=None):
         target = Target(target)
     elif not isinstance(target, Target):
         raise TypeError(f"target must be a Target or a target string, got {type(target).__name__}")
-    return Module(_core.build_state(core_state, target), state)
+    return Module(_core.build_state(core_state, target), state, target)
 
 
 def lower(state, log_passes=False):
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
     return _core.lowered_text(_core_state(state), log_passes)
+
+
+def load_module(path):
+    """The kernel exported with Module.export_library(path), ready to call; nothing is compiled (llvm: dlopen
+    of the library; opencl: the driver's binary, or the source where the device or driver differs)."""
+    art = artifact.Artifact(path, "kernel")
+    try:
+        core, = art.modules()
+        mod = Module(core, None, target=art.kernel_set.target)
+        mod._kernel_set = art.kernel_set
+        return mod
+    finally:
+        art.close()

@@ -18,8 +18,8 @@ transfer, or the task's own records: resume); records of other targets and faile
 counted (`model.last_file_update`). A model that holds records of one target refuses to tune a task of another.
 """
 from . import _core
-from .build_module import _core_state
 from .record_log import read_log
+from .state import core_state as _core_state
 
 __all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "FileUpdate", "feature_names",
            "extract_features", "pairwise_accuracy"]

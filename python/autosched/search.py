@@ -26,24 +26,12 @@ import weakref
 
 from . import _core
 from . import cost_model as cm
-from .build_module import _core_state
-from .state import State
+from ._core import SearchParams
+from .state import State, core_state as _core_state
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "expert_schedule",
            "expert_schedule_info", "make_cost_model"]
-
-
-class SearchParams(_core.SearchParams):
-    """The knobs of the search with their defaults; fields given by keyword (unknown names raise
-    TypeError)."""
-
-    def __init__(self, **fields):
-        super().__init__()
-        for name, value in fields.items():
-            if name.startswith("_") or not hasattr(self, name):
-                raise TypeError(f"SearchParams has no field '{name}'")
-            setattr(self, name, value)
 
 
 def make_cost_model(spec=None, default="random"):

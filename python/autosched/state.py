@@ -280,8 +280,16 @@ class State:
 
 
 def core_state(state):
-    """The C++ LoopState of a State (or the LoopState itself)."""
-    return state._core if isinstance(state, State) else state
+    """The C++ LoopState behind a state: a State, a LoopState, or an object holding one of them as ``state``
+    (a MeasureInput, a loaded record). What every call into the core that takes states goes through."""
+    if isinstance(state, State):
+        return state._core
+    if isinstance(state, _core.LoopState):
+        return state
+    inner = getattr(state, "state", None)
+    if inner is not None and inner is not state:
+        return core_state(inner)
+    raise TypeError(f"state must be a loop state (from dag.get_init_state()), got {type(state).__name__}")
 
 
 # The DAG and its states hand each other out (dag.get_init_state(), state.dag), so both live in this module;

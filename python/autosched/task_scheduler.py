@@ -33,6 +33,12 @@ of a few rounds per task, and its labels are normalised per task (the best cost 
 very different sizes do not drown each other. `cost_model` is "auto", "xgb", "random" or a CostModel (shared by
 every task; its tasks must then all have the same target).
 
+Task-level parallelism: with ``parallel_tasks=k`` and RayRunner(s), each round after the warm-up goes to the k
+tasks the strategy ranks first: their searches run one after another in this process (they share cost models),
+their measurements at once on the runners' actors, and their results are taken in rank order (one shared
+log, the same budgets and stop reasons). A LocalRunner measures on this machine, where tasks measured at once
+would disturb each other's timings, so parallel_tasks > 1 needs RayRunners.
+
 Resume: the records of the tasks in the options' RecordToFile logs and in `load_log_file` count as trials
 (the log is read once); no state of them is measured again, and the cost model starts from them. A run
 killed at any moment resumes from its log.
@@ -73,11 +79,12 @@ class TaskScheduler:
     network (None: 1 each). strategy: "gradient" or "round-robin". load_log_file: a record log to resume
     from besides the options' RecordToFile logs. cost_model: "auto", "xgb", "random" or a CostModel.
     The knobs of the gradient strategy (alpha, beta, backward_window, eps_random, failed_rounds_to_give_up,
-    seed) are keywords.
+    seed) are keywords. parallel_tasks: tasks whose rounds are measured at once (RayRunners only).
     """
 
     def __init__(self, tasks, task_weights=None, strategy="gradient", load_log_file=None, cost_model="auto", *,
-                 alpha=0.2, beta=2.0, backward_window=3, eps_random=0.05, failed_rounds_to_give_up=3, seed=0):
+                 alpha=0.2, beta=2.0, backward_window=3, eps_random=0.05, failed_rounds_to_give_up=3, seed=0,
+                 parallel_tasks=1):
         self.tasks = self._check_tasks(tasks)
         if task_weights is None:
             task_weights = [1] * len(self.tasks)
@@ -106,6 +113,9 @@ class TaskScheduler:
         if self.backward_window < 1 or self.failed_rounds_to_give_up < 1:
             raise ValueError("TaskScheduler: backward_window and failed_rounds_to_give_up must be >= 1")
         self.seed = seed
+        if isinstance(parallel_tasks, bool) or not isinstance(parallel_tasks, int) or parallel_tasks < 1:
+            raise ValueError(f"TaskScheduler: parallel_tasks must be an int >= 1, got {parallel_tasks!r}")
+        self.parallel_tasks = parallel_tasks
         self.signatures = [_similarity_signature(t) for t in self.tasks]
         self.result = None
 
@@ -171,7 +181,11 @@ class TaskScheduler:
             if not isinstance(runner, LocalRunner):
                 raise TypeError(f"runners[{i}] must be a LocalRunner, got {type(runner).__name__}")
         shared = options.runner or LocalRunner()
-        return [runners.get(i, shared) for i in range(len(self.tasks))]
+        chosen = [runners.get(i, shared) for i in range(len(self.tasks))]
+        if self.parallel_tasks > 1 and any(r.measures_here for r in chosen):
+            raise ValueError("TaskScheduler: parallel_tasks > 1 needs RayRunner(s): a LocalRunner measures on "
+                             "this machine, where tasks measured at once would disturb each other's timings")
+        return chosen
 
     def tune(self, options, search_policy=None, search_policy_params=None, runners=None):
         """Tunes the tasks; returns a TaskSchedulerResult (also kept as self.result).
@@ -196,9 +210,12 @@ class TaskScheduler:
         return TuningSession(self.tasks, options, policies, runners, scheduler=self)
 
     # ---- allocation ----
-    def pick(self, session):
-        """The task of the session's next round, by the strategy."""
-        active, n = session.active(), session.n
+    def pick(self, session, exclude=()):
+        """The task of the session's next round, by the strategy, among the active tasks not in `exclude`
+        (None: there is none)."""
+        active, n = [i for i in session.active() if i not in exclude], session.n
+        if not active:
+            return None
         if self.strategy == "round-robin":
             order = [(self._next_robin + k) % n for k in range(n)]
             i = next(j for j in order if j in active)

@@ -18,7 +18,9 @@ resume.
   to ``num_measures_per_round`` states never measured, the workers measure them (LocalBuilder / LocalRunner:
   verified, plausible times only), the RecordToFile logs of the options get their records, and the cost model
   learns from them. Measure callbacks after the first one that is not a RecordToFile are called afterwards, from
-  Python, in order.
+  Python, in order. A runner that measures elsewhere (RayRunner: ``measures_here`` False) splits the round: the
+  core's search, the runner's measurement, then the records and the update in one core call
+  (`_core.record_round`); TaskScheduler(parallel_tasks=k) measures the rounds of k tasks at once that way.
 - Stop: after ``num_measure_trials`` trials, after ``early_stopping`` trials of a task without improvement,
   when ``time_budget_s`` has passed, or when the search finds no schedule it has not measured (tiny tasks).
 - Resume: the records of a task (same workload key and target) in the options' RecordToFile logs count as
@@ -26,14 +28,16 @@ resume.
 - Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains each cost model first on the successful
   records of its target in those logs (other tasks tuned before); records of other targets are never used.
 """
+import contextlib
 import math
 import os
 import time
 import warnings
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
-from .measure import LocalBuilder, LocalRunner, MeasureInput
+from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
@@ -272,6 +276,7 @@ class TaskTuner:
         self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
         self._start_states = None
         self._task_json = None     # the task as its records store it, made once
+        self._measurer = None      # the runner's supervisor for this builder, taken once per session
         # The RecordToFile logs at the head of the callbacks are written by the core during the round; the
         # callbacks from the first other one on are called from here, in order, after it.
         callbacks = list(options.measure_callbacks)
@@ -313,23 +318,65 @@ class TaskTuner:
         r.history.append((r.trials, r.best_cost))
 
     def run_round(self, n=0, states=None):
-        """One core round: `states` (core states) or up to n the search proposes, measured, recorded in the
-        RecordToFile logs, learned from; then the other callbacks and the bookkeeping. Returns the round."""
+        """One round: `states` (core states) or up to n the search proposes, measured, recorded in the
+        RecordToFile logs, learned from; then the other callbacks and the bookkeeping. Returns the round
+        (a _core.TuningRound). With a runner that measures here it is one core call (_core.tuning_round); a
+        runner that measures elsewhere (measures_here False: RayRunner) gets the round split in three:
+        propose_round (the core's search), measure_states (the runner) and finish_round (_core.record_round)."""
+        if self.runner.measures_here:
+            if self._measurer is None:
+                self._measurer = self.runner._measurer_for(self.builder)
+            # Candidates many times slower than this task's best are timed by one run (cut_short_factor).
+            self._measurer.best_seconds_hint = self.result.best_cost or 0.0
+            budget = self.options.time_budget_s
+            # The round's measurements stop at the end of the time budget (the states left are not measured).
+            deadline_s = None if budget is None else self.start + budget - time.monotonic()
+            rnd = _core.tuning_round(self.policy._policy, self._measurer, [log._writer for log in self._logs],
+                                     self._json(), n, states, deadline_s=deadline_s)
+            if rnd.searched:
+                self.result.seconds["search"] += rnd.search_seconds
+            self.result.seconds["measure"] += rnd.measure_seconds
+            return self._take_round(rnd)
+        if states is None:
+            states = self.propose_round(n)
+        return self.finish_round(states, *self.measure_states(states))
+
+    def _json(self):
         if self._task_json is None:
             self._task_json = self.task.to_json()
-        budget = self.options.time_budget_s
-        # The round's measurements stop at the end of the time budget (the states left are not measured).
-        deadline_s = None if budget is None else self.start + budget - time.monotonic()
-        rnd = _core.tuning_round(self.policy._policy, self.runner._measurer_for(self.builder),
-                                 [log._writer for log in self._logs], self._task_json, n, states,
-                                 deadline_s=deadline_s)
-        seconds = self.result.seconds
-        if rnd.searched:
-            seconds["search"] += rnd.search_seconds
-        seconds["cost_model"] += rnd.cost_model_seconds
-        seconds["measure"] += rnd.measure_seconds
+        return self._task_json
+
+    def propose_round(self, n):
+        """The search of a round, in the core: up to n core states never measured ([]: nothing new)."""
+        states = self.policy._policy.continue_search_one_round(int(n))
+        stats = self.policy.last_round
+        self.result.seconds["search"] += stats["search_seconds"]
+        self.result.seconds["cost_model"] += stats["cost_model_seconds"]
+        return states
+
+    def measure_states(self, states):
+        """The measurement of a round by a runner that measures elsewhere: (results, seconds). Tuners of
+        different tasks may call it at once from several threads (TaskScheduler's parallel_tasks); finish_round
+        then runs in the driver's thread."""
+        if not states:
+            return [], 0.0
+        t0 = time.monotonic()
+        results = measure(self.task, states, self.builder, self.runner)
+        return results, time.monotonic() - t0
+
+    def finish_round(self, states, results, seconds):
+        """The end of a round measured elsewhere, in the core as tuning_round ends one (records in the
+        RecordToFile logs, the policy and its cost model), then the callbacks and the bookkeeping."""
+        rnd = _core.record_round(self.policy._policy, [log._writer for log in self._logs], self._json(),
+                                 states, results)
+        self.result.seconds["measure"] += seconds
+        return self._take_round(rnd)
+
+    def _take_round(self, rnd):
+        """What follows a round in the core: its time, notices, the other callbacks and the bookkeeping."""
+        self.result.seconds["cost_model"] += rnd.cost_model_seconds
         for message in rnd.notices:
-            warnings.warn(message, RecordWarning, stacklevel=4)
+            warnings.warn(message, RecordWarning, stacklevel=5)
         states, results = rnd.states, rnd.results
         if states and self._callbacks:
             inputs = [MeasureInput(self.task, State(s)) for s in states]
@@ -403,16 +450,22 @@ class TaskTuner:
     def search_round(self, n):
         """One round of at most n states; False when the search found nothing new (the reason is in
         empty_reason)."""
-        rnd = self.run_round(n)
+        return self.end_search_round(self.run_round(n))
+
+    def set_empty_reason(self):
+        stats = self.policy.last_round
+        if stats["sampled"] == 0:
+            drops = ", ".join(f"{k} {v}" for k, v in sorted(stats["sample_drops"].items())) or "none"
+            self.empty_reason = f"no valid schedule could be sampled from the sketches (dropped: {drops})"
+        else:
+            self.empty_reason = "search space exhausted: every schedule the sketches offer was measured"
+
+    def end_search_round(self, rnd):
+        """The progress of a search round that measured rnd.states; False when it measured nothing."""
         if not rnd.states and rnd.skipped:
             return True  # the time budget ended before any state was measured: not an exhausted search
         if not rnd.states:
-            stats = self.policy.last_round
-            if stats["sampled"] == 0:
-                drops = ", ".join(f"{k} {v}" for k, v in sorted(stats["sample_drops"].items())) or "none"
-                self.empty_reason = f"no valid schedule could be sampled from the sketches (dropped: {drops})"
-            else:
-                self.empty_reason = "search space exhausted: every schedule the sketches offer was measured"
+            self.set_empty_reason()
             return False
         self.result.rounds += 1
         self.progress(f"round {self.result.rounds}", self.policy.last_round if self.verbose >= 2 else {})
@@ -510,6 +563,11 @@ class TuningSession:
         verbose = options.verbose if self.single else max(0, options.verbose - 1)
         self.tuners = [TaskTuner(t, options, p, builder=builder, runner=r, start=self.start, verbose=verbose)
                        for t, p, r in zip(tasks, policies, runners)]
+        for tt in self.tuners:
+            check_runs_here(tt.task, tt.runner)
+        # TaskScheduler(parallel_tasks=k): the rounds of k tasks measured at once (runners that measure
+        # elsewhere only; the scheduler checks)
+        self.parallel = 1 if self.single else scheduler.parallel_tasks
         weights = [1.0] * len(tasks) if self.single else scheduler.task_weights
         self.result = TaskSchedulerResult(tasks, weights)
         self.result.task_results = [tt.result for tt in self.tuners]
@@ -530,9 +588,13 @@ class TuningSession:
     def active(self):
         return [i for i in range(self.n) if i not in self.result.done]
 
-    def pick(self):
-        """The task of the next round: the scheduler's choice, or the one task."""
-        return self.active()[0] if self.single else self.scheduler.pick(self)
+    def pick(self, exclude=()):
+        """The task of the next round: the scheduler's choice, or the one task; not one of `exclude` (None:
+        no task is left)."""
+        if self.single:
+            active = [i for i in self.active() if i not in exclude]
+            return active[0] if active else None
+        return self.scheduler.pick(self, exclude)
 
     # ---- the run ----
     def run(self):
@@ -540,10 +602,13 @@ class TuningSession:
         self.transfer()
         self.resume()
         reason = self.warm_up()
-        while reason is None:
-            reason = self.stop_reason()
-            if reason is None:
-                self.search_round(self.pick())
+        with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
+            while reason is None:
+                reason = self.stop_reason()
+                if reason is None and pool is not None:
+                    self.parallel_rounds(pool)
+                elif reason is None:
+                    self.search_round(self.pick())
         self.result.stop_reason = reason
         self.result.seconds = time.monotonic() - self.start
         for i, tt in enumerate(self.tuners):
@@ -641,7 +706,31 @@ class TuningSession:
         tt = self.tuners[i]
         n = min(self.options.num_measures_per_round, self.remaining())
         before = tt.result.trials
-        found = tt.search_round(n)
+        self.end_round(i, before, tt.search_round(n))
+
+    def parallel_rounds(self, pool):
+        """The rounds of up to `parallel` tasks, in the order the scheduler ranks them: searched here one after
+        another, measured at once in `pool` (the runners measure elsewhere), then recorded and counted in that
+        order."""
+        picks, budget = [], self.remaining()
+        while len(picks) < self.parallel and budget > 0:
+            i = self.pick(exclude=[j for j, _ in picks])
+            if i is None:
+                break
+            picks.append((i, min(self.options.num_measures_per_round, budget)))
+            budget -= picks[-1][1]
+        rounds = []
+        for i, n in picks:
+            tt = self.tuners[i]
+            states = tt.propose_round(n)
+            rounds.append((i, tt.result.trials, states, pool.submit(tt.measure_states, states)))
+        for i, before, states, measured in rounds:
+            tt = self.tuners[i]
+            self.end_round(i, before, tt.end_search_round(tt.finish_round(states, *measured.result())))
+
+    def end_round(self, i, before, found):
+        """The bookkeeping after task i's search round (found: it measured something)."""
+        tt = self.tuners[i]
         self.result.rounds.append(i)
         if not found:
             self.result.done[i] = tt.empty_reason

@@ -69,6 +69,50 @@ TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   std::remove(path.c_str());
 }
 
+TEST(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
+  SearchParams params;
+  params.evolutionary_search_population = 64;
+  params.evolutionary_search_num_iters = 1;
+  params.sample_init_min_population = 16;
+  auto model = std::make_shared<RandomModel>(1);
+  SketchPolicy policy(task, model, params, 3);
+  BuilderOptions b;
+  b.n_parallel = 2;
+  RunnerOptions r;
+  r.min_repeat_ms = 1;
+  LocalMeasurer measurer(b, r, AUTOSCHED_WORKER_PATH);
+  const std::string path = testing::TempDir() + "/record_round_" + std::to_string(getpid()) + ".json";
+  std::remove(path.c_str());
+  RecordWriter writer(path);
+  RoundIo io{nullptr, {&writer}, task.ToJson()};  // no measurer: the states were measured elsewhere
+
+  std::vector<State> states = policy.ContinueSearchOneRound(3);
+  ASSERT_EQ(states.size(), 3u);
+  std::vector<MeasureResult> results = measurer.Measure(task, states);
+  TuningRound round = RecordRound(policy, states, results, io);
+  EXPECT_FALSE(round.searched);
+  EXPECT_EQ(round.measure_seconds, 0);
+  ASSERT_EQ(round.keys.size(), 3u);
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(round.keys[i], StateKey(states[i]));
+    EXPECT_EQ(StateKey(loaded.records[i].state), round.keys[i]);
+    EXPECT_EQ(loaded.records[i].result.costs, results[i].costs);
+    EXPECT_TRUE(policy.IsMeasured(states[i]));
+  }
+  EXPECT_EQ(model->num_samples(), 3u);
+  // Results that do not match the states are refused before anything is recorded.
+  std::vector<State> more = policy.ContinueSearchOneRound(2);
+  ASSERT_EQ(more.size(), 2u);
+  EXPECT_THROW(RecordRound(policy, more, {results[0]}, io), Error);
+  EXPECT_EQ(LoadRecords(path).records.size(), 3u);
+  EXPECT_EQ(model->num_samples(), 3u);
+  std::remove(path.c_str());
+}
+
 TEST(TunePeak, CpuEstimateIsCoresTimesFmaTimesLanesTimesTheReportedClock) {
   HardwareParams hw = DefaultHardwareParams(Target::Parse("llvm"));
   hw.num_cores = 2;

@@ -1,6 +1,7 @@
 #include "runtime/opencl/opencl_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <list>
 #include <map>
@@ -254,6 +255,8 @@ const std::vector<OpenCLDevice>& ListOpenCLDevices() {
 
 const OpenCLDevice& SelectOpenCLDevice(const Target& target) {
   const std::vector<OpenCLDevice>& devices = ListOpenCLDevices();
+  const std::string loader_problem = OpenCLLoaderProblem();
+  AS_CHECK(loader_problem.empty(), "target '" << target.str() << "': " << loader_problem);
   AS_CHECK(!devices.empty(), "target '" << target.str()
                                         << "': no OpenCL platform was found (install an OpenCL driver: PoCL "
                                            "for the CPU, pocl-opencl-icd; see docs/opencl.md)");
@@ -321,7 +324,50 @@ ProgramCache& Programs() {
   return *cache;
 }
 
+std::atomic<int64_t> builds_from_source{0}, builds_from_binary{0};
+
 }  // namespace
+
+OpenCLProgramBuilds OpenCLProgramBuildCounts() {
+  return {builds_from_source.load(), builds_from_binary.load()};
+}
+
+CLProgramRef GetOpenCLProgramFromBinary(const OpenCLDevice& device, const std::string& binary,
+                                        const std::string& options) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+  size_t length = binary.size();
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  CLProgramRef program(
+      clCreateProgramWithBinary(OpenCLContext(device), 1, &device.id, &length, &bytes, &status, &err),
+      CLReleaser());
+  CheckCL(err != CL_SUCCESS ? err : status, "loading an OpenCL program binary on " + device.Describe());
+  err = clBuildProgram(program.get(), 1, &device.id, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    CheckCL(IsOpenCLResourceError(err) ? err : CL_SUCCESS,
+            "building an OpenCL program binary on " + device.Describe());
+    std::string log = BuildLog(program.get(), device.id);
+    AS_CHECK(false, "the OpenCL driver of " << device.Describe() << " refused the exported program binary: "
+                                            << OpenCLErrorName(err) << " (" << err << ")\nbuild log:\n"
+                                            << (log.empty() ? "(empty)" : log));
+  }
+  builds_from_binary.fetch_add(1);
+  return program;
+}
+
+std::string OpenCLProgramBinary(cl_program program) {
+  cl_uint devices = 0;
+  CheckCL(clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof(devices), &devices, nullptr),
+          "querying an OpenCL program's devices");
+  if (devices != 1) return "";
+  size_t size = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS ||
+      size == 0)
+    return "";
+  std::string binary(size, '\0');
+  unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) != CL_SUCCESS) return "";
+  return binary;
+}
 
 void SetOpenCLProgramCacheCapacity(size_t capacity) {
   ProgramCache& cache = Programs();
@@ -362,6 +408,7 @@ CLProgramRef GetOpenCLProgram(const OpenCLDevice& device, const std::string& sou
                                               << "build log:\n"
                                               << (log.empty() ? "(empty)" : log));
   }
+  builds_from_source.fetch_add(1);
   if (cache.capacity > 0) {
     cache.entries.emplace_front(std::move(key), program);
     cache.Trim();
