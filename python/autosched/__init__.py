@@ -7,6 +7,7 @@ if _os.environ.get("AUTOSCHED_BUILD_DIR"):
     __path__.append(_os.environ["AUTOSCHED_BUILD_DIR"])  # noqa: F821
 
 from . import _core  # noqa: E402
+from . import _target  # noqa: E402,F401  (checks and TVM spellings of Target)
 from . import te  # noqa: E402
 from ._core import HardwareParams, InternalError, Target  # noqa: E402
 from .compute_dag import ComputeDAG  # noqa: E402
@@ -20,7 +21,7 @@ from . import graph  # noqa: E402
 from . import frontends  # noqa: E402
 from .graph import extract_tasks  # noqa: E402
 from .measure import LocalBuilder, LocalRunner, MeasureInput, MeasureResult  # noqa: E402
-from .records import RecordToFile, load_records, load_best_record  # noqa: E402
+from .records import ApplyHistoryBest, RecordReader, RecordToFile, load_records, load_best_record  # noqa: E402
 from .cost_model import RandomModel, XGBModel  # noqa: E402
 from .search import SearchParams, SketchPolicy  # noqa: E402
 from .tuner import TuneResult, TuningOptions  # noqa: E402
@@ -30,6 +31,6 @@ __version__ = "0.1.0"
 
 __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
            "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult",
-           "RecordToFile", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
+           "RecordToFile", "RecordReader", "ApplyHistoryBest", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
            "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl", "graph",
            "frontends", "extract_tasks"]

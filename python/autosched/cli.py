@@ -75,10 +75,8 @@ def _load_graph(path, shapes):
             raise CommandError(_in_shape_words(str(e))) from None
     problems = graph.problems()
     if problems:
-        dims = graph.dynamic_dims()
-        hint = (f"\nbind the dynamic dimensions with --shape, e.g. --shape {next(iter(dims))}=1" if dims else "")
-        raise CommandError(f"'{path}': {len(problems)} node(s) cannot be compiled:\n{format_problems(problems)}"
-                           + hint)
+        raise CommandError(f"'{path}': {len(problems)} node(s) cannot be compiled:\n"
+                           f"{format_problems(problems, interface='cli')}")
     return graph
 
 

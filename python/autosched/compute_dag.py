@@ -11,6 +11,7 @@ the workload key; this subclass adds what returns Python States. DAGs that come 
 JSON, and copies are the DAG itself.
 """
 from . import _core
+from ._check import call_core, describe
 from .state import State, core_state
 
 __all__ = ["ComputeDAG"]
@@ -19,6 +20,17 @@ __all__ = ["ComputeDAG"]
 class ComputeDAG(_core.ComputeDAG):
     """ComputeDAG(tensors): the ops reachable from the given inputs and outputs, in topological order.
     ComputeDAG(dag) gives the same DAG as this class (from a core ComputeDAG)."""
+
+    def __init__(self, tensors):
+        if not isinstance(tensors, _core.ComputeDAG):
+            if isinstance(tensors, (str, bytes)) or not isinstance(tensors, (list, tuple)):
+                raise TypeError(f"ComputeDAG: tensors must be a list of te tensors (inputs and outputs), got "
+                                f"{describe(tensors)}")
+            for i, t in enumerate(tensors):
+                if not isinstance(t, _core.Tensor):
+                    raise TypeError(f"ComputeDAG: tensors[{i}] must be a te tensor (te.placeholder / te.compute), "
+                                    f"got {describe(t)}")
+        call_core("ComputeDAG", super().__init__, tensors)
 
     @classmethod
     def from_json(cls, text):

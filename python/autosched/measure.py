@@ -48,6 +48,10 @@ class MeasureInput:
     """What is measured: a task and a state (an ``autosched.State``) of its DAG."""
 
     def __init__(self, task, state):
+        if not isinstance(task, _core.SearchTask):
+            raise TypeError(f"MeasureInput: task must be a SearchTask, got {type(task).__name__}")
+        if not hasattr(state, "to_json"):
+            raise TypeError(f"MeasureInput: state must be an autosched.State, got {type(state).__name__}")
         self.task = task
         self.state = state
 
@@ -90,7 +94,8 @@ class LocalRunner:
         grown until one repeat lasts ``min_repeat_ms`` -- but to at most ``max_repeat`` runs.
     max_device_runs: OpenCL targets: the most kernel runs the timing of one candidate launches over all its
         repeats (``repeat`` is capped at it, each repeat at ``max(1, max_device_runs // repeat)`` runs).
-    cooldown_s: pause before each candidate. flush_cache: overwrite a large buffer before each repeat.
+    cooldown_s: pause before each candidate. flush_cache: overwrite a large buffer before each repeat
+        (``enable_cpu_cache_flush``, TVM's name for it, is accepted too).
     inject_faults: {"wrong_result"|"crash"|"hang"|"zero_time"|"near_zero_time"|"launch_error": share of
         candidates}, for tests.
     peak_flops, peak_bandwidth: FLOP/s and bytes/s no run can beat (None: the task's HardwareParams
@@ -102,7 +107,10 @@ class LocalRunner:
 
     def __init__(self, timeout=10, number=3, repeat=1, min_repeat_ms=100, max_repeat=1_000_000, cooldown_s=0,
                  flush_cache=False, inject_faults=None, fault_seed=0, peak_flops=None, peak_bandwidth=None,
-                 verify_seed=0, whole_output_work=2e6, num_points=256, max_device_runs=1000):
+                 verify_seed=0, whole_output_work=2e6, num_points=256, max_device_runs=1000,
+                 enable_cpu_cache_flush=None):
+        if enable_cpu_cache_flush is not None:  # TVM's name of flush_cache
+            flush_cache = bool(flush_cache) or bool(enable_cpu_cache_flush)
         faults = dict(inject_faults or {})
         for kind, share in faults.items():
             if kind not in FAULT_KINDS:

@@ -25,6 +25,7 @@ import numbers
 import weakref
 
 from . import _core
+from ._check import call_core, check_type, describe
 from .state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
@@ -41,7 +42,12 @@ class SearchParams(_core.SearchParams):
         for name, value in fields.items():
             if name.startswith("_") or not hasattr(self, name):
                 raise TypeError(f"SearchParams has no field '{name}'")
-            setattr(self, name, value)
+            kind = type(getattr(self, name))
+            if kind in (int, float, bool) and (isinstance(value, bool) != (kind is bool)
+                                               or not isinstance(value, (int, float) if kind is float else kind)):
+                raise TypeError(f"SearchParams: {name} must be of type {kind.__name__}, "
+                                f"got {describe(value)}")
+            call_core(f"SearchParams: field {name}", setattr, self, name, value)
 
 
 def make_cost_model(spec=None, default="random"):
@@ -75,6 +81,8 @@ class SketchPolicy:
             program_cost_model, params = None, program_cost_model
         if params is not None and not isinstance(params, _core.SearchParams):
             raise TypeError(f"params must be a SearchParams, got {type(params).__name__}")
+        check_type("SketchPolicy", "task", task, _core.SearchTask, "a SearchTask")
+        check_type("SketchPolicy", "seed", seed, int, "an int")
         self.task = task
         self.cost_model = make_cost_model(program_cost_model)
         self._policy = _core.SketchPolicy(task, params, self.cost_model._core, seed)

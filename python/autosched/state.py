@@ -20,7 +20,7 @@ import numbers
 
 from . import _core
 
-__all__ = ["State", "StageView", "lower_state", "lower_state_text"]
+__all__ = ["State", "StageView", "BestState", "lower_state", "lower_state_text"]
 
 INT32_RANGE = (-2**31, 2**31)
 
@@ -102,6 +102,13 @@ class State:
 
     def __getitem__(self, stage):
         return StageView(self, self._stage_id(stage))
+
+    def __iter__(self):
+        """The stages, in order (as state.stages)."""
+        return iter(self.stages)
+
+    def __len__(self):
+        return len(self._core.stages)
 
     def __str__(self):
         return str(self._core)
@@ -278,6 +285,22 @@ class State:
         sid = self._stage_id(stage)
         return self._apply_adding_stage("rfactor", "RF", sid, self._iter_id(sid, iterator),
                                         self._int("rfactor", "factor_iter_id", factor_iter_id))
+
+
+class BestState(State):
+    """The State task.apply_best(log) returns. It is a State in every way but one: it unpacks as TVM's pair
+    ``sch, args = task.apply_best(log)`` (the state and the DAG's tensors), and
+    ``autosched.build(sch, args)`` builds it."""
+
+    def __init__(self, core_state, args):
+        super().__init__(core_state)
+        self.args = list(args)
+
+    def __iter__(self):
+        return iter((self, self.args))
+
+    def __len__(self):
+        return 2
 
 
 def core_state(state):

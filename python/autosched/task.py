@@ -3,8 +3,10 @@ import json
 import warnings
 
 from . import _core, workload
+from ._check import call_core, check_hardware_params, check_path, check_target, check_type
 from ._core import ComputeDAG, HardwareParams, Target
 from .compute_dag import as_compute_dag
+from .state import BestState
 
 
 class SearchTask(_core.SearchTask):
@@ -22,8 +24,10 @@ class SearchTask(_core.SearchTask):
                  hardware_params=None, desc=""):
         if target is None:
             raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
-        if isinstance(target, str):
-            target = Target(target)
+        target = check_target("SearchTask", target)
+        check_hardware_params("SearchTask", hardware_params)
+        check_type("SearchTask", "desc", desc, str, "a str")
+        check_type("SearchTask", "workload_key", workload_key or "", str, "a str or None")
         self.workload = None  # {"name", "args", "module"} when built from a registered function
         if func is not None:
             if compute_dag is not None:
@@ -37,8 +41,8 @@ class SearchTask(_core.SearchTask):
         elif compute_dag is None:
             raise TypeError("SearchTask needs func= (with args=) or compute_dag=")
         elif not isinstance(compute_dag, ComputeDAG):
-            raise TypeError(f"compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
-        super().__init__(compute_dag, target, workload_key or "", hardware_params, desc)
+            raise TypeError(f"SearchTask: compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
+        call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc)
 
     @property
     def compute_dag(self):
@@ -86,14 +90,16 @@ class SearchTask(_core.SearchTask):
     def apply_best(self, log_file):
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of
         this task's DAG (records whose schedule does not replay on it are skipped, see
-        records.load_best_state). Raises ValueError when the log has none."""
+        records.load_best_state). Raises ValueError when the log has none. It also unpacks as TVM's pair:
+        ``sch, args = task.apply_best(log)``, then ``autosched.build(sch, args)`` (see state.BestState)."""
         from .records import load_best_state
+        check_path("SearchTask.apply_best", log_file, "log_file")
         state, _ = load_best_state(log_file, self)
         if state is None:
             raise ValueError(f"record log '{log_file}' has no successful measurement of task "
                              f"'{self.desc or self.workload_key}' (workload key {self.workload_key}, target "
-                             f"'{self.target}')")
-        return state
+                             f"'{self.target.text}')")
+        return BestState(state.core, self.compute_dag.tensors)
 
     def print_best(self, log_file, print_mode="schedule"):
         """The best schedule in the log as text: "schedule" the Python steps that make it, "loops" its loop

@@ -22,10 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import _core
+from .._check import check_path
 from ..build_module import Module, TimeResult, _core_state, build as build_kernel
-from ..records import load_best_state, read_log
+from ..records import applied_log, load_best_state, read_log
 from ..search import baseline_states
-from .extract import format_problems, lower_graph
+from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError
 
 __all__ = ["build", "GraphModule", "GroupInfo", "plan_memory"]
@@ -311,12 +312,19 @@ def _note(infos):
     return "\n".join(lines)
 
 
-def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True):
+def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True, *, params=None):
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
     note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
-    that read only constants (a packed weight) once here, not in every call of the kernel."""
+    that read only constants (a packed weight) once here, not in every call of the kernel. Inside ``with
+    autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's argument,
+    accepted when it names the graph's own constants."""
+    target, hardware_params = check_graph_args("graph.build", graph, target, hardware_params, params)
+    if log is None:
+        log = applied_log()
+    else:
+        log = check_path("graph.build", log, "log")
     problems = graph.problems()
     if problems:
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"

@@ -8,21 +8,24 @@
 Lines that cannot be used (a torn last line after a crash, malformed or foreign lines, other versions, schedules
 that no longer replay) are skipped with a RecordWarning naming the file and line.
 
-Command line: ``python -m autosched.records distill in.json -o out.json`` keeps the best record of every task and
-target.
+Command line (records/__main__.py): ``python -m autosched.records show log.json`` prints, per task, its trials,
+best time, errors by kind and target; ``python -m autosched.records distill in.json -o out.json`` keeps the best
+record of every task and target.
 """
-import argparse
+import contextvars
 import os
-import sys
 import warnings
+from collections import Counter
 
-from . import _core
-from .measure import MeasureInput
-from .state import State
-from .task import SearchTask
+from .. import _core
+from .._check import check_path
+from ..measure import MeasureInput
+from ..state import State
+from ..task import SearchTask
+from ..text import format_time
 
-__all__ = ["RecordWarning", "RecordToFile", "load_records", "load_best_record", "load_best_state", "distill",
-           "save_records"]
+__all__ = ["RecordWarning", "RecordToFile", "RecordReader", "load_records", "load_best_record", "load_best_state",
+           "distill", "save_records", "summarize", "TaskSummary", "ApplyHistoryBest", "applied_log"]
 
 
 class RecordWarning(UserWarning):
@@ -30,7 +33,7 @@ class RecordWarning(UserWarning):
 
 
 def _load(path):
-    path = os.fspath(path)
+    path = check_path("records", path, "the log path")
     if not os.path.exists(path):
         raise FileNotFoundError(f"record file '{path}' does not exist")
     loaded = _core.load_records(path)
@@ -109,7 +112,7 @@ class RecordToFile:
     the records that follow go to the file at the path (created if need be), with a RecordWarning."""
 
     def __init__(self, path, fsync=False):
-        self.path = os.fspath(path)
+        self.path = check_path("RecordToFile", path)
         self._writer = _core.RecordWriter(self.path, bool(fsync))
 
     def __call__(self, *args):
@@ -133,7 +136,7 @@ class RecordToFile:
 
 
 def _core_state(state):
-    from .build_module import _core_state as core_of
+    from ..build_module import _core_state as core_of
     return core_of(state)
 
 
@@ -163,21 +166,112 @@ def distill(in_path, out_path=None):
     return out_path, len(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autosched.records", description="Work on record logs.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("distill", help="keep the best record of every task and target")
-    d.add_argument("input")
-    d.add_argument("-o", "--output", default=None, help="output file (default: INPUT.best.json)")
-    args = parser.parse_args(argv)
-    try:
-        out, kept = distill(args.input, args.output)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"kept {kept} records in {out}")
-    return 0
+class RecordReader:
+    """The records of a log, as TVM's auto_scheduler.RecordReader reads them: iterate it for (MeasureInput,
+    MeasureResult) pairs, or call read_lines() for (inputs, results) lists."""
+
+    def __init__(self, filename):
+        if not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(f"RecordReader: filename must be a path (str), got {type(filename).__name__}")
+        self.filename = os.fspath(filename)
+
+    def read_lines(self, max_lines=None, skip_lines=0):
+        """(inputs, results): lists of the log's records, skipping `skip_lines` and keeping at most
+        `max_lines` (None: all)."""
+        pairs = load_records(self.filename)[skip_lines:]
+        if max_lines is not None:
+            pairs = pairs[:max_lines]
+        return [inp for inp, _ in pairs], [res for _, res in pairs]
+
+    def __iter__(self):
+        return iter(load_records(self.filename))
+
+    def __repr__(self):
+        return f"RecordReader({self.filename!r})"
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+class TaskSummary:
+    """One task of a log: desc, workload_key, target (text), trials, ok (trials without error), best_cost
+    (seconds; None when every trial failed), flop_ct, errors (error kind -> count, from the typed error codes)."""
+
+    def __init__(self, rec):
+        self.desc = rec.task.desc
+        self.workload_key = rec.task.workload_key
+        self.target = rec.task.target.text
+        self.flop_ct = rec.task.compute_dag.flop_ct
+        self.trials, self.ok, self.best_cost = 0, 0, None
+        self.errors = Counter()
+
+    def add(self, res):
+        self.trials += 1
+        if res.error_no == _core.MeasureErrorNo.NONE:
+            self.ok += 1
+            if self.best_cost is None or res.mean_cost < self.best_cost:
+                self.best_cost = res.mean_cost
+        else:
+            self.errors[res.error] += 1
+
+    def __repr__(self):
+        return (f"TaskSummary({self.desc or self.workload_key!r}, trials={self.trials}, ok={self.ok}, "
+                f"best_cost={self.best_cost}, target={self.target!r})")
+
+
+def summarize(path):
+    """A TaskSummary per (workload key, target) of the log, in order of first appearance."""
+    tasks = {}
+    for rec in _load(path).records:
+        key = (rec.task.workload_key, rec.task.target.text)
+        summary = tasks.get(key)
+        if summary is None:
+            summary = tasks[key] = TaskSummary(rec)
+        summary.add(rec.result)
+    return list(tasks.values())
+
+
+def format_summary(path, summaries):
+    """The table `python -m autosched.records show` prints."""
+    if not summaries:
+        return f"{path}: no records"
+    rows = [("task", "trials", "best", "GFLOP/s", "errors", "target")]
+    for s in summaries:
+        gflops = f"{s.flop_ct / s.best_cost / 1e9:.4g}" if s.best_cost and s.flop_ct > 0 else "-"
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())) or "none"
+        rows.append(((s.desc or s.workload_key)[:48], str(s.trials), format_time(s.best_cost), gflops, errors,
+                     s.target))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = [f"{path}: {sum(s.trials for s in summaries)} records of {len(summaries)} task(s)"]
+    for r in rows:
+        lines.append("  ".join(f"{c:<{w}}" if i in (0, 4) else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, widths)))
+                     + "  " + r[-1])
+    return "\n".join(line.rstrip() for line in lines)
+
+
+_applied = contextvars.ContextVar("autosched_applied_logs", default=())
+
+
+class ApplyHistoryBest:
+    """TVM's context manager: inside ``with ApplyHistoryBest(log):``, ``autosched.graph.build(graph, target)``
+    (given no log of its own) takes the best schedules of `log`, as ``graph.build(graph, target, log)`` does."""
+
+    def __init__(self, records):
+        self.path = check_path("ApplyHistoryBest", records, "records")
+        if not os.path.isfile(self.path):
+            raise ValueError(f"ApplyHistoryBest: record log '{self.path}' does not exist or is not a file")
+        self._token = None
+
+    def __enter__(self):
+        self._token = _applied.set(_applied.get() + (self.path,))
+        return self
+
+    def __exit__(self, *exc):
+        _applied.reset(self._token)
+        return False
+
+    def __repr__(self):
+        return f"ApplyHistoryBest({self.path!r})"
+
+
+def applied_log():
+    """The log of the innermost ``with ApplyHistoryBest(log):`` around the caller; None outside one."""
+    logs = _applied.get()
+    return logs[-1] if logs else None
