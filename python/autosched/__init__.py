@@ -17,6 +17,7 @@ from .state import State  # noqa: E402
 from .workload import register_workload  # noqa: E402
 from .build_module import build  # noqa: E402
 from . import opencl  # noqa: E402
+from . import plot  # noqa: E402  (matplotlib is imported when a plot is drawn)
 from . import graph  # noqa: E402
 from . import frontends  # noqa: E402
 from .graph import extract_tasks  # noqa: E402
@@ -32,5 +33,5 @@ __version__ = "0.1.0"
 __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "register_workload", "SearchTask", "Target",
            "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult",
            "RecordToFile", "RecordReader", "ApplyHistoryBest", "load_records", "load_best_record", "RandomModel", "XGBModel", "SearchParams",
-           "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl", "graph",
+           "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl", "plot", "graph",
            "frontends", "extract_tasks"]

@@ -19,8 +19,8 @@ def describe(value: Any) -> str:
         except TypeError:
             return name
     if isinstance(value, (str, bytes)):
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return f"{name} {text!r}"
+        text = repr(value)
+        return f"{name} {text if len(text) <= 40 else text[:37] + '...'}"
     if isinstance(value, (list, tuple, dict, set)):
         return f"{name} of {len(value)}"
     if isinstance(value, (int, float, bool)) or value is None:
@@ -40,10 +40,8 @@ def check_type(where: str, arg: str, value: Any, types: Union[type, Tuple[type, 
     return value
 
 
-def check_target(where: str, target: Any, arg: str = "target", allow_none: bool = False) -> Optional[_core.Target]:
+def check_target(where: str, target: Any, arg: str = "target") -> _core.Target:
     """A Target from a Target or its text."""
-    if target is None and allow_none:
-        return None
     if isinstance(target, _core.Target):
         return target
     if isinstance(target, str):

@@ -6,6 +6,8 @@
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
     gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
+from typing import Any, Union
+
 from . import _core
 from ._check import check_target, describe
 from ._core import Target
@@ -114,7 +116,7 @@ class Module:
         return f"Module({self._mod.name}, args={[a[0] for a in self.arg_specs]})"
 
 
-def build(task_or_dag, state=None, target=None):
+def build(task_or_dag: Any, state: Any = None, target: "Union[str, Target, None]" = None) -> "Module":
     """Compile `state` (default: the plain loop nest of the DAG) for `target` (a Target or its text; default:
     the task's target, else the host CPU, Target("llvm")). TVM's form build(sch, args, target) works too: a
     State first, then the DAG's tensors (``sch, args = task.apply_best(log)``)."""
@@ -133,6 +135,6 @@ def build(task_or_dag, state=None, target=None):
     return Module(_core.build_state(core_state, target), state)
 
 
-def lower(state, log_passes=False):
+def lower(state: Any, log_passes: bool = False) -> str:
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
     return _core.lowered_text(_core_state(state), log_passes)

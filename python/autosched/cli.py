@@ -12,6 +12,7 @@ graph's reference evaluation and prints the end-to-end latency. Errors in the in
 operator that cannot be imported, a dynamic dimension left unbound) end with a message and exit status 2.
 """
 import argparse
+import importlib.util
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from . import plot
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
@@ -104,6 +106,8 @@ def cmd_tasks(args):
 
 
 def cmd_tune(args):
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise CommandError("--plot needs matplotlib (pip install matplotlib)")
     graph = _load_graph(args.model, _shape_dict(args.shape))
     tasks, weights = extract_tasks(graph, args.target)
     _print_tasks(tasks, weights)
@@ -120,6 +124,9 @@ def cmd_tune(args):
     if failed:
         print(f"{len(failed)} task(s) without a valid schedule (they run with the baseline schedule): "
               f"{'; '.join(failed)}")
+    if args.plot:
+        plot.tuning_curve(args.log, args.plot)
+        print(f"tuning curve in {args.plot}")
     return 0
 
 
@@ -180,6 +187,8 @@ def _parser():
     p.add_argument("--per-round", type=int, default=16, help="measurements per task scheduler round")
     p.add_argument("--cost-model", dest="model_kind", default="auto", choices=["auto", "xgb", "random"])
     p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="write the tuning curve of the log (best speed per task) to this image (needs matplotlib)")
     p.set_defaults(run=cmd_tune)
 
     p = sub.add_parser("run", help="build a model with a log's best schedules, check and time it")

@@ -17,6 +17,7 @@ wrapper holds the latest state. Invalid steps raise ValueError naming the step.
 """
 import json
 import numbers
+from typing import Any, Iterator, Sequence
 
 from . import _core
 
@@ -103,11 +104,11 @@ class State:
     def __getitem__(self, stage):
         return StageView(self, self._stage_id(stage))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         """The stages, in order (as state.stages)."""
         return iter(self.stages)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._core.stages)
 
     def __str__(self):
@@ -292,14 +293,14 @@ class BestState(State):
     ``sch, args = task.apply_best(log)`` (the state and the DAG's tensors), and
     ``autosched.build(sch, args)`` builds it."""
 
-    def __init__(self, core_state, args):
+    def __init__(self, core_state: Any, args: Sequence[Any]) -> None:
         super().__init__(core_state)
         self.args = list(args)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter((self, self.args))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return 2
 
 

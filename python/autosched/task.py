@@ -1,6 +1,8 @@
 """SearchTask: what to tune (a DAG, from a registered workload or given directly) and where it runs."""
 import json
+import os
 import warnings
+from typing import Any, Optional, Sequence, Union
 
 from . import _core, workload
 from ._check import call_core, check_hardware_params, check_path, check_target, check_type
@@ -20,8 +22,9 @@ class SearchTask(_core.SearchTask):
     process with or without the workload function.
     """
 
-    def __init__(self, func=None, args=(), compute_dag=None, workload_key=None, target=None,
-                 hardware_params=None, desc=""):
+    def __init__(self, func: Any = None, args: Sequence[Any] = (), compute_dag: Optional[ComputeDAG] = None,
+                 workload_key: Optional[str] = None, target: Union[str, Target, None] = None,
+                 hardware_params: Optional[HardwareParams] = None, desc: str = "") -> None:
         if target is None:
             raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
         target = check_target("SearchTask", target)
@@ -82,12 +85,12 @@ class SearchTask(_core.SearchTask):
         return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target.text}\")"
 
     # ---- tuning (python/autosched/tuner.py) ----
-    def tune(self, options, search_policy=None, cost_model=None):
+    def tune(self, options: Any, search_policy: Any = None, cost_model: Any = None) -> Any:
         """Tunes the task (see autosched.tuner); returns a TuneResult."""
         from . import tuner
         return tuner.tune(self, options, search_policy, cost_model)
 
-    def apply_best(self, log_file):
+    def apply_best(self, log_file: Union[str, "os.PathLike[str]"]) -> BestState:
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of
         this task's DAG (records whose schedule does not replay on it are skipped, see
         records.load_best_state). Raises ValueError when the log has none. It also unpacks as TVM's pair:
@@ -101,7 +104,7 @@ class SearchTask(_core.SearchTask):
                              f"'{self.target.text}')")
         return BestState(state.core, self.compute_dag.tensors)
 
-    def print_best(self, log_file, print_mode="schedule"):
+    def print_best(self, log_file: Union[str, "os.PathLike[str]"], print_mode: str = "schedule") -> str:
         """The best schedule in the log as text: "schedule" the Python steps that make it, "loops" its loop
         nest, "lowered" the lowered loop-nest IR."""
         state = self.apply_best(log_file)
@@ -114,7 +117,7 @@ class SearchTask(_core.SearchTask):
             return lower(state)
         raise ValueError(f"print_mode must be 'schedule', 'loops' or 'lowered', got {print_mode!r}")
 
-    def build_best(self, log_file):
+    def build_best(self, log_file: Union[str, "os.PathLike[str]"]) -> Any:
         """The best schedule in the log, compiled for the task's target (a callable module)."""
         from .build_module import build
         return build(self, self.apply_best(log_file))

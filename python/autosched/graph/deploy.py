@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -312,7 +313,8 @@ def _note(infos):
     return "\n".join(lines)
 
 
-def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True, *, params=None):
+def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None, verbose: bool = True,
+          prepack: bool = True, *, params: Optional[Dict[str, Any]] = None) -> "GraphModule":
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the

@@ -11,6 +11,7 @@ UnsupportedGraphWarning and left out; the rest is still extracted.
 """
 import re
 import warnings
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import te
 from .._check import check_hardware_params, check_target, describe
@@ -31,11 +32,12 @@ MAX_PROBLEM_LINES = 12
 _DYNAMIC = re.compile(r"the dynamic dim '([^']*)'")
 
 
-def format_problems(problems, interface="python"):
+def format_problems(problems: List[Tuple[str, str, str]], interface: str = "python") -> str:
     """The problems of Graph.problems() as lines '  node (op): why', at most MAX_PROBLEM_LINES of them. The
     nodes that only have a dynamic dim are one line naming the dims and how to bind them with the interface in
     use: "python" (graph.bind(batch=1)) or "cli" (--shape batch=1)."""
-    dims, dynamic, lines = {}, 0, []
+    dims: Dict[str, str] = {}
+    dynamic, lines = 0, []
     for name, op, why in problems:
         found = _DYNAMIC.search(why)
         if found:
@@ -111,7 +113,8 @@ def lower_graph(graph, target, hardware_params=None):
     return LoweredGraph(folded, groups, group_tasks, tasks, weights)
 
 
-def check_graph_args(where, graph, target, hardware_params, params):
+def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
+                     params: Any) -> Tuple[Any, Any]:
     """(target, hardware_params) of a call given autosched's arguments (graph, target, hardware_params) or
     TVM's (mod, params, target): a dict in the place of the target is TVM's params. autosched graphs carry
     their weights, so params may only name the graph's constants."""
@@ -136,7 +139,8 @@ def check_graph_args(where, graph, target, hardware_params, params):
     return check_target(where, target), check_hardware_params(where, hardware_params)
 
 
-def extract_tasks(graph, target, hardware_params=None, *, params=None):
+def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, *,
+                  params: Optional[Dict[str, Any]] = None) -> Tuple[List[SearchTask], List[int]]:
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
     UnsupportedGraphWarning names them all, and the other groups are still extracted. TVM's order

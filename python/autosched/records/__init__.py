@@ -16,6 +16,7 @@ import contextvars
 import os
 import warnings
 from collections import Counter
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from .. import _core
 from .._check import check_path
@@ -59,12 +60,17 @@ def _to_pairs(records):
     return pairs
 
 
-def load_records(path):
+PathLike = Union[str, "os.PathLike[str]"]
+Record = Tuple[MeasureInput, Any]  # (MeasureInput, MeasureResult)
+
+
+def load_records(path: PathLike) -> List[Record]:
     """Every usable record of the log, as a list of (MeasureInput, MeasureResult)."""
     return _to_pairs(_load(path).records)
 
 
-def load_best_record(path, workload_key=None, target=None):
+def load_best_record(path: PathLike, workload_key: Optional[str] = None,
+                     target: Any = None) -> Union[Record, Tuple[None, None]]:
     """(MeasureInput, MeasureResult) of the fastest record without error, of that workload key and target
     (None: any); never a record of another target. (None, None) when there is none."""
     loaded = _load(path)
@@ -111,7 +117,7 @@ class RecordToFile:
     power loss). When the log is removed or replaced (e.g. by ``distill log.json -o log.json``) while tuning,
     the records that follow go to the file at the path (created if need be), with a RecordWarning."""
 
-    def __init__(self, path, fsync=False):
+    def __init__(self, path: PathLike, fsync: bool = False) -> None:
         self.path = check_path("RecordToFile", path)
         self._writer = _core.RecordWriter(self.path, bool(fsync))
 
@@ -140,12 +146,12 @@ def _core_state(state):
     return core_of(state)
 
 
-def save_records(path, inputs, results, fsync=False):
+def save_records(path: PathLike, inputs: List[MeasureInput], results: List[Any], fsync: bool = False) -> None:
     """Appends (inputs[i], results[i]) records to the log."""
     RecordToFile(path, fsync)(inputs, results)
 
 
-def distill(in_path, out_path=None):
+def distill(in_path: PathLike, out_path: Optional[PathLike] = None) -> Tuple[str, int]:
     """Writes the best record of every (workload key, target) of in_path to out_path (default:
     ``<in_path>.best.json``), lines unchanged; returns out_path and the number of records kept."""
     out_path = os.fspath(out_path) if out_path is not None else os.fspath(in_path) + ".best.json"
@@ -170,12 +176,13 @@ class RecordReader:
     """The records of a log, as TVM's auto_scheduler.RecordReader reads them: iterate it for (MeasureInput,
     MeasureResult) pairs, or call read_lines() for (inputs, results) lists."""
 
-    def __init__(self, filename):
+    def __init__(self, filename: PathLike) -> None:
         if not isinstance(filename, (str, os.PathLike)):
             raise TypeError(f"RecordReader: filename must be a path (str), got {type(filename).__name__}")
         self.filename = os.fspath(filename)
 
-    def read_lines(self, max_lines=None, skip_lines=0):
+    def read_lines(self, max_lines: Optional[int] = None,
+                   skip_lines: int = 0) -> Tuple[List[MeasureInput], List[Any]]:
         """(inputs, results): lists of the log's records, skipping `skip_lines` and keeping at most
         `max_lines` (None: all)."""
         pairs = load_records(self.filename)[skip_lines:]
@@ -183,7 +190,7 @@ class RecordReader:
             pairs = pairs[:max_lines]
         return [inp for inp, _ in pairs], [res for _, res in pairs]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Record]:
         return iter(load_records(self.filename))
 
     def __repr__(self):
@@ -216,9 +223,9 @@ class TaskSummary:
                 f"best_cost={self.best_cost}, target={self.target!r})")
 
 
-def summarize(path):
+def summarize(path: PathLike) -> List[TaskSummary]:
     """A TaskSummary per (workload key, target) of the log, in order of first appearance."""
-    tasks = {}
+    tasks: Dict[Tuple[str, str], TaskSummary] = {}
     for rec in _load(path).records:
         key = (rec.task.workload_key, rec.task.target.text)
         summary = tasks.get(key)
@@ -228,7 +235,7 @@ def summarize(path):
     return list(tasks.values())
 
 
-def format_summary(path, summaries):
+def format_summary(path: PathLike, summaries: List[TaskSummary]) -> str:
     """The table `python -m autosched.records show` prints."""
     if not summaries:
         return f"{path}: no records"
@@ -246,32 +253,31 @@ def format_summary(path, summaries):
     return "\n".join(line.rstrip() for line in lines)
 
 
-_applied = contextvars.ContextVar("autosched_applied_logs", default=())
+_applied: "contextvars.ContextVar[Tuple[str, ...]]" = contextvars.ContextVar("autosched_applied_logs", default=())
 
 
 class ApplyHistoryBest:
     """TVM's context manager: inside ``with ApplyHistoryBest(log):``, ``autosched.graph.build(graph, target)``
     (given no log of its own) takes the best schedules of `log`, as ``graph.build(graph, target, log)`` does."""
 
-    def __init__(self, records):
+    def __init__(self, records: PathLike) -> None:
         self.path = check_path("ApplyHistoryBest", records, "records")
         if not os.path.isfile(self.path):
             raise ValueError(f"ApplyHistoryBest: record log '{self.path}' does not exist or is not a file")
-        self._token = None
+        self._token: Any = None
 
-    def __enter__(self):
+    def __enter__(self) -> "ApplyHistoryBest":
         self._token = _applied.set(_applied.get() + (self.path,))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         _applied.reset(self._token)
-        return False
 
     def __repr__(self):
         return f"ApplyHistoryBest({self.path!r})"
 
 
-def applied_log():
+def applied_log() -> Optional[str]:
     """The log of the innermost ``with ApplyHistoryBest(log):`` around the caller; None outside one."""
     logs = _applied.get()
     return logs[-1] if logs else None
