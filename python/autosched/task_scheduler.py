@@ -44,6 +44,7 @@ import time
 
 from . import _core
 from .measure import LocalBuilder, LocalRunner
+from .progress import Progress
 from .search import SearchParams, SketchPolicy, make_cost_model
 from .tuner import (TaskTuner, TuningOptions, _failed_text, _transfer_text, format_time, load_logs,
                     round_search_params)
@@ -259,9 +260,11 @@ class _SchedulerRun:
         self.options = options
         self.start = time.monotonic()
         builder = options.builder or LocalBuilder()
+        self.reporter = Progress(options.num_measure_trials, options.time_budget_s, options.verbose,
+                                 desc=f"{len(scheduler.tasks)} tasks", start=self.start)
         quiet = max(0, options.verbose - 1)  # a task's own lines only at verbose >= 2
-        self.tuners = [TaskTuner(t, options, p, builder=builder, runner=r, start=self.start, verbose=quiet)
-                       for t, p, r in zip(scheduler.tasks, policies, runners)]
+        self.tuners = [TaskTuner(t, options, p, builder=builder, runner=r, start=self.start, verbose=quiet,
+                                 reporter=self.reporter) for t, p, r in zip(scheduler.tasks, policies, runners)]
         self.result = TaskSchedulerResult(scheduler.tasks, scheduler.task_weights)
         self.result.task_results = [tt.result for tt in self.tuners]
         self.rng = random.Random(scheduler.seed)
@@ -284,6 +287,12 @@ class _SchedulerRun:
 
     # ---- the run ----
     def run(self):
+        try:
+            self.tune_all()
+        finally:
+            self.reporter.close()
+
+    def tune_all(self):
         self.transfer()
         self.resume()
         reason = self.warm_up()
@@ -296,8 +305,10 @@ class _SchedulerRun:
         for i, tt in enumerate(self.tuners):
             tt.result.stop_reason = self.result.done.get(i, reason)
             tt.result.seconds["total"] = self.result.seconds
+        self.reporter.finish_bar()
         if self.verbose:
-            print(f"Stopped: {reason}", flush=True)
+            self.print_table("end", force=True)
+            self.reporter.info(f"Stopped: {reason}")
             self.print_diagnosis()
             self.print_summary()
 
@@ -328,8 +339,8 @@ class _SchedulerRun:
                     if tt.policy.cost_model is model:
                         tt.result.transferred.append(report)
                 if self.verbose:
-                    print(f"Transfer: the cost model of '{target.text}' starts from {_transfer_text(report)}",
-                          flush=True)
+                    self.reporter.info(f"Transfer: the cost model of '{target.text}' starts from "
+                                       f"{_transfer_text(report)}")
 
     def log_paths(self):
         paths = self.tuners[0].resume_paths()
@@ -353,8 +364,8 @@ class _SchedulerRun:
             tasks = sum(1 for tt in self.tuners if tt.result.resumed_trials)
             keys = {(tt.task.workload_key, str(tt.task.target)) for tt in self.tuners}
             mine = [rec.result for key in keys for _, rec in by_task.get(key, [])]
-            print(f"Resumed {resumed} trials of {tasks} tasks from {', '.join(paths)}{_failed_text(mine)}",
-                  flush=True)
+            self.reporter.info(f"Resumed {resumed} trials of {tasks} tasks from {', '.join(paths)}"
+                               f"{_failed_text(mine)}")
 
     def warm_up(self):
         """Baselines of every task, then one round each (tasks resumed past their baselines have had it).
@@ -406,7 +417,11 @@ class _SchedulerRun:
                                    " trials")
 
     def note_batch(self):
-        self.result.history.append((self.total_trials(), self.estimated_latency()[0]))
+        latency, missing = self.estimated_latency()
+        self.result.history.append((self.total_trials(), latency))
+        best = [tt.result.best_cost for tt in self.tuners if tt.result.best_cost is not None]
+        self.reporter.update(self.total_trials(), min(best) if len(self.tuners) == 1 and best else None,
+                             latency if best and not missing else None)
 
     # ---- allocation ----
     def pick(self):
@@ -463,24 +478,27 @@ class _SchedulerRun:
                 total += w * tt.result.best_cost
         return total, missing
 
-    def print_table(self, label):
+    def print_table(self, label, force=False):
+        """The task table, printed when it changed materially (see progress.Progress.table) or forced."""
         if not self.verbose:
             return
         width = max(4, min(40, max(len(t.desc or t.workload_key) for t in self.s.tasks)))
-        print(f"|  ID | {'Task':<{width}} | Latency (ms) | Speed (GFLOP/s) | Weight | Trials | Done")
+        lines = [f"|  ID | {'Task':<{width}} | Latency (ms) | Speed (GFLOP/s) | Weight | Trials | Done"]
         for i, tt in enumerate(self.tuners):
             desc = (tt.task.desc or tt.task.workload_key)[:width]
             cost, flop = tt.result.best_cost, tt.task.compute_dag.flop_ct
             latency = f"{cost * 1e3:.4g}" if cost is not None else "-"
             speed = f"{flop / cost / 1e9:.4g}" if cost and flop > 0 else "-"
             done = self.result.done.get(i, "").split(":")[0]
-            print(f"| {i:>3} | {desc:<{width}} | {latency:>12} | {speed:>15} | {self.s.task_weights[i]:>6.4g} | "
-                  f"{tt.result.trials:>6} | {done}")
+            lines.append(f"| {i:>3} | {desc:<{width}} | {latency:>12} | {speed:>15} | "
+                         f"{self.s.task_weights[i]:>6.4g} | {tt.result.trials:>6} | {done}")
         total, missing = self.estimated_latency()
         note = f" (+ {missing} task{'s' if missing > 1 else ''} without a valid schedule)" if missing else ""
         elapsed = time.monotonic() - self.start
-        print(f"Estimated total latency: {total * 1e3:.4g} ms{note} | {label} | trials {self.total_trials()}/"
-              f"{self.options.num_measure_trials} | time {elapsed:.1f} s", flush=True)
+        lines.append(f"Estimated total latency: {total * 1e3:.4g} ms{note} | {label} | trials "
+                     f"{self.total_trials()}/{self.options.num_measure_trials} | time {elapsed:.1f} s")
+        state = (tuple(tt.result.best_cost is None for tt in self.tuners), tuple(sorted(self.result.done)))
+        self.reporter.table(lines, None if missing else total, state, force=force)
 
     def print_diagnosis(self):
         """A paragraph per task without a valid schedule: its errors, how many, the first message of each."""
@@ -488,14 +506,16 @@ class _SchedulerRun:
             r, task = self.tuners[i].result, self.s.tasks[i]
             name = task.desc or task.workload_key
             if r.trials == 0:
-                print(f"Task {i} ({name}): no valid schedule: not measured, the run stopped before its turn")
+                self.reporter.warning(f"Task {i} ({name}): no valid schedule: not measured, the run stopped "
+                                      "before its turn")
                 continue
             errors = ", ".join(f"{k} {v}" for k, v in r.errors.most_common()) or "none"
             why = f" ({self.result.done[i]})" if i in self.result.done else ""
-            print(f"Task {i} ({name}): no valid schedule in {r.trials} trials{why}; errors: {errors}")
+            lines = [f"Task {i} ({name}): no valid schedule in {r.trials} trials{why}; errors: {errors}"]
             for kind, message in r.error_messages.items():
-                lines = (message or "").strip().splitlines()
-                print(f"    first {kind}: {lines[0][:200] if lines else '(no message)'}")
+                first = (message or "").strip().splitlines()
+                lines.append(f"    first {kind}: {first[0][:200] if first else '(no message)'}")
+            self.reporter.warning("\n".join(lines))
 
     def print_summary(self):
         res = self.result
@@ -505,6 +525,8 @@ class _SchedulerRun:
         before = (sum(res.weights[i] * res.task_results[i].baseline_cost for i in based)
                   if based and len(based) == len(valid) else None)
         speedup = f" (x{before / after:.3g})" if before and after else ""
+        if before and after and after >= before:
+            speedup += "; the budget found nothing faster than the baselines"
         if len(valid) < len(res.tasks):
             missing = len(res.tasks) - len(valid)
             speedup += f"; {missing} task{'s' if missing > 1 else ''} without a valid schedule not counted"
@@ -523,6 +545,4 @@ class _SchedulerRun:
                             f"{format_time(before)}, after {format_time(after)}{speedup}"),
                 ("time", f"{res.seconds:.1f}s = {shares}"), ("stopped", res.stop_reason)]
         width = max(len(k) for k, _ in rows)
-        print("Task scheduler summary")
-        for k, v in rows:
-            print(f"| {k:<{width}} | {v}", flush=True)
+        self.reporter.info("\n".join(["Task scheduler summary"] + [f"| {k:<{width}} | {v}" for k, v in rows]))

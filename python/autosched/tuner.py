@@ -30,6 +30,8 @@ from collections import Counter
 
 from . import _core
 from .measure import LocalBuilder, LocalRunner, MeasureInput, measure
+from .progress import Progress
+from .text import format_time
 from .records import RecordToFile, RecordWarning
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
@@ -62,7 +64,8 @@ class TuningOptions:
     time_budget_s: stop starting rounds after this many seconds (None: no limit).
     builder, runner: a LocalBuilder and a LocalRunner (None: their defaults).
     measure_callbacks: called as callback(policy, inputs, results) after every batch (e.g. RecordToFile).
-    verbose: 0 silent, 1 a line per round and a summary, 2 also the search's own statistics.
+    verbose: 0 warnings only, 1 a progress bar and the summary, 2 also a line per round and the search's own
+        statistics (logging levels WARNING, INFO, DEBUG of the "autosched" logger: see autosched.progress).
     peak_gflops: the target's peak for "% of peak" (None: estimated from the CPU, see peak_gflops()).
     transfer_logs: record logs whose successful records of the task's target train the cost model before the
         search starts (the task's own records in a resumed log are left to resume).
@@ -188,14 +191,6 @@ class TuneResult:
         return f"TuneResult(trials={self.trials}, best={best}{speedup}, stop='{self.stop_reason}')"
 
 
-def format_time(seconds):
-    """A duration with a readable unit: "812 ns", "3.2 us", "4.13 ms", "1.5 s"."""
-    if seconds is None:
-        return "-"
-    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
-        if seconds < scale * 1000:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds:.3g} s"
 
 
 def _transfer_text(report):
@@ -245,7 +240,7 @@ class TaskTuner:
     monotonic time the time budget counts from. verbose: overrides options.verbose for this task's own lines.
     """
 
-    def __init__(self, task, options, policy, builder=None, runner=None, start=None, verbose=None):
+    def __init__(self, task, options, policy, builder=None, runner=None, start=None, verbose=None, reporter=None):
         self.task = task
         self.options = options
         self.policy = policy
@@ -254,6 +249,10 @@ class TaskTuner:
         self.verbose = options.verbose if verbose is None else verbose
         self.result = TuneResult(task)
         self.start = time.monotonic() if start is None else start
+        # The session's output; a tuner of its own (not a scheduler's) also moves the bar.
+        self.owns_bar = reporter is None
+        self.reporter = reporter or Progress(options.num_measure_trials, options.time_budget_s, self.verbose,
+                                             desc=task.desc or "tuning", start=self.start)
         self.last_improvement = 0  # trial count at the last better schedule
         self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
         self._start_states = None
@@ -326,7 +325,7 @@ class TaskTuner:
             report = model.last_file_update
             self.result.transferred.append(report)
             if self.verbose:
-                print(f"Transfer: the cost model starts from {_transfer_text(report)}", flush=True)
+                self.reporter.info(f"Transfer: the cost model starts from {_transfer_text(report)}")
 
     def resume(self, records=None):
         """Takes this task's records (same workload key and target) as measured trials: from `records`,
@@ -366,8 +365,8 @@ class TaskTuner:
             self.result.seconds["cost_model"] += time.monotonic() - t0
             self.absorb(states, results, resumed=True)
             if self.verbose:
-                print(f"Resumed {len(states)} trials of this task from {', '.join(paths)}"
-                      f"{_failed_text(results)}", flush=True)
+                self.reporter.info(f"Resumed {len(states)} trials of this task from {', '.join(paths)}"
+                                   f"{_failed_text(results)}")
 
     def start_states(self):
         """(name, State) of what tuning measures first: the baselines ("plain", "parallel", "parallel 2") and
@@ -453,19 +452,22 @@ class TaskTuner:
         return ", ".join(parts)
 
     def progress(self, label, stats):
-        if not self.verbose:
-            return
+        """The bar (a tuner of its own), and at verbose 2 a line for the round."""
         r = self.result
+        if self.owns_bar:
+            self.reporter.update(r.trials, r.best_cost)
+        if self.verbose < (2 if self.owns_bar else 1):  # a scheduler's tuners run one level quieter
+            return
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         speedup = f" | x{r.speedup:.3g} over baseline" if r.speedup else ""
-        print(f"[{label:>9}] trials {r.trials:>5}/{self.options.num_measure_trials} | best "
-              f"{self.speed_text(r.best_cost)}{speedup} | errors: {errors} | time: {self.time_text()}", flush=True)
-        if self.verbose >= 2 and stats:
+        self.reporter.debug(f"[{label:>9}] {self.task.desc or 'task'}: trials {r.trials:>5} | best "
+                            f"{self.speed_text(r.best_cost)}{speedup} | errors: {errors} | time: {self.time_text()}")
+        if stats:
             fails = ", ".join(f"{k} {v}" for k, v in sorted(stats["mutation_failures"].items())) or "none"
-            print(f"            sampled {stats['sampled']}, +{stats['seeded_measured']} measured, "
-                  f"{stats['generations']} generations, {stats['mutated']} mutations "
-                  f"(failed: {fails}), picked {stats['picked_best']} best + {stats['picked_random']} random",
-                  flush=True)
+            self.reporter.debug(f"            sampled {stats['sampled']}, +{stats['seeded_measured']} measured, "
+                                f"{stats['generations']} generations, {stats['mutated']} mutations "
+                                f"(failed: {fails}), picked {stats['picked_best']} best + "
+                                f"{stats['picked_random']} random")
 
     def summary(self):
         r = self.result
@@ -481,6 +483,8 @@ class TaskTuner:
             if share > 100:
                 peak += "; above 100: the CPU ran faster than that clock (a boost clock the OS does not report)"
         speedup = f"{r.speedup:.3g}x" if r.speedup else "-"
+        if r.speedup is not None and r.best_state is not None and r.best_cost >= r.baseline_cost:
+            speedup += " (the budget found nothing faster than the baseline: the best schedule is a baseline)"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
                 f"resumed, {r.rounds} rounds)"), ("baseline", format_time(r.baseline_cost)), ("best", format_time(r.best_cost)),
@@ -488,16 +492,13 @@ class TaskTuner:
         if r.expert_cost is not None:
             rows.insert(3, ("expert seed", self.speed_text(r.expert_cost)))
         rows += [("transfer", _transfer_text(t)) for t in r.transferred]
-        width = max(len(k) for k, _ in rows)
-        print("Tuning summary")
-        for k, v in rows:
-            print(f"| {k:<{width}} | {v}")
         measured = max(1, r.trials - r.resumed_trials)
         shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s ({100 * v / max(r.seconds['total'], 1e-9):.0f}%)"
                            for k, v in r.seconds.items() if k != "total")
-        print(f"| {'time':<{width}} | {r.seconds['total']:.1f}s = {shares}; "
-              f"{r.seconds['total'] / measured:.3g}s per trial")
-        print(f"| {'stopped':<{width}} | {r.stop_reason}", flush=True)
+        rows += [("time", f"{r.seconds['total']:.1f}s = {shares}; {r.seconds['total'] / measured:.3g}s per trial"),
+                 ("stopped", r.stop_reason)]
+        width = max(len(k) for k, _ in rows)
+        self.reporter.info("\n".join(["Tuning summary"] + [f"| {k:<{width}} | {v}" for k, v in rows]))
 
 
 def round_search_params(num_measures_per_round):
@@ -530,15 +531,19 @@ def tune(task, options, search_policy=None, cost_model=None):
         raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the task's "
                          f"target '{task.target.text}': timings of another target would mislead the search")
     run = TaskTuner(task, options, search_policy)
-    run.transfer()
-    run.resume()
-    run.baseline()
-    while True:
-        reason = run.stop_reason()
-        if reason is None and not run.search_round():
-            reason = run.empty_reason
-        if reason is not None:
-            run.result.stop_reason = reason
-            break
-    run.summary()
+    try:
+        run.transfer()
+        run.resume()
+        run.baseline()
+        while True:
+            reason = run.stop_reason()
+            if reason is None and not run.search_round():
+                reason = run.empty_reason
+            if reason is not None:
+                run.result.stop_reason = reason
+                break
+        run.reporter.finish_bar()  # the bar ends before the summary
+        run.summary()
+    finally:
+        run.reporter.close()
     return run.result
