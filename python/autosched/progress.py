@@ -123,6 +123,7 @@ class Progress:
         self.trials = 0
         self.best_cost: Optional[float] = None
         self.network_latency: Optional[float] = None
+        self.note = ""
         self.lines_step = 0  # the last tenth of the budget a plain line was printed for
         self.table_latency: Optional[float] = None
         self.table_state: Any = None
@@ -172,14 +173,16 @@ class Progress:
         if self.network_latency is not None:
             parts.append(f"network ~{format_time(self.network_latency)}")
         if not parts:
-            parts.append("no valid schedule yet")
+            parts.append(self.note or "no valid schedule yet")
         if self.time_budget_s:
             parts.append(f"{self.elapsed():.0f}/{self.time_budget_s:.0f} s")
         return " | ".join(parts)
 
-    def update(self, trials: int, best_cost: Optional[float] = None,
-               network_latency: Optional[float] = None) -> None:
-        """The session has measured `trials` in all; its best cost (one task) or estimated network latency."""
+    def update(self, trials: int, best_cost: Optional[float] = None, network_latency: Optional[float] = None,
+               note: str = "") -> None:
+        """The session has measured `trials` in all; its best cost (one task) or estimated network latency;
+        `note` stands in for them while neither is known (e.g. '3/8 tasks with a schedule')."""
+        self.note = note
         self.trials = trials
         self.best_cost = best_cost
         self.network_latency = network_latency

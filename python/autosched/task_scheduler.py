@@ -421,7 +421,8 @@ class _SchedulerRun:
         self.result.history.append((self.total_trials(), latency))
         best = [tt.result.best_cost for tt in self.tuners if tt.result.best_cost is not None]
         self.reporter.update(self.total_trials(), min(best) if len(self.tuners) == 1 and best else None,
-                             latency if best and not missing else None)
+                             latency if best and not missing else None,
+                             note=f"{len(best)}/{len(self.tuners)} tasks with a schedule")
 
     # ---- allocation ----
     def pick(self):
