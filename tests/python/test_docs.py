@@ -29,7 +29,7 @@ def _texts(nb):
     """(cell index, text) of every text output."""
     out = []
     for i, cell in enumerate(nb.cells):
-        for o in cell.get("outputs", []):
+        for o in cell.get("outputs") or []:
             if o.get("output_type") == "stream":
                 out.append((i, o.get("text", "")))
             elif o.get("output_type") in ("execute_result", "display_data"):
@@ -45,7 +45,7 @@ def check_outputs(nb):
     texts = _texts(nb)
     everything = "\n".join(t for _, t in texts)
     for i, cell in enumerate(nb.cells):
-        for o in cell.get("outputs", []):
+        for o in cell.get("outputs") or []:
             if o.get("output_type") == "error":
                 problems.append(f"cell {i}: {o.get('ename')}: {o.get('evalue')}")
             if o.get("output_type") == "execute_result" and not o.get("data", {}).get("image/png"):
@@ -107,7 +107,8 @@ def test_tutorial_runs(notebook, monkeypatch):
                                                                  os.environ.get("PYTHONPATH")) if p))
     nb = nbformat.read(str(notebook), as_version=4)
     for cell in nb.cells:
-        cell.outputs = [] if cell.cell_type == "code" else cell.get("outputs")
+        if cell.cell_type == "code":
+            cell.outputs = []
     nbclient.NotebookClient(nb, timeout=1200, kernel_name="python3",
                             resources={"metadata": {"path": str(notebook.parent)}}).execute()
     assert check_outputs(nb) == [], check_outputs(nb)
