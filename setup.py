@@ -6,6 +6,10 @@ Environment variables:
                          incremental)
   AUTOSCHED_BUILD_TESTS  1 to also build the C++ tests (build folder/autosched_tests)
   AUTOSCHED_JOBS         parallel compile jobs (default: number of CPUs)
+  AUTOSCHED_WHEEL        1 to build the self-contained wheel (scripts/build_wheel.sh): LLVM linked
+                         statically, XGBoost from the xgboost-cpu package (a dependency of the wheel,
+                         and of its build), the OpenCL ICD loader opened at run time; build folder
+                         build/wheel unless AUTOSCHED_BUILD_DIR says otherwise
 """
 import os
 import shutil
@@ -17,6 +21,23 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
+WHEEL = os.environ.get("AUTOSCHED_WHEEL", "0") == "1"
+# The XGBoost releases whose C API the cost model calls as it is (it is unchanged from 1.7 to 3.x).
+XGBOOST_REQUIREMENT = "xgboost-cpu>=2.1,<4"
+
+
+def pypi_xgboost_library():
+    """libxgboost.so of the installed xgboost package (xgboost or xgboost-cpu), found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("xgboost")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"AUTOSCHED_WHEEL=1 links the xgboost package's library: pip install '{XGBOOST_REQUIREMENT}'")
+    for folder in spec.submodule_search_locations:
+        library = Path(folder) / "lib" / "libxgboost.so"
+        if library.exists():
+            return library
+    raise SystemExit(f"the xgboost package at {list(spec.submodule_search_locations)} has no lib/libxgboost.so")
 
 
 class CMakeExtension(Extension):
@@ -29,7 +50,8 @@ class CMakeBuild(build_ext):
         import pybind11
 
         ext_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
-        build_dir = Path(os.environ.get("AUTOSCHED_BUILD_DIR", ROOT / "build" / "release")).resolve()
+        default_dir = ROOT / "build" / ("wheel" if WHEEL else "release")
+        build_dir = Path(os.environ.get("AUTOSCHED_BUILD_DIR", default_dir)).resolve()
         build_dir.mkdir(parents=True, exist_ok=True)
         tests = os.environ.get("AUTOSCHED_BUILD_TESTS", "0") == "1"
         configure = [
@@ -40,11 +62,18 @@ class CMakeBuild(build_ext):
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
         ]
+        if WHEEL:
+            configure += ["-DAUTOSCHED_SELF_CONTAINED=ON", f"-DAUTOSCHED_XGBOOST_PYPI_LIBRARY={pypi_xgboost_library()}"]
+            if shutil.which("ccache"):
+                configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         if shutil.which("ninja") and not (build_dir / "Makefile").exists():
             configure += ["-G", "Ninja"]
+            if WHEEL:  # each isolated build has its own ninja: the one cached by the last build is gone
+                configure += [f"-DCMAKE_MAKE_PROGRAM={shutil.which('ninja')}"]
         subprocess.check_call(configure)
         jobs = os.environ.get("AUTOSCHED_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", str(build_dir), "--parallel", jobs])
 
 
-setup(ext_modules=[CMakeExtension("autosched._core")], cmdclass={"build_ext": CMakeBuild})
+requires = ["numpy>=1.22", "tqdm"] + ([XGBOOST_REQUIREMENT] if WHEEL else [])
+setup(ext_modules=[CMakeExtension("autosched._core")], cmdclass={"build_ext": CMakeBuild}, install_requires=requires)

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "bind_options.h"
 #include "cost_model/cost_model.h"
 #include "cost_model/features.h"
 #include "cost_model/random_model.h"
@@ -47,50 +48,10 @@ py::list ExtractFeaturesPy(const std::vector<State>& states, const HardwareParam
   return out;
 }
 
-std::string ParamsRepr(const XGBModelParams& p) {
-  std::ostringstream text;
-  text << "XGBModelParams(";
-  const char* sep = "";
-#define AUTOSCHED_FIELD_REPR(type, name, default_value, doc) \
-  text << sep << #name "=" << p.name;                        \
-  sep = ", ";
-  AUTOSCHED_XGB_MODEL_PARAMS_FIELDS(AUTOSCHED_FIELD_REPR)
-#undef AUTOSCHED_FIELD_REPR
-  return text.str() + ")";
-}
-
 void BindParams(py::module_& m) {
-  py::class_<XGBModelParams> cls(m, "XGBModelParams",
-                                 "Parameters of XGBModel; every field can be given by keyword.");
-  cls.def(py::init([](py::kwargs kwargs) {
-    XGBModelParams p;
-    for (auto [key_handle, value] : kwargs) {
-      std::string key = py::str(key_handle);
-      bool known = false;
-#define AUTOSCHED_FIELD_FROM_KWARG(type, name, default_value, doc)                                         \
-  if (key == #name) {                                                                                      \
-    AS_TYPE_CHECK(                                                                                         \
-        !py::isinstance<py::bool_>(value) &&                                                               \
-            (py::isinstance<py::int_>(value) ||                                                            \
-             (std::is_floating_point_v<type> && py::isinstance<py::float_>(value))),                       \
-        "XGBModelParams: " #name " must be " << (std::is_floating_point_v<type> ? "a number" : "an int")); \
-    p.name = value.cast<type>();                                                                           \
-    known = true;                                                                                          \
-  }
-      AUTOSCHED_XGB_MODEL_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
-#undef AUTOSCHED_FIELD_FROM_KWARG
-      AS_TYPE_CHECK(known, "XGBModelParams got an unknown keyword '" << key << "'");
-    }
-    CheckParams(p);
-    return p;
-  }));
-#define AUTOSCHED_FIELD_PROPERTY(type, name, default_value, doc) \
-  cls.def_readwrite(#name, &XGBModelParams::name, doc);
-  AUTOSCHED_XGB_MODEL_PARAMS_FIELDS(AUTOSCHED_FIELD_PROPERTY)
-#undef AUTOSCHED_FIELD_PROPERTY
-  cls.def("__repr__", &ParamsRepr).def("to_json", [](const XGBModelParams& p) {
-    return ParamsToJson(p).dump();
-  });
+  BindOptions<XGBModelParams>(m, "XGBModelParams",
+                              "Parameters of XGBModel; every field can be given by keyword.")
+      .def("to_json", [](const XGBModelParams& p) { return FieldsToJson(p).dump(); });
 
   py::class_<TrainingReport>(m, "TrainingReport", "What the last training of an XGBModel did.")
       .def_readonly("rounds", &TrainingReport::rounds)

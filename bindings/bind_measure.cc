@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "bind_options.h"
 #include "measure/records.h"
 #include "measure/runner.h"
 #include "measure/worker_process.h"
@@ -100,36 +101,14 @@ std::vector<MeasureResult> MeasureStates(LocalMeasurer& measurer, const SearchTa
 }
 
 void BindMeasurer(py::module_& m) {
+  BindOptions<BuilderOptions>(m, "LocalBuilder",
+                              "Compiles candidates in parallel in worker processes; fields by keyword.");
+  BindOptions<FaultInjection>(m, "FaultInjection", "Shares of candidates that get a fault injected (tests).");
+  BindOptions<RunnerOptions>(m, "RunnerOptions",
+                             "Options of verifying and timing candidates; fields by keyword.");
   py::class_<LocalMeasurer>(m, "LocalMeasurer", "Builds and runs candidates in supervised worker processes.")
-      .def(py::init([](const py::dict& o, std::string worker_path) {
-             BuilderOptions b;
-             RunnerOptions r;
-             b.timeout = o["build_timeout"].cast<double>();
-             b.n_parallel = o["n_parallel"].cast<int>();
-             r.timeout = o["timeout"].cast<double>();
-             r.number = o["number"].cast<int>();
-             r.repeat = o["repeat"].cast<int>();
-             r.min_repeat_ms = o["min_repeat_ms"].cast<double>();
-             r.max_repeat = o["max_repeat"].cast<int64_t>();
-             r.max_device_runs = o["max_device_runs"].cast<int64_t>();
-             r.cooldown_s = o["cooldown_s"].cast<double>();
-             r.flush_cache = o["flush_cache"].cast<bool>();
-             r.peak_flops = o["peak_flops"].cast<double>();
-             r.peak_bandwidth = o["peak_bandwidth"].cast<double>();
-             r.verify.seed = o["verify_seed"].cast<uint64_t>();
-             r.verify.whole_output_work = o["whole_output_work"].cast<double>();
-             r.verify.num_points = o["num_points"].cast<int>();
-             py::dict f = o["faults"].cast<py::dict>();
-             r.faults.wrong_result = f["wrong_result"].cast<double>();
-             r.faults.crash = f["crash"].cast<double>();
-             r.faults.hang = f["hang"].cast<double>();
-             r.faults.zero_time = f["zero_time"].cast<double>();
-             r.faults.near_zero_time = f["near_zero_time"].cast<double>();
-             r.faults.launch_error = f["launch_error"].cast<double>();
-             r.faults.seed = o["fault_seed"].cast<uint64_t>();
-             return std::make_unique<LocalMeasurer>(b, r, std::move(worker_path));
-           }),
-           py::arg("options"), py::arg("worker_path") = "")
+      .def(py::init<BuilderOptions, RunnerOptions, std::string>(), py::arg("builder"), py::arg("runner"),
+           py::arg("worker_path") = "")
       .def("measure", &MeasureStates, py::arg("task"), py::arg("states"),
            "One MeasureResult per state; the GIL is released while workers build and run.")
       .def_property_readonly("worker_path", &LocalMeasurer::worker_path)

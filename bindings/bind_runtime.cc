@@ -138,6 +138,9 @@ void bind_runtime(py::module_& m) {
           py::arg("arrays"), py::arg("number") = 1, py::arg("repeat") = 1, py::arg("min_repeat_ms") = 0.0,
           py::arg("flush_cache") = false)
       .def("get_source", &Module::GetSource, py::arg("format") = "ll")
+      .def(
+          "object_code", [](const Module& mod) { return py::bytes(mod.sources().Get("obj")); },
+          "the object file of a module cross-compiled for another architecture (source format 'obj')")
       .def_property_readonly("source_formats", [](const Module& mod) { return mod.sources().Formats(); })
       .def_property_readonly("cannot_run", &Module::cannot_run,
                              "Why this module cannot run on this host ('' when it can).")

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "bind_options.h"
 #include "search/expert_schedule.h"
 #include "search/gpu_rules.h"
 #include "search/search_util.h"
@@ -75,29 +76,9 @@ class PySketchRule : public SketchRule {
 };
 
 void BindSearchParams(py::module_& m) {
-  py::class_<SearchParams>(m, "SearchParams", "Knobs of the search; see cpp/search/search_params.h.")
-      .def(py::init<>())
-      .def_readwrite("cpu_tiling_structure", &SearchParams::cpu_tiling_structure)
-      .def_readwrite("gpu_tiling_structure", &SearchParams::gpu_tiling_structure)
-      .def_readwrite("max_innermost_split_factor", &SearchParams::max_innermost_split_factor)
-      .def_readwrite("max_vectorize_size", &SearchParams::max_vectorize_size)
-      .def_readwrite("vector_lanes_factor", &SearchParams::vector_lanes_factor)
-      .def_readwrite("parallel_iterations_per_core", &SearchParams::parallel_iterations_per_core)
-      .def_readwrite("auto_unroll_candidates", &SearchParams::auto_unroll_candidates)
-      .def_readwrite("gpu_auto_unroll_candidates", &SearchParams::gpu_auto_unroll_candidates)
-      .def_readwrite("gpu_vectorize", &SearchParams::gpu_vectorize)
-      .def_readwrite("register_block_share", &SearchParams::register_block_share)
-      .def_readwrite("max_const_unroll", &SearchParams::max_const_unroll)
-      .def_readwrite("sample_init_attempts_per_state", &SearchParams::sample_init_attempts_per_state)
-      .def_readwrite("evolutionary_search_population", &SearchParams::evolutionary_search_population)
-      .def_readwrite("evolutionary_search_num_iters", &SearchParams::evolutionary_search_num_iters)
-      .def_readwrite("evolutionary_search_mutation_prob", &SearchParams::evolutionary_search_mutation_prob)
-      .def_readwrite("sample_init_min_population", &SearchParams::sample_init_min_population)
-      .def_readwrite("sample_init_use_measured_ratio", &SearchParams::sample_init_use_measured_ratio)
-      .def_readwrite("eps_greedy", &SearchParams::eps_greedy)
-      .def_readwrite("num_measures_per_round", &SearchParams::num_measures_per_round)
-      .def_readwrite("retry_search_one_round_on_empty", &SearchParams::retry_search_one_round_on_empty)
-      .def_readwrite("num_threads", &SearchParams::num_threads);
+  BindOptions<SearchParams>(m, "SearchParams",
+                            "The knobs of the search with their defaults, by keyword; see "
+                            "cpp/search/search_params.h.");
 }
 
 py::dict RoundStats(const SearchRoundStats& r) {
@@ -273,8 +254,7 @@ void bind_search(py::module_& m) {
         InitPopulation pop;
         {
           InterruptibleRelease release;
-          std::mt19937 rng(seed);
-          pop = given ? SampleInitPopulation(task, from, n, &rng, policy.params(), policy.init_rules())
+          pop = given ? SampleInitPopulation(task, from, n, seed, policy.params(), policy.init_rules())
                       : policy.SampleInitPopulation(n, seed);
         }
         return PopulationTuple(pop);

@@ -90,7 +90,7 @@ void BindHardwareParams(py::module_& m) {
     std::optional<Target> target;
     if (kwargs.contains("target") && !kwargs["target"].is_none()) {
       py::object t = kwargs["target"];
-      target = py::isinstance<py::str>(t) ? Target::Parse(t.cast<std::string>()) : t.cast<Target>();
+      target = t.cast<Target>();
       p = DefaultHardwareParams(*target);
     }
     for (size_t i = 0; i < args.size(); ++i) {
@@ -143,11 +143,15 @@ void WarnDroppedFeatures(const Target& t) {
   if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
 }
 
-Target MakeTarget(const std::string& text) {
+}  // namespace
+
+Target TargetFromText(const std::string& text) {
   Target t = Target::Parse(text);
   WarnDroppedFeatures(t);
   return t;
 }
+
+namespace {
 
 void BindTarget(py::module_& m) {
   py::class_<Target>(
@@ -155,7 +159,7 @@ void BindTarget(py::module_& m) {
       "Where code runs, e.g. Target('llvm') (the host CPU) or Target('llvm -mcpu=sapphirerapids "
       "-num-cores=2'). str() is the target text followed by '  # ' and what it resolves to here; "
       "Target(str(t)) == t.")
-      .def(py::init(&MakeTarget), py::arg("text"))
+      .def(py::init(&TargetFromText), py::arg("text"))
       .def_static("host", &Target::Host, "The host CPU as LLVM detects it, with all its cores.")
       .def_property_readonly("kind", [](const Target& t) { return TargetKindName(t.kind); })
       .def_readonly("mcpu", &Target::mcpu, "-mcpu as given ('' for the host CPU)")
@@ -179,6 +183,12 @@ void BindTarget(py::module_& m) {
       .def_property_readonly(
           "missing_features", [](const Target& t) { return t.cpu.missing; },
           "with -no-host-check: features code uses that this host lacks (such modules do not run here)")
+      .def_property_readonly(
+          "triple", [](const Target& t) { return t.cpu.triple; },
+          "llvm: the LLVM triple code is built for (this host's, or a foreign -mtriple)")
+      .def_property_readonly(
+          "foreign", [](const Target& t) { return t.cpu.foreign; },
+          "llvm: True when -mtriple names another architecture (cross-compiled, not run here)")
       .def_property_readonly("hardware_params", &DefaultHardwareParams,
                              "HardwareParams the search assumes for this target")
       .def_property_readonly("text", &Target::str, "the canonical target text (what records store)")
@@ -196,7 +206,6 @@ void BindTarget(py::module_& m) {
 
 void bind_task(py::module_& m) {
   BindTarget(m);
-  py::implicitly_convertible<py::str, Target>();
   BindHardwareParams(m);
 
   py::class_<SearchTask>(m, "SearchTask", "A DAG to tune for a target.")

@@ -34,7 +34,9 @@ PYBIND11_MODULE(_core, m) {
   autosched::bindings::bind_schedule(m);
   autosched::bindings::bind_lower(m);
   autosched::bindings::bind_runtime(m);
+  autosched::bindings::bind_deploy(m);
   autosched::bindings::bind_search(m);
   autosched::bindings::bind_measure(m);
   autosched::bindings::bind_cost_model(m);
+  autosched::bindings::bind_tune(m);
 }

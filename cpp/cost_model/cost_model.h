@@ -12,9 +12,11 @@
 #pragma once
 
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "lower/stmt.h"
 #include "schedule/state.h"
 #include "task/search_task.h"
 
@@ -41,6 +43,15 @@ class CostModel {
   virtual void Update(const std::vector<MeasuredProgram>& programs) = 0;
   // One score per state, higher = faster; scores compare states of one task.
   virtual std::vector<double> Predict(const SearchTask& task, const std::vector<State>& states) = 0;
+  // The same where lowered[i], when given and not null, is what states[i]
+  // lowers to: the search lowers every candidate once, to check it, and a
+  // model that reads program features takes them from there rather than
+  // lowering the state again. Models that do not read the program ignore it.
+  virtual std::vector<double> PredictLowered(const SearchTask& task, const std::vector<State>& states,
+                                             const std::vector<LoweredPtr>& lowered) {
+    (void)lowered;
+    return Predict(task, states);
+  }
   // Writes the model to a JSON file; Load reads one back, throwing Error
   // naming the file and the problem when it is not a model of this kind.
   virtual void Save(const std::string& path) const = 0;

@@ -199,10 +199,15 @@ ProgramFeatures ExtractFeatures(const LoweredFunc& f, const HardwareParams& hard
   return out;
 }
 
-ProgramFeatures ExtractFeatures(const State& state, const HardwareParams& hardware) {
+namespace {
+
+// The features of `state`, lowered here unless `lowered` is given; failures
+// become the error of the result.
+ProgramFeatures ExtractFeaturesOf(const State& state, const LoweredFunc* lowered,
+                                  const HardwareParams& hardware) {
   ProgramFeatures out;
   try {
-    return ExtractFeatures(Lower(state), hardware);
+    return lowered ? ExtractFeatures(*lowered, hardware) : ExtractFeatures(Lower(state), hardware);
   } catch (const Error& e) {
     out.error = std::string("lowering failed: ") + e.what();
   } catch (const std::exception& e) {
@@ -211,10 +216,20 @@ ProgramFeatures ExtractFeatures(const State& state, const HardwareParams& hardwa
   return out;
 }
 
+}  // namespace
+
+ProgramFeatures ExtractFeatures(const State& state, const HardwareParams& hardware) {
+  return ExtractFeaturesOf(state, nullptr, hardware);
+}
+
 std::vector<ProgramFeatures> ExtractFeaturesParallel(const std::vector<State>& states,
-                                                     const HardwareParams& hardware, int num_threads) {
+                                                     const HardwareParams& hardware, int num_threads,
+                                                     const std::vector<LoweredPtr>& lowered) {
+  AS_ICHECK(lowered.empty() || lowered.size() == states.size());
   std::vector<ProgramFeatures> out(states.size());
-  ParallelFor(states.size(), num_threads, [&](size_t i) { out[i] = ExtractFeatures(states[i], hardware); });
+  ParallelFor(states.size(), num_threads, [&](size_t i) {
+    out[i] = ExtractFeaturesOf(states[i], lowered.empty() ? nullptr : lowered[i].get(), hardware);
+  });
   return out;
 }
 

@@ -56,9 +56,11 @@ ProgramFeatures ExtractFeatures(const LoweredFunc& f, const HardwareParams& hard
 // reason in `error`; no exception leaves.
 ProgramFeatures ExtractFeatures(const State& state, const HardwareParams& hardware);
 // Every state on up to num_threads threads (0: one per hardware thread), in
-// order. Touches no Python object, so callers may release the GIL.
+// order; a state whose lowered[i] is given and not null is not lowered again.
+// Touches no Python object, so callers may release the GIL.
 std::vector<ProgramFeatures> ExtractFeaturesParallel(const std::vector<State>& states,
-                                                     const HardwareParams& hardware, int num_threads = 0);
+                                                     const HardwareParams& hardware, int num_threads = 0,
+                                                     const std::vector<LoweredPtr>& lowered = {});
 
 // Runs fn(i) for i in [0, n) on up to num_threads threads (0: one per
 // hardware thread), handing out indices one at a time. fn must not throw.

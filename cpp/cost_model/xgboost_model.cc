@@ -109,7 +109,7 @@ bool HasXGBoost() { return true; }
 
 XGBModel::XGBModel(XGBModelParams params)
     : params_(params), rng_(params.seed), impl_(std::make_unique<Impl>()) {
-  CheckParams(params_);
+  CheckFields(params_);
 }
 
 XGBModel::~XGBModel() = default;
@@ -210,13 +210,18 @@ void XGBModel::Train() {
 }
 
 std::vector<double> XGBModel::Predict(const SearchTask& task, const std::vector<State>& states) {
+  return PredictLowered(task, states, {});
+}
+
+std::vector<double> XGBModel::PredictLowered(const SearchTask& task, const std::vector<State>& states,
+                                             const std::vector<LoweredPtr>& lowered) {
   if (!trained()) {  // warm-up
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     std::vector<double> out(states.size());
     for (double& s : out) s = uniform(rng_);
     return out;
   }
-  return PredictFeatures(ExtractFeaturesParallel(states, task.hardware_params, params_.num_threads));
+  return PredictFeatures(ExtractFeaturesParallel(states, task.hardware_params, params_.num_threads, lowered));
 }
 
 std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>& programs) {
@@ -242,7 +247,7 @@ std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>
 }
 
 void XGBModel::Save(const std::string& path) const {
-  nlohmann::json doc = {{"params", ParamsToJson(params_)},
+  nlohmann::json doc = {{"params", FieldsToJson(params_)},
                         {"feature_names", FeatureNames()},
                         {"best_round", report_.best_round},
                         {"booster", nullptr}};
@@ -262,7 +267,7 @@ void XGBModel::Load(const std::string& path) {
              "cost model file '" << path << "' was trained on other features ("
                                  << doc.at("feature_names").size() << " features, this autosched has "
                                  << NumFeatures() << "); train a new model from the records");
-    XGBModelParams params = XGBModelParamsFromJson(doc.at("params"));
+    XGBModelParams params = FieldsFromJson<XGBModelParams>(doc.at("params"));
     int best_round = doc.at("best_round").get<int>();
     auto impl = std::make_unique<Impl>();
     if (!doc.at("booster").is_null()) {
@@ -300,6 +305,10 @@ bool XGBModel::trained() const { return false; }
 void XGBModel::Update(const std::vector<MeasuredProgram>&) { NoXGBoost(); }
 void XGBModel::Train() { NoXGBoost(); }
 std::vector<double> XGBModel::Predict(const SearchTask&, const std::vector<State>&) { NoXGBoost(); }
+std::vector<double> XGBModel::PredictLowered(const SearchTask&, const std::vector<State>&,
+                                             const std::vector<LoweredPtr>&) {
+  NoXGBoost();
+}
 std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>&) { NoXGBoost(); }
 void XGBModel::Save(const std::string&) const { NoXGBoost(); }
 void XGBModel::Load(const std::string&) { NoXGBoost(); }

@@ -44,6 +44,8 @@ class XGBModel : public CostModel {
 
   void Update(const std::vector<MeasuredProgram>& programs) override;
   std::vector<double> Predict(const SearchTask& task, const std::vector<State>& states) override;
+  std::vector<double> PredictLowered(const SearchTask& task, const std::vector<State>& states,
+                                     const std::vector<LoweredPtr>& lowered) override;
   // Scores of programs whose features are extracted already (with the same
   // hardware parameters as the training data); no rows: kInvalidScore.
   std::vector<double> PredictFeatures(const std::vector<ProgramFeatures>& programs);

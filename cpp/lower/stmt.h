@@ -146,5 +146,8 @@ struct LoweredFunc {
   std::vector<Buffer> args;
   Stmt body;
 };
+// A lowered function shared by those who read it, e.g. the checks of a search
+// candidate and its program features (null: not lowered).
+using LoweredPtr = std::shared_ptr<const LoweredFunc>;
 
 }  // namespace autosched

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "schedule/state.h"
+#include "support/fields.h"
 #include "task/search_task.h"
 
 namespace autosched {
@@ -70,31 +71,60 @@ nlohmann::json MeasureResultToJson(const MeasureResult& r);
 // Throws Error naming a missing or malformed field.
 MeasureResult MeasureResultFromJson(const nlohmann::json& doc);
 
+// The options of measurement, one typed field each with its default, the
+// values it may take and what it does (support/fields.h: the structs, their
+// checks and their Python keywords come from these lists).
+
+// clang-format off
+#define AUTOSCHED_BUILDER_OPTIONS_FIELDS(X)                                                   \
+  X(double, timeout, 15, Positive(), "seconds to lower and compile one candidate")           \
+  X(int, n_parallel, 0, AtLeast(0), "worker processes that compile at once; 0: the number of cores")
+// clang-format on
+
 // Options of the build phase.
 struct BuilderOptions {
-  double timeout = 15;  // seconds to lower and compile one candidate
-  int n_parallel = 0;   // worker processes that compile at once; 0: the number of cores
+  AUTOSCHED_OPTIONS_FIELDS(BuilderOptions, AUTOSCHED_BUILDER_OPTIONS_FIELDS)
 };
 
+// clang-format off
+#define AUTOSCHED_FAULT_INJECTION_FIELDS(X)                                                                     \
+  X(double, wrong_result, 0, Share(), "the output is perturbed before verification -> wrong_answer")          \
+  X(double, crash, 0, Share(), "the worker raises SIGSEGV after the kernel's first run -> runtime")           \
+  X(double, hang, 0, Share(), "the worker loops forever while running it -> run_timeout")                     \
+  X(double, zero_time, 0, Share(), "the worker reports a time of 0 -> implausible")                           \
+  X(double, near_zero_time, 0, Share(),                                                                         \
+    "the worker reports 1e-18 s per run (positive, but faster than any hardware) -> implausible, by the peak " \
+    "FLOP/s and bandwidth bound")                                                                               \
+  X(double, launch_error, 0, Share(),                                                                           \
+    "OpenCL targets only: the kernel is launched with a work group larger than the device allows, so the "     \
+    "driver refuses the launch -> runtime")
+// clang-format on
+
 // Shares of candidates that get a fault injected (tests of the measurement
-// itself). Which candidates get one is decided from `seed` and the candidate's
-// sequence number (an even spread, see LocalMeasurer::FaultFor), so a run
-// repeats exactly.
+// itself), one field per kind of fault. Which candidates get one is decided
+// from RunnerOptions::fault_seed and the candidate's sequence number (an even
+// spread, see LocalMeasurer::FaultFor), so a run repeats exactly.
 struct FaultInjection {
-  double wrong_result = 0;  // the output is perturbed before verification -> wrong_answer
-  double crash = 0;         // the worker raises SIGSEGV after the kernel's first run -> runtime
-  double hang = 0;          // the worker loops forever while running it -> run_timeout
-  double zero_time = 0;     // the worker reports a time of 0 -> implausible
-  uint64_t seed = 0;
-  // The worker reports 1e-18 s per run (positive, but faster than any
-  // hardware) -> implausible, by the peak FLOP/s and bandwidth bound.
-  double near_zero_time = 0;
-  // OpenCL targets only: the kernel is launched with a work group larger than
-  // the device allows, so the driver refuses the launch -> runtime.
-  double launch_error = 0;
+  AUTOSCHED_OPTIONS_FIELDS(FaultInjection, AUTOSCHED_FAULT_INJECTION_FIELDS)
+
+  // (share, name) per kind, in the order of the list.
+  std::vector<std::pair<double, const char*>> Shares() const {
+    std::vector<std::pair<double, const char*>> out;
+    VisitFields(*this, [&](const char* name, double share, const FieldRange&, const char*) {
+      out.emplace_back(share, name);
+    });
+    return out;
+  }
   bool any() const {
-    return wrong_result > 0 || crash > 0 || hang > 0 || zero_time > 0 || near_zero_time > 0 ||
-           launch_error > 0;
+    for (const auto& [share, name] : Shares()) {
+      if (share > 0) return true;
+    }
+    return false;
+  }
+  void CheckTogether() const {
+    double total = 0;
+    for (const auto& [share, name] : Shares()) total += share;
+    AS_CHECK(total <= 1 + 1e-12, "FaultInjection: the shares add up to more than 1, got " << total);
   }
 };
 
@@ -109,28 +139,39 @@ struct VerifyOptions {
   int num_points = 256;
 };
 
+// clang-format off
+#define AUTOSCHED_RUNNER_OPTIONS_FIELDS(X)                                                                      \
+  X(double, timeout, 10, Positive(), "seconds to verify and time one candidate")                               \
+  X(int, number, 3, AtLeast(1), "runs per repeat (grown to reach min_repeat_ms)")                              \
+  X(int, repeat, 1, AtLeast(1), "costs per candidate")                                                         \
+  X(double, min_repeat_ms, 100, AtLeast(0), "number is grown until one repeat lasts this long")                \
+  X(int64_t, max_repeat, 1000000, AtLeast(1), "the most runs one repeat may grow to while reaching min_repeat_ms") \
+  X(int64_t, max_device_runs, 1000, AtLeast(1),                                                                  \
+    "OpenCL targets: the most kernel runs the timing of one candidate may launch over all its repeats: repeat " \
+    "is capped at it and each repeat at max(1, max_device_runs / repeat) runs (with max_repeat), so that a "    \
+    "slow kernel or a long queue of tiny ones cannot hold the worker for minutes (the timeout still applies); " \
+    "profiling events time the device itself, so few runs suffice")                                            \
+  X(double, cooldown_s, 0, AtLeast(0), "pause before each candidate's run, in seconds")                        \
+  X(bool, flush_cache, false, AnyValue(), "overwrite a large buffer before each repeat")                       \
+  X(double, peak_flops, 0, AtLeast(0),                                                                           \
+    "FLOP/s no run can beat (0: derived from the task's hardware parameters, verifier.h); a time below what "  \
+    "the peaks allow, over a margin of 1.5, is implausible")                                                    \
+  X(double, peak_bandwidth, 0, AtLeast(0), "bytes/s no run can beat (0: derived from the task)")               \
+  X(uint64_t, verify_seed, 0, AnyValue(), "seed of the random inputs; the same in every worker")               \
+  X(double, whole_output_work, 2e6, AtLeast(0),                                                                  \
+    "tasks of at most this much work (flop count + output elements) compare every output element, larger "     \
+    "ones num_points sampled points")                                                                           \
+  X(int, num_points, 256, AtLeast(1), "output points compared for tasks above whole_output_work")              \
+  X(FaultInjection, faults, {}, AnyValue(), "shares of candidates that get a fault injected (for tests)")      \
+  X(uint64_t, fault_seed, 0, AnyValue(), "which candidates get the injected faults")
+// clang-format on
+
 // Options of the run phase.
 struct RunnerOptions {
-  double timeout = 10;  // seconds to verify and time one candidate
-  int number = 3;       // runs per repeat (grown to reach min_repeat_ms)
-  int repeat = 1;       // costs per candidate
-  double min_repeat_ms = 100;
-  // The most runs one repeat may grow to while reaching min_repeat_ms.
-  int64_t max_repeat = 1000000;
-  // OpenCL targets: the most kernel runs the timing of one candidate may
-  // launch over all its repeats: `repeat` is capped at it and each repeat at
-  // max(1, max_device_runs / repeat) runs (with max_repeat), so that a slow
-  // kernel or a long queue of tiny ones cannot hold the worker for minutes
-  // (the timeout still applies). Profiling events time the device itself,
-  // so few runs suffice.
-  int64_t max_device_runs = 1000;
-  double cooldown_s = 0;     // pause before each candidate's run
-  bool flush_cache = false;  // overwrite a large buffer before each repeat
-  // Plausibility bounds; 0 derives them from the task (verifier.h).
-  double peak_flops = 0;      // FLOP/s
-  double peak_bandwidth = 0;  // bytes/s
-  VerifyOptions verify;
-  FaultInjection faults;
+  AUTOSCHED_OPTIONS_FIELDS(RunnerOptions, AUTOSCHED_RUNNER_OPTIONS_FIELDS)
+
+  VerifyOptions verify() const { return {verify_seed, whole_output_work, num_points}; }
+  void CheckTogether() const { CheckFields(faults); }
 };
 
 }  // namespace autosched

@@ -88,28 +88,9 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
 }
 
 int WorkerCount(const BuilderOptions& b) {
-  AS_CHECK(b.timeout > 0, "builder timeout must be positive, got " << b.timeout);
-  AS_CHECK(b.n_parallel >= 0, "n_parallel must not be negative, got " << b.n_parallel);
+  CheckFields(b);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return b.n_parallel > 0 ? b.n_parallel : cores;
-}
-
-void CheckRunnerOptions(const RunnerOptions& r) {
-  AS_CHECK(r.timeout > 0, "runner timeout must be positive, got " << r.timeout);
-  AS_CHECK(r.number >= 1, "number must be at least 1, got " << r.number);
-  AS_CHECK(r.repeat >= 1, "repeat must be at least 1, got " << r.repeat);
-  AS_CHECK(r.min_repeat_ms >= 0, "min_repeat_ms must not be negative, got " << r.min_repeat_ms);
-  AS_CHECK(r.max_repeat >= 1, "max_repeat must be at least 1, got " << r.max_repeat);
-  AS_CHECK(r.max_device_runs >= 1, "max_device_runs must be at least 1, got " << r.max_device_runs);
-  AS_CHECK(r.cooldown_s >= 0, "cooldown_s must not be negative, got " << r.cooldown_s);
-  AS_CHECK(r.peak_flops >= 0 && r.peak_bandwidth >= 0, "peak_flops and peak_bandwidth must not be negative");
-  AS_CHECK(r.verify.num_points >= 1, "the verifier needs at least one point, got " << r.verify.num_points);
-  const FaultInjection& f = r.faults;
-  for (double p : {f.wrong_result, f.crash, f.hang, f.zero_time, f.near_zero_time, f.launch_error}) {
-    AS_CHECK(p >= 0 && p <= 1, "injected fault shares must lie in [0, 1], got " << p);
-  }
-  AS_CHECK(f.wrong_result + f.crash + f.hang + f.zero_time + f.near_zero_time + f.launch_error <= 1 + 1e-12,
-           "injected fault shares must add up to at most 1");
 }
 
 }  // namespace
@@ -121,7 +102,7 @@ void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const Plausibility
 
 LocalMeasurer::LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path)
     : builder_(builder),
-      runner_((CheckRunnerOptions(runner), runner)),
+      runner_((CheckFields(runner), runner)),
       worker_path_(worker_path.empty() ? DefaultWorkerPath() : std::move(worker_path)),
       pool_(worker_path_, WorkerCount(builder)) {}
 
@@ -133,18 +114,12 @@ LocalMeasurer::~LocalMeasurer() { pool_.KillAll(); }
 std::string LocalMeasurer::FaultFor(uint64_t sequence) const {
   const FaultInjection& f = runner_.faults;
   if (!f.any()) return "none";
-  uint64_t z = f.seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
+  uint64_t z = runner_.fault_seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z ^= z >> 31;
   double offset = static_cast<double>(z >> 11) / static_cast<double>(1ull << 53);
   double u = std::fmod(offset + static_cast<double>(sequence) * 0.6180339887498949, 1.0);
-  const std::pair<double, const char*> shares[] = {{f.wrong_result, "wrong_result"},
-                                                   {f.crash, "crash"},
-                                                   {f.hang, "hang"},
-                                                   {f.zero_time, "zero_time"},
-                                                   {f.near_zero_time, "near_zero_time"},
-                                                   {f.launch_error, "launch_error"}};
-  for (const auto& [p, name] : shares) {
+  for (const auto& [p, name] : f.Shares()) {
     if (u < p) return name;
     u -= p;
   }
@@ -155,7 +130,7 @@ std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const 
   std::lock_guard<std::mutex> lock(mutex_);
   AS_CHECK(runner_.faults.launch_error == 0 || task.target.kind == TargetKind::OpenCL,
            "the injected fault launch_error needs an OpenCL target, got '" << task.target.str() << "'");
-  const VerifyOptions& v = runner_.verify;
+  const VerifyOptions v = runner_.verify();
   pool_.SetTask(
       {{"cmd", "init"},
        {"task", task.ToJson()},

@@ -12,6 +12,7 @@
 #include "runtime/opencl/opencl_device.h"
 #endif
 #include "support/error.h"
+#include "task/peak.h"
 
 namespace autosched {
 namespace {
@@ -311,7 +312,7 @@ namespace {
 // True when the target's code runs on a CPU: llvm, and OpenCL on a CPU device
 // (PoCL, by family name or as the device the target selects here).
 bool RunsOnCpu(const Target& target) {
-  if (target.kind == TargetKind::LLVM || target.device == "pocl") return true;
+  if (TargetRunsOnCpu(target)) return true;
   if (target.device == "nvidia" || target.device == "mali") return false;
 #ifdef AUTOSCHED_HAS_OPENCL
   try {
@@ -322,31 +323,23 @@ bool RunsOnCpu(const Target& target) {
   return false;
 }
 
-void DeriveCpuPeaks(const HardwareParams& hw, int min_element_bytes, PlausibilityBound* b) {
-  constexpr double kClockHz = 6e9, kFmaUnits = 2, kFlopPerFma = 2, kVectorsPerCycle = 3;
-  double cores = hw.num_cores > 0 ? static_cast<double>(hw.num_cores)
-                                  : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
-  double vector_bytes = static_cast<double>(std::max<int64_t>(hw.vector_unit_bytes, 16));
-  b->peak_flops = cores * kFmaUnits * kFlopPerFma * (vector_bytes / min_element_bytes) * kClockHz;
-  b->peak_bandwidth = std::max(1e12, cores * kVectorsPerCycle * vector_bytes * kClockHz);
-  b->origin = "derived for a CPU of " + std::to_string(static_cast<int64_t>(cores)) + " cores";
+// Memory bandwidth no run can beat: generous, as the FLOP/s of
+// EstimatePeakFlops(kUpperBound) are.
+double CpuBandwidthBound(const HardwareParams& hw) {
+  constexpr double kClockHz = 6e9, kVectorsPerCycle = 3;
+  const double cores = hw.num_cores > 0
+                           ? static_cast<double>(hw.num_cores)
+                           : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  const double vector_bytes = static_cast<double>(std::max<int64_t>(hw.vector_unit_bytes, 16));
+  return std::max(1e12, cores * kVectorsPerCycle * vector_bytes * kClockHz);
 }
 
-void DeriveGpuPeaks(const Target& target, const HardwareParams& hw, int min_element_bytes,
-                    PlausibilityBound* b) {
-  const bool mali = target.device == "mali";
+double GpuBandwidthBound(const Target& target, const HardwareParams& hw) {
+  constexpr double kBytesPerCycle = 256;
   const double units = static_cast<double>(std::max<int64_t>(1, hw.num_cores));
-  const double clock = hw.clock_mhz > 0 ? static_cast<double>(hw.clock_mhz) * 1e6 : (mali ? 1.5e9 : 3e9);
-  // FP32 lanes per compute unit (an NVIDIA SM has 128, an AMD CU 64 issuing
-  // two per cycle, a Mali core fewer); 16-bit data may go twice as fast.
-  const double lanes = (mali ? 64 : 128) * (min_element_bytes <= 2 ? 2 : 1);
-  constexpr double kFlopPerFma = 2, kBytesPerCycle = 256;
-  b->peak_flops = units * lanes * kFlopPerFma * clock;
-  b->peak_bandwidth = units * kBytesPerCycle * clock;
-  std::ostringstream ss;
-  ss << "derived for " << hw.num_cores << " compute units at " << clock * 1e-6 << " MHz"
-     << (hw.clock_mhz > 0 ? "" : " (clock_mhz unknown: assumed)");
-  b->origin = ss.str();
+  const double clock =
+      hw.clock_mhz > 0 ? static_cast<double>(hw.clock_mhz) * 1e6 : (target.device == "mali" ? 1.5e9 : 3e9);
+  return units * kBytesPerCycle * clock;
 }
 
 }  // namespace
@@ -354,22 +347,20 @@ void DeriveGpuPeaks(const Target& target, const HardwareParams& hw, int min_elem
 PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_flops, double peak_bandwidth) {
   PlausibilityBound b;
   b.flop_ct = task.compute_dag.flop_ct();
-  int min_element_bytes = 8;
-  for (const Tensor& t : task.compute_dag.ops())
-    min_element_bytes = std::min(min_element_bytes, t->dtype.bytes());
   for (const Tensor& t : task.compute_dag.tensors()) b.min_bytes += static_cast<double>(TensorBytes(t));
   const HardwareParams& hw = task.hardware_params;
-  if (RunsOnCpu(task.target)) {
-    DeriveCpuPeaks(hw, min_element_bytes, &b);
-  } else {
-    DeriveGpuPeaks(task.target, hw, min_element_bytes, &b);
+  const bool cpu = RunsOnCpu(task.target);
+  // FLOP/s: the one peak estimate of the core (task/peak.h), which takes the
+  // task's peak_gflops when set.
+  const PeakFlops peak = EstimatePeakFlops(task, PeakUse::kUpperBound, cpu);
+  b.peak_flops = peak.flops;
+  b.origin = peak.how;
+  b.peak_bandwidth = cpu ? CpuBandwidthBound(hw) : GpuBandwidthBound(task.target, hw);
+  if (hw.peak_bandwidth_gbs > 0) {
+    b.peak_bandwidth = static_cast<double>(hw.peak_bandwidth_gbs) * 1e9;
+    b.origin += "; bandwidth: the task's hardware parameters (peak_bandwidth_gbs)";
   }
-  // Given peaks replace derived ones: the runner's options first, then the
-  // task's hardware parameters.
-  if (hw.peak_gflops > 0 || hw.peak_bandwidth_gbs > 0)
-    b.origin = "the task's hardware parameters, else " + b.origin;
-  if (hw.peak_gflops > 0) b.peak_flops = static_cast<double>(hw.peak_gflops) * 1e9;
-  if (hw.peak_bandwidth_gbs > 0) b.peak_bandwidth = static_cast<double>(hw.peak_bandwidth_gbs) * 1e9;
+  // The runner's options replace both.
   if (peak_flops > 0 || peak_bandwidth > 0) b.origin = "the runner's options, else " + b.origin;
   if (peak_flops > 0) b.peak_flops = peak_flops;
   if (peak_bandwidth > 0) b.peak_bandwidth = peak_bandwidth;

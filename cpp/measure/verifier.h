@@ -88,11 +88,12 @@ struct PlausibilityBound {
 
 // Peak FLOP/s and bytes/s of the task's hardware. Given values win: the
 // runner's peak_flops / peak_bandwidth (> 0), then the task's
-// HardwareParams::peak_gflops / peak_bandwidth_gbs (> 0); otherwise derived:
+// HardwareParams::peak_gflops / peak_bandwidth_gbs (> 0); otherwise derived
+// (the FLOP/s by EstimatePeakFlops(task, PeakUse::kUpperBound), task/peak.h):
 //  CPU (llvm, and OpenCL on a CPU device: -device=pocl, or a device of this
-//    machine that is not a GPU): num_cores x 2 FMA units x 2 FLOP x lanes x
-//    6 GHz, lanes = vector_unit_bytes / the smallest element size of the DAG;
-//    bandwidth max(1 TB/s, num_cores x 3 vectors per cycle (two loads and a
+//    machine that is not a GPU): num_cores x max(2, fma_units) x 2 FLOP x
+//    lanes x 6 GHz, lanes = vector_unit_bytes / the smallest element size of
+//    the DAG; bandwidth max(1 TB/s, num_cores x 3 vectors per cycle (two loads and a
 //    store from L1) x vector_unit_bytes x 6 GHz), since arguments may sit in
 //    cache between runs.
 //  GPU (other opencl): num_cores (compute units) x lanes per compute unit

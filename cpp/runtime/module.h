@@ -137,6 +137,8 @@ class Module {
   const std::vector<ArgSpec>& args() const { return args_; }
   double compile_seconds() const { return compile_seconds_; }
   const std::string& cannot_run() const { return cannot_run_; }
+  // The backend's kernel (null where cannot_run is set); export reads it.
+  const std::shared_ptr<Kernel>& kernel() const { return kernel_; }
 
   // Checks the arguments, then runs the kernel; results are written in place.
   void Call(const std::vector<CallArg>& args) const;

@@ -4,11 +4,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "task/host_cpu.h"
 
 namespace autosched {
 namespace {
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Set while this thread runs a chunk, so nested parallel loops run serially.
 thread_local bool in_parallel_chunk = false;
 
@@ -20,6 +29,27 @@ std::pair<int64_t, int64_t> ChunkRange(int64_t n, int chunks, int index) {
 }
 }  // namespace
 
+namespace {
+// Polls `done` until it is true or kSpinMicroseconds have passed; returns
+// whether it became true. After the first few microseconds each poll yields
+// the core, so a thread the spinner waits for that shares its core (a
+// loaded or oversubscribed machine) gets to run.
+template <typename Done>
+bool SpinUntil(const Done& done) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto yield_after = start + std::chrono::microseconds(20);
+  const auto deadline = start + std::chrono::microseconds(ThreadPool::kSpinMicroseconds);
+  while (!done()) {
+    for (int i = 0; i < 64; ++i) CpuRelax();
+    if (done()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now >= yield_after) std::this_thread::yield();
+  }
+  return true;
+}
+}  // namespace
+
 ThreadPool::ThreadPool(int num_workers) {
   for (int i = 0; i < num_workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
@@ -27,7 +57,7 @@ ThreadPool::ThreadPool(int num_workers) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true);
   }
   start_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -64,23 +94,30 @@ ThreadPool& ThreadPool::Global() {
 
 void ThreadPool::WorkerLoop(int worker_index) {
   uint64_t seen = 0;
+  auto has_news = [&] {
+    return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+  };
   while (true) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    if (stopping_) return;
-    seen = generation_;
-    int chunk = worker_index + 1;  // chunk 0 is the caller's
+    if (!SpinUntil(has_news)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ++sleeping_workers_;
+      start_cv_.wait(lock, has_news);
+      --sleeping_workers_;
+    }
+    if (stopping_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const int chunk = worker_index + 1;  // chunk 0 is the caller's
     if (chunk >= num_chunks_) continue;
-    const auto* job = job_;
-    int64_t total = total_;
-    int chunks = num_chunks_;
-    lock.unlock();
-    auto [begin, end] = ChunkRange(total, chunks, chunk);
+    auto [begin, end] = ChunkRange(total_, num_chunks_, chunk);
     in_parallel_chunk = true;
-    (*job)(begin, end);
+    (*job_)(begin, end);
     in_parallel_chunk = false;
-    lock.lock();
-    if (--pending_ == 0) done_cv_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be asleep: take the lock so the wake-up cannot fall
+      // between its check and its wait.
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      done_cv_.notify_one();
+    }
   }
 }
 
@@ -93,21 +130,26 @@ void ThreadPool::ParallelFor(int64_t n, int num_tasks, const std::function<void(
     return;
   }
   std::lock_guard<std::mutex> job_lock(job_mutex_);
+  job_ = &fn;
+  total_ = n;
+  num_chunks_ = chunks;
+  pending_.store(chunks - 1, std::memory_order_relaxed);
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    total_ = n;
-    num_chunks_ = chunks;
-    pending_ = chunks - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    wake = sleeping_workers_ > 0;
   }
-  start_cv_.notify_all();
+  if (wake) start_cv_.notify_all();
   auto [begin, end] = ChunkRange(n, chunks, 0);
   in_parallel_chunk = true;
   fn(begin, end);
   in_parallel_chunk = false;
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(done)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, done);
+  }
   job_ = nullptr;
 }
 

@@ -9,8 +9,16 @@
 // from inside a running chunk (a nested parallel loop) runs serially on the
 // calling thread: pools never nest. A child process started by fork() gets a
 // pool of its own on first use (the parent's workers do not exist there).
+//
+// Waking a sleeping thread costs tens of microseconds on a VM, as much as a
+// small kernel's whole run, so threads spin before they sleep: a worker that
+// finished a chunk polls for the next job, and the caller polls for the
+// workers' chunks, for up to kSpinMicroseconds each; then they block on a
+// condition variable. Back-to-back kernels (a network, a timing loop) thus
+// start without a wake-up; an idle pool sleeps.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -22,6 +30,8 @@ namespace autosched {
 
 class ThreadPool {
  public:
+  static constexpr int64_t kSpinMicroseconds = 1000;
+
   explicit ThreadPool(int num_workers);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -43,14 +53,19 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   std::mutex job_mutex_;  // one job at a time
+  // Guards the sleeping side: a change of generation_ or stopping_ and the
+  // wake-ups are made under it, so no sleeper misses one.
   std::mutex mutex_;
   std::condition_variable start_cv_, done_cv_;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
-  int pending_ = 0;
+  // The job: written before generation_ is raised (release), read after a
+  // worker sees the new generation (acquire).
   int num_chunks_ = 0;
   int64_t total_ = 0;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> pending_{0};  // workers' chunks not finished
+  std::atomic<int> sleeping_workers_{0};
 };
 
 }  // namespace autosched

@@ -60,20 +60,28 @@ class BestHeap {
   std::unordered_set<std::string> kept_;
 };
 
-// Scores every state, asking the model once per distinct state.
+// Scores every state, asking the model once per distinct state (with the
+// function it lowered to, where known).
 std::vector<double> ScorePopulation(const SketchContext& ctx, const std::vector<State>& pop,
+                                    const std::vector<LoweredPtr>& lowered,
                                     const std::vector<std::string>& keys, CostModel* model,
                                     EvolutionStats* stats) {
   std::unordered_map<std::string, size_t> slot;
   std::vector<State> distinct;
+  std::vector<LoweredPtr> distinct_lowered;
   std::vector<size_t> index(pop.size());
   for (size_t i = 0; i < pop.size(); ++i) {
     auto [it, fresh] = slot.emplace(keys[i], distinct.size());
-    if (fresh) distinct.push_back(pop[i]);
+    if (fresh) {
+      distinct.push_back(pop[i]);
+      distinct_lowered.push_back(lowered[i]);
+    } else if (!distinct_lowered[it->second]) {
+      distinct_lowered[it->second] = lowered[i];
+    }
     index[i] = it->second;
   }
   const auto start = Clock::now();
-  std::vector<double> distinct_scores = model->Predict(ctx.task, distinct);
+  std::vector<double> distinct_scores = model->PredictLowered(ctx.task, distinct, distinct_lowered);
   stats->cost_model_seconds += SecondsSince(start);
   AS_ICHECK(distinct_scores.size() == distinct.size());
   stats->scored += static_cast<int64_t>(distinct.size());
@@ -92,6 +100,7 @@ size_t Choose(const std::vector<double>& cumulative, std::mt19937* rng) {
 // What one slot of the next generation got.
 struct Slot {
   State state;
+  LoweredPtr lowered;
   bool mutated = false;
   int attempts = 0;
   std::vector<std::pair<std::string, std::string>> failures;  // (reason, message)
@@ -99,42 +108,52 @@ struct Slot {
 
 constexpr int kTriesPerSlot = 4;
 
-Slot BreedSlot(const SketchContext& ctx, const std::vector<State>& pop, const std::vector<double>& cumulative,
+Slot BreedSlot(const SketchContext& ctx, const std::vector<State>& pop,
+               const std::vector<LoweredPtr>& lowered, const std::vector<double>& cumulative,
                const MutationRuleList& rules, std::mt19937* rng) {
-  Slot slot{pop[Choose(cumulative, rng)], false, 0, {}};
+  size_t parent = Choose(cumulative, rng);
+  Slot slot{pop[parent], lowered[parent], false, 0, {}};
   for (int t = 0; t < kTriesPerSlot; ++t) {
-    const State& parent = t == 0 ? slot.state : pop[Choose(cumulative, rng)];
+    if (t > 0) parent = Choose(cumulative, rng);
     if (RandomUnit(rng) >= ctx.params.evolutionary_search_mutation_prob) {
-      slot.state = parent;
+      slot.state = pop[parent];
+      slot.lowered = lowered[parent];
       return slot;
     }
     ++slot.attempts;
-    MutationResult r = MutateState(ctx, parent, rules, rng);
+    MutationResult r = MutateState(ctx, pop[parent], rules, rng);
     if (r.state) {
       slot.state = std::move(*r.state);
+      slot.lowered = std::move(r.lowered);
       slot.mutated = true;
       return slot;
     }
     slot.failures.emplace_back(r.failure, r.message);
-    slot.state = parent;
+    slot.state = pop[parent];
+    slot.lowered = lowered[parent];
   }
   return slot;  // a copy of the last parent
 }
 
+// The next generation; *lowered (what each state of `pop` lowers to) becomes
+// that of the next.
 std::vector<State> Breed(const SketchContext& ctx, const std::vector<State>& pop,
-                         const std::vector<double>& weights, const MutationRuleList& rules, uint64_t seed,
-                         int generation, EvolutionStats* stats) {
+                         std::vector<LoweredPtr>* lowered, const std::vector<double>& weights,
+                         const MutationRuleList& rules, uint64_t seed, int generation,
+                         EvolutionStats* stats) {
   std::vector<double> cumulative(weights.size());
   std::partial_sum(weights.begin(), weights.end(), cumulative.begin());
   const int64_t size = std::max<int64_t>(1, ctx.params.evolutionary_search_population);
-  std::vector<Slot> slots(size, Slot{pop.front(), false, 0, {}});
+  std::vector<Slot> slots(size, Slot{pop.front(), nullptr, false, 0, {}});
   RunParallel(size, static_cast<int>(ctx.params.num_threads), [&](int64_t i) {
     std::mt19937 rng = RngFor(seed, static_cast<uint64_t>(generation), static_cast<uint64_t>(i));
-    slots[i] = BreedSlot(ctx, pop, cumulative, rules, &rng);
+    slots[i] = BreedSlot(ctx, pop, *lowered, cumulative, rules, &rng);
   });
   std::vector<State> next;
   next.reserve(size);
+  lowered->clear();
   for (Slot& s : slots) {
+    lowered->push_back(std::move(s.lowered));
     stats->attempts += s.attempts;
     (s.mutated ? stats->mutated : stats->copied) += 1;
     for (auto& [reason, message] : s.failures) {
@@ -170,11 +189,14 @@ std::vector<double> SelectionWeights(const std::vector<double>& scores) {
 std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vector<State>& init_population,
                                       int num_out, CostModel* model,
                                       const std::unordered_set<std::string>& measured,
-                                      const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats) {
+                                      const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats,
+                                      const std::vector<LoweredPtr>& init_lowered) {
   AS_CHECK(num_out >= 1, "the evolutionary search needs to return at least 1 state, got " << num_out);
   AS_ICHECK(model != nullptr && stats != nullptr);
   BestHeap heap(static_cast<size_t>(num_out), measured);
   std::vector<State> pop = init_population;
+  std::vector<LoweredPtr> lowered = init_lowered;
+  lowered.resize(pop.size());
   const int64_t num_iters = std::max<int64_t>(0, ctx.params.evolutionary_search_num_iters);
   for (int k = 0; k <= num_iters && !pop.empty(); ++k) {
     auto start = Clock::now();
@@ -182,7 +204,7 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
     RunParallel(static_cast<int64_t>(pop.size()), static_cast<int>(ctx.params.num_threads),
                 [&](int64_t i) { keys[i] = StateKey(pop[i]); });
     stats->search_seconds += SecondsSince(start);
-    const std::vector<double> scores = ScorePopulation(ctx, pop, keys, model, stats);
+    const std::vector<double> scores = ScorePopulation(ctx, pop, lowered, keys, model, stats);
     ++stats->generations;
     for (size_t i = 0; i < pop.size(); ++i) {
       heap.Offer(scores[i], keys[i], pop[i]);
@@ -192,7 +214,7 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
     const std::vector<double> weights = SelectionWeights(scores);
     if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
     start = Clock::now();
-    pop = Breed(ctx, pop, weights, rules, seed, k, stats);
+    pop = Breed(ctx, pop, &lowered, weights, rules, seed, k, stats);
     stats->search_seconds += SecondsSince(start);
   }
   return heap.BestFirst();

@@ -265,6 +265,18 @@ class VectorizeRule : public InitRule {
           continue;
         }
       }
+      if (tiled && cpu && IsWindowStage(s, id) && st.num_iters() > 0) {
+        // A window stage (pooling) split by window-vectorize: its innermost
+        // spatial part is vectorized whole (the window loops sit above it),
+        // primes included: the lowering splits any extent into vectors.
+        const int last = st.num_iters() - 1;
+        const Iterator& it = st.iter(last);
+        if (it.kind == IteratorKind::Spatial && it.annotation == IteratorAnnotation::None &&
+            !HasAttached(s, id, st.leaves[last]) && it.extent >= 2 && it.extent <= kMaxVectorLanes) {
+          s = s.Annotate(id, last, IteratorAnnotation::Vectorize);
+          continue;
+        }
+      }
       // The innermost loop of another tiled stage (a cache write's copy, a
       // fused consumer) that holds whole vectors of a block's row.
       const int64_t lanes = std::max<int64_t>(1, ctx.task.hardware_params.vector_unit_bytes / bytes);
@@ -299,9 +311,10 @@ class VectorizeRule : public InitRule {
 };
 
 // One attempt: a random sketch through every init rule, then the checks.
-// Returns the drop reason ("" when the state is kept) and sets *message.
+// Returns the drop reason ("" when the state is kept) and sets *message; a
+// kept state comes with the function it lowered to.
 std::string TryOne(const SketchContext& ctx, const std::vector<State>& sketches, const InitRuleList& rules,
-                   std::mt19937* rng, State* out, std::string* message) {
+                   std::mt19937* rng, State* out, LoweredPtr* lowered, std::string* message) {
   State s = sketches[RandomIndex(rng, static_cast<int64_t>(sketches.size()))];
   std::string phase;
   try {
@@ -312,10 +325,11 @@ std::string TryOne(const SketchContext& ctx, const std::vector<State>& sketches,
     phase = "infer_bound";
     InferBound(s);
     phase = "lower";
-    const LoweredFunc f = Lower(s);
+    auto f = std::make_shared<const LoweredFunc>(Lower(s));
     // GPU tasks: code generation and the device's limits ("codegen", "device_limits").
-    phase = CheckGpuState(ctx, s, f, message);
+    phase = CheckGpuState(ctx, s, *f, message);
     if (!phase.empty()) return phase;
+    *lowered = std::move(f);
   } catch (const std::exception& e) {
     *message = e.what();
     return phase;
@@ -352,45 +366,19 @@ InitRuleList DefaultCpuInitRules() {
   return {MakeFillTileSizeRule(), MakeParallelRule(), MakeUnrollRule(), MakeVectorizeRule()};
 }
 
-InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<State>& sketches, int n,
-                                    std::mt19937* rng, const SearchParams& params,
-                                    const InitRuleList& rules) {
-  AS_CHECK(n >= 1, "the initial population needs a size of at least 1, got " << n);
-  AS_CHECK(!sketches.empty(),
-           "no sketch to sample the initial population of task '" << task.desc << "' from");
-  const SketchContext ctx{task, params};
-  InitPopulation pop;
-  std::unordered_set<std::string> seen;
-  const int64_t attempts =
-      static_cast<int64_t>(n) * std::max<int64_t>(1, params.sample_init_attempts_per_state);
-  for (int64_t a = 0; a < attempts && static_cast<int>(pop.states.size()) < n; ++a) {
-    State s(task.compute_dag);
-    std::string message;
-    std::string reason = TryOne(ctx, sketches, rules, rng, &s, &message);
-    if (reason.empty() && !seen.insert(s.ToJson().dump()).second) reason = "duplicate";
-    if (reason.empty()) {
-      pop.states.push_back(s);
-      continue;
-    }
-    ++pop.drops[reason];
-    if (!message.empty()) pop.drop_messages.emplace(reason, message);
-  }
-  return pop;
-}
-
 namespace {
 
 struct Attempt {
   State state;
+  LoweredPtr lowered;
   std::string reason;  // "" when kept
   std::string message;
 };
 
 }  // namespace
 
-InitPopulation SampleInitPopulationParallel(const SearchTask& task, const std::vector<State>& sketches, int n,
-                                            uint64_t seed, const SearchParams& params,
-                                            const InitRuleList& rules) {
+InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<State>& sketches, int n,
+                                    uint64_t seed, const SearchParams& params, const InitRuleList& rules) {
   AS_CHECK(n >= 1, "the initial population needs a size of at least 1, got " << n);
   AS_CHECK(!sketches.empty(),
            "no sketch to sample the initial population of task '" << task.desc << "' from");
@@ -405,10 +393,11 @@ InitPopulation SampleInitPopulationParallel(const SearchTask& task, const std::v
     // attempt order.
     const int64_t batch =
         std::min(max_attempts - done, std::max<int64_t>(16, n - static_cast<int64_t>(pop.states.size())));
-    std::vector<Attempt> tries(batch, Attempt{State(task.compute_dag), "", ""});
+    std::vector<Attempt> tries(batch, Attempt{State(task.compute_dag), nullptr, "", ""});
     RunParallel(batch, static_cast<int>(params.num_threads), [&](int64_t i) {
       std::mt19937 rng = RngFor(seed, static_cast<uint64_t>(done + i));
-      tries[i].reason = TryOne(ctx, sketches, rules, &rng, &tries[i].state, &tries[i].message);
+      tries[i].reason =
+          TryOne(ctx, sketches, rules, &rng, &tries[i].state, &tries[i].lowered, &tries[i].message);
     });
     done += batch;
     for (Attempt& a : tries) {
@@ -416,6 +405,7 @@ InitPopulation SampleInitPopulationParallel(const SearchTask& task, const std::v
       if (a.reason.empty() && !seen.insert(StateKey(a.state)).second) a.reason = "duplicate";
       if (a.reason.empty()) {
         pop.states.push_back(std::move(a.state));
+        pop.lowered.push_back(std::move(a.lowered));
         continue;
       }
       ++pop.drops[a.reason];

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "lower/stmt.h"
 #include "schedule/state.h"
 #include "search/sketch_rules.h"
 
@@ -58,6 +59,9 @@ std::vector<int64_t> SampleSplitLengths(int64_t extent, int n, int64_t max_inner
 
 struct InitPopulation {
   std::vector<State> states;
+  // What each state lowers to, beside it: the check lowered it, and the cost
+  // model's features read it from here.
+  std::vector<LoweredPtr> lowered;
   // Dropped attempts per reason: an init rule's name (it threw), "infer_bound",
   // "lower", or "duplicate" (a state already in the population).
   std::map<std::string, int64_t> drops;
@@ -66,17 +70,13 @@ struct InitPopulation {
 };
 
 // Up to n distinct states from random sketches (at most
-// n * params.sample_init_attempts_per_state attempts). Throws Error when n < 1
-// or there is no sketch.
+// n * params.sample_init_attempts_per_state attempts), on params.num_threads
+// threads (0: all cores): attempt a draws from its own generator, seeded from
+// (seed, a), and states are kept in attempt order, so a seed gives the same
+// population with any number of threads, one included. Throws Error when
+// n < 1 or there is no sketch.
 InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<State>& sketches, int n,
-                                    std::mt19937* rng, const SearchParams& params = {},
+                                    uint64_t seed, const SearchParams& params = {},
                                     const InitRuleList& rules = DefaultCpuInitRules());
-
-// The same on all cores (params.num_threads): attempt a draws from its own
-// generator, seeded from (seed, a), and states are kept in attempt order, so
-// a seed gives the same population with any number of threads.
-InitPopulation SampleInitPopulationParallel(const SearchTask& task, const std::vector<State>& sketches, int n,
-                                            uint64_t seed, const SearchParams& params = {},
-                                            const InitRuleList& rules = DefaultCpuInitRules());
 
 }  // namespace autosched

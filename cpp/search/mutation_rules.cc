@@ -384,7 +384,7 @@ MutationRuleList DefaultCpuMutationRules() {
 
 namespace {
 
-std::string CheckStateLowering(const State& state, std::string* message, LoweredFunc* lowered) {
+std::string CheckStateLowering(const State& state, std::string* message, LoweredPtr* lowered) {
   std::string phase = "infer_bound";
   try {
     const State bounded = InferBound(state);
@@ -395,7 +395,7 @@ std::string CheckStateLowering(const State& state, std::string* message, Lowered
       return phase;
     }
     phase = "lower";
-    *lowered = Lower(state);
+    *lowered = std::make_shared<const LoweredFunc>(Lower(state));
   } catch (const std::exception& e) {
     *message = e.what();
     return phase;
@@ -406,7 +406,7 @@ std::string CheckStateLowering(const State& state, std::string* message, Lowered
 }  // namespace
 
 std::string CheckState(const State& state, std::string* message) {
-  LoweredFunc lowered;
+  LoweredPtr lowered;
   return CheckStateLowering(state, message, &lowered);
 }
 
@@ -453,15 +453,16 @@ MutationResult MutateState(const SketchContext& ctx, const State& state, const M
     out.failure = rule.name() + ": nothing";
     return out;
   }
-  LoweredFunc lowered;
+  LoweredPtr lowered;
   std::string check = CheckStateLowering(*mutated, &out.message, &lowered);
   // GPU tasks: code generation and the device's limits, as for sampled states.
-  if (check.empty()) check = CheckGpuState(ctx, *mutated, lowered, &out.message);
+  if (check.empty()) check = CheckGpuState(ctx, *mutated, *lowered, &out.message);
   if (!check.empty()) {
     out.failure = rule.name() + ": " + check;
     return out;
   }
   out.state = std::move(mutated);
+  out.lowered = std::move(lowered);
   return out;
 }
 

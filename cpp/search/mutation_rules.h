@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "lower/stmt.h"
 #include "schedule/state.h"
 #include "search/sketch_rules.h"
 
@@ -70,6 +71,7 @@ std::shared_ptr<const MutationRule> MakeMutateParallelRule();
 //   lower        lowering failed
 struct MutationResult {
   std::optional<State> state;
+  LoweredPtr lowered;   // what the state lowers to (its check lowered it)
   std::string failure;  // empty on success
   std::string message;  // the error's message, when there was one
 };

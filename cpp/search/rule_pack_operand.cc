@@ -131,8 +131,114 @@ class PackOperandRule : public SketchRule {
   }
 };
 
+// ---- pack-conv-layout ----
+
+// A convolution over channels whose channel axis is not innermost in its
+// data (NCHW): the data is packed into channel blocks (NCHW[x]c: the block
+// index outermost, x channels innermost) and the weights into blocks of
+// input and output channels (OIHW[x]i[y]o), so that a block of channels is
+// contiguous in both. x = y = the vector lanes.
+struct ConvLayout {
+  int data_stage = -1, data_axis = -1;  // the data's channel dimension
+  int weight_stage = -1, in_axis = -1;  // the weights' input-channel dimension
+  int out_axis = -1;                    // ... and output-channel dimension
+  int64_t lanes = 1;
+};
+
+bool IsVar(const Expr& e, const VarNode* v) { return e.as<VarNode>() == v; }
+
+std::optional<ConvLayout> FindConvLayout(const SketchContext& ctx, const State& s, int stage_id) {
+  const Stage& st = s.stage(stage_id);
+  const TensorNode& op = *st.op.get();
+  if (op.axis.empty() || op.reduce_axis.empty()) return std::nullopt;
+  const TensorLoadNode* data = nullptr;
+  const TensorLoadNode* weight = nullptr;
+  const VarNode* channel = nullptr;  // the reduce axis over input channels
+  int data_axis = -1;
+  PostOrderVisit(op.body, [&](const Expr& x) {
+    const auto* load = x.as<TensorLoadNode>();
+    if (load == nullptr) return;
+    const int rank = static_cast<int>(load->indices.size());
+    bool windowed = false;
+    for (const Expr& idx : load->indices) {
+      bool spatial = false, reduce = false;
+      for (const IterVar& a : op.axis) spatial = spatial || UsesVar(idx, a.var_node());
+      for (const IterVar& r : op.reduce_axis) reduce = reduce || UsesVar(idx, r.var_node());
+      windowed = windowed || (spatial && reduce);
+    }
+    if (windowed && data == nullptr) {
+      for (int d = 0; d + 1 < rank; ++d) {  // the channel dimension, not the innermost one
+        for (const IterVar& r : op.reduce_axis) {
+          if (IsVar(load->indices[d], r.var_node())) {
+            data = load, data_axis = d, channel = r.var_node();
+          }
+        }
+      }
+    } else if (!windowed) {
+      weight = weight == nullptr ? load : weight;
+    }
+  });
+  if (data == nullptr || weight == nullptr || data->tensor.get() == weight->tensor.get()) return std::nullopt;
+  ConvLayout layout;
+  const int rank = static_cast<int>(weight->indices.size());
+  for (int d = 0; d < rank; ++d) {
+    if (IsVar(weight->indices[d], channel)) layout.in_axis = d;
+    for (const IterVar& a : op.axis) {
+      if (IsVar(weight->indices[d], a.var_node())) layout.out_axis = d;
+    }
+  }
+  if (layout.in_axis < 0 || layout.out_axis < 0 || layout.out_axis > layout.in_axis) return std::nullopt;
+  layout.lanes = PackLanes(ctx, data->tensor->dtype);
+  const int64_t channels = data->tensor->shape[data_axis];
+  if (channels < 2 * layout.lanes || weight->tensor->shape[layout.out_axis] < 2 * layout.lanes)
+    return std::nullopt;
+  layout.data_stage = StageOfTensor(s, data->tensor.get());
+  layout.weight_stage = StageOfTensor(s, weight->tensor.get());
+  layout.data_axis = data_axis;
+  for (int t : {layout.data_stage, layout.weight_stage}) {
+    if (t < 0 || s.stage(t).loc == ComputeLocKind::Inlined) return std::nullopt;
+  }
+  return layout;
+}
+
+class PackConvLayoutRule : public SketchRule {
+ public:
+  std::string name() const override { return "pack-conv-layout"; }
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (!NeedsMultiLevelTiling(s, stage_id) || IsCacheWriteStage(s, stage_id)) return Condition::Skip;
+    return FindConvLayout(ctx, s, stage_id) ? Condition::Apply : Condition::Skip;
+  }
+  // Three packs: the data by its channels, the weights by their input
+  // channels, then that copy by its output channels (which the first weight
+  // pack left in place: the input block index went outermost), the middle
+  // copy and a computed (padded) data stage inlined into their packs. The
+  // stage is visited again in the packed sketch.
+  Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
+    const std::optional<ConvLayout> c = FindConvLayout(ctx, s, stage_id);
+    AS_CHECK(c.has_value(),
+             "pack-conv-layout: stage '" << s.stage(stage_id).name() << "' is not a convolution");
+    const std::string name = s.stage(stage_id).name();
+    const std::string weight_name = s.stage(c->weight_stage).name();
+    State r = s.Apply(PackLayoutStep{c->data_stage, {stage_id}, c->data_axis, c->lanes});
+    r = r.Apply(PackLayoutStep{r.StageIndex(weight_name), {r.StageIndex(name)}, c->in_axis, c->lanes});
+    const int out_axis = c->out_axis + 1;  // after the input-block index, now outermost
+    const std::string half_packed = weight_name + ".pack";
+    r = r.Apply(PackLayoutStep{r.StageIndex(half_packed), {r.StageIndex(name)}, out_axis, c->lanes});
+    // The half-packed copy is only read by the second pack: no pass of its own.
+    r = r.ComputeInline(r.StageIndex(half_packed));
+    // A computed data stage (the padding) is folded into its pack likewise.
+    const Stage& data = s.stage(c->data_stage);
+    if (!data.is_placeholder() && data.op->reduce_axis.empty())
+      r = r.ComputeInline(r.StageIndex(data.name()));
+    return {{r, r.StageIndex(name)}};
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<const SketchRule> MakePackOperandRule() { return std::make_shared<PackOperandRule>(); }
+std::shared_ptr<const SketchRule> MakePackConvLayoutRule() { return std::make_shared<PackConvLayoutRule>(); }
 
 }  // namespace autosched

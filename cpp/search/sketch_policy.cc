@@ -55,6 +55,7 @@ SketchPolicy::SketchPolicy(SearchTask task, std::shared_ptr<CostModel> cost_mode
       mutation_rules_(DefaultMutationRules(task_)),
       cost_model_(std::move(cost_model)) {
   AS_CHECK(cost_model_ != nullptr, "the sketch policy needs a cost model");
+  CheckFields(params_);
 }
 
 namespace {
@@ -155,9 +156,7 @@ std::vector<State> SketchPolicy::GenerateSketches() {
 }
 
 InitPopulation SketchPolicy::SampleInitPopulation(int n, uint32_t seed) {
-  std::vector<State> sketches = GenerateSketches();
-  std::mt19937 rng(seed);
-  return autosched::SampleInitPopulation(task_, sketches, n, &rng, params_, init_rules_);
+  return autosched::SampleInitPopulation(task_, GenerateSketches(), n, seed, params_, init_rules_);
 }
 
 // ---- search rounds ----
@@ -195,8 +194,10 @@ const ExpertSchedule& SketchPolicy::Expert() {
 }
 
 // Random states from the sketches (at least sample_init_min_population, up
-// to the population size), the expert schedule, and the best measured states.
-std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_states) {
+// to the population size), the expert schedule, and the best measured states;
+// *lowered holds what the random states lower to (their check lowered them).
+std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_states,
+                                                   std::vector<LoweredPtr>* lowered) {
   const auto start = Clock::now();
   const int64_t population = std::max<int64_t>(1, params_.evolutionary_search_population);
   const int64_t use_measured = std::min(
@@ -206,11 +207,12 @@ std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_st
       std::max<int64_t>(std::max<int64_t>(1, params_.sample_init_min_population), population - use_measured);
   std::vector<State> pop;
   if (!Sketches().empty()) {
-    InitPopulation sampled = SampleInitPopulationParallel(task_, Sketches(), static_cast<int>(num_random),
-                                                          SeedFor(seed_, rounds_, 1), params_, init_rules_);
+    InitPopulation sampled = autosched::SampleInitPopulation(
+        task_, Sketches(), static_cast<int>(num_random), SeedFor(seed_, rounds_, 1), params_, init_rules_);
     last_round_.sampled += static_cast<int64_t>(sampled.states.size());
     for (const auto& [reason, count] : sampled.drops) last_round_.sample_drops[reason] += count;
     pop = std::move(sampled.states);
+    *lowered = std::move(sampled.lowered);
   }
   *random_states = pop;
   if (!Sketches().empty() && Expert().state) pop.push_back(*Expert().state);
@@ -252,11 +254,12 @@ std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
     ++rounds_;
     ++last_round_.tries;
     std::vector<State> random_states;
-    const std::vector<State> init = InitialPopulation(&random_states);
+    std::vector<LoweredPtr> lowered;
+    const std::vector<State> init = InitialPopulation(&random_states, &lowered);
     std::vector<State> best;
     if (!init.empty()) {
       best = EvolutionarySearch(ctx, init, 2 * num_measure, cost_model_.get(), measured_keys_,
-                                mutation_rules_, SeedFor(seed_, rounds_, 2), &last_round_.evolution);
+                                mutation_rules_, SeedFor(seed_, rounds_, 2), &last_round_.evolution, lowered);
     }
     std::mt19937 rng = RngFor(seed_, rounds_, 3);
     Shuffle(&random_states, &rng);

@@ -117,7 +117,7 @@ class SketchPolicy {
   void CheckRuleResults(const SketchRule& rule, const State& state, int stage_id,
                         const std::vector<std::pair<State, int>>& results) const;
   const std::vector<State>& Sketches();
-  std::vector<State> InitialPopulation(std::vector<State>* random_states);
+  std::vector<State> InitialPopulation(std::vector<State>* random_states, std::vector<LoweredPtr>* lowered);
   std::vector<State> PickEpsGreedy(const std::vector<State>& best, const std::vector<State>& random,
                                    int num_measure);
 

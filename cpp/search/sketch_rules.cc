@@ -285,10 +285,17 @@ std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule(bool gpu) {
 std::shared_ptr<const SketchRule> MakeSkipStageRule() { return std::make_shared<SkipStageRule>(); }
 
 SketchRuleList DefaultCpuSketchRules() {
-  return {MakeAlwaysInlineRule(),     MakeSimplifyComputeWithConstTensorRule(),
-          MakeAddRfactorRule(),       MakePackOperandRule(),
-          MakeAddCacheWriteRule(),    MakeMultiLevelTilingWithFusionRule(),
-          MakeMultiLevelTilingRule(), MakeSkipStageRule()};
+  return {MakeAlwaysInlineRule(),
+          MakeSimplifyComputeWithConstTensorRule(),
+          MakeInlineWindowPaddingRule(),
+          MakeAddRfactorRule(),
+          MakePackOperandRule(),
+          MakePackConvLayoutRule(),
+          MakeAddCacheWriteRule(),
+          MakeMultiLevelTilingWithFusionRule(),
+          MakeMultiLevelTilingRule(),
+          MakeWindowVectorizeRule(),
+          MakeSkipStageRule()};
 }
 
 bool IsGpuTask(const SearchTask& task) { return task.target.kind == TargetKind::OpenCL; }

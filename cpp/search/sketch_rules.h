@@ -14,15 +14,24 @@
 // The CPU list, in order (DefaultCpuSketchRules):
 //   always-inline                     strictly inlineable element-wise stage: inline it
 //   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
+//   inline-window-padding             a window stage (depthwise, pooling) reading a padding
+//                                     stage: also a sketch with the padding inlined
+//                                     (rule_window_ops.cc)
 //   add-rfactor                       a reduction with little spatial parallelism: fuse its
 //                                     reduce axes, split, factor a part
 //   pack-operand                      a tiled stage streams an operand with a large stride (the
 //                                     B of a matmul) or across rows (a dense layer's weight):
 //                                     also a sketch reading a packed copy (rule_pack_operand.cc)
+//   pack-conv-layout                  a convolution over channels not innermost in its data
+//                                     (NCHW): also a sketch with the data packed NCHW[x]c and
+//                                     the weights OIHW[x]i[y]o (rule_pack_operand.cc)
 //   add-cache-write                   multi-level tiling: compute into a "local" stage, copy
 //                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
 //   multi-level-tiling                tile "SSRSRS"
+//   window-vectorize                  a window stage not tiled (pooling): also a sketch with
+//                                     the window loops unrolled above the innermost axis's
+//                                     inner part (vectorized by the init rules)
 //   skip-stage                        leave the stage as it is
 // Custom rules (SketchPolicy::PreloadSketchRule, e.g. rules written in
 // Python) go first in the list, in the order they were added.
@@ -83,6 +92,12 @@ std::shared_ptr<const SketchRule> MakeSimplifyComputeWithConstTensorRule();
 bool ReadsConstTensor(const Stage& st);
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
+std::shared_ptr<const SketchRule> MakePackConvLayoutRule();
+// rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
+std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
+std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();
+// Whether the stage reduces over a small sliding window only (depthwise, pooling).
+bool IsWindowStage(const State& s, int stage_id);
 // gpu: the GPU variants (gpu_rules.h): cache write only without an element-wise
 // consumer and ApplyAndSkipRest; tiling by gpu_tiling_structure; fusion at level 3 only.
 std::shared_ptr<const SketchRule> MakeAddCacheWriteRule(bool gpu = false);

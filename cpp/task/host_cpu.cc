@@ -215,31 +215,78 @@ const CpuSpec& HostCpu() {
   return host;
 }
 
+std::vector<std::string> HostDetectableFeatures() {
+#ifdef AUTOSCHED_HAS_LLVM
+  std::vector<std::string> names;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) names.push_back(f.first().str());
+  std::sort(names.begin(), names.end());
+  return names;
+#else
+  return ProcCpuinfoFeatures();
+#endif
+}
+
 CpuSpec ResolveCpu(const std::string& mcpu, const std::string& mattr, bool host_check) {
   CheckMattrSyntax(mattr);
   if ((mcpu.empty() || mcpu == "native" || mcpu == "host") && mattr.empty()) return HostCpu();
   return Resolve(mcpu, mattr, host_check);
 }
 
-void CheckTripleMatchesHost(const std::string& text) {
+bool IsForeignTriple(const std::string& text) {
 #ifdef AUTOSCHED_HAS_LLVM
   llvm::Triple given(llvm::Triple::normalize(text));
   llvm::Triple host(llvm::sys::getProcessTriple());
   AS_CHECK(given.getArch() != llvm::Triple::UnknownArch,
            "-mtriple=" << text << " names no architecture that LLVM knows");
-  AS_CHECK(given.getArch() == host.getArch(),
-           "-mtriple=" << text << " names the architecture " << given.getArchName().str()
-                       << ", but kernels are compiled to run in this process on " << host.getArchName().str()
-                       << " (" << host.str() << "): building for another architecture is not supported");
+  if (given.getArch() != host.getArch()) return true;
   AS_CHECK(given.getOS() == host.getOS() || given.getOS() == llvm::Triple::UnknownOS,
            "-mtriple=" << text << " names the operating system " << given.getOSName().str()
-                       << ", but kernels are compiled to run in this process on " << host.str());
+                       << ", but kernels of this architecture are compiled to run in this process on "
+                       << host.str());
+  return false;
 #else
   std::string arch = text.substr(0, text.find('-'));
   AS_CHECK(arch == CompiledArch(), "-mtriple=" << text << " names the architecture " << arch
-                                               << ", but kernels would run on this host (" << CompiledArch()
-                                               << "): building for another architecture is not supported");
+                                               << ", but autosched was built without LLVM, which "
+                                               << "cross-compiling for another architecture needs");
+  return false;
 #endif
+}
+
+CpuSpec ResolveForeignCpu(const std::string& text, const std::string& mcpu, const std::string& mattr) {
+  CheckMattrSyntax(mattr);
+  CpuSpec spec;
+#ifdef AUTOSCHED_HAS_LLVM
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+  spec.triple = llvm::Triple::normalize(text);
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, error);
+  AS_CHECK(target != nullptr, "-mtriple=" << text << ": this LLVM cannot build for that architecture ("
+                                          << error << "); `llvm-config --targets-built` lists those it can");
+  spec.name = mcpu.empty() || mcpu == "native" || mcpu == "host" ? "generic" : mcpu;
+  AS_CHECK(mcpu != "native" && mcpu != "host",
+           "-mcpu=" << mcpu << " means this host's CPU, which cannot run code for " << text
+                    << ": name the CPU of the device (e.g. -mcpu=cortex-a76)");
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(target->createMCSubtargetInfo(spec.triple, "generic", ""));
+  AS_CHECK(generic && generic->isCPUStringValid(spec.name),
+           "unknown -mcpu '" << spec.name << "' for " << spec.triple);
+  CheckMattrNames(*generic, mattr, spec.triple);
+  spec.llvm_features = mattr;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(spec.triple, spec.name, spec.llvm_features));
+  spec.features = EnabledFeatures(*sti);
+  spec.foreign = true;
+#else
+  AS_CHECK(false, "-mtriple=" << text << ": cross-compiling needs autosched built with LLVM"
+                              << (mcpu.empty() ? "" : " (-mcpu=" + mcpu + ")"));
+#endif
+  return spec;
 }
 
 int HostCores() {

@@ -12,6 +12,11 @@
 // that include LLVM headers. Without it the host's features are the flags of
 // /proc/cpuinfo and its name is "generic"; a named -mcpu is then recorded but
 // its features are taken to be the host's (no CPU backend can build for it).
+//
+// A -mtriple of another architecture (e.g. aarch64-linux-gnu on an x86-64
+// host) resolves with ResolveForeignCpu: the named CPU's own features, nothing
+// dropped or checked against this host (CpuSpec::foreign). Such code is
+// cross-compiled to an object file and never runs in this process.
 #pragma once
 
 #include <cstdint>
@@ -21,13 +26,14 @@
 namespace autosched {
 
 struct CpuSpec {
-  std::string triple;                 // LLVM triple of this process (kernels run here)
+  std::string triple;                 // LLVM triple: this process's, or a foreign -mtriple's
   std::string name;                   // LLVM CPU name, e.g. "znver3", "sapphirerapids"
   bool is_host = false;               // name is the host's CPU (no -mcpu, or -mcpu=native/host)
   std::vector<std::string> features;  // features code uses (LLVM names, sorted)
   std::vector<std::string> dropped;   // of the CPU or -mattr, turned off: this host lacks them
   std::vector<std::string> missing;   // kept although this host lacks them (host check off)
   std::string llvm_features;          // "+f1,-f2,..." as handed to LLVM
+  bool foreign = false;               // another architecture: cross-compiled, never run here
 
   bool Has(const std::string& feature) const;
 };
@@ -35,14 +41,26 @@ struct CpuSpec {
 // The host CPU (computed once per process).
 const CpuSpec& HostCpu();
 
+// The features whose presence LLVM's host detection reports, present or not
+// (instruction sets; tuning flags are not among them). Without LLVM: the
+// flags of /proc/cpuinfo.
+std::vector<std::string> HostDetectableFeatures();
+
 // The CPU for -mcpu (empty, "native" or "host": the host's) and -mattr
 // ("+f1,-f2"). host_check: turn off what this host lacks (see above). Throws
 // Error naming an unknown CPU or feature.
 CpuSpec ResolveCpu(const std::string& mcpu, const std::string& mattr, bool host_check);
 
-// Throws Error unless `triple` names this host's architecture and operating
-// system (kernels are compiled to run in this process).
-void CheckTripleMatchesHost(const std::string& triple);
+// Whether `triple` names another architecture than this host's. Throws Error
+// when LLVM knows no such architecture, or when it names this architecture
+// with another operating system (such kernels could neither run here nor
+// be told apart from this host's).
+bool IsForeignTriple(const std::string& triple);
+
+// The CPU of a foreign triple: -mcpu (empty: "generic") and -mattr resolved
+// by LLVM for that triple (its backend must be built into LLVM). Throws Error
+// naming an unknown CPU or feature, or a triple LLVM cannot build for.
+CpuSpec ResolveForeignCpu(const std::string& triple, const std::string& mcpu, const std::string& mattr);
 
 // Cores this process may run on (its CPU affinity), at least 1.
 int HostCores();

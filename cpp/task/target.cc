@@ -30,9 +30,9 @@ struct OptionSpec {
 // Options each kind accepts; anything else is reported, so that a typo such as
 // "-numcores=2" is not silently ignored.
 constexpr OptionSpec kOptions[] = {
-    {"mcpu", OptionValue::Text, true, false},           // LLVM CPU name
-    {"mtriple", OptionValue::Text, true, false},        // must be the host's (CheckTripleMatchesHost)
-    {"mattr", OptionValue::Text, true, false},          // +feature,-feature
+    {"mcpu", OptionValue::Text, true, false},     // LLVM CPU name
+    {"mtriple", OptionValue::Text, true, false},  // another architecture: cross-compiled (IsForeignTriple)
+    {"mattr", OptionValue::Text, true, false},    // +feature,-feature
     {"opt-level", OptionValue::OptLevel, true, false},  // LLVM's O0..O3
     {"no-host-check", OptionValue::Flag, true, false},  // keep features this host lacks (no runs here)
     {"device", OptionValue::Text, false, true},         // index or name (runtime/opencl/opencl_device.h)
@@ -219,8 +219,10 @@ Target Target::Parse(const std::string& full_text) {
   if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
   if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));
   if (target.kind == TargetKind::LLVM) {
-    if (!target.mtriple.empty()) CheckTripleMatchesHost(target.mtriple);
-    target.cpu = ResolveCpu(target.mcpu, target.mattr, target.host_check);
+    if (!target.mtriple.empty() && IsForeignTriple(target.mtriple))
+      target.cpu = ResolveForeignCpu(target.mtriple, target.mcpu, target.mattr);
+    else
+      target.cpu = ResolveCpu(target.mcpu, target.mattr, target.host_check);
     if (target.num_cores == 0) target.num_cores = HostCores();
   }
   return target;
@@ -259,6 +261,7 @@ std::string Target::Describe() const {
     if (!t.cpu.missing.empty())
       os << " with " << t.cpu.missing.size() << " features this host lacks ("
          << NameList(NotableFirst(t.cpu.missing), 6) << "): built code cannot run here";
+    if (t.cpu.foreign) os << ", cross-compiled for " << t.cpu.triple << " (not run here)";
     os << ", " << params.num_cores << (params.num_cores == 1 ? " core" : " cores");
   }
   os << ", vector_unit_bytes=" << params.vector_unit_bytes;

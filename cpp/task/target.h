@@ -12,8 +12,11 @@
 //                   features NAME has and this host lacks are turned off
 //                   (cpu.dropped) unless -no-host-check is given
 //   -mattr=+f,-g    CPU features turned on / off
-//   -mtriple=T      must name this host's architecture and OS (kernels run in
-//                   this process); anything else is refused
+//   -mtriple=T      this host's architecture and OS (kernels run in this
+//                   process), or another architecture (e.g. aarch64-linux-gnu):
+//                   then code is cross-compiled for -mcpu (default generic)
+//                   to an object file, never run here (cpu.foreign), and
+//                   measured on a machine of that architecture (RayRunner)
 //   -num-cores=N    threads for parallel loops (default: the cores this
 //                   process may use); also HardwareParams::num_cores
 //   -opt-level=0..3 LLVM's optimisation level (default 3)
@@ -47,7 +50,7 @@ struct Target {
   // llvm
   std::string mcpu;        // -mcpu= as given (empty: the host CPU)
   std::string mattr;       // -mattr= as given
-  std::string mtriple;     // -mtriple= as given (checked against the host)
+  std::string mtriple;     // -mtriple= as given (the host's, or foreign: cpu.foreign)
   int opt_level = 3;       // -opt-level=
   bool host_check = true;  // false with -no-host-check
   CpuSpec cpu;             // what -mcpu / -mattr resolve to on this host (Parse fills it)

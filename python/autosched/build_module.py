@@ -8,22 +8,10 @@
 """
 from typing import Any, Union
 
-from . import _core
+from . import _core, artifact
 from ._check import check_target, describe
 from ._core import Target
-from .state import State
-
-
-def _core_state(state):
-    """The C++ LoopState behind a state object (the Python State wraps one)."""
-    if isinstance(state, _core.LoopState):
-        return state
-    for name in ("_core", "_state", "state"):
-        inner = getattr(state, name, None)
-        if isinstance(inner, _core.LoopState):
-            return inner
-    raise TypeError(f"build: state must be an autosched.State (from dag.get_init_state() or task.apply_best), got "
-                    f"{describe(state)}")
+from .state import State, core_state as _core_state
 
 
 def _dag_and_target(task_or_dag, target):
@@ -66,11 +54,21 @@ class TimeResult(tuple):
 
 
 class Module:
-    """A compiled kernel. Arguments follow the DAG's tensor order."""
+    """A compiled kernel. Arguments follow the DAG's tensor order. export_library(path) writes it as one file
+    that autosched.runtime.load_module(path) loads without compiling; it pickles the same way."""
 
-    def __init__(self, core_module, state):
+    def __init__(self, core_module, state, target=None):
         self._mod = core_module
         self._state = state
+        self.target = target
+
+    def export_library(self, path):
+        """Writes the kernel as one file (a shared library with its metadata for llvm targets; source and the
+        driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md)."""
+        artifact.export_module(self, path)
+
+    def __reduce__(self):
+        return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)
 
     def __call__(self, *arrays):
         self._mod(*arrays)
@@ -90,6 +88,18 @@ class Module:
         if fmt is None:
             fmt = "cl" if "cl" in self._mod.source_formats else "ll"
         return self._mod.get_source(fmt)
+
+    def export_object(self, path):
+        """Writes the object file of a module cross-compiled for another architecture (a target with a foreign
+        -mtriple, e.g. "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76") to `path`; returns the path. Its
+        undefined symbols are the runtime's (autosched_parallel_for, autosched_alloc, autosched_free)."""
+        if "obj" not in self._mod.source_formats:
+            raise ValueError("export_object: this module was built to run in this process, not cross-compiled; "
+                             "only a target of another architecture (-mtriple=...) has an object file here")
+        data = self._mod.object_code()
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
 
     @property
     def source_formats(self):
@@ -129,12 +139,29 @@ def build(task_or_dag: Any, state: Any = None, target: "Union[str, Target, None]
     dag, target = _dag_and_target(task_or_dag, target)
     if state is None:
         state = dag.get_init_state() if hasattr(dag, "get_init_state") else _core.LoopState(dag)
-    core_state = _core_state(state)
+    try:
+        core_state = _core_state(state)
+    except TypeError:
+        raise TypeError(f"build: state must be an autosched.State (from dag.get_init_state() or "
+                        f"task.apply_best), got {describe(state)}") from None
     _check_same_dag(dag, core_state)
     target = Target.host() if target is None else check_target("build", target)
-    return Module(_core.build_state(core_state, target), state)
+    return Module(_core.build_state(core_state, target), state, target)
 
 
 def lower(state: Any, log_passes: bool = False) -> str:
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
     return _core.lowered_text(_core_state(state), log_passes)
+
+
+def load_module(path):
+    """The kernel exported with Module.export_library(path), ready to call; nothing is compiled (llvm: dlopen
+    of the library; opencl: the driver's binary, or the source where the device or driver differs)."""
+    art = artifact.Artifact(path, "kernel")
+    try:
+        core, = art.modules()
+        mod = Module(core, None, target=art.kernel_set.target)
+        mod._kernel_set = art.kernel_set
+        return mod
+    finally:
+        art.close()

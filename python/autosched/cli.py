@@ -2,7 +2,9 @@
 
     autosched tasks model.onnx [--target llvm] [--shape data=1,3,224,224]
     autosched tune  model.onnx --log model.json [--target llvm] [--trials 2000] [--time-budget-s 3600]
-    autosched run   model.onnx --log model.json [--target llvm] [--repeat 10]
+    autosched compile model.onnx [--log model.json] -o model.so [--target llvm]
+    autosched run   model.so|model.onnx [--log model.json] [--inputs x.npz] [--profile] [--compare onnxruntime]
+    autosched --version
 
 (`python -m autosched ...` is the same.) `tune` extracts the model's tasks, tunes them with the task scheduler
 under one trial budget (its table after every round) and appends every measurement to --log; run it again with
@@ -21,15 +23,16 @@ import warnings
 
 import numpy as np
 
-from . import plot
+from . import __version__, _core, plot
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
-from .graph import extract_tasks
+from .graph import extract_tasks, load_module
 from .graph.extract import format_problems
 from .task_scheduler import TaskScheduler
 from .tuner import TuningOptions
 from .records import RecordToFile
+from .torch_backend import parse_duration
 
 
 class CommandError(Exception):
@@ -108,6 +111,7 @@ def cmd_tasks(args):
 def cmd_tune(args):
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise CommandError("--plot needs matplotlib (pip install matplotlib)")
+    _check_target_here(args.target, "tune")
     graph = _load_graph(args.model, _shape_dict(args.shape))
     tasks, weights = extract_tasks(graph, args.target)
     _print_tasks(tasks, weights)
@@ -143,28 +147,219 @@ def _random_inputs(graph, seed=0):
     return arrays
 
 
-def cmd_run(args):
+# ---- compile / run: artifacts (docs/deploy.md) ----
+
+def _version_text():
+    backends = [name for name, ok in (("llvm", _core.has_llvm()), ("opencl", _core.has_opencl())) if ok]
+    return f"autosched {__version__} (backends: {', '.join(backends) or 'none'})"
+
+
+def _duration(text):
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _check_target_here(text, command):
+    """Ends the command at once when no device of this machine can run code for the target: every trial of
+    tune, and every build, needs one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            target = _core.Target(text)
+        except ValueError as e:
+            raise CommandError(f"--target {text!r}: {e}") from None
+    how = (f"run `autosched {command}` on a machine that has it (install autosched there); "
+           "tuning measures every candidate on the device itself, and `autosched compile --log LOG -o "
+           "model.so` there makes the artifact that `autosched run model.so` (or autosched.graph.load_module) "
+           "runs on it")
+    if target.kind == "opencl":
+        if not _core.has_opencl():
+            raise CommandError(f"target '{text}': this autosched was built without the OpenCL runtime; {how}")
+        try:
+            _core.opencl_hardware_params(target)
+        except ValueError as e:
+            raise CommandError(f"target '{text}' names no OpenCL device of this machine ({e}); {how}") from None
+    elif target.missing_features and command != "compile":  # compiling for another CPU needs no run here
+        raise CommandError(f"target '{text}': this CPU lacks {', '.join(target.missing_features)}, so code "
+                           f"built for it cannot run here; {how}")
+
+
+def _onnx_names(path):
+    """(input names, output names) of an ONNX model, as the model names them."""
+    onnx = _import_onnx()
+    model = _load(onnx, path)
+    constants = {t.name for t in model.graph.initializer}
+    return ([vi.name for vi in model.graph.input if vi.name not in constants],
+            [o.name for o in model.graph.output])
+
+
+def _build_from_onnx(args):
+    _check_target_here(args.target, args.command)
     graph = _load_graph(args.model, _shape_dict(args.shape))
-    if not os.path.exists(args.log):
+    if args.log is not None and not os.path.exists(args.log):
         raise CommandError(f"log '{args.log}' does not exist (tune first: autosched tune {args.model} "
-                           f"--log {args.log})")
-    net = build_graph(graph, args.target, args.log)
-    arrays = _random_inputs(graph)
-    outputs = net(*arrays)
-    expected = graph.evaluate(*arrays)
-    for name, got, want in zip(graph.outputs, outputs, expected):
-        if not np.allclose(got, want, rtol=1e-3, atol=1e-3, equal_nan=True):
-            worst = float(np.max(np.abs(np.asarray(got, "float64") - np.asarray(want, "float64"))))
-            raise CommandError(f"output '{name}' differs from the reference evaluation (max abs error {worst:.3g})")
-    times = net.time_evaluator(number=args.number, repeat=args.repeat)(*arrays).results
-    print(f"outputs match the reference evaluation ({', '.join(graph.outputs)})")
-    print(f"latency: {min(times) * 1e3:.3f} ms best, {float(np.median(times)) * 1e3:.3f} ms median "
-          f"of {len(times)} repeats x {args.number} runs ({args.target})")
+                           f"--log {args.log}, or leave out --log for the untuned network)")
+    net = build_graph(graph, args.target, args.log, verbose=False)
+    net.output_labels = _onnx_names(args.model)[1]
+    net.source = os.path.abspath(args.model)
+    return graph, net
+
+
+def cmd_compile(args):
+    start = time.perf_counter()
+    graph, net = _build_from_onnx(args)
+    tuned = len(net.groups) - len(net.untuned)
+    try:
+        net.export_library(args.output)
+    except RuntimeError as e:  # no linker, or the linker failed
+        raise CommandError(str(e)) from None
+    size = os.path.getsize(args.output)
+    kernels = len({id(info.module) for info in net.groups})
+    print(f"compiled {graph.name}: {len(net.groups)} groups ({kernels} kernels), {tuned} tuned"
+          + ("" if args.log else " (no --log: baseline schedules)")
+          + f", target {args.target}")
+    if net.note and args.log:
+        print(net.note)
+    print(f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s; run it with: "
+          f"autosched run {args.output}")
     return 0
+
+
+def _read_inputs(path, names, graph_like):
+    if not os.path.exists(path):
+        raise CommandError(f"--inputs '{path}' does not exist")
+    with np.load(path) as data:
+        given = set(data.files)
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise CommandError(f"--inputs '{path}' lacks input(s) {missing} (it has {sorted(given)}); the "
+                               f"model's inputs are {names}")
+        extra = sorted(given - set(names))
+        if extra:
+            raise CommandError(f"--inputs '{path}' has array(s) {extra} that are no input of the model "
+                               f"(its inputs are {names})")
+        arrays = []
+        for n in names:
+            a, dtype, shape = data[n], np.dtype(graph_like.dtype(n)), tuple(graph_like.shape(n))
+            if a.shape != shape:
+                raise CommandError(f"--inputs: '{n}' has shape {a.shape}, the model takes {shape}")
+            arrays.append(a.astype(dtype, copy=False))
+        return arrays
+
+
+def _profile_table(net, arrays, number, repeat):
+    rows = net.profile(*arrays, number=number, repeat=repeat)
+    total = sum(t for _, t in rows) or 1.0
+    lines = [f"{'#':>3}  {'group':40} {'kernel':40} {'tuned':>5} {'ms':>9} {'share':>6}"]
+    for i, (info, t) in enumerate(rows):
+        desc = info.task.desc if info.task is not None else (info.record or {}).get("desc", "")
+        lines.append(f"{i:3}  {info.name[:40]:40} {desc[:40]:40} {'yes' if info.tuned else 'no':>5} "
+                     f"{t * 1e3:9.3f} {100 * t / total:5.1f}%")
+    lines.append(f"{'':3}  {'sum of groups':40} {'':40} {'':>5} {total * 1e3:9.3f} 100.0%")
+    return "\n".join(lines)
+
+
+def _compare_onnxruntime(model, input_names, arrays, outputs, labels, number, repeat):
+    try:
+        import onnxruntime
+    except ImportError:
+        raise CommandError("--compare onnxruntime needs onnxruntime: pip install onnxruntime") from None
+    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feed = dict(zip(input_names, arrays))
+    expected = session.run(labels, feed)
+    worst = 0.0
+    for label, got, want in zip(labels, outputs, expected):
+        scale = max(1.0, float(np.max(np.abs(want)))) if np.size(want) else 1.0
+        err = float(np.max(np.abs(np.asarray(got, "float64") - np.asarray(want, "float64")))) if np.size(want) else 0.0
+        worst = max(worst, err / scale)
+        if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * scale, equal_nan=True):
+            raise CommandError(f"output '{label}' differs from onnxruntime's (max abs error {err:.3g})")
+    session.run(labels, feed)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            session.run(labels, feed)
+        times.append((time.perf_counter() - start) / number)
+    return worst, min(times)
+
+
+def cmd_run(args):
+    is_artifact = not args.model.endswith(".onnx")
+    if is_artifact:
+        if args.log is not None:
+            raise CommandError(f"--log applies to ONNX models; '{args.model}' is compiled already")
+        if not os.path.exists(args.model):
+            raise CommandError(f"artifact '{args.model}' does not exist")
+        net, graph = load_module(args.model), None
+        onnx_model = args.onnx or getattr(net, "source", None)
+    else:
+        graph, net = _build_from_onnx(args)
+        onnx_model = args.model
+    signature = graph if graph is not None else net.graph
+    input_names = list(net.input_names)
+    arrays = (_read_inputs(args.inputs, input_names, signature) if args.inputs
+              else _random_inputs(signature))
+    outputs = net(*arrays)
+    labels = list(net.output_labels)
+    if graph is not None:
+        expected = graph.evaluate(*arrays)
+        for label, got, want in zip(labels, outputs, expected):
+            if not np.allclose(got, want, rtol=1e-3, atol=1e-3, equal_nan=True):
+                worst = float(np.max(np.abs(np.asarray(got, "float64") - np.asarray(want, "float64"))))
+                raise CommandError(f"output '{label}' differs from the reference evaluation (max abs error "
+                                   f"{worst:.3g})")
+        print(f"outputs match the reference evaluation ({', '.join(labels)})")
+    for label, out in zip(labels, outputs):
+        print(f"output {label}: {out.dtype} {tuple(out.shape)}")
+    if args.outputs:
+        np.savez(args.outputs, **dict(zip(labels, outputs)))
+        print(f"outputs written to {args.outputs}")
+    times = net.time_evaluator(number=args.number, repeat=args.repeat)(*arrays).results
+    best = min(times)
+    print(f"latency: {best * 1e3:.3f} ms best, {float(np.median(times)) * 1e3:.3f} ms median "
+          f"of {len(times)} repeats x {args.number} runs ({net.target.text if is_artifact else args.target})")
+    if args.profile:
+        print(_profile_table(net, arrays, args.number, args.repeat))
+    if args.compare:
+        if not onnx_model or not os.path.exists(onnx_model):
+            raise CommandError("--compare onnxruntime needs the ONNX model: give it with --onnx model.onnx")
+        worst, ort = _compare_onnxruntime(onnx_model, _onnx_names(onnx_model)[0], arrays, outputs, labels,
+                                          args.number, args.repeat)
+        print(f"onnxruntime: outputs match (largest difference {worst:.2g} of the output's magnitude); "
+              f"{ort * 1e3:.3f} ms best; autosched / onnxruntime time: {best / ort:.2f}x")
+    return 0
+
+
+def _add_compile_and_run(sub, common):
+    p = sub.add_parser("compile", help="build a model (with a log's best schedules) into one deployable file")
+    common(p)
+    p.add_argument("--log", help="record log written by tune (default: none, the untuned network)")
+    p.add_argument("-o", "--output", required=True, help="the artifact to write, e.g. model.so")
+    p.set_defaults(run=cmd_compile)
+
+    p = sub.add_parser("run", help="run a compiled artifact or an ONNX model: check, time, profile, compare")
+    p.add_argument("model", help="an artifact of `autosched compile` (model.so) or an ONNX model (.onnx)")
+    p.add_argument("--target", default="llvm", help="target text for an ONNX model (default: llvm)")
+    p.add_argument("--shape", action="append", metavar="NAME=D1,D2,...",
+                   help="an ONNX model's input shape or dynamic dimension (repeatable)")
+    p.add_argument("--log", help="an ONNX model's record log (default: none, the untuned network)")
+    p.add_argument("--inputs", help="a .npz of the inputs by name (default: random inputs)")
+    p.add_argument("--outputs", help="write the outputs, by the model's names, to this .npz")
+    p.add_argument("--profile", action="store_true", help="print a table of the time of every group")
+    p.add_argument("--compare", choices=["onnxruntime"], help="check the outputs against a peer and time it")
+    p.add_argument("--onnx", help="the ONNX model of an artifact, for --compare (default: the one it was "
+                                  "compiled from)")
+    p.add_argument("--number", type=int, default=10, help="runs per timed repeat")
+    p.add_argument("--repeat", type=int, default=5, help="timed repeats")
+    p.set_defaults(run=cmd_run)
 
 
 def _parser():
     parser = argparse.ArgumentParser(prog="autosched", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=_version_text())
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p):
@@ -184,6 +379,8 @@ def _parser():
     budget.add_argument("--trials", type=int, help="measurements in all (default: 64 per task)")
     budget.add_argument("--trials-per-task", type=int, default=64)
     p.add_argument("--time-budget-s", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--time-budget", type=_duration, dest="time_budget_s", metavar="DURATION",
+                   help="stop after this long: 90s, 30m, 1h (or seconds)")
     p.add_argument("--per-round", type=int, default=16, help="measurements per task scheduler round")
     p.add_argument("--cost-model", dest="model_kind", default="auto", choices=["auto", "xgb", "random"])
     p.add_argument("--verbose", type=int, default=1)
@@ -191,12 +388,7 @@ def _parser():
                    help="write the tuning curve of the log (best speed per task) to this image (needs matplotlib)")
     p.set_defaults(run=cmd_tune)
 
-    p = sub.add_parser("run", help="build a model with a log's best schedules, check and time it")
-    common(p)
-    p.add_argument("--log", required=True, help="record log written by tune")
-    p.add_argument("--number", type=int, default=10, help="runs per timed repeat")
-    p.add_argument("--repeat", type=int, default=5, help="timed repeats")
-    p.set_defaults(run=cmd_run)
+    _add_compile_and_run(sub, common)
     return parser
 
 

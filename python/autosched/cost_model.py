@@ -18,7 +18,8 @@ transfer, or the task's own records: resume); records of other targets and faile
 counted (`model.last_file_update`). A model that holds records of one target refuses to tune a task of another.
 """
 from . import _core
-from .build_module import _core_state
+from .record_log import read_log
+from .state import core_state as _core_state
 
 __all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "FileUpdate", "feature_names",
            "extract_features", "pairwise_accuracy"]
@@ -113,9 +114,8 @@ class CostModel:
         targets, failed measurements and records of `exclude_workload_keys` are skipped and counted in
         `self.last_file_update` (a FileUpdate). target: a Target, a target string or a SearchTask (its
         target); None: the one target of the log's records (ValueError when the log holds several)."""
-        from .records import load_records
-        pairs = load_records(path)
-        texts = {inp.task.target.text for inp, _ in pairs}
+        records = read_log(path).records  # core records: their tasks and states as the core holds them
+        texts = {rec.task.target.text for rec in records}
         if target is None:
             if len(texts) > 1:
                 raise ValueError(f"update_from_file: '{path}' holds records of {len(texts)} targets "
@@ -126,22 +126,31 @@ class CostModel:
         exclude = set(exclude_workload_keys)
         report = FileUpdate(str(path), text)
         inputs, results = [], []
-        for inp, res in pairs:
-            if inp.task.target.text != text:
+        for rec in records:
+            if rec.task.target.text != text:
                 report.other_target += 1
-            elif int(res.error_no) != 0:
+            elif not rec.result.ok:
                 report.failed += 1
-            elif inp.task.workload_key in exclude:
+            elif rec.task.workload_key in exclude:
                 report.excluded += 1
             else:
-                inputs.append(inp)
-                results.append(res)
+                inputs.append(rec)  # a Record has the task and state update() reads
+                results.append(rec.result)
         report.used = len(inputs)
         report.tasks = len({inp.task.workload_key for inp in inputs})
         if inputs:
             self.update(inputs, results)
         self.last_file_update = report
         return self
+
+    def check_target(self, target):
+        """Raises ValueError when the model holds records of another target than `target` (a Target, a target
+        string or a SearchTask): timings of one target would mislead the search of another."""
+        text = _target_text(target)
+        foreign = set(self.targets) - {text}
+        if foreign:
+            raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the target "
+                             f"'{text}' it is asked to tune for: timings of another target would mislead the search")
 
     def predict(self, task, states):
         """One score per state, higher = faster; -inf for a state that cannot be lowered."""

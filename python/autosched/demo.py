@@ -1,133 +1,226 @@
-"""autosched's main job, run by the README's first command.
+"""autosched's main job, run by the README's first command: tune a network, build it, check it, time it.
 
-Builds the compute DAGs of a few tasks users tune and prints, for each: the DAG
-as text, its FLOP count and its workload key; checks one DAG against numpy
-with the reference evaluator; then compiles a matmul twice, with the default
-schedule and with a hand-written one, checks both against the reference and
-times them next to numpy. Run it with `python -m autosched.demo`.
+    python -m autosched.demo [--model resnet18 | --model model.onnx] [--time-budget 3m] [--out-dir DIR]
+
+1. Takes a network: ResNet-18 from the zoo (random weights, batch 1) by default, another zoo model by name, or
+   an ONNX file (imported with frontends.from_onnx; dynamic dims bound with --shape NAME=DIMS).
+2. Extracts its tasks (one per distinct fused group of operators) and tunes them with the TaskScheduler on
+   this CPU within the time budget, recording every measurement in DIR/<model>.json (a second run resumes
+   from it). Prints the tasks' table (latency, speed, weight, trials) and why tuning stopped.
+3. Builds the network with the best schedules of the log, checks its output against onnxruntime (the same
+   graph, exported to ONNX) and PyTorch (the graph run op by op with torch.nn.functional), and times all
+   three in this process on the same input.
+4. Exports the built network to DIR/<model>.so where this version of autosched can (GraphModule.export_library).
+
+Exits with status 1 when the output differs from a peer's. onnxruntime and PyTorch are optional peers: a
+missing one is reported and skipped (pip install onnx onnxruntime torch).
 """
+import argparse
+import os
+import re
+import sys
 import time
 
 import numpy as np
 
 import autosched as ans
-from autosched import ops, te
+from autosched import graph as agraph
+from autosched.frontends import from_onnx
+from autosched.graph import zoo
+from autosched.graph.torch_runner import TorchGraph
+from autosched.text import compare_speed
+
+TOLERANCE = 1e-3  # max |difference| over the largest magnitude of the peer's output
 
 
-def _matmul_relu(n, m, k):
-    a = te.placeholder((n, k), name="A")
-    b = te.placeholder((k, m), name="B")
-    return [a, b, ops.relu(ops.matmul(a, b))]
+def parse_duration(text):
+    """Seconds of "180", "90s", "3m", "1h" or "2.5m"."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"a time budget is a positive number of seconds, or with s, m or h "
+                                         f"(180, 90s, 3m), not {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-def _conv2d(n, h, w, ci, co, kh, kw, stride, pad):
-    data = te.placeholder((n, h, w, ci), name="data")
-    kernel = te.placeholder((kh, kw, ci, co), name="kernel")
-    return [data, kernel, ops.conv2d_nhwc(data, kernel, stride, pad)]
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autosched.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet18",
+                        help=f"a zoo model ({', '.join(zoo.MODELS)}) or an .onnx file (default: resnet18)")
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                        help="ONNX models: bind a dynamic input, e.g. --shape input=1,3,224,224")
+    parser.add_argument("--time-budget", type=parse_duration, default=180.0, metavar="T",
+                        help="tuning's wall-clock budget: seconds, or 90s, 3m, 1h (default 3m)")
+    parser.add_argument("--out-dir", default="autosched_demo",
+                        help="where the record log and the exported network go (default ./autosched_demo)")
+    parser.add_argument("--timing-s", type=float, default=2.0,
+                        help="seconds of timing runs for each of autosched, onnxruntime and PyTorch (default 2)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of the peers (default: all)")
+    parser.add_argument("--per-round", type=int, default=16,
+                        help="measurements per task scheduler round (default 16: small rounds let every task "
+                             "get one within a few minutes)")
+    parser.add_argument("--verbose", type=int, default=0, help="1: the task scheduler's table after every round")
+    return parser.parse_args(argv)
 
 
-def _softmax(rows, cols):
-    x = te.placeholder((rows, cols), name="x")
-    return [x, ops.softmax(x)]
+def load_model(args):
+    if args.model.endswith(".onnx"):
+        shapes = {}
+        for item in args.shape:
+            name, _, dims = item.partition("=")
+            if not name or not dims:
+                raise SystemExit(f"--shape wants NAME=DIMS (e.g. input=1,3,224,224), got {item!r}")
+            shapes[name] = tuple(int(d) for d in dims.split(","))
+        return os.path.splitext(os.path.basename(args.model))[0], from_onnx(args.model, shapes or None)
+    if args.model not in zoo.MODELS:
+        raise SystemExit(f"unknown model {args.model!r}: an .onnx file or one of {', '.join(zoo.MODELS)}")
+    return args.model, zoo.get_model(args.model)
 
 
-def _layer_norm(rows, cols):
-    x = te.placeholder((rows, cols), name="x")
-    gamma = te.placeholder((cols,), name="gamma")
-    beta = te.placeholder((cols,), name="beta")
-    return [x, gamma, beta, ops.layer_norm(x, gamma, beta, axis=-1)]
+def cpu_text():
+    name, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and name == "unknown CPU":
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    simd = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{name}, {os.cpu_count()} hardware threads, {simd}"
 
 
-TASKS = [
-    ("matmul + relu 1024x1024x1024", lambda: _matmul_relu(1024, 1024, 1024)),
-    ("conv2d NHWC 1x56x56x64 -> 64, 3x3, stride 1, pad 1", lambda: _conv2d(1, 56, 56, 64, 64, 3, 3, 1, 1)),
-    ("softmax 128x1000", lambda: _softmax(128, 1000)),
-    ("layer_norm 512x768", lambda: _layer_norm(512, 768)),
-]
+def task_table(result):
+    """The tuned tasks: latency, speed, weight and trials of each, and the estimated latency of the network."""
+    width = max(4, min(44, max(len(t.desc or t.workload_key) for t in result.tasks)))
+    lines = [f"| {'ID':>3} | {'Task':<{width}} | {'Latency (ms)':>12} | {'GFLOP/s':>8} | {'Weight':>6} | "
+             f"{'Trials':>6} |"]
+    for i, (task, r) in enumerate(zip(result.tasks, result.task_results)):
+        cost, flop = r.best_cost, task.compute_dag.flop_ct
+        latency = f"{cost * 1e3:.4g}" if cost is not None else "-"
+        speed = f"{flop / cost / 1e9:.4g}" if cost and flop > 0 else "-"
+        lines.append(f"| {i:>3} | {(task.desc or task.workload_key)[:width]:<{width}} | {latency:>12} | "
+                     f"{speed:>8} | {result.weights[i]:>6g} | {r.trials:>6} |")
+    before, after = result.latency_before, result.latency_after
+    lines.append("Estimated latency of the network (sum of weight x task latency): "
+                 + (f"{after * 1e3:.3f} ms" if after is not None else "unknown")
+                 + (f", from {before * 1e3:.3f} ms with the untuned baselines" if before is not None else ""))
+    return "\n".join(lines)
 
 
-def main():
-    print(f"autosched {ans.__version__}: compute DAGs of {len(TASKS)} tasks\n")
-    for title, make in TASKS:
-        dag = ans.ComputeDAG(make())
-        print(f"== {title}")
-        print(dag)
-        print(f"FLOPs: {dag.flop_ct:.4g}   workload key: {dag.workload_key()}\n")
-
-    # The reference evaluator, checked against numpy on a small task.
-    tensors = _matmul_relu(33, 17, 29)
-    dag = ans.ComputeDAG(tensors)
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((33, 29)).astype("float32")
-    b = rng.standard_normal((29, 17)).astype("float32")
-    start = time.perf_counter()
-    (out,) = ans.evaluate(dag, [a, b])
-    elapsed = time.perf_counter() - start
-    error = float(np.max(np.abs(out - np.maximum(a @ b, 0))))
-    print(f"reference evaluator, matmul+relu 33x17x29: max |error| vs numpy = {error:.2e} ({elapsed * 1e3:.1f} ms)")
-    _build_and_time()
-
-
-def _tiled_schedule(dag):
-    """Register tiles accumulated in a local buffer, vectorized columns, parallel rows."""
-    s = dag.get_init_state()
-    local = s.cache_write("T_matmul", "local")
-    i, j = s["T_matmul"].iters
-    io, ii = s.split("T_matmul", i, [8])
-    jo, ji = s.split("T_matmul", j, [32])
-    s.reorder("T_matmul", [io, jo, ii, ji])
-    s.compute_at(local, "T_matmul", jo)
-    li, lj, lk = s[local].iters
-    lj_outer, lj_vec = s.split(local, lj, [16])
-    s.reorder(local, [lk, li, lj_outer, lj_vec])
-    s.unroll(local, li)
-    s.unroll(local, lj_outer)
-    s.vectorize(local, lj_vec)
-    s.parallel("T_matmul", io)
-    return s
-
-
-def _build_and_time(n=512):
-    if not ans._core.has_llvm():
-        print("\nthis build has no LLVM backend: skipping code generation")
-        return
-    print(f"\n== matmul + relu {n}x{n}x{n}, compiled")
-    tensors = _matmul_relu(n, n, n)
-    dag = ans.ComputeDAG(tensors)
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((n, n)).astype("float32")
-    b = rng.standard_normal((n, n)).astype("float32")
-    points = [(int(r), int(c)) for r, c in rng.integers(0, n, size=(64, 2))]
-    reference = ans.evaluate_points(dag, [a, b], 0, points)
-    expected = np.maximum(a @ b, 0)
-    scratch = np.empty((n, n), "float32")
-    numpy_seconds = min(_time(lambda: np.maximum(np.matmul(a, b, out=scratch), 0, out=scratch)) for _ in range(3))
-    flop = 2.0 * n**3
-    print(f"{'schedule':22}{'compile s':>10}{'run ms':>10}{'GFLOP/s':>10}{'vs numpy':>10}")
-    for name, state in [("default", dag.get_init_state()), ("hand-written tiles", _tiled_schedule(dag))]:
-        mod = ans.build(dag, state, "llvm")  # the host CPU, all its cores
-        out = np.zeros((n, n), "float32")
-        mod(a, b, out)
-        got = np.array([out[p] for p in points])
-        if not np.allclose(got, reference, rtol=1e-3, atol=1e-3) or not np.allclose(out, expected, rtol=1e-3, atol=1e-3):
-            raise SystemExit(f"{name}: wrong result")
-        seconds = min(mod.time_evaluator(number=1, repeat=3, min_repeat_ms=50)(a, b, out))
-        print(f"{name:22}{mod.compile_seconds:10.3f}{seconds * 1e3:10.2f}{flop / seconds / 1e9:10.1f}"
-              f"{numpy_seconds / seconds:10.2f}")
-    print(f"{'numpy (OpenBLAS)':22}{'':10}{numpy_seconds * 1e3:10.2f}{flop / numpy_seconds / 1e9:10.1f}{1:10.2f}")
-    print("both schedules match the reference evaluator at 64 sampled points and numpy everywhere")
-
-
-def _time(fn, min_seconds=0.05):
-    """Seconds per call, averaged over calls filling at least min_seconds."""
-    calls, start = 0, time.perf_counter()
-    while True:
+def best_of(fn, seconds, min_runs=1):
+    """The fastest of the calls of fn() made in `seconds` (at least min_runs); the caller has made one
+    call already (the output it checked), which served as the warm-up."""
+    times, start = [], time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
         fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return elapsed / calls
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def onnxruntime_peer(g, inputs, threads):
+    try:
+        import onnx  # noqa: F401 (Graph.to_onnx needs it)
+        import onnxruntime as ort
+    except ImportError:
+        return None, "not installed (pip install onnx onnxruntime)"
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(g.to_onnx().SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feed = dict(zip(g.inputs, inputs))
+    return (lambda: sess.run(None, feed)), ""
+
+
+def torch_peer(g, inputs, threads):
+    try:
+        import torch
+    except ImportError:
+        return None, "not installed (pip install torch)"
+    torch.set_num_threads(threads)
+    net = TorchGraph(g)
+    tensors = [torch.from_numpy(x) for x in inputs]
+    return (lambda: [t.numpy() for t in _as_list(net.run(*tensors))]), ""
+
+
+def _as_list(outputs):
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
+def ratio_text(ours, peer, name):
+    """How autosched's time compares with a peer's, phrased as everywhere else (text.compare_speed)."""
+    return compare_speed(ours, peer, name)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not ans._core.has_llvm():
+        raise SystemExit("this build of autosched has no LLVM backend: it cannot compile for the CPU")
+    name, g = load_model(args)
+    os.makedirs(args.out_dir, exist_ok=True)
+    log = os.path.join(args.out_dir, f"{name}.json")
+    target = "llvm"
+    print(f"autosched {ans.__version__} on {cpu_text()}")
+    tasks, weights = agraph.extract_tasks(g, target)
+    flop = sum(t.compute_dag.flop_ct * w for t, w in zip(tasks, weights))
+    print(f"{name}: {len(g.nodes)} nodes, {sum(weights)} fused groups, {len(tasks)} distinct tasks, "
+          f"{flop / 1e9:.3g} GFLOP per run")
+    print(f"tuning on target '{target}' for at most {args.time_budget:g} s; records in {log}", flush=True)
+
+    # A trial budget no run reaches: the time budget (or every task done) ends tuning.
+    opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), num_measures_per_round=args.per_round,
+                             time_budget_s=args.time_budget,
+                             measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose)
+    start = time.monotonic()
+    result = ans.TaskScheduler(tasks, weights).tune(opts)
+    tune_s = time.monotonic() - start
+    print(f"\n{task_table(result)}")
+    print(f"tuning stopped after {tune_s:.0f} s and {result.trials} trials "
+          f"({result.trials - result.resumed_trials} measured now): {result.stop_reason}", flush=True)
+
+    start = time.monotonic()
+    net = agraph.build(g, target, log, verbose=False)
+    print(f"\nbuilt {name} in {time.monotonic() - start:.1f} s"
+          + (f" ({len(net.untuned)} groups without a tuned schedule run their baseline)" if net.untuned else ""))
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
+    ours = _as_list(net(*inputs))
+
+    rows = [("autosched", best_of(lambda: net(*inputs), args.timing_s))]
+    mismatch = False
+    for peer, make in (("onnxruntime", onnxruntime_peer), ("PyTorch", torch_peer)):
+        run, why = make(g, inputs, args.threads)
+        if run is None:
+            print(f"{peer}: skipped, {why}")
+            continue
+        theirs = _as_list(run())
+        err = max(float(np.abs(a - np.asarray(b)).max()) / max(float(np.abs(np.asarray(b)).max()), 1e-6)
+                  for a, b in zip(ours, theirs))
+        ok = err < TOLERANCE
+        mismatch |= not ok
+        print(f"output vs {peer}: max |difference| = {err:.1e} of the largest magnitude: "
+              + ("equal" if ok else f"MISMATCH (tolerance {TOLERANCE:g})"))
+        rows.append((peer, best_of(run, args.timing_s)))
+
+    print(f"\nLatency of one run of {name} (batch 1; fastest of {args.timing_s:g} s of runs; peers with "
+          f"{args.threads} threads)")
+    ours_s = rows[0][1]
+    for label, seconds in rows:
+        text = "" if label == "autosched" else ratio_text(ours_s, seconds, label)
+        print(f"  {label:<12} {seconds * 1e3:9.2f} ms   {text}".rstrip())
+
+    if hasattr(net, "export_library"):
+        path = os.path.join(args.out_dir, f"{name}.so")
+        net.export_library(path)
+        print(f"\nexported the built network to {path} ({os.path.getsize(path) / 2**20:.1f} MiB)")
+    else:
+        print("\nthis version of autosched cannot export a built network (no GraphModule.export_library)")
+    if mismatch:
+        print(f"the output of autosched differs from a peer's beyond {TOLERANCE:g}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -28,12 +28,13 @@ driver refuses a launch with an oversized work group).
 import os
 
 from . import _core
-from ._core import MeasureErrorNo, MeasureResult
+from ._core import FaultInjection, LocalBuilder, MeasureErrorNo, MeasureResult
+from .state import core_state
 
-__all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "measure",
-           "worker_path"]
+__all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "FaultInjection",
+           "measure", "worker_path"]
 
-FAULT_KINDS = ("wrong_result", "crash", "hang", "zero_time", "near_zero_time", "launch_error")
+FAULT_KINDS = FaultInjection.field_names
 
 
 def worker_path():
@@ -59,118 +60,54 @@ class MeasureInput:
         return f"MeasureInput({self.task!r}, {len(self.state.to_json())} bytes of steps)"
 
 
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _count(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
-
-
-class LocalBuilder:
-    """Compiles candidates in parallel in worker processes.
-
-    timeout: seconds to lower and compile one candidate (then ``build_timeout``).
-    n_parallel: worker processes compiling at once (None: the number of cores).
-    """
-
-    def __init__(self, timeout=15, n_parallel=None):
-        self.timeout = _positive("timeout", timeout)
-        self.n_parallel = 0 if n_parallel is None else _count("n_parallel", n_parallel, 1)
-
-    def __repr__(self):
-        return f"LocalBuilder(timeout={self.timeout}, n_parallel={self.n_parallel or None})"
-
-
-class LocalRunner:
+class LocalRunner(_core.RunnerOptions):
     """Verifies and times candidates one at a time in worker processes.
 
-    timeout: seconds to verify and time one candidate (then ``run_timeout``).
-    number, repeat, min_repeat_ms: each of the ``repeat`` costs is the mean of ``number`` runs, with ``number``
-        grown until one repeat lasts ``min_repeat_ms`` -- but to at most ``max_repeat`` runs.
-    max_device_runs: OpenCL targets: the most kernel runs the timing of one candidate launches over all its
-        repeats (``repeat`` is capped at it, each repeat at ``max(1, max_device_runs // repeat)`` runs).
-    cooldown_s: pause before each candidate. flush_cache: overwrite a large buffer before each repeat
-        (``enable_cpu_cache_flush``, TVM's name for it, is accepted too).
-    inject_faults: {"wrong_result"|"crash"|"hang"|"zero_time"|"near_zero_time"|"launch_error": share of
-        candidates}, for tests.
-    peak_flops, peak_bandwidth: FLOP/s and bytes/s no run can beat (None: the task's HardwareParams
-        ``peak_gflops`` / ``peak_bandwidth_gbs`` when set, else derived from its hardware parameters, generously;
-        see docs/records.md). A time below what the peaks allow, over a margin of 1.5, is ``implausible``.
-    verify_seed: seed of the random inputs. whole_output_work, num_points: tasks of at most this much work
-        (flop count + output elements) compare every output element, larger ones ``num_points`` sampled points.
+    The options are the fields of RunnerOptions (cpp/measure/measure.h), by keyword, with their defaults
+    there: timeout, number, repeat, min_repeat_ms, max_repeat, max_device_runs, cooldown_s, flush_cache,
+    peak_flops, peak_bandwidth (None or 0: derived from the task, see docs/records.md), verify_seed,
+    whole_output_work, num_points, fault_seed. ``inject_faults={"wrong_result"|"crash"|"hang"|"zero_time"|
+    "near_zero_time"|"launch_error": share of candidates}`` (for tests) sets ``faults``.
+    ``enable_cpu_cache_flush`` (TVM's name of ``flush_cache``) is accepted too. The runner keeps its
+    worker processes between calls of ``measure`` while its options and the builder's stay the same.
     """
 
-    def __init__(self, timeout=10, number=3, repeat=1, min_repeat_ms=100, max_repeat=1_000_000, cooldown_s=0,
-                 flush_cache=False, inject_faults=None, fault_seed=0, peak_flops=None, peak_bandwidth=None,
-                 verify_seed=0, whole_output_work=2e6, num_points=256, max_device_runs=1000,
-                 enable_cpu_cache_flush=None):
-        if enable_cpu_cache_flush is not None:  # TVM's name of flush_cache
-            flush_cache = bool(flush_cache) or bool(enable_cpu_cache_flush)
-        faults = dict(inject_faults or {})
-        for kind, share in faults.items():
-            if kind not in FAULT_KINDS:
-                raise ValueError(f"inject_faults: unknown fault '{kind}' (known: {', '.join(FAULT_KINDS)})")
-            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
-                raise ValueError(f"inject_faults['{kind}'] must be a share in [0, 1], got {share!r}")
-        if sum(faults.values()) > 1 + 1e-12:
-            raise ValueError("inject_faults: the shares add up to more than 1")
-        self.options = {
-            "timeout": _positive("timeout", timeout),
-            "number": _count("number", number, 1),
-            "repeat": _count("repeat", repeat, 1),
-            "min_repeat_ms": float(min_repeat_ms) if min_repeat_ms == 0 else _positive("min_repeat_ms",
-                                                                                     min_repeat_ms),
-            "max_repeat": _count("max_repeat", max_repeat, 1),
-            "max_device_runs": _count("max_device_runs", max_device_runs, 1),
-            "cooldown_s": float(cooldown_s) if cooldown_s == 0 else _positive("cooldown_s", cooldown_s),
-            "flush_cache": bool(flush_cache),
-            "peak_flops": 0.0 if peak_flops is None else _positive("peak_flops", peak_flops),
-            "peak_bandwidth": 0.0 if peak_bandwidth is None else _positive("peak_bandwidth", peak_bandwidth),
-            "verify_seed": _count("verify_seed", verify_seed, 0),
-            "whole_output_work": float(whole_output_work),
-            "num_points": _count("num_points", num_points, 1),
-            "fault_seed": _count("fault_seed", fault_seed, 0),
-            "faults": {kind: float(faults.get(kind, 0.0)) for kind in FAULT_KINDS},
-        }
-        self._measurer = None
-        self._builder_key = None
+    measures_here = True  # candidates run on this machine (RayRunner: on a cluster's)
 
-    def __getattr__(self, name):
-        options = self.__dict__.get("options", {})
-        if name in options:
-            return options[name]
-        raise AttributeError(name)
+    def __init__(self, inject_faults=None, enable_cpu_cache_flush=None, **options):
+        if enable_cpu_cache_flush is not None:  # TVM's name of flush_cache
+            if options.get("flush_cache") is not None and options["flush_cache"] != enable_cpu_cache_flush:
+                raise ValueError("LocalRunner: flush_cache and enable_cpu_cache_flush (its TVM name) differ")
+            options["flush_cache"] = enable_cpu_cache_flush
+        super().__init__(**options)
+        faults = dict(inject_faults or {})
+        unknown = [kind for kind in faults if kind not in FAULT_KINDS]
+        if unknown:
+            raise ValueError(f"inject_faults: unknown fault '{unknown[0]}' (known: {', '.join(FAULT_KINDS)})")
+        self.faults = FaultInjection(**faults)
+        self._measurer = None
+        self._key = None
 
     def _measurer_for(self, builder):
-        """The C++ supervisor for this builder; kept (with its worker processes) while the builder's options
-        stay the same."""
-        key = (builder.timeout, builder.n_parallel)
-        if self._measurer is None or key != self._builder_key:
+        """The C++ supervisor for this builder; kept (with its worker processes) while the runner's and the
+        builder's options stay the same."""
+        key = (self.to_dict(), builder.to_dict())
+        if self._measurer is None or key != self._key:
             self.close()
-            options = dict(self.options, build_timeout=builder.timeout, n_parallel=builder.n_parallel)
-            self._measurer = _core.LocalMeasurer(options, worker_path())
-            self._builder_key = key
+            self._measurer = _core.LocalMeasurer(builder, self, worker_path())
+            self._key = key
         return self._measurer
 
     def close(self):
         """Stops the worker processes (they also stop when the runner is garbage collected)."""
         self._measurer = None
 
-    def __repr__(self):
-        shown = ", ".join(f"{k}={v}" for k, v in self.options.items() if k != "faults")
-        return f"LocalRunner({shown})"
 
-
-def _core_state(task, state):
-    from .build_module import _core_state as core_of
-    if isinstance(state, MeasureInput):
-        state = state.state
-    return core_of(state)
+def check_runs_here(task, runner):
+    """Refuses a runner that measures on this machine for a target cross-compiled for another architecture."""
+    if runner.measures_here and task.target.kind == "llvm" and task.target.foreign:
+        raise ValueError(f"target '{task.target.text}' is cross-compiled for {task.target.triple}: its code "
+                         "cannot run on this machine; measure it on a machine of that architecture (RayRunner)")
 
 
 def measure(task, states, builder=None, runner=None):
@@ -187,5 +124,6 @@ def measure(task, states, builder=None, runner=None):
         raise TypeError(f"builder must be a LocalBuilder, got {type(builder).__name__}")
     if not isinstance(runner, LocalRunner):
         raise TypeError(f"runner must be a LocalRunner, got {type(runner).__name__}")
-    core_states = [_core_state(task, s) for s in states]
+    check_runs_here(task, runner)
+    core_states = [core_state(s.state if isinstance(s, MeasureInput) else s) for s in states]
     return runner._measurer_for(builder).measure(task, core_states)

@@ -25,35 +25,19 @@ import numbers
 import weakref
 
 from . import _core
-from ._check import call_core, check_type, describe
-from .state import State
+from . import cost_model as cm
+from ._check import check_type
+from ._core import SearchParams
+from .state import State, core_state as _core_state
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "expert_schedule",
            "expert_schedule_info", "make_cost_model"]
 
 
-class SearchParams(_core.SearchParams):
-    """The knobs of the search with their defaults; fields given by keyword (unknown names raise
-    TypeError)."""
-
-    def __init__(self, **fields):
-        super().__init__()
-        for name, value in fields.items():
-            if name.startswith("_") or not hasattr(self, name):
-                raise TypeError(f"SearchParams has no field '{name}'")
-            kind = type(getattr(self, name))
-            if kind in (int, float, bool) and (isinstance(value, bool) != (kind is bool)
-                                               or not isinstance(value, (int, float) if kind is float else kind)):
-                raise TypeError(f"SearchParams: {name} must be of type {kind.__name__}, "
-                                f"got {describe(value)}")
-            call_core(f"SearchParams: field {name}", setattr, self, name, value)
-
-
 def make_cost_model(spec=None, default="random"):
     """A cost model from a spec: a CostModel (returned as is), "xgb" (XGBModel), "random" (RandomModel), or
     None (the `default` spec; "auto" picks XGBModel when autosched was built with XGBoost, else RandomModel)."""
-    from . import cost_model as cm
     if spec is None:
         spec = default
     if isinstance(spec, cm.CostModel):
@@ -273,11 +257,6 @@ class _RuleAdapter:
                                 f"{next_id!r}; it must be an int (-1 when the sketch is finished)")
             out.append((_core_state(state), int(next_id)))
         return out
-
-
-def _core_state(state):
-    from .build_module import _core_state as core_of
-    return core_of(state)
 
 
 def mutate(task, state, seed=0, params=None, rule=None):

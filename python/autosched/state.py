@@ -20,8 +20,9 @@ import numbers
 from typing import Any, Iterator, Sequence
 
 from . import _core
+from ._check import call_core, describe
 
-__all__ = ["State", "StageView", "BestState", "lower_state", "lower_state_text"]
+__all__ = ["State", "StageView", "BestState", "ComputeDAG", "lower_state", "lower_state_text"]
 
 INT32_RANGE = (-2**31, 2**31)
 
@@ -94,7 +95,6 @@ class State:
     @property
     def dag(self):
         """The current DAG (changed by cache_read, cache_write and rfactor)."""
-        from .compute_dag import as_compute_dag  # compute_dag imports this module
         return as_compute_dag(self._core.dag)
 
     @property
@@ -305,8 +305,56 @@ class BestState(State):
 
 
 def core_state(state):
-    """The C++ LoopState of a State (or the LoopState itself)."""
-    return state._core if isinstance(state, State) else state
+    """The C++ LoopState behind a state: a State, a LoopState, or an object holding one of them as ``state``
+    (a MeasureInput, a loaded record). What every call into the core that takes states goes through."""
+    if isinstance(state, State):
+        return state._core
+    if isinstance(state, _core.LoopState):
+        return state
+    inner = getattr(state, "state", None)
+    if inner is not None and inner is not state:
+        return core_state(inner)
+    raise TypeError(f"state must be a loop state (from dag.get_init_state()), got {type(state).__name__}")
+
+
+# The DAG and its states hand each other out (dag.get_init_state(), state.dag), so both live in this module;
+# autosched.compute_dag re-exports ComputeDAG.
+class ComputeDAG(_core.ComputeDAG):
+    """ComputeDAG(tensors): the ops reachable from the given inputs and outputs, in topological order.
+    ComputeDAG(dag) gives the same DAG as this class (from a core ComputeDAG)."""
+
+    def __init__(self, tensors):
+        if not isinstance(tensors, _core.ComputeDAG):
+            if isinstance(tensors, (str, bytes)) or not isinstance(tensors, (list, tuple)):
+                raise TypeError(f"ComputeDAG: tensors must be a list of te tensors (inputs and outputs), got "
+                                f"{describe(tensors)}")
+            for i, t in enumerate(tensors):
+                if not isinstance(t, _core.Tensor):
+                    raise TypeError(f"ComputeDAG: tensors[{i}] must be a te tensor (te.placeholder / te.compute), "
+                                    f"got {describe(t)}")
+        call_core("ComputeDAG", super().__init__, tensors)
+
+    @classmethod
+    def from_json(cls, text):
+        """The DAG of ``dag.to_json()``."""
+        return cls(_core.ComputeDAG.from_json(text))
+
+    def get_init_state(self):
+        """The state with no steps: the plain loop nest of the DAG."""
+        return State(_core.LoopState(self))
+
+    def print_python_steps(self, state):
+        """The steps of ``state`` as calls of the State API (``s`` is the state)."""
+        return core_state(state).print_python_steps()
+
+    def infer_bound(self, state):
+        """A copy of ``state`` whose iterators have the extents bound inference gives."""
+        return State(core_state(state).infer_bound())
+
+
+def as_compute_dag(dag):
+    """``dag`` as a ComputeDAG of this module (the same DAG; a core one is wrapped)."""
+    return dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
 
 
 def lower_state(state):

@@ -4,11 +4,12 @@ import os
 import warnings
 from typing import Any, Optional, Sequence, Union
 
-from . import _core, workload
+from . import _core, tuner, workload
 from ._check import call_core, check_hardware_params, check_path, check_target, check_type
 from ._core import ComputeDAG, HardwareParams, Target
-from .compute_dag import as_compute_dag
-from .state import BestState
+from .build_module import build, lower
+from .record_log import load_best_state
+from .state import BestState, as_compute_dag
 
 
 class SearchTask(_core.SearchTask):
@@ -87,7 +88,6 @@ class SearchTask(_core.SearchTask):
     # ---- tuning (python/autosched/tuner.py) ----
     def tune(self, options: Any, search_policy: Any = None, cost_model: Any = None) -> Any:
         """Tunes the task (see autosched.tuner); returns a TuneResult."""
-        from . import tuner
         return tuner.tune(self, options, search_policy, cost_model)
 
     def apply_best(self, log_file: Union[str, "os.PathLike[str]"]) -> BestState:
@@ -95,7 +95,6 @@ class SearchTask(_core.SearchTask):
         this task's DAG (records whose schedule does not replay on it are skipped, see
         records.load_best_state). Raises ValueError when the log has none. It also unpacks as TVM's pair:
         ``sch, args = task.apply_best(log)``, then ``autosched.build(sch, args)`` (see state.BestState)."""
-        from .records import load_best_state
         check_path("SearchTask.apply_best", log_file, "log_file")
         state, _ = load_best_state(log_file, self)
         if state is None:
@@ -113,13 +112,11 @@ class SearchTask(_core.SearchTask):
         if print_mode == "loops":
             return str(state)
         if print_mode == "lowered":
-            from .build_module import lower
             return lower(state)
         raise ValueError(f"print_mode must be 'schedule', 'loops' or 'lowered', got {print_mode!r}")
 
     def build_best(self, log_file: Union[str, "os.PathLike[str]"]) -> Any:
         """The best schedule in the log, compiled for the task's target (a callable module)."""
-        from .build_module import build
         return build(self, self.apply_best(log_file))
 
 

@@ -1,42 +1,56 @@
-"""Tuning one task: measure a baseline, then rounds of search -> measure -> learn, with progress and resume.
+"""Tuning sessions: one driver for one task or many. A session measures every task's start states (the
+baselines and the expert schedule), then gives out search rounds until a stop reason holds, with progress and
+resume.
 
     opts = ans.TuningOptions(num_measure_trials=200, measure_callbacks=[ans.RecordToFile("mm.json")])
-    result = task.tune(opts)              # a progress line per round, a summary table at the end
+    result = task.tune(opts)              # a session of one task: a progress line per round, a summary
     state = task.apply_best("mm.json")    # the fastest verified schedule in the log
     print(result.speedup, result.best_cost)
 
-Before searching, the tuner measures the plain loop nest and simple parallel + vectorized variants of it
-(the baseline, see search.baseline_states), and with them the expert schedule (search.expert_schedule: register
-blocks, packing and cache tiles from the target's hardware parameters): the best schedule is never slower than
-any of them, and the summary reports the speed-up over the baseline and the expert schedule's time. Each round
-asks the search policy (SketchPolicy) for up to
-``num_measures_per_round`` states never measured, measures them (LocalBuilder / LocalRunner: verified, plausible times only), passes
-the results to the measure callbacks (RecordToFile appends them to a log) and to the cost model. Tuning stops
-after ``num_measure_trials`` trials, after ``early_stopping`` trials without improvement, when
-``time_budget_s`` has passed, or when the search finds no schedule it has not measured (tiny tasks).
+`TaskScheduler.tune` (task_scheduler.py) runs the same session over many tasks, choosing the task of each round;
+`task.tune` is that session with one task. Either way:
 
-Resume: when a RecordToFile log of the options already holds records of this task (same workload key and
-target), they count as trials, none of their states is measured again, and the cost model starts from them.
-
-Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains the cost model first on the successful records
-of the task's target in those logs (other tasks tuned before); records of other targets are never used.
+- Start states: before searching, a task measures the plain loop nest and simple parallel + vectorized variants
+  of it (the baseline, see search.baseline_states), and with them the expert schedule (search.expert_schedule:
+  register blocks, packing and cache tiles from the target's hardware parameters): the best schedule is never
+  slower than any of them, and the summary reports the speed-up over the baseline and the expert schedule's time.
+- A round is one call into the core (`_core.tuning_round`): the task's search policy (SketchPolicy) proposes up
+  to ``num_measures_per_round`` states never measured, the workers measure them (LocalBuilder / LocalRunner:
+  verified, plausible times only), the RecordToFile logs of the options get their records, and the cost model
+  learns from them. Measure callbacks after the first one that is not a RecordToFile are called afterwards, from
+  Python, in order. A runner that measures elsewhere (RayRunner: ``measures_here`` False) splits the round: the
+  core's search, the runner's measurement, then the records and the update in one core call
+  (`_core.record_round`); TaskScheduler(parallel_tasks=k) measures the rounds of k tasks at once that way.
+- Stop: after ``num_measure_trials`` trials, after ``early_stopping`` trials of a task without improvement,
+  when ``time_budget_s`` has passed, or when the search finds no schedule it has not measured (tiny tasks).
+- Resume: the records of a task (same workload key and target) in the options' RecordToFile logs count as
+  trials; the logs are read once, none of their states is measured again, and the cost model starts from them.
+- Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains each cost model first on the successful
+  records of its target in those logs (other tasks tuned before); records of other targets are never used.
+- Output: the session is the one place that prints (progress.Progress): a progress bar (or, where output is not
+  interactive, a line at every tenth of the budget), the task table when it changed materially, the summary;
+  through the "autosched" logger.
 """
+import contextlib
 import math
 import os
-import re
 import time
 import warnings
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
-from .measure import LocalBuilder, LocalRunner, MeasureInput, measure
+from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
+from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
-from .text import format_time
-from .records import RecordToFile, RecordWarning
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
+from .text import format_time
+from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
+                          _transfer_text)
 
-__all__ = ["TuningOptions", "TuneResult", "TaskTuner", "tune", "peak_gflops", "format_time", "round_search_params"]
+__all__ = ["TuningOptions", "TuneResult", "TaskSchedulerResult", "TaskTuner", "TuningSession", "tune",
+           "peak_gflops", "format_time", "round_search_params"]
 
 # The evolutionary search of a round measuring n states keeps a population of n * ROUND_POPULATION_PER_STATE
 # states, at least ROUND_POPULATION_MIN and at most the SearchParams default (2048): a round of 16 searches
@@ -66,7 +80,7 @@ class TuningOptions:
     measure_callbacks: called as callback(policy, inputs, results) after every batch (e.g. RecordToFile).
     verbose: 0 warnings only, 1 a progress bar and the summary, 2 also a line per round and the search's own
         statistics (logging levels WARNING, INFO, DEBUG of the "autosched" logger: see autosched.progress).
-    peak_gflops: the target's peak for "% of peak" (None: estimated from the CPU, see peak_gflops()).
+    peak_gflops: the target's peak for "% of peak" (None: the core's estimate, see peak_gflops()).
     transfer_logs: record logs whose successful records of the task's target train the cost model before the
         search starts (the task's own records in a resumed log are left to resume).
     """
@@ -110,137 +124,32 @@ class TuningOptions:
                 f"time_budget_s={self.time_budget_s})")
 
 
-def _cpu_ghz():
-    """The CPU's clock in GHz: the highest frequency the kernel reports, else 3.0."""
-    try:
-        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
-            return int(f.read()) / 1e6
-    except (OSError, ValueError):
-        pass
-    try:
-        with open("/proc/cpuinfo") as f:
-            mhz = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", f.read(), re.M)]
-        if mhz:
-            return max(mhz) / 1e3
-    except OSError:
-        pass
-    return 3.0
 
 
 def peak_gflops(task, describe=False):
-    """Estimated peak GFLOP/s of the task's CPU target: cores x FMA units (HardwareParams.fma_units, from the
-    target's features) x 2 FLOP x SIMD lanes of the DAG's output type x the clock the kernel reports (under a
-    hypervisor often the base clock, below the boost clock: pass TuningOptions(peak_gflops=...) for the real
-    figure). None for other targets. With
-    describe=True, (value, how it was estimated)."""
-    if str(task.target).split()[0] != "llvm":
+    """Estimated peak GFLOP/s of the task's hardware, from the core's one estimate (cpp/task/peak.h, which the
+    measurement's plausibility bound also uses): CPU cores x FMA units (HardwareParams.fma_units) x 2 FLOP x SIMD
+    lanes of the DAG's narrowest type x the clock the OS reports (under a hypervisor often the base clock, below
+    the boost clock: pass TuningOptions(peak_gflops=...) for the real figure); a GPU's compute units x lanes x 2
+    x HardwareParams.clock_mhz; HardwareParams.peak_gflops where given. None where it cannot be estimated (a GPU
+    of unknown clock). With describe=True, (value, how it was estimated)."""
+    flops, how = _core.estimate_peak_flops(task, "estimate")
+    if flops <= 0:
         return (None, "") if describe else None
-    hw = task.hardware_params
-    cores = hw.num_cores if hw.num_cores > 0 else (os.cpu_count() or 1)
-    bits = 32
-    try:
-        found = re.findall(r"(\d+)", str(task.compute_dag.tensors[-1].dtype))
-        bits = int(found[-1]) if found else 32
-    except (AttributeError, IndexError):
-        pass
-    lanes = max(1, hw.vector_unit_bytes * 8 // max(bits, 8))
-    ghz = _cpu_ghz()
-    fma_units = hw.fma_units or 2  # 0: not known
-    value = cores * fma_units * 2 * lanes * ghz
-    if not describe:
-        return value
-    return value, (f"{value:.4g} GFLOP/s = {cores} cores x {2 * fma_units * lanes} FLOP/cycle x {ghz:.3g} GHz, "
-                   "the clock the OS reports")
-
-
-class TuneResult:
-    """What a tuning run did. Costs are seconds per run; None where nothing valid was measured."""
-
-    def __init__(self, task):
-        self.task = task
-        self.trials = 0            # measurements in all (resumed records included)
-        self.resumed_trials = 0    # records of the task found in the log at the start
-        self.transferred = []      # cost_model.FileUpdate per transfer log
-        self.rounds = 0
-        self.best_cost = None
-        self.best_state = None
-        self.baseline_cost = None  # the better of the baseline schedules
-        self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
-        self.expert_cost = None    # the expert schedule's (None: none, or not measured)
-        self.errors = Counter()    # error name -> count, over every trial
-        self.error_messages = {}   # error name -> the first message of that error
-        self.seconds = Counter()   # "search", "cost_model", "build", "run" (or "measure"), "total"
-        self.stop_reason = ""
-        self.history = []          # (trials, best cost) after every batch
-
-    @property
-    def speedup(self):
-        """Baseline cost over best cost (None when either is missing)."""
-        if self.best_cost is None or self.baseline_cost is None:
-            return None
-        return self.baseline_cost / self.best_cost
-
-    @property
-    def best_gflops(self):
-        flop = self.task.compute_dag.flop_ct
-        return flop / self.best_cost / 1e9 if self.best_cost and flop > 0 else None
-
-    def __repr__(self):
-        best = "none" if self.best_cost is None else format_time(self.best_cost)
-        speedup = "" if self.speedup is None else f", x{self.speedup:.3g} over baseline"
-        return f"TuneResult(trials={self.trials}, best={best}{speedup}, stop='{self.stop_reason}')"
-
-
-
-
-def _transfer_text(report):
-    """'120 records of 3 tasks from a.json (skipped: 2 of other targets, 5 failed)'."""
-    skipped = [f"{n} {what}" for n, what in ((report.other_target, "of other targets"), (report.failed, "failed"),
-                                            (report.excluded, "of this task, left to resume")) if n]
-    return (f"{report.used} records of {report.tasks} tasks from {report.path}"
-            + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
-
-
-def _failed_text(results):
-    """' (failed: implausible 2, runtime 1)' for the failed ones among results; '' when none failed (records
-    loaded with a time measurement would have refused count as implausible)."""
-    failed = Counter(res.error for res in results if not res.ok)
-    return f" (failed: {', '.join(f'{k} {v}' for k, v in sorted(failed.items()))})" if failed else ""
-
-
-def _phase_seconds(runner):
-    """(build, run) seconds the runner's measurer has spent so far, when it reports them; else None."""
-    measurer = getattr(runner, "_measurer", None)
-    phases = getattr(measurer, "phase_seconds", None)
-    if phases is None:
-        return None
-    phases = phases() if callable(phases) else phases
-    return float(phases[0]), float(phases[1])
-
-
-def load_logs(paths, stacklevel=3):
-    """Every record of the logs that exist among `paths`, as (path, record) pairs; the loader's warnings
-    (lines skipped) are issued as RecordWarning."""
-    pairs = []
-    for path in paths:
-        if not os.path.exists(path):
-            continue
-        loaded = _core.load_records(path)
-        for message in loaded.warnings:
-            warnings.warn(message, RecordWarning, stacklevel=stacklevel)
-        pairs.extend((path, rec) for rec in loaded.records)
-    return pairs
+    value = flops / 1e9
+    return (value, f"{value:.4g} GFLOP/s = {how}") if describe else value
 
 
 class TaskTuner:
-    """One task's tuning, advanced a step at a time: tune() runs resume(), baseline(), then search_round()
-    until stop_reason() names a reason; TaskScheduler interleaves the steps of many tasks.
+    """One task of a tuning session: its search policy, its measurements (a round is one core call, see
+    _core.tuning_round), its bookkeeping (TuneResult) and its progress line. TuningSession drives the tuners.
 
-    builder, runner: override the options' (a scheduler shares one runner between its tasks). start: the
+    builder, runner: override the options' (a session shares one runner between its tasks). start: the
     monotonic time the time budget counts from. verbose: overrides options.verbose for this task's own lines.
+    reporter: the session's progress.Progress, through which the tuner's lines go (set by TuningSession.run).
     """
 
-    def __init__(self, task, options, policy, builder=None, runner=None, start=None, verbose=None, reporter=None):
+    def __init__(self, task, options, policy, builder=None, runner=None, start=None, verbose=None):
         self.task = task
         self.options = options
         self.policy = policy
@@ -249,26 +158,30 @@ class TaskTuner:
         self.verbose = options.verbose if verbose is None else verbose
         self.result = TuneResult(task)
         self.start = time.monotonic() if start is None else start
-        # The session's output; a tuner of its own (not a scheduler's) also moves the bar.
-        self.owns_bar = reporter is None
-        self.reporter = reporter or Progress(options.num_measure_trials, options.time_budget_s, self.verbose,
-                                             desc=task.desc or "tuning", start=self.start)
         self.last_improvement = 0  # trial count at the last better schedule
         self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
         self._start_states = None
+        self._task_json = None     # the task as its records store it, made once
+        # The RecordToFile logs at the head of the callbacks are written by the core during the round; the
+        # callbacks from the first other one on are called from here, in order, after it.
+        callbacks = list(options.measure_callbacks)
+        head = 0
+        while head < len(callbacks) and type(callbacks[head]) is RecordToFile:
+            head += 1
+        self._logs, self._callbacks = callbacks[:head], callbacks[head:]
         if options.peak_gflops:
             self.peak, self.peak_text = options.peak_gflops, f"{options.peak_gflops:.4g} GFLOP/s (given)"
         else:
             self.peak, self.peak_text = peak_gflops(task, describe=True)
         self.empty_reason = ""
+        self.reporter = None
 
     # ---- bookkeeping ----
-    def absorb(self, states, results, resumed=False):
-        """Counts measured (state, result) pairs: trials, errors, the best, the baseline."""
+    def absorb(self, keys, states, results, resumed=False):
+        """Counts measured (state key, core state, result) triples: trials, errors, the best, the baseline."""
         r = self.result
-        for state, res in zip(states, results):
+        for key, state, res in zip(keys, states, results):
             r.trials += 1
-            key = _core.state_key(state.core)
             cost = res.mean_cost if res.ok else None
             if not res.ok:
                 r.errors[res.error] += 1
@@ -283,90 +196,111 @@ class TaskTuner:
             if cost is not None and math.isfinite(cost) and (r.best_cost is None or cost < r.best_cost):
                 r.best_cost, r.best_state = cost, state
                 self.last_improvement = r.trials
+        if isinstance(r.best_state, _core.LoopState):
+            r.best_state = State(r.best_state)
         if resumed:
             r.resumed_trials = r.trials
             self.last_improvement = r.trials
         r.history.append((r.trials, r.best_cost))
 
-    def measure_batch(self, states):
-        """Measures states, runs the callbacks, feeds the policy; returns the results."""
-        before = _phase_seconds(self.runner)
+    def run_round(self, n=0, states=None):
+        """One round: `states` (core states) or up to n the search proposes, measured, recorded in the
+        RecordToFile logs, learned from; then the other callbacks and the bookkeeping. Returns the round
+        (a _core.TuningRound). With a runner that measures here it is one core call (_core.tuning_round); a
+        runner that measures elsewhere (measures_here False: RayRunner) gets the round split in three:
+        propose_round (the core's search), measure_states (the runner) and finish_round (_core.record_round)."""
+        if self.runner.measures_here:
+            rnd = _core.tuning_round(self.policy._policy, self.runner._measurer_for(self.builder),
+                                     [log._writer for log in self._logs], self._json(), n, states)
+            if rnd.searched:
+                self.result.seconds["search"] += rnd.search_seconds
+            self.result.seconds["measure"] += rnd.measure_seconds
+            return self._take_round(rnd)
+        if states is None:
+            states = self.propose_round(n)
+        return self.finish_round(states, *self.measure_states(states))
+
+    def _json(self):
+        if self._task_json is None:
+            self._task_json = self.task.to_json()
+        return self._task_json
+
+    def propose_round(self, n):
+        """The search of a round, in the core: up to n core states never measured ([]: nothing new)."""
+        states = self.policy._policy.continue_search_one_round(int(n))
+        stats = self.policy.last_round
+        self.result.seconds["search"] += stats["search_seconds"]
+        self.result.seconds["cost_model"] += stats["cost_model_seconds"]
+        return states
+
+    def measure_states(self, states):
+        """The measurement of a round by a runner that measures elsewhere: (results, seconds). Tuners of
+        different tasks may call it at once from several threads (TaskScheduler's parallel_tasks); finish_round
+        then runs in the driver's thread."""
+        if not states:
+            return [], 0.0
         t0 = time.monotonic()
         results = measure(self.task, states, self.builder, self.runner)
-        elapsed = time.monotonic() - t0
-        after = _phase_seconds(self.runner)
-        if before is not None and after is not None:
-            self.result.seconds["build"] += after[0] - before[0]
-            self.result.seconds["run"] += after[1] - before[1]
-        else:
-            self.result.seconds["measure"] += elapsed
-        inputs = [MeasureInput(self.task, s) for s in states]
-        for cb in self.options.measure_callbacks:
-            cb(self.policy, inputs, results)
-        update_before = self.policy.model_update_seconds
-        self.policy.record_measured(states, results)
-        self.result.seconds["cost_model"] += self.policy.model_update_seconds - update_before
-        self.absorb(states, results)
-        return results
+        return results, time.monotonic() - t0
 
-    # ---- the phases of tune() ----
+    def finish_round(self, states, results, seconds):
+        """The end of a round measured elsewhere, in the core as tuning_round ends one (records in the
+        RecordToFile logs, the policy and its cost model), then the callbacks and the bookkeeping."""
+        rnd = _core.record_round(self.policy._policy, [log._writer for log in self._logs], self._json(),
+                                 states, results)
+        self.result.seconds["measure"] += seconds
+        return self._take_round(rnd)
+
+    def _take_round(self, rnd):
+        """What follows a round in the core: its time, notices, the other callbacks and the bookkeeping."""
+        self.result.seconds["cost_model"] += rnd.cost_model_seconds
+        for message in rnd.notices:
+            warnings.warn(message, RecordWarning, stacklevel=5)
+        states, results = rnd.states, rnd.results
+        if states and self._callbacks:
+            inputs = [MeasureInput(self.task, State(s)) for s in states]
+            for cb in self._callbacks:
+                cb(self.policy, inputs, results)
+        if states:
+            self.absorb(rnd.keys, states, results)
+        return rnd
+
     def resume_paths(self):
         return list(dict.fromkeys(cb.path for cb in self.options.measure_callbacks if isinstance(cb, RecordToFile)))
 
-    def transfer(self):
-        """Trains the cost model on the records of the task's target in the options' transfer logs."""
-        resumed = {os.path.realpath(p) for p in self.resume_paths()}
-        model = self.policy.cost_model
-        for path in self.options.transfer_logs:
-            own = (self.task.workload_key,) if os.path.realpath(path) in resumed else ()
-            t0 = time.monotonic()
-            model.update_from_file(path, target=self.task.target, exclude_workload_keys=own)
-            self.result.seconds["cost_model"] += time.monotonic() - t0
-            report = model.last_file_update
-            self.result.transferred.append(report)
-            if self.verbose:
-                self.reporter.info(f"Transfer: the cost model starts from {_transfer_text(report)}")
-
-    def resume(self, records=None):
-        """Takes this task's records (same workload key and target) as measured trials: from `records`,
-        (path, record) pairs of load_logs(), or else from the RecordToFile logs of the options."""
-        paths = self.resume_paths()
-        if records is None:
-            records = load_logs(paths, stacklevel=5)
-        else:
-            paths = list(dict.fromkeys(path for path, _ in records))
+    def resume(self, records):
+        """Takes this task's records among `records`, (path, Record) pairs of record_log.read_logs, as measured
+        trials (same workload key and target; a schedule that does not replay on the task's DAG is skipped with
+        a warning). Returns their results."""
         states, results = [], []
-        target = str(self.task.target)
-        dag_key = self.task.compute_dag.workload_key()
+        target, key = str(self.task.target), self.task.workload_key
         other_dag = Counter()  # path -> records of this task's key measured on another DAG
         for path, rec in records:
-            if rec.task.workload_key != self.task.workload_key or str(rec.task.target) != target:
+            if rec.task.workload_key != key or str(rec.task.target) != target:
                 continue
             try:
-                core = _core.LoopState.from_json(self.task.compute_dag, rec.state.to_json())
+                core, elsewhere = replay(rec, self.task)
             except ValueError as err:
                 warnings.warn(f"{path}:{rec.line}: skipped, the schedule does not replay ({err})",
-                              RecordWarning, stacklevel=4)
+                              RecordWarning, stacklevel=5)
                 continue
-            if rec.task.compute_dag.workload_key() != dag_key:
-                other_dag[path] += 1
-            states.append(State(core))
+            other_dag[path] += elsewhere
+            states.append(core)
             results.append(rec.result)
         for path, n in other_dag.items():
-            warnings.warn(f"{path}: {n} records have the workload key {self.task.workload_key} of task "
-                          f"'{self.task.desc or self.task.workload_key}' but were measured on another DAG (the "
-                          f"task's structural key is {dag_key}); their times were not measured on this task",
-                          RecordWarning, stacklevel=4)
+            if n:
+                warnings.warn(f"{path}: {n} records have the workload key {key} of task "
+                              f"'{self.task.desc or key}' but were measured on another DAG (the task's "
+                              f"structural key is {self.task.compute_dag.workload_key()}); their times were not "
+                              "measured on this task", RecordWarning, stacklevel=5)
         for name, s in self.start_states():
             self.baseline_keys[_core.state_key(s.core)] = name
         if states:
             t0 = time.monotonic()
             self.policy.record_measured(states, results)
             self.result.seconds["cost_model"] += time.monotonic() - t0
-            self.absorb(states, results, resumed=True)
-            if self.verbose:
-                self.reporter.info(f"Resumed {len(states)} trials of this task from {', '.join(paths)}"
-                                   f"{_failed_text(results)}")
+            self.absorb([_core.state_key(s) for s in states], states, results, resumed=True)
+        return results
 
     def start_states(self):
         """(name, State) of what tuning measures first: the baselines ("plain", "parallel", "parallel 2") and
@@ -380,15 +314,11 @@ class TaskTuner:
             self._start_states = states
         return self._start_states
 
-    def baseline(self, limit=None):
-        """Measures the baseline states and the expert schedule not measured yet, at most `limit` of them
-        (None: as many as num_measure_trials leaves); returns how many."""
-        if limit is None:
-            limit = self.options.num_measure_trials - self.result.trials
-        todo = [s for _, s in self.start_states() if not self.policy.is_measured(s)]
-        todo = todo[:max(0, limit)]
+    def baseline(self, limit):
+        """Measures the start states not measured yet, at most `limit` of them; returns how many."""
+        todo = [s.core for _, s in self.start_states() if not self.policy.is_measured(s)][:max(0, limit)]
         if todo:
-            self.measure_batch(todo)
+            self.run_round(states=todo)
             self.progress("baseline", {})
         return len(todo)
 
@@ -396,36 +326,27 @@ class TaskTuner:
     def num_baselines(self):
         return len(self.baseline_keys)
 
-    def search_round(self, n=None):
-        """One round of at most n states (None: a round's worth, as num_measure_trials leaves); False when
-        the search found nothing new (the reason is in empty_reason)."""
-        if n is None:
-            n = min(self.options.num_measures_per_round, self.options.num_measure_trials - self.result.trials)
-        states = self.policy.continue_search_one_round(n)
+    def search_round(self, n):
+        """One round of at most n states; False when the search found nothing new (the reason is in
+        empty_reason)."""
+        return self.end_search_round(self.run_round(n))
+
+    def set_empty_reason(self):
         stats = self.policy.last_round
-        self.result.seconds["search"] += stats["search_seconds"]
-        self.result.seconds["cost_model"] += stats["cost_model_seconds"]
-        if not states:
-            if stats["sampled"] == 0:
-                drops = ", ".join(f"{k} {v}" for k, v in sorted(stats["sample_drops"].items())) or "none"
-                self.empty_reason = f"no valid schedule could be sampled from the sketches (dropped: {drops})"
-            else:
-                self.empty_reason = "search space exhausted: every schedule the sketches offer was measured"
+        if stats["sampled"] == 0:
+            drops = ", ".join(f"{k} {v}" for k, v in sorted(stats["sample_drops"].items())) or "none"
+            self.empty_reason = f"no valid schedule could be sampled from the sketches (dropped: {drops})"
+        else:
+            self.empty_reason = "search space exhausted: every schedule the sketches offer was measured"
+
+    def end_search_round(self, rnd):
+        """The progress of a search round that measured rnd.states; False when it measured nothing."""
+        if not rnd.states:
+            self.set_empty_reason()
             return False
         self.result.rounds += 1
-        self.measure_batch(states)
-        self.progress(f"round {self.result.rounds}", stats)
+        self.progress(f"round {self.result.rounds}", self.policy.last_round if self.verbose >= 2 else {})
         return True
-
-    def stop_reason(self):
-        o, r = self.options, self.result
-        if r.trials >= o.num_measure_trials:
-            return f"reached num_measure_trials ({o.num_measure_trials})"
-        if self.early_stopped():
-            return f"early stopping: no better schedule in the last {o.early_stopping} trials"
-        if o.time_budget_s is not None and time.monotonic() - self.start >= o.time_budget_s:
-            return f"time budget of {o.time_budget_s} s used"
-        return None
 
     def early_stopped(self):
         """True when early_stopping trials have passed without a better schedule."""
@@ -447,17 +368,13 @@ class TaskTuner:
 
     def time_text(self):
         s = self.result.seconds
-        parts = [f"{k.replace('_', ' ')} {s[k]:.1f}s" for k in ("search", "cost_model", "build", "run", "measure")
-                 if k in s]
-        return ", ".join(parts)
+        return ", ".join(f"{k.replace('_', ' ')} {s[k]:.1f}s" for k in ("search", "cost_model", "measure") if k in s)
 
     def progress(self, label, stats):
-        """The bar (a tuner of its own), and at verbose 2 a line for the round."""
-        r = self.result
-        if self.owns_bar:
-            self.reporter.update(r.trials, r.best_cost)
-        if self.verbose < (2 if self.owns_bar else 1):  # a scheduler's tuners run one level quieter
+        """A line for the batch (DEBUG: shown at the session's verbose 2; the bar is the session's)."""
+        if not self.verbose or self.reporter is None:
             return
+        r = self.result
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         speedup = f" | x{r.speedup:.3g} over baseline" if r.speedup else ""
         self.reporter.debug(f"[{label:>9}] {self.task.desc or 'task'}: trials {r.trials:>5} | best "
@@ -469,11 +386,9 @@ class TaskTuner:
                                 f"(failed: {fails}), picked {stats['picked_best']} best + "
                                 f"{stats['picked_random']} random")
 
-    def summary(self):
+    def summary_rows(self):
+        """The rows of the summary of this task's tuning."""
         r = self.result
-        r.seconds["total"] = time.monotonic() - self.start
-        if not self.verbose:
-            return
         flop = self.task.compute_dag.flop_ct
         gflops = f"{flop / r.best_cost / 1e9:.4g}" if r.best_cost and flop > 0 else "-"
         peak = "-"
@@ -493,12 +408,342 @@ class TaskTuner:
             rows.insert(3, ("expert seed", self.speed_text(r.expert_cost)))
         rows += [("transfer", _transfer_text(t)) for t in r.transferred]
         measured = max(1, r.trials - r.resumed_trials)
-        shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s ({100 * v / max(r.seconds['total'], 1e-9):.0f}%)"
+        total = r.seconds["total"]
+        shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s ({100 * v / max(total, 1e-9):.0f}%)"
                            for k, v in r.seconds.items() if k != "total")
-        rows += [("time", f"{r.seconds['total']:.1f}s = {shares}; {r.seconds['total'] / measured:.3g}s per trial"),
-                 ("stopped", r.stop_reason)]
-        width = max(len(k) for k, _ in rows)
-        self.reporter.info("\n".join(["Tuning summary"] + [f"| {k:<{width}} | {v}" for k, v in rows]))
+        rows.append(("time", f"{total:.1f}s = {shares}; {total / measured:.3g}s per trial, "
+                             f"{_model_seconds_text(r.seconds, r.trials - r.resumed_trials)}"))
+        rows.append(("stopped", r.stop_reason))
+        return rows
+
+
+def _rows_text(title, rows):
+    width = max(len(k) for k, _ in rows)
+    return "\n".join([title] + [f"| {k:<{width}} | {v}" for k, v in rows])
+
+
+class TuningSession:
+    """One tuning session: the tasks' TaskTuners, the warm-up, the rounds, the stop reasons, transfer, resume,
+    the time accounting and the output, for one task (task.tune) or many (TaskScheduler.tune).
+
+    scheduler: the TaskScheduler whose weights, strategy (its pick(session)), give-up rule and load_log_file
+    apply; None for one task tuned on its own (weight 1, never given up, the summary of that task). Its output
+    goes through one progress.Progress (the bar, the tables, the summary), made by run.
+    """
+
+    def __init__(self, tasks, options, policies, runners, scheduler=None):
+        self.scheduler = scheduler
+        self.options = options
+        self.start = time.monotonic()
+        self.single = scheduler is None
+        builder = options.builder or LocalBuilder()
+        # a task's own lines: always for a task tuned alone; among many, only at verbose >= 2
+        verbose = options.verbose if self.single else max(0, options.verbose - 1)
+        self.tuners = [TaskTuner(t, options, p, builder=builder, runner=r, start=self.start, verbose=verbose)
+                       for t, p, r in zip(tasks, policies, runners)]
+        for tt in self.tuners:
+            check_runs_here(tt.task, tt.runner)
+        # TaskScheduler(parallel_tasks=k): the rounds of k tasks measured at once (runners that measure
+        # elsewhere only; the scheduler checks)
+        self.parallel = 1 if self.single else scheduler.parallel_tasks
+        weights = [1.0] * len(tasks) if self.single else scheduler.task_weights
+        self.result = TaskSchedulerResult(tasks, weights)
+        self.result.task_results = [tt.result for tt in self.tuners]
+        self.failed_rounds = [0] * len(self.tuners)
+        self.give_up_after = None if self.single else scheduler.failed_rounds_to_give_up
+        self.verbose = options.verbose
+        self.reporter = None
+
+    @property
+    def n(self):
+        return len(self.tuners)
+
+    def total_trials(self):
+        return sum(tt.result.trials for tt in self.tuners)
+
+    def remaining(self):
+        return self.options.num_measure_trials - self.total_trials()
+
+    def active(self):
+        return [i for i in range(self.n) if i not in self.result.done]
+
+    def pick(self, exclude=()):
+        """The task of the next round: the scheduler's choice, or the one task; not one of `exclude` (None:
+        no task is left)."""
+        if self.single:
+            active = [i for i in self.active() if i not in exclude]
+            return active[0] if active else None
+        return self.scheduler.pick(self, exclude)
+
+    # ---- the run ----
+    def run(self):
+        """Tunes until a stop reason holds; returns the TaskSchedulerResult."""
+        desc = (self.result.tasks[0].desc or "tuning") if self.single else f"{self.n} tasks"
+        self.reporter = Progress(self.options.num_measure_trials, self.options.time_budget_s, self.verbose,
+                                 desc=desc, start=self.start)
+        for tt in self.tuners:
+            tt.reporter = self.reporter
+        try:
+            return self._run()
+        finally:
+            self.reporter.close()
+
+    def _run(self):
+        self.transfer()
+        self.resume()
+        reason = self.warm_up()
+        with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
+            while reason is None:
+                reason = self.stop_reason()
+                if reason is None and pool is not None:
+                    self.parallel_rounds(pool)
+                elif reason is None:
+                    self.search_round(self.pick())
+        self.result.stop_reason = reason
+        self.result.seconds = time.monotonic() - self.start
+        for i, tt in enumerate(self.tuners):
+            tt.result.stop_reason = self.result.done.get(i, reason)
+            tt.result.seconds["total"] = self.result.seconds
+        self.reporter.finish_bar()  # the bar ends before the summary
+        self.summary()
+        return self.result
+
+    def stop_reason(self):
+        o = self.options
+        if self.remaining() <= 0:
+            return f"reached num_measure_trials ({o.num_measure_trials}{'' if self.single else ' in all'})"
+        if o.time_budget_s is not None and time.monotonic() - self.start >= o.time_budget_s:
+            return f"time budget of {o.time_budget_s} s used"
+        if not self.active():
+            if self.single:
+                return self.result.done[0]
+            return "every task is done (search space exhausted, early stopping or given up)"
+        return None
+
+    def transfer(self):
+        """Trains each cost model once on the transfer logs, with its tasks' target (their own records in a log
+        also resumed are left to resume)."""
+        resumed = {os.path.realpath(p) for p in self.log_paths()}
+        models = {}
+        for tt in self.tuners:
+            models.setdefault(id(tt.policy.cost_model), (tt.policy.cost_model, tt.task.target, []))[2].append(
+                tt.task.workload_key)
+        for path in self.options.transfer_logs:
+            for model, target, keys in models.values():
+                own = keys if os.path.realpath(path) in resumed else ()
+                t0 = time.monotonic()
+                model.update_from_file(path, target=target, exclude_workload_keys=own)
+                spent = time.monotonic() - t0
+                report = model.last_file_update
+                users = [tt for tt in self.tuners if tt.policy.cost_model is model]
+                for tt in users:
+                    tt.result.transferred.append(report)
+                    tt.result.seconds["cost_model"] += spent / len(users)
+                if self.verbose:
+                    of = "" if self.single else f" of '{target.text}'"
+                    self.reporter.info(f"Transfer: the cost model{of} starts from {_transfer_text(report)}")
+
+    def log_paths(self):
+        paths = self.tuners[0].resume_paths()
+        if not self.single and self.scheduler.load_log_file:
+            paths.append(self.scheduler.load_log_file)
+        return list(dict.fromkeys(paths))
+
+    def resume(self):
+        """Reads the logs once; each task takes its records as trials."""
+        records = read_logs(self.log_paths(), stacklevel=4)
+        by_task = {}
+        for path, rec in records:
+            by_task.setdefault((rec.task.workload_key, str(rec.task.target)), []).append((path, rec))
+        results = []
+        for i, tt in enumerate(self.tuners):
+            results += tt.resume(by_task.get((tt.task.workload_key, str(tt.task.target)), []))
+            if tt.result.best_cost is None and tt.result.trials > tt.num_baselines:
+                self.failed_rounds[i] = (tt.result.trials - tt.num_baselines) // self.options.num_measures_per_round
+            self.update_done(i)
+        resumed = self.result.resumed_trials
+        if self.verbose and resumed:
+            tasks = sum(1 for tt in self.tuners if tt.result.resumed_trials)
+            which = "this task" if self.single else f"{tasks} tasks"
+            self.reporter.info(f"Resumed {resumed} trials of {which} from {', '.join(self.log_paths())}"
+                               f"{_failed_text(results)}")
+
+    def warm_up(self):
+        """The start states of every task, then one search round each (tasks resumed past their start states
+        have had it). Returns a stop reason when the budget ends it."""
+        measured = 0
+        for i, tt in enumerate(self.tuners):
+            reason = self.stop_reason()
+            if reason is not None:
+                return reason
+            # Leave at least one trial to each task after this one, so that a small budget does not go
+            # to the start states (baselines, expert seed) of the first tasks alone.
+            count = tt.baseline(limit=max(1, self.remaining() - (self.n - i - 1)))
+            measured += count
+            if count:
+                self.update_done(i)
+                self.note_batch()
+        if measured:
+            self.print_table("baselines")
+        for i, tt in enumerate(self.tuners):
+            reason = self.stop_reason()
+            if reason is not None:
+                return reason
+            if i not in self.result.done and tt.result.trials <= tt.num_baselines:
+                self.search_round(i)
+        return None
+
+    def search_round(self, i):
+        tt = self.tuners[i]
+        n = min(self.options.num_measures_per_round, self.remaining())
+        before = tt.result.trials
+        self.end_round(i, before, tt.search_round(n))
+
+    def parallel_rounds(self, pool):
+        """The rounds of up to `parallel` tasks, in the order the scheduler ranks them: searched here one after
+        another, measured at once in `pool` (the runners measure elsewhere), then recorded and counted in that
+        order."""
+        picks, budget = [], self.remaining()
+        while len(picks) < self.parallel and budget > 0:
+            i = self.pick(exclude=[j for j, _ in picks])
+            if i is None:
+                break
+            picks.append((i, min(self.options.num_measures_per_round, budget)))
+            budget -= picks[-1][1]
+        rounds = []
+        for i, n in picks:
+            tt = self.tuners[i]
+            states = tt.propose_round(n)
+            rounds.append((i, tt.result.trials, states, pool.submit(tt.measure_states, states)))
+        for i, before, states, measured in rounds:
+            tt = self.tuners[i]
+            self.end_round(i, before, tt.end_search_round(tt.finish_round(states, *measured.result())))
+
+    def end_round(self, i, before, found):
+        """The bookkeeping after task i's search round (found: it measured something)."""
+        tt = self.tuners[i]
+        self.result.rounds.append(i)
+        if not found:
+            self.result.done[i] = tt.empty_reason
+        elif tt.result.best_cost is None:
+            self.failed_rounds[i] += 1
+        self.update_done(i)
+        self.note_batch()
+        label = f"round {len(self.result.rounds)}: task {i}, " + (f"{tt.result.trials - before} trials" if found
+                                                                 else "nothing new to measure")
+        self.print_table(label)
+
+    def update_done(self, i):
+        """Marks task i done when it stopped early or gave up. Among many tasks, one without a valid schedule
+        is given up after give_up_after rounds rather than early-stopped; alone, early stopping ends it."""
+        if i in self.result.done:
+            return
+        tt, limit = self.tuners[i], self.give_up_after
+        if limit is not None and tt.result.best_cost is None and self.failed_rounds[i] >= limit:
+            self.result.done[i] = f"given up: {limit} search rounds found no valid schedule"
+        elif tt.early_stopped() and (tt.result.best_cost is not None or limit is None):
+            self.result.done[i] = (f"early stopping: no better schedule in the last {self.options.early_stopping}"
+                                   " trials")
+
+    def note_batch(self):
+        latency, missing = self.estimated_latency()
+        self.result.history.append((self.total_trials(), latency))
+        if self.single:
+            self.reporter.update(self.total_trials(), self.tuners[0].result.best_cost)
+            return
+        with_schedule = self.n - missing
+        self.reporter.update(self.total_trials(), None, latency if not missing else None,
+                             note=f"{with_schedule}/{self.n} tasks with a schedule")
+
+    # ---- output ----
+    def estimated_latency(self):
+        """(sum of weight x best cost over the tasks with a valid schedule, tasks without one)."""
+        total, missing = 0.0, 0
+        for w, tt in zip(self.result.weights, self.tuners):
+            if tt.result.best_cost is None:
+                missing += 1
+            else:
+                total += w * tt.result.best_cost
+        return total, missing
+
+    def print_table(self, label, force=False):
+        """Among many tasks, a table of them, printed when it changed materially (see progress.Progress.table)
+        or forced (a task alone has the bar)."""
+        if not self.verbose or self.single:
+            return
+        tasks = self.result.tasks
+        width = max(4, min(40, max(len(t.desc or t.workload_key) for t in tasks)))
+        lines = [f"|  ID | {'Task':<{width}} | Latency (ms) | Speed (GFLOP/s) | Weight | Trials | Done"]
+        for i, tt in enumerate(self.tuners):
+            desc = (tt.task.desc or tt.task.workload_key)[:width]
+            cost, flop = tt.result.best_cost, tt.task.compute_dag.flop_ct
+            latency = f"{cost * 1e3:.4g}" if cost is not None else "-"
+            speed = f"{flop / cost / 1e9:.4g}" if cost and flop > 0 else "-"
+            done = self.result.done.get(i, "").split(":")[0]
+            lines.append(f"| {i:>3} | {desc:<{width}} | {latency:>12} | {speed:>15} | "
+                         f"{self.result.weights[i]:>6.4g} | {tt.result.trials:>6} | {done}")
+        total, missing = self.estimated_latency()
+        note = f" (+ {missing} task{'s' if missing > 1 else ''} without a valid schedule)" if missing else ""
+        elapsed = time.monotonic() - self.start
+        lines.append(f"Estimated total latency: {total * 1e3:.4g} ms{note} | {label} | trials "
+                     f"{self.total_trials()}/{self.options.num_measure_trials} | time {elapsed:.1f} s")
+        state = (tuple(tt.result.best_cost is None for tt in self.tuners), tuple(sorted(self.result.done)))
+        self.reporter.table(lines, None if missing else total, state, force=force)
+
+    def print_diagnosis(self):
+        """A paragraph per task without a valid schedule: its errors, how many, the first message of each."""
+        for i in self.result.failed_tasks:
+            r, task = self.tuners[i].result, self.result.tasks[i]
+            name = task.desc or task.workload_key
+            if r.trials == 0:
+                self.reporter.warning(f"Task {i} ({name}): no valid schedule: not measured, the run stopped "
+                                      "before its turn")
+                continue
+            errors = ", ".join(f"{k} {v}" for k, v in r.errors.most_common()) or "none"
+            why = f" ({self.result.done[i]})" if i in self.result.done else ""
+            lines = [f"Task {i} ({name}): no valid schedule in {r.trials} trials{why}; errors: {errors}"]
+            for kind, message in r.error_messages.items():
+                first = (message or "").strip().splitlines()
+                lines.append(f"    first {kind}: {first[0][:200] if first else '(no message)'}")
+            self.reporter.warning("\n".join(lines))
+
+    def summary(self):
+        """The summary: a task alone gets its own table; many get the stop reason, a diagnosis of each task
+        without a valid schedule and the scheduler's table."""
+        if not self.verbose:
+            return
+        if self.single:
+            self.reporter.info(_rows_text("Tuning summary", self.tuners[0].summary_rows()))
+            return
+        res = self.result
+        self.print_table("end", force=True)
+        self.reporter.info(f"Stopped: {res.stop_reason}")
+        self.print_diagnosis()
+        valid = [i for i, r in enumerate(res.task_results) if r.best_cost is not None]
+        after = sum(res.weights[i] * res.task_results[i].best_cost for i in valid) if valid else None
+        based = [i for i in valid if res.task_results[i].baseline_cost is not None]
+        before = (sum(res.weights[i] * res.task_results[i].baseline_cost for i in based)
+                  if based and len(based) == len(valid) else None)
+        speedup = f" (x{before / after:.3g})" if before and after else ""
+        if before and after and after >= before:
+            speedup += "; the budget found nothing faster than the baselines"
+        if len(valid) < len(res.tasks):
+            missing = len(res.tasks) - len(valid)
+            speedup += f"; {missing} task{'s' if missing > 1 else ''} without a valid schedule not counted"
+        measured = res.trials - res.resumed_trials
+        done = ", ".join(f"{i}: {why.split(':')[0]}" for i, why in sorted(res.done.items())) or "none"
+        seconds = Counter()
+        for tt in self.tuners:
+            seconds.update({k: v for k, v in tt.result.seconds.items() if k != "total"})
+        shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s" for k, v in seconds.items())
+        self.reporter.info(_rows_text("Task scheduler summary", [
+            ("tasks", f"{len(res.tasks)} ({len(res.failed_tasks)} without a valid schedule; done: {done})"),
+            ("trials", f"{res.trials} ({res.resumed_trials} resumed, {measured} measured in "
+                       f"{sum(r.rounds for r in res.task_results)} rounds); per task {res.task_trials}"),
+            ("latency", f"estimated total (sum of weight x latency): before (baselines) "
+                        f"{format_time(before)}, after {format_time(after)}{speedup}"),
+            ("time", f"{res.seconds:.1f}s = {shares}; {_model_seconds_text(seconds, measured)}"),
+            ("stopped", res.stop_reason)]))
 
 
 def round_search_params(num_measures_per_round):
@@ -511,9 +756,9 @@ def round_search_params(num_measures_per_round):
 
 
 def tune(task, options, search_policy=None, cost_model=None):
-    """Tunes `task` (see the module docstring); returns a TuneResult. cost_model: a CostModel, "xgb",
-    "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is given to the
-    default SketchPolicy, so it cannot be combined with search_policy."""
+    """Tunes `task` in a session of its own (see the module docstring); returns a TuneResult. cost_model: a
+    CostModel, "xgb", "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is
+    given to the default SketchPolicy, so it cannot be combined with search_policy."""
     if not isinstance(options, TuningOptions):
         raise TypeError(f"tune needs TuningOptions, got {type(options).__name__}")
     if search_policy is None:
@@ -526,24 +771,6 @@ def tune(task, options, search_policy=None, cost_model=None):
     elif search_policy.task.workload_key != task.workload_key:
         raise ValueError("search_policy was made for another task (workload key "
                          f"{search_policy.task.workload_key}, not {task.workload_key})")
-    foreign = set(getattr(search_policy.cost_model, "targets", ())) - {task.target.text}
-    if foreign:
-        raise ValueError(f"the cost model holds records of target '{sorted(foreign)[0]}', not of the task's "
-                         f"target '{task.target.text}': timings of another target would mislead the search")
-    run = TaskTuner(task, options, search_policy)
-    try:
-        run.transfer()
-        run.resume()
-        run.baseline()
-        while True:
-            reason = run.stop_reason()
-            if reason is None and not run.search_round():
-                reason = run.empty_reason
-            if reason is not None:
-                run.result.stop_reason = reason
-                break
-        run.reporter.finish_bar()  # the bar ends before the summary
-        run.summary()
-    finally:
-        run.reporter.close()
-    return run.result
+    search_policy.cost_model.check_target(task.target)
+    session = TuningSession([task], options, [search_policy], [options.runner or LocalRunner()])
+    return session.run().task_results[0]

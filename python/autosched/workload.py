@@ -13,6 +13,8 @@ function, the DAG embedded in the task's JSON is used.
 import importlib
 import numbers
 
+from . import te
+
 _REGISTRY = {}  # name -> function
 
 
@@ -64,7 +66,6 @@ def lookup_workload(name, module=None):
 
 def build_workload(name, args, module=None):
     """Calls the workload function with args; checks that it returned a list of te.Tensor."""
-    from . import te
     tensors = lookup_workload(name, module)(*args)
     if isinstance(tensors, te.Tensor):
         tensors = [tensors]

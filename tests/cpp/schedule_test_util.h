@@ -164,8 +164,8 @@ inline IterVar Axis(const std::string& name, int64_t extent) {
   return IterVar{VarNode::make(name), 0, extent, IterKind::Spatial};
 }
 
-// [A, B, C] with C = A x B (n x k, k x m).
-inline ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) {
+// A, B and C = A x B (n x k, k x m), float32.
+inline std::vector<Tensor> MatmulTensors(int64_t n, int64_t m, int64_t k) {
   const DataType f32 = DataType::Float(32);
   Tensor a = placeholder({n, k}, f32, "A");
   Tensor b = placeholder({k, m}, f32, "B");
@@ -173,7 +173,20 @@ inline ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) {
   IterVar r = MakeReduceAxis(0, k, "k");
   Tensor c =
       compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
-  return ComputeDAG({a, b, c});
+  return {a, b, c};
+}
+
+// [A, B, C] with C = A x B (n x k, k x m).
+inline ComputeDAG Matmul(int64_t n, int64_t m, int64_t k) { return ComputeDAG(MatmulTensors(n, m, k)); }
+// The same, all n x n.
+inline ComputeDAG Matmul(int64_t n) { return Matmul(n, n, n); }
+
+// [X, S] with S[i] = sum_k X[i, k].
+inline ComputeDAG RowSum(int64_t n, int64_t k) {
+  Tensor x = placeholder({n, k}, DataType::Float(32), "X");
+  IterVar i = Axis("i", n);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  return ComputeDAG({x, compute("S", {i}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}), {r}))});
 }
 
 // A CPU search task with a fixed vector width (32 bytes), so that search tests
@@ -187,13 +200,8 @@ inline SearchTask MakeTask(const ComputeDAG& dag, int64_t num_cores = 4) {
 
 // [A, B, D] with C = A x B (n x k, k x m), D = relu(C + 1).
 inline ComputeDAG MatmulRelu(int64_t n, int64_t m, int64_t k) {
-  const DataType f32 = DataType::Float(32);
-  Tensor a = placeholder({n, k}, f32, "A");
-  Tensor b = placeholder({k, m}, f32, "B");
-  IterVar i = Axis("i", n), j = Axis("j", m);
-  IterVar r = MakeReduceAxis(0, k, "k");
-  Tensor c =
-      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
+  const std::vector<Tensor> mm = MatmulTensors(n, m, k);
+  const Tensor &a = mm[0], &b = mm[1], &c = mm[2];
   IterVar i2 = Axis("i", n), j2 = Axis("j", m);
   Tensor bias = compute("E", {i2, j2}, c({i2.var, j2.var}) + Expr(1.0f));
   IterVar i3 = Axis("i", n), j3 = Axis("j", m);

@@ -8,6 +8,7 @@
 #include "lower/stmt_printer.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -198,12 +199,8 @@ TEST_F(CodegenTest, CallChecksNameTheWrongArgument) {
   std::vector<float> v(4), w(4);
   std::vector<int32_t> iv(4);
   auto expect_error = [&](const std::vector<CallArg>& args, const std::string& needle) {
-    try {
-      m.Call(args);
-      FAIL() << "no error for " << needle;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    const std::string message = test::ErrorOf([&] { m.Call(args); });
+    EXPECT_TRUE(test::Contains(message, needle)) << needle << ": " << message;
   };
   expect_error({ArgOf(v, f32, {4})}, "takes 2 arguments, got 1");
   expect_error({ArgOf(v, f32, {4}), ArgOf(w, f32, {5})}, "argument 1 ('B') must have shape (4,)");
@@ -235,6 +232,39 @@ TEST(ThreadPoolTest, ChunksCoverRangeAndNestedRunsSerially) {
     ThreadPool::Global().ParallelFor(3, 0, [&](int64_t, int64_t) {});  // nested: serial, no deadlock
   });
   for (int h : hits) EXPECT_EQ(h, 1);
+}
+
+// The pool's workers spin for a while after a job and then sleep: jobs that
+// follow each other at once (spinning workers), after a pause longer than the
+// spin (sleeping workers), and from several calling threads at once (one job
+// at a time) all run every chunk exactly once.
+TEST(ThreadPoolTest, BackToBackPausedAndConcurrentJobsRunEveryChunkOnce) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  auto job = [&](int64_t n) {
+    pool.ParallelFor(n, 0, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) sum += k;
+    });
+  };
+  int64_t expected = 0;
+  for (int round = 0; round < 2000; ++round) {  // back to back: workers still spinning
+    job(round % 7 + 1);
+    expected += (round % 7 + 1) * (round % 7) / 2;
+  }
+  for (int round = 0; round < 3; ++round) {  // after the spin: workers asleep
+    std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicroseconds));
+    job(100);
+    expected += 100 * 99 / 2;
+  }
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int round = 0; round < 200; ++round) job(50);
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  expected += 4 * 200 * (50 * 49 / 2);
+  EXPECT_EQ(sum.load(), expected);
 }
 
 }  // namespace

@@ -22,17 +22,7 @@ namespace autosched {
 namespace {
 
 using sched_test::Axis;
-
-ComputeDAG Matmul(int64_t n) {
-  const DataType f32 = DataType::Float(32);
-  Tensor a = placeholder({n, n}, f32, "A");
-  Tensor b = placeholder({n, n}, f32, "B");
-  IterVar i = Axis("i", n), j = Axis("j", n);
-  IterVar r = MakeReduceAxis(0, n, "k");
-  Tensor c =
-      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({i.var, r.var}) * b({r.var, j.var}), {r}));
-  return ComputeDAG({a, b, c});
-}
+using sched_test::Matmul;
 
 using test::ErrorOf;
 

@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "cost_model/random_model.h"
+#include "lower/lower.h"
+#include "lower/stmt_printer.h"
 #include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
 #include "search/evolutionary_search.h"
@@ -189,8 +191,7 @@ TEST(MutationRules, StateWithoutChoicesReportsNothing) {
 TEST(MutationRules, SampledStatesAreNotPaddedAtAnyFusionLevel) {
   const SearchTask task = MakeTask(MatmulRelu(32, 32, 16));
   SearchParams params;
-  const InitPopulation pop =
-      SampleInitPopulationParallel(task, SketchPolicy(task).GenerateSketches(), 40, 2, params);
+  const InitPopulation pop = SampleInitPopulation(task, SketchPolicy(task).GenerateSketches(), 40, 2, params);
   int level2 = 0;
   for (const State& s : pop.states) {
     EXPECT_DOUBLE_EQ(PaddingRatio(InferBound(s)), 1.0) << s.ToString();
@@ -237,6 +238,45 @@ TEST(EvolutionarySearch, ReturnsDistinctUnmeasuredStates) {
   EXPECT_GT(stats.scored, 0);
 }
 
+// A cost model that reads programs: counts the states it was given with and
+// without their lowered function, and checks that function against lowering
+// the state.
+class LoweredCountingModel : public RandomModel {
+ public:
+  using RandomModel::RandomModel;
+  std::vector<double> PredictLowered(const SearchTask& task, const std::vector<State>& states,
+                                     const std::vector<LoweredPtr>& lowered) override {
+    for (size_t i = 0; i < states.size(); ++i) {
+      if (i < lowered.size() && lowered[i]) {
+        ++with;
+        if (checked++ < 8) EXPECT_EQ(ToString(*lowered[i]), ToString(Lower(states[i])));
+      } else {
+        ++without;
+      }
+    }
+    return Predict(task, states);
+  }
+  int with = 0, without = 0, checked = 0;
+};
+
+// Every state the search scores was lowered once, by the check that admitted
+// it (sampling or mutation), and the model reads that lowered function.
+TEST(EvolutionarySearch, ScoresStatesWithTheFunctionTheirCheckLowered) {
+  const SearchTask task = MakeTask(Matmul(32, 32, 32));
+  SearchParams params;
+  params.evolutionary_search_population = 32;
+  params.evolutionary_search_num_iters = 2;
+  SketchPolicy policy(task);
+  const InitPopulation init = policy.SampleInitPopulation(24, 1);
+  LoweredCountingModel model(3);
+  EvolutionStats stats;
+  EvolutionarySearch(SketchContext{task, params}, init.states, 10, &model, {}, DefaultCpuMutationRules(), 11,
+                     &stats, init.lowered);
+  EXPECT_EQ(model.with, stats.scored);
+  EXPECT_EQ(model.without, 0);
+  EXPECT_GT(stats.mutated, 0);
+}
+
 TEST(EvolutionarySearch, SameSeedSameStatesWithAnyThreadCount) {
   const SearchTask task = MakeTask(Matmul(32, 32, 32));
   std::vector<std::string> runs[2];
@@ -245,8 +285,8 @@ TEST(EvolutionarySearch, SameSeedSameStatesWithAnyThreadCount) {
     params.evolutionary_search_population = 48;
     params.evolutionary_search_num_iters = 2;
     params.num_threads = threads;
-    const std::vector<State> init = SampleInitPopulationParallel(task, SketchPolicy(task).GenerateSketches(),
-                                                                 32, 7, params, DefaultCpuInitRules())
+    const std::vector<State> init = SampleInitPopulation(task, SketchPolicy(task).GenerateSketches(), 32, 7,
+                                                         params, DefaultCpuInitRules())
                                         .states;
     RandomModel model(1);
     EvolutionStats stats;
@@ -384,7 +424,7 @@ TEST(SketchRulesUpdate, MatmulWithConsumerGetsFusionAndCacheWriteSketches) {
   EXPECT_EQ(cached, 2);
   EXPECT_EQ(fused, 2);
   EXPECT_EQ(plain, 1);
-  for (const State& s : SampleInitPopulationParallel(task, cache_sketches, 4, 5).states) {
+  for (const State& s : SampleInitPopulation(task, cache_sketches, 4, 5).states) {
     ExpectMatchesReference(s);
   }
 }
@@ -404,7 +444,7 @@ TEST(SketchRulesUpdate, RfactorFusesEveryReduceAxisFirst) {
   EXPECT_EQ(factored, 2);
   SearchParams params;
   params.sample_init_min_population = 8;
-  const InitPopulation pop = SampleInitPopulationParallel(task, sketches, 12, 3, params);
+  const InitPopulation pop = SampleInitPopulation(task, sketches, 12, 3, params);
   ASSERT_FALSE(pop.states.empty());
   for (const State& s : pop.states) {
     if (NumSteps(s, "RF") > 0) ExpectMatchesReference(s);

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "lower/lower.h"
+#include "lower/stmt_printer.h"
 #include "schedule_test_util.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
@@ -17,15 +19,9 @@ using sched_test::ExpectMatchesReference;
 using sched_test::MakeTask;
 using sched_test::Matmul;
 using sched_test::MatmulRelu;
+using sched_test::RowSum;
 
 const DataType kF32 = DataType::Float(32);
-
-ComputeDAG RowSum(int64_t n, int64_t k) {
-  Tensor x = placeholder({n, k}, kF32, "X");
-  IterVar i = Axis("i", n);
-  IterVar r = MakeReduceAxis(0, k, "k");
-  return ComputeDAG({x, compute("S", {i}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}), {r}))});
-}
 
 TEST(SampleSplitLengths, ProductDividesExtentAndInnermostIsBounded) {
   std::mt19937 rng(3);
@@ -172,6 +168,35 @@ TEST(SampleInitPopulation, SameSeedSameStates) {
   EXPECT_TRUE(differs);
 }
 
+// One sampler: one thread (what the public sample_init_population of a
+// policy may run on) gives the population that many threads give.
+TEST(SampleInitPopulation, OneThreadGivesWhatManyGive) {
+  const SearchTask task = MakeTask(Matmul(24, 20, 18));
+  const std::vector<State> sketches = SketchPolicy(task).GenerateSketches();
+  SearchParams one, many;
+  one.num_threads = 1;
+  many.num_threads = 4;
+  const InitPopulation a = SampleInitPopulation(task, sketches, 12, 9, one);
+  const InitPopulation b = SampleInitPopulation(task, sketches, 12, 9, many);
+  ASSERT_EQ(a.states.size(), b.states.size());
+  for (size_t i = 0; i < a.states.size(); ++i) EXPECT_EQ(StateKey(a.states[i]), StateKey(b.states[i])) << i;
+  EXPECT_EQ(a.drops, b.drops);
+}
+
+// A sampled state comes with the function its check lowered it to, and that
+// is what lowering the state gives (so the cost model need not lower again).
+TEST(SampleInitPopulation, StatesComeWithTheirLoweredFunction) {
+  const SearchTask task = MakeTask(Matmul(24, 20, 18));
+  SketchPolicy policy(task);
+  const InitPopulation pop = policy.SampleInitPopulation(8, 3);
+  ASSERT_FALSE(pop.states.empty());
+  ASSERT_EQ(pop.lowered.size(), pop.states.size());
+  for (size_t i = 0; i < pop.states.size(); ++i) {
+    ASSERT_NE(pop.lowered[i], nullptr) << i;
+    EXPECT_EQ(ToString(*pop.lowered[i]), ToString(Lower(pop.states[i]))) << i;
+  }
+}
+
 TEST(SampleInitPopulation, CountsDuplicatesWhenFewStatesExist) {
   // A 1-element output: one possible state, every other attempt a duplicate.
   Tensor x = placeholder({1}, kF32, "X");
@@ -185,9 +210,8 @@ TEST(SampleInitPopulation, CountsDuplicatesWhenFewStatesExist) {
 
 TEST(SampleInitPopulation, RefusesBadArguments) {
   const SearchTask task = MakeTask(Matmul(8, 8, 8));
-  std::mt19937 rng(1);
-  EXPECT_THROW(SampleInitPopulation(task, {}, 4, &rng), Error);
-  EXPECT_THROW(SampleInitPopulation(task, {State(task.compute_dag)}, 0, &rng), Error);
+  EXPECT_THROW(SampleInitPopulation(task, {}, 4, 1), Error);
+  EXPECT_THROW(SampleInitPopulation(task, {State(task.compute_dag)}, 0, 1), Error);
 }
 
 // An init rule that throws: its attempts are dropped under its name.
@@ -201,12 +225,11 @@ class FailingRule : public InitRule {
 
 TEST(SampleInitPopulation, DropsAndCountsFailingAttempts) {
   const SearchTask task = MakeTask(Matmul(8, 8, 8));
-  std::mt19937 rng(1);
   InitRuleList rules = DefaultCpuInitRules();
   rules.push_back(std::make_shared<FailingRule>());
   SearchParams params;
   params.sample_init_attempts_per_state = 3;
-  const InitPopulation pop = SampleInitPopulation(task, {State(task.compute_dag)}, 4, &rng, params, rules);
+  const InitPopulation pop = SampleInitPopulation(task, {State(task.compute_dag)}, 4, 1, params, rules);
   EXPECT_TRUE(pop.states.empty());
   EXPECT_EQ(pop.drops.at("failing"), 12);
   EXPECT_EQ(pop.drop_messages.at("failing"), "refused on purpose");

@@ -9,6 +9,7 @@
 #include "schedule_test_util.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
+#include "test_util.h"
 
 namespace autosched {
 namespace {
@@ -18,16 +19,9 @@ using sched_test::Axis;
 using sched_test::MakeTask;
 using sched_test::Matmul;
 using sched_test::MatmulRelu;
+using sched_test::RowSum;
 
 const DataType kF32 = DataType::Float(32);
-
-// [X, S] with S[i] = sum_k X[i, k].
-ComputeDAG RowSum(int64_t n, int64_t k) {
-  Tensor x = placeholder({n, k}, kF32, "X");
-  IterVar i = Axis("i", n);
-  IterVar r = MakeReduceAxis(0, k, "k");
-  return ComputeDAG({x, compute("S", {i}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}), {r}))});
-}
 
 // [X, Y] with T = X + 1 (inlineable) and Y = T * 2 (the output).
 ComputeDAG ElementWise(int64_t n, int64_t m) {
@@ -379,12 +373,8 @@ TEST(SketchPolicy, BadCustomRuleResultsAreErrors) {
   auto expect_error = [&](CustomRule::Make make, const char* expected) {
     SketchPolicy policy(task);
     policy.PreloadSketchRule(std::make_shared<CustomRule>("bad", "C", std::move(make)));
-    try {
-      policy.GenerateSketches();
-      ADD_FAILURE() << "expected an error containing " << expected;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-    }
+    const std::string message = test::ErrorOf([&] { policy.GenerateSketches(); });
+    EXPECT_TRUE(test::Contains(message, expected)) << expected << ": " << message;
   };
   using Results = std::vector<std::pair<State, int>>;
   expect_error([](const State& s, int) { return Results{{s, 3}}; }, "next stage id 3");

@@ -146,10 +146,16 @@ TEST(TargetResolution, ForeignCpuLosesWhatTheHostLacksUnlessNoHostCheck) {
 }
 
 TEST(TargetResolution, RefusesOptionsItCannotHonour) {
-  std::string triple = ErrorOf([] { Target::Parse("llvm -mtriple=aarch64-linux-gnu"); });
+  std::string triple = ErrorOf([] { Target::Parse("llvm -mtriple=nosucharch-linux-gnu"); });
+  EXPECT_NE(triple.find("names no architecture"), std::string::npos) << triple;
 #if defined(__x86_64__)
-  EXPECT_NE(triple.find("architecture aarch64"), std::string::npos) << triple;
   EXPECT_NO_THROW(Target::Parse("llvm -mtriple=x86_64-linux-gnu"));
+  if (HasLLVMBackend()) {
+    // Another architecture is cross-compiled; its -mcpu must be a CPU of it.
+    EXPECT_TRUE(Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76").cpu.foreign);
+    std::string cpu = ErrorOf([] { Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=znver3"); });
+    EXPECT_NE(cpu.find("unknown -mcpu 'znver3'"), std::string::npos) << cpu;
+  }
 #endif
   EXPECT_NE(ErrorOf([] { Target::Parse("llvm -opt-level=4"); }).find("0, 1, 2 or 3"), std::string::npos);
   EXPECT_EQ(Target::Parse("llvm -opt-level=0").opt_level, 0);
@@ -209,6 +215,37 @@ TEST(Build, NoHostCheckGivesReadableCodeThatRefusesToRunWhereFeaturesLack) {
     EXPECT_NE(message.find(feature), std::string::npos) << feature << " not in: " << message;
   }
   EXPECT_EQ(c[0], 0.0f);
+}
+
+// ELF's e_machine (little-endian), 0 when `bytes` is no ELF file.
+int ElfMachine(const std::string& bytes) {
+  if (bytes.size() < 20 || bytes.compare(0, 4,
+                                         "\x7f"
+                                         "ELF") != 0)
+    return 0;
+  return static_cast<unsigned char>(bytes[18]) | static_cast<unsigned char>(bytes[19]) << 8;
+}
+
+TEST(Build, AnotherArchitectureIsCrossCompiledToItsObjectFile) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  Target target = Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76");
+  EXPECT_TRUE(target.cpu.foreign);
+  EXPECT_TRUE(target.cpu.Has("neon")) << target.Describe();
+  EXPECT_EQ(DefaultHardwareParams(target).vector_unit_bytes, 16);
+  EXPECT_EQ(DefaultHardwareParams(target).num_vector_registers, 32);
+  Module m = Build(Doubler(64), target);
+  const std::string object = m.GetSource("obj");
+  EXPECT_EQ(ElfMachine(object), 183);  // EM_AARCH64
+  EXPECT_EQ(object[16], 1);            // ET_REL: an object file
+  EXPECT_NE(m.GetSource("asm").find("fadd"), std::string::npos);
+  std::vector<float> a(64, 1.0f), c(64, 0.0f);
+  std::string message = ErrorOf([&] {
+    m.Call({CallArg{a.data(), f32, {64}, true}, CallArg{c.data(), f32, {64}, true}});
+  });
+  EXPECT_NE(message.find("cross-compiled for aarch64"), std::string::npos) << message;
+  // Another backend LLVM has: RISC-V (EM_RISCV).
+  EXPECT_EQ(ElfMachine(Build(Doubler(16), Target::Parse("llvm -mtriple=riscv64-linux-gnu")).GetSource("obj")),
+            243);
 }
 
 }  // namespace

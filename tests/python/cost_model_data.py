@@ -26,6 +26,7 @@ import numpy as np
 
 import autosched as ans
 from autosched import ops, te
+from schedule_helpers import matmul
 
 TARGET = "llvm"
 RECORDS = pathlib.Path(__file__).resolve().parents[1] / "records"
@@ -42,11 +43,7 @@ FAST = dict(evolutionary_search_population=128, evolutionary_search_num_iters=2,
 
 
 def matmul_task(n):
-    a = te.placeholder((n, n), name="A", dtype="float32")
-    b = te.placeholder((n, n), name="B", dtype="float32")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return ans.SearchTask(compute_dag=ans.ComputeDAG([a, b, c]), target=TARGET, desc=f"matmul{n}")
+    return ans.SearchTask(compute_dag=matmul(n, n, n)[0], target=TARGET, desc=f"matmul{n}")
 
 
 def conv2d_task(channels, size, filters):

@@ -23,13 +23,27 @@ SPLIT_FACTORS = (3, 2, 5, 4, 7)
 
 # ---- inputs and the check ----
 
-def matmul(n, m, k, dtype="float32"):
-    """C = A @ B with A (n, k) and B (k, m). Returns (dag, C)."""
+def matmul_tensors(n, m, k, dtype="float32", name="C"):
+    """[A, B, C] with C = A @ B, A (n, k), B (k, m) and the reduce axis "k": the matmul the tests share (its
+    workload key is what the stored logs of the tests hold)."""
     a = te.placeholder((n, k), name="A", dtype=dtype)
     b = te.placeholder((k, m), name="B", dtype=dtype)
     r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    return ans.ComputeDAG([a, b, c]), c
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name=name)
+    return [a, b, c]
+
+
+def vector_double(n=16):
+    """B = A * 2 over n elements. Returns (dag, B)."""
+    a = te.placeholder((n,), name="A")
+    b = te.compute((n,), lambda i: a[i] * 2, name="B")
+    return ans.ComputeDAG([a, b]), b
+
+
+def matmul(n, m, k, dtype="float32", name="C"):
+    """C = A @ B with A (n, k) and B (k, m). Returns (dag, C)."""
+    tensors = matmul_tensors(n, m, k, dtype, name)
+    return ans.ComputeDAG(tensors), tensors[2]
 
 
 def gpu_matmul_state(dag, tile=8, shared=False):

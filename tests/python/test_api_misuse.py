@@ -116,6 +116,11 @@ def test_local_runner_takes_tvms_cache_flush_name():
     assert ans.LocalRunner(enable_cpu_cache_flush=True).flush_cache is True
     assert ans.LocalRunner(enable_cpu_cache_flush=False).flush_cache is False
     assert ans.LocalRunner().flush_cache is False
+    assert ans.LocalRunner(flush_cache=True, enable_cpu_cache_flush=True).flush_cache is True
+    with pytest.raises(ValueError, match="flush_cache and enable_cpu_cache_flush"):
+        ans.LocalRunner(flush_cache=False, enable_cpu_cache_flush=True)
+    runner = ans.LocalRunner(enable_cpu_cache_flush=True, repeat=2)  # a RunnerOptions like any other
+    assert runner.to_dict()["flush_cache"] is True and runner.repeat == 2
 
 
 def test_extract_tasks_in_tvms_order_gives_the_same_tasks():

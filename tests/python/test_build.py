@@ -8,9 +8,9 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-from schedule_helpers import assert_close, cache_write_matmul, tile_matmul
+from schedule_helpers import assert_close, cache_write_matmul, matmul_tensors, tile_matmul, vector_double
 
-pytestmark = pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
+pytestmark = pytest.mark.needs_llvm
 
 RNG = np.random.default_rng(11)
 
@@ -123,9 +123,7 @@ def test_default_schedule_matches_reference(name, dtype):
 
 
 def matmul_dag(n, l, m, dtype="float32"):
-    A, B = ph((n, l), dtype, "A"), ph((l, m), dtype, "B")
-    k = te.reduce_axis((0, l), name="k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    A, B, C = matmul_tensors(n, m, l, dtype)
     return ans.ComputeDAG([A, B, C]), [A, B], C
 
 
@@ -249,3 +247,23 @@ def test_vectorized_loops_become_avx512_code_where_the_cpu_has_it():
     register = "zmm" if has_avx512 else "ymm"
     assert re.search(r"vfmadd\w*ps\s.*" + register + r"|vmulps\s.*" + register, mod.get_source("asm"))
     check_state(dag, inputs, s)
+
+
+# ---- a state builds only for its own DAG ----
+
+def test_build_refuses_a_state_of_another_dag():
+    dag1, b1 = vector_double()
+    a2 = te.placeholder((16,), name="A")
+    dag2 = ans.ComputeDAG([a2, te.compute((16,), lambda i: a2[i] * 3, name="B")])
+    s = dag1.get_init_state()
+    s.split(b1, 0, [4])
+    with pytest.raises(ValueError, match="state was made from a different DAG"):
+        ans.build(dag2, s)
+    with pytest.raises(ValueError, match="different DAG"):
+        ans.build(ans.SearchTask(compute_dag=dag2, target="llvm"), s)
+    # A DAG built again the same way is the same DAG: the state builds for it, with dag1's results.
+    same, _ = vector_double()
+    a = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    ans.build(same, s)(a, out)
+    np.testing.assert_array_equal(out, a * 2)

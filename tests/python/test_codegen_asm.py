@@ -17,7 +17,7 @@ from autosched import measure as am
 from autosched import ops, te
 from schedule_helpers import check, matmul, register_block_matmul
 
-pytestmark = pytest.mark.skipif(not ans._core.has_llvm(), reason="needs the LLVM backend")
+pytestmark = pytest.mark.needs_llvm
 
 HOST = ans.Target("llvm")
 VECTOR_BYTES = ans._core.default_hardware_params(HOST).vector_unit_bytes

@@ -108,7 +108,7 @@ def test_lowered_ir_matches_golden(name):
     check_golden(name, str(_core.lower(s.core)))
 
 
-@pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("name", sorted(SCHEDULES))
 def test_golden_schedules_compute_the_reference(name):
     dag, s = SCHEDULES[name]()
@@ -156,7 +156,7 @@ def test_gpu_matmul_opencl_source_matches_golden():
 X86_TARGETS = ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"]
 
 
-@pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("target", ["llvm"] + X86_TARGETS)
 def test_vectorized_loops_use_the_target_vector_width(target):
     if target in X86_TARGETS and platform.machine() not in ("x86_64", "AMD64"):

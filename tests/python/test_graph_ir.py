@@ -244,7 +244,7 @@ def test_docs_examples_run():
     import re
     text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "graph.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     exec(compile("\n".join(blocks), "docs/graph.md", "exec"), {"__name__": "__docs__"})
 
 

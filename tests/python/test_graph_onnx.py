@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from autosched.graph import Graph, GraphError
+from autosched.graph.layout import BLOCKED_OPS
 
 from graph_cases import CASES, one_node_graph, random_inputs
 
@@ -21,8 +22,11 @@ def run_onnxruntime(g, arrays):
 
 def _exportable(case):
     """Cases onnxruntime runs: no avg_pool2d dilations (not in opset 17), no pooling pad as large as the kernel
-    (onnxruntime refuses it; the ONNX spec does not)."""
+    (onnxruntime refuses it; the ONNX spec does not), no channel-blocked op (ONNX has no such layout; refused,
+    see test_blocked_ops_are_refused)."""
     op, _, attrs = case
+    if op in BLOCKED_OPS:
+        return False
     if op == "avg_pool2d" and attrs.get("dilations", 1) != 1:
         return False
     if op in ("max_pool2d", "avg_pool2d"):
@@ -73,6 +77,14 @@ def test_what_cannot_be_exported_is_refused():
         e = Graph("e")
         e.add_input("x", (2,))
         e.to_onnx()
+
+
+@pytest.mark.parametrize("op", sorted(BLOCKED_OPS))
+def test_blocked_ops_are_refused(op):
+    _, shapes, attrs = next(c for c in CASES if c[0] == op)
+    with pytest.raises(GraphError, match=f"{op}_out' \\({op}\\) is in the channel-blocked layout.*export the "
+                                         "graph before the layout pass"):
+        one_node_graph(op, shapes, attrs).to_onnx()
 
 
 def test_missing_onnx_is_a_clear_import_error(monkeypatch):

@@ -148,9 +148,11 @@ def test_every_built_in_op_is_defined_completely():
 
 def test_op_table_and_fusion_keep_their_names():
     assert op_table.FLOAT_ONLY == {"sigmoid", "tanh", "exp", "log", "sqrt", "erf", "gelu", "softmax", "layer_norm",
-                                   "batch_norm", "avg_pool2d", "global_avg_pool2d", "reduce_mean", "power", "divide"}
+                                   "batch_norm", "avg_pool2d", "global_avg_pool2d", "reduce_mean", "power", "divide",
+                                   "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"}
     assert fusion.ANCHOR_OPS == {"conv2d", "dense", "matmul", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
-                                 "softmax", "layer_norm"}
+                                 "softmax", "layer_norm", "conv2d_nchwc", "depthwise_conv2d_nchwc",
+                                 "max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"}
     assert fusion.REDUCE_OPS == {"reduce_mean", "reduce_sum", "reduce_max"}
     assert op_table.infer is registry.infer and op_table.OpError is OpError is registry.OpError
     with pytest.raises(OpError, match="unknown op 'nope'"):

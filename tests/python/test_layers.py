@@ -8,7 +8,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # Bottom to top.
 LAYERS = ["support", "ir", "dag", "task", "schedule", "lower", "runtime", "codegen", "cost_model", "measure",
-          "search"]
+          "search", "tune"]
 
 
 def test_includes_in_cpp_never_reach_a_layer_above_their_own():

@@ -31,17 +31,6 @@ def good_states(task, n):
     return states
 
 
-@pytest.fixture(scope="module")
-def builder():
-    return am.LocalBuilder(n_parallel=2)
-
-
-@pytest.fixture(scope="module")
-def runner():
-    r = am.LocalRunner(timeout=5, min_repeat_ms=1)
-    yield r
-    r.close()
-
 
 def test_good_states_verify_and_get_plausible_times(task, builder, runner):
     states = good_states(task, 4)

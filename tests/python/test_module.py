@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched import _core, te
+from autosched import te
 
-pytestmark = pytest.mark.skipif(not _core.has_llvm(), reason="built without LLVM")
+pytestmark = pytest.mark.needs_llvm
 
 
 def _scale_dag(n=64):

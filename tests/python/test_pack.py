@@ -6,14 +6,11 @@ import pytest
 import autosched as ans
 from autosched import ops, te
 
-from schedule_helpers import check
+from schedule_helpers import check, matmul_tensors
 
 
 def matmul(n, m, k):
-    a = te.placeholder((n, k), name="A")
-    b = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    a, b, c = matmul_tensors(n, m, k)
     return ans.ComputeDAG([a, b, c]), b, c
 
 

@@ -21,7 +21,6 @@ from autosched.measure import LocalRunner
 
 from schedule_helpers import check
 
-needs_llvm = pytest.mark.skipif(not ans._core.has_llvm(), reason="built without the LLVM backend")
 HOST = ans.Target("llvm")
 
 
@@ -86,7 +85,7 @@ AWKWARD = {
 }
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("case", list(AWKWARD))
 def test_expert_schedule_matches_reference_on_awkward_shapes(case):
     dag = ans.ComputeDAG(AWKWARD[case]())
@@ -105,7 +104,7 @@ def _tiled_stage(state):
     return name
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_matmul_1024_seed_fills_the_host_register_file():
     dag = ans.ComputeDAG(_matmul(1024, 1024, 1024))
     task = ans.SearchTask(compute_dag=dag, target=HOST)
@@ -159,7 +158,7 @@ def test_no_seed_where_nothing_is_tiled_with_the_reason():
     assert state is None and "CPU" in reason
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_tuning_measures_the_seed_with_the_baselines(tmp_path):
     log = str(tmp_path / "mm.json")
     dag = ans.ComputeDAG(_matmul(48, 64, 32))
@@ -180,7 +179,7 @@ def test_tuning_measures_the_seed_with_the_baselines(tmp_path):
     assert "expert" not in result.baseline_costs
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("share", [1.0, 0.0])
 @pytest.mark.parametrize("case", list(AWKWARD))
 def test_sampled_and_mutated_states_match_reference_on_awkward_shapes(case, share):

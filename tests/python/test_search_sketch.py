@@ -225,8 +225,9 @@ def test_reads_of_a_constant_tensor_are_unrolled_and_correct():
 def test_rules_are_listed_in_order():
     policy = search.SketchPolicy(_task(_matmul_dag()))
     assert policy.sketch_rule_names == [
-        "always-inline", "simplify-compute-with-const-tensor", "add-rfactor", "pack-operand", "add-cache-write",
-        "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
+        "always-inline", "simplify-compute-with-const-tensor", "inline-window-padding", "add-rfactor",
+        "pack-operand", "pack-conv-layout", "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling",
+        "window-vectorize", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "parallel", "unroll", "vectorize"]
 
 

@@ -13,10 +13,9 @@ import autosched as ans
 from autosched import search, te
 from autosched.search import SketchRuleCondition
 
-from schedule_helpers import check
+from schedule_helpers import check, matmul_tensors
 
 HAS_LLVM = ans._core.has_llvm()
-needs_llvm = pytest.mark.skipif(not HAS_LLVM, reason="built without the LLVM backend")
 
 
 def _task(tensors):
@@ -25,11 +24,7 @@ def _task(tensors):
 
 
 def matmul_task(n=32, m=24, k=16):
-    a = te.placeholder((n, k), name="A")
-    b = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    return _task([a, b, c])
+    return _task(matmul_tensors(n, m, k))
 
 
 def exp_scale_task(n=12, m=20):
@@ -102,7 +97,7 @@ def test_user_rule_inlines_a_stage_and_sampled_states_match_numpy():
             np.testing.assert_allclose(y, ans.evaluate(dag, [x])[0], rtol=1e-5)
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_user_rule_sketches_come_first_and_built_in_ones_follow():
     task = matmul_task()
     default = [s.to_json() for s in search.generate_sketches(task)]
@@ -249,7 +244,7 @@ def test_generation_in_another_thread_and_no_reference_cycle():
     assert alive() is None  # the policy does not keep itself (and the rule) alive
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_tune_with_a_user_rule(tmp_path):
     task = exp_scale_task(64, 48)
     rule = InlineT()

@@ -16,7 +16,6 @@ import pytest
 import autosched as ans
 from autosched import _core, te
 
-needs_llvm = pytest.mark.skipif(not _core.has_llvm(), reason="built without LLVM")
 HOST = ans.Target.host()
 HOST_HAS_AVX512 = "avx512f" in HOST.features
 
@@ -89,7 +88,7 @@ def test_num_cores_lives_in_the_target():
 
 # ---- a foreign -mcpu ----
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_foreign_cpu_warns_naming_the_dropped_features():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -112,7 +111,7 @@ def test_foreign_cpu_warns_naming_the_dropped_features():
         assert pickle.loads(pickle.dumps(t)) == t and copy.deepcopy(t) == t
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_code_built_for_a_foreign_cpu_runs_right_here():
     # In a child: code using a feature this host lacks would die of SIGILL.
     out = run_child("""
@@ -153,7 +152,7 @@ def test_code_built_for_a_foreign_cpu_runs_right_here():
     assert out.count(" ok") == 4, out
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_no_host_check_builds_for_another_cpu_without_running_it():
     target = ans.Target("llvm -mcpu=sapphirerapids -no-host-check")
     assert not target.host_check and not target.dropped_features and "avx512f" in target.features
@@ -181,7 +180,9 @@ def test_no_host_check_builds_for_another_cpu_without_running_it():
 # ---- options that cannot be honoured ----
 
 @pytest.mark.parametrize("text, message", [
-    ("llvm -mtriple=aarch64-linux-gnu", "names the architecture aarch64.*not supported"),
+    ("llvm -mtriple=nosucharch-linux-gnu", "names no architecture that LLVM knows"),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=znver3", "unknown -mcpu 'znver3' for aarch64"),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=native", "means this host's CPU"),
     ("llvm -opt-level=4", "-opt-level needs 0, 1, 2 or 3, got '4'"),
     ("llvm -mattr=avx2", "must be \\+feature or -feature"),
     ("llvm -mcpu=notacpu", "unknown -mcpu 'notacpu'"),
@@ -190,13 +191,13 @@ def test_no_host_check_builds_for_another_cpu_without_running_it():
 def test_options_that_cannot_be_honoured_are_refused(text, message):
     if "aarch64" in text and os.uname().machine != "x86_64":
         pytest.skip("checks a foreign architecture from x86_64")
-    if ("mcpu" in text or "mattr" in text) and not _core.has_llvm():
+    if ("mcpu" in text or "mattr" in text or "mtriple" in text) and not _core.has_llvm():
         pytest.skip("built without LLVM")
     with pytest.raises(ValueError, match=message):
         ans.Target(text)
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_unknown_mattr_feature_is_refused_and_same_host_triple_accepted():
     with pytest.raises(ValueError, match="unknown CPU feature 'avx9000'"):
         ans.Target("llvm -mattr=+avx9000")
@@ -204,7 +205,7 @@ def test_unknown_mattr_feature_is_refused_and_same_host_triple_accepted():
         assert ans.Target("llvm -mtriple=x86_64-linux-gnu").cpu == HOST.cpu
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
 def test_opt_level_is_honoured(level):
     dag = _small_dag(100)

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -146,3 +147,80 @@ def test_search_task_json_in_fresh_process(tmp_path, monkeypatch):
     for child in (with_function, without_function):
         assert child["key"] == task.workload_key
         np.testing.assert_array_equal(np.array(child["out"], dtype=np.float32), expect)
+
+
+# ---- SearchTask.from_json ----
+
+@ans.register_workload("task_json_rowsum")
+def rowsum(n, m):
+    x = te.placeholder((n, m), name="X")
+    k = te.reduce_axis((0, m), name="k")
+    return [x, te.compute((n,), lambda i: te.sum(x[i, k], axis=k), name="S")]
+
+
+def test_task_from_json_falls_back_when_the_function_signature_changed():
+    task = ans.SearchTask(func=rowsum, args=(3, 4), target="llvm -num-cores=1")
+    text = task.to_json()
+
+    @ans.register_workload("task_json_rowsum")
+    def rowsum_now(n):  # noqa: ARG001  (the function now takes one argument fewer)
+        raise AssertionError("not reached")
+
+    try:
+        with pytest.warns(UserWarning, match="could not be rebuilt.*TypeError"):
+            back = ans.SearchTask.from_json(text)
+    finally:
+        ans.register_workload("task_json_rowsum")(rowsum)
+    assert back.workload_key == task.workload_key
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (out,) = ans.evaluate(back.compute_dag, [x])
+    np.testing.assert_allclose(out, x.sum(axis=1))
+
+
+def test_task_from_json_without_the_function_is_quiet():
+    task = ans.SearchTask(func=rowsum, args=(3, 4), target="llvm -num-cores=1")
+    doc = json.loads(task.to_json())
+    doc["workload"] = {"name": "not_registered_here", "args": [3, 4], "module": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = ans.SearchTask.from_json(json.dumps(doc))
+    assert back.workload_key == task.workload_key
+
+
+@pytest.mark.parametrize("workload", [5, "rowsum", [1], {"name": 3, "args": []}, {"name": "x", "args": 2}])
+def test_task_from_json_refuses_a_malformed_workload_record(workload):
+    doc = json.loads(ans.SearchTask(func=rowsum, args=(3, 4), target="llvm").to_json())
+    doc["workload"] = workload
+    with pytest.raises(ValueError, match="field 'workload' must be an object"):
+        ans.SearchTask.from_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("field", ["num_cores", "vector_unit_bytes", "warp_size"])
+def test_task_from_json_validates_hardware_params_like_the_constructor(field):
+    with pytest.raises(ValueError, match=f"{field} must not be negative"):
+        ans.HardwareParams(**{field: -2})
+    doc = json.loads(ans.SearchTask(func=rowsum, args=(3, 4), target="llvm").to_json())
+    doc["hardware_params"][field] = -4
+    with pytest.raises(ValueError, match=f"{field} must not be negative.*got -4"):
+        ans.SearchTask.from_json(json.dumps(doc))
+    with pytest.raises(ValueError, match=f"{field} must not be negative"):
+        ans.HardwareParams.from_json(json.dumps({field: -3}))
+    params = ans.HardwareParams()
+    with pytest.raises(ValueError, match=f"{field} must not be negative"):
+        setattr(params, field, -2)
+    with pytest.raises(TypeError, match=f"{field} must be an int"):
+        setattr(params, field, 2.5)
+    with pytest.raises(ValueError, match=f"{field} is too large"):
+        ans.HardwareParams(**{field: 2**70})
+    params.num_cores = 3
+    assert params.num_cores == 3
+
+
+def test_task_from_json_validates_field_types():
+    doc = json.loads(ans.SearchTask(func=rowsum, args=(3, 4), target="llvm").to_json())
+    with pytest.raises(ValueError, match="num_cores must be an integer, got \"2\""):
+        ans.SearchTask.from_json(json.dumps(dict(doc, hardware_params={"num_cores": "2"})))
+    with pytest.raises(ValueError, match="'desc' must be a string"):
+        ans.SearchTask.from_json(json.dumps(dict(doc, desc=7)))
+    with pytest.raises(ValueError, match="unknown target kind"):
+        ans.SearchTask.from_json(json.dumps(dict(doc, target="cuda")))

@@ -3,6 +3,7 @@ gives the rounds to the task with the largest weighted latency while round-robin
 printed per round, a run killed with SIGKILL resumes from its log without measuring anything twice, the time
 budget and per-task early stopping end the run with the reason printed, and a task whose every measurement
 fails is given up and diagnosed with its error counts while the others still tune."""
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 import autosched as ans
 from autosched import te
-from autosched.task_scheduler import _SchedulerRun
+from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():
     pytest.skip("built without the LLVM backend", allow_module_level=True)
@@ -29,10 +30,7 @@ def make_task(tensors, desc):
 
 
 def matmul(n, name="mm"):
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    return [A, B, te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name=name)]
+    return matmul_tensors(n, n, n, name=name)
 
 
 def add2():
@@ -110,12 +108,12 @@ def test_round_robin_takes_turns(tmp_path):
 def fake_run(tasks, weights, costs, trials, **knobs):
     """A scheduler run whose tasks 'measured' the given best costs (no measurement)."""
     scheduler = ans.TaskScheduler(tasks, weights, cost_model="random", eps_random=0, **knobs)
-    run = _SchedulerRun(scheduler, options(1000, verbose=0), scheduler._policies(options(1), None, FAST),
-                        [None] * len(tasks))
-    for tt, cost, n in zip(run.tuners, costs, trials):
+    session = scheduler.session(options(1000, verbose=0), scheduler._policies(options(1), None, FAST),
+                                [None] * len(tasks))
+    for tt, cost, n in zip(session.tuners, costs, trials):
         tt.result.best_cost, tt.result.trials = cost, n
         tt.result.history = [(n, cost)]
-    return run
+    return session
 
 
 def test_gradient_prefers_weighted_latency_slow_peers_and_tasks_without_a_schedule():
@@ -246,3 +244,67 @@ def test_killed_run_resumes_without_remeasuring(tmp_path, capsys):
     assert len(new) == 18
     new_keys = [(inp.task.workload_key, inp.state.to_json()) for inp, _ in new]
     assert len(set(new_keys)) == 18 and not set(new_keys) & old
+
+
+PARALLEL_RUN = textwrap.dedent("""
+    import json, sys, threading, time
+    sys.path[:0] = {paths!r}
+    import autosched as ans
+    from autosched import te
+
+    class Elsewhere(ans.LocalRunner):
+        # Measures outside the session's core round, as RayRunner does; each call is logged, and the first
+        # call after the warm-up (the third) waits at a barrier that only a concurrent call of the other task
+        # opens. Task 0's then sleeps, so that task 1's finishes first.
+        measures_here = False
+        barrier = threading.Barrier(2, timeout=20)
+
+        def __init__(self, index, **kw):
+            super().__init__(**kw)
+            self.index, self.calls = index, 0
+
+        def _measurer_for(self, builder):
+            core, runner = super()._measurer_for(builder), self
+
+            class Measurer:
+                def measure(self, task, states):
+                    runner.calls += 1
+                    if runner.calls == 3:
+                        Elsewhere.barrier.wait()
+                        if runner.index == 0:
+                            time.sleep(0.5)
+                    return core.measure(task, states)
+            return Measurer()
+
+    def mm(n):
+        A = te.placeholder((n, n), name="A"); B = te.placeholder((n, n), name="B")
+        k = te.reduce_axis((0, n), name="k")
+        return [A, B, te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="mm")]
+    tasks = [ans.SearchTask(compute_dag=ans.ComputeDAG(mm(n)), target="llvm", desc=f"mm{{n}}") for n in (24, 16)]
+    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=4, verbose=0,
+                             measure_callbacks=[ans.RecordToFile({log!r})])
+    runners = {{i: Elsewhere(i, min_repeat_ms=1) for i in range(2)}}
+    res = ans.TaskScheduler(tasks, strategy="round-robin", cost_model="random", parallel_tasks=2).tune(
+        opts, search_policy_params={fast!r}, runners=runners)
+    print("RESULT " + json.dumps({{"trials": res.trials, "rounds": res.rounds, "calls": [runners[i].calls for i in
+                                                                                       range(2)],
+                                  "keys": [t.workload_key for t in tasks]}}), flush=True)
+""")
+
+
+def test_parallel_tasks_measure_at_once_and_log_in_rank_order(tmp_path):
+    """parallel_tasks=2 with runners that measure elsewhere: after the warm-up the two tasks' measurements run
+    at the same time (a barrier only both open), and the round of the task ranked first is logged first even
+    when the other finishes first."""
+    log = str(tmp_path / "parallel.json")
+    script = PARALLEL_RUN.format(paths=[p for p in sys.path if p], fast=FAST, log=log)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.split("RESULT ", 1)[1])
+    assert found["trials"] == 40 and min(found["calls"]) >= 3
+    assert found["rounds"][:4] == [0, 1, 0, 1]  # the warm-up's search rounds, then the first wave
+    keys = [inp.task.workload_key for inp, _ in ans.load_records(log)]
+    assert len(keys) == 40
+    runs = [k for i, k in enumerate(keys) if i == 0 or keys[i - 1] != k]  # the log's runs of one task
+    order = [found["keys"].index(k) for k in runs]
+    assert order[:6] == [0, 1, 0, 1, 0, 1], order  # baselines, warm-up rounds, then the wave in rank order

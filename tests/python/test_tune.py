@@ -22,6 +22,7 @@ import pytest
 import autosched as ans
 from autosched import search, te
 from autosched.measure import LocalBuilder, LocalRunner, measure
+from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():
     pytest.skip("built without the LLVM backend", allow_module_level=True)
@@ -32,11 +33,7 @@ FAST = dict(evolutionary_search_population=128, evolutionary_search_num_iters=2,
 
 
 def matmul(n, m, k, name="matmul"):
-    A = te.placeholder((n, k), name="A")
-    B = te.placeholder((k, m), name="B")
-    r = te.reduce_axis((0, k), name="k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name=name)
-    return [A, B, C]
+    return matmul_tensors(n, m, k, name=name)
 
 
 def make_task(tensors, desc="test"):
@@ -307,12 +304,12 @@ CTRL_C_SEARCH = textwrap.dedent("""
     sys.path[:0] = {paths!r}
     import autosched as ans
     import autosched.ops
-    from autosched import search
-    searching = search.SketchPolicy.continue_search_one_round
+    from autosched import tuner
+    searching = tuner.TaskTuner.search_round
     def announced(self, n):
         print("searching", flush=True)
         return searching(self, n)
-    search.SketchPolicy.continue_search_one_round = announced
+    tuner.TaskTuner.search_round = announced
     task = ans.SearchTask(func="conv2d_nchw", args=(1, 64, 56, 56, 64, 3, 3, 1, 1), target=ans.Target("llvm"))
     try:
         task.tune(ans.TuningOptions(num_measure_trials=1000, measure_callbacks=[ans.RecordToFile({log!r})],
@@ -374,3 +371,161 @@ def test_baselines_include_a_reduction_with_its_spatial_loop_innermost():
         out = np.zeros((24, 17), "float32")
         ans.build(dag, s, "llvm")(a, b, out)
         np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_search_round_crosses_into_the_core_once(tmp_path):
+    """A round (search, measure, record, cost-model update) is one call into the core: profiled, the second
+    round of a task calls no other function of autosched._core. A callback after the RecordToFile log still
+    gets the round's inputs (States) and results, after the log has them."""
+    from autosched import tuner
+    task = make_task(matmul(32, 32, 32))
+    log = str(tmp_path / "once.json")
+    core_calls, seen = [], []
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__ or ""
+            if owner.startswith("autosched"):
+                core_calls.append(getattr(arg, "__name__", repr(arg)))
+
+    def callback(policy, inputs, results):
+        outer = sys.getprofile()  # what the callback itself calls is not the round's
+        sys.setprofile(None)
+        seen.append((len(ans.load_records(log)), [type(inp.state) for inp in inputs], len(results)))
+        sys.setprofile(outer)
+
+    real = tuner.TaskTuner.search_round
+
+    def profiled(self, n):
+        if self.result.rounds != 1:
+            return real(self, n)
+        sys.setprofile(profile)
+        try:
+            return real(self, n)
+        finally:
+            sys.setprofile(None)
+
+    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=8, runner=quick_runner(min_repeat_ms=1),
+                             measure_callbacks=[ans.RecordToFile(log), callback], verbose=0)
+    tuner.TaskTuner.search_round = profiled
+    try:
+        result = task.tune(opts, search_policy=fast_policy(task))
+    finally:
+        tuner.TaskTuner.search_round = real
+    assert result.rounds >= 2
+    assert core_calls == ["tuning_round"], core_calls
+    assert len(seen) == 1 + result.rounds  # the start states, then every round
+    total = 0
+    for in_log, types, n in seen:
+        total += n
+        assert in_log == total and set(types) == {ans.State}
+
+
+def test_the_peak_of_progress_lines_is_the_cores_one_estimate():
+    """tuner.peak_gflops is the core's estimate (cpp/task/peak.h, the one the plausibility bound uses):
+    cores x FMA units x 2 x lanes x the clock the OS reports on a CPU; a GPU's needs its clock."""
+    from autosched import tuner
+    task = make_task(matmul(64, 64, 64))
+    hw = task.hardware_params
+    value, how = tuner.peak_gflops(task, describe=True)
+    lanes = hw.vector_unit_bytes // 4
+    want = hw.num_cores * (hw.fma_units or 2) * 2 * lanes * ans._core.reported_cpu_clock_hz() / 1e9
+    assert value == pytest.approx(want) and f"{hw.num_cores} cores x" in how and "clock the OS reports" in how
+    bound, _ = ans._core.estimate_peak_flops(task, "upper_bound")
+    assert bound >= value * 1e9
+    dag = task.compute_dag
+    unclocked = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia",
+                               hardware_params=ans.HardwareParams(num_cores=10, clock_mhz=0))
+    assert tuner.peak_gflops(unclocked) is None
+    clocked = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia",
+                             hardware_params=ans.HardwareParams(num_cores=10, clock_mhz=1500))
+    assert tuner.peak_gflops(clocked) == pytest.approx(10 * 128 * 2 * 1.5)
+    given = ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=ans.HardwareParams(peak_gflops=77))
+    assert tuner.peak_gflops(given) == 77
+    with pytest.raises(ValueError, match="estimate"):
+        ans._core.estimate_peak_flops(task, "guess")
+
+
+class _ElsewhereRunner(LocalRunner):
+    """A runner that measures outside the tuning process's core round (as RayRunner does): its measurer is a
+    Python object, here one that hands the batch to a core LocalMeasurer and counts the calls."""
+
+    measures_here = False
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.batches = []
+
+    def _measurer_for(self, builder):
+        core = super()._measurer_for(builder)
+        runner = self
+
+        class Measurer:
+            def measure(self, task, states):
+                runner.batches.append(len(states))
+                return core.measure(task, states)
+        return Measurer()
+
+
+def test_a_runner_that_measures_elsewhere_gets_the_round_split(tmp_path):
+    """With a runner whose measures_here is False, a round is the core's search, the runner's measure, then
+    one core call that writes the records and updates the cost model (record_round); the log, the trials, the
+    policy and the best are as with the one-call round."""
+    from autosched import tuner
+    task = make_task(matmul(32, 32, 32))
+    log = str(tmp_path / "elsewhere.json")
+    runner = _ElsewhereRunner(timeout=10, min_repeat_ms=1)
+    core_calls, seen = [], []
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__ or ""
+            if owner.startswith("autosched"):
+                core_calls.append(getattr(arg, "__name__", repr(arg)))
+
+    def callback(policy, inputs, results):
+        seen.append((len(ans.load_records(log)), len(results)))
+
+    real = tuner.TaskTuner.search_round
+
+    def profiled(self, n):
+        if self.result.rounds != 1:
+            return real(self, n)
+        sys.setprofile(profile)
+        try:
+            return real(self, n)
+        finally:
+            sys.setprofile(None)
+
+    policy = fast_policy(task)
+    opts = ans.TuningOptions(num_measure_trials=30, num_measures_per_round=8, runner=runner,
+                             measure_callbacks=[ans.RecordToFile(log), callback], verbose=0)
+    tuner.TaskTuner.search_round = profiled
+    try:
+        result = task.tune(opts, search_policy=policy)
+    finally:
+        tuner.TaskTuner.search_round = real
+    assert result.rounds >= 2 and result.trials == 30
+    assert "tuning_round" not in core_calls and core_calls.count("record_round") == 1, core_calls
+    assert "continue_search_one_round" in core_calls and "measure" in core_calls, core_calls
+    assert sum(runner.batches) == 30 and len(runner.batches) == 1 + result.rounds
+    records = ans.load_records(log)
+    assert len(records) == 30 and [n for _, n in seen] == runner.batches
+    assert [n for n, _ in seen] == list(np.cumsum(runner.batches))  # the log has a round before its callbacks
+    assert policy.num_measured == 30  # every state reached the policy (never proposed again)
+    best = ans.load_best_record(log, task.workload_key)[1]
+    assert result.best_cost is not None and best.mean_cost == pytest.approx(result.best_cost, rel=0, abs=1e-15)
+    assert result.seconds["measure"] > 0 and result.seconds["search"] > 0
+    # Resuming from that log measures nothing again.
+    again = _ElsewhereRunner(timeout=10, min_repeat_ms=1)
+    resumed = task.tune(ans.TuningOptions(num_measure_trials=30, runner=again, verbose=0,
+                                          measure_callbacks=[ans.RecordToFile(log)]), search_policy=fast_policy(task))
+    assert resumed.resumed_trials == 30 and again.batches == []
+
+
+def test_record_round_refuses_results_that_do_not_match_the_states():
+    task = make_task(matmul(16, 16, 16))
+    policy = fast_policy(task)
+    state = task.compute_dag.get_init_state()
+    with pytest.raises(ValueError, match="one result per measured state, got 0 results for 1 states"):
+        ans._core.record_round(policy._policy, [], task.to_json(), [state.core], [])

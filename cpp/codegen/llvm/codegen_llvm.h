@@ -13,6 +13,8 @@
 //    printing on request, BuildLLVM. The JIT-compiled function is the
 //    module's Kernel (runtime/module.h); a module whose CPU features this host
 //    lacks (-no-host-check) is not JIT-compiled: it keeps its sources only.
+//  - cross_compile.cc: a module for another architecture (-mtriple, cpu.foreign)
+//    is not JIT-compiled either: its source "obj" is the object file.
 //
 // Calling convention of a kernel: int32_t name(void** args), args[i] being
 // the data pointer of LoweredFunc::args[i]; returns a KernelStatus
@@ -25,5 +27,9 @@ namespace autosched {
 
 // target.cpu must be resolved (Target::Parse does it).
 Module BuildLLVM(const LoweredFunc& f, const Target& target);
+
+// Kernels this process has JIT-compiled so far (a process that only loads
+// exported libraries keeps it at 0).
+int64_t JitCompilations();
 
 }  // namespace autosched

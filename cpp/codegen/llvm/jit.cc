@@ -11,11 +11,14 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <unordered_set>
 
 #include "codegen/llvm/codegen_llvm.h"
+#include "codegen/llvm/cross_compile.h"
 #include "codegen/llvm/ir_emitter.h"
+#include "codegen/llvm/target_machine.h"
 #include "lower/stmt_functor.h"
 #include "lower/stmt_printer.h"
 #include "runtime/aligned_alloc.h"
@@ -24,6 +27,8 @@
 
 namespace autosched {
 namespace {
+
+std::atomic<int64_t> jit_compilations{0};
 
 const llvm::Target* LookupTarget(const std::string& triple) {
   std::string error;
@@ -37,22 +42,6 @@ llvm::CodeGenOptLevel CodeGenLevel(int opt_level) {
                                                   llvm::CodeGenOptLevel::Default,
                                                   llvm::CodeGenOptLevel::Aggressive};
   return kLevels[std::clamp(opt_level, 0, 3)];
-}
-
-std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const Target& target) {
-  const CpuSpec& spec = target.cpu;
-  const llvm::Target* t = LookupTarget(spec.triple);
-  llvm::TargetOptions options;
-  if (target.fast_math) {
-    options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-    options.UnsafeFPMath = true;
-    options.NoInfsFPMath = true;
-    options.NoNaNsFPMath = true;
-    options.NoSignedZerosFPMath = true;
-  }
-  return std::unique_ptr<llvm::TargetMachine>(
-      t->createTargetMachine(spec.triple, spec.name, spec.llvm_features, options, llvm::Reloc::PIC_,
-                             std::nullopt, CodeGenLevel(target.opt_level), /*JIT=*/true));
 }
 
 void Optimize(llvm::Module& module, llvm::TargetMachine* tm, int opt_level) {
@@ -171,6 +160,7 @@ std::shared_ptr<Kernel> JitCompile(std::unique_ptr<llvm::Module> module,
   Check(lib.define(llvm::orc::absoluteSymbols(std::move(runtime))), "define runtime symbols");
   Check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))), "add the module");
   auto fn = Unwrap(jit->lookup(symbol), "compile the kernel").toPtr<PackedKernel>();
+  jit_compilations.fetch_add(1);
   return std::make_shared<JitKernel>(std::move(jit), fn);
 }
 
@@ -191,6 +181,24 @@ std::string JoinNames(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const Target& target, bool jit) {
+  const CpuSpec& spec = target.cpu;
+  const llvm::Target* t = LookupTarget(spec.triple);
+  llvm::TargetOptions options;
+  if (target.fast_math) {
+    options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+    options.UnsafeFPMath = true;
+    options.NoInfsFPMath = true;
+    options.NoNaNsFPMath = true;
+    options.NoSignedZerosFPMath = true;
+  }
+  return std::unique_ptr<llvm::TargetMachine>(
+      t->createTargetMachine(spec.triple, spec.name, spec.llvm_features, options, llvm::Reloc::PIC_,
+                             std::nullopt, CodeGenLevel(target.opt_level), jit && !spec.foreign));
+}
+
+int64_t JitCompilations() { return jit_compilations.load(); }
 
 Module BuildLLVM(const LoweredFunc& f, const Target& target) {
   InitializeLLVMNativeTarget();
@@ -220,7 +228,13 @@ Module BuildLLVM(const LoweredFunc& f, const Target& target) {
   // only be run, and would fault (SIGILL).
   std::shared_ptr<Kernel> kernel;
   std::string cannot_run;
-  if (target.cpu.missing.empty()) {
+  if (target.cpu.foreign) {
+    // Another architecture: an object file for a machine of it (cross_compile.h).
+    sources.AddLazy("obj", [ir_text, target] { return EmitObjectFile(ir_text, target); });
+    cannot_run = "it was cross-compiled for " + target.cpu.triple + " (" + target.cpu.name +
+                 "): it runs on a machine of that architecture (measure it there with RayRunner; "
+                 "export_object() writes its object file)";
+  } else if (target.cpu.missing.empty()) {
     kernel = JitCompile(std::move(module), std::move(ctx), symbol, target, tm.get());
   } else {
     cannot_run = "it was built with -no-host-check for " + target.cpu.name +

@@ -1,6 +1,7 @@
 #include "runtime/opencl/opencl_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -242,6 +243,8 @@ const std::vector<OpenCLDevice>& ListOpenCLDevices() {
 
 const OpenCLDevice& SelectOpenCLDevice(const Target& target) {
   const std::vector<OpenCLDevice>& devices = ListOpenCLDevices();
+  const std::string loader_problem = OpenCLLoaderProblem();
+  AS_CHECK(loader_problem.empty(), "target '" << target.str() << "': " << loader_problem);
   AS_CHECK(!devices.empty(), "target '" << target.str()
                                         << "': no OpenCL platform was found (install an OpenCL driver: PoCL "
                                            "for the CPU, pocl-opencl-icd; see docs/opencl.md)");
@@ -283,6 +286,49 @@ cl_command_queue OpenCLQueue(const OpenCLDevice& device) {
   return StateOf(device).queue;
 }
 
+namespace {
+std::atomic<int64_t> builds_from_source{0}, builds_from_binary{0};
+}  // namespace
+
+OpenCLProgramBuilds OpenCLProgramBuildCounts() {
+  return {builds_from_source.load(), builds_from_binary.load()};
+}
+
+cl_program GetOpenCLProgramFromBinary(const OpenCLDevice& device, const std::string& binary,
+                                      const std::string& options) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+  size_t length = binary.size();
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(OpenCLContext(device), 1, &device.id, &length, &bytes, &status, &err);
+  CheckCL(err != CL_SUCCESS ? err : status, "loading an OpenCL program binary on " + device.Describe());
+  err = clBuildProgram(program, 1, &device.id, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log = BuildLog(program, device.id);
+    clReleaseProgram(program);
+    AS_CHECK(false, "the OpenCL driver of " << device.Describe() << " refused the exported program binary: "
+                                            << OpenCLErrorName(err) << " (" << err << ")\nbuild log:\n"
+                                            << (log.empty() ? "(empty)" : log));
+  }
+  builds_from_binary.fetch_add(1);
+  return program;
+}
+
+std::string OpenCLProgramBinary(cl_program program) {
+  cl_uint devices = 0;
+  CheckCL(clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof(devices), &devices, nullptr),
+          "querying an OpenCL program's devices");
+  if (devices != 1) return "";
+  size_t size = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS ||
+      size == 0)
+    return "";
+  std::string binary(size, '\0');
+  unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) != CL_SUCCESS) return "";
+  return binary;
+}
+
 cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
                             const std::string& options) {
   // Programs stay built for the life of the process: building the same
@@ -307,6 +353,7 @@ cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& sourc
                                               << "build log:\n"
                                               << (log.empty() ? "(empty)" : log));
   }
+  builds_from_source.fetch_add(1);
   cache[key] = program;
   return program;
 }

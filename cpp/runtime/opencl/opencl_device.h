@@ -53,6 +53,10 @@ struct OpenCLDevice {
 // (no ICD installed). Queried once per process.
 const std::vector<OpenCLDevice>& ListOpenCLDevices();
 
+// Why the OpenCL ICD loader could not be opened, where this build opens it at
+// run time (opencl_loader.cc); empty where it was opened or is linked.
+std::string OpenCLLoaderProblem();
+
 // The device a target selects (see above); Error when none matches.
 const OpenCLDevice& SelectOpenCLDevice(const Target& target);
 
@@ -64,6 +68,23 @@ cl_command_queue OpenCLQueue(const OpenCLDevice& device);
 // build log when it does not compile.
 cl_program GetOpenCLProgram(const OpenCLDevice& device, const std::string& source,
                             const std::string& options);
+
+// The program made from a binary that ProgramBinary gave for this device
+// (same device and driver), built; Error with the build log when the driver
+// refuses it. Not cached: loading a module is done once.
+cl_program GetOpenCLProgramFromBinary(const OpenCLDevice& device, const std::string& binary,
+                                      const std::string& options);
+
+// The driver's binary of a program built for one device; empty when the
+// driver gives none.
+std::string OpenCLProgramBinary(cl_program program);
+
+// Programs this process has built from OpenCL C source and from binaries.
+struct OpenCLProgramBuilds {
+  int64_t from_source = 0;
+  int64_t from_binary = 0;
+};
+OpenCLProgramBuilds OpenCLProgramBuildCounts();
 
 // HardwareParams of the device (compute units, work-group and memory limits,
 // vector width, cache line, warp size, clock).

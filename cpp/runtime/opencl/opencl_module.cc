@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "runtime/opencl/opencl_device.h"
@@ -57,8 +58,12 @@ void CheckDeviceLimits(const OpenCLProgramSpec& spec, const OpenCLDevice& device
 
 class OpenCLKernel : public Kernel {
  public:
-  OpenCLKernel(const OpenCLDevice& device, cl_program program, OpenCLProgramSpec spec)
-      : device_(device), spec_(std::move(spec)), queue_(OpenCLQueue(device)) {
+  OpenCLKernel(const OpenCLDevice& device, cl_program program, OpenCLProgramSpec spec, std::string options)
+      : device_(device),
+        spec_(std::move(spec)),
+        options_(std::move(options)),
+        program_(program),
+        queue_(OpenCLQueue(device)) {
     for (const OpenCLKernelSpec& k : spec_.kernels) {
       cl_int err = CL_SUCCESS;
       cl_kernel kernel = clCreateKernel(program, k.name.c_str(), &err);
@@ -86,6 +91,11 @@ class OpenCLKernel : public Kernel {
   }
 
   void SetWritten(std::vector<bool> written) { written_ = std::move(written); }
+
+  const OpenCLDevice& device() const { return device_; }
+  const OpenCLProgramSpec& spec() const { return spec_; }
+  const std::string& options() const { return options_; }
+  cl_program program() const { return program_; }
 
   int32_t Run(void** args) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -205,6 +215,8 @@ class OpenCLKernel : public Kernel {
 
   const OpenCLDevice& device_;
   OpenCLProgramSpec spec_;
+  std::string options_;
+  cl_program program_;  // owned by the program cache, or by the loaded module's process
   cl_command_queue queue_;
   std::vector<cl_kernel> kernels_;
   std::vector<cl_mem> memory_;
@@ -220,9 +232,79 @@ std::shared_ptr<Kernel> MakeOpenCLKernel(const Target& target, OpenCLProgramSpec
                                          std::vector<bool> written, const DeviceLimits& limits) {
   const OpenCLDevice& device = SelectOpenCLDevice(target);
   CheckDeviceLimits(spec, device, limits);
-  cl_program program = GetOpenCLProgram(device, spec.source, target.fast_math ? "-cl-fast-relaxed-math" : "");
+  std::string options = target.fast_math ? "-cl-fast-relaxed-math" : "";
+  cl_program program = GetOpenCLProgram(device, spec.source, options);
   written.resize(spec.buffers.size(), false);
-  auto kernel = std::make_shared<OpenCLKernel>(device, program, std::move(spec));
+  auto kernel = std::make_shared<OpenCLKernel>(device, program, std::move(spec), std::move(options));
+  kernel->SetWritten(std::move(written));
+  return kernel;
+}
+
+OpenCLKernelExport ExportOpenCLKernel(const Kernel& kernel) {
+  const auto* cl = dynamic_cast<const OpenCLKernel*>(&kernel);
+  AS_CHECK(cl != nullptr, "the module is not an OpenCL module");
+  const OpenCLProgramSpec& spec = cl->spec();
+  nlohmann::json j;
+  j["source"] = spec.source;
+  j["options"] = cl->options();
+  j["num_args"] = spec.num_args;
+  j["uses_fp64"] = spec.uses_fp64;
+  j["device"] = {{"name", cl->device().name},
+                 {"driver_version", cl->device().driver_version},
+                 {"platform", cl->device().platform_name}};
+  for (const Buffer& b : spec.buffers) {
+    j["buffers"].push_back(
+        {{"name", b->name}, {"dtype", b->dtype.str()}, {"shape", b->shape}, {"strides", b->strides}});
+  }
+  for (const OpenCLKernelSpec& k : spec.kernels) {
+    j["kernels"].push_back({{"name", k.name},
+                            {"buffers", k.buffers},
+                            {"num_groups", k.num_groups},
+                            {"group_size", k.group_size},
+                            {"local_memory_bytes", k.local_memory_bytes}});
+  }
+  return {j.dump(), OpenCLProgramBinary(cl->program())};
+}
+
+std::shared_ptr<Kernel> LoadOpenCLKernel(const Target& target, const std::string& spec_json,
+                                         const std::string& binary, std::vector<bool> written) {
+  OpenCLProgramSpec spec;
+  nlohmann::json j;
+  std::string device_name, driver;
+  std::string options;
+  try {
+    j = nlohmann::json::parse(spec_json);
+    spec.source = j.at("source").get<std::string>();
+    options = j.at("options").get<std::string>();
+    spec.num_args = j.at("num_args").get<size_t>();
+    spec.uses_fp64 = j.at("uses_fp64").get<bool>();
+    device_name = j.at("device").at("name").get<std::string>();
+    driver = j.at("device").at("driver_version").get<std::string>();
+    for (const nlohmann::json& b : j.value("buffers", nlohmann::json::array())) {
+      spec.buffers.push_back(MakeBuffer(b.at("name").get<std::string>(),
+                                        DataType::Parse(b.at("dtype").get<std::string>()),
+                                        b.at("shape").get<std::vector<int64_t>>(), MemScope::Global,
+                                        b.at("strides").get<std::vector<int64_t>>()));
+    }
+    for (const nlohmann::json& k : j.value("kernels", nlohmann::json::array())) {
+      OpenCLKernelSpec ks;
+      ks.name = k.at("name").get<std::string>();
+      ks.buffers = k.at("buffers").get<std::vector<int>>();
+      ks.num_groups = k.at("num_groups").get<std::array<int64_t, 3>>();
+      ks.group_size = k.at("group_size").get<std::array<int64_t, 3>>();
+      ks.local_memory_bytes = k.at("local_memory_bytes").get<int64_t>();
+      spec.kernels.push_back(std::move(ks));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    AS_CHECK(false, "malformed exported OpenCL program: " << e.what());
+  }
+  const OpenCLDevice& device = SelectOpenCLDevice(target);
+  CheckDeviceLimits(spec, device, DeviceLimits{});
+  const bool same_driver = !binary.empty() && device.name == device_name && device.driver_version == driver;
+  cl_program program = same_driver ? GetOpenCLProgramFromBinary(device, binary, options)
+                                   : GetOpenCLProgram(device, spec.source, options);
+  written.resize(spec.buffers.size(), false);
+  auto kernel = std::make_shared<OpenCLKernel>(device, program, std::move(spec), std::move(options));
   kernel->SetWritten(std::move(written));
   return kernel;
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/module.h"
@@ -27,6 +28,23 @@ namespace autosched {
 // written[i]: buffer i of the spec is an output, copied back after a run.
 std::shared_ptr<Kernel> MakeOpenCLKernel(const Target& target, OpenCLProgramSpec spec,
                                          std::vector<bool> written, const DeviceLimits& limits);
+
+// An OpenCL module's kernel as export keeps it: spec_json holds the program
+// spec (source, buffers, launch shapes), its build options and the device
+// and driver it was built by; binary is that driver's program binary, empty
+// where the driver gives none.
+struct OpenCLKernelExport {
+  std::string spec_json;
+  std::string binary;
+};
+// Error when `kernel` is not an OpenCL kernel.
+OpenCLKernelExport ExportOpenCLKernel(const Kernel& kernel);
+
+// The kernel of an exported spec on the device `target` selects: from the
+// binary when the same device and driver made it (no compiler runs), else
+// from the source. Device limits are checked as for a build.
+std::shared_ptr<Kernel> LoadOpenCLKernel(const Target& target, const std::string& spec_json,
+                                         const std::string& binary, std::vector<bool> written);
 
 // Fault injection for tests of the measurement: while on, every kernel launch
 // of this process asks for a work group one work item larger than the device

@@ -12,7 +12,7 @@ from .ir import Graph, Node
 from .opdef import OpDef
 from . import op_table, registry, zoo
 from .extract import UnsupportedGraphWarning, extract_tasks
-from .deploy import GraphModule, build
+from .deploy import GraphModule, build, load_module
 
 __all__ = ["Graph", "Node", "GraphError", "OpError", "OpDef", "op_table", "registry", "zoo",
-           "UnsupportedGraphWarning", "extract_tasks", "GraphModule", "build"]
+           "UnsupportedGraphWarning", "extract_tasks", "GraphModule", "build", "load_module"]

@@ -22,15 +22,16 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from .. import _core
+from .. import _core, artifact
 from .._check import check_path
 from ..build_module import Module, TimeResult, _core_state, build as build_kernel
 from ..records import applied_log, load_best_state, read_log
 from ..search import baseline_states
+from . import export
 from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError
 
-__all__ = ["build", "GraphModule", "GroupInfo", "plan_memory"]
+__all__ = ["build", "load_module", "GraphModule", "GroupInfo", "plan_memory"]
 
 _ALIGN = 64
 
@@ -75,18 +76,23 @@ class GroupInfo:
     the names of the state's stages computed once at build time from constants (their arrays are passed to
     the module after the output)."""
 
-    def __init__(self, group, task, state, tuned, module, prepacked=(), prepacked_arrays=()):
+    def __init__(self, group, task, state, tuned, module, prepacked=(), prepacked_arrays=(), mean_cost=None):
         self.name, self.nodes, self.output = group.name, [n.name for n in group.nodes], group.output
         self.inputs = list(group.inputs)
         self.task, self.state, self.tuned, self.module = task, state, tuned, module
         self.prepacked, self.prepacked_arrays = list(prepacked), list(prepacked_arrays)
+        # The measured seconds of the record the schedule came from (None: baseline). A group of a loaded
+        # network has no task or state: `record` holds what the artifact says of them.
+        self.mean_cost, self.record = mean_cost, None
 
     def __repr__(self):
         return f"GroupInfo({self.name}, output={self.output!r}, tuned={self.tuned})"
 
 
 class GraphModule:
-    """A compiled network: net(*inputs) or net(**inputs) -> list of numpy outputs."""
+    """A compiled network: net(*inputs) or net(**inputs) -> list of numpy outputs. export_library(path)
+    writes it as one file that autosched.graph.load_module(path) loads without compiling; it pickles the same
+    way."""
 
     def __init__(self, graph, target, groups, constants, plan, buffer_sizes, note):
         self.graph, self.target, self.groups, self.note = graph, target, groups, note
@@ -100,6 +106,9 @@ class GraphModule:
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             self._static[value] = self._buffers[b][:nbytes].view(dtype).reshape(shape)
         self._specs = [(v, tuple(graph.shape(v)), np.dtype(graph.dtype(v))) for v in graph.inputs]
+        # What callers call the outputs (the names of the model's own format, e.g. ONNX's, where they differ
+        # from the graph's value names); export_library keeps them.
+        self.output_labels = list(graph.outputs)
         # The intermediate buffers above are shared by every call: one run at a time uses them.
         self._lock = threading.Lock()
 
@@ -159,6 +168,22 @@ class GraphModule:
             given.add(v)
         return outputs
 
+    def profile(self, *arrays, number=10, repeat=3, **named):
+        """Per-group times on these inputs: a list of (GroupInfo, seconds per run: the best of `repeat`
+        means of `number` runs of its kernel), in execution order, after one run of the whole network (which
+        fills the intermediate buffers each kernel reads)."""
+        if number < 1 or repeat < 1:
+            raise ValueError(f"profile: number and repeat must be >= 1, got {number}, {repeat}")
+        env = self._bind_inputs(arrays, named)
+        env.update(self._static)
+        rows = []
+        with self._lock:
+            self._run(env)
+            for info in self.groups:
+                args = [env[v] for v in info.inputs] + [env[info.output]] + list(info.prepacked_arrays)
+                rows.append((info, min(info.module.time_evaluator(number=number, repeat=repeat)(*args))))
+        return rows
+
     def time_evaluator(self, number=10, repeat=3):
         """A function of the inputs (as for a call) returning a TimeResult: `repeat` times in seconds per run
         of the whole network, each the mean of `number` runs, after one warm-up run."""
@@ -179,6 +204,14 @@ class GraphModule:
             return TimeResult(times)
         return evaluate
 
+    def export_library(self, path):
+        """Writes the network as one file: a shared library of its kernels with the weights and the graph's
+        metadata (graph/export.py, docs/deploy.md); autosched.graph.load_module(path) runs it."""
+        export.export_library(self, path)
+
+    def __reduce__(self):
+        return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)
+
     def __repr__(self):
         return (f"<GraphModule {self.graph.name}: {len(self.groups)} groups, {len(self.untuned)} untuned, "
                 f"{self.intermediate_bytes} bytes of intermediates>")
@@ -188,9 +221,9 @@ def _tuned_state(task, log, loaded):
     """The state of the best record of the task in the log for the task's target that replays on its DAG,
     or None (records.load_best_state warns about the ones it skips)."""
     if log is None:
-        return None
-    state, _ = load_best_state(log, task, loaded=loaded)
-    return state
+        return None, None
+    state, result = load_best_state(log, task, loaded=loaded)
+    return state, (None if result is None else result.mean_cost)
 
 
 def _baseline_module(task):
@@ -210,8 +243,9 @@ class _Kernel:
     kernel without them and `prepack` holds, per split stage, (its name, the module computing it alone,
     the positions among the group's inputs of the constants it reads)."""
 
-    def __init__(self, state, tuned, module, prepack=()):
+    def __init__(self, state, tuned, module, prepack=(), mean_cost=None):
         self.state, self.tuned, self.module, self.prepack = state, tuned, module, list(prepack)
+        self.mean_cost = mean_cost
 
 
 def _split_kernel(task, state, constant_args):
@@ -222,14 +256,14 @@ def _split_kernel(task, state, constant_args):
     if not stage_ids:
         return None
     target = task.target
-    module = Module(_core.build_state(kernel_state, target), kernel_state)
+    module = Module(_core.build_state(kernel_state, target), kernel_state, target)
     prepack = [(core.stages[i].name, build_kernel(dag, None, target), list(a))
                for i, dag, a in zip(stage_ids, dags, args)]
     return module, prepack
 
 
 def _kernel(task, log, loaded, constant_args, prepack):
-    state = _tuned_state(task, log, loaded)
+    state, mean_cost = _tuned_state(task, log, loaded)
     tuned = state is not None
     if not tuned:
         state, module = _baseline_module(task)
@@ -241,8 +275,8 @@ def _kernel(task, log, loaded, constant_args, prepack):
                           "computes them on every call")
             split = None
         if split is not None:
-            return _Kernel(state, tuned, *split)
-    return _Kernel(state, tuned, build_kernel(task, state) if tuned else module)
+            return _Kernel(state, tuned, *split, mean_cost=mean_cost)
+    return _Kernel(state, tuned, build_kernel(task, state) if tuned else module, mean_cost=mean_cost)
 
 
 def _prepacked_arrays(kernel, group, constants):
@@ -280,7 +314,7 @@ def _compile(lowered, log, constants, prepack):
                 arrays[data_key] = _prepacked_arrays(kernel, group, constants)
             packed = arrays[data_key]
         infos.append(GroupInfo(group, task, kernel.state, kernel.tuned, kernel.module,
-                               [name for name, _, _ in kernel.prepack], packed))
+                               [name for name, _, _ in kernel.prepack], packed, kernel.mean_cost))
     return infos
 
 
@@ -314,12 +348,13 @@ def _note(infos):
 
 
 def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None, verbose: bool = True,
-          prepack: bool = True, *, params: Optional[Dict[str, Any]] = None) -> "GraphModule":
+          prepack: bool = True, layout: str = "auto", *, params: Optional[Dict[str, Any]] = None) -> "GraphModule":
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
     note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
-    that read only constants (a packed weight) once here, not in every call of the kernel. Inside ``with
+    that read only constants (a packed weight) once here, not in every call of the kernel. layout: as for
+    extract_tasks (give both the same value, or the tuned tasks are not the kernels built). Inside ``with
     autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's argument,
     accepted when it names the graph's own constants."""
     target, hardware_params = check_graph_args("graph.build", graph, target, hardware_params, params)
@@ -331,7 +366,7 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
     if problems:
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"
                          f"{format_problems(problems)}")
-    lowered = lower_graph(graph, target, hardware_params)
+    lowered = lower_graph(graph, target, hardware_params, layout)
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
     constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
@@ -342,3 +377,42 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
         print(note)
     return GraphModule(folded, lowered.tasks[0].target if lowered.tasks else target, infos, constants, plan,
                        sizes, note)
+
+
+def load_module(path):
+    """The GraphModule exported to `path` by export_library, ready to run: the kernels come from the file's
+    shared library (llvm) or program binaries (opencl), nothing is compiled. Refuses a file that is not a
+    network artifact, and code this CPU cannot run (naming the features it lacks)."""
+    art = artifact.Artifact(path, "graph")
+    try:
+        cores = art.modules()
+        g = art.meta["graph"]
+        graph = export.ArtifactGraph(g["name"], g["inputs"], g["outputs"], g["values"])
+        modules = [Module(core, None, target=art.kernel_set.target) for core in cores]
+        loaded = {}
+
+        def array(name):
+            if name not in loaded:
+                loaded[name] = art.array(name)
+            return loaded[name]
+
+        infos = []
+        for spec in g["groups"]:
+            info = GroupInfo.__new__(GroupInfo)
+            info.name, info.nodes, info.output = spec["name"], list(spec["nodes"]), spec["output"]
+            info.inputs = list(spec["inputs"])
+            info.task, info.state, info.tuned = None, None, spec["tuned"]
+            info.module = modules[spec["kernel"]]
+            info.prepacked = list(spec["prepacked"])
+            info.prepacked_arrays = [array(n) for n in spec["prepacked_arrays"]]
+            info.record = spec.get("record")
+            infos.append(info)
+        constants = {v: array(n) for v, n in g["constants"].items()}
+        net = GraphModule(graph, art.kernel_set.target, infos, constants, dict(g["memory_plan"]),
+                          list(g["buffer_sizes"]), g["note"])
+        net._kernel_set = art.kernel_set
+        net.output_labels = list(g.get("output_labels", g["outputs"]))
+        net.source = art.meta.get("source")
+        return net
+    finally:
+        art.close()

@@ -3,7 +3,9 @@
     tasks, weights = autosched.extract_tasks(graph, "llvm")
     autosched.TaskScheduler(tasks, weights).tune(options)
 
-Each fused group (graph/fusion.py) becomes a ComputeDAG: a placeholder for every value it reads from outside
+On CPU targets (layout="auto", the default, or "NCHWc") the convolutions and what follows them run in the
+channel-blocked layout of the target's vector width (graph/layout.py), after batch-norm folding. Each fused
+group (graph/fusion.py) becomes a ComputeDAG: a placeholder for every value it reads from outside
 (graph inputs, other groups' outputs and constants: weights are task inputs, never baked into the kernel),
 then the te of its ops. Groups with the same DAG (the workload key ignores names) are one task whose weight
 is how often the group occurs. Nodes that cannot be compiled (Graph.problems()) are reported in one
@@ -20,6 +22,7 @@ from ..task import SearchTask
 from . import registry
 from .fusion import fold_batch_norm, partition
 from .ir import Graph
+from .layout import convert_layout, resolve_block
 
 __all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "group_tensors", "format_problems"]
 
@@ -81,19 +84,23 @@ def _describe(graph, group):
 
 
 class LoweredGraph:
-    """A graph after batch-norm folding and fusion, with its tasks.
+    """A graph after batch-norm folding, the layout pass and fusion, with its tasks.
 
-    graph: the folded graph; groups: FusedGroups in execution order; group_tasks: the SearchTask of each
+    graph: the folded (and, with a layout block, converted) graph; block: the layout pass's block or None; groups: FusedGroups in execution order; group_tasks: the SearchTask of each
     group (identical groups share one); tasks / weights: the distinct tasks and how often each occurs."""
 
-    def __init__(self, graph, groups, group_tasks, tasks, weights):
-        self.graph, self.groups, self.group_tasks = graph, groups, group_tasks
+    def __init__(self, graph, groups, group_tasks, tasks, weights, block=None):
+        self.graph, self.groups, self.group_tasks, self.block = graph, groups, group_tasks, block
         self.tasks, self.weights = tasks, weights
 
 
-def lower_graph(graph, target, hardware_params=None):
-    """Folds batch norms, partitions into fused groups and makes one SearchTask per distinct group."""
+def lower_graph(graph, target, hardware_params=None, layout="auto"):
+    """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto", see graph/layout.py),
+    partitions into fused groups and makes one SearchTask per distinct group."""
+    block = resolve_block(layout, target, hardware_params)
     folded = fold_batch_norm(graph)
+    if block is not None:
+        folded = convert_layout(folded, block)
     groups = partition(folded)
     by_key, tasks, weights, group_tasks, descs = {}, [], [], [], {}
     for group in groups:
@@ -110,7 +117,7 @@ def lower_graph(graph, target, hardware_params=None):
             weights.append(0)
         weights[by_key[key]] += 1
         group_tasks.append(tasks[by_key[key]])
-    return LoweredGraph(folded, groups, group_tasks, tasks, weights)
+    return LoweredGraph(folded, groups, group_tasks, tasks, weights, block)
 
 
 def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
@@ -139,16 +146,19 @@ def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
     return check_target(where, target), check_hardware_params(where, hardware_params)
 
 
-def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, *,
+def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout: str = "auto", *,
                   params: Optional[Dict[str, Any]] = None) -> Tuple[List[SearchTask], List[int]]:
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
-    UnsupportedGraphWarning names them all, and the other groups are still extracted. TVM's order
+    UnsupportedGraphWarning names them all, and the other groups are still extracted. layout: "NCHW" (as the
+    graph is), "NCHWc" (convolutions and what follows them in the channel-blocked layout of the target's
+    vector width, graph/layout.py) or "auto" (NCHWc on CPU targets, NCHW on GPUs); graph.build takes the same
+    option and must be given the same value, so that the tasks tuned are the kernels built. TVM's order
     extract_tasks(graph, params, target) works too (params: the graph's own constants, already in it)."""
     target, hardware_params = check_graph_args("extract_tasks", graph, target, hardware_params, params)
     problems = graph.problems()
     if problems:
         warnings.warn(f"graph '{graph.name}': {len(problems)} node(s) cannot be compiled and are left out of "
                       f"the tasks:\n{format_problems(problems)}", UnsupportedGraphWarning, stacklevel=2)
-    lowered = lower_graph(graph, target, hardware_params)
+    lowered = lower_graph(graph, target, hardware_params, layout)
     return lowered.tasks, lowered.weights

@@ -21,6 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from .. import _core
 from .._check import check_path
 from ..measure import MeasureInput
+from ..record_log import RecordToFile, RecordWarning, load_best_state, read_log
 from ..state import State
 from ..task import SearchTask
 from ..text import format_time
@@ -29,23 +30,8 @@ __all__ = ["RecordWarning", "RecordToFile", "RecordReader", "load_records", "loa
            "distill", "save_records", "summarize", "TaskSummary", "ApplyHistoryBest", "applied_log"]
 
 
-class RecordWarning(UserWarning):
-    """A problem with a record log: a line skipped, or a log removed or replaced while records were written."""
-
-
 def _load(path):
-    path = check_path("records", path, "the log path")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"record file '{path}' does not exist")
-    loaded = _core.load_records(path)
-    for message in loaded.warnings:
-        warnings.warn(message, RecordWarning, stacklevel=3)
-    return loaded
-
-
-def read_log(path):
-    """The records of a log file as the core reads them (for load_best_state's `loaded`)."""
-    return _load(path)
+    return read_log(check_path("records", path, "the log path"), stacklevel=3)
 
 
 def _to_pairs(records):
@@ -80,70 +66,6 @@ def load_best_record(path: PathLike, workload_key: Optional[str] = None,
     if index is None:
         return None, None
     return _to_pairs([loaded.records[index]])[0]
-
-
-def load_best_state(path, task, loaded=None):
-    """(State of the task's DAG, MeasureResult) of the fastest record without error of `task` (its workload key
-    and target) whose schedule replays on the task's DAG; (None, None) when there is none. A better record whose
-    schedule does not replay is skipped with a RecordWarning; one measured on another DAG than the task's (the
-    same workload key, given by hand, on another structure) is used, with a RecordWarning saying so. `loaded`:
-    the log as read_log(path) gave it, so that a caller choosing states of many tasks reads the file once."""
-    loaded = loaded if loaded is not None else _load(path)
-    key, target = task.workload_key, task.target.text
-    dag_key = task.compute_dag.workload_key()
-    mine = [rec for rec in loaded.records if rec.result.ok and rec.task.workload_key == key
-            and rec.task.target.text == target]
-    mine.sort(key=lambda rec: rec.result.mean_cost)  # stable: the first of equal costs, as load_best_record
-    for rec in mine:
-        try:
-            state = State.from_json(task.compute_dag, rec.state.to_json())
-        except ValueError as err:
-            warnings.warn(f"{path}:{rec.line}: the schedule does not replay on the DAG of task "
-                          f"'{task.desc or key}' ({err}); skipped", RecordWarning, stacklevel=2)
-            continue
-        measured_on = rec.task.compute_dag.workload_key()
-        if measured_on != dag_key:
-            warnings.warn(f"{path}:{rec.line}: the record has the workload key {key} of task '{task.desc or key}' "
-                          f"but was measured on another DAG (structural key {measured_on}, the task's is "
-                          f"{dag_key}); its schedule replays on the task's DAG, but its time was not measured "
-                          "there", RecordWarning, stacklevel=2)
-        return state, rec.result
-    return None, None
-
-
-class RecordToFile:
-    """A measure callback appending every measurement to a log. Each record is one line written whole and at
-    once, so a tuner killed at any moment leaves every earlier record intact (fsync=True also survives a
-    power loss). When the log is removed or replaced (e.g. by ``distill log.json -o log.json``) while tuning,
-    the records that follow go to the file at the path (created if need be), with a RecordWarning."""
-
-    def __init__(self, path: PathLike, fsync: bool = False) -> None:
-        self.path = check_path("RecordToFile", path)
-        self._writer = _core.RecordWriter(self.path, bool(fsync))
-
-    def __call__(self, *args):
-        """Called as callback(policy, inputs, results) or callback(inputs, results)."""
-        if len(args) < 2:
-            raise TypeError("RecordToFile is called with (inputs, results) or (policy, inputs, results)")
-        inputs, results = args[-2], args[-1]
-        if len(inputs) != len(results):
-            raise ValueError(f"{len(inputs)} inputs but {len(results)} results")
-        task_json = {}
-        for inp, res in zip(inputs, results):
-            text = task_json.get(id(inp.task))
-            if text is None:
-                text = task_json[id(inp.task)] = inp.task.to_json()
-            self._writer.write(text, _core_state(inp.state), res)
-        for message in self._writer.take_notices():
-            warnings.warn(message, RecordWarning, stacklevel=2)
-
-    def __repr__(self):
-        return f"RecordToFile({self.path!r})"
-
-
-def _core_state(state):
-    from ..build_module import _core_state as core_of
-    return core_of(state)
 
 
 def save_records(path: PathLike, inputs: List[MeasureInput], results: List[Any], fsync: bool = False) -> None:

@@ -34,7 +34,7 @@ using test::ErrorOf;
 
 // ---- reduce axes ----
 
-TEST(HardeningIr, ReduceAxesAreMovedToStartAtZero) {
+TEST(IrSemantics, ReduceAxesAreMovedToStartAtZero) {
   Tensor a = placeholder({3, 8}, kF32, "A");
   IterVar i = Axis("i", 3);
   IterVar k = MakeReduceAxis(2, 4, "k");
@@ -57,7 +57,7 @@ TEST(HardeningIr, ReduceAxesAreMovedToStartAtZero) {
 
 // ---- accumulation type ----
 
-TEST(HardeningIr, AccumulationTypeDefaultsAndChecks) {
+TEST(IrSemantics, AccumulationTypeDefaultsAndChecks) {
   EXPECT_EQ(DefaultAccumulationType(kF16), kF32);
   EXPECT_EQ(DefaultAccumulationType(kF32), kF32);
   EXPECT_EQ(DefaultAccumulationType(DataType::Int(8)), DataType::Int(8));
@@ -85,7 +85,7 @@ Tensor HalfSum(const Tensor& a, int64_t n, DataType acc) {
                  ReduceNode::make(Combiner::Sum, a({Expr(0), k.var}), {k}, Expr(), acc, kF16));
 }
 
-TEST(HardeningIr, EvaluatorAndLoweringFollowTheAccumulationType) {
+TEST(IrSemantics, EvaluatorAndLoweringFollowTheAccumulationType) {
   constexpr int64_t n = 4096;
   Tensor a = placeholder({1, n}, kF16, "A");
   std::vector<uint16_t> ones(n, 0x3c00);  // float16 1.0
@@ -107,7 +107,7 @@ TEST(HardeningIr, EvaluatorAndLoweringFollowTheAccumulationType) {
   }
 }
 
-TEST(HardeningIr, AccumulationTypeInTextHashAndJson) {
+TEST(IrSemantics, AccumulationTypeInTextHashAndJson) {
   Tensor a = placeholder({1, 8}, kF16, "A");
   Tensor by_default = HalfSum(a, 8, kF32);
   Tensor in_half = HalfSum(a, 8, kF16);
@@ -136,7 +136,7 @@ TEST(HardeningIr, AccumulationTypeInTextHashAndJson) {
 
 // ---- index types ----
 
-TEST(HardeningIr, LoadIndicesOfAnyIntegerTypeLower) {
+TEST(IrSemantics, LoadIndicesOfAnyIntegerTypeLower) {
   Tensor a = placeholder({5, 4}, kF32, "A");
   Tensor idx = placeholder({3}, DataType::Int(64), "I");
   IterVar r = Axis("r", 3), j = Axis("j", 4);
@@ -147,7 +147,7 @@ TEST(HardeningIr, LoadIndicesOfAnyIntegerTypeLower) {
   EXPECT_NE(ToString(f).find("int32(I["), std::string::npos) << ToString(f);
 }
 
-TEST(HardeningIr, NarrowingIntegerCastsMoveDownAndCancel) {
+TEST(IrSemantics, NarrowingIntegerCastsMoveDownAndCancel) {
   const DataType i64 = DataType::Int(64), i32 = DataType::Int(32);
   Expr i = VarNode::make("i"), j = VarNode::make("j");
   Expr wide = cast(i64, i) * IntImmNode::make(i64, 4) + cast(i64, j) - IntImmNode::make(i64, 1);
@@ -162,7 +162,7 @@ TEST(HardeningIr, NarrowingIntegerCastsMoveDownAndCancel) {
 
 // ---- depth ----
 
-TEST(HardeningIr, NodesDeeperThanTheLimitAreRefused) {
+TEST(IrSemantics, NodesDeeperThanTheLimitAreRefused) {
   Expr x = VarNode::make("x");
   for (int d = 1; d < kMaxNodeDepth; ++d) x = x + Expr(1);
   EXPECT_EQ(x.depth(), kMaxNodeDepth);
@@ -176,7 +176,7 @@ TEST(HardeningIr, NodesDeeperThanTheLimitAreRefused) {
   EXPECT_THROW(BroadcastNode::make(c, 4), Error);
 }
 
-TEST(HardeningIr, ComputeOpsAreHeldToTheExpressionDepthLimit) {
+TEST(IrSemantics, ComputeOpsAreHeldToTheExpressionDepthLimit) {
   Tensor a = placeholder({2}, kF32, "A");
   IterVar i = Axis("i", 2);
   auto chain = [&](int depth) {  // a body exactly `depth` levels deep
@@ -197,7 +197,7 @@ TEST(HardeningIr, ComputeOpsAreHeldToTheExpressionDepthLimit) {
   EXPECT_NE(error.find("compute 'C'"), std::string::npos) << error;
 }
 
-TEST(HardeningIr, UserJsonDepthIsBoundedBeforeParsing) {
+TEST(IrSemantics, UserJsonDepthIsBoundedBeforeParsing) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   std::string error = ErrorOf([&] { ParseJsonText(deep, "test document"); });
   EXPECT_NE(error.find("test document"), std::string::npos) << error;
@@ -209,7 +209,7 @@ TEST(HardeningIr, UserJsonDepthIsBoundedBeforeParsing) {
   EXPECT_THROW(ParseJsonText("{", "test document"), Error);
 }
 
-TEST(HardeningIr, TensorGraphJsonDeeperThanAnExpressionIsRefused) {
+TEST(IrSemantics, TensorGraphJsonDeeperThanAnExpressionIsRefused) {
   // An expression nested past the limit, written by hand (no writer makes one).
   nlohmann::json e = {{"kind", "var"}, {"id", 0}, {"name", "i"}};
   for (int d = 0; d < kMaxExprDepth + 5; ++d) e = {{"kind", "not"}, {"a", e}};

@@ -30,7 +30,7 @@ Stmt For(const Expr& v, int64_t extent, ForKind kind, Stmt body) {
   return ForNode::make(v, 0, static_cast<int>(extent), kind, std::move(body));
 }
 
-class HardeningCodegenTest : public ::testing::Test {
+class CodegenSemanticsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
@@ -55,7 +55,7 @@ Module BuildBinaryOps(const std::vector<BinOp>& binops, DataType t, int n, int l
                Target::Parse("llvm"));
 }
 
-TEST_F(HardeningCodegenTest, FloatMaxMinPropagateNaN) {
+TEST_F(CodegenSemanticsTest, FloatMaxMinPropagateNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> av = {nan, 1, nan, -2, 3, 0.5f, -1, nan}, bv = {1, nan, nan, 5, -3, 0.25f, nan, 2};
   for (int lanes : {1, 8}) {
@@ -73,7 +73,7 @@ TEST_F(HardeningCodegenTest, FloatMaxMinPropagateNaN) {
   }
 }
 
-TEST_F(HardeningCodegenTest, IntMinDividedByMinusOneWraps) {
+TEST_F(CodegenSemanticsTest, IntMinDividedByMinusOneWraps) {
   const int32_t lo = std::numeric_limits<int32_t>::min();
   std::vector<int32_t> av = {lo, lo, 7, -7, lo, 9, -9, 0}, bv = {-1, 1, -1, 2, lo, -2, 4, -1};
   // Div truncates, Mod takes the dividend's sign; FloorDiv / FloorMod round down.
@@ -93,7 +93,7 @@ TEST_F(HardeningCodegenTest, IntMinDividedByMinusOneWraps) {
   }
 }
 
-TEST_F(HardeningCodegenTest, DivisionByZeroGivesZero) {
+TEST_F(CodegenSemanticsTest, DivisionByZeroGivesZero) {
   for (int lanes : {1, 8}) {
     for (BinOp op : {BinOp::Div, BinOp::Mod, BinOp::FloorDiv, BinOp::FloorMod}) {
       std::vector<Buffer> args;
@@ -109,7 +109,7 @@ TEST_F(HardeningCodegenTest, DivisionByZeroGivesZero) {
   }
 }
 
-TEST_F(HardeningCodegenTest, ManyLargeBuffersShareTheStackBudget) {
+TEST_F(CodegenSemanticsTest, ManyLargeBuffersShareTheStackBudget) {
   // 40 chained temporaries of 240 KiB: all on the stack, they took 9.6 MiB.
   const int n = 240 * 1024 / 4, stages = 40;
   Buffer in = MakeBuffer("in", f32, {n}), out = MakeBuffer("out", f32, {n});
@@ -159,7 +159,7 @@ TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
   EXPECT_TRUE(LoopsToUnroll(unknown).empty());
 }
 
-TEST_F(HardeningCodegenTest, LoopsPastTheUnrollBudgetStayCorrect) {
+TEST_F(CodegenSemanticsTest, LoopsPastTheUnrollBudgetStayCorrect) {
   const int n = 300;
   Buffer c = MakeBuffer("C", i32, {n * n});
   Expr i = VarNode::make("i"), j = VarNode::make("j");
@@ -196,7 +196,7 @@ TEST(ThreadPoolForkTest, ForkedChildRunsParallelLoops) {
   for (int h : hits) EXPECT_EQ(h, 1);
 }
 
-TEST_F(HardeningCodegenTest, DroppedCpuFeatures) {
+TEST_F(CodegenSemanticsTest, DroppedCpuFeatures) {
   EXPECT_TRUE(Target::Parse("llvm").cpu.dropped.empty());
   // Whatever this host lacks of a Sapphire Rapids is named in LLVM's terms; a host with all of it loses
   // nothing.

@@ -16,7 +16,6 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-needs_llvm = pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
 
 RNG = np.random.default_rng(2024)
 
@@ -53,7 +52,7 @@ def offset_sum(n, lo, hi, combiner=te.sum, where=None):
     return ans.ComputeDAG([a, b]), a, b
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("n,lo,hi", [(5, 2, 6), (7, 1, 12), (1, 3, 4), (2, 6, 19)])
 def test_offset_reduce_axis_sum(n, lo, hi):
     dag, _, b = offset_sum(n, lo, hi)
@@ -83,7 +82,7 @@ def test_offset_reduce_axis_prints_its_true_range():
     assert "k + 2" in str(b)
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_offset_reduce_axis_max_and_where():
     dag, _, b = offset_sum(7, 1, 6, te.max)
     a = RNG.standard_normal((7, 8)).astype("float32")
@@ -97,7 +96,7 @@ def test_offset_reduce_axis_max_and_where():
     check(dag, None, [a], a[:, 4:6].astype("float64").sum(1))
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_two_offset_reduce_axes_with_a_negative_start():
     x = te.placeholder((5, 7), name="X")
     r = te.reduce_axis((1, 4), name="r")
@@ -129,7 +128,7 @@ def f16(shape, low=0.5, high=1.5):
     return RNG.uniform(low, high, size=shape).astype("float16")
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_float16_sum_and_mean_accumulate_in_float32():
     x = te.placeholder((8192,), name="x", dtype="float16")
     a = np.ones(8192, "float16")
@@ -144,7 +143,7 @@ def test_float16_sum_and_mean_accumulate_in_float32():
     np.testing.assert_allclose([float(got), float(ref)], [want, want], rtol=1e-3)  # one float16 rounding
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_float16_softmax_rows_sum_to_one():
     x = te.placeholder((3, 4096), name="x", dtype="float16")
     dag = ans.ComputeDAG([x, ops.softmax(x)])
@@ -162,7 +161,7 @@ def f16_matmul(n, m, k, acc_dtype=None):
     return ans.ComputeDAG([a, b, c]), c
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_float16_matmul_k4096_default_and_scheduled():
     n, m, k = 3, 5, 4096
     dag, c = f16_matmul(n, m, k)
@@ -195,7 +194,7 @@ def test_float16_matmul_k4096_default_and_scheduled():
     check(dag, s, [a, b], want, **tol)
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_explicit_float16_accumulation_is_followed_by_both():
     x = te.placeholder((1, 4096), name="x", dtype="float16")
     r = te.reduce_axis((0, 4096), name="r")
@@ -221,7 +220,7 @@ def test_explicit_float16_accumulation_is_followed_by_both():
     assert f16_matmul(2, 2, 8, acc_dtype="float32")[0].workload_key() == default.workload_key()
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_wider_accumulation_of_float32_and_integer_sums():
     x = te.placeholder((4, 1000), name="x")
     r = te.reduce_axis((0, 1000), name="r")
@@ -255,7 +254,7 @@ def test_accumulation_type_is_checked():
 
 # ---- 13. indices of other integer types ----
 
-@needs_llvm
+@pytest.mark.needs_llvm
 @pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
 def test_index_tensor_of_any_integer_type(dtype):
     rows = 128 if dtype == "int8" else 200
@@ -275,7 +274,7 @@ def test_index_tensor_of_any_integer_type(dtype):
     check(dag, s, [a, idx], want)
 
 
-@needs_llvm
+@pytest.mark.needs_llvm
 def test_int64_index_arithmetic_and_cast():
     a_ph = te.placeholder((11, 3), name="A")
     i_ph = te.placeholder((4,), name="I", dtype="int64")

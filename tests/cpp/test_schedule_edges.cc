@@ -32,7 +32,7 @@ ComputeDAG TwoAxisSum(int64_t n, int64_t kk, int64_t ll, int64_t k_lo = 0) {
 
 constexpr int kOut = 1;  // stage ids of TwoAxisSum: A 0, Out 1
 
-TEST(HardeningSchedule, SplitLengthsStayWithin32Bits) {
+TEST(ScheduleEdges, SplitLengthsStayWithin32Bits) {
   State s(TwoAxisSum(16, 4, 3));
   const int64_t max = kMaxIterExtent;
   EXPECT_TRUE(Has(ErrorOf([&] { s.Split(kOut, 0, {max + 1}); }), "length 2147483648, more than 2147483647"));
@@ -48,7 +48,7 @@ TEST(HardeningSchedule, SplitLengthsStayWithin32Bits) {
   EXPECT_TRUE(Has(ErrorOf([&] { State::FromJson(s.init_dag(), record); }), "step 0 (split)"));
 }
 
-TEST(HardeningSchedule, CoveredRangesAndFusesStayWithin32Bits) {
+TEST(ScheduleEdges, CoveredRangesAndFusesStayWithin32Bits) {
   const DataType f32 = DataType::Float(32);
   Tensor big = placeholder({kMaxIterExtent}, f32, "Big");
   IterVar i = Axis("i", kMaxIterExtent);
@@ -67,7 +67,7 @@ TEST(HardeningSchedule, CoveredRangesAndFusesStayWithin32Bits) {
   EXPECT_TRUE(Has(ErrorOf([&] { f.Apply(FollowFusedSplitStep{2, 0, {0, 1}, 0, true}); }), "more than"));
 }
 
-TEST(HardeningSchedule, RfactorOfFusedReduceAxes) {
+TEST(ScheduleEdges, RfactorOfFusedReduceAxes) {
   for (int64_t k_lo : {0, 2}) {
     const ComputeDAG dag = TwoAxisSum(3, 7, 5, k_lo);
     const State fused = State(dag).Fuse(kOut, {1, 2});  // i, k@l
@@ -89,7 +89,7 @@ TEST(HardeningSchedule, RfactorOfFusedReduceAxes) {
   }
 }
 
-TEST(HardeningSchedule, RfactorOfAFuseAcrossSplitPartsOfTwoAxes) {
+TEST(ScheduleEdges, RfactorOfAFuseAcrossSplitPartsOfTwoAxes) {
   State s(TwoAxisSum(2, 5, 7));
   s = s.Split(kOut, 1, {2});  // i, k.0, k.1, l
   s = s.Split(kOut, 3, {3});  // i, k.0, k.1, l.0, l.1
@@ -98,14 +98,14 @@ TEST(HardeningSchedule, RfactorOfAFuseAcrossSplitPartsOfTwoAxes) {
   ExpectMatchesReference(s.Apply(RfactorStep{kOut, 1, 0}));
 }
 
-TEST(HardeningSchedule, ReduceAxisNotStartingAtZero) {
+TEST(ScheduleEdges, ReduceAxisNotStartingAtZero) {
   const ComputeDAG dag = TwoAxisSum(3, 9, 2, 4);
   ExpectMatchesReference(State(dag));
   ExpectMatchesReference(State(dag).Split(kOut, 1, {2}));
   ExpectMatchesReference(State(dag).Split(kOut, 1, {2}).Apply(RfactorStep{kOut, 2, 0}));
 }
 
-TEST(HardeningSchedule, PrintedStepsAddressDuplicateNamesByIndex) {
+TEST(ScheduleEdges, PrintedStepsAddressDuplicateNamesByIndex) {
   const DataType f32 = DataType::Float(32);
   Tensor a = placeholder({6}, f32, "A");
   IterVar i = Axis("i", 6), j = Axis("i", 6);
@@ -117,7 +117,7 @@ TEST(HardeningSchedule, PrintedStepsAddressDuplicateNamesByIndex) {
   EXPECT_TRUE(Has(code, "s.split(2, 0, [4])\ns.split(1, 0, [2])\ns.cache_write(2, \"local\")")) << code;
 }
 
-TEST(HardeningSchedule, HardwareParamsFromJsonAreValidated) {
+TEST(ScheduleEdges, HardwareParamsFromJsonAreValidated) {
   EXPECT_TRUE(Has(ErrorOf([] {
                     HardwareParamsFromJson(nlohmann::json{{"num_cores", -2}});
                   }),

@@ -19,7 +19,7 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-pytestmark = pytest.mark.skipif(not _core.has_llvm(), reason="built without the LLVM backend")
+pytestmark = pytest.mark.needs_llvm
 
 CHILD_PRELUDE = """
 import os, sys

@@ -1,0 +1,109 @@
+#include "task/peak.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace autosched {
+namespace {
+
+constexpr double kFlopPerFma = 2;
+
+std::string Format(double value, int precision) {
+  std::ostringstream ss;
+  ss.precision(precision);
+  ss << value;
+  return ss.str();
+}
+
+PeakFlops CpuPeak(const HardwareParams& hw, int element_bytes, PeakUse use) {
+  const bool bound = use == PeakUse::kUpperBound;
+  const double cores = hw.num_cores > 0
+                           ? static_cast<double>(hw.num_cores)
+                           : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  const double fma_units =
+      bound ? static_cast<double>(std::max<int64_t>(hw.fma_units, 2)) : (hw.fma_units > 0 ? hw.fma_units : 2);
+  const int64_t vector_bytes = bound ? std::max<int64_t>(hw.vector_unit_bytes, 16) : hw.vector_unit_bytes;
+  const double lanes = std::max<double>(1, static_cast<double>(vector_bytes / std::max(1, element_bytes)));
+  const double clock = bound ? 6e9 : ReportedCpuClockHz();
+  PeakFlops p;
+  p.flops = cores * fma_units * kFlopPerFma * lanes * clock;
+  const std::string n = std::to_string(static_cast<int64_t>(cores));
+  const std::string product = n + " cores x " +
+                              std::to_string(static_cast<int64_t>(fma_units * kFlopPerFma * lanes)) +
+                              " FLOP/cycle x " + Format(clock * 1e-9, 3) + " GHz";
+  p.how = bound ? "derived for a CPU of " + n + " cores: " + product + " (above any CPU's clock)"
+                : product + ", the clock the OS reports";
+  return p;
+}
+
+PeakFlops GpuPeak(const Target& target, const HardwareParams& hw, int element_bytes, PeakUse use) {
+  const bool mali = target.device == "mali";
+  const double units = static_cast<double>(std::max<int64_t>(1, hw.num_cores));
+  const double lanes = (mali ? 64 : 128) * (element_bytes <= 2 ? 2 : 1);
+  PeakFlops p;
+  double clock = static_cast<double>(hw.clock_mhz) * 1e6;
+  if (hw.clock_mhz <= 0) {
+    if (use == PeakUse::kEstimate) {
+      p.how = "unknown: the device's clock_mhz is not known";
+      return p;
+    }
+    clock = mali ? 1.5e9 : 3e9;
+  }
+  p.flops = units * lanes * kFlopPerFma * clock;
+  p.how = "derived for " + std::to_string(hw.num_cores) + " compute units at " + Format(clock * 1e-6, 6) +
+          " MHz" + (hw.clock_mhz > 0 ? "" : " (clock_mhz unknown: assumed)") + ": " +
+          std::to_string(hw.num_cores) + " x " + std::to_string(static_cast<int64_t>(lanes * kFlopPerFma)) +
+          " FLOP/cycle";
+  return p;
+}
+
+}  // namespace
+
+int NarrowestElementBytes(const ComputeDAG& dag) {
+  int bytes = 8;
+  for (const Tensor& t : dag.ops()) bytes = std::min(bytes, t->dtype.bytes());
+  return std::max(bytes, 1);
+}
+
+double ReportedCpuClockHz() {
+  {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+    double khz = 0;
+    if (f >> khz && khz > 0) return khz * 1e3;
+  }
+  std::ifstream f("/proc/cpuinfo");
+  double best_mhz = 0;
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    try {
+      best_mhz = std::max(best_mhz, std::stod(line.substr(colon + 1)));
+    } catch (const std::exception&) {  // a malformed line: the others may do
+    }
+  }
+  return best_mhz > 0 ? best_mhz * 1e6 : 3e9;
+}
+
+bool TargetRunsOnCpu(const Target& target) {
+  return target.kind == TargetKind::LLVM || target.device == "pocl";
+}
+
+PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use, bool on_cpu) {
+  const HardwareParams& hw = task.hardware_params;
+  if (hw.peak_gflops > 0) {
+    return {static_cast<double>(hw.peak_gflops) * 1e9,
+            "the task's hardware parameters (peak_gflops " + std::to_string(hw.peak_gflops) + ")"};
+  }
+  const int element_bytes = NarrowestElementBytes(task.compute_dag);
+  return on_cpu ? CpuPeak(hw, element_bytes, use) : GpuPeak(task.target, hw, element_bytes, use);
+}
+
+PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use) {
+  return EstimatePeakFlops(task, use, TargetRunsOnCpu(task.target));
+}
+
+}  // namespace autosched

@@ -1,0 +1,275 @@
+"""Deployable artifacts (the public names are in autosched.runtime): built modules written to one file and
+loaded in a process that compiles nothing.
+
+    mod = ans.build(task, state)
+    mod.export_library("mm.so")
+    mod = ans.runtime.load_module("mm.so")        # dlopen + the runtime: no LLVM, no JIT
+    net.export_library("net.so"); net = ans.graph.load_module("net.so")     # a whole network
+
+An artifact is one file:
+  - llvm targets: a shared library of the kernels (LLVM writes their object code for the target's CPU, the
+    system linker makes the library: `cc`, or $CC) followed by a zip archive. ELF loaders read the library
+    from the head of the file and zip readers find the archive from its end, so `dlopen(path)` and
+    `unzip -l path` both work on it.
+  - opencl targets: the zip archive alone, holding each program's OpenCL C source, launch shapes, and the
+    driver's binary where the driver gives one (loaded on the same device and driver without compiling,
+    else built from the source).
+The archive holds `autosched.json` (the metadata: format version, kind, target, CPU and features, each
+kernel's symbol, arguments and sources; for a network its inputs, outputs, groups, memory plan and the
+records used), and arrays as .npy members (weights, pre-packed constants).
+
+Loading refuses, naming what is wrong: a file that is not an artifact, another format version, another
+architecture, a CPU that lacks features the code uses (the exporting target's, e.g. avx512f: export for a
+CPU both have, such as `llvm -mcpu=x86-64-v3`), and an opencl artifact without the OpenCL runtime.
+"""
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+import zipfile
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["ArtifactError", "compile_counts", "Artifact", "KernelSet", "write_artifact", "export_module"]
+
+FORMAT = "autosched-artifact"
+VERSION = 1
+_META = "autosched.json"
+
+
+class ArtifactError(ValueError):
+    """A file that cannot be loaded as an autosched artifact here; the message says why."""
+
+
+def compile_counts():
+    """Kernels this process compiled: {'llvm_jit': n, 'opencl_source': n, 'opencl_binary': n}. A process that
+    only loads artifacts keeps llvm_jit and opencl_source at 0."""
+    return dict(_core.compile_counts())
+
+
+def _target(target):
+    if isinstance(target, _core.Target):
+        return target
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _core.Target(str(target))
+
+
+def _linker_command(obj, out):
+    """The command linking an object file into a shared library: $CC, else cc, gcc or clang, else ld.lld or
+    ld."""
+    for name in ([os.environ["CC"]] if os.environ.get("CC") else []) + ["cc", "gcc", "clang"]:
+        path = shutil.which(name.split()[0])
+        if path:
+            return name.split() + ["-shared", "-o", out, obj, "-lm"]
+    for name in ("ld.lld", "ld"):
+        path = shutil.which(name)
+        if path:
+            return [path, "-shared", "-o", out, obj]
+    raise RuntimeError("export_library needs a linker to make a shared library and found none on PATH (cc, gcc, "
+                       "clang, ld.lld, ld): install binutils or a C compiler, or set CC")
+
+
+def link_shared_library(object_code):
+    """The bytes of a shared library linking `object_code` (bytes of an object file)."""
+    with tempfile.TemporaryDirectory(prefix="autosched_link_") as tmp:
+        obj, out = os.path.join(tmp, "kernels.o"), os.path.join(tmp, "kernels.so")
+        with open(obj, "wb") as f:
+            f.write(object_code)
+        cmd = _linker_command(obj, out)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"linking the kernels failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def _arg_info(core_module):
+    return [[name, dtype, list(shape), bool(written)] for name, dtype, shape, written in
+            _core.module_arg_info(core_module)]
+
+
+def _saved_sources(core_module):
+    """The sources a loaded module keeps: the loop nest and the code (not assembly, which needs LLVM)."""
+    return {fmt: core_module.get_source(fmt) for fmt in core_module.source_formats if fmt in ("lowered", "ll", "cl")}
+
+
+class KernelSet:
+    """The kernels of an artifact: their metadata, and the parts that go to the file (a shared library for
+    llvm; program binaries for opencl)."""
+
+    def __init__(self, target, kernels, library=None, blobs=None):
+        self.target, self.kernels, self.library, self.blobs = target, kernels, library, dict(blobs or {})
+
+    @classmethod
+    def from_modules(cls, core_modules, target):
+        """The kernels of built modules (core Modules) for `target` (a Target or its text)."""
+        target = _target(target)
+        for i, mod in enumerate(core_modules):
+            if target.kind == "opencl" and mod.cannot_run:
+                raise ValueError(f"module '{mod.name}' cannot be exported: {mod.cannot_run}")
+        kernels = [{"symbol": f"autosched_kernel_{i}", "name": mod.name, "args": _arg_info(mod),
+                    "sources": _saved_sources(mod)} for i, mod in enumerate(core_modules)]
+        if target.kind == "llvm":
+            obj = _core.emit_library_object(list(core_modules), [k["symbol"] for k in kernels], target)
+            return cls(target, kernels, library=link_shared_library(obj))
+        blobs = {}
+        for i, (mod, k) in enumerate(zip(core_modules, kernels)):
+            spec, binary = _core.export_opencl(mod)
+            k["opencl"] = json.loads(spec)
+            k["binary"] = f"opencl/{i}.bin" if binary else None
+            if binary:
+                blobs[k["binary"]] = bytes(binary)
+        return cls(target, kernels, blobs=blobs)
+
+    def target_meta(self):
+        meta = {"target": self.target.text, "kind": self.target.kind, "machine": platform.machine(),
+                "os": sys.platform}
+        if self.target.kind == "llvm":
+            # The instruction sets the code may use: the target's features that host detection reports
+            # (tuning flags such as prefer-256-bit are no requirement of the code).
+            isa = set(_core.host_detectable_cpu_features())
+            meta.update(cpu=self.target.cpu, features=sorted(f for f in self.target.features if f in isa))
+        return meta
+
+    def load(self, path, zf, meta):
+        """Core Modules of the kernels of an opened artifact."""
+        if meta["target_info"]["kind"] == "llvm":
+            library = _core.KernelLibrary.open(os.path.abspath(path))  # a bare name would be searched for
+            return [_core.load_library_module(library, k["symbol"], k["name"], _args(k), k["sources"])
+                    for k in self.kernels]
+        if not _core.has_opencl():
+            raise ArtifactError(f"{path}: an OpenCL artifact, and this autosched was built without the OpenCL "
+                                "runtime")
+        return [_core.load_opencl_module(self.target, k["name"], _args(k), k["sources"], json.dumps(k["opencl"]),
+                                         zf.read(k["binary"]) if k.get("binary") else b"")
+                for k in self.kernels]
+
+
+def _args(kernel):
+    return [(name, dtype, list(shape), written) for name, dtype, shape, written in kernel["args"]]
+
+
+def check_host(meta, path):
+    """Refuses an artifact whose code cannot run on this machine, naming why."""
+    info = meta["target_info"]
+    if info["kind"] != "llvm":
+        return
+    if info["machine"] != platform.machine() or info["os"] != sys.platform:
+        raise ArtifactError(f"{path}: built for {info['machine']} ({info['os']}), this machine is "
+                            f"{platform.machine()} ({sys.platform})")
+    host = _core.Target.host()
+    missing = sorted(set(info.get("features", [])) - set(host.features))
+    if missing:
+        raise ArtifactError(
+            f"{path}: its code was built for CPU {info['cpu']} (target '{info['target']}') and uses "
+            f"{len(missing)} feature(s) this CPU ({host.cpu}) lacks: {', '.join(missing)}. Running it would "
+            "fault (illegal instruction); export it for a CPU both machines have (e.g. target "
+            "'llvm -mcpu=x86-64-v3'), or build it on this machine")
+
+
+def write_artifact(path, meta, kernel_set, arrays=(), compress_sources=True):
+    """Writes the artifact: the shared library (llvm), then the zip archive with the metadata, the kernel
+    set's blobs and `arrays` ((member name, ndarray) pairs). Written beside `path` and renamed over it, so a
+    process that has the old file loaded keeps running it."""
+    path = os.fspath(path)
+    meta = dict(meta, format=FORMAT, version=VERSION, target_info=kernel_set.target_meta(),
+                kernels=kernel_set.kernels, library_size=len(kernel_set.library or b""))
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".autosched_", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if kernel_set.library:
+                f.write(kernel_set.library)
+        with zipfile.ZipFile(tmp, "a" if kernel_set.library else "w") as zf:
+            zf.writestr(_META, json.dumps(meta),
+                        compress_type=zipfile.ZIP_DEFLATED if compress_sources else zipfile.ZIP_STORED)
+            for name, blob in kernel_set.blobs.items():
+                zf.writestr(name, blob)
+            for name, array in arrays:
+                array = np.asarray(array)
+                with zf.open(name, "w", force_zip64=array.nbytes > (1 << 30)) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Artifact:
+    """An opened artifact: its metadata, kernel set and arrays."""
+
+    def __init__(self, path, expect_kind):
+        self.path = os.fspath(path)
+        if not os.path.isfile(self.path):
+            raise FileNotFoundError(f"no artifact at {self.path}")
+        if not zipfile.is_zipfile(self.path):
+            raise ArtifactError(f"{self.path} is not an autosched artifact (no archive in it): make one with "
+                                "export_library")
+        self.zip = zipfile.ZipFile(self.path)
+        try:
+            meta = json.loads(self.zip.read(_META))
+        except KeyError:
+            raise ArtifactError(f"{self.path} is not an autosched artifact (no {_META})") from None
+        if meta.get("format") != FORMAT:
+            raise ArtifactError(f"{self.path} is not an autosched artifact (format {meta.get('format')!r})")
+        if meta.get("version") != VERSION:
+            raise ArtifactError(f"{self.path} has artifact version {meta.get('version')}, this autosched reads "
+                                f"version {VERSION}: export it again")
+        if meta.get("kind") != expect_kind:
+            hint = {"graph": "autosched.graph.load_module", "kernel": "autosched.runtime.load_module"}
+            raise ArtifactError(f"{self.path} holds a {meta.get('kind')}; load it with "
+                                f"{hint.get(meta.get('kind'), 'its loader')}")
+        self.meta = meta
+        check_host(meta, self.path)
+        self.kernel_set = KernelSet(_target(meta["target_info"]["target"]), meta["kernels"],
+                                    blobs={k["binary"]: self.zip.read(k["binary"]) for k in meta["kernels"]
+                                           if k.get("binary")})
+        if meta.get("library_size"):
+            with open(self.path, "rb") as f:
+                self.kernel_set.library = f.read(meta["library_size"])
+
+    def modules(self):
+        return self.kernel_set.load(self.path, self.zip, self.meta)
+
+    def array(self, name):
+        with self.zip.open(name) as member:
+            return np.lib.format.read_array(member, allow_pickle=False)
+
+    def close(self):
+        self.zip.close()
+
+
+def export_module(module, path):
+    """Module.export_library: the one kernel of a built module."""
+    target = module.target
+    if target is None:
+        raise ValueError("this module does not know its target; build it with autosched.build")
+    kernel_set = getattr(module, "_kernel_set", None) or KernelSet.from_modules([module._mod], target)
+    write_artifact(path, {"kind": "kernel"}, kernel_set)
+
+
+def load_bytes(data, loader):
+    """loader(path) of an artifact given as bytes (for pickling)."""
+    with tempfile.TemporaryDirectory(prefix="autosched_load_") as tmp:
+        path = os.path.join(tmp, "artifact.so")
+        with open(path, "wb") as f:
+            f.write(data)
+        return loader(path)
+
+
+def to_bytes(exporter):
+    """The bytes of the artifact exporter(path) writes."""
+    with tempfile.TemporaryDirectory(prefix="autosched_save_") as tmp:
+        path = os.path.join(tmp, "artifact.so")
+        exporter(path)
+        with open(path, "rb") as f:
+            return f.read()

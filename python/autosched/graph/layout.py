@@ -1,0 +1,318 @@
+"""The layout pass: convolutions and what follows them in the channel-blocked layout NCHW[x]c.
+
+    blocked = convert_layout(graph, block=16)      # a new graph; `graph` itself when nothing converts
+
+On a CPU a convolution vectorizes best along its output channels when they are the innermost, contiguous
+axis: (N, C/x, H, W, x) with x the vector lanes (16 fp32 lanes with AVX-512, 8 with AVX2). The pass runs
+every convolution (groups = 1, and depthwise) in that layout, and with it the ops that follow: bias and
+residual adds, activations, pooling, global average pooling and concat along channel blocks. Values stay
+blocked from one such op to the next; a layout_transform appears only at the graph's boundaries (its inputs
+and outputs keep their NCHW shapes and names) and before an op that cannot take the blocked layout (flatten,
+dense, ...). Each value is transformed at most once per layout, always from where it was computed, so no
+transform ever reads another. Weights and constant operands are rearranged here, once, in numpy: the
+graph holds them blocked. Which block a value gets depends only on its channel count C (x = `block`, or C
+itself when C < block), so the two operands of a residual add always agree.
+
+Channels are padded with zeros up to a whole block (24 channels in NCHW16c are two blocks, the last half
+padding); padded weights and biases are zero, so padded channels of a convolution's output are zero, and
+the ops that may run on padded values keep them finite (relu, clip, sigmoid, tanh, gelu, abs, negative,
+erf, add, subtract, multiply, maximum, minimum); the others (exp, log, sqrt, divide, power) run blocked only
+on values without padding. A padded channel never reaches a real one: the weights that read it are zero.
+
+extract_tasks and graph.build run the pass after folding batch norms (layout="NCHWc", and by default,
+layout="auto", on CPU targets), with the block from the target's vector width (block_for_target).
+"""
+import numbers
+
+import numpy as np
+
+from .._core import Target
+from .ir import Graph
+from .ops import layout as L
+
+__all__ = ["convert_layout", "block_for_target", "resolve_block", "LAYOUTS", "BLOCKED_OPS"]
+
+LAYOUTS = ("auto", "NCHW", "NCHWc")
+
+# The ops the pass writes.
+BLOCKED_OPS = frozenset({"layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "max_pool2d_nchwc",
+                         "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"})
+
+# Ops that run blocked on any blocked value (they keep padded channels finite) ...
+_UNARY = {"relu", "clip", "sigmoid", "tanh", "gelu", "abs", "negative", "erf"}
+_BINARY = {"add", "subtract", "multiply", "maximum", "minimum"}
+# ... and ops that run blocked only on values without padded channels (log(0), 0 / 0).
+_UNARY_UNPADDED = {"exp", "log", "sqrt"}
+_BINARY_UNPADDED = {"divide", "power"}
+_POOLS = {"max_pool2d": "max_pool2d_nchwc", "avg_pool2d": "avg_pool2d_nchwc",
+          "global_avg_pool2d": "global_avg_pool2d_nchwc"}
+
+
+class _Blocked:
+    """The layout of a blocked value: block x and its real channel count."""
+
+    __slots__ = ("block", "channels")
+
+    def __init__(self, block, channels):
+        self.block, self.channels = block, channels
+
+    @property
+    def padded(self):
+        return self.channels % self.block != 0
+
+    @property
+    def name(self):
+        return L.layout_name(self.block)
+
+    def __eq__(self, other):
+        return isinstance(other, _Blocked) and (self.block, self.channels) == (other.block, other.channels)
+
+    def __hash__(self):
+        return hash((self.block, self.channels))
+
+
+def _static(shape):
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+class _Converter:
+    def __init__(self, graph, block):
+        self.src, self.block = graph, block
+        self.out = Graph(graph.name)
+        self.taken = set(graph.inputs) | set(graph.constants) | {n.name for n in graph.nodes}
+        self.home = {}  # original value -> (value in self.out, _Blocked or None for NCHW)
+        self.memo = {}  # (original value, layout) -> value in self.out
+        self.const_memo = {}  # (constant, how) -> constant in self.out
+        self.outputs = set(graph.outputs)
+        self.problem = {name for name, _, _ in graph.problems()}
+        self.converted = 0
+
+    # ---------------- names, constants, layouts ----------------
+
+    def fresh(self, base):
+        name, i = base, 0
+        while name in self.taken:
+            i += 1
+            name = f"{base}_{i}"
+        self.taken.add(name)
+        return name
+
+    def layout_of(self, channels):
+        return _Blocked(self.block if channels >= self.block else channels, channels)
+
+    def constant(self, name):
+        """The original constant `name` in the new graph (NCHW, as it was)."""
+        if name not in self.out.constants:
+            self.out.add_constant(name, self.src.constants[name])
+        return name
+
+    def derived(self, name, how, fn):
+        """A constant computed once from constant `name` (a blocked weight), shared by every user."""
+        key = (name, how)
+        if key not in self.const_memo:
+            self.const_memo[key] = self.out.add_constant(self.fresh(f"{name}.{how}"),
+                                                         fn(self.src.constants[name]))
+        return self.const_memo[key]
+
+    def get(self, value, layout):
+        """`value` in `layout` (None: NCHW) in the new graph: where it was computed, or one layout_transform of it."""
+        if value in self.src.constants and value not in self.home:
+            self.home[value] = (self.constant(value), None)
+        name, have = self.home[value]
+        if have == layout:
+            return name
+        key = (value, layout)
+        if key not in self.memo:
+            src = have.name if have is not None else "NCHW"
+            channels = (have or layout).channels
+            dst = layout.name if layout is not None else "NCHW"
+            if layout is None and value in self.outputs:
+                out_name = value  # the graph output keeps its name and NCHW shape
+            else:
+                out_name = self.fresh(f"{value}.{dst.lower()}")
+            self.memo[key] = self.out.add_node("layout_transform", [name], dict(
+                src_layout=src, dst_layout=dst, channels=channels), name=out_name)
+        return self.memo[key]
+
+    def blocked_home(self, value):
+        return self.home[value][1] if value in self.home else None
+
+    def emit(self, node, op, inputs, attrs, layout):
+        """Adds the node's replacement; a blocked graph output is computed under another name (the output's
+        name is the transform back to NCHW)."""
+        name = node.name
+        if layout is not None and node.name in self.outputs:
+            name = self.fresh(f"{node.name}.{layout.name.lower()}")
+        self.out.add_node(op, inputs, attrs, name=name)
+        self.home[node.name] = (name, layout)
+        if layout is not None:
+            self.converted += 1
+
+    # ---------------- the ops ----------------
+
+    def run(self):
+        g = self.src
+        for v in g.inputs:
+            self.out.add_input(v, g.shape(v), g.dtype(v))
+            self.home[v] = (v, None)
+        for node in g.nodes:
+            if node.op == "unsupported":
+                ins = [self.get(v, None) for v in node.inputs]
+                self.out.add_unsupported(node.attrs["op_type"], ins, node.name, node.shape, node.dtype,
+                                         node.attrs["reason"])
+                self.home[node.name] = (node.name, None)
+                continue
+            if node.name in self.problem or not self.try_blocked(node):
+                self.emit(node, node.op, [self.get(v, None) for v in node.inputs], node.attrs, None)
+        if not self.converted:
+            return g
+        self.out.set_outputs([self.get(v, None) for v in g.outputs])
+        return self.out
+
+    def try_blocked(self, node):
+        g = self.src
+        if not _static(node.shape) or not all(_static(g.shape(v)) for v in node.inputs):
+            return False
+        if node.dtype is None or not node.dtype.startswith("float"):
+            return False
+        if node.op == "conv2d":
+            return self.conv(node)
+        if node.op in _POOLS:
+            return self.pool(node)
+        if node.op in _UNARY or node.op in _UNARY_UNPADDED:
+            return self.unary(node)
+        if node.op in _BINARY or node.op in _BINARY_UNPADDED:
+            return self.binary(node)
+        if node.op == "concat":
+            return self.concat(node)
+        return False
+
+    def conv(self, node):
+        g, a = self.src, node.attrs
+        data, weight = node.inputs[0], node.inputs[1]
+        bias = node.inputs[2] if len(node.inputs) == 3 else None
+        if weight not in g.constants or (bias is not None and bias not in g.constants):
+            return False
+        channels, out_channels = g.shape(data)[1], g.shape(weight)[0]
+        conv_attrs = {k: a[k] for k in ("strides", "pads", "dilations")}
+        if a["groups"] == 1:
+            x, y = self.layout_of(channels), self.layout_of(out_channels)
+            w = self.derived(weight, f"nchw{x.block}i{y.block}o",
+                             lambda arr: L.block_weight(arr, x.block, y.block))
+            ins = [self.get(data, x), w]
+            if bias is not None:
+                ins.append(self.derived(bias, f"nchw{y.block}o", lambda arr: L.block_vector(arr, y.block)))
+            self.emit(node, "conv2d_nchwc", ins, conv_attrs, y)
+            return True
+        if a["groups"] == channels == out_channels and g.shape(weight)[1] == 1:
+            x = self.layout_of(channels)
+            ins = [self.get(data, x), self.derived(weight, f"nchw{x.block}c",
+                                                   lambda arr: L.block_depthwise_weight(arr, x.block))]
+            if bias is not None:
+                ins.append(self.derived(bias, f"nchw{x.block}c", lambda arr: L.block_vector(arr, x.block)))
+            self.emit(node, "depthwise_conv2d_nchwc", ins, conv_attrs, x)
+            return True
+        return False
+
+    def pool(self, node):
+        layout = self.blocked_home(node.inputs[0])
+        if layout is None:
+            return False
+        self.emit(node, _POOLS[node.op], [self.get(node.inputs[0], layout)], node.attrs, layout)
+        return True
+
+    def unary(self, node):
+        layout = self.blocked_home(node.inputs[0])
+        if layout is None or (node.op in _UNARY_UNPADDED and layout.padded):
+            return False
+        self.emit(node, node.op, [self.get(node.inputs[0], layout)], node.attrs, layout)
+        return True
+
+    def binary(self, node):
+        """Blocked when an operand is blocked and has the output's shape; the other operand is then blocked
+        too (transformed, or a constant rearranged), or broadcasts over channels."""
+        g = self.src
+        shape = node.shape
+        if len(shape) != 4:
+            return False
+        layout = next((self.blocked_home(v) for v in node.inputs
+                       if self.blocked_home(v) is not None and g.shape(v) == shape), None)
+        if layout is None or (node.op in _BINARY_UNPADDED and layout.padded):
+            return False
+        ins = []
+        for v in node.inputs:
+            operand = self.operand(v, shape, layout)
+            if operand is None:
+                return False
+            ins.append(operand)
+        self.emit(node, node.op, ins, node.attrs, layout)
+        return True
+
+    def operand(self, value, shape, layout):
+        """`value` as an operand of a blocked binary op of NCHW output `shape`, or None."""
+        g = self.src
+        vshape = g.shape(value)
+        if self.blocked_home(value) == layout:
+            return self.get(value, layout)
+        if value in g.constants:
+            if len(vshape) > 4:
+                return None
+            full = (1,) * (4 - len(vshape)) + tuple(vshape)
+            if full[1] == 1:  # broadcast over channels: one lane
+                return self.derived(value, "lane", lambda arr: arr.reshape(full + (1,)))
+            if full[1] == layout.channels:
+                return self.derived(value, layout.name.lower(),
+                                    lambda arr: L.to_blocked(arr.reshape(full), layout.block))
+            return None
+        if len(vshape) == 4 and vshape[1] == layout.channels:
+            return self.get(value, layout)
+        return None
+
+    def concat(self, node):
+        g = self.src
+        if node.attrs["axis"] != 1 or len(node.shape) != 4:
+            return False
+        if all(self.blocked_home(v) is None for v in node.inputs):
+            return False
+        layout = self.layout_of(node.shape[1])
+        counts = [g.shape(v)[1] for v in node.inputs]
+        if any(c % layout.block for c in counts[:-1]):
+            return False  # padding inside the result: only the last input may be padded
+        ins = [self.get(v, _Blocked(layout.block, c)) for v, c in zip(node.inputs, counts)]
+        self.emit(node, "concat", ins, node.attrs, layout)
+        return True
+
+
+def convert_layout(graph, block):
+    """`graph` with its convolutions and what follows them in NCHW[block]c (see the module docstring): a new
+    graph with the same inputs and outputs, or `graph` itself when it has nothing to convert. Run it after
+    fold_batch_norm, so a convolution's batch norm is its bias."""
+    if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
+        raise ValueError(f"convert_layout: block must be a positive int (the vector lanes), got {block!r}")
+    return _Converter(graph, int(block)).run()
+
+
+def block_for_target(target, hardware_params=None, dtype="float32"):
+    """The vector lanes of `dtype` on the target: vector_unit_bytes / itemsize (16 fp32 with AVX-512, 8 with
+    AVX2), from hardware_params when it gives vector_unit_bytes, else from the target's own."""
+    vector = 0
+    if hardware_params is not None:
+        vector = getattr(hardware_params, "vector_unit_bytes", 0) or 0
+    if vector <= 0:
+        vector = (Target(target) if isinstance(target, str) else target).hardware_params.vector_unit_bytes
+    return max(1, vector // np.dtype(dtype).itemsize)
+
+
+def resolve_block(layout, target, hardware_params=None):
+    """The block the pass runs with for option `layout`, or None where it does not run: "NCHW" never,
+    "NCHWc" always (the target's lanes), "auto" on CPU targets (llvm), where the blocked convolutions are
+    several times faster, tuned or not (docs/graph.md), and not on GPU targets. A ValueError names the
+    choices."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(repr(v) for v in LAYOUTS)}, got {layout!r}")
+    if layout == "NCHW":
+        return None
+    target = Target(target) if isinstance(target, str) else target
+    if layout == "auto" and target.kind != "llvm":
+        return None
+    return block_for_target(target, hardware_params)

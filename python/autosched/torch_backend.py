@@ -1,0 +1,246 @@
+"""torch.compile(model, backend="autosched"): TorchDynamo's graphs compiled by autosched.
+
+    import autosched                                   # registers the backend (torch is not imported here)
+    fast = torch.compile(model, backend="autosched")   # untuned: baseline schedules, no tuning
+    fast = torch.compile(model, backend="autosched", options={"log": "model.json"})        # tuned records
+    fast = torch.compile(model, backend="autosched", options={"time_budget": "5m", "log": "model.json"})
+    with torch.no_grad():
+        y = fast(x)
+
+Registration: `import autosched` registers "autosched" with TorchDynamo's backend registry when that
+registry is loaded (a hook on its import, so torch is never imported by autosched itself; where it is
+already loaded, at once).
+
+Each graph Dynamo hands over is imported with from_torch (through torch.export) with the model's parameters
+and buffers taken as constants, frozen at compile time (inference: a parameter changed later, as by an
+optimizer step, is seen, and that graph then runs eagerly with a warning). Options (all optional):
+  log          a record file: its best schedules are used (and tuning appends to it)
+  time_budget  tune the graph's tasks within this budget ("90s", "30m", "1h" or seconds) before building;
+               default: no tuning, the baseline schedules
+  trials       most measurements when tuning (default: 64 per task)
+  target       default "llvm" (the host CPU)
+  verbose      0: quiet (default), 1: the tuner's tables and the build's note
+A graph autosched cannot take (an operator it cannot import, a dynamic shape, tensors not on the CPU or of
+another dtype, inputs that require grad while grad is enabled) runs eagerly, with an AutoschedFallbackWarning
+saying why. Outputs carry no autograd history.
+"""
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+from .frontends import from_torch
+from .graph import build, extract_tasks
+from .graph.extract import format_problems
+from .records import RecordToFile
+from .task_scheduler import TaskScheduler
+from .tuner import TuningOptions
+
+__all__ = ["autosched_backend", "register", "AutoschedFallbackWarning", "parse_duration"]
+
+_REGISTRY = "torch._dynamo.backends.registry"
+_OPTIONS = ("log", "time_budget", "trials", "target", "verbose")
+
+
+class AutoschedFallbackWarning(UserWarning):
+    """A graph torch.compile handed to autosched runs eagerly; the message says why."""
+
+
+def parse_duration(text):
+    """Seconds of "90s", "30m", "1h", "1.5h" or a plain number of seconds; ValueError otherwise."""
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        s = str(text).strip().lower()
+        units = {"s": 1, "m": 60, "h": 3600}
+        try:
+            seconds = float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
+        except ValueError:
+            raise ValueError(f"time budget {text!r}: expected a duration such as 90s, 30m, 1h or a number of "
+                             "seconds") from None
+    if not seconds > 0:
+        raise ValueError(f"time budget {text!r}: must be positive")
+    return seconds
+
+
+def _register_with(registry):
+    if "autosched" not in registry._COMPILER_FNS:
+        registry.register_backend(compiler_fn=autosched_backend, name="autosched")
+
+
+class _Loader(importlib.abc.Loader):
+    """The registry's own loader, registering autosched once the module has run."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        try:
+            _register_with(module)
+        except Exception as e:  # never break torch's import
+            warnings.warn(f"autosched could not register its torch.compile backend: {e}", AutoschedFallbackWarning)
+
+
+class _RegistryHook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != _REGISTRY:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Loader(spec.loader)
+        return spec
+
+
+def register():
+    """Registers the "autosched" backend with TorchDynamo: now where its registry is loaded, else when it
+    is (called by `import autosched`)."""
+    if _REGISTRY in sys.modules:
+        _register_with(sys.modules[_REGISTRY])
+    elif not any(isinstance(f, _RegistryHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegistryHook())
+
+
+def _fallback(gm, why):
+    warnings.warn(f"torch.compile(backend='autosched'): this graph runs eagerly: {why}", AutoschedFallbackWarning,
+                  stacklevel=3)
+    return gm.forward
+
+
+def _is_constant(node, value, torch):
+    """A placeholder Dynamo lifted from the module's parameters or buffers."""
+    name = node.target if isinstance(node.target, str) else node.name
+    return isinstance(value, torch.nn.Parameter) or "_parameters_" in name or "_buffers_" in name
+
+
+def autosched_backend(gm, example_inputs, options=None):
+    """The TorchDynamo backend: gm (a torch.fx.GraphModule) compiled by autosched, or gm.forward where it
+    cannot be (with an AutoschedFallbackWarning)."""
+    import torch
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"torch.compile(backend='autosched'): unknown option(s) {unknown}; the options are "
+                         f"{list(_OPTIONS)}")
+    budget = parse_duration(options["time_budget"]) if options.get("time_budget") is not None else None
+    log = options.get("log")
+    if log is not None and budget is None and not os.path.exists(log):
+        raise ValueError(f"torch.compile(backend='autosched'): log {log!r} does not exist (add a time_budget "
+                         "option to tune into it)")
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return _fallback(gm, "its inputs are not all tensors")
+    for value in example_inputs:
+        if not isinstance(value, torch.Tensor):
+            return _fallback(gm, f"an input is a {type(value).__name__}, not a tensor")
+        if value.device.type != "cpu":
+            return _fallback(gm, f"an input is on {value.device}; autosched builds for the CPU")
+    constant = [_is_constant(n, v, torch) for n, v in zip(placeholders, example_inputs)]
+    user = [v for v, c in zip(example_inputs, constant) if not c]
+    if torch.is_grad_enabled() and any(v.requires_grad for v in user):
+        return _fallback(gm, "an input requires grad (autosched has no backward pass); compile under "
+                             "torch.no_grad() for inference")
+    try:
+        net = _build(torch, gm, example_inputs, constant, options, budget)
+    except (ValueError, TypeError, NotImplementedError, ImportError) as e:
+        return _fallback(gm, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+    return _Compiled(torch, gm, net, example_inputs, constant)
+
+
+def _frozen_module(torch, gm, example_inputs, constant):
+    """gm as a module of its user inputs, with the constant inputs as buffers (so from_torch takes them as
+    constants)."""
+
+    class Frozen(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for i, (value, c) in enumerate(zip(example_inputs, constant)):
+                if c:
+                    self.register_buffer(f"c{i}", value.detach())
+
+        def forward(self, *user):
+            it = iter(user)
+            args = [getattr(self, f"c{i}") if c else next(it) for i, c in enumerate(constant)]
+            out = gm(*args)
+            return tuple(out) if isinstance(out, (list, tuple)) else out
+
+    return Frozen()
+
+
+def _build(torch, gm, example_inputs, constant, options, budget):
+
+    user = tuple(v.detach() for v, c in zip(example_inputs, constant) if not c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the problems are reported once, in the fallback's warning
+        graph = from_torch(_frozen_module(torch, gm, example_inputs, constant), user, name="dynamo_graph")
+    problems = graph.problems()
+    if problems:
+        raise ValueError(f"{len(problems)} node(s) cannot be compiled: " + "; ".join(
+            line.strip() for line in format_problems(problems).splitlines()))
+    target = options.get("target", "llvm")
+    verbose = int(options.get("verbose", 0))
+    log = options.get("log")
+    if budget is not None:
+        tmp = None
+        if log is None:
+            tmp = tempfile.mkdtemp(prefix="autosched_torch_")
+            log = os.path.join(tmp, "records.json")
+        tasks, weights = extract_tasks(graph, target)
+        trials = options.get("trials") or 64 * len(tasks)
+        tuning = TuningOptions(num_measure_trials=int(trials), time_budget_s=budget,
+                               measure_callbacks=[RecordToFile(log)], verbose=verbose)
+        resume = log if os.path.exists(log) and os.path.getsize(log) > 0 else None
+        TaskScheduler(tasks, weights, load_log_file=resume).tune(tuning)
+    return build(graph, target, log=log, verbose=bool(verbose))
+
+
+def to_numpy(tensor, what):
+    """A numpy view (or copy, where not contiguous) of a CPU tensor; TypeError naming `what` otherwise."""
+    import torch  # only where tensors are converted: importing autosched does not import torch
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise TypeError(f"{what} is on {tensor.device}; autosched networks built for the CPU take CPU tensors "
+                        "(use .cpu())")
+    if tensor.requires_grad and torch.is_grad_enabled():
+        raise TypeError(f"{what} requires grad: an autosched network has no backward pass; call it under "
+                        "torch.no_grad() or pass tensor.detach()")
+    return np.ascontiguousarray(tensor.detach().numpy())
+
+
+def to_torch(array):
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+class _Compiled:
+    """The compiled graph as Dynamo calls it: the graph's inputs in, its outputs (a tuple) back."""
+
+    def __init__(self, torch, gm, net, example_inputs, constant):
+        self.torch, self.gm, self.net, self.constant = torch, gm, net, constant
+        self.versions = [v._version if c else None for v, c in zip(example_inputs, constant)]
+        self.constants = [v if c else None for v, c in zip(example_inputs, constant)]
+        self.eager = False
+
+    def _changed(self, args):
+        return any(c and (a is not k or a._version != v)
+                   for a, c, k, v in zip(args, self.constant, self.constants, self.versions))
+
+    def __call__(self, *args):
+        if self.eager:
+            return self.gm(*args)
+        if self._changed(args):
+            self.eager = True
+            warnings.warn("torch.compile(backend='autosched'): a parameter or buffer changed since the graph "
+                          "was compiled (autosched freezes them); the graph runs eagerly from now on",
+                          AutoschedFallbackWarning, stacklevel=2)
+            return self.gm(*args)
+        user = [to_numpy(a, f"input {i}") for i, (a, c) in enumerate(zip(args, self.constant)) if not c]
+        return tuple(to_torch(o) for o in self.net(*user))

@@ -1,0 +1,61 @@
+"""The benchmarks' environment: bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS may misread
+them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper."""
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_bench_env():
+    spec = importlib.util.spec_from_file_location("bench_env", ROOT / "bench" / "_env.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_env_sets_coretype_only_with_avx512(tmp_path, monkeypatch):
+    env = load_bench_env()
+    # The helper writes os.environ; a private copy keeps its writes from reaching later tests (a
+    # SkylakeX core type left behind kills numpy in children on CPUs without AVX-512).
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    without = tmp_path / "cpuinfo_avx2"
+    without.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n\n")
+    with_512 = tmp_path / "cpuinfo_avx512"
+    with_512.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 avx512f avx512bw\n\n")
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    assert not env.cpu_has_avx512f(str(without)) and env.cpu_has_avx512f(str(with_512))
+    assert env.set_openblas_coretype(str(without)) is None and "OPENBLAS_CORETYPE" not in os.environ
+    assert not env.cpu_has_avx512f(str(tmp_path / "missing"))
+    assert env.set_openblas_coretype(str(with_512)) == "SkylakeX"
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")  # a value given by the user is kept
+    assert env.set_openblas_coretype(str(with_512)) == "Haswell"
+
+
+def test_bench_scripts_and_readme_leave_coretype_to_the_helper():
+    for script in (ROOT / "bench").glob("bench_*.py"):
+        text = script.read_text()
+        assert "import _env" in text and "_env.set_openblas_coretype()" in text, script.name
+        assert "SkylakeX" not in text, f"{script.name} names a core type itself"
+        # numpy loads OpenBLAS, directly or through autosched
+        first_numpy = min(text.find(m) for m in ("import numpy", "import autosched") if m in text)
+        assert text.index("_env.set_openblas_coretype()") < first_numpy, script.name
+    readme = (ROOT / "README.md").read_text()
+    assert "OPENBLAS_CORETYPE=SkylakeX python3" not in readme and "avx512f" in readme
+
+
+def test_bench_prologue_then_numpy_matmul_runs_on_this_cpu():
+    """What the scripts do before timing, in a child (SIGILL would kill it): the helper, then a matmul."""
+    code = ("import os, sys; sys.path.insert(0, 'bench'); import _env; value = _env.set_openblas_coretype(); "
+            "import numpy as np; a = np.ones((64, 64), np.float32); assert (a @ a)[0, 0] == 64; print(value)")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    with open("/proc/cpuinfo") as f:
+        avx512 = any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    assert result.stdout.strip() == ("SkylakeX" if avx512 else "None")
