@@ -3,7 +3,7 @@ baselines and the expert schedule), then gives out search rounds until a stop re
 resume.
 
     opts = ans.TuningOptions(num_measure_trials=200, measure_callbacks=[ans.RecordToFile("mm.json")])
-    result = task.tune(opts)              # a session of one task: a progress line per round, a summary
+    result = task.tune(opts)              # a session of one task: a progress bar, a summary
     state = task.apply_best("mm.json")    # the fastest verified schedule in the log
     print(result.speedup, result.best_cost)
 
