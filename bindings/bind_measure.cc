@@ -112,7 +112,10 @@ void BindMeasurer(py::module_& m) {
       .def("measure", &MeasureStates, py::arg("task"), py::arg("states"),
            "One MeasureResult per state; the GIL is released while workers build and run.")
       .def_property_readonly("worker_path", &LocalMeasurer::worker_path)
-      .def_property_readonly("processes_started", &LocalMeasurer::processes_started);
+      .def_property_readonly("processes_started", &LocalMeasurer::processes_started)
+      .def_readwrite("best_seconds_hint", &LocalMeasurer::best_seconds_hint,
+                     "the task's best time so far (0: none): candidates cut_short_factor times slower are "
+                     "timed by their verification run alone");
   m.def("default_worker_path", &DefaultWorkerPath);
 }
 

@@ -152,6 +152,9 @@ struct VerifyOptions {
     "slow kernel or a long queue of tiny ones cannot hold the worker for minutes (the timeout still applies); " \
     "profiling events time the device itself, so few runs suffice")                                            \
   X(double, cooldown_s, 0, AtLeast(0), "pause before each candidate's run, in seconds")                        \
+  X(double, cut_short_factor, 5, AtLeast(0),                                                                     \
+    "a candidate whose verification run took this many times the task's best time (LocalMeasurer::"            \
+    "best_seconds_hint) is timed by that run alone, as one repeat; 0: every candidate is timed in full")      \
   X(bool, flush_cache, false, AnyValue(), "overwrite a large buffer before each repeat")                       \
   X(double, peak_flops, 0, AtLeast(0),                                                                           \
     "FLOP/s no run can beat (0: derived from the task's hardware parameters, verifier.h); a time below what "  \

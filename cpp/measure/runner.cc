@@ -20,8 +20,10 @@ void Sleep(double seconds, const InterruptCheck& interrupt) {
   }
 }
 
-nlohmann::json RunMessage(int id, const Candidate& c, const RunnerOptions& o) {
+nlohmann::json RunMessage(int id, const Candidate& c, const RunnerOptions& o, double best_seconds) {
+  const double cut_short = best_seconds > 0 && o.cut_short_factor > 0 ? best_seconds * o.cut_short_factor : 0;
   return {{"cmd", "run"},
+          {"cut_short_seconds", cut_short},
           {"id", id},
           {"fault", c.fault},
           {"number", o.number},
@@ -48,7 +50,7 @@ void TakeRunReply(const nlohmann::json& reply, const PlausibilityBound& bound, C
 // none (all run, or w was lost and they went back to ToBuild).
 void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
                          const PlausibilityBound& bound, std::vector<Candidate>* batch,
-                         const InterruptCheck& interrupt) {
+                         const InterruptCheck& interrupt, double best_seconds) {
   auto lose = [&] {
     for (int other : pool->Lose(w)) Requeue(&(*batch)[other]);
   };
@@ -57,7 +59,8 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
     Candidate& c = (*batch)[id];
     if (options.cooldown_s > 0) Sleep(options.cooldown_s, interrupt);
     auto start = SteadyClock::now();
-    if (!pool->proc(w)->Send(RunMessage(id, c, options))) return lose();  // died while idle: no blame
+    if (!pool->proc(w)->Send(RunMessage(id, c, options, best_seconds)))
+      return lose();  // died while idle: no blame
     nlohmann::json reply;
     auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(
                                 std::chrono::duration<double>(options.timeout));
@@ -96,8 +99,9 @@ int WorkerCount(const BuilderOptions& b) {
 }  // namespace
 
 void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
-              std::vector<Candidate>* batch, const InterruptCheck& interrupt) {
-  for (int w = 0; w < pool->size(); ++w) RunWorkerCandidates(pool, w, options, bound, batch, interrupt);
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt, double best_seconds) {
+  for (int w = 0; w < pool->size(); ++w)
+    RunWorkerCandidates(pool, w, options, bound, batch, interrupt, best_seconds);
 }
 
 LocalMeasurer::LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path)
@@ -151,7 +155,7 @@ std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const 
   try {
     while (pending()) {
       BuildBatch(&pool_, builder_, &batch, interrupt);
-      RunBuilt(&pool_, runner_, bound, &batch, interrupt);
+      RunBuilt(&pool_, runner_, bound, &batch, interrupt, best_seconds_hint);
     }
   } catch (...) {
     pool_.KillAll();  // workers may hold half-done requests

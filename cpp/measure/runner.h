@@ -25,8 +25,9 @@
 
 namespace autosched {
 
+// best_seconds: the task's best time so far (0: none), for cut_short_factor.
 void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
-              std::vector<Candidate>* batch, const InterruptCheck& interrupt);
+              std::vector<Candidate>* batch, const InterruptCheck& interrupt, double best_seconds = 0);
 
 class LocalMeasurer {
  public:
@@ -46,6 +47,10 @@ class LocalMeasurer {
   int processes_started() const { return pool_.processes_started(); }
 
   InterruptCheck interrupt;
+  // The task's best time so far in seconds (0: none yet), set by the tuner
+  // before each round: with RunnerOptions::cut_short_factor, candidates many
+  // times slower than it are timed by their verification run alone.
+  double best_seconds_hint = 0;
 
  private:
   std::string FaultFor(uint64_t sequence) const;

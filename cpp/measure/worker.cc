@@ -103,7 +103,9 @@ json Worker::BuildOne(const json& msg) {
 // Seconds per run, one per repeat; `number` grows until a repeat lasts
 // min_repeat_ms (at most max_repeat runs). The verification run, which took
 // first_run_seconds, was the warm-up; a kernel that alone fills min_repeat_ms
-// is timed one run per repeat, so slow candidates fit in the timeout.
+// is timed one run per repeat, so slow candidates fit in the timeout; one
+// whose verification run passed the message's cut_short_seconds is timed by
+// that run alone.
 //
 // On an OpenCL target the runs of all repeats together are capped at
 // max_device_runs (RunnerOptions): `repeat` at it, each repeat at
@@ -121,6 +123,11 @@ std::vector<double> Worker::Time(const Module& mod, const json& msg, double firs
   }
   const bool flush = msg.at("flush_cache").get<bool>();
   if (first_run_seconds * 1e3 >= min_ms) number = 1;
+  // Many times slower than the task's best: the verification run is its
+  // time (timing it in full would only confirm it is slow).
+  const double cut_short = msg.value("cut_short_seconds", 0.0);
+  const bool cpu = task_->target.kind != TargetKind::OpenCL;  // a GPU's times are its events', not wall time
+  if (cpu && cut_short > 0 && first_run_seconds > cut_short) return {first_run_seconds};
   std::vector<CallArg> args = data_->CallArgs();
   std::vector<double> costs;
   while (static_cast<int>(costs.size()) < repeat) {

@@ -12,12 +12,13 @@
 //       Replays the steps, lowers and compiles; keeps the module under id n.
 //   {"cmd": "run", "id": n, "fault": "none" | a FaultInjection kind ("wrong_result", "crash", "hang",
 //    "zero_time", "near_zero_time", "launch_error"), "number": k, "repeat": r, "min_repeat_ms": ms,
-//    "max_repeat": m, "max_device_runs": d, "flush_cache": bool}
+//    "max_repeat": m, "max_device_runs": d, "flush_cache": bool, "cut_short_seconds": c}
 //       -> {"id": n, "error": "none" | "runtime" | "wrong_answer", "msg": "...", "costs": [s, ...],
 //           "restart": true (only after a failed OpenCL run: replace this worker)}
 //       Fills the outputs with NaN, runs module n once, compares with the
 //       reference; only a matching candidate is timed (OpenCL: at most
-//       max_device_runs runs in all). Drops module n.
+//       max_device_runs runs in all; CPU: when that first run took more than
+//       c > 0 seconds, its time is the one cost). Drops module n.
 //   {"cmd": "exit"}  -> no reply; the worker exits.
 //
 // A worker exits when the supervisor's end of the socket closes, and when the

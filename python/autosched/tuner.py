@@ -162,6 +162,7 @@ class TaskTuner:
         self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
         self._start_states = None
         self._task_json = None     # the task as its records store it, made once
+        self._measurer = None      # the runner's supervisor for this builder, taken once per session
         # The RecordToFile logs at the head of the callbacks are written by the core during the round; the
         # callbacks from the first other one on are called from here, in order, after it.
         callbacks = list(options.measure_callbacks)
@@ -210,8 +211,12 @@ class TaskTuner:
         runner that measures elsewhere (measures_here False: RayRunner) gets the round split in three:
         propose_round (the core's search), measure_states (the runner) and finish_round (_core.record_round)."""
         if self.runner.measures_here:
-            rnd = _core.tuning_round(self.policy._policy, self.runner._measurer_for(self.builder),
-                                     [log._writer for log in self._logs], self._json(), n, states)
+            if self._measurer is None:
+                self._measurer = self.runner._measurer_for(self.builder)
+            # Candidates many times slower than this task's best are timed by one run (cut_short_factor).
+            self._measurer.best_seconds_hint = self.result.best_cost or 0.0
+            rnd = _core.tuning_round(self.policy._policy, self._measurer, [log._writer for log in self._logs],
+                                     self._json(), n, states)
             if rnd.searched:
                 self.result.seconds["search"] += rnd.search_seconds
             self.result.seconds["measure"] += rnd.measure_seconds

@@ -111,6 +111,7 @@ def test_exported_resnet18_loads_in_a_fresh_process_and_equals_the_built_one(tmp
     net.export_library(path)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", expected)
+    groups = len(net.groups)  # the blocked-layout pass adds the input's transform on CPUs
     out = _child(f"""
         import time, numpy as np, autosched as ans
         start = time.perf_counter()
@@ -119,7 +120,7 @@ def test_exported_resnet18_loads_in_a_fresh_process_and_equals_the_built_one(tmp
         x, y = np.load({str(tmp_path / "x.npy")!r}), np.load({str(tmp_path / "y.npy")!r})
         out, = net(x)
         np.testing.assert_allclose(out, y, rtol=1e-5, atol=1e-5 * float(np.abs(y).max()))
-        assert len(net.groups) == 23 and len(net.untuned) == 23 and net.groups[0].record["desc"]
+        assert len(net.groups) == {groups} and len(net.untuned) == {groups} and net.groups[0].record["desc"]
         assert net.input_names == ["data"] and net.graph.shape("data") == (1, 3, 224, 224)
         print("counts", ans.runtime.compile_counts())
     """)

@@ -332,3 +332,27 @@ def test_a_slow_candidate_is_timed_once_per_repeat_within_the_timeout(builder):
         runner.close()
     assert r.error == "none", r.error_msg
     assert len(r.costs) == 1 and r.costs[0] > 0.01
+
+
+def test_candidates_far_slower_than_the_best_are_timed_by_their_verification_run(task, builder):
+    """best_seconds_hint x cut_short_factor bounds the verification run of a candidate worth timing in full:
+    a hint far below any run cuts every candidate to one cost, none or a huge one cuts nothing, and a factor of
+    0 turns it off."""
+    states = good_states(task, 2)
+    cut = am.LocalRunner(repeat=3, min_repeat_ms=0)
+    off = am.LocalRunner(repeat=3, min_repeat_ms=0, cut_short_factor=0)
+    assert cut.cut_short_factor == 5
+    for runner, hint, costs in ((cut, 0.0, 3), (cut, 1e-12, 1), (cut, 1e3, 3), (off, 1e-12, 3)):
+        runner._measurer_for(builder).best_seconds_hint = hint
+        results = am.measure(task, states, builder, runner)
+        for r in results:
+            assert r.error == "none", r.error_msg
+            assert len(r.costs) == costs, (hint, runner.cut_short_factor, r.costs)
+
+
+def test_the_tuner_gives_the_measurer_the_tasks_best_time(task, builder, runner):
+    opts = ans.TuningOptions(num_measure_trials=12, num_measures_per_round=4, verbose=0, builder=builder,
+                             runner=runner)
+    result = task.tune(opts)
+    hint = runner._measurer.best_seconds_hint
+    assert result.best_cost is not None and hint >= result.best_cost > 0
