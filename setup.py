@@ -75,5 +75,5 @@ class CMakeBuild(build_ext):
         subprocess.check_call(["cmake", "--build", str(build_dir), "--parallel", jobs])
 
 
-requires = ["numpy>=1.22"] + ([XGBOOST_REQUIREMENT] if WHEEL else [])
+requires = ["numpy>=1.22", "tqdm"] + ([XGBOOST_REQUIREMENT] if WHEEL else [])
 setup(ext_modules=[CMakeExtension("autosched._core")], cmdclass={"build_ext": CMakeBuild}, install_requires=requires)

@@ -14,9 +14,13 @@ import os
 import platform
 import time
 
-import autosched as ans
-from autosched import search, te
-from autosched.measure import measure
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
+
+import autosched as ans  # noqa: E402
+from autosched import search, te  # noqa: E402
+from autosched.measure import measure  # noqa: E402
 
 
 def matmul_task(n):

@@ -19,5 +19,7 @@ fi
 # onnx, onnxruntime and torch serve the network importers and their tests (tests/python/test_frontends.py);
 # ray serves RayRunner (measuring on a Ray cluster; tests/python/test_ray_runner.py starts one on loopback);
 # torch==2.13.0 is the CPU build this machine kind keeps on disk (another version would download a CUDA build).
+# tqdm draws the progress bar, matplotlib the plots (autosched.plot); mypy checks the type hints
+# (tests/python/test_typing.py); nbclient, nbformat and ipykernel run the tutorials (tests/python/test_docs.py).
 python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel \
-  onnx onnxruntime "torch==2.13.0" ray
+  onnx onnxruntime "torch==2.13.0" ray tqdm matplotlib mypy nbclient nbformat ipykernel

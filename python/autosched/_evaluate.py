@@ -14,6 +14,10 @@ __all__ = ["evaluate", "evaluate_points"]
 
 
 def _check_inputs(dag, inputs):
+    if not isinstance(dag, _core.ComputeDAG):
+        raise TypeError(f"evaluate: dag must be a ComputeDAG, got {type(dag).__name__}")
+    if isinstance(inputs, np.ndarray):
+        raise TypeError("evaluate: inputs must be a list of numpy arrays (one per placeholder), got one array")
     placeholders = [t for t in dag.tensors if t.op_kind == "placeholder"]
     inputs = list(inputs)
     for i, x in enumerate(inputs):

@@ -6,9 +6,12 @@
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
     gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
+from typing import Any, Union
+
 from . import _core, artifact
+from ._check import check_target, describe
 from ._core import Target
-from .state import core_state as _core_state
+from .state import State, core_state as _core_state
 
 
 def _dag_and_target(task_or_dag, target):
@@ -19,7 +22,8 @@ def _dag_and_target(task_or_dag, target):
         return dag, target
     if isinstance(task_or_dag, _core.ComputeDAG):
         return task_or_dag, target
-    raise TypeError(f"build needs a SearchTask or a ComputeDAG, got {type(task_or_dag).__name__}")
+    raise TypeError(f"build: the first argument must be a SearchTask, a ComputeDAG or a State (TVM's sch), got "
+                    f"{describe(task_or_dag)}")
 
 
 def _check_same_dag(dag, core_state):
@@ -122,24 +126,30 @@ class Module:
         return f"Module({self._mod.name}, args={[a[0] for a in self.arg_specs]})"
 
 
-def build(task_or_dag, state=None, target=None):
+def build(task_or_dag: Any, state: Any = None, target: "Union[str, Target, None]" = None) -> "Module":
     """Compile `state` (default: the plain loop nest of the DAG) for `target` (a Target or its text; default:
-    the task's target, else the host CPU, Target("llvm"))."""
+    the task's target, else the host CPU, Target("llvm")). TVM's form build(sch, args, target) works too: a
+    State first, then the DAG's tensors (``sch, args = task.apply_best(log)``)."""
+    if isinstance(task_or_dag, State):
+        sch, args = task_or_dag, state
+        if args is not None and (isinstance(args, (str, _core.Target)) or not isinstance(args, (list, tuple))):
+            raise TypeError(f"build(sch, args, target): args must be the list of the DAG's tensors, got "
+                            f"{describe(args)}")
+        task_or_dag, state = sch.core.init_dag, sch
     dag, target = _dag_and_target(task_or_dag, target)
     if state is None:
         state = dag.get_init_state() if hasattr(dag, "get_init_state") else _core.LoopState(dag)
-    core_state = _core_state(state)
+    try:
+        core_state = _core_state(state)
+    except TypeError:
+        raise TypeError(f"build: state must be an autosched.State (from dag.get_init_state() or "
+                        f"task.apply_best), got {describe(state)}") from None
     _check_same_dag(dag, core_state)
-    if target is None:
-        target = Target.host()
-    elif isinstance(target, str):
-        target = Target(target)
-    elif not isinstance(target, Target):
-        raise TypeError(f"target must be a Target or a target string, got {type(target).__name__}")
+    target = Target.host() if target is None else check_target("build", target)
     return Module(_core.build_state(core_state, target), state, target)
 
 
-def lower(state, log_passes=False):
+def lower(state: Any, log_passes: bool = False) -> str:
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
     return _core.lowered_text(_core_state(state), log_passes)
 

@@ -14,6 +14,7 @@ graph's reference evaluation and prints the end-to-end latency. Errors in the in
 operator that cannot be imported, a dynamic dimension left unbound) end with a message and exit status 2.
 """
 import argparse
+import importlib.util
 import os
 import re
 import sys
@@ -22,14 +23,16 @@ import warnings
 
 import numpy as np
 
+from . import __version__, _core, plot
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
-from .graph import extract_tasks
+from .graph import extract_tasks, load_module
 from .graph.extract import format_problems
 from .task_scheduler import TaskScheduler
 from .tuner import TuningOptions
 from .records import RecordToFile
+from .torch_backend import parse_duration
 
 
 class CommandError(Exception):
@@ -77,10 +80,8 @@ def _load_graph(path, shapes):
             raise CommandError(_in_shape_words(str(e))) from None
     problems = graph.problems()
     if problems:
-        dims = graph.dynamic_dims()
-        hint = (f"\nbind the dynamic dimensions with --shape, e.g. --shape {next(iter(dims))}=1" if dims else "")
-        raise CommandError(f"'{path}': {len(problems)} node(s) cannot be compiled:\n{format_problems(problems)}"
-                           + hint)
+        raise CommandError(f"'{path}': {len(problems)} node(s) cannot be compiled:\n"
+                           f"{format_problems(problems, interface='cli')}")
     return graph
 
 
@@ -108,6 +109,8 @@ def cmd_tasks(args):
 
 
 def cmd_tune(args):
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise CommandError("--plot needs matplotlib (pip install matplotlib)")
     _check_target_here(args.target, "tune")
     graph = _load_graph(args.model, _shape_dict(args.shape))
     tasks, weights = extract_tasks(graph, args.target)
@@ -125,6 +128,9 @@ def cmd_tune(args):
     if failed:
         print(f"{len(failed)} task(s) without a valid schedule (they run with the baseline schedule): "
               f"{'; '.join(failed)}")
+    if args.plot:
+        plot.tuning_curve(args.log, args.plot)
+        print(f"tuning curve in {args.plot}")
     return 0
 
 
@@ -144,13 +150,11 @@ def _random_inputs(graph, seed=0):
 # ---- compile / run: artifacts (docs/deploy.md) ----
 
 def _version_text():
-    from . import __version__, _core
     backends = [name for name, ok in (("llvm", _core.has_llvm()), ("opencl", _core.has_opencl())) if ok]
     return f"autosched {__version__} (backends: {', '.join(backends) or 'none'})"
 
 
 def _duration(text):
-    from .torch_backend import parse_duration
     try:
         return parse_duration(text)
     except ValueError as e:
@@ -160,7 +164,6 @@ def _duration(text):
 def _check_target_here(text, command):
     """Ends the command at once when no device of this machine can run code for the target: every trial of
     tune, and every build, needs one."""
-    from . import _core
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -284,7 +287,6 @@ def _compare_onnxruntime(model, input_names, arrays, outputs, labels, number, re
 
 
 def cmd_run(args):
-    from .graph import load_module
     is_artifact = not args.model.endswith(".onnx")
     if is_artifact:
         if args.log is not None:
@@ -382,6 +384,8 @@ def _parser():
     p.add_argument("--per-round", type=int, default=16, help="measurements per task scheduler round")
     p.add_argument("--cost-model", dest="model_kind", default="auto", choices=["auto", "xgb", "random"])
     p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="write the tuning curve of the log (best speed per task) to this image (needs matplotlib)")
     p.set_defaults(run=cmd_tune)
 
     _add_compile_and_run(sub, common)

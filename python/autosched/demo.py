@@ -25,7 +25,10 @@ import numpy as np
 
 import autosched as ans
 from autosched import graph as agraph
+from autosched.frontends import from_onnx
 from autosched.graph import zoo
+from autosched.graph.torch_runner import TorchGraph
+from autosched.text import compare_speed
 
 TOLERANCE = 1e-3  # max |difference| over the largest magnitude of the peer's output
 
@@ -61,7 +64,6 @@ def parse_args(argv=None):
 
 def load_model(args):
     if args.model.endswith(".onnx"):
-        from autosched.frontends import from_onnx
         shapes = {}
         for item in args.shape:
             name, _, dims = item.partition("=")
@@ -134,7 +136,6 @@ def onnxruntime_peer(g, inputs, threads):
 def torch_peer(g, inputs, threads):
     try:
         import torch
-        from autosched.graph.torch_runner import TorchGraph
     except ImportError:
         return None, "not installed (pip install torch)"
     torch.set_num_threads(threads)
@@ -148,8 +149,8 @@ def _as_list(outputs):
 
 
 def ratio_text(ours, peer, name):
-    r = peer / ours
-    return f"autosched is {r:.2f}x faster than {name}" if r >= 1 else f"autosched is {1 / r:.2f}x slower than {name}"
+    """How autosched's time compares with a peer's, phrased as everywhere else (text.compare_speed)."""
+    return compare_speed(ours, peer, name)
 
 
 def main(argv=None):

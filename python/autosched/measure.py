@@ -55,6 +55,10 @@ class MeasureInput:
     """What is measured: a task and a state (an ``autosched.State``) of its DAG."""
 
     def __init__(self, task, state):
+        if not isinstance(task, _core.SearchTask):
+            raise TypeError(f"MeasureInput: task must be a SearchTask, got {type(task).__name__}")
+        if not hasattr(state, "to_json"):
+            raise TypeError(f"MeasureInput: state must be an autosched.State, got {type(state).__name__}")
         self.task = task
         self.state = state
 
@@ -69,14 +73,18 @@ class LocalRunner(_core.RunnerOptions):
     there: timeout, number, repeat, min_repeat_ms, max_repeat, max_device_runs, cooldown_s, flush_cache,
     peak_flops, peak_bandwidth (None or 0: derived from the task, see docs/records.md), verify_seed,
     whole_output_work, num_points, fault_seed. ``inject_faults={"wrong_result"|"crash"|"hang"|"zero_time"|
-    "near_zero_time"|"launch_error"|"resource_error": share of candidates}`` (for tests) sets ``faults``. The
-    runner keeps its worker processes between calls of ``measure`` while its options and the builder's stay the
-    same.
+    "near_zero_time"|"launch_error"|"resource_error": share of candidates}`` (for tests) sets ``faults``.
+    ``enable_cpu_cache_flush`` (TVM's name of ``flush_cache``) is accepted too. The runner keeps its
+    worker processes between calls of ``measure`` while its options and the builder's stay the same.
     """
 
     measures_here = True  # candidates run on this machine (RayRunner: on a cluster's)
 
-    def __init__(self, inject_faults=None, **options):
+    def __init__(self, inject_faults=None, enable_cpu_cache_flush=None, **options):
+        if enable_cpu_cache_flush is not None:  # TVM's name of flush_cache
+            if options.get("flush_cache") is not None and options["flush_cache"] != enable_cpu_cache_flush:
+                raise ValueError("LocalRunner: flush_cache and enable_cpu_cache_flush (its TVM name) differ")
+            options["flush_cache"] = enable_cpu_cache_flush
         super().__init__(**options)
         faults = dict(inject_faults or {})
         unknown = [kind for kind in faults if kind not in FAULT_KINDS]

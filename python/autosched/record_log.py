@@ -7,6 +7,7 @@ import os
 import warnings
 
 from . import _core
+from ._check import check_path
 from .build_module import _core_state
 from .state import State
 
@@ -82,7 +83,7 @@ class RecordToFile:
     Tuning hands its writer to the core, which appends a round's records itself."""
 
     def __init__(self, path, fsync=False):
-        self.path = os.fspath(path)
+        self.path = check_path("RecordToFile", path)
         self._writer = _core.RecordWriter(self.path, bool(fsync))
 
     def __call__(self, *args):

@@ -26,6 +26,7 @@ import weakref
 
 from . import _core
 from . import cost_model as cm
+from ._check import check_type
 from ._core import SearchParams
 from .state import State, core_state as _core_state
 
@@ -64,6 +65,8 @@ class SketchPolicy:
             program_cost_model, params = None, program_cost_model
         if params is not None and not isinstance(params, _core.SearchParams):
             raise TypeError(f"params must be a SearchParams, got {type(params).__name__}")
+        check_type("SketchPolicy", "task", task, _core.SearchTask, "a SearchTask")
+        check_type("SketchPolicy", "seed", seed, int, "an int")
         self.task = task
         self.cost_model = make_cost_model(program_cost_model)
         self._policy = _core.SketchPolicy(task, params, self.cost_model._core, seed)

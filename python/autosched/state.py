@@ -17,10 +17,12 @@ wrapper holds the latest state. Invalid steps raise ValueError naming the step.
 """
 import json
 import numbers
+from typing import Any, Iterator, Sequence
 
 from . import _core
+from ._check import call_core, describe
 
-__all__ = ["State", "StageView", "ComputeDAG", "lower_state", "lower_state_text"]
+__all__ = ["State", "StageView", "BestState", "ComputeDAG", "lower_state", "lower_state_text"]
 
 INT32_RANGE = (-2**31, 2**31)
 
@@ -101,6 +103,13 @@ class State:
 
     def __getitem__(self, stage):
         return StageView(self, self._stage_id(stage))
+
+    def __iter__(self) -> Iterator[Any]:
+        """The stages, in order (as state.stages)."""
+        return iter(self.stages)
+
+    def __len__(self) -> int:
+        return len(self._core.stages)
 
     def __str__(self):
         return str(self._core)
@@ -279,6 +288,22 @@ class State:
                                         self._int("rfactor", "factor_iter_id", factor_iter_id))
 
 
+class BestState(State):
+    """The State task.apply_best(log) returns. It is a State in every way but one: it unpacks as TVM's pair
+    ``sch, args = task.apply_best(log)`` (the state and the DAG's tensors), and
+    ``autosched.build(sch, args)`` builds it."""
+
+    def __init__(self, core_state: Any, args: Sequence[Any]) -> None:
+        super().__init__(core_state)
+        self.args = list(args)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self, self.args))
+
+    def __len__(self) -> int:
+        return 2
+
+
 def core_state(state):
     """The C++ LoopState behind a state: a State, a LoopState, or an object holding one of them as ``state``
     (a MeasureInput, a loaded record). What every call into the core that takes states goes through."""
@@ -297,6 +322,17 @@ def core_state(state):
 class ComputeDAG(_core.ComputeDAG):
     """ComputeDAG(tensors): the ops reachable from the given inputs and outputs, in topological order.
     ComputeDAG(dag) gives the same DAG as this class (from a core ComputeDAG)."""
+
+    def __init__(self, tensors):
+        if not isinstance(tensors, _core.ComputeDAG):
+            if isinstance(tensors, (str, bytes)) or not isinstance(tensors, (list, tuple)):
+                raise TypeError(f"ComputeDAG: tensors must be a list of te tensors (inputs and outputs), got "
+                                f"{describe(tensors)}")
+            for i, t in enumerate(tensors):
+                if not isinstance(t, _core.Tensor):
+                    raise TypeError(f"ComputeDAG: tensors[{i}] must be a te tensor (te.placeholder / te.compute), "
+                                    f"got {describe(t)}")
+        call_core("ComputeDAG", super().__init__, tensors)
 
     @classmethod
     def from_json(cls, text):

@@ -1,12 +1,15 @@
 """SearchTask: what to tune (a DAG, from a registered workload or given directly) and where it runs."""
 import json
+import os
 import warnings
+from typing import Any, Optional, Sequence, Union
 
 from . import _core, tuner, workload
+from ._check import call_core, check_hardware_params, check_path, check_target, check_type
 from ._core import ComputeDAG, HardwareParams, Target
 from .build_module import build, lower
 from .record_log import load_best_state
-from .state import as_compute_dag
+from .state import BestState, as_compute_dag
 
 
 class SearchTask(_core.SearchTask):
@@ -20,12 +23,15 @@ class SearchTask(_core.SearchTask):
     process with or without the workload function.
     """
 
-    def __init__(self, func=None, args=(), compute_dag=None, workload_key=None, target=None,
-                 hardware_params=None, desc=""):
+    def __init__(self, func: Any = None, args: Sequence[Any] = (), compute_dag: Optional[ComputeDAG] = None,
+                 workload_key: Optional[str] = None, target: Union[str, Target, None] = None,
+                 hardware_params: Optional[HardwareParams] = None, desc: str = "") -> None:
         if target is None:
             raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
-        if isinstance(target, str):
-            target = Target(target)
+        target = check_target("SearchTask", target)
+        check_hardware_params("SearchTask", hardware_params)
+        check_type("SearchTask", "desc", desc, str, "a str")
+        check_type("SearchTask", "workload_key", workload_key or "", str, "a str or None")
         self.workload = None  # {"name", "args", "module"} when built from a registered function
         if func is not None:
             if compute_dag is not None:
@@ -39,8 +45,8 @@ class SearchTask(_core.SearchTask):
         elif compute_dag is None:
             raise TypeError("SearchTask needs func= (with args=) or compute_dag=")
         elif not isinstance(compute_dag, ComputeDAG):
-            raise TypeError(f"compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
-        super().__init__(compute_dag, target, workload_key or "", hardware_params, desc)
+            raise TypeError(f"SearchTask: compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
+        call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc)
 
     @property
     def compute_dag(self):
@@ -80,22 +86,24 @@ class SearchTask(_core.SearchTask):
         return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target.text}\")"
 
     # ---- tuning (python/autosched/tuner.py) ----
-    def tune(self, options, search_policy=None, cost_model=None):
+    def tune(self, options: Any, search_policy: Any = None, cost_model: Any = None) -> Any:
         """Tunes the task (see autosched.tuner); returns a TuneResult."""
         return tuner.tune(self, options, search_policy, cost_model)
 
-    def apply_best(self, log_file):
+    def apply_best(self, log_file: Union[str, "os.PathLike[str]"]) -> BestState:
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of
         this task's DAG (records whose schedule does not replay on it are skipped, see
-        records.load_best_state). Raises ValueError when the log has none."""
+        records.load_best_state). Raises ValueError when the log has none. It also unpacks as TVM's pair:
+        ``sch, args = task.apply_best(log)``, then ``autosched.build(sch, args)`` (see state.BestState)."""
+        check_path("SearchTask.apply_best", log_file, "log_file")
         state, _ = load_best_state(log_file, self)
         if state is None:
             raise ValueError(f"record log '{log_file}' has no successful measurement of task "
                              f"'{self.desc or self.workload_key}' (workload key {self.workload_key}, target "
-                             f"'{self.target}')")
-        return state
+                             f"'{self.target.text}')")
+        return BestState(state.core, self.compute_dag.tensors)
 
-    def print_best(self, log_file, print_mode="schedule"):
+    def print_best(self, log_file: Union[str, "os.PathLike[str]"], print_mode: str = "schedule") -> str:
         """The best schedule in the log as text: "schedule" the Python steps that make it, "loops" its loop
         nest, "lowered" the lowered loop-nest IR."""
         state = self.apply_best(log_file)
@@ -107,7 +115,7 @@ class SearchTask(_core.SearchTask):
             return lower(state)
         raise ValueError(f"print_mode must be 'schedule', 'loops' or 'lowered', got {print_mode!r}")
 
-    def build_best(self, log_file):
+    def build_best(self, log_file: Union[str, "os.PathLike[str]"]) -> Any:
         """The best schedule in the log, compiled for the task's target (a callable module)."""
         return build(self, self.apply_best(log_file))
 

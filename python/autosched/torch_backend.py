@@ -31,6 +31,15 @@ import sys
 import tempfile
 import warnings
 
+import numpy as np
+
+from .frontends import from_torch
+from .graph import build, extract_tasks
+from .graph.extract import format_problems
+from .records import RecordToFile
+from .task_scheduler import TaskScheduler
+from .tuner import TuningOptions
+
 __all__ = ["autosched_backend", "register", "AutoschedFallbackWarning", "parse_duration"]
 
 _REGISTRY = "torch._dynamo.backends.registry"
@@ -166,12 +175,6 @@ def _frozen_module(torch, gm, example_inputs, constant):
 
 
 def _build(torch, gm, example_inputs, constant, options, budget):
-    from .frontends import from_torch
-    from .graph import build, extract_tasks
-    from .graph.extract import format_problems
-    from .records import RecordToFile
-    from .task_scheduler import TaskScheduler
-    from .tuner import TuningOptions
 
     user = tuple(v.detach() for v, c in zip(example_inputs, constant) if not c)
     with warnings.catch_warnings():
@@ -198,6 +201,25 @@ def _build(torch, gm, example_inputs, constant, options, budget):
     return build(graph, target, log=log, verbose=bool(verbose))
 
 
+def to_numpy(tensor, what):
+    """A numpy view (or copy, where not contiguous) of a CPU tensor; TypeError naming `what` otherwise."""
+    import torch  # only where tensors are converted: importing autosched does not import torch
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise TypeError(f"{what} is on {tensor.device}; autosched networks built for the CPU take CPU tensors "
+                        "(use .cpu())")
+    if tensor.requires_grad and torch.is_grad_enabled():
+        raise TypeError(f"{what} requires grad: an autosched network has no backward pass; call it under "
+                        "torch.no_grad() or pass tensor.detach()")
+    return np.ascontiguousarray(tensor.detach().numpy())
+
+
+def to_torch(array):
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
 class _Compiled:
     """The compiled graph as Dynamo calls it: the graph's inputs in, its outputs (a tuple) back."""
 
@@ -212,7 +234,6 @@ class _Compiled:
                    for a, c, k, v in zip(args, self.constant, self.constants, self.versions))
 
     def __call__(self, *args):
-        from .torch_module import to_numpy, to_torch
         if self.eager:
             return self.gm(*args)
         if self._changed(args):

@@ -9,27 +9,11 @@ outputs are new CPU tensors that share memory with the arrays the network return
 outside autograd: outputs never require grad, and a call with grad enabled on an input that requires grad
 is refused (run it under torch.no_grad() or detach the input). This module imports torch.
 """
-import numpy as np
 import torch
 
+from .torch_backend import to_numpy, to_torch
+
 __all__ = ["TorchModule", "to_numpy", "to_torch"]
-
-
-def to_numpy(tensor, what):
-    """A numpy view (or copy, where not contiguous) of a CPU tensor; TypeError naming `what` otherwise."""
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
-        raise TypeError(f"{what} is on {tensor.device}; autosched networks built for the CPU take CPU tensors "
-                        "(use .cpu())")
-    if tensor.requires_grad and torch.is_grad_enabled():
-        raise TypeError(f"{what} requires grad: an autosched network has no backward pass; call it under "
-                        "torch.no_grad() or pass tensor.detach()")
-    return np.ascontiguousarray(tensor.detach().numpy())
-
-
-def to_torch(array):
-    return torch.from_numpy(np.ascontiguousarray(array))
 
 
 class TorchModule(torch.nn.Module):

@@ -3,7 +3,7 @@ baselines and the expert schedule), then gives out search rounds until a stop re
 resume.
 
     opts = ans.TuningOptions(num_measure_trials=200, measure_callbacks=[ans.RecordToFile("mm.json")])
-    result = task.tune(opts)              # a session of one task: a progress line per round, a summary
+    result = task.tune(opts)              # a session of one task: a progress bar, a summary
     state = task.apply_best("mm.json")    # the fastest verified schedule in the log
     print(result.speedup, result.best_cost)
 
@@ -27,6 +27,9 @@ resume.
   trials; the logs are read once, none of their states is measured again, and the cost model starts from them.
 - Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains each cost model first on the successful
   records of its target in those logs (other tasks tuned before); records of other targets are never used.
+- Output: the session is the one place that prints (progress.Progress): a progress bar (or, where output is not
+  interactive, a line at every tenth of the budget), the task table when it changed materially, the summary;
+  through the "autosched" logger.
 """
 import contextlib
 import math
@@ -39,8 +42,12 @@ from concurrent.futures import ThreadPoolExecutor
 from . import _core
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
+from .progress import Progress
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
+from .text import format_time
+from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
+                          _transfer_text)
 
 __all__ = ["TuningOptions", "TuneResult", "TaskSchedulerResult", "TaskTuner", "TuningSession", "tune",
            "peak_gflops", "format_time", "round_search_params"]
@@ -72,7 +79,8 @@ class TuningOptions:
         runs stop at it (the states left are not measured, recorded nor counted).
     builder, runner: a LocalBuilder and a LocalRunner (None: their defaults).
     measure_callbacks: called as callback(policy, inputs, results) after every batch (e.g. RecordToFile).
-    verbose: 0 silent, 1 a line per round and a summary, 2 also the search's own statistics.
+    verbose: 0 warnings only, 1 a progress bar and the summary, 2 also a line per round and the search's own
+        statistics (logging levels WARNING, INFO, DEBUG of the "autosched" logger: see autosched.progress).
     peak_gflops: the target's peak for "% of peak" (None: the core's estimate, see peak_gflops()).
     transfer_logs: record logs whose successful records of the task's target train the cost model before the
         search starts (the task's own records in a resumed log are left to resume).
@@ -134,133 +142,13 @@ def peak_gflops(task, describe=False):
     return (value, f"{value:.4g} GFLOP/s = {how}") if describe else value
 
 
-class TuneResult:
-    """What tuning one task did. Costs are seconds per run; None where nothing valid was measured."""
-
-    def __init__(self, task):
-        self.task = task
-        self.trials = 0            # measurements in all (resumed records included)
-        self.resumed_trials = 0    # records of the task found in the log at the start
-        self.transferred = []      # cost_model.FileUpdate per transfer log
-        self.rounds = 0
-        self.best_cost = None
-        self.best_state = None
-        self.baseline_cost = None  # the better of the baseline schedules
-        self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
-        self.expert_cost = None    # the expert schedule's (None: none, or not measured)
-        self.errors = Counter()    # error name -> count, over every trial
-        self.error_messages = {}   # error name -> the first message of that error
-        self.seconds = Counter()   # "search", "cost_model", "measure", "total"
-        self.stop_reason = ""
-        self.history = []          # (trials, best cost) after every batch
-
-    @property
-    def speedup(self):
-        """Baseline cost over best cost (None when either is missing)."""
-        if self.best_cost is None or self.baseline_cost is None:
-            return None
-        return self.baseline_cost / self.best_cost
-
-    @property
-    def best_gflops(self):
-        flop = self.task.compute_dag.flop_ct
-        return flop / self.best_cost / 1e9 if self.best_cost and flop > 0 else None
-
-    def __repr__(self):
-        best = "none" if self.best_cost is None else format_time(self.best_cost)
-        speedup = "" if self.speedup is None else f", x{self.speedup:.3g} over baseline"
-        return f"TuneResult(trials={self.trials}, best={best}{speedup}, stop='{self.stop_reason}')"
-
-
-class TaskSchedulerResult:
-    """What a session of many tasks did. Latencies are seconds (weighted sums over tasks); None where unknown."""
-
-    def __init__(self, tasks, weights):
-        self.tasks = list(tasks)
-        self.weights = list(weights)
-        self.task_results = []     # TuneResult per task
-        self.done = {}             # task index -> why it got no more rounds
-        self.rounds = []           # task index of every search round, in order (warm-up included)
-        self.history = []          # (trials in all, estimated total latency) after every batch
-        self.stop_reason = ""
-        self.seconds = 0.0
-
-    @property
-    def trials(self):
-        return sum(r.trials for r in self.task_results)
-
-    @property
-    def resumed_trials(self):
-        return sum(r.resumed_trials for r in self.task_results)
-
-    @property
-    def task_trials(self):
-        """Trials per task (resumed ones included)."""
-        return [r.trials for r in self.task_results]
-
-    def _weighted(self, costs):
-        if any(c is None for c in costs):
-            return None
-        return sum(w * c for w, c in zip(self.weights, costs))
-
-    @property
-    def latency_after(self):
-        """Sum of weight x best cost (None while a task has no valid schedule)."""
-        return self._weighted([r.best_cost for r in self.task_results])
-
-    @property
-    def latency_before(self):
-        """Sum of weight x baseline cost (None while a task has no valid baseline)."""
-        return self._weighted([r.baseline_cost for r in self.task_results])
-
-    @property
-    def failed_tasks(self):
-        """Indices of the tasks without a valid schedule."""
-        return [i for i, r in enumerate(self.task_results) if r.best_cost is None]
-
-    def __repr__(self):
-        return (f"TaskSchedulerResult({len(self.tasks)} tasks, trials={self.trials}, latency "
-                f"{format_time(self.latency_before)} -> {format_time(self.latency_after)}, "
-                f"stop='{self.stop_reason}')")
-
-
-def format_time(seconds):
-    """A duration with a readable unit: "812 ns", "3.2 us", "4.13 ms", "1.5 s"."""
-    if seconds is None:
-        return "-"
-    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
-        if seconds < scale * 1000:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds:.3g} s"
-
-
-def _transfer_text(report):
-    """'120 records of 3 tasks from a.json (skipped: 2 of other targets, 5 failed)'."""
-    skipped = [f"{n} {what}" for n, what in ((report.other_target, "of other targets"), (report.failed, "failed"),
-                                            (report.excluded, "of this task, left to resume")) if n]
-    return (f"{report.used} records of {report.tasks} tasks from {report.path}"
-            + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
-
-
-def _failed_text(results):
-    """' (failed: implausible 2, runtime 1)' for the failed ones among results; '' when none failed (records
-    loaded with a time measurement would have refused count as implausible)."""
-    failed = Counter(res.error for res in results if not res.ok)
-    return f" (failed: {', '.join(f'{k} {v}' for k, v in sorted(failed.items()))})" if failed else ""
-
-
-def _model_seconds_text(seconds, measured):
-    """'search + cost model 0.11 s per measured trial' (the share of tuning the search itself costs)."""
-    spent = seconds.get("search", 0.0) + seconds.get("cost_model", 0.0)
-    return f"search + cost model {spent / max(1, measured):.3g} s per measured trial"
-
-
 class TaskTuner:
     """One task of a tuning session: its search policy, its measurements (a round is one core call, see
     _core.tuning_round), its bookkeeping (TuneResult) and its progress line. TuningSession drives the tuners.
 
     builder, runner: override the options' (a session shares one runner between its tasks). start: the
     monotonic time the time budget counts from. verbose: overrides options.verbose for this task's own lines.
+    reporter: the session's progress.Progress, through which the tuner's lines go (set by TuningSession.run).
     """
 
     def __init__(self, task, options, policy, builder=None, runner=None, start=None, verbose=None):
@@ -289,6 +177,7 @@ class TaskTuner:
         else:
             self.peak, self.peak_text = peak_gflops(task, describe=True)
         self.empty_reason = ""
+        self.reporter = None
 
     # ---- bookkeeping ----
     def absorb(self, keys, states, results, resumed=False):
@@ -494,19 +383,20 @@ class TaskTuner:
         return ", ".join(f"{k.replace('_', ' ')} {s[k]:.1f}s" for k in ("search", "cost_model", "measure") if k in s)
 
     def progress(self, label, stats):
-        if not self.verbose:
+        """A line for the batch (DEBUG: shown at the session's verbose 2; the bar is the session's)."""
+        if not self.verbose or self.reporter is None:
             return
         r = self.result
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         speedup = f" | x{r.speedup:.3g} over baseline" if r.speedup else ""
-        print(f"[{label:>9}] trials {r.trials:>5}/{self.options.num_measure_trials} | best "
-              f"{self.speed_text(r.best_cost)}{speedup} | errors: {errors} | time: {self.time_text()}", flush=True)
-        if self.verbose >= 2 and stats:
+        self.reporter.debug(f"[{label:>9}] {self.task.desc or 'task'}: trials {r.trials:>5} | best "
+                            f"{self.speed_text(r.best_cost)}{speedup} | errors: {errors} | time: {self.time_text()}")
+        if stats:
             fails = ", ".join(f"{k} {v}" for k, v in sorted(stats["mutation_failures"].items())) or "none"
-            print(f"            sampled {stats['sampled']}, +{stats['seeded_measured']} measured, "
-                  f"{stats['generations']} generations, {stats['mutated']} mutations "
-                  f"(failed: {fails}), picked {stats['picked_best']} best + {stats['picked_random']} random",
-                  flush=True)
+            self.reporter.debug(f"            sampled {stats['sampled']}, +{stats['seeded_measured']} measured, "
+                                f"{stats['generations']} generations, {stats['mutated']} mutations "
+                                f"(failed: {fails}), picked {stats['picked_best']} best + "
+                                f"{stats['picked_random']} random")
 
     def summary_rows(self):
         """The rows of the summary of this task's tuning."""
@@ -520,6 +410,8 @@ class TaskTuner:
             if share > 100:
                 peak += "; above 100: the CPU ran faster than that clock (a boost clock the OS does not report)"
         speedup = f"{r.speedup:.3g}x" if r.speedup else "-"
+        if r.speedup is not None and r.best_state is not None and r.best_cost >= r.baseline_cost:
+            speedup += " (the budget found nothing faster than the baseline: the best schedule is a baseline)"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
                 f"resumed, {r.rounds} rounds)"), ("baseline", format_time(r.baseline_cost)), ("best", format_time(r.best_cost)),
@@ -537,11 +429,9 @@ class TaskTuner:
         return rows
 
 
-def _print_rows(title, rows):
+def _rows_text(title, rows):
     width = max(len(k) for k, _ in rows)
-    print(title)
-    for k, v in rows:
-        print(f"| {k:<{width}} | {v}", flush=True)
+    return "\n".join([title] + [f"| {k:<{width}} | {v}" for k, v in rows])
 
 
 class TuningSession:
@@ -549,8 +439,8 @@ class TuningSession:
     the time accounting and the output, for one task (task.tune) or many (TaskScheduler.tune).
 
     scheduler: the TaskScheduler whose weights, strategy (its pick(session)), give-up rule and load_log_file
-    apply; None for one task tuned on its own (weight 1, never given up, a progress line per batch and the
-    summary of that task).
+    apply; None for one task tuned on its own (weight 1, never given up, the summary of that task). Its output
+    goes through one progress.Progress (the bar, the tables, the summary), made by run.
     """
 
     def __init__(self, tasks, options, policies, runners, scheduler=None):
@@ -574,6 +464,7 @@ class TuningSession:
         self.failed_rounds = [0] * len(self.tuners)
         self.give_up_after = None if self.single else scheduler.failed_rounds_to_give_up
         self.verbose = options.verbose
+        self.reporter = None
 
     @property
     def n(self):
@@ -599,6 +490,17 @@ class TuningSession:
     # ---- the run ----
     def run(self):
         """Tunes until a stop reason holds; returns the TaskSchedulerResult."""
+        desc = (self.result.tasks[0].desc or "tuning") if self.single else f"{self.n} tasks"
+        self.reporter = Progress(self.options.num_measure_trials, self.options.time_budget_s, self.verbose,
+                                 desc=desc, start=self.start)
+        for tt in self.tuners:
+            tt.reporter = self.reporter
+        try:
+            return self._run()
+        finally:
+            self.reporter.close()
+
+    def _run(self):
         self.transfer()
         self.resume()
         reason = self.warm_up()
@@ -614,6 +516,7 @@ class TuningSession:
         for i, tt in enumerate(self.tuners):
             tt.result.stop_reason = self.result.done.get(i, reason)
             tt.result.seconds["total"] = self.result.seconds
+        self.reporter.finish_bar()  # the bar ends before the summary
         self.summary()
         return self.result
 
@@ -650,7 +553,7 @@ class TuningSession:
                     tt.result.seconds["cost_model"] += spent / len(users)
                 if self.verbose:
                     of = "" if self.single else f" of '{target.text}'"
-                    print(f"Transfer: the cost model{of} starts from {_transfer_text(report)}", flush=True)
+                    self.reporter.info(f"Transfer: the cost model{of} starts from {_transfer_text(report)}")
 
     def log_paths(self):
         paths = self.tuners[0].resume_paths()
@@ -674,8 +577,8 @@ class TuningSession:
         if self.verbose and resumed:
             tasks = sum(1 for tt in self.tuners if tt.result.resumed_trials)
             which = "this task" if self.single else f"{tasks} tasks"
-            print(f"Resumed {resumed} trials of {which} from {', '.join(self.log_paths())}{_failed_text(results)}",
-                  flush=True)
+            self.reporter.info(f"Resumed {resumed} trials of {which} from {', '.join(self.log_paths())}"
+                               f"{_failed_text(results)}")
 
     def warm_up(self):
         """The start states of every task, then one search round each (tasks resumed past their start states
@@ -755,7 +658,14 @@ class TuningSession:
                                    " trials")
 
     def note_batch(self):
-        self.result.history.append((self.total_trials(), self.estimated_latency()[0]))
+        latency, missing = self.estimated_latency()
+        self.result.history.append((self.total_trials(), latency))
+        if self.single:
+            self.reporter.update(self.total_trials(), self.tuners[0].result.best_cost)
+            return
+        with_schedule = self.n - missing
+        self.reporter.update(self.total_trials(), None, latency if not missing else None,
+                             note=f"{with_schedule}/{self.n} tasks with a schedule")
 
     # ---- output ----
     def estimated_latency(self):
@@ -768,26 +678,29 @@ class TuningSession:
                 total += w * tt.result.best_cost
         return total, missing
 
-    def print_table(self, label):
-        """Among many tasks, a table of them after every batch (a task alone prints its progress line)."""
+    def print_table(self, label, force=False):
+        """Among many tasks, a table of them, printed when it changed materially (see progress.Progress.table)
+        or forced (a task alone has the bar)."""
         if not self.verbose or self.single:
             return
         tasks = self.result.tasks
         width = max(4, min(40, max(len(t.desc or t.workload_key) for t in tasks)))
-        print(f"|  ID | {'Task':<{width}} | Latency (ms) | Speed (GFLOP/s) | Weight | Trials | Done")
+        lines = [f"|  ID | {'Task':<{width}} | Latency (ms) | Speed (GFLOP/s) | Weight | Trials | Done"]
         for i, tt in enumerate(self.tuners):
             desc = (tt.task.desc or tt.task.workload_key)[:width]
             cost, flop = tt.result.best_cost, tt.task.compute_dag.flop_ct
             latency = f"{cost * 1e3:.4g}" if cost is not None else "-"
             speed = f"{flop / cost / 1e9:.4g}" if cost and flop > 0 else "-"
             done = self.result.done.get(i, "").split(":")[0]
-            print(f"| {i:>3} | {desc:<{width}} | {latency:>12} | {speed:>15} | {self.result.weights[i]:>6.4g} | "
-                  f"{tt.result.trials:>6} | {done}")
+            lines.append(f"| {i:>3} | {desc:<{width}} | {latency:>12} | {speed:>15} | "
+                         f"{self.result.weights[i]:>6.4g} | {tt.result.trials:>6} | {done}")
         total, missing = self.estimated_latency()
         note = f" (+ {missing} task{'s' if missing > 1 else ''} without a valid schedule)" if missing else ""
         elapsed = time.monotonic() - self.start
-        print(f"Estimated total latency: {total * 1e3:.4g} ms{note} | {label} | trials {self.total_trials()}/"
-              f"{self.options.num_measure_trials} | time {elapsed:.1f} s", flush=True)
+        lines.append(f"Estimated total latency: {total * 1e3:.4g} ms{note} | {label} | trials "
+                     f"{self.total_trials()}/{self.options.num_measure_trials} | time {elapsed:.1f} s")
+        state = (tuple(tt.result.best_cost is None for tt in self.tuners), tuple(sorted(self.result.done)))
+        self.reporter.table(lines, None if missing else total, state, force=force)
 
     def print_diagnosis(self):
         """A paragraph per task without a valid schedule: its errors, how many, the first message of each."""
@@ -795,14 +708,16 @@ class TuningSession:
             r, task = self.tuners[i].result, self.result.tasks[i]
             name = task.desc or task.workload_key
             if r.trials == 0:
-                print(f"Task {i} ({name}): no valid schedule: not measured, the run stopped before its turn")
+                self.reporter.warning(f"Task {i} ({name}): no valid schedule: not measured, the run stopped "
+                                      "before its turn")
                 continue
             errors = ", ".join(f"{k} {v}" for k, v in r.errors.most_common()) or "none"
             why = f" ({self.result.done[i]})" if i in self.result.done else ""
-            print(f"Task {i} ({name}): no valid schedule in {r.trials} trials{why}; errors: {errors}")
+            lines = [f"Task {i} ({name}): no valid schedule in {r.trials} trials{why}; errors: {errors}"]
             for kind, message in r.error_messages.items():
-                lines = (message or "").strip().splitlines()
-                print(f"    first {kind}: {lines[0][:200] if lines else '(no message)'}")
+                first = (message or "").strip().splitlines()
+                lines.append(f"    first {kind}: {first[0][:200] if first else '(no message)'}")
+            self.reporter.warning("\n".join(lines))
 
     def summary(self):
         """The summary: a task alone gets its own table; many get the stop reason, a diagnosis of each task
@@ -810,10 +725,11 @@ class TuningSession:
         if not self.verbose:
             return
         if self.single:
-            _print_rows("Tuning summary", self.tuners[0].summary_rows())
+            self.reporter.info(_rows_text("Tuning summary", self.tuners[0].summary_rows()))
             return
         res = self.result
-        print(f"Stopped: {res.stop_reason}", flush=True)
+        self.print_table("end", force=True)
+        self.reporter.info(f"Stopped: {res.stop_reason}")
         self.print_diagnosis()
         valid = [i for i, r in enumerate(res.task_results) if r.best_cost is not None]
         after = sum(res.weights[i] * res.task_results[i].best_cost for i in valid) if valid else None
@@ -821,6 +737,8 @@ class TuningSession:
         before = (sum(res.weights[i] * res.task_results[i].baseline_cost for i in based)
                   if based and len(based) == len(valid) else None)
         speedup = f" (x{before / after:.3g})" if before and after else ""
+        if before and after and after >= before:
+            speedup += "; the budget found nothing faster than the baselines"
         if len(valid) < len(res.tasks):
             missing = len(res.tasks) - len(valid)
             speedup += f"; {missing} task{'s' if missing > 1 else ''} without a valid schedule not counted"
@@ -830,14 +748,14 @@ class TuningSession:
         for tt in self.tuners:
             seconds.update({k: v for k, v in tt.result.seconds.items() if k != "total"})
         shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s" for k, v in seconds.items())
-        _print_rows("Task scheduler summary", [
+        self.reporter.info(_rows_text("Task scheduler summary", [
             ("tasks", f"{len(res.tasks)} ({len(res.failed_tasks)} without a valid schedule; done: {done})"),
             ("trials", f"{res.trials} ({res.resumed_trials} resumed, {measured} measured in "
                        f"{sum(r.rounds for r in res.task_results)} rounds); per task {res.task_trials}"),
             ("latency", f"estimated total (sum of weight x latency): before (baselines) "
                         f"{format_time(before)}, after {format_time(after)}{speedup}"),
             ("time", f"{res.seconds:.1f}s = {shares}; {_model_seconds_text(seconds, measured)}"),
-            ("stopped", res.stop_reason)])
+            ("stopped", res.stop_reason)]))
 
 
 def round_search_params(num_measures_per_round):

@@ -111,7 +111,8 @@ def test_tune_with_transfer_and_resume_reports_the_cost_model(logs, tmp_path, ca
     model = XGBModel(num_warmup_samples=32, max_rounds=30)
     policy = search.SketchPolicy(task_b, model, search.SearchParams(**data.FAST), seed=2)
     opts = ans.TuningOptions(num_measure_trials=56, num_measures_per_round=8, runner=data.transfer_runner(),
-                             measure_callbacks=[ans.RecordToFile(log)], transfer_logs=[log1, log])
+                             measure_callbacks=[ans.RecordToFile(log)], transfer_logs=[log1, log],
+                             verbose=2)  # 2: a line per round
     result = task_b.tune(opts, search_policy=policy)
     out = capsys.readouterr().out
     assert result.resumed_trials == 48 and result.trials == 56

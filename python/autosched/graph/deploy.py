@@ -18,15 +18,17 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Optional
 
 import numpy as np
 
 from .. import _core, artifact
+from .._check import check_path
 from ..build_module import Module, TimeResult, _core_state, build as build_kernel
-from ..records import load_best_state, read_log
+from ..records import applied_log, load_best_state, read_log
 from ..search import baseline_states
 from . import export
-from .extract import format_problems, lower_graph
+from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError
 
 __all__ = ["build", "load_module", "GraphModule", "GroupInfo", "plan_memory"]
@@ -345,13 +347,21 @@ def _note(infos):
     return "\n".join(lines)
 
 
-def build(graph, target, log=None, hardware_params=None, verbose=True, prepack=True, layout="auto"):
+def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None, verbose: bool = True,
+          prepack: bool = True, layout: str = "auto", *, params: Optional[Dict[str, Any]] = None) -> "GraphModule":
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
     note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
     that read only constants (a packed weight) once here, not in every call of the kernel. layout: as for
-    extract_tasks (give both the same value, or the tuned tasks are not the kernels built)."""
+    extract_tasks (give both the same value, or the tuned tasks are not the kernels built). Inside ``with
+    autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's argument,
+    accepted when it names the graph's own constants."""
+    target, hardware_params = check_graph_args("graph.build", graph, target, hardware_params, params)
+    if log is None:
+        log = applied_log()
+    else:
+        log = check_path("graph.build", log, "log")
     problems = graph.problems()
     if problems:
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"

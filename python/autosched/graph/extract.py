@@ -4,7 +4,8 @@
     autosched.TaskScheduler(tasks, weights).tune(options)
 
 On CPU targets (layout="auto", the default, or "NCHWc") the convolutions and what follows them run in the
-channel-blocked layout of the target's vector width (graph/layout.py), after batch-norm folding. Each fused group (graph/fusion.py) becomes a ComputeDAG: a placeholder for every value it reads from outside
+channel-blocked layout of the target's vector width (graph/layout.py), after batch-norm folding. Each fused
+group (graph/fusion.py) becomes a ComputeDAG: a placeholder for every value it reads from outside
 (graph inputs, other groups' outputs and constants: weights are task inputs, never baked into the kernel),
 then the te of its ops. Groups with the same DAG (the workload key ignores names) are one task whose weight
 is how often the group occurs. Nodes that cannot be compiled (Graph.problems()) are reported in one
@@ -12,12 +13,15 @@ UnsupportedGraphWarning and left out; the rest is still extracted.
 """
 import re
 import warnings
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import te
+from .._check import check_hardware_params, check_target, describe
 from ..compute_dag import ComputeDAG
 from ..task import SearchTask
 from . import registry
 from .fusion import fold_batch_norm, partition
+from .ir import Graph
 from .layout import convert_layout, resolve_block
 
 __all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "group_tensors", "format_problems"]
@@ -27,9 +31,34 @@ class UnsupportedGraphWarning(UserWarning):
     """A graph holds nodes that cannot be compiled (unsupported ops, dynamic dims); the message lists them."""
 
 
-def format_problems(problems):
-    """The problems of Graph.problems() as lines '  node (op): why'."""
-    return "\n".join(f"  {name} ({op}): {why}" for name, op, why in problems)
+MAX_PROBLEM_LINES = 12
+_DYNAMIC = re.compile(r"the dynamic dim '([^']*)'")
+
+
+def format_problems(problems: List[Tuple[str, str, str]], interface: str = "python") -> str:
+    """The problems of Graph.problems() as lines '  node (op): why', at most MAX_PROBLEM_LINES of them. The
+    nodes that only have a dynamic dim are one line naming the dims and how to bind them with the interface in
+    use: "python" (graph.bind(batch=1)) or "cli" (--shape batch=1)."""
+    dims: Dict[str, str] = {}
+    dynamic, lines = 0, []
+    for name, op, why in problems:
+        found = _DYNAMIC.search(why)
+        if found:
+            dims.setdefault(found[1], name)
+            dynamic += 1
+        else:
+            lines.append(f"  {name} ({op}): {why}")
+    if len(lines) > MAX_PROBLEM_LINES:
+        lines[MAX_PROBLEM_LINES - 1:] = [f"  ... and {len(lines) - MAX_PROBLEM_LINES + 1} more"]
+    if dims:
+        names = ", ".join(f"'{d}'" for d in dims)
+        if interface == "cli":
+            fix = "give a value with " + " ".join(f"--shape {d}=1" for d in dims) + " (any positive size)"
+        else:
+            fix = "bind it with graph = graph.bind(" + ", ".join(f"{d}=1" for d in dims) + ") (any positive size)"
+        lines.insert(0, f"  {dynamic} node(s) have the unbound dynamic dim{'s' if len(dims) > 1 else ''} {names} "
+                        f"(first: node {next(iter(dims.values()))}): {fix}")
+    return "\n".join(lines)
 
 
 def _tensor_name(value):
@@ -91,13 +120,42 @@ def lower_graph(graph, target, hardware_params=None, layout="auto"):
     return LoweredGraph(folded, groups, group_tasks, tasks, weights, block)
 
 
-def extract_tasks(graph, target, hardware_params=None, layout="auto"):
+def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
+                     params: Any) -> Tuple[Any, Any]:
+    """(target, hardware_params) of a call given autosched's arguments (graph, target, hardware_params) or
+    TVM's (mod, params, target): a dict in the place of the target is TVM's params. autosched graphs carry
+    their weights, so params may only name the graph's constants."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"{where}: graph must be an autosched.graph.Graph (from frontends.from_onnx / from_torch "
+                        f"or graph.zoo), got {describe(graph)}")
+    if isinstance(target, dict):  # TVM's order: (mod, params, target)
+        if params is not None:
+            raise TypeError(f"{where}: params given twice (by position and by keyword)")
+        params, target, hardware_params = target, hardware_params, None
+    if params is not None:
+        if not isinstance(params, dict):
+            raise TypeError(f"{where}: params must be a dict of the graph's constants, got {describe(params)}")
+        constants = graph.constants
+        unknown = sorted(k for k in params if k not in constants)
+        if unknown:
+            raise ValueError(f"{where}: params {', '.join(repr(k) for k in unknown[:5])} are not constants of "
+                             f"graph '{graph.name}': autosched graphs carry their weights (the importers put "
+                             "them in graph.constants); pass no params")
+    if target is None:
+        raise TypeError(f"{where}: target is missing (e.g. 'llvm' for the host CPU)")
+    return check_target(where, target), check_hardware_params(where, hardware_params)
+
+
+def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout: str = "auto", *,
+                  params: Optional[Dict[str, Any]] = None) -> Tuple[List[SearchTask], List[int]]:
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
     UnsupportedGraphWarning names them all, and the other groups are still extracted. layout: "NCHW" (as the
     graph is), "NCHWc" (convolutions and what follows them in the channel-blocked layout of the target's
     vector width, graph/layout.py) or "auto" (NCHWc on CPU targets, NCHW on GPUs); graph.build takes the same
-    option and must be given the same value, so that the tasks tuned are the kernels built."""
+    option and must be given the same value, so that the tasks tuned are the kernels built. TVM's order
+    extract_tasks(graph, params, target) works too (params: the graph's own constants, already in it)."""
+    target, hardware_params = check_graph_args("extract_tasks", graph, target, hardware_params, params)
     problems = graph.problems()
     if problems:
         warnings.warn(f"graph '{graph.name}': {len(problems)} node(s) cannot be compiled and are left out of "

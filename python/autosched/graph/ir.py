@@ -258,7 +258,7 @@ class Graph:
                 return f"{role} has an unknown shape"
             for d in shape:
                 if isinstance(d, str):
-                    return f"{role} has the dynamic dim '{d}' in {shape} (bind it with Graph.bind)"
+                    return f"{role} has the dynamic dim '{d}' in {shape}"
                 if d is None:
                     return f"{role} has an unknown dim in {shape}"
         return ""

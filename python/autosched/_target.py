@@ -1,0 +1,44 @@
+"""The Pythonic layer of the core's Target: argument checks, TVM's ``host=`` and ``target.kind.name``."""
+import warnings
+from typing import Any
+
+from . import _core
+from ._check import check_target, fail
+
+
+class TargetKind(str):
+    """A target's kind ("llvm", "opencl"): a str, whose ``.name`` is the same text (TVM's target.kind.name)."""
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
+_core_init = _core.Target.__init__
+_core_kind = _core.Target.kind
+
+
+def _init(self: _core.Target, text: Any, host: Any = None) -> None:
+    """Target(text, host=None): text such as "llvm" (the host CPU), "llvm -mcpu=skylake-avx512", "opencl
+    -device=mali". host: TVM's argument; autosched runs the host side of every target on the CPU of this
+    process, so only None or "llvm" (that CPU) is accepted."""
+    if isinstance(text, _core.Target):
+        text = text.text
+    if not isinstance(text, str):
+        fail("Target", "text", "a target text such as 'llvm' or 'opencl -device=0'", text)
+    if host is not None:
+        host_target = check_target("Target", host, "host")
+        if str(host_target.kind) != "llvm" or host_target.mcpu or host_target.mtriple:
+            raise ValueError(f"Target: host must be None or 'llvm' (autosched runs the host side of a target on "
+                             f"this process's CPU), got '{host_target.text}'")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _core_init(self, text)
+    for w in caught:  # issued again at the caller's line, as the core issues them
+        warnings.warn(w.message, w.category, stacklevel=2)
+
+
+_init.__name__, _init.__qualname__ = "__init__", "Target.__init__"
+_core.Target.__init__ = _init
+_core.Target.kind = property(lambda self: TargetKind(_core_kind.fget(self)),
+                             doc="The target's kind: 'llvm' or 'opencl' (a str; .name gives the same, as TVM)")

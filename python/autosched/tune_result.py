@@ -1,0 +1,118 @@
+"""What a tuning session hands back (TuneResult per task, TaskSchedulerResult for the session) and the short
+texts its output uses about records and the cost model. autosched.tuner re-exports the results."""
+from collections import Counter
+
+from .text import format_time
+
+__all__ = ["TuneResult", "TaskSchedulerResult"]
+
+
+class TuneResult:
+    """What tuning one task did. Costs are seconds per run; None where nothing valid was measured."""
+
+    def __init__(self, task):
+        self.task = task
+        self.trials = 0            # measurements in all (resumed records included)
+        self.resumed_trials = 0    # records of the task found in the log at the start
+        self.transferred = []      # cost_model.FileUpdate per transfer log
+        self.rounds = 0
+        self.best_cost = None
+        self.best_state = None
+        self.baseline_cost = None  # the better of the baseline schedules
+        self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
+        self.expert_cost = None    # the expert schedule's (None: none, or not measured)
+        self.errors = Counter()    # error name -> count, over every trial
+        self.error_messages = {}   # error name -> the first message of that error
+        self.seconds = Counter()   # "search", "cost_model", "measure", "total"
+        self.stop_reason = ""
+        self.history = []          # (trials, best cost) after every batch
+
+    @property
+    def speedup(self):
+        """Baseline cost over best cost (None when either is missing)."""
+        if self.best_cost is None or self.baseline_cost is None:
+            return None
+        return self.baseline_cost / self.best_cost
+
+    @property
+    def best_gflops(self):
+        flop = self.task.compute_dag.flop_ct
+        return flop / self.best_cost / 1e9 if self.best_cost and flop > 0 else None
+
+    def __repr__(self):
+        best = "none" if self.best_cost is None else format_time(self.best_cost)
+        speedup = "" if self.speedup is None else f", x{self.speedup:.3g} over baseline"
+        return f"TuneResult(trials={self.trials}, best={best}{speedup}, stop='{self.stop_reason}')"
+
+
+class TaskSchedulerResult:
+    """What a session of many tasks did. Latencies are seconds (weighted sums over tasks); None where unknown."""
+
+    def __init__(self, tasks, weights):
+        self.tasks = list(tasks)
+        self.weights = list(weights)
+        self.task_results = []     # TuneResult per task
+        self.done = {}             # task index -> why it got no more rounds
+        self.rounds = []           # task index of every search round, in order (warm-up included)
+        self.history = []          # (trials in all, estimated total latency) after every batch
+        self.stop_reason = ""
+        self.seconds = 0.0
+
+    @property
+    def trials(self):
+        return sum(r.trials for r in self.task_results)
+
+    @property
+    def resumed_trials(self):
+        return sum(r.resumed_trials for r in self.task_results)
+
+    @property
+    def task_trials(self):
+        """Trials per task (resumed ones included)."""
+        return [r.trials for r in self.task_results]
+
+    def _weighted(self, costs):
+        if any(c is None for c in costs):
+            return None
+        return sum(w * c for w, c in zip(self.weights, costs))
+
+    @property
+    def latency_after(self):
+        """Sum of weight x best cost (None while a task has no valid schedule)."""
+        return self._weighted([r.best_cost for r in self.task_results])
+
+    @property
+    def latency_before(self):
+        """Sum of weight x baseline cost (None while a task has no valid baseline)."""
+        return self._weighted([r.baseline_cost for r in self.task_results])
+
+    @property
+    def failed_tasks(self):
+        """Indices of the tasks without a valid schedule."""
+        return [i for i, r in enumerate(self.task_results) if r.best_cost is None]
+
+    def __repr__(self):
+        return (f"TaskSchedulerResult({len(self.tasks)} tasks, trials={self.trials}, latency "
+                f"{format_time(self.latency_before)} -> {format_time(self.latency_after)}, "
+                f"stop='{self.stop_reason}')")
+
+
+def _transfer_text(report):
+    """'120 records of 3 tasks from a.json (skipped: 2 of other targets, 5 failed)'."""
+    skipped = [f"{n} {what}" for n, what in ((report.other_target, "of other targets"), (report.failed, "failed"),
+                                            (report.excluded, "of this task, left to resume")) if n]
+    return (f"{report.used} records of {report.tasks} tasks from {report.path}"
+            + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
+
+
+def _failed_text(results):
+    """' (failed: implausible 2, runtime 1)' for the failed ones among results; '' when none failed (records
+    loaded with a time measurement would have refused count as implausible)."""
+    failed = Counter(res.error for res in results if not res.ok)
+    return f" (failed: {', '.join(f'{k} {v}' for k, v in sorted(failed.items()))})" if failed else ""
+
+
+def _model_seconds_text(seconds, measured):
+    """'search + cost model 0.11 s per measured trial' (the share of tuning the search itself costs)."""
+    spent = seconds.get("search", 0.0) + seconds.get("cost_model", 0.0)
+    return f"search + cost model {spent / max(1, measured):.3g} s per measured trial"
