@@ -12,10 +12,14 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+import autosched as ans  # noqa: E402
 from autosched.cli import main  # noqa: E402
 from autosched.torch_backend import parse_duration  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Children import the autosched this process imported: the tree's python/ in development, the installed
+# package in CI (the tree's python/ holds no compiled extension there).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(ans.__file__))
 
 
 def _two_output_model(path):
@@ -38,7 +42,7 @@ def _two_output_model(path):
 
 
 def _cli(*args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
     proc = subprocess.run([sys.executable, "-m", "autosched", *args], capture_output=True, text=True,
                           timeout=300, env=env, cwd=cwd)
     return proc.returncode, proc.stdout + proc.stderr

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+import autosched as ans
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "tutorials").glob("*.ipynb"))
 # The most text a tutorial may print at the tests' budget (characters over all cells, images aside).
@@ -103,7 +105,7 @@ def test_tutorial_runs(notebook, monkeypatch):
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     monkeypatch.setenv("AUTOSCHED_TUTORIAL_TRIALS", os.environ.get("AUTOSCHED_TUTORIAL_TRIALS", "8"))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT / "python"),
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (os.path.dirname(os.path.dirname(ans.__file__)),
                                                                  os.environ.get("PYTHONPATH")) if p))
     nb = nbformat.read(str(notebook), as_version=4)
     for cell in nb.cells:

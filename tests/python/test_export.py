@@ -19,13 +19,16 @@ from autosched.graph import zoo
 from autosched.runtime import ArtifactError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Children import the autosched this process imported: the tree's python/ in development, the installed
+# package in CI (the tree's python/ holds no compiled extension there).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(ans.__file__))
 
 needs_llvm = pytest.mark.skipif(not ans._core.has_llvm(), reason="needs the LLVM backend")
 
 
 def _child(code, timeout=120):
     """Runs `code` in a fresh interpreter importing this tree; returns its stdout (fails on a non-zero exit)."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=timeout, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

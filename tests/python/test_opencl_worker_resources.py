@@ -17,6 +17,9 @@ pytestmark = pytest.mark.skipif(not ans.opencl.available(),
                                 reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Children import the autosched this process imported: the tree's python/ in development, the installed
+# package in CI (the tree's python/ holds no compiled extension there).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(ans.__file__))
 TARGET = os.environ.get("AUTOSCHED_TEST_OPENCL_MEASURE_TARGET", "opencl -device=pocl")
 CANDIDATES = int(os.environ.get("AUTOSCHED_TEST_OPENCL_WORKER_CANDIDATES", "300"))
 
@@ -24,7 +27,7 @@ CANDIDATES = int(os.environ.get("AUTOSCHED_TEST_OPENCL_WORKER_CANDIDATES", "300"
 def _run(code, timeout, env=None, prelude=""):
     """Runs prelude + `code` in a fresh Python (this tree's autosched) and returns its stdout; fails with its
     output."""
-    full_env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.path.join(ROOT, "tests",
+    full_env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT + os.pathsep + os.path.join(ROOT, "tests",
                                                                                                     "python"))
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,

@@ -10,10 +10,14 @@ import textwrap
 
 import pytest
 
+import autosched as ans
 from autosched import progress
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+# Children import the autosched this process imported: the tree's python/ in development, the installed
+# package in CI (the tree's python/ holds no compiled extension there).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(ans.__file__))
 
 SCHEDULER = textwrap.dedent("""
     import sys
@@ -33,7 +37,7 @@ def _script(trials, verbose=1):
 
 
 def _env():
-    return dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return dict(os.environ, PYTHONPATH=PACKAGE_PARENT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
 def test_a_long_run_writes_a_bounded_number_of_lines_when_not_interactive():

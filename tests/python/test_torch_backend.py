@@ -18,6 +18,9 @@ from autosched.torch_backend import AutoschedFallbackWarning  # noqa: E402
 from autosched.torch_module import TorchModule  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Children import the autosched this process imported: the tree's python/ in development, the installed
+# package in CI (the tree's python/ holds no compiled extension there).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(ans.__file__))
 
 
 class Small(torch.nn.Module):
@@ -42,7 +45,7 @@ def test_import_registers_the_backend_without_importing_torch():
         assert "autosched" in list_backends(), list_backends()
         print("ok")
     """)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
 
