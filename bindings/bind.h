@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "dag/compute_dag.h"
+#include "schedule/state.h"
 #include "support/interrupt.h"
 #include "task/target.h"
 
@@ -53,13 +55,63 @@ class InterruptibleRelease {
 // Error for a malformed text; warns about CPU features this host lacks.
 Target TargetFromText(const std::string& text);
 
+// The Python class a core type is handed out as: the bound class, or the
+// subclass python/autosched defines on top of it for Python sugar (State,
+// ComputeDAG), once that module registered it with _core._hand_out_as. Every
+// value of such a type the core returns is then an object of the subclass, so
+// Python code never wraps nor unwraps core objects. A strong reference, kept
+// for the life of the process.
+template <typename T>
+struct HandOutClass {
+  static inline PyObject* cls = nullptr;
+};
+
 }  // namespace autosched::bindings
+
+namespace pybind11::detail {
+
+// Casts values of T to Python as HandOutClass<T>::cls when one is registered:
+// a new object of that class whose C++ value is a copy (the types handed out
+// so are handles to immutable nodes, copied in O(1)). Loading is the bound
+// class's, which subclasses pass.
+template <typename T>
+struct hand_out_caster : type_caster_base<T> {
+  static handle cast(const T& src, return_value_policy, handle parent) {
+    return HandOut(type_caster_base<T>::cast(src, return_value_policy::copy, parent));
+  }
+  static handle cast(T&& src, return_value_policy, handle parent) {
+    return HandOut(type_caster_base<T>::cast(std::move(src), return_value_policy::move, parent));
+  }
+  static handle cast(const T* src, return_value_policy policy, handle parent) {
+    if (src == nullptr) return none().release();
+    return cast(*src, policy, parent);
+  }
+
+ private:
+  // `core` (a new reference to an object of the bound class) as an object of
+  // the registered subclass: made by the subclass's __new__ and initialised
+  // by the bound class's copy constructor, so the subclass's own __init__
+  // (which may take other arguments) is not called.
+  static handle HandOut(handle core) {
+    PyObject* cls = autosched::bindings::HandOutClass<T>::cls;
+    if (cls == nullptr || !core) return core;
+    object owned = reinterpret_steal<object>(core);
+    object out = reinterpret_borrow<object>(cls).attr("__new__")(reinterpret_borrow<object>(cls));
+    type::of<T>().attr("__init__")(out, owned);
+    return out.release();
+  }
+};
+
+template <>
+struct type_caster<autosched::State> : hand_out_caster<autosched::State> {};
+template <>
+struct type_caster<autosched::ComputeDAG> : hand_out_caster<autosched::ComputeDAG> {};
+
 
 // Wherever a Target is expected, a string is taken as its text: a malformed
 // one raises the parser's ValueError (naming what is wrong) rather than
 // pybind11's "incompatible function arguments". Declared here, where every
 // bind_<area>.cc sees it.
-namespace pybind11::detail {
 template <>
 struct type_caster<autosched::Target> : type_caster_base<autosched::Target> {
   bool load(handle src, bool convert) {

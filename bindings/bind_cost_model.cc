@@ -1,6 +1,7 @@
 // Python view of the cost models and program features.
-// python/autosched/cost_model.py adds update(inputs, results) over measured
-// pairs on top of update(tasks, states, costs, ok).
+// python/autosched/cost_model.py mixes its CostModel into RandomModel and
+// XGBModel: update(inputs, results) over measured pairs on top of
+// update(tasks, states, costs, ok), training from record logs.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -84,7 +85,8 @@ void BindModels(py::module_& m) {
            py::call_guard<InterruptibleRelease>())
       .def("save", &CostModel::Save, py::arg("path"), py::call_guard<py::gil_scoped_release>())
       .def("load", &CostModel::Load, py::arg("path"), py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("num_samples", &CostModel::num_samples);
+      .def_property_readonly("num_samples", &CostModel::num_samples,
+                             "measured programs given to update since construction or load");
 
   py::class_<RandomModel, CostModel>(m, "RandomModel", "Uniform random scores in [0, 1), seeded.")
       .def(py::init<uint64_t>(), py::arg("seed") = 0);
@@ -92,8 +94,10 @@ void BindModels(py::module_& m) {
   py::class_<XGBModel, CostModel>(m, "XGBModel", "Gradient-boosted trees over program features (pack-sum).")
       .def(py::init<XGBModelParams>(), py::arg("params") = XGBModelParams())
       .def_property_readonly("params", &XGBModel::params)
-      .def_property_readonly("trained", &XGBModel::trained)
-      .def_property_readonly("last_training", &XGBModel::last_training);
+      .def_property_readonly("trained", &XGBModel::trained,
+                             "False while the model still gives warm-up (random) scores")
+      .def_property_readonly("last_training", &XGBModel::last_training,
+                             "rounds, best round, metric, data size and seconds of the last training");
 }
 
 }  // namespace

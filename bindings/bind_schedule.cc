@@ -1,9 +1,12 @@
-// Loop states and transform steps. Every step is applied the same way: the
-// Python State method builds the step's record (["SP", args...], as records on
-// disk store it; transform_steps.h) and LoopState.apply_step replays it, so a
-// new step needs no binding. Stages are resolved by the core
-// (ComputeDAG::FindOp); python/autosched/state.py resolves iterator objects
-// and names to positions.
+// Loop states and transform steps. LoopState is the class of every state
+// Python sees: python/autosched/state.py subclasses it as autosched.State
+// (the step methods) and registers that subclass, so the core hands states out
+// as autosched.State (bind.h). Every step is applied the same way: the State
+// method builds the step's record (["SP", args...], as records on disk store
+// it; transform_steps.h) and append_step replays it in place (apply_step
+// returns a new state), so a new step needs no binding. Stages are resolved
+// by the core (ComputeDAG::FindOp); state.py resolves iterator objects and
+// names to positions.
 #include <pybind11/stl.h>
 
 #include "bind.h"
@@ -27,6 +30,22 @@ py::object AttachPoint(const State& s, int stage_id) {
   return py::make_tuple(target.name(), target.nodes[st.attach_node].name);
 }
 
+// A stage of a state as it was when taken (state.stages, state[stage]): the
+// stage, its position and its location (AttachPoint).
+struct StageView {
+  Stage stage;
+  int index;
+  py::object attach_point;
+};
+
+std::vector<StageView> StageViews(const State& s) {
+  std::vector<StageView> out;
+  for (int i = 0; i < static_cast<int>(s.stages().size()); ++i) {
+    out.push_back({s.stages()[i], i, AttachPoint(s, i)});
+  }
+  return out;
+}
+
 // A step given by its JSON record; errors name the step (State::Apply) or
 // the record (StepFromJson).
 State ApplyStepRecord(const State& s, const std::string& record) {
@@ -47,22 +66,29 @@ void BindIteratorAndStage(py::module_& m) {
                IteratorKindName(it.kind) + ", " + IteratorAnnotationName(it.annotation) + ")";
       });
 
-  py::class_<Stage>(m, "Stage", "The loops of one operation in a state.")
-      .def_property_readonly("name", &Stage::name)
-      .def_property_readonly("op", [](const Stage& st) { return st.op; })
-      .def_property_readonly("iters", &Stage::iters)
-      .def_property_readonly("compute_at", [](const Stage& st) { return ComputeLocKindName(st.loc); })
-      .def_property_readonly("scope", [](const Stage& st) { return MemScopeName(st.scope); })
-      .def_property_readonly("auto_unroll_max_step", [](const Stage& st) { return st.auto_unroll_max_step; })
-      .def("__repr__", [](const Stage& st) { return "Stage(" + st.name() + ")"; });
+  py::class_<StageView>(m, "Stage", "The loops of one operation in a state, as they were when taken.")
+      .def_property_readonly("name", [](const StageView& v) { return v.stage.name(); })
+      .def_property_readonly("op", [](const StageView& v) { return v.stage.op; })
+      .def_property_readonly("iters", [](const StageView& v) { return v.stage.iters(); })
+      .def_readonly("index", &StageView::index, "the stage's position in the state")
+      .def_property_readonly("compute_at", [](const StageView& v) { return ComputeLocKindName(v.stage.loc); })
+      .def_readonly("attach_point", &StageView::attach_point,
+                    "None, or (stage name, iterator name) of where it is computed")
+      .def_property_readonly("scope", [](const StageView& v) { return MemScopeName(v.stage.scope); })
+      .def_property_readonly("auto_unroll_max_step",
+                             [](const StageView& v) { return v.stage.auto_unroll_max_step; })
+      .def("__repr__", [](const StageView& v) { return "Stage(" + v.stage.name() + ")"; });
 }
 
 void BindState(py::module_& m) {
-  py::class_<State>(m, "LoopState", "A DAG plus a list of transform steps (an immutable value).")
+  py::class_<State>(m, "LoopState",
+                    "A DAG plus a list of transform steps. LoopState(dag): the state with no steps; "
+                    "LoopState(state): a copy.")
       .def(py::init<const ComputeDAG&>(), py::arg("dag"))
-      .def_property_readonly("dag", &State::dag)
+      .def(py::init<const State&>(), py::arg("state"))
+      .def_property_readonly("dag", &State::dag, "the current DAG (changed by cache_read, cache_write, rfactor)")
       .def_property_readonly("init_dag", &State::init_dag)
-      .def_property_readonly("stages", &State::stages)
+      .def_property_readonly("stages", &StageViews)
       .def_property_readonly("num_steps", [](const State& s) { return s.steps().size(); })
       // A stage by position, name or tensor (ComputeDAG::FindOp).
       .def("stage_id", &State::StageIndexAt, py::arg("stage"))
@@ -71,15 +97,24 @@ void BindState(py::module_& m) {
       .def("attach_point", &AttachPoint, py::arg("stage"))
       .def("apply_step", &ApplyStepRecord, py::arg("record"),
            "A new state with the step appended; record: the step's JSON record, e.g. '[\"CI\", 2]'.")
+      .def(
+          "append_step", [](State& s, const std::string& record) { s = ApplyStepRecord(s, record); },
+          py::arg("record"), "Appends the step of apply_step to this state (unchanged when it is refused).")
       .def("replay", &State::Replay)
       .def("same_steps", &State::SameSteps)
+      .def("__eq__",
+           [](const State& s, const py::object& other) {
+             return py::isinstance<State>(other) && s.SameSteps(other.cast<const State&>());
+           })
+      .def("__hash__", [](const State& s) { return std::hash<std::string>()(s.ToJson().dump()); })
       .def("to_json", [](const State& s) { return s.ToJson().dump(); })
       .def_static("from_json",
                   [](const ComputeDAG& dag, const std::string& text) {
                     return State::FromJson(dag, ParseJsonText(text, "state JSON"));
-                  })
-      // Pickled as its initial DAG and its steps; a state is immutable, so
-      // copies are the state itself.
+                  },
+                  py::arg("dag"), py::arg("text"), "Replays the steps of to_json() on dag.")
+      // Pickled as its initial DAG and its steps. Copies are independent
+      // (append_step changes a state in place) and O(1): the steps are shared.
       .def(py::pickle([](const State& s) { return py::make_tuple(s.init_dag(), s.ToJson().dump()); },
                       [](const py::tuple& t) {
                         AS_CHECK(t.size() == 2,
@@ -87,9 +122,10 @@ void BindState(py::module_& m) {
                         return State::FromJson(t[0].cast<ComputeDAG>(),
                                                ParseJsonText(t[1].cast<std::string>(), "pickled LoopState"));
                       }))
-      .def("__copy__", [](py::object self) { return self; })
+      .def("copy", [](const State& s) { return s; }, "An independent copy (a State).")
+      .def("__copy__", [](const State& s) { return s; })
       .def(
-          "__deepcopy__", [](py::object self, py::object) { return self; }, py::arg("memo"))
+          "__deepcopy__", [](const State& s, const py::object&) { return s; }, py::arg("memo"))
       .def("print_python_steps", &State::PrintPythonSteps)
       .def("infer_bound", &InferBound)
       .def("__str__", &State::ToString)

@@ -1,7 +1,7 @@
 // Python view of the search: SearchParams, SketchPolicy (sketches, sampling,
 // search rounds, sketch rules written in Python), mutation and the baseline
-// states. python/autosched/search.py wraps the returned LoopStates in
-// autosched.State and the user's rules in the callables PySketchRule calls.
+// states. python/autosched/search.py subclasses SketchPolicy (its Python
+// arguments, the user's rules in the callables PySketchRule calls).
 #include <pybind11/stl.h>
 
 #include "bind.h"

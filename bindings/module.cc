@@ -4,6 +4,32 @@
 
 namespace py = pybind11;
 
+namespace {
+
+// _hand_out_as(cls): from now on the core hands values of cls's bound base
+// class out as cls (see HandOutClass in bind.h). Called once per class by the
+// module of python/autosched that defines it.
+template <typename T>
+bool Register(const py::type& cls) {
+  if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                        reinterpret_cast<PyTypeObject*>(py::type::of<T>().ptr()))) {
+    return false;
+  }
+  PyObject*& slot = autosched::bindings::HandOutClass<T>::cls;
+  Py_XDECREF(slot);
+  slot = cls.inc_ref().ptr();
+  return true;
+}
+
+void HandOutAs(const py::type& cls) {
+  AS_TYPE_CHECK(Register<autosched::State>(cls) || Register<autosched::ComputeDAG>(cls),
+                "_hand_out_as: " << py::str(cls).cast<std::string>()
+                                 << " derives from no core class that is handed out as a subclass "
+                                    "(LoopState, ComputeDAG)");
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "autosched C++ core";
   // Errors of the core become Python exceptions carrying the core's message:
@@ -39,4 +65,6 @@ PYBIND11_MODULE(_core, m) {
   autosched::bindings::bind_measure(m);
   autosched::bindings::bind_cost_model(m);
   autosched::bindings::bind_tune(m);
+  m.def("_hand_out_as", &HandOutAs, py::arg("cls"),
+        "Hands values of cls's core base class (LoopState, ComputeDAG) out as cls from now on.");
 }

@@ -11,7 +11,7 @@ from typing import Any, Union
 from . import _core, artifact
 from ._check import check_target, describe
 from ._core import Target
-from .state import State, core_state as _core_state
+from .state import State
 
 
 def _dag_and_target(task_or_dag, target):
@@ -26,10 +26,10 @@ def _dag_and_target(task_or_dag, target):
                     f"{describe(task_or_dag)}")
 
 
-def _check_same_dag(dag, core_state):
+def _check_same_dag(dag, state):
     """A state schedules the DAG it was made from: building it for another one would silently compute that
     other DAG, so a state whose initial DAG differs structurally from `dag` is refused."""
-    state_key, dag_key = core_state.init_dag.workload_key(), dag.workload_key()
+    state_key, dag_key = state.init_dag.workload_key(), dag.workload_key()
     if state_key != dag_key:
         raise ValueError(f"the state was made from a different DAG (workload key {state_key}) than the one "
                          f"given to build (workload key {dag_key}); build the state with the DAG it came "
@@ -135,23 +135,21 @@ def build(task_or_dag: Any, state: Any = None, target: "Union[str, Target, None]
         if args is not None and (isinstance(args, (str, _core.Target)) or not isinstance(args, (list, tuple))):
             raise TypeError(f"build(sch, args, target): args must be the list of the DAG's tensors, got "
                             f"{describe(args)}")
-        task_or_dag, state = sch.core.init_dag, sch
+        task_or_dag, state = sch.init_dag, sch
     dag, target = _dag_and_target(task_or_dag, target)
     if state is None:
-        state = dag.get_init_state() if hasattr(dag, "get_init_state") else _core.LoopState(dag)
-    try:
-        core_state = _core_state(state)
-    except TypeError:
+        state = State(dag)
+    if not isinstance(state, State):
         raise TypeError(f"build: state must be an autosched.State (from dag.get_init_state() or "
-                        f"task.apply_best), got {describe(state)}") from None
-    _check_same_dag(dag, core_state)
+                        f"task.apply_best), got {describe(state)}")
+    _check_same_dag(dag, state)
     target = Target.host() if target is None else check_target("build", target)
-    return Module(_core.build_state(core_state, target), state, target)
+    return Module(_core.build_state(state, target), state, target)
 
 
 def lower(state: Any, log_passes: bool = False) -> str:
     """The fully lowered loop nest of a state as text (log_passes: after every pass)."""
-    return _core.lowered_text(_core_state(state), log_passes)
+    return _core.lowered_text(state, log_passes)
 
 
 def load_module(path):

@@ -6,10 +6,10 @@
     bounded = dag.infer_bound(s)           # iterator extents after bound inference
 
 The C++ core's DAG (autosched._core.ComputeDAG) holds the ops, the access analysis, the FLOP count and
-the workload key; this subclass adds what returns Python States. DAGs that come from the core
-(``task.compute_dag``, ``state.dag``) are handed out as this class. A DAG is immutable: it pickles as its
+the workload key; this subclass adds what returns Python States. The core hands every DAG out as this
+class (``task.compute_dag``, ``state.dag``). A DAG is immutable: it pickles as its
 JSON, and copies are the DAG itself.
 """
-from .state import ComputeDAG, as_compute_dag  # defined beside State: each hands out the other
+from .state import ComputeDAG  # defined beside State: each hands out the other
 
-__all__ = ["ComputeDAG", "as_compute_dag"]
+__all__ = ["ComputeDAG"]

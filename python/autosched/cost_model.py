@@ -19,7 +19,6 @@ counted (`model.last_file_update`). A model that holds records of one target ref
 """
 from . import _core
 from .record_log import read_log
-from .state import core_state as _core_state
 
 __all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "FileUpdate", "feature_names",
            "extract_features", "pairwise_accuracy"]
@@ -34,7 +33,7 @@ def feature_names():
 
 def extract_features(task, states, num_threads=0):
     """Per state: (rows x features float32 array, error); error says why a state has no rows."""
-    return _core.extract_features([_core_state(s) for s in states], task.hardware_params, num_threads)
+    return _core.extract_features(list(states), task.hardware_params, num_threads)
 
 
 def pairwise_accuracy(scores, costs, groups=None):
@@ -61,7 +60,7 @@ def _measured(inputs, results):
             if missing:
                 raise TypeError(f"update: {what} {i} ({type(obj).__name__}) has no attribute {missing[0]!r}")
         tasks.append(inp.task)
-        states.append(_core_state(inp.state))
+        states.append(inp.state)
         succeeded = int(res.error_no) == 0
         costs.append([float(c) for c in res.costs] if succeeded else [])
         ok.append(succeeded)
@@ -95,17 +94,19 @@ class FileUpdate:
 
 
 class CostModel:
-    """Scores states of a task (higher = faster), learning from measured programs."""
+    """Scores states of a task (higher = faster), learning from measured programs. The Python half of every
+    cost model: XGBModel and RandomModel are the core's models (subclasses of _core.CostModel, whose predict,
+    num_samples and the like they keep) with this class mixed in first."""
 
-    def __init__(self, core):
-        self._core = core
+    def __init__(self, *core_args):
+        super().__init__(*core_args)  # the core model's constructor, next in the MRO
         self.targets = set()         # canonical texts of the targets of the programs given to update()
         self.last_file_update = None  # FileUpdate of the last update_from_file
 
     def update(self, inputs, results):
         """Adds measured (input, result) pairs and retrains."""
         tasks, states, costs, ok = _measured(inputs, results)
-        self._core.update(tasks, states, costs, ok)
+        super().update(tasks, states, costs, ok)
         self.targets.update(t.target.text for t in tasks)
 
     def update_from_file(self, path, target=None, exclude_workload_keys=()):
@@ -154,29 +155,24 @@ class CostModel:
 
     def predict(self, task, states):
         """One score per state, higher = faster; -inf for a state that cannot be lowered."""
-        return list(self._core.predict(task, [_core_state(s) for s in states]))
+        return super().predict(task, list(states))
 
     def save(self, path):
-        self._core.save(str(path))
+        super().save(str(path))
 
     def load(self, path):
-        self._core.load(str(path))
+        super().load(str(path))
         self.targets = set()  # the loaded model keeps no training data
 
-    @property
-    def num_samples(self):
-        """Measured programs given to update since construction or load."""
-        return self._core.num_samples
 
-
-class RandomModel(CostModel):
+class RandomModel(CostModel, _core.RandomModel):
     """Uniform random scores in [0, 1), seeded: the baseline."""
 
     def __init__(self, seed=0):
-        super().__init__(_core.RandomModel(seed))
+        super().__init__(seed)
 
 
-class XGBModel(CostModel):
+class XGBModel(CostModel, _core.XGBModel):
     """Gradient-boosted trees over program features; a program scores the sum of its statements.
 
     Parameters are XGBModelParams fields, by keyword (see docs/cost_model.md), or params=XGBModelParams(...).
@@ -190,18 +186,4 @@ class XGBModel(CostModel):
             params = XGBModelParams(**kwargs)
         elif not isinstance(params, XGBModelParams):
             raise TypeError(f"params must be an XGBModelParams, got {type(params).__name__}")
-        super().__init__(_core.XGBModel(params))
-
-    @property
-    def params(self):
-        return self._core.params
-
-    @property
-    def trained(self):
-        """False while the model still gives warm-up (random) scores."""
-        return self._core.trained
-
-    @property
-    def last_training(self):
-        """Rounds, best round, metric, data size and seconds of the last training."""
-        return self._core.last_training
+        super().__init__(params)

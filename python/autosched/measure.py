@@ -35,7 +35,6 @@ import os
 
 from . import _core
 from ._core import FaultInjection, LocalBuilder, MeasureErrorNo, MeasureResult
-from .state import core_state
 
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "FaultInjection",
            "measure", "worker_path"]
@@ -131,5 +130,5 @@ def measure(task, states, builder=None, runner=None):
     if not isinstance(runner, LocalRunner):
         raise TypeError(f"runner must be a LocalRunner, got {type(runner).__name__}")
     check_runs_here(task, runner)
-    core_states = [core_state(s.state if isinstance(s, MeasureInput) else s) for s in states]
-    return runner._measurer_for(builder).measure(task, core_states)
+    states = [s.state if isinstance(s, MeasureInput) else s for s in states]
+    return runner._measurer_for(builder).measure(task, states)

@@ -8,7 +8,6 @@ import warnings
 
 from . import _core
 from ._check import check_path
-from .build_module import _core_state
 from .state import State
 
 __all__ = ["RecordWarning", "RecordToFile", "read_log", "read_logs", "replay", "load_best_state"]
@@ -40,12 +39,12 @@ def read_logs(paths, stacklevel=2):
 
 
 def replay(rec, task):
-    """(LoopState of the record's schedule replayed on `task`'s DAG, whether the record was measured on
+    """(State of the record's schedule replayed on `task`'s DAG, whether the record was measured on
     another DAG than the task's: the same workload key given by hand to another structure). ValueError when the
     schedule does not replay on the task's DAG. Every reader of records that hands out states goes through
     here (resuming, the best state of a task)."""
-    core = _core.LoopState.from_json(task.compute_dag, rec.state.to_json())
-    return core, rec.task.compute_dag.workload_key() != task.compute_dag.workload_key()
+    state = State.from_json(task.compute_dag, rec.state.to_json())
+    return state, rec.task.compute_dag.workload_key() != task.compute_dag.workload_key()
 
 
 def load_best_state(path, task, loaded=None):
@@ -61,7 +60,7 @@ def load_best_state(path, task, loaded=None):
     mine.sort(key=lambda rec: rec.result.mean_cost)  # stable: the first of equal costs, as load_best_record
     for rec in mine:
         try:
-            core, other_dag = replay(rec, task)
+            state, other_dag = replay(rec, task)
         except ValueError as err:
             warnings.warn(f"{path}:{rec.line}: the schedule does not replay on the DAG of task "
                           f"'{task.desc or key}' ({err}); skipped", RecordWarning, stacklevel=2)
@@ -71,7 +70,7 @@ def load_best_state(path, task, loaded=None):
                           f"but was measured on another DAG (structural key {rec.task.compute_dag.workload_key()}, "
                           f"the task's is {task.compute_dag.workload_key()}); its schedule replays on the task's "
                           "DAG, but its time was not measured there", RecordWarning, stacklevel=2)
-        return State(core), rec.result
+        return state, rec.result
     return None, None
 
 
@@ -98,7 +97,7 @@ class RecordToFile:
             text = task_json.get(id(inp.task))
             if text is None:
                 text = task_json[id(inp.task)] = inp.task.to_json()
-            self._writer.write(text, _core_state(inp.state), res)
+            self._writer.write(text, inp.state, res)
         self.warn_notices(stacklevel=2)
 
     def warn_notices(self, stacklevel=2):

@@ -28,7 +28,7 @@ from . import _core
 from . import cost_model as cm
 from ._check import check_type
 from ._core import SearchParams
-from .state import State, core_state as _core_state
+from .state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "expert_schedule",
@@ -51,8 +51,9 @@ def make_cost_model(spec=None, default="random"):
     raise ValueError(f"cost model must be a CostModel, 'xgb' or 'random', got {spec!r}")
 
 
-class SketchPolicy:
-    """Sketch generation, sampling and the evolutionary search for one task (CPU targets).
+class SketchPolicy(_core.SketchPolicy):
+    """Sketch generation, sampling and the evolutionary search for one task (CPU targets): the core's
+    SketchPolicy, with the Python forms of its arguments and your own sketch rules.
 
     program_cost_model: a CostModel, "xgb", "random" or None (RandomModel). params: SearchParams (also
     accepted in place of the cost model, for the older form SketchPolicy(task, params)). seed: the search is
@@ -67,9 +68,10 @@ class SketchPolicy:
             raise TypeError(f"params must be a SearchParams, got {type(params).__name__}")
         check_type("SketchPolicy", "task", task, _core.SearchTask, "a SearchTask")
         check_type("SketchPolicy", "seed", seed, int, "an int")
-        self.task = task
-        self.cost_model = make_cost_model(program_cost_model)
-        self._policy = _core.SketchPolicy(task, params, self.cost_model._core, seed)
+        model = make_cost_model(program_cost_model)
+        super().__init__(task, params, model, seed)
+        self.cost_model = model
+        self.task = task  # the task as given (the Python SearchTask, with its workload)
         if isinstance(sketch_rules, (str, bytes)) or not isinstance(sketch_rules, (list, tuple, type(None))):
             raise TypeError(f"sketch_rules must be a list of sketch rules, got {type(sketch_rules).__name__}")
         for rule in sketch_rules or ():
@@ -103,79 +105,18 @@ class SketchPolicy:
         if not isinstance(name, str) or not name:
             raise TypeError(f"a sketch rule's name must be a non-empty string, got {name!r}")
         adapter = _RuleAdapter(weakref.ref(self), name, cond_fn, apply_fn)
-        self._policy.add_sketch_rule(name, adapter.condition, adapter.apply)
-
-    @property
-    def params(self):
-        return self._policy.params
-
-    @property
-    def sketch_rule_names(self):
-        return self._policy.sketch_rule_names
-
-    @property
-    def init_rule_names(self):
-        return self._policy.init_rule_names
-
-    @property
-    def mutation_rule_names(self):
-        return self._policy.mutation_rule_names
-
-    @property
-    def mutation_probabilities(self):
-        """Relative weights of the mutation rules (same order as mutation_rule_names); assignable."""
-        return self._policy.mutation_probabilities
-
-    @mutation_probabilities.setter
-    def mutation_probabilities(self, values):
-        self._policy.mutation_probabilities = list(values)
-
-    @property
-    def rule_failures(self):
-        """Rules whose apply the core refused during the last generate_sketches (one line each)."""
-        return self._policy.rule_failures
-
-    def generate_sketches(self):
-        return [State(s) for s in self._policy.generate_sketches()]
-
-    def sample_init_population(self, n, seed=0):
-        states, drops = self._policy.sample_init_population(n, seed)
-        return [State(s) for s in states], drops
-
-    def continue_search_one_round(self, num_measure):
-        """Up to num_measure States never measured nor proposed before (none: the search space is
-        exhausted). Runs on all cores with the GIL released."""
-        return [State(s) for s in self._policy.continue_search_one_round(int(num_measure))]
+        super().add_sketch_rule(name, adapter.condition, adapter.apply)
 
     def record_measured(self, inputs, results):
         """Measured states (States or MeasureInputs) and their MeasureResults: never proposed again, and
         given to the cost model."""
-        states = [_core_state(getattr(x, "state", x)) for x in inputs]
-        self._policy.record_measured(states, list(results))
+        super().record_measured([getattr(x, "state", x) for x in inputs], list(results))
 
     def expert_schedule(self):
         """The expert schedule made from this policy's sketches (see search.expert_schedule), or None; every
         round's initial population holds it."""
-        core, _, _ = self._policy.expert_schedule()
-        return None if core is None else State(core)
-
-    def is_measured(self, state):
-        return self._policy.is_measured(_core_state(state))
-
-    @property
-    def num_measured(self):
-        """States measured or proposed for measurement so far."""
-        return self._policy.num_measured
-
-    @property
-    def last_round(self):
-        """What the last round did (dict): sampled states, mutations and their failures by reason, states
-        picked, seconds of search and of the cost model."""
-        return self._policy.last_round
-
-    @property
-    def model_update_seconds(self):
-        return self._policy.model_update_seconds
+        state, _, _ = super().expert_schedule()
+        return state
 
 
 class SketchRuleCondition(enum.IntEnum):
@@ -215,22 +156,22 @@ _CONDITION_NAMES = {c.name.lower(): c for c in SketchRuleCondition}
 
 
 class _RuleAdapter:
-    """The callables the C++ rule calls: converts the LoopState to a State, calls the user's function, checks
-    and converts what it returns. Holds the policy weakly (the C++ policy owns this adapter)."""
+    """The callables the C++ rule calls: calls the user's function with the policy, checks what it returns.
+    Holds the policy weakly (the C++ policy owns this adapter)."""
 
     def __init__(self, policy_ref, name, condition, apply):
         self.policy_ref, self.name, self.user_condition, self.user_apply = policy_ref, name, condition, apply
 
-    def _call(self, what, fn, core_state, stage_id):
+    def _call(self, what, fn, state, stage_id):
         try:
-            return fn(self.policy_ref(), State(core_state), stage_id)
+            return fn(self.policy_ref(), state, stage_id)
         except Exception as err:  # noqa: BLE001  (any failure of user code, reported with the rule's name)
-            stage = core_state.stages[stage_id].name
+            stage = state.stages[stage_id].name
             raise SketchRuleError(f"sketch rule '{self.name}' raised {type(err).__name__} in its {what} at "
                                   f"stage {stage_id} ('{stage}'): {err}") from err
 
-    def condition(self, core_state, stage_id):
-        result = self._call("condition", self.user_condition, core_state, stage_id)
+    def condition(self, state, stage_id):
+        result = self._call("condition", self.user_condition, state, stage_id)
         if isinstance(result, SketchRuleCondition):
             return int(result)
         if isinstance(result, str) and result.lower() in _CONDITION_NAMES:
@@ -238,8 +179,8 @@ class _RuleAdapter:
         raise TypeError(f"sketch rule '{self.name}': its condition must return a SketchRuleCondition or one "
                         f"of {sorted(_CONDITION_NAMES)}, got {result!r}")
 
-    def apply(self, core_state, stage_id):
-        result = self._call("apply", self.user_apply, core_state, stage_id)
+    def apply(self, state, stage_id):
+        result = self._call("apply", self.user_apply, state, stage_id)
         expected = "a list of (State, next_stage_id) pairs"
         if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
             raise TypeError(f"sketch rule '{self.name}': its apply must return {expected}, got {result!r}")
@@ -249,21 +190,20 @@ class _RuleAdapter:
                 raise TypeError(f"sketch rule '{self.name}': its apply must return {expected}, got the item "
                                 f"{item!r}")
             state, next_id = item
-            if not isinstance(state, (State, _core.LoopState)):
+            if not isinstance(state, State):
                 raise TypeError(f"sketch rule '{self.name}': its apply returned {type(state).__name__} "
                                 f"where a State goes, in {item!r}")
             if isinstance(next_id, bool) or not isinstance(next_id, numbers.Integral):
                 raise TypeError(f"sketch rule '{self.name}': its apply returned the next stage id "
                                 f"{next_id!r}; it must be an int (-1 when the sketch is finished)")
-            out.append((_core_state(state), int(next_id)))
+            out.append((state, int(next_id)))
         return out
 
 
 def mutate(task, state, seed=0, params=None, rule=None):
     """One random mutation of a complete state: (State or None, failure reason, message). rule picks one
     rule by name ("tile-size", "auto-unroll", "compute-location", "parallel"); None picks by probability."""
-    new, failure, message = _core.mutate_state(task, _core_state(state), seed, params, rule or "")
-    return (None if new is None else State(new)), failure, message
+    return _core.mutate_state(task, state, seed, params, rule or "")
 
 
 def expert_schedule(task, params=None):
@@ -277,13 +217,12 @@ def expert_schedule(task, params=None):
 
 def expert_schedule_info(task, params=None):
     """(State or None, the reason there is none, how each number was chosen) of expert_schedule."""
-    core, reason, note = _core.expert_schedule(task, params or SearchParams())
-    return (None if core is None else State(core)), reason, note
+    return _core.expert_schedule(task, params or SearchParams())
 
 
 def baseline_states(task, params=None):
     """What tuning measures first: the plain loop nest and its parallel + vectorized variant."""
-    return [State(s) for s in _core.baseline_states(task, params or SearchParams())]
+    return _core.baseline_states(task, params or SearchParams())
 
 
 def generate_sketches(task, params=None, sketch_rules=None):
@@ -295,6 +234,4 @@ def generate_sketches(task, params=None, sketch_rules=None):
 def sample_init_population(task, n, seed=0, params=None, sketches=None):
     """Up to n distinct random complete States of the task's sketches (or of `sketches`, States from
     generate_sketches), and the dropped attempts per reason (a dict)."""
-    core_sketches = None if sketches is None else [s.core for s in sketches]
-    states, drops = _core.sample_init_population(task, n, seed, params, core_sketches)
-    return [State(s) for s in states], drops
+    return _core.sample_init_population(task, n, seed, params, sketches)

@@ -12,8 +12,9 @@ Stages are addressed by tensor, by name or by position (resolved by the core:
 ComputeDAG::FindOp); iterators by the objects of ``s[stage].iters``, by name or
 by position. Each call appends one step: it builds the step's record (the JSON
 form records store, ["SP", stage, iter, ...]; docs/schedules.md lists them) and
-the immutable C++ state underneath replays it (``LoopState.apply_step``); this
-wrapper holds the latest state. Invalid steps raise ValueError naming the step.
+the core replays it in place (``LoopState.append_step``; State is the core's
+LoopState with these methods). Invalid steps raise ValueError naming the step
+and leave the state as it was.
 """
 import json
 import numbers
@@ -42,85 +43,23 @@ def _split_lengths(lengths):
     return [None if x is None else int(x) for x in lengths]
 
 
-class StageView:
-    """A stage of a state at the time it was taken (name, op, iters, location)."""
-
-    def __init__(self, state, index):
-        core = state._core.stages[index]
-        self.index = index
-        self.name = core.name
-        self.op = core.op
-        self.iters = core.iters
-        self.compute_at = core.compute_at
-        self.scope = core.scope
-        self.auto_unroll_max_step = core.auto_unroll_max_step
-        self.attach_point = state._core.attach_point(index)
-
-    def __repr__(self):
-        return "Stage(%s)" % self.name
+StageView = _core.Stage  # what state.stages and state[stage] give: a stage as it was when taken
 
 
-class State:
-    """A loop state of a ComputeDAG; see the module docstring. States pickle (as their DAG and steps) and
-    copy (copies are independent: each holds its own latest state)."""
-
-    def __init__(self, core_state):
-        self._core = core_state
-
-    # ---- construction and conversion ----
-    @staticmethod
-    def from_json(dag, text):
-        """Replays the steps of ``State.to_json()`` on ``dag``."""
-        return State(_core.LoopState.from_json(dag, text))
-
-    def to_json(self):
-        return self._core.to_json()
-
-    def copy(self):
-        return State(self._core)
-
-    __copy__ = copy
-
-    def __deepcopy__(self, memo):
-        return State(self._core)  # the C++ state is immutable: sharing it is a deep copy
-
-    def __reduce__(self):
-        return State, (self._core,)
-
-    @property
-    def core(self):
-        """The underlying immutable C++ state."""
-        return self._core
-
-    @property
-    def dag(self):
-        """The current DAG (changed by cache_read, cache_write and rfactor)."""
-        return as_compute_dag(self._core.dag)
-
-    @property
-    def stages(self):
-        return [StageView(self, i) for i in range(len(self._core.stages))]
+class State(_core.LoopState):
+    """A loop state of a ComputeDAG; see the module docstring. State(dag) has no steps; State(state) is a copy.
+    The core's LoopState with the step methods: the core hands every state out as this class. States pickle
+    (as their DAG and steps) and copy (copies are independent)."""
 
     def __getitem__(self, stage):
-        return StageView(self, self._stage_id(stage))
+        return self.stages[self._stage_id(stage)]
 
     def __iter__(self) -> Iterator[Any]:
         """The stages, in order (as state.stages)."""
         return iter(self.stages)
 
     def __len__(self) -> int:
-        return len(self._core.stages)
-
-    def __str__(self):
-        return str(self._core)
-
-    __repr__ = __str__
-
-    def __eq__(self, other):
-        return isinstance(other, State) and self._core.same_steps(other._core)
-
-    def __hash__(self):
-        return hash(self.to_json())
+        return len(self.stages)
 
     # ---- resolution of stages and iterators ----
     def _stage_id(self, stage):
@@ -128,14 +67,14 @@ class State:
             stage = stage.op
         if isinstance(stage, bool) or not isinstance(stage, (_core.Tensor, str, numbers.Integral)):
             raise TypeError("a stage is given by tensor, name or index, got %r" % (stage,))
-        return self._core.stage_id(stage if isinstance(stage, (_core.Tensor, str)) else int(stage))
+        return self.stage_id(stage if isinstance(stage, (_core.Tensor, str)) else int(stage))
 
     def _iter_id(self, stage_id, it):
-        iters = self._core.stages[stage_id].iters
+        iters = self.stages[stage_id].iters
         if isinstance(it, numbers.Integral) and not isinstance(it, bool):
             if not INT32_RANGE[0] <= it < INT32_RANGE[1]:  # the step checks the range; a record holds int32
                 raise ValueError("stage '%s' has no iterator %d (it has %d)"
-                                 % (self._core.stages[stage_id].name, it, len(iters)))
+                                 % (self.stages[stage_id].name, it, len(iters)))
             return int(it)
         name = getattr(it, "name", it)
         if not isinstance(name, str):
@@ -144,27 +83,27 @@ class State:
             if x.name == name:
                 return i
         raise ValueError("stage '%s' has no iterator '%s' (it has %s)"
-                         % (self._core.stages[stage_id].name, name, [x.name for x in iters]))
+                         % (self.stages[stage_id].name, name, [x.name for x in iters]))
 
     def _iters(self, stage_id):
-        return self._core.stages[stage_id].iters
+        return self.stages[stage_id].iters
 
     def _apply(self, step, record_name, *args):
         """Appends the step whose record is [record_name, *args]."""
-        self._core = self._core.apply_step(json.dumps([record_name, *args]))
+        self.append_step(json.dumps([record_name, *args]))
 
     def _int(self, step, what, x):
         """An integer argument of a step; records hold 32-bit ones, so a larger one is refused here rather
         than cut short."""
         if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-            raise TypeError(f"step {self._core.num_steps} ({step}): {what} must be an integer, got {x!r}")
+            raise TypeError(f"step {self.num_steps} ({step}): {what} must be an integer, got {x!r}")
         if not INT32_RANGE[0] <= x < INT32_RANGE[1]:
-            raise ValueError(f"step {self._core.num_steps} ({step}): {what} {x} is out of range")
+            raise ValueError(f"step {self.num_steps} ({step}): {what} {x} is out of range")
         return int(x)
 
     def _str(self, step, what, x):
         if not isinstance(x, str):
-            raise TypeError(f"step {self._core.num_steps} ({step}): {what} must be a string, got {x!r}")
+            raise TypeError(f"step {self.num_steps} ({step}): {what} must be a string, got {x!r}")
         return x
 
     # ---- steps (the record of each: transform_steps.h) ----
@@ -178,7 +117,7 @@ class State:
             if x is not None and not -2**63 <= x < 2**63:
                 problem = (f"length {x}, more than {_core.MAX_ITER_EXTENT} (loop indices are 32-bit integers)"
                            if x > 0 else f"a bad factor {x} (lengths must be positive)")
-                raise ValueError(f"step {self._core.num_steps} (split): split of '{self._iters(sid)[it].name}' "
+                raise ValueError(f"step {self.num_steps} (split): split of '{self._iters(sid)[it].name}' "
                                  f"has {problem}")
         iters = self._iters(sid)
         extent = iters[it].extent if 0 <= it < len(iters) else None  # informative, kept in the record
@@ -253,9 +192,9 @@ class State:
 
     def _apply_adding_stage(self, step, record_name, *args):
         """Applies a step that adds one stage; returns that stage's tensor."""
-        before = {st.name for st in self._core.stages}
+        before = {st.name for st in self.stages}
         self._apply(step, record_name, *args)
-        (added,) = [st for st in self._core.stages if st.name not in before]
+        (added,) = [st for st in self.stages if st.name not in before]
         return added.op
 
     def cache_read(self, stage, scope_name, reader_stages):
@@ -293,8 +232,8 @@ class BestState(State):
     ``sch, args = task.apply_best(log)`` (the state and the DAG's tensors), and
     ``autosched.build(sch, args)`` builds it."""
 
-    def __init__(self, core_state: Any, args: Sequence[Any]) -> None:
-        super().__init__(core_state)
+    def __init__(self, state: State, args: Sequence[Any]) -> None:
+        super().__init__(state)
         self.args = list(args)
 
     def __iter__(self) -> Iterator[Any]:
@@ -303,25 +242,15 @@ class BestState(State):
     def __len__(self) -> int:
         return 2
 
-
-def core_state(state):
-    """The C++ LoopState behind a state: a State, a LoopState, or an object holding one of them as ``state``
-    (a MeasureInput, a loaded record). What every call into the core that takes states goes through."""
-    if isinstance(state, State):
-        return state._core
-    if isinstance(state, _core.LoopState):
-        return state
-    inner = getattr(state, "state", None)
-    if inner is not None and inner is not state:
-        return core_state(inner)
-    raise TypeError(f"state must be a loop state (from dag.get_init_state()), got {type(state).__name__}")
+    def __reduce__(self):
+        return BestState, (State(self), self.args)
 
 
 # The DAG and its states hand each other out (dag.get_init_state(), state.dag), so both live in this module;
 # autosched.compute_dag re-exports ComputeDAG.
 class ComputeDAG(_core.ComputeDAG):
     """ComputeDAG(tensors): the ops reachable from the given inputs and outputs, in topological order.
-    ComputeDAG(dag) gives the same DAG as this class (from a core ComputeDAG)."""
+    ComputeDAG(dag) gives the same DAG. The core hands every DAG out as this class."""
 
     def __init__(self, tensors):
         if not isinstance(tensors, _core.ComputeDAG):
@@ -334,33 +263,27 @@ class ComputeDAG(_core.ComputeDAG):
                                     f"got {describe(t)}")
         call_core("ComputeDAG", super().__init__, tensors)
 
-    @classmethod
-    def from_json(cls, text):
-        """The DAG of ``dag.to_json()``."""
-        return cls(_core.ComputeDAG.from_json(text))
-
     def get_init_state(self):
         """The state with no steps: the plain loop nest of the DAG."""
-        return State(_core.LoopState(self))
+        return State(self)
 
     def print_python_steps(self, state):
         """The steps of ``state`` as calls of the State API (``s`` is the state)."""
-        return core_state(state).print_python_steps()
+        return state.print_python_steps()
 
     def infer_bound(self, state):
         """A copy of ``state`` whose iterators have the extents bound inference gives."""
-        return State(core_state(state).infer_bound())
+        return state.infer_bound()
 
 
-def as_compute_dag(dag):
-    """``dag`` as a ComputeDAG of this module (the same DAG; a core one is wrapped)."""
-    return dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
+_core._hand_out_as(State)
+_core._hand_out_as(ComputeDAG)
 
 
 def lower_state(state):
     """The loop nest of a state as it comes from the state, before the lowering passes (a LoweredFunc:
     name, args, and its text as str())."""
-    return _core.lower_state(core_state(state))
+    return _core.lower_state(state)
 
 
 def lower_state_text(state):

@@ -9,7 +9,7 @@ from ._check import call_core, check_hardware_params, check_path, check_target, 
 from ._core import ComputeDAG, HardwareParams, Target
 from .build_module import build, lower
 from .record_log import load_best_state
-from .state import BestState, as_compute_dag
+from .state import BestState
 
 
 class SearchTask(_core.SearchTask):
@@ -47,11 +47,6 @@ class SearchTask(_core.SearchTask):
         elif not isinstance(compute_dag, ComputeDAG):
             raise TypeError(f"SearchTask: compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
         call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc)
-
-    @property
-    def compute_dag(self):
-        """The task's DAG (an autosched.ComputeDAG)."""
-        return as_compute_dag(super().compute_dag)
 
     def to_json(self):
         doc = json.loads(super().to_json())
@@ -101,14 +96,14 @@ class SearchTask(_core.SearchTask):
             raise ValueError(f"record log '{log_file}' has no successful measurement of task "
                              f"'{self.desc or self.workload_key}' (workload key {self.workload_key}, target "
                              f"'{self.target.text}')")
-        return BestState(state.core, self.compute_dag.tensors)
+        return BestState(state, self.compute_dag.tensors)
 
     def print_best(self, log_file: Union[str, "os.PathLike[str]"], print_mode: str = "schedule") -> str:
         """The best schedule in the log as text: "schedule" the Python steps that make it, "loops" its loop
         nest, "lowered" the lowered loop-nest IR."""
         state = self.apply_best(log_file)
         if print_mode == "schedule":
-            return state.core.print_python_steps()
+            return state.print_python_steps()
         if print_mode == "loops":
             return str(state)
         if print_mode == "lowered":

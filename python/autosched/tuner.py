@@ -44,7 +44,6 @@ from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, m
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
-from .state import State
 from .text import format_time
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
                           _transfer_text)
@@ -181,7 +180,7 @@ class TaskTuner:
 
     # ---- bookkeeping ----
     def absorb(self, keys, states, results, resumed=False):
-        """Counts measured (state key, core state, result) triples: trials, errors, the best, the baseline."""
+        """Counts measured (state key, State, result) triples: trials, errors, the best, the baseline."""
         r = self.result
         for key, state, res in zip(keys, states, results):
             r.trials += 1
@@ -199,15 +198,13 @@ class TaskTuner:
             if cost is not None and math.isfinite(cost) and (r.best_cost is None or cost < r.best_cost):
                 r.best_cost, r.best_state = cost, state
                 self.last_improvement = r.trials
-        if isinstance(r.best_state, _core.LoopState):
-            r.best_state = State(r.best_state)
         if resumed:
             r.resumed_trials = r.trials
             self.last_improvement = r.trials
         r.history.append((r.trials, r.best_cost))
 
     def run_round(self, n=0, states=None):
-        """One round: `states` (core states) or up to n the search proposes, measured, recorded in the
+        """One round: `states` (States) or up to n the search proposes, measured, recorded in the
         RecordToFile logs, learned from; then the other callbacks and the bookkeeping. Returns the round
         (a _core.TuningRound). With a runner that measures here it is one core call (_core.tuning_round); a
         runner that measures elsewhere (measures_here False: RayRunner) gets the round split in three:
@@ -220,7 +217,7 @@ class TaskTuner:
             budget = self.options.time_budget_s
             # The round's measurements stop at the end of the time budget (the states left are not measured).
             deadline_s = None if budget is None else self.start + budget - time.monotonic()
-            rnd = _core.tuning_round(self.policy._policy, self._measurer, [log._writer for log in self._logs],
+            rnd = _core.tuning_round(self.policy, self._measurer, [log._writer for log in self._logs],
                                      self._json(), n, states, deadline_s=deadline_s)
             if rnd.searched:
                 self.result.seconds["search"] += rnd.search_seconds
@@ -236,8 +233,8 @@ class TaskTuner:
         return self._task_json
 
     def propose_round(self, n):
-        """The search of a round, in the core: up to n core states never measured ([]: nothing new)."""
-        states = self.policy._policy.continue_search_one_round(int(n))
+        """The search of a round, in the core: up to n States never measured ([]: nothing new)."""
+        states = self.policy.continue_search_one_round(int(n))
         stats = self.policy.last_round
         self.result.seconds["search"] += stats["search_seconds"]
         self.result.seconds["cost_model"] += stats["cost_model_seconds"]
@@ -256,7 +253,7 @@ class TaskTuner:
     def finish_round(self, states, results, seconds):
         """The end of a round measured elsewhere, in the core as tuning_round ends one (records in the
         RecordToFile logs, the policy and its cost model), then the callbacks and the bookkeeping."""
-        rnd = _core.record_round(self.policy._policy, [log._writer for log in self._logs], self._json(),
+        rnd = _core.record_round(self.policy, [log._writer for log in self._logs], self._json(),
                                  states, results)
         self.result.seconds["measure"] += seconds
         return self._take_round(rnd)
@@ -268,7 +265,7 @@ class TaskTuner:
             warnings.warn(message, RecordWarning, stacklevel=5)
         states, results = rnd.states, rnd.results
         if states and self._callbacks:
-            inputs = [MeasureInput(self.task, State(s)) for s in states]
+            inputs = [MeasureInput(self.task, s) for s in states]
             for cb in self._callbacks:
                 cb(self.policy, inputs, results)
         if states:
@@ -304,7 +301,7 @@ class TaskTuner:
                               f"structural key is {self.task.compute_dag.workload_key()}); their times were not "
                               "measured on this task", RecordWarning, stacklevel=5)
         for name, s in self.start_states():
-            self.baseline_keys[_core.state_key(s.core)] = name
+            self.baseline_keys[_core.state_key(s)] = name
         if states:
             t0 = time.monotonic()
             self.policy.record_measured(states, results)
@@ -326,7 +323,7 @@ class TaskTuner:
 
     def baseline(self, limit):
         """Measures the start states not measured yet, at most `limit` of them; returns how many."""
-        todo = [s.core for _, s in self.start_states() if not self.policy.is_measured(s)][:max(0, limit)]
+        todo = [s for _, s in self.start_states() if not self.policy.is_measured(s)][:max(0, limit)]
         if todo:
             self.run_round(states=todo)
             self.progress("baseline", {})

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core, artifact
 from .._check import check_path
-from ..build_module import Module, TimeResult, _core_state, build as build_kernel
+from ..build_module import Module, TimeResult, build as build_kernel
 from ..records import applied_log, load_best_state, read_log
 from ..search import baseline_states
 from . import export
@@ -251,13 +251,12 @@ class _Kernel:
 def _split_kernel(task, state, constant_args):
     """The kernel of `state` with its stages computed only from the constant arguments split off, or None
     when there are none."""
-    core = _core_state(state)
-    kernel_state, stage_ids, dags, args = _core.split_constant_stages(core, constant_args)
+    kernel_state, stage_ids, dags, args = _core.split_constant_stages(state, constant_args)
     if not stage_ids:
         return None
     target = task.target
     module = Module(_core.build_state(kernel_state, target), kernel_state, target)
-    prepack = [(core.stages[i].name, build_kernel(dag, None, target), list(a))
+    prepack = [(state.stages[i].name, build_kernel(dag, None, target), list(a))
                for i, dag, a in zip(stage_ids, dags, args)]
     return module, prepack
 

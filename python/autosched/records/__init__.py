@@ -22,7 +22,6 @@ from .. import _core
 from .._check import check_path
 from ..measure import MeasureInput
 from ..record_log import RecordToFile, RecordWarning, load_best_state, read_log
-from ..state import State
 from ..task import SearchTask
 from ..text import format_time
 
@@ -42,7 +41,7 @@ def _to_pairs(records):
         task = tasks.get(text)
         if task is None:
             task = tasks[text] = SearchTask.from_json(text)
-        pairs.append((MeasureInput(task, State(rec.state)), rec.result))
+        pairs.append((MeasureInput(task, rec.state), rec.result))
     return pairs
 
 
