@@ -105,7 +105,7 @@ def check_golden(name, text, directory=GOLDEN_DIR, update=UPDATE, suffix=".txt")
 @pytest.mark.parametrize("name", sorted(SCHEDULES))
 def test_lowered_ir_matches_golden(name):
     dag, s = SCHEDULES[name]()
-    check_golden(name, str(_core.lower(s.core)))
+    check_golden(name, str(_core.lower(s)))
 
 
 @pytest.mark.needs_llvm

@@ -9,7 +9,6 @@ import autosched as ans
 from autosched import _core, search
 from autosched import cost_model as cm
 from autosched import measure as am
-from autosched.state import core_state
 from schedule_helpers import matmul
 
 OPTIONS = [ans.SearchParams, ans.LocalBuilder, ans.LocalRunner, cm.XGBModelParams, am.FaultInjection]
@@ -137,14 +136,3 @@ def test_a_malformed_target_string_is_a_value_error_naming_it(call):
     dag, _ = matmul(8, 8, 8)
     with pytest.raises(ValueError, match="unknown target kind 'cuda'"):
         call(dag)
-
-
-def test_one_helper_finds_the_core_state():
-    dag, _ = matmul(8, 8, 8)
-    state = dag.get_init_state()
-    task = ans.SearchTask(compute_dag=dag, target="llvm")
-    core = core_state(state)
-    assert isinstance(core, _core.LoopState)
-    assert core_state(core) is core and core_state(am.MeasureInput(task, state)) is core
-    with pytest.raises(TypeError, match="state must be a loop state"):
-        core_state("not a state")

@@ -528,4 +528,4 @@ def test_record_round_refuses_results_that_do_not_match_the_states():
     policy = fast_policy(task)
     state = task.compute_dag.get_init_state()
     with pytest.raises(ValueError, match="one result per measured state, got 0 results for 1 states"):
-        ans._core.record_round(policy._policy, [], task.to_json(), [state.core], [])
+        ans._core.record_round(policy, [], task.to_json(), [state], [])
