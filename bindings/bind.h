@@ -107,7 +107,6 @@ struct type_caster<autosched::State> : hand_out_caster<autosched::State> {};
 template <>
 struct type_caster<autosched::ComputeDAG> : hand_out_caster<autosched::ComputeDAG> {};
 
-
 // Wherever a Target is expected, a string is taken as its text: a malformed
 // one raises the parser's ValueError (naming what is wrong) rather than
 // pybind11's "incompatible function arguments". Declared here, where every

@@ -43,7 +43,9 @@ T FromPython(const char* owner, const char* name, py::handle value) {
     try {
       return value.cast<T>();
     } catch (const py::cast_error&) {
-      AS_CHECK(false, owner << ": " << name << " is out of range, got " << Repr(value));
+      const bool negative = value.cast<py::int_>() < py::int_(0);
+      AS_CHECK(false, owner << ": " << name << (negative ? " is too small" : " is too large") << ", got "
+                            << Repr(value));
     }
     return T{};
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -107,9 +109,9 @@ py::dict ToDict(const S& options) {
   return out;
 }
 
+// `options` with the fields the mapping gives (None: keep), checked.
 template <typename S>
-S FromMapping(const py::handle& mapping) {
-  S options;
+S FromMapping(const py::handle& mapping, S options = S{}) {
   for (auto [key_handle, value] : mapping.cast<py::dict>()) {
     const std::string key = py::str(key_handle);
     if (value.is_none()) continue;
@@ -122,12 +124,14 @@ S FromMapping(const py::handle& mapping) {
 
 }  // namespace options_detail
 
-template <typename S>
-pybind11::class_<S> BindOptions(pybind11::module_& m, const char* python_name, const char* doc) {
+// The class of S; `make` is its constructor (a function of the Python
+// arguments returning S), by default one of keywords only.
+template <typename S, typename Make>
+pybind11::class_<S> BindOptions(pybind11::module_& m, const char* python_name, const char* doc, Make make) {
   namespace py = pybind11;
   using namespace options_detail;
   py::class_<S> cls(m, python_name, doc);
-  cls.def(py::init([](const py::kwargs& kwargs) { return FromMapping<S>(kwargs); }));
+  cls.def(py::init(make));
   py::list names;
   const S defaults{};
   S::VisitFields(defaults, [&](const char* name, const auto&, const FieldRange&, const char* field_doc) {
@@ -157,6 +161,13 @@ pybind11::class_<S> BindOptions(pybind11::module_& m, const char* python_name, c
       .def(py::pickle([](const S& s) { return ToDict(s); },
                       [](const py::dict& state) { return FromMapping<S>(state); }));
   return cls;
+}
+
+template <typename S>
+pybind11::class_<S> BindOptions(pybind11::module_& m, const char* python_name, const char* doc) {
+  return BindOptions<S>(m, python_name, doc, [](const pybind11::kwargs& kwargs) {
+    return options_detail::FromMapping<S>(kwargs);
+  });
 }
 
 }  // namespace autosched::bindings

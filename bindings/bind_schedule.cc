@@ -86,7 +86,8 @@ void BindState(py::module_& m) {
                     "LoopState(state): a copy.")
       .def(py::init<const ComputeDAG&>(), py::arg("dag"))
       .def(py::init<const State&>(), py::arg("state"))
-      .def_property_readonly("dag", &State::dag, "the current DAG (changed by cache_read, cache_write, rfactor)")
+      .def_property_readonly("dag", &State::dag,
+                             "the current DAG (changed by cache_read, cache_write, rfactor)")
       .def_property_readonly("init_dag", &State::init_dag)
       .def_property_readonly("stages", &StageViews)
       .def_property_readonly("num_steps", [](const State& s) { return s.steps().size(); })
@@ -108,11 +109,12 @@ void BindState(py::module_& m) {
            })
       .def("__hash__", [](const State& s) { return std::hash<std::string>()(s.ToJson().dump()); })
       .def("to_json", [](const State& s) { return s.ToJson().dump(); })
-      .def_static("from_json",
-                  [](const ComputeDAG& dag, const std::string& text) {
-                    return State::FromJson(dag, ParseJsonText(text, "state JSON"));
-                  },
-                  py::arg("dag"), py::arg("text"), "Replays the steps of to_json() on dag.")
+      .def_static(
+          "from_json",
+          [](const ComputeDAG& dag, const std::string& text) {
+            return State::FromJson(dag, ParseJsonText(text, "state JSON"));
+          },
+          py::arg("dag"), py::arg("text"), "Replays the steps of to_json() on dag.")
       // Pickled as its initial DAG and its steps. Copies are independent
       // (append_step changes a state in place) and O(1): the steps are shared.
       .def(py::pickle([](const State& s) { return py::make_tuple(s.init_dag(), s.ToJson().dump()); },
@@ -122,7 +124,8 @@ void BindState(py::module_& m) {
                         return State::FromJson(t[0].cast<ComputeDAG>(),
                                                ParseJsonText(t[1].cast<std::string>(), "pickled LoopState"));
                       }))
-      .def("copy", [](const State& s) { return s; }, "An independent copy (a State).")
+      .def(
+          "copy", [](const State& s) { return s; }, "An independent copy (a State).")
       .def("__copy__", [](const State& s) { return s; })
       .def(
           "__deepcopy__", [](const State& s, const py::object&) { return s; }, py::arg("memo"))

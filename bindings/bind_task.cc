@@ -1,12 +1,13 @@
-// Python view of Target, HardwareParams and SearchTask. HardwareParams takes
-// every field as an optional keyword; python/autosched/task.py adds the
-// workload registry on top of SearchTask.
+// Python view of Target, HardwareParams and SearchTask. HardwareParams is
+// bound from its field list (bind_options.h); python/autosched/task.py adds
+// the workload registry on top of SearchTask.
 #include <pybind11/stl.h>
 
 #include <iterator>
 #include <optional>
 
 #include "bind.h"
+#include "bind_options.h"
 #include "ir/serialize.h"
 #include "support/error.h"
 #include "task/search_task.h"
@@ -18,36 +19,6 @@ namespace autosched::bindings {
 namespace {
 
 nlohmann::json ParseJson(const std::string& text, const char* what) { return ParseJsonText(text, what); }
-
-std::string HardwareParamsRepr(const HardwareParams& p) {
-  std::string text = "HardwareParams(";
-  bool first = true;
-#define AUTOSCHED_FIELD_REPR(name, default_value, doc)                           \
-  text += (first ? "" : ", ") + std::string(#name "=") + std::to_string(p.name); \
-  first = false;
-  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_REPR)
-#undef AUTOSCHED_FIELD_REPR
-  return text + ")";
-}
-
-// A hardware parameter given from Python: an int in [0, 2^63), or -1 for
-// "take it from the target" (TypeError / Error naming the field otherwise),
-// for the arguments and the setters alike.
-int64_t HardwareParamValue(const char* name, py::handle value) {
-  AS_TYPE_CHECK(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
-                "HardwareParams: " << name << " must be an int");
-  const std::string text = py::str(value).cast<std::string>();
-  if (text == "-1") return kHardwareParamFromTarget;
-  const bool negative = value.cast<py::int_>() < py::int_(0);
-  AS_CHECK(!negative, "HardwareParams: "
-                          << name << " must not be negative (or -1: take it from the target), got " << text);
-  try {
-    return value.cast<int64_t>();
-  } catch (const py::cast_error&) {
-    AS_CHECK(false, "HardwareParams: " << name << " is too large, got " << text);
-  }
-  return 0;
-}
 
 // The fields that may be given by position, in the order of the well-known
 // mobile-GPU tutorials: num_cores, vector_unit_bytes, cache_line_bytes, then
@@ -61,70 +32,49 @@ constexpr const char* kPositionalFields[] = {"num_cores",
                                              "max_vthread_extent",
                                              "warp_size"};
 
-void SetHardwareParam(HardwareParams* p, const std::string& key, py::handle value) {
-  bool known = false;
-#define AUTOSCHED_FIELD_FROM_KWARG(name, default_value, doc) \
-  if (key == #name) {                                        \
-    p->name = HardwareParamValue(#name, value);              \
-    known = true;                                            \
+// HardwareParams(*positional, target=None, **fields): the fields by position
+// (kPositionalFields) or keyword, checked as every options struct's are
+// (bind_options.h); a field not given, or None, keeps the default of
+// `target` (DefaultHardwareParams) when one is passed, else the struct's.
+// With a target at hand, -1 ("take it from the target") is resolved now.
+HardwareParams MakeHardwareParams(const py::args& args, const py::kwargs& kwargs) {
+  constexpr size_t kMaxPositional = std::size(kPositionalFields);
+  AS_TYPE_CHECK(args.size() <= kMaxPositional, "HardwareParams takes at most "
+                                                   << kMaxPositional
+                                                   << " positional arguments (num_cores, vector_unit_bytes, "
+                                                      "cache_line_bytes, max_shared_memory_per_block, "
+                                                      "max_local_memory_per_block, max_threads_per_block, "
+                                                      "max_vthread_extent, warp_size), got "
+                                                   << args.size());
+  std::optional<Target> target;
+  py::dict fields;
+  for (size_t i = 0; i < args.size(); ++i) {
+    AS_TYPE_CHECK(!kwargs.contains(kPositionalFields[i]),
+                  "HardwareParams got " << kPositionalFields[i] << " both by position and by keyword");
+    fields[kPositionalFields[i]] = args[i];
   }
-  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_FROM_KWARG)
-#undef AUTOSCHED_FIELD_FROM_KWARG
-  AS_TYPE_CHECK(known, "HardwareParams got an unknown keyword '" << key << "'");
+  for (auto [key, value] : kwargs) {
+    if (py::str(key).cast<std::string>() != "target") {
+      fields[key] = value;
+    } else if (!value.is_none()) {
+      target = value.cast<Target>();
+    }
+  }
+  const HardwareParams params = options_detail::FromMapping<HardwareParams>(
+      fields, target ? DefaultHardwareParams(*target) : HardwareParams{});
+  return target ? ResolveHardwareParams(params, *target) : params;
 }
 
 void BindHardwareParams(py::module_& m) {
-  py::class_<HardwareParams> cls(m, "HardwareParams",
-                                 "Machine facts the search uses; every field can be given by keyword.");
-  // Keywords default to None: a field not given keeps the default of `target`
-  // (DefaultHardwareParams) when a target is passed, else the struct default.
-  cls.def(py::init([](py::args args, py::kwargs kwargs) {
-    constexpr size_t kMaxPositional = std::size(kPositionalFields);
-    AS_TYPE_CHECK(args.size() <= kMaxPositional,
-                  "HardwareParams takes at most "
-                      << kMaxPositional << " positional arguments (num_cores, "
-                      << "vector_unit_bytes, cache_line_bytes, "
-                      << "max_shared_memory_per_block, max_local_memory_per_block, "
-                      << "max_threads_per_block, max_vthread_extent, warp_size), got " << args.size());
-    HardwareParams p;
-    std::optional<Target> target;
-    if (kwargs.contains("target") && !kwargs["target"].is_none()) {
-      py::object t = kwargs["target"];
-      target = t.cast<Target>();
-      p = DefaultHardwareParams(*target);
-    }
-    for (size_t i = 0; i < args.size(); ++i) {
-      AS_TYPE_CHECK(!kwargs.contains(kPositionalFields[i]),
-                    "HardwareParams got " << kPositionalFields[i] << " both by position and by keyword");
-      if (!args[i].is_none()) SetHardwareParam(&p, kPositionalFields[i], args[i]);
-    }
-    for (auto [key_handle, value] : kwargs) {
-      std::string key = py::str(key_handle);
-      if (key == "target" || value.is_none()) continue;
-      SetHardwareParam(&p, key, value);
-    }
-    // With a target at hand, "take it from the target" is resolved now.
-    return target ? ResolveHardwareParams(p, *target) : p;
-  }));
-  // Setters refuse what the constructor refuses.
-#define AUTOSCHED_FIELD_PROPERTY(name, default_value, doc)   \
-  cls.def_property(                                          \
-      #name, [](const HardwareParams& p) { return p.name; }, \
-      [](HardwareParams& p, py::object value) { p.name = HardwareParamValue(#name, value); }, doc);
-  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_FIELD_PROPERTY)
-#undef AUTOSCHED_FIELD_PROPERTY
-  cls.def("__eq__", &HardwareParams::operator==)
-      .def("__repr__", &HardwareParamsRepr)
-      .def("to_json", [](const HardwareParams& p) { return HardwareParamsToJson(p).dump(); })
-      .def_static("from_json",
-                  [](const std::string& text) {
-                    return HardwareParamsFromJson(ParseJson(text, "HardwareParams.from_json"));
-                  })
-      .def(py::pickle([](const HardwareParams& p) { return py::make_tuple(HardwareParamsToJson(p).dump()); },
-                      [](const py::tuple& state) {
-                        return HardwareParamsFromJson(
-                            ParseJson(state[0].cast<std::string>(), "HardwareParams pickle"));
-                      }));
+  BindOptions<HardwareParams>(m, "HardwareParams",
+                              "Machine facts the search uses (cpp/task/target.h): every field by keyword, "
+                              "the first eight also by position; target= takes the defaults of a target; "
+                              "-1 means 'take it from the target'.",
+                              &MakeHardwareParams)
+      .def("to_json", [](const HardwareParams& p) { return FieldsToJson(p).dump(); })
+      .def_static("from_json", [](const std::string& text) {
+        return FieldsFromJson<HardwareParams>(ParseJson(text, "HardwareParams.from_json"));
+      });
   m.def("default_hardware_params", &DefaultHardwareParams, py::arg("target"));
 }
 

@@ -41,6 +41,9 @@ struct FieldRange {
   bool min_open = false;
   bool max_open = false;
   bool finite = false;
+  // What Describe says instead, where the range alone would mislead (a
+  // special value below the range: "not be negative (-1: ...)").
+  const char* text = nullptr;
 
   bool Contains(double v) const {
     if (finite && !std::isfinite(v)) return false;
@@ -49,6 +52,7 @@ struct FieldRange {
   }
   // What Contains asks, as the end of "x must ...": "be at least 1", "be in (0, 1]".
   std::string Describe() const {
+    if (this->text != nullptr) return this->text;
     std::ostringstream text;
     const bool low = std::isfinite(min), high = std::isfinite(max);
     if (low && high) {
@@ -89,6 +93,13 @@ constexpr FieldRange InRange(double min, double max, bool min_open = false, bool
 }
 // A share: [0, 1].
 constexpr FieldRange Share() { return InRange(0, 1); }
+// A count or size that is not negative, or -1 for "take it from the target"
+// (HardwareParams; resolved when a task is made).
+constexpr FieldRange CountOrFromTarget() {
+  FieldRange r = AtLeast(-1);
+  r.text = "not be negative (-1: take it from the target)";
+  return r;
+}
 
 namespace fields_detail {
 
@@ -153,16 +164,19 @@ S FieldsFromJson(const nlohmann::json& doc) {
       known = true;
       using T = std::decay_t<decltype(value)>;
       bool fits = false;
+      const char* kind = "";
       if constexpr (std::is_same_v<T, bool>) {
-        fits = item.is_boolean();
+        fits = item.is_boolean(), kind = "true or false";
+      } else if constexpr (std::is_floating_point_v<T>) {
+        fits = item.is_number(), kind = "a number";
       } else if constexpr (fields_detail::kNumeric<T>) {
-        fits = item.is_number() && (std::is_floating_point_v<T> || item.is_number_integer());
+        fits = item.is_number_integer(), kind = "an integer";
       } else if constexpr (std::is_same_v<T, std::string>) {
-        fits = item.is_string();
+        fits = item.is_string(), kind = "a string";
       } else if constexpr (fields_detail::IsList<T>::value) {
-        fits = item.is_array();
+        fits = item.is_array(), kind = "a list";
       }
-      AS_CHECK(fits, S::kOptionsName << ": " << name << " has the wrong type: " << item.dump());
+      AS_CHECK(fits, S::kOptionsName << ": " << name << " must be " << kind << ", got " << item.dump());
       value = item.template get<T>();
     });
     AS_CHECK(known, S::kOptionsName << ": unknown field '" << key << "'");

@@ -44,10 +44,5 @@ inline constexpr int64_t kHardwareParamFromTarget = -1;
 // `params` with every field equal to kHardwareParamFromTarget replaced by
 // the target's default.
 HardwareParams ResolveHardwareParams(const HardwareParams& params, const Target& target);
-// Throws Error naming the first field below -1.
-void CheckHardwareParams(const HardwareParams& params);
-nlohmann::json HardwareParamsToJson(const HardwareParams& params);
-// Missing fields keep their defaults; unknown fields are an Error naming them.
-HardwareParams HardwareParamsFromJson(const nlohmann::json& doc);
 
 }  // namespace autosched

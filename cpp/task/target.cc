@@ -236,14 +236,6 @@ std::string Target::str() const {
   return text;
 }
 
-bool HardwareParams::operator==(const HardwareParams& o) const {
-#define AUTOSCHED_COMPARE_FIELD(name, default_value, doc) \
-  if (name != o.name) return false;
-  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_COMPARE_FIELD)
-#undef AUTOSCHED_COMPARE_FIELD
-  return true;
-}
-
 std::string Target::Describe() const {
   const HardwareParams params = DefaultHardwareParams(*this);
   std::ostringstream os;

@@ -38,6 +38,7 @@
 #include <map>
 #include <string>
 
+#include "support/fields.h"
 #include "task/host_cpu.h"
 
 namespace autosched {
@@ -82,32 +83,44 @@ struct Target {
   bool operator==(const Target& o) const { return kind == o.kind && options == o.options; }
 };
 
-// One line per field: X(name, default, doc). The struct, its JSON form and the
-// Python keywords all come from this list. Values of 0 mean "does not apply"
-// (e.g. thread limits on a CPU).
-#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                               \
-  X(num_cores, 1, "parallel cores (CPU) or compute units (GPU)")                                          \
-  X(vector_unit_bytes, 32, "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")                 \
-  X(cache_line_bytes, 64, "bytes per cache line")                                                         \
-  X(max_shared_memory_per_block, 0, "GPU: bytes of shared (OpenCL local) memory per block")               \
-  X(max_local_memory_per_block, 0, "GPU: bytes of per-thread (private) memory per block")                 \
-  X(max_threads_per_block, 0, "GPU: most threads (work items) in one block (work group)")                 \
-  X(max_vthread_extent, 0, "GPU: largest virtual-thread split")                                           \
-  X(warp_size, 0, "GPU: threads that run in lock step; 1 where the device has no such unit")              \
-  X(l1_cache_bytes, 0, "CPU: bytes of level-1 data cache per core; 0 where unknown")                      \
-  X(l2_cache_bytes, 0, "CPU: bytes of level-2 cache per core; 0 where unknown")                           \
-  X(l3_cache_bytes, 0, "CPU: bytes of the level-3 cache (shared); 0 where unknown")                       \
-  X(clock_mhz, 0, "GPU: the compute units' maximum clock in MHz; 0 where unknown")                        \
-  X(peak_gflops, 0, "GFLOP/s no run can beat (measurement's plausibility check); 0: derive it")           \
-  X(peak_bandwidth_gbs, 0, "GB/s of memory traffic no run can beat (plausibility); 0: derive it")         \
-  X(num_vector_registers, 0, "CPU: SIMD registers per core (AVX-512: 32, AVX/AVX2: 16); 0 where unknown") \
-  X(fma_units, 0, "CPU: vector multiply-add (FMA) pipes per core; 0 where unknown")
+// One line per field: X(type, name, default, range, doc) (support/fields.h).
+// The struct, its checks, its JSON form and the Python class (keywords, and
+// the first eight fields by position) all come from this list. Values of 0
+// mean "does not apply" (e.g. thread limits on a CPU); -1 (kHardwareParamFromTarget
+// in task/search_task.h) "take it from the target".
+#define AUTOSCHED_HARDWARE_PARAMS_FIELDS(X)                                                    \
+  X(int64_t, num_cores, 1, CountOrFromTarget(), "parallel cores (CPU) or compute units (GPU)") \
+  X(int64_t, vector_unit_bytes, 32, CountOrFromTarget(),                                       \
+    "width of one SIMD register in bytes (AVX2: 32, AVX-512: 64)")                             \
+  X(int64_t, cache_line_bytes, 64, CountOrFromTarget(), "bytes per cache line")                \
+  X(int64_t, max_shared_memory_per_block, 0, CountOrFromTarget(),                              \
+    "GPU: bytes of shared (OpenCL local) memory per block")                                    \
+  X(int64_t, max_local_memory_per_block, 0, CountOrFromTarget(),                               \
+    "GPU: bytes of per-thread (private) memory per block")                                     \
+  X(int64_t, max_threads_per_block, 0, CountOrFromTarget(),                                    \
+    "GPU: most threads (work items) in one block (work group)")                                \
+  X(int64_t, max_vthread_extent, 0, CountOrFromTarget(), "GPU: largest virtual-thread split")  \
+  X(int64_t, warp_size, 0, CountOrFromTarget(),                                                \
+    "GPU: threads that run in lock step; 1 where the device has no such unit")                 \
+  X(int64_t, l1_cache_bytes, 0, CountOrFromTarget(),                                           \
+    "CPU: bytes of level-1 data cache per core; 0 where unknown")                              \
+  X(int64_t, l2_cache_bytes, 0, CountOrFromTarget(),                                           \
+    "CPU: bytes of level-2 cache per core; 0 where unknown")                                   \
+  X(int64_t, l3_cache_bytes, 0, CountOrFromTarget(),                                           \
+    "CPU: bytes of the level-3 cache (shared); 0 where unknown")                               \
+  X(int64_t, clock_mhz, 0, CountOrFromTarget(),                                                \
+    "GPU: the compute units' maximum clock in MHz; 0 where unknown")                           \
+  X(int64_t, peak_gflops, 0, CountOrFromTarget(),                                              \
+    "GFLOP/s no run can beat (measurement's plausibility check); 0: derive it")                \
+  X(int64_t, peak_bandwidth_gbs, 0, CountOrFromTarget(),                                       \
+    "GB/s of memory traffic no run can beat (plausibility); 0: derive it")                     \
+  X(int64_t, num_vector_registers, 0, CountOrFromTarget(),                                     \
+    "CPU: SIMD registers per core (AVX-512: 32, AVX/AVX2: 16); 0 where unknown")               \
+  X(int64_t, fma_units, 0, CountOrFromTarget(),                                                \
+    "CPU: vector multiply-add (FMA) pipes per core; 0 where unknown")
 
 struct HardwareParams {
-#define AUTOSCHED_DECLARE_FIELD(name, default_value, doc) int64_t name = default_value;
-  AUTOSCHED_HARDWARE_PARAMS_FIELDS(AUTOSCHED_DECLARE_FIELD)
-#undef AUTOSCHED_DECLARE_FIELD
-  bool operator==(const HardwareParams& o) const;
+  AUTOSCHED_OPTIONS_FIELDS(HardwareParams, AUTOSCHED_HARDWARE_PARAMS_FIELDS)
 };
 
 // Defaults per target:

@@ -119,11 +119,11 @@ TEST(ScheduleEdges, PrintedStepsAddressDuplicateNamesByIndex) {
 
 TEST(ScheduleEdges, HardwareParamsFromJsonAreValidated) {
   EXPECT_TRUE(Has(ErrorOf([] {
-                    HardwareParamsFromJson(nlohmann::json{{"num_cores", -2}});
+                    FieldsFromJson<HardwareParams>(nlohmann::json{{"num_cores", -2}});
                   }),
                   "num_cores must not be negative (-1: take it from the target), got -2"));
   EXPECT_TRUE(Has(ErrorOf([] {
-                    HardwareParamsFromJson(nlohmann::json{{"warp_size", "8"}});
+                    FieldsFromJson<HardwareParams>(nlohmann::json{{"warp_size", "8"}});
                   }),
                   "warp_size must be an integer, got \"8\""));
   HardwareParams bad;
