@@ -15,8 +15,12 @@ from schedule_helpers import check
 
 needs_llvm = pytest.mark.skipif(not ans._core.has_llvm(), reason="built without the LLVM backend")
 HOST = ans.Target("llvm")
-LANES = ans.SearchTask(compute_dag=ans.ComputeDAG([te.placeholder((1,), name="x")]),
-                       target=HOST).hardware_params.vector_unit_bytes // 4
+_PARAMS = ans.SearchParams()
+# The block the rule packs by: the vector lanes times vector_lanes_factor, at most max_vectorize_size (16 floats
+# with AVX2 and with AVX-512 under the defaults).
+LANES = min(ans.SearchTask(compute_dag=ans.ComputeDAG([te.placeholder((1,), name="x")]),
+                           target=HOST).hardware_params.vector_unit_bytes // 4 * _PARAMS.vector_lanes_factor,
+            _PARAMS.max_vectorize_size)
 
 
 def _conv_nchw(n, ci, h, w, co, k, stride):
