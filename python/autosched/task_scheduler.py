@@ -52,6 +52,7 @@ import os
 import random
 
 from . import _core
+from .graph.overhead import dispatch_seconds
 from .measure import LocalRunner
 from .search import SearchParams, SketchPolicy, make_cost_model
 from .tuner import TaskSchedulerResult, TuningOptions, TuningSession, round_search_params
@@ -229,7 +230,6 @@ class TaskScheduler:
         runtime's dispatch time of the first task's target)."""
         if self.outside_kernels_s != "measure":
             return float(self.outside_kernels_s or 0.0)
-        from .graph.overhead import dispatch_seconds  # the graph package sits above the scheduler
         return sum(self.task_weights) * dispatch_seconds(self.tasks[0].target)
 
     # ---- allocation ----

@@ -21,9 +21,10 @@ first few not measured yet are measured at once (SearchParams.transfer_seeds_mea
 import math
 
 from . import _core
+from .record_log import read_logs
 from .state import State, core_state as _core_state
 
-__all__ = ["similarity_key", "refit", "seeds_text", "SeedSources", "MAX_SEEDS", "RECORDS_PER_TASK"]
+__all__ = ["similarity_key", "refit", "seeds_text", "note_seeds_measured", "SeedSources", "MAX_SEEDS", "RECORDS_PER_TASK"]
 
 # Seeds a task's policy holds at most, and the fastest records of each other task a log contributes.
 MAX_SEEDS = 8
@@ -74,6 +75,20 @@ class SeedSources:
                     (key, target, task.compute_dag.flop_ct, rec.result.mean_cost, rec.state))
         self.given = [None] * len(tuners)  # per tuner: the source keys its policy has
 
+    @classmethod
+    def of_session(cls, session, records):
+        """The sources of a tuner.TuningSession whose options ask for transfer seeds (else None): its tuners
+        and `records` (what it resumed) with those of its options' transfer_logs."""
+        if not session.options.transfer_seeds:
+            return None
+        return cls(session.tuners, list(records) + read_logs(session.options.transfer_logs, stacklevel=4))
+
+    @staticmethod
+    def seed_task(session, i):
+        """Gives task i of a session the seeds of its similar tasks before its round (when they changed)."""
+        if getattr(session, "seeds", None) is not None:  # made by of_session when the run starts
+            session.seeds.seed(i, session.reporter if session.verbose else None, session.single)
+
     def sources(self, i):
         """The states of tasks similar to tuner i, best first: the same target before another of its kind,
         then the closest in FLOPs, then the fastest."""
@@ -90,6 +105,21 @@ class SeedSources:
         found.sort(key=lambda s: (s[1] != target, _flop_distance(s[2], flop), s[3]))
         return found[:self.max_seeds]
 
+    def seed(self, i, reporter=None, single=False):
+        """update(i), with the count in tuner i's TuneResult and a line through `reporter` (a
+        progress.Progress; INFO the first time the task gets seeds, then DEBUG)."""
+        report = self.update(i)
+        if report is None:
+            return
+        r = self.tuners[i].result
+        first, r.transfer_seeds = not r.transfer_seeds, report["kept"]
+        if reporter is not None and report["given"]:
+            drops = ", ".join(f"{k} {v}" for k, v in sorted(report["drops"].items()))
+            which = "" if single else f" task {i} ({r.task.desc or r.task.workload_key}):"
+            line = (f"Transfer:{which} {report['kept']} seeds of similar tasks in its search"
+                    + (f" (dropped: {drops})" if drops else ""))
+            (reporter.info if first and report["kept"] else reporter.debug)(line)
+
     def update(self, i):
         """Gives tuner i's policy the seeds of its similar tasks when they changed; returns the core's report
         ({given, kept, drops, messages}) then, else None."""
@@ -99,6 +129,18 @@ class SeedSources:
             return None
         self.given[i] = ident
         return self.tuners[i].policy._policy.set_transfer_seeds([s[4] for s in found], self.max_seeds)
+
+
+def note_seeds_measured(tuner, rnd):
+    """After a search round of a tuner.TaskTuner: counts the seeds the round measured (its batch starts with
+    them) and whether the task's best schedule is one of the seeds measured."""
+    picked = tuner.policy.last_round["picked_transfer"]
+    r = tuner.result
+    if picked:
+        r.transfer_seeds_measured += picked
+        r.transfer_seed_keys.update(rnd.keys[:picked])
+    if r.transfer_seed_keys and r.best_state is not None:
+        r.best_from_transfer = _core.state_key(_core_state(r.best_state)) in r.transfer_seed_keys
 
 
 def seeds_text(results):

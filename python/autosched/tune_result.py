@@ -17,6 +17,7 @@ class TuneResult:
         self.transferred = []      # cost_model.FileUpdate per transfer log
         self.transfer_seeds = 0    # re-fitted states of similar tasks its search holds (transfer.py)
         self.transfer_seeds_measured = 0
+        self.transfer_seed_keys = set()  # state keys of the seeds measured
         self.best_from_transfer = False  # the best schedule is a transfer seed, measured as it came
         self.rounds = 0
         self.best_cost = None

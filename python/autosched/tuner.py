@@ -27,9 +27,7 @@ resume.
   trials; the logs are read once, none of their states is measured again, and the cost model starts from them.
 - Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains each cost model first on the successful
   records of its target in those logs (other tasks tuned before); records of other targets are never used.
-  With ``transfer_seeds`` (the default), each search round of a task starts from the best states of similar
-  tasks (same compute structure, other shapes: the session's other tasks, records of the logs read), re-fitted
-  to its extents (transfer.py).
+  ``transfer_seeds`` (the default): rounds start from the best states of similar tasks (transfer.py).
 - Output: the session is the one place that prints (progress.Progress): a progress bar (or, where output is not
   interactive, a line at every tenth of the budget), the task table when it changed materially, the summary;
   through the "autosched" logger.
@@ -43,13 +41,14 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
+from ._check import check_type
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .state import State
 from .text import format_time
-from .transfer import SeedSources, seeds_text
+from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
                           _transfer_text)
 
@@ -124,16 +123,12 @@ class TuningOptions:
                 raise ValueError(f"TuningOptions: transfer log '{path}' does not exist")
             if not os.path.isfile(path):
                 raise ValueError(f"TuningOptions: transfer log '{path}' is not a regular file")
-        if not isinstance(transfer_seeds, bool):
-            raise TypeError(f"TuningOptions: transfer_seeds must be True or False, got {transfer_seeds!r}")
-        self.transfer_seeds = transfer_seeds
+        self.transfer_seeds = check_type("TuningOptions", "transfer_seeds", transfer_seeds, bool, "True or False")
 
     def __repr__(self):
         return (f"TuningOptions(num_measure_trials={self.num_measure_trials}, "
                 f"num_measures_per_round={self.num_measures_per_round}, early_stopping={self.early_stopping}, "
                 f"time_budget_s={self.time_budget_s})")
-
-
 
 
 def peak_gflops(task, describe=False):
@@ -171,7 +166,6 @@ class TaskTuner:
         self.start = time.monotonic() if start is None else start
         self.last_improvement = 0  # trial count at the last better schedule
         self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
-        self.seed_keys = set()     # keys of the transfer seeds measured
         self._start_states = None
         self._task_json = None     # the task as its records store it, made once
         self._measurer = None      # the runner's supervisor for this builder, taken once per session
@@ -367,12 +361,7 @@ class TaskTuner:
             self.set_empty_reason()
             return False
         self.result.rounds += 1
-        picked = self.policy.last_round["picked_transfer"]
-        if picked:  # the round's batch starts with the seeds it measured
-            self.result.transfer_seeds_measured += picked
-            self.seed_keys.update(rnd.keys[:picked])
-        if self.seed_keys and self.result.best_state is not None:
-            self.result.best_from_transfer = _core.state_key(self.result.best_state.core) in self.seed_keys
+        note_seeds_measured(self, rnd)
         self.progress(f"round {self.result.rounds}", self.policy.last_round if self.verbose >= 2 else {})
         return True
 
@@ -435,8 +424,7 @@ class TaskTuner:
         if r.expert_cost is not None:
             rows.insert(3, ("expert seed", self.speed_text(r.expert_cost)))
         rows += [("transfer", _transfer_text(t)) for t in r.transferred]
-        if self.options.transfer_seeds:
-            rows.append(("transfer seeds", seeds_text([r])))
+        rows += [("transfer seeds", seeds_text([r]))] if self.options.transfer_seeds else []
         measured = max(1, r.trials - r.resumed_trials)
         total = r.seconds["total"]
         shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s ({100 * v / max(total, 1e-9):.0f}%)"
@@ -483,7 +471,6 @@ class TuningSession:
         self.give_up_after = None if self.single else scheduler.failed_rounds_to_give_up
         self.verbose = options.verbose
         self.reporter = None
-        self.seeds = None  # transfer.SeedSources, made after resume
 
     @property
     def n(self):
@@ -521,9 +508,7 @@ class TuningSession:
 
     def _run(self):
         self.transfer()
-        records = self.resume()
-        if self.options.transfer_seeds:
-            self.seeds = SeedSources(self.tuners, records + read_logs(self.options.transfer_logs, stacklevel=3))
+        self.seeds = SeedSources.of_session(self, self.resume())
         reason = self.warm_up()
         with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
             while reason is None:
@@ -627,24 +612,9 @@ class TuningSession:
                 self.search_round(i)
         return None
 
-    def seed(self, i):
-        """Gives task i's search the best states of its similar tasks when they changed (transfer.py)."""
-        report = self.seeds.update(i) if self.seeds is not None else None
-        if report is None:
-            return
-        r = self.tuners[i].result
-        first = not r.transfer_seeds
-        r.transfer_seeds = report["kept"]
-        if self.verbose and (report["kept"] or report["given"]):
-            drops = ", ".join(f"{k} {v}" for k, v in sorted(report["drops"].items()))
-            which = "" if self.single else f" task {i} ({r.task.desc or r.task.workload_key}):"
-            line = (f"Transfer:{which} {report['kept']} seeds of similar tasks in its search"
-                    + (f" (dropped: {drops})" if drops else ""))
-            (self.reporter.info if first and report["kept"] else self.reporter.debug)(line)
-
     def search_round(self, i):
         tt = self.tuners[i]
-        self.seed(i)
+        SeedSources.seed_task(self, i)
         n = min(self.options.num_measures_per_round, self.remaining())
         before = tt.result.trials
         self.end_round(i, before, tt.search_round(n))
@@ -663,7 +633,7 @@ class TuningSession:
         rounds = []
         for i, n in picks:
             tt = self.tuners[i]
-            self.seed(i)
+            SeedSources.seed_task(self, i)
             states = tt.propose_round(n)
             rounds.append((i, tt.result.trials, states, pool.submit(tt.measure_states, states)))
         for i, before, states, measured in rounds:
@@ -708,8 +678,7 @@ class TuningSession:
 
     # ---- output ----
     def estimated_latency(self):
-        """(sum of weight x best cost over the tasks with a valid schedule, plus the time outside the kernels,
-        tasks without one)."""
+        """(outside_kernels_s + weight x best cost over the tasks with a valid schedule, tasks without one)."""
         total, missing = self.result.outside_kernels_s, 0
         for w, tt in zip(self.result.weights, self.tuners):
             if tt.result.best_cost is None:
