@@ -6,7 +6,8 @@
     result = scheduler.tune(opts)                              # a latency table per round, a summary at the end
     print(result.latency_before, result.latency_after)         # sum of weight x latency, in seconds
 
-The objective is the estimated latency of the network: the sum over tasks of weight x best latency. The tasks
+The objective is the estimated latency of the network: the sum over tasks of weight x best latency (plus
+`outside_kernels_s`, what the network spends outside the tasks' kernels: graph.outside_kernels_seconds). The tasks
 are tuned by one tuner.TuningSession, the same driver `task.tune` runs with one task (resume, start states,
 search rounds of one core call each, the same measurement, records, stop reasons and summary), and the
 scheduler decides which task gets the next round (pick):
