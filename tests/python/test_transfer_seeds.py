@@ -156,8 +156,9 @@ def test_a_session_seeds_similar_tasks_from_each_other_and_from_logs(tmp_path, c
     out = capsys.readouterr().out
     mm48, mm13, other = result.task_results
     # The first matmul's best seeds the second from its first round on, and the other way round.
-    assert mm13.transfer_seeds >= 1 and mm13.transfer_seeds_measured >= 1
-    assert mm48.transfer_seeds >= 1
+    assert mm13.transfer_seeds >= 1 and mm48.transfer_seeds >= 1
+    # measured where a seed was not one of the task's own states already (its expert schedule, say)
+    assert mm13.transfer_seeds_measured + mm48.transfer_seeds_measured >= 1
     assert other.transfer_seeds == 0 and other.transfer_seeds_measured == 0
     assert "Transfer: task 1 (mm13): 1 seeds of similar tasks" in out
     assert "| transfer seeds |" in out
