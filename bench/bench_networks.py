@@ -96,20 +96,25 @@ def tune_and_build(name, g, args, log_dir):
                              measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose,
                              time_budget_s=args.time_budget_s)
     start = time.monotonic()
-    result = ans.TaskScheduler(tasks, weights).tune(opts)
+    result = ans.TaskScheduler(tasks, weights, outside_kernels_s=agraph.outside_kernels_seconds(g, "llvm")).tune(opts)
     tune_s = time.monotonic() - start
     net = agraph.build(g, "llvm", log)
-    return net, result.trials, tune_s, len(tasks)
+    print(f"  estimated total {result.latency_after * 1e3:.3f} ms (of which {result.outside_kernels_s * 1e3:.3f} ms "
+          "outside the kernels)" if result.latency_after is not None else "  estimated total: unknown", flush=True)
+    return net, result.trials, tune_s, len(tasks), result.latency_after
 
 
 def bench_model(name, args, log_dir):
     g = zoo.get_model(name)
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
-    net, trials, tune_s, num_tasks = tune_and_build(name, g, args, log_dir)  # trials measured (or resumed)
+    net, trials, tune_s, num_tasks, estimate = tune_and_build(name, g, args, log_dir)  # trials measured (or resumed)
     ours = net(*inputs)
     row = {"model": name, "tasks": num_tasks, "trials": trials, "tune_s": tune_s,
            "autosched": best_of(lambda: net(*inputs))}
+    if estimate:
+        print(f"  built network {row['autosched'] * 1e3:.3f} ms; the estimate is {estimate / row['autosched']:.2f} "
+              "of it", flush=True)
     for peer, make in (("onnxruntime", onnxruntime_peer), ("pytorch", torch_peer)):
         made, why = make(g, inputs, args.threads)
         if made is None:

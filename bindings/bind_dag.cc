@@ -121,6 +121,9 @@ void bind_dag(py::module_& m) {
       .def(py::init<const std::vector<Tensor>&>(), py::arg("tensors"))
       .def_property_readonly("flop_ct", &ComputeDAG::flop_ct)
       .def("workload_key", &ComputeDAG::workload_key)
+      .def("structure_key", &ComputeDAG::structure_key,
+           "The workload key without the sizes: DAGs with the same ops, stages and access patterns and "
+           "other shapes share it (their schedules transfer, see search/transfer_seeds.h).")
       .def_property_readonly("tensors", &ComputeDAG::tensors)
       .def_property_readonly("ops", &ComputeDAG::ops)
       .def("element_wise_match", &ComputeDAG::ElementWiseMatch, py::arg("op"), py::arg("consumer"))

@@ -10,6 +10,7 @@
 #include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "search/sketch_policy.h"
+#include "search/transfer_seeds.h"
 #include "support/error.h"
 
 namespace py = pybind11;
@@ -22,6 +23,15 @@ SearchParams ParamsOrDefault(const py::object& params) {
 }
 
 py::tuple PopulationTuple(const InitPopulation& pop) { return py::make_tuple(pop.states, pop.drops); }
+
+py::dict ReportDict(const TransferReport& r) {
+  py::dict d;
+  d["given"] = r.given;
+  d["kept"] = r.kept;
+  d["drops"] = r.drops;
+  d["messages"] = r.messages;
+  return d;
+}
 
 // A sketch rule whose condition and apply are Python callables:
 //   condition(state: LoopState, stage_id) -> 0 Skip, 1 Apply, 2 ApplyAndSkipRest
@@ -97,6 +107,8 @@ py::dict RoundStats(const SearchRoundStats& r) {
   d["best_score"] = e.best_score;
   d["picked_best"] = r.picked_best;
   d["picked_random"] = r.picked_random;
+  d["transfer_seeds"] = r.transfer_seeds;
+  d["picked_transfer"] = r.picked_transfer;
   d["tries"] = r.tries;
   d["search_seconds"] = r.search_seconds();
   d["cost_model_seconds"] = r.cost_model_seconds();
@@ -206,6 +218,21 @@ void BindPolicy(py::module_& m) {
           },
           "The expert schedule of the policy's sketches: (state or None, why there is none, how it was "
           "made).")
+      .def(
+          "set_transfer_seeds",
+          [](SketchPolicy& p, const std::vector<State>& sources, int64_t max_seeds) {
+            TransferReport report;
+            {
+              InterruptibleRelease release;
+              report = p.SetTransferSeeds(sources, max_seeds);
+            }
+            return ReportDict(report);
+          },
+          py::arg("sources"), py::arg("max_seeds") = 16,
+          "Re-fits the best states of similar tasks (best first) to the policy's task; they join every "
+          "round's initial population, and the first not measured are measured first. Returns {given, kept, "
+          "drops (reason -> count), messages (reason -> first message)}.")
+      .def_property_readonly("transfer_seeds", &SketchPolicy::transfer_seeds)
       .def("is_measured", &SketchPolicy::IsMeasured, py::arg("state"))
       .def_property_readonly("num_measured", &SketchPolicy::num_measured)
       .def_property_readonly("model_update_seconds", &SketchPolicy::model_update_seconds)
@@ -235,6 +262,20 @@ void bind_search(py::module_& m) {
       },
       py::arg("task"), py::arg("params") = py::none(),
       "The analytic expert schedule of a CPU task: (state or None, why there is none, how it was made).");
+  m.def(
+      "refit_state",
+      [](const SearchTask& task, const State& source, const py::object& params) {
+        const SearchParams p = ParamsOrDefault(params);
+        RefitResult r;
+        {
+          py::gil_scoped_release release;
+          r = RefitState(SketchContext{task, p}, source);
+        }
+        return py::make_tuple(r.state ? py::cast(*r.state) : py::none(), r.failure, r.message);
+      },
+      py::arg("task"), py::arg("state"), py::arg("params") = py::none(),
+      "A state of a similar task (same compute structure) re-fitted to `task`'s extents: (state or None, "
+      "failure, message).");
   m.def("state_key", &StateKey, py::arg("state"), "The key of a state among measured ones (its steps).");
   m.def(
       "generate_sketches",

@@ -218,6 +218,12 @@ uint64_t HashShapeAndType(uint64_t seed, const TensorNode* t) {
   return seed;
 }
 
+std::string HexKey(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 std::string ComputeWorkloadKey(const std::vector<Tensor>& tensors, const std::vector<Tensor>& ops,
                                const std::function<int(const TensorNode*)>& index_of) {
   TensorIndexFn tensor_index = [&](const TensorNode* t) -> int64_t { return index_of(t); };
@@ -228,9 +234,22 @@ std::string ComputeWorkloadKey(const std::vector<Tensor>& tensors, const std::ve
     h = HashCombine(h, static_cast<uint64_t>(index_of(tensors[i].get())));
     h = HashShapeAndType(h, tensors[i].get());
   }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  return HexKey(h);
+}
+
+// The workload key with the sizes left out: the ops' structure, the order of
+// the arguments and their dtypes and ranks.
+std::string ComputeStructureKey(const std::vector<Tensor>& tensors, const std::vector<Tensor>& ops,
+                                const std::function<int(const TensorNode*)>& index_of) {
+  TensorIndexFn tensor_index = [&](const TensorNode* t) -> int64_t { return index_of(t); };
+  uint64_t h = HashString("autosched.ComputeDAG.structure");
+  for (const Tensor& op : ops) h = HashCombine(h, StructureHashOp(op, tensor_index));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    h = HashCombine(h, static_cast<uint64_t>(index_of(tensors[i].get())));
+    h = HashCombine(h, HashString(tensors[i]->dtype.str()));
+    h = HashCombine(h, tensors[i]->shape.size());
+  }
+  return HexKey(h);
 }
 
 }  // namespace
@@ -249,6 +268,7 @@ ComputeDAG::ComputeDAG(const std::vector<Tensor>& tensors) {
   node->access = AnalyzeAccess(tensors, node->ops, index_of);
   for (const Tensor& op : node->ops) node->flop_ct += CountOpFlops(op);
   node->workload_key = ComputeWorkloadKey(tensors, node->ops, index_of);
+  node->structure_key = ComputeStructureKey(tensors, node->ops, index_of);
   node_ = std::move(node);
 }
 

@@ -37,6 +37,7 @@ struct ComputeDAGNode {
   std::vector<OpAccessInfo> access;  // parallel to ops
   double flop_ct = 0;
   std::string workload_key;
+  std::string structure_key;
 };
 
 class ComputeDAG {
@@ -74,6 +75,12 @@ class ComputeDAG {
   // Canonical key: structural hash of the ops plus shapes and dtypes; stable
   // under renaming of tensors and variables.
   const std::string& workload_key() const { return node_->workload_key; }
+  // The key of the DAG's compute structure: the workload key without the
+  // sizes (shapes, loop extents and integer constants: see StructureHashOp).
+  // DAGs of one structure have the same ops, stages, axes and access
+  // patterns, so a schedule of one replays on the other once its split
+  // lengths are fitted to the new extents (search/transfer_seeds.h).
+  const std::string& structure_key() const { return node_->structure_key; }
   // The DAG as text, one line per op (see OpToString).
   std::string ToString() const;
 

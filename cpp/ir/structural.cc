@@ -29,7 +29,10 @@ uint64_t Mix(uint64_t x) {
 
 class TokenWriter {
  public:
-  explicit TokenWriter(const TensorIndexFn& tensor_index) : tensor_index_(tensor_index) {}
+  // abstract_extents: shapes, loop bounds and integer constants are written
+  // as a marker without their value (StructureHashOp).
+  explicit TokenWriter(const TensorIndexFn& tensor_index, bool abstract_extents = false)
+      : tensor_index_(tensor_index), abstract_(abstract_extents) {}
 
   const std::vector<uint64_t>& tokens() const { return tokens_; }
 
@@ -50,9 +53,16 @@ class TokenWriter {
     AS_CHECK(iv.var_node() != nullptr, "iteration variable without a variable");
     Bind(iv.var_node());
     Put(static_cast<uint64_t>(iv.kind));
-    Put(static_cast<uint64_t>(iv.min));
-    Put(static_cast<uint64_t>(iv.extent));
+    PutExtent(iv.min);
+    PutExtent(iv.extent);
     PutExpr(iv.var);
+  }
+
+  // A shape or bound: its value, or only a marker when extents are abstract.
+  void PutExtent(int64_t v) { Put(abstract_ ? 0x5eULL : static_cast<uint64_t>(v)); }
+  void PutShape(const std::vector<int64_t>& shape) {
+    Put(shape.size());
+    for (int64_t d : shape) PutExtent(d);
   }
 
   void PutTensor(const TensorNode* t) {
@@ -64,8 +74,7 @@ class TokenWriter {
     Put(0x7f);
     PutString(t->name);
     PutDType(t->dtype);
-    Put(t->shape.size());
-    for (int64_t d : t->shape) Put(static_cast<uint64_t>(d));
+    PutShape(t->shape);
   }
 
   void PutBuffer(const BufferNode& b) {
@@ -91,7 +100,7 @@ class TokenWriter {
     Put(static_cast<uint64_t>(e.kind()));
     PutDType(e.dtype());
     switch (e.kind()) {
-      case ExprKind::IntImm: Put(static_cast<uint64_t>(e.as<IntImmNode>()->value)); break;
+      case ExprKind::IntImm: PutExtent(e.as<IntImmNode>()->value); break;
       case ExprKind::FloatImm: Put(std::bit_cast<uint64_t>(e.as<FloatImmNode>()->value)); break;
       case ExprKind::Var: {
         auto [it, inserted] = var_index_.emplace(e.as<VarNode>(), var_index_.size());
@@ -171,6 +180,7 @@ class TokenWriter {
 
  private:
   const TensorIndexFn& tensor_index_;
+  const bool abstract_ = false;
   std::vector<uint64_t> tokens_;
   std::unordered_map<const VarNode*, uint64_t> var_index_;
 };
@@ -201,13 +211,14 @@ bool StructuralEqual(const Expr& a, const Expr& b, const TensorIndexFn& tensor_i
   return wa.tokens() == wb.tokens();
 }
 
-uint64_t StructuralHashOp(const Tensor& t, const TensorIndexFn& tensor_index) {
+namespace {
+
+uint64_t HashOp(const Tensor& t, const TensorIndexFn& tensor_index, bool abstract_extents) {
   AS_CHECK(t.defined(), "StructuralHashOp of an undefined tensor");
-  TokenWriter w(tensor_index);
+  TokenWriter w(tensor_index, abstract_extents);
   w.Put(static_cast<uint64_t>(t->op_kind));
   w.PutDType(t->dtype);
-  w.Put(t->shape.size());
-  for (int64_t d : t->shape) w.Put(static_cast<uint64_t>(d));
+  w.PutShape(t->shape);
   if (t->is_compute()) {
     // Axes bind their variables in order, spatial then reduce, before the body.
     w.Put(t->axis.size());
@@ -223,6 +234,16 @@ uint64_t StructuralHashOp(const Tensor& t, const TensorIndexFn& tensor_index) {
     }
   }
   return HashTokens(w.tokens());
+}
+
+}  // namespace
+
+uint64_t StructuralHashOp(const Tensor& t, const TensorIndexFn& tensor_index) {
+  return HashOp(t, tensor_index, false);
+}
+
+uint64_t StructureHashOp(const Tensor& t, const TensorIndexFn& tensor_index) {
+  return HashOp(t, tensor_index, true);
 }
 
 }  // namespace autosched

@@ -27,6 +27,13 @@ bool StructuralEqual(const Expr& a, const Expr& b, const TensorIndexFn& tensor_i
 // Names and tag excluded.
 uint64_t StructuralHashOp(const Tensor& t, const TensorIndexFn& tensor_index);
 
+// The same without the sizes: shapes, axis bounds and integer constants are
+// left out (their presence counts, not their value), so ops that differ only
+// in their extents (a convolution of other channels, image size, stride or
+// padding) hash alike. Float constants, dtypes, the body's structure and the
+// attrs still count.
+uint64_t StructureHashOp(const Tensor& t, const TensorIndexFn& tensor_index);
+
 // Combines hashes (order-sensitive).
 uint64_t HashCombine(uint64_t seed, uint64_t value);
 

@@ -71,6 +71,10 @@ using Int64List = std::vector<int64_t>;
     "model (epsilon-greedy)")                                                                                  \
   X(int64_t, num_measures_per_round, 64, AtLeast(1),                                                           \
     "states measured per round (the tuner's TuningOptions overrides it)")                                      \
+  X(int64_t, transfer_seeds_measured, 2, AtLeast(0),                                                         \
+    "re-fitted best states of similar tasks (SketchPolicy::SetTransferSeeds) measured first in a round, at "  \
+    "most this many (those not measured yet, best source first); every seed also joins the initial "          \
+    "population of each round")                                                                               \
   X(int64_t, retry_search_one_round_on_empty, 1, AtLeast(0),                                                   \
     "rounds tried again (with another seed) when a round finds no state that was not measured yet; after "    \
     "that, the search space counts as exhausted")                                                              \

@@ -21,11 +21,11 @@
 //   sketches ─► SampleInitPopulation: random sketch ─► init rules ─► bound
 //     inference and lowering as a check ─► distinct states, drops counted.
 //   ContinueSearchOneRound: random states (sampled in parallel) + the
-//     expert schedule + the best measured states ─► EvolutionarySearch (cost model scores, mutations)
-//     ─► the best unmeasured states + a few random ones (epsilon-greedy)
-//     ─► the batch to measure. RecordMeasured brings the results back: the
-//     measured set (dedup, also of a resumed log), the best measured states,
-//     and the cost model's update.
+//     expert schedule + the transfer seeds (transfer_seeds.h) + the best
+//     measured states ─► EvolutionarySearch (cost model scores, mutations)
+//     ─► a few transfer seeds not measured yet + the best unmeasured states
+//     + a few random ones (epsilon-greedy) ─► the batch to measure. RecordMeasured brings the results back:
+//     the measured set (dedup, also of a resumed log), the best measured states, and the cost model's update.
 #include "search/sketch_policy.h"
 
 #include <algorithm>
@@ -216,6 +216,8 @@ std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_st
   }
   *random_states = pop;
   if (!Sketches().empty() && Expert().state) pop.push_back(*Expert().state);
+  pop.insert(pop.end(), transfer_seeds_.begin(), transfer_seeds_.end());
+  last_round_.transfer_seeds += static_cast<int64_t>(transfer_seeds_.size());
   std::partial_sort(measured_good_.begin(), measured_good_.begin() + use_measured, measured_good_.end(),
                     [](const auto& a, const auto& b) { return a.first > b.first; });
   for (int64_t i = 0; i < use_measured; ++i) pop.push_back(measured_good_[i].second);
@@ -244,6 +246,26 @@ std::vector<State> SketchPolicy::PickEpsGreedy(const std::vector<State>& best,
   return out;
 }
 
+TransferReport SketchPolicy::SetTransferSeeds(const std::vector<State>& sources, int64_t max_seeds) {
+  TransferReport report;
+  transfer_seeds_ = RefitSeeds(SketchContext{task_, params_}, sources, max_seeds, &report);
+  return report;
+}
+
+// Up to transfer_seeds_measured seeds never measured, in their order (they
+// count as measured from now on).
+std::vector<State> SketchPolicy::PickTransferSeeds(int num_measure) {
+  std::vector<State> out;
+  const int64_t limit = std::min<int64_t>(num_measure, params_.transfer_seeds_measured);
+  for (const State& seed : transfer_seeds_) {
+    if (static_cast<int64_t>(out.size()) >= limit) break;
+    if (!measured_keys_.insert(StateKey(seed)).second) continue;
+    out.push_back(seed);
+    ++last_round_.picked_transfer;
+  }
+  return out;
+}
+
 std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
   AS_CHECK(num_measure >= 1, "a search round needs to measure at least 1 state, got " << num_measure);
   last_round_ = SearchRoundStats();
@@ -263,7 +285,9 @@ std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
     }
     std::mt19937 rng = RngFor(seed_, rounds_, 3);
     Shuffle(&random_states, &rng);
-    batch = PickEpsGreedy(best, random_states, num_measure);
+    batch = PickTransferSeeds(num_measure);
+    for (State& s : PickEpsGreedy(best, random_states, num_measure - static_cast<int>(batch.size())))
+      batch.push_back(std::move(s));
   }
   return batch;
 }

@@ -27,6 +27,7 @@
 #include "search/init_rules.h"
 #include "search/search_params.h"
 #include "search/sketch_rules.h"
+#include "search/transfer_seeds.h"
 #include "task/search_task.h"
 
 namespace autosched {
@@ -39,6 +40,8 @@ struct SearchRoundStats {
   EvolutionStats evolution;                     // summed over the round's tries
   int64_t picked_best = 0;                      // states picked from the search's best
   int64_t picked_random = 0;                    // states picked at random (epsilon-greedy)
+  int64_t transfer_seeds = 0;                   // seeds of similar tasks in the initial population
+  int64_t picked_transfer = 0;                  // seeds measured directly (transfer_seeds_measured)
   int tries = 0;                                // 1 + retries of a round that found nothing new
   double sample_seconds = 0;                    // sketches and sampling
   // Search time without the cost model: sampling, breeding, mutation, checks.
@@ -89,6 +92,15 @@ class SketchPolicy {
   // holds its state, and tuning measures it with the baselines.
   const ExpertSchedule& Expert();
 
+  // The best states of similar tasks (transfer_seeds.h), best first:
+  // re-fitted to this task (those that do not fit are dropped and counted),
+  // they replace the seeds given before. Every round's initial population
+  // holds them, as it holds the expert schedule, and a round measures up to
+  // params().transfer_seeds_measured of those not measured yet first. At
+  // most max_seeds are kept.
+  TransferReport SetTransferSeeds(const std::vector<State>& sources, int64_t max_seeds = 16);
+  const std::vector<State>& transfer_seeds() const { return transfer_seeds_; }
+
   // Up to n distinct random states from GenerateSketches(); reproducible
   // for a seed.
   InitPopulation SampleInitPopulation(int n, uint32_t seed);
@@ -128,6 +140,7 @@ class SketchPolicy {
   std::vector<State> InitialPopulation(std::vector<State>* random_states, std::vector<LoweredPtr>* lowered);
   std::vector<State> PickEpsGreedy(const std::vector<State>& best, const std::vector<State>& random,
                                    int num_measure);
+  std::vector<State> PickTransferSeeds(int num_measure);
 
   SearchTask task_;
   SearchParams params_;
@@ -140,6 +153,7 @@ class SketchPolicy {
   std::vector<std::string> rule_failures_;
   std::optional<std::vector<State>> sketches_;  // generated on the first round
   std::optional<ExpertSchedule> expert_;        // made on the first round
+  std::vector<State> transfer_seeds_;           // re-fitted seeds of similar tasks
   std::unordered_set<std::string> measured_keys_;
   std::vector<std::pair<double, State>> measured_good_;  // (throughput, state) of successful measurements
   std::unordered_set<std::string> good_keys_;            // their keys

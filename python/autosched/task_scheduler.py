@@ -6,7 +6,8 @@
     result = scheduler.tune(opts)                              # a latency table per round, a summary at the end
     print(result.latency_before, result.latency_after)         # sum of weight x latency, in seconds
 
-The objective is the estimated latency of the network: the sum over tasks of weight x best latency. The tasks
+The objective is the estimated latency of the network: the sum over tasks of weight x best latency (plus
+`outside_kernels_s`, what the network spends outside the tasks' kernels: graph.outside_kernels_seconds). The tasks
 are tuned by one tuner.TuningSession, the same driver `task.tune` runs with one task (resume, start states,
 search rounds of one core call each, the same measurement, records, stop reasons and summary), and the
 scheduler decides which task gets the next round (pick):
@@ -19,7 +20,10 @@ scheduler decides which task gets the next round (pick):
    the larger of latency / rounds so far (gains shrink as a task matures) and the distance to `1 / beta` of
    the speed (FLOP/s) the fastest similar task reached (same target, same kind of ops, FLOPs within a factor
    of 2: a task slower than its peers has room left). A share `eps_random` of the rounds goes to a random
-   task instead, so a wrong estimate cannot starve a task for ever. A task without any valid schedule comes
+   task instead, so a wrong estimate cannot starve a task for ever. A floor keeps the estimate from starving a
+   task whose latency matters: a task whose search rounds are fewer than ``min_share`` x its share of the
+   estimated latency (weight x latency over the sum) x the rounds given out so far gets the next round (the
+   one furthest below its floor first). A task without any valid schedule comes
    first, until `failed_rounds_to_give_up` of its rounds found none: then it is given up (and diagnosed).
    Strategy "round-robin" gives the rounds in turn, for comparison.
 3. A task that is done (search space exhausted, early-stopped by `early_stopping`, which counts per task, or
@@ -49,6 +53,7 @@ import os
 import random
 
 from . import _core
+from .graph.overhead import dispatch_seconds
 from .measure import LocalRunner
 from .search import SearchParams, SketchPolicy, make_cost_model
 from .tuner import TaskSchedulerResult, TuningOptions, TuningSession, round_search_params
@@ -79,12 +84,15 @@ class TaskScheduler:
     network (None: 1 each). strategy: "gradient" or "round-robin". load_log_file: a record log to resume
     from besides the options' RecordToFile logs. cost_model: "auto", "xgb", "random" or a CostModel.
     The knobs of the gradient strategy (alpha, beta, backward_window, eps_random, failed_rounds_to_give_up,
-    seed) are keywords. parallel_tasks: tasks whose rounds are measured at once (RayRunners only).
+    seed, min_share: the floor of rounds by share of latency, 0 for none) are keywords. outside_kernels_s:
+    seconds per network run spent outside the tasks' kernels, added to the estimated total (None: 0;
+    "measure": the weights' sum of kernel calls x graph.dispatch_seconds of the tasks' target, measured once;
+    graph.outside_kernels_seconds(graph, target) for a network). parallel_tasks: tasks whose rounds are measured at once (RayRunners only).
     """
 
     def __init__(self, tasks, task_weights=None, strategy="gradient", load_log_file=None, cost_model="auto", *,
                  alpha=0.2, beta=2.0, backward_window=3, eps_random=0.05, failed_rounds_to_give_up=3, seed=0,
-                 parallel_tasks=1):
+                 parallel_tasks=1, min_share=0.5, outside_kernels_s=None):
         self.tasks = self._check_tasks(tasks)
         if task_weights is None:
             task_weights = [1] * len(self.tasks)
@@ -108,14 +116,21 @@ class TaskScheduler:
         self.backward_window = int(backward_window)
         self.eps_random = float(eps_random)
         self.failed_rounds_to_give_up = int(failed_rounds_to_give_up)
-        if not 0 <= self.alpha <= 1 or not 0 <= self.eps_random <= 1:
-            raise ValueError("TaskScheduler: alpha and eps_random must lie in [0, 1]")
+        self.min_share = float(min_share)
+        if not 0 <= self.alpha <= 1 or not 0 <= self.eps_random <= 1 or not 0 <= self.min_share <= 1:
+            raise ValueError("TaskScheduler: alpha, eps_random and min_share must lie in [0, 1]")
         if self.backward_window < 1 or self.failed_rounds_to_give_up < 1:
             raise ValueError("TaskScheduler: backward_window and failed_rounds_to_give_up must be >= 1")
         self.seed = seed
         if isinstance(parallel_tasks, bool) or not isinstance(parallel_tasks, int) or parallel_tasks < 1:
             raise ValueError(f"TaskScheduler: parallel_tasks must be an int >= 1, got {parallel_tasks!r}")
         self.parallel_tasks = parallel_tasks
+        if not (outside_kernels_s is None or outside_kernels_s == "measure" or (
+                isinstance(outside_kernels_s, numbers.Real) and not isinstance(outside_kernels_s, bool)
+                and 0 <= outside_kernels_s < math.inf)):
+            raise ValueError("TaskScheduler: outside_kernels_s must be None, 'measure' or seconds >= 0, got "
+                             f"{outside_kernels_s!r}")
+        self.outside_kernels_s = outside_kernels_s
         self.signatures = [_similarity_signature(t) for t in self.tasks]
         self.result = None
 
@@ -207,7 +222,16 @@ class TaskScheduler:
         """The TuningSession of these tasks, whose rounds this scheduler gives out (pick)."""
         self._rng = random.Random(self.seed)
         self._next_robin = 0
-        return TuningSession(self.tasks, options, policies, runners, scheduler=self)
+        session = TuningSession(self.tasks, options, policies, runners, scheduler=self)
+        session.result.outside_kernels_s = self.outside_seconds()
+        return session
+
+    def outside_seconds(self):
+        """outside_kernels_s in seconds ("measure": one kernel call per weight unit, each with the graph
+        runtime's dispatch time of the first task's target)."""
+        if self.outside_kernels_s != "measure":
+            return float(self.outside_kernels_s or 0.0)
+        return sum(self.task_weights) * dispatch_seconds(self.tasks[0].target)
 
     # ---- allocation ----
     def pick(self, session, exclude=()):
@@ -223,8 +247,27 @@ class TaskScheduler:
             return i
         if len(active) > 1 and self._rng.random() < self.eps_random:
             return self._rng.choice(active)
+        starving = self.below_floor(session, active)
+        if starving is not None:
+            return starving
         gradients = {i: self.gradient(session, i) for i in active}
         return max(active, key=lambda i: (gradients[i], -session.tuners[i].result.trials))
+
+    def below_floor(self, session, active):
+        """The active task furthest below its floor of search rounds (min_share x its share of the estimated
+        latency x the rounds given out so far), None when none is a round or more below it."""
+        weighted = {i: self.task_weights[i] * tt.result.best_cost for i, tt in enumerate(session.tuners)
+                    if tt.result.best_cost is not None}
+        total, given = sum(weighted.values()), len(session.result.rounds)
+        if not self.min_share or total <= 0:
+            return None
+        missing = {}
+        for i in active:
+            if i in weighted:
+                floor = self.min_share * weighted[i] / total * given
+                missing[i] = floor - session.tuners[i].result.rounds
+        i = max(missing, key=lambda j: missing[j], default=None)
+        return i if i is not None and missing[i] >= 1 else None
 
     def gradient(self, session, i):
         """Expected decrease of the weighted total latency from one more round of task i (seconds)."""

@@ -15,6 +15,10 @@ class TuneResult:
         self.trials = 0            # measurements in all (resumed records included)
         self.resumed_trials = 0    # records of the task found in the log at the start
         self.transferred = []      # cost_model.FileUpdate per transfer log
+        self.transfer_seeds = 0    # re-fitted states of similar tasks its search holds (transfer.py)
+        self.transfer_seeds_measured = 0
+        self.transfer_seed_keys = set()  # state keys of the seeds measured
+        self.best_from_transfer = False  # the best schedule is a transfer seed, measured as it came
         self.rounds = 0
         self.best_cost = None
         self.best_state = None
@@ -57,6 +61,7 @@ class TaskSchedulerResult:
         self.history = []          # (trials in all, estimated total latency) after every batch
         self.stop_reason = ""
         self.seconds = 0.0
+        self.outside_kernels_s = 0.0  # seconds per network run outside the tasks' kernels (TaskScheduler)
 
     @property
     def trials(self):
@@ -74,16 +79,16 @@ class TaskSchedulerResult:
     def _weighted(self, costs):
         if any(c is None for c in costs):
             return None
-        return sum(w * c for w, c in zip(self.weights, costs))
+        return sum(w * c for w, c in zip(self.weights, costs)) + self.outside_kernels_s
 
     @property
     def latency_after(self):
-        """Sum of weight x best cost (None while a task has no valid schedule)."""
+        """Sum of weight x best cost, plus outside_kernels_s (None while a task has no valid schedule)."""
         return self._weighted([r.best_cost for r in self.task_results])
 
     @property
     def latency_before(self):
-        """Sum of weight x baseline cost (None while a task has no valid baseline)."""
+        """Sum of weight x baseline cost, plus outside_kernels_s (None while a task has no valid baseline)."""
         return self._weighted([r.baseline_cost for r in self.task_results])
 
     @property

@@ -27,6 +27,7 @@ resume.
   trials; the logs are read once, none of their states is measured again, and the cost model starts from them.
 - Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains each cost model first on the successful
   records of its target in those logs (other tasks tuned before); records of other targets are never used.
+  ``transfer_seeds`` (the default): rounds start from the best states of similar tasks (transfer.py).
 - Output: the session is the one place that prints (progress.Progress): a progress bar (or, where output is not
   interactive, a line at every tenth of the budget), the task table when it changed materially, the summary;
   through the "autosched" logger.
@@ -40,11 +41,13 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
+from ._check import check_type
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
 from .text import format_time
+from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
                           _transfer_text)
 
@@ -83,11 +86,13 @@ class TuningOptions:
     peak_gflops: the target's peak for "% of peak" (None: the core's estimate, see peak_gflops()).
     transfer_logs: record logs whose successful records of the task's target train the cost model before the
         search starts (the task's own records in a resumed log are left to resume).
+    transfer_seeds: seed each task's search with the best states of similar tasks (the session's others, and
+        records in the logs it reads), re-fitted to its extents (see autosched.transfer).
     """
 
     def __init__(self, num_measure_trials=64, num_measures_per_round=64, early_stopping=None,
                  time_budget_s=None, builder=None, runner=None, measure_callbacks=(), verbose=1,
-                 peak_gflops=None, transfer_logs=()):
+                 peak_gflops=None, transfer_logs=(), transfer_seeds=True):
         self.num_measure_trials = _count("num_measure_trials", num_measure_trials, 0)
         self.num_measures_per_round = _count("num_measures_per_round", num_measures_per_round, 1)
         self.early_stopping = _count("early_stopping", early_stopping, 1, allow_none=True)
@@ -117,13 +122,12 @@ class TuningOptions:
                 raise ValueError(f"TuningOptions: transfer log '{path}' does not exist")
             if not os.path.isfile(path):
                 raise ValueError(f"TuningOptions: transfer log '{path}' is not a regular file")
+        self.transfer_seeds = check_type("TuningOptions", "transfer_seeds", transfer_seeds, bool, "True or False")
 
     def __repr__(self):
         return (f"TuningOptions(num_measure_trials={self.num_measure_trials}, "
                 f"num_measures_per_round={self.num_measures_per_round}, early_stopping={self.early_stopping}, "
                 f"time_budget_s={self.time_budget_s})")
-
-
 
 
 def peak_gflops(task, describe=False):
@@ -354,6 +358,7 @@ class TaskTuner:
             self.set_empty_reason()
             return False
         self.result.rounds += 1
+        note_seeds_measured(self, rnd)
         self.progress(f"round {self.result.rounds}", self.policy.last_round if self.verbose >= 2 else {})
         return True
 
@@ -416,6 +421,7 @@ class TaskTuner:
         if r.expert_cost is not None:
             rows.insert(3, ("expert seed", self.speed_text(r.expert_cost)))
         rows += [("transfer", _transfer_text(t)) for t in r.transferred]
+        rows += [("transfer seeds", seeds_text([r]))] if self.options.transfer_seeds else []
         measured = max(1, r.trials - r.resumed_trials)
         total = r.seconds["total"]
         shares = ", ".join(f"{k.replace('_', ' ')} {v:.1f}s ({100 * v / max(total, 1e-9):.0f}%)"
@@ -499,7 +505,7 @@ class TuningSession:
 
     def _run(self):
         self.transfer()
-        self.resume()
+        self.seeds = SeedSources.of_session(self, self.resume())
         reason = self.warm_up()
         with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
             while reason is None:
@@ -576,6 +582,7 @@ class TuningSession:
             which = "this task" if self.single else f"{tasks} tasks"
             self.reporter.info(f"Resumed {resumed} trials of {which} from {', '.join(self.log_paths())}"
                                f"{_failed_text(results)}")
+        return records
 
     def warm_up(self):
         """The start states of every task, then one search round each (tasks resumed past their start states
@@ -604,6 +611,7 @@ class TuningSession:
 
     def search_round(self, i):
         tt = self.tuners[i]
+        SeedSources.seed_task(self, i)
         n = min(self.options.num_measures_per_round, self.remaining())
         before = tt.result.trials
         self.end_round(i, before, tt.search_round(n))
@@ -622,6 +630,7 @@ class TuningSession:
         rounds = []
         for i, n in picks:
             tt = self.tuners[i]
+            SeedSources.seed_task(self, i)
             states = tt.propose_round(n)
             rounds.append((i, tt.result.trials, states, pool.submit(tt.measure_states, states)))
         for i, before, states, measured in rounds:
@@ -666,8 +675,8 @@ class TuningSession:
 
     # ---- output ----
     def estimated_latency(self):
-        """(sum of weight x best cost over the tasks with a valid schedule, tasks without one)."""
-        total, missing = 0.0, 0
+        """(outside_kernels_s + weight x best cost over the tasks with a valid schedule, tasks without one)."""
+        total, missing = self.result.outside_kernels_s, 0
         for w, tt in zip(self.result.weights, self.tuners):
             if tt.result.best_cost is None:
                 missing += 1
@@ -729,9 +738,10 @@ class TuningSession:
         self.reporter.info(f"Stopped: {res.stop_reason}")
         self.print_diagnosis()
         valid = [i for i, r in enumerate(res.task_results) if r.best_cost is not None]
-        after = sum(res.weights[i] * res.task_results[i].best_cost for i in valid) if valid else None
+        outside = res.outside_kernels_s
+        after = sum(res.weights[i] * res.task_results[i].best_cost for i in valid) + outside if valid else None
         based = [i for i in valid if res.task_results[i].baseline_cost is not None]
-        before = (sum(res.weights[i] * res.task_results[i].baseline_cost for i in based)
+        before = (sum(res.weights[i] * res.task_results[i].baseline_cost for i in based) + outside
                   if based and len(based) == len(valid) else None)
         speedup = f" (x{before / after:.3g})" if before and after else ""
         if before and after and after >= before:
@@ -749,8 +759,10 @@ class TuningSession:
             ("tasks", f"{len(res.tasks)} ({len(res.failed_tasks)} without a valid schedule; done: {done})"),
             ("trials", f"{res.trials} ({res.resumed_trials} resumed, {measured} measured in "
                        f"{sum(r.rounds for r in res.task_results)} rounds); per task {res.task_trials}"),
-            ("latency", f"estimated total (sum of weight x latency): before (baselines) "
+            ("latency", f"estimated total (sum of weight x latency"
+                        f"{f' + {format_time(outside)} outside the kernels' if outside else ''}): before (baselines) "
                         f"{format_time(before)}, after {format_time(after)}{speedup}"),
+            ("transfer seeds", seeds_text(res.task_results)),
             ("time", f"{res.seconds:.1f}s = {shares}; {_model_seconds_text(seconds, measured)}"),
             ("stopped", res.stop_reason)]))
 

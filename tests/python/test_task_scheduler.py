@@ -130,6 +130,48 @@ def test_gradient_prefers_weighted_latency_slow_peers_and_tasks_without_a_schedu
     assert fake_run(tasks, [5, 5, 1], [1e-3, 1e-3, None], [16, 16, 16]).pick() == 2
 
 
+def simulate(min_share, rounds=60):
+    """Rounds given by the gradient strategy to three tasks whose latency falls 10% per round down to a floor
+    of its own: "slow" stays far slower than its similar "peer" (a matmul of about the same FLOPs), so its
+    forward estimate never shrinks; "other" (a third of the latency) gains nothing after its warm-up."""
+    tasks = [make_task(matmul(32), "slow"), make_task(matmul(30), "peer"), make_task(rowprod(), "other")]
+    session = fake_run(tasks, [1, 1, 1], [8e-3, 1e-5, 3e-3], [20, 20, 20], min_share=min_share)
+    lowest = [5e-3, 1e-5, 3e-3]
+    for _ in range(rounds):
+        i = session.pick()
+        r = session.tuners[i].result
+        r.best_cost = max(lowest[i], r.best_cost * 0.9)
+        r.trials += 16
+        r.rounds += 1
+        r.history.append((r.trials, r.best_cost))
+        session.result.rounds.append(i)
+    costs = [tt.result.best_cost for tt in session.tuners]
+    return [tt.result.rounds for tt in session.tuners], [c / sum(costs) for c in costs]
+
+
+def test_a_task_with_a_large_share_of_the_latency_does_not_starve():
+    # Without the floor the slow task takes every round: the other one stays at its warm-up.
+    rounds, _ = simulate(min_share=0)
+    assert rounds[2] == 0 and rounds[0] == 60, rounds
+    # With it, the other one gets at least half its share of the latency in rounds.
+    rounds, share = simulate(min_share=0.5)
+    assert rounds[2] >= 0.5 * share[2] * 60 - 1 and rounds[2] >= 10, (rounds, share)
+    assert rounds[0] > rounds[2], rounds
+    with pytest.raises(ValueError, match="min_share"):
+        ans.TaskScheduler(three_tasks(16), min_share=2)
+
+
+def test_every_task_with_a_share_of_the_latency_leaves_its_warm_up(tmp_path):
+    tasks = [make_task(matmul(48), "mm48"), make_task(matmul(40, name="mm40"), "mm40"),
+             make_task(rowprod(), "rowprod")]
+    result = ans.TaskScheduler(tasks, [4, 1, 1], cost_model="random").tune(
+        options(80, per_round=4, verbose=0), search_policy_params=FAST)
+    costs = [w * r.best_cost for w, r in zip(result.weights, result.task_results)]
+    for i, r in enumerate(result.task_results):
+        if costs[i] / sum(costs) >= 0.15 and i not in result.done:
+            assert r.rounds >= 2, (i, result.task_trials, costs)
+
+
 def test_options_and_tasks_are_checked():
     tasks = three_tasks(16)
     with pytest.raises(ValueError, match="same task"):
@@ -165,6 +207,20 @@ def test_time_budget_and_per_task_early_stopping_end_the_run(capsys):
     assert result.stop_reason.startswith("every task is done"), result.stop_reason
     assert sorted(result.done) == [0, 1, 2]
     assert any(why.startswith("early stopping") for why in result.done.values()), result.done
+
+
+def test_the_time_budget_ends_the_run_within_a_round(tmp_path):
+    # Each candidate sleeps 0.5 s before its run: a round of 16 would take 8 s; the budget of 3 s stops the
+    # measurements of the round it falls in (warm-up included), and no round starts after it.
+    log = str(tmp_path / "budget.json")
+    slow = runner(number=1, repeat=1, min_repeat_ms=0, cooldown_s=0.5)
+    t0 = time.monotonic()
+    result = ans.TaskScheduler(three_tasks(16), cost_model="random").tune(
+        options(1000, log, per_round=16, time_budget_s=3, runner=slow, verbose=0), search_policy_params=FAST)
+    took = time.monotonic() - t0
+    assert result.stop_reason.startswith("time budget"), result.stop_reason
+    assert 1 <= result.trials == len(ans.load_records(log)) < 16
+    assert took < 3 + 5, took  # a candidate (0.5 s + its build and run) and the session's setup
 
 
 def test_a_task_that_always_fails_is_diagnosed_while_the_others_tune(capsys):
