@@ -231,7 +231,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="folder of the logs")
     p.add_argument("--trials-per-task", type=int, default=64)
-    p.add_argument("--per-round", type=int, default=32, help="measurements per search round")
+    p.add_argument("--per-round", type=int, default=16,
+                   help="measurements per search round (small rounds waste less at the end of a task's budget)")
     p.add_argument("--jobs", type=int, default=1, help="processes, each on its own pair of cores")
     p.add_argument("--time-budget-s", type=float, default=None, help="each process's budget in seconds")
     p.add_argument("--target", default="llvm")
