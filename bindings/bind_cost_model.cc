@@ -93,6 +93,9 @@ void BindModels(py::module_& m) {
       .def(py::init<XGBModelParams>(), py::arg("params") = XGBModelParams())
       .def_property_readonly("params", &XGBModel::params)
       .def_property_readonly("trained", &XGBModel::trained)
+      .def("set_base", &XGBModel::SetBase, py::arg("path"), py::call_guard<py::gil_scoped_release>(),
+           "Makes the model file at path the base whose fixed trees the model's own add to.")
+      .def_property_readonly("has_base", &XGBModel::has_base)
       .def_property_readonly("last_training", &XGBModel::last_training);
 }
 
