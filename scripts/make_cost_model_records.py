@@ -10,11 +10,13 @@ tunes instead the held-out tasks, which are never part of the corpus (their log 
 
 --jobs J starts J processes, each pinned (os.sched_setaffinity) to its own pair of the cores this process may
 use and tuning its share of the tasks (every J-th one, in a shuffled order that spreads networks and operators
-over the jobs) with 2 threads (--threads-per-job; the target gets -num-cores=2 unless it names a count). Each process appends its
-records to its own log, DIR/records_<cpu>_job<k>.json (--holdout: records_<cpu>_holdout_job<k>.json), as it goes (a process killed at any moment leaves a
-usable log; run again with the same --out to resume), and writes DIR/cpu_<cpu>.json naming the CPU (LLVM's
-name and features, the hardware parameters). --time-budget-s is each process's budget: a task gets an equal
-share of what is left when it starts.
+over the jobs) with 2 threads (--threads-per-job; the target gets -num-cores=2 unless it names a count); one
+process alone is not pinned. Each process appends its records to its own log, DIR/records_<cpu>_job<k>.json
+(--holdout: records_<cpu>_holdout_job<k>.json), as it goes (a process killed at any moment leaves a usable
+log; run again with the same --out to resume), and writes DIR/cpu_<cpu>.json naming the CPU (LLVM's name and
+features, the hardware parameters). --time-budget-s is each process's budget: a task gets an equal share of
+what is left when it starts; --max-tasks N tunes the first N tasks only. Tuning starts from scratch
+(cost_model="scratch"), so that the corpus does not lean towards what an earlier shipped model liked.
 """
 import argparse
 import json
@@ -265,7 +267,8 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.list:
-        tasks = corpus_tasks(job_target(args.target, args.threads_per_job), args.networks, not args.no_ops, args.holdout)
+        target = job_target(args.target, args.threads_per_job)
+        tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout)[:args.max_tasks]
         for i, t in enumerate(tasks):
             print(f"{i:3d} job {i % args.jobs}  {t.compute_dag.flop_ct / 1e6:10.2f} MFLOP  {t.desc}")
         return 0

@@ -30,7 +30,6 @@ import time
 import types
 import warnings
 
-import autosched as ans
 from autosched import _core, pretrained
 from autosched.cost_model import RandomModel, XGBModel, pairwise_accuracy
 from autosched.record_log import RecordWarning, read_log
