@@ -96,6 +96,9 @@ void BindModels(py::module_& m) {
       .def_property_readonly("params", &XGBModel::params)
       .def_property_readonly("trained", &XGBModel::trained,
                              "False while the model still gives warm-up (random) scores")
+      .def("set_base", &XGBModel::SetBase, py::arg("path"), py::call_guard<py::gil_scoped_release>(),
+           "Makes the model file at path the base whose fixed trees the model's own add to.")
+      .def_property_readonly("has_base", &XGBModel::has_base)
       .def_property_readonly("last_training", &XGBModel::last_training,
                              "rounds, best round, metric, data size and seconds of the last training");
 }

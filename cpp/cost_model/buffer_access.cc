@@ -324,7 +324,7 @@ void IntensityCurve(const std::vector<LoopInfo>& loops, const std::vector<double
 // that does not move them (a reduction loop), which stay in registers when
 // every loop inside it is unrolled or vectorized.
 void SetAccumulatorTile(const BufferGroup* written, const std::vector<bool>& write_moves,
-                        StoreAnalysis* out) {
+                        const std::vector<double>& footprint, StoreAnalysis* out) {
   const std::vector<LoopInfo>& loops = out->loops;
   size_t depth = loops.size();
   if (!written) return;
@@ -334,6 +334,7 @@ void SetAccumulatorTile(const BufferGroup* written, const std::vector<bool>& wri
     out->acc_tile_bytes = UniqueElements(InnerTerms(written->accesses[written->rep], loops, inner)) *
                           written->buffer->dtype.bytes();
     out->acc_loop_extent = static_cast<double>(loops[l].extent);
+    out->acc_footprint_bytes = footprint[depth - l];
     out->acc_tile_unrolled =
         std::all_of(loops.begin() + static_cast<std::ptrdiff_t>(l) + 1, loops.end(), [](const LoopInfo& x) {
           return x.kind == ForKind::Unrolled || x.kind == ForKind::Vectorized || x.extent <= 1;
@@ -374,7 +375,8 @@ std::vector<bool> AnalyzeAccesses(const std::vector<RawAccess>& accesses, const 
       }
     }
   }
-  SetAccumulatorTile(written, write_moves, out);
+  SetAccumulatorTile(written, write_moves, footprint, out);
+  out->footprint = std::move(footprint);
   return write_moves;
 }
 

@@ -107,6 +107,11 @@ struct StoreAnalysis {
   // extent, and whether every loop inside it is unrolled or vectorized.
   double acc_tile_bytes = 0, acc_loop_extent = 0;
   bool acc_tile_unrolled = false;
+  // Bytes all buffers touch inside the accumulator loop (the loop included).
+  double acc_footprint_bytes = 0;
+  // footprint[k]: bytes all buffers of the statement touch inside its
+  // innermost k loops (k = 0: one execution; k = loops.size(): the whole nest).
+  std::vector<double> footprint;
   int64_t auto_unroll_max_step = 0;
   int guard_depth = 0;               // enclosing IfThenElse statements
   bool is_reduction_update = false;  // the value reads the stored element

@@ -1,5 +1,6 @@
 #include "cost_model/features.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <exception>
@@ -42,6 +43,47 @@ double VectorBytes(const StoreAnalysis& s) {
 double PartialVector(const StoreAnalysis& s) {
   double bytes = s.lanes * static_cast<double>(s.elem_bytes);
   return std::fmod(bytes, VectorBytes(s)) / VectorBytes(s);
+}
+
+// ---- Target-relative quantities: the loop nest against the CPU's vector
+// width, register file and caches, so that what a model learns on one CPU
+// carries to another (records of AVX2 and AVX-512 machines train one model).
+// Unknown sizes (0) take common values; all are 0 for GPU statements.
+
+constexpr double kDefaultL1Bytes = 32 * 1024;
+constexpr double kDefaultL2Bytes = 512 * 1024;
+constexpr double kDefaultVectorRegisters = 16;
+
+double TargetLanes(const StoreAnalysis& s) { return VectorBytes(s) / std::max(s.elem_bytes, 1); }
+
+double VectorRegisters(const StoreAnalysis& s) {
+  return s.hardware.num_vector_registers > 0 ? static_cast<double>(s.hardware.num_vector_registers)
+                                             : kDefaultVectorRegisters;
+}
+
+double CacheBytes(int64_t bytes, double fallback) {
+  return bytes > 0 ? static_cast<double>(bytes) : fallback;
+}
+
+// Iterations of the statement inside the largest tile of innermost loops whose
+// footprint fits in `cache_bytes` (0 when one execution does not fit).
+double TileTripsFitting(const StoreAnalysis& s, double cache_bytes) {
+  if (s.is_gpu || s.footprint.empty() || s.footprint[0] > cache_bytes) return 0;
+  size_t depth = s.loops.size();
+  double trips = 1;
+  for (size_t k = 1; k < s.footprint.size() && k <= depth && s.footprint[k] <= cache_bytes; ++k) {
+    trips *= static_cast<double>(s.loops[depth - k].extent);
+  }
+  return trips;
+}
+
+// Bytes the body of the innermost parallel loop touches (one parallel task),
+// or the whole nest's without a parallel loop, over the L2 size.
+double TaskFootprintOverL2(const StoreAnalysis& s) {
+  if (s.is_gpu || s.footprint.empty()) return 0;
+  size_t inner = s.parallel.pos > 0 ? static_cast<size_t>(s.parallel.pos) - 1 : s.footprint.size() - 1;
+  inner = std::min(inner, s.footprint.size() - 1);
+  return s.footprint[inner] / CacheBytes(s.hardware.l2_cache_bytes, kDefaultL2Bytes);
 }
 
 #define AS_OP(name, kind)                                                 \
@@ -154,6 +196,17 @@ constexpr FeatureDef kFeatureTable[] = {
     AS_FIELD("outer_prod", s.outer_prod),
     AS_FIELD("num_loops", static_cast<double>(s.loops.size())),
     AS_FIELD("auto_unroll_max_step", static_cast<double>(s.auto_unroll_max_step)),
+    // target-relative: vector width, register file and caches of the target
+    AS_FIELD("target_lanes", TargetLanes(s)),
+    AS_FIELD("target_vector_registers", s.is_gpu ? 0 : VectorRegisters(s)),
+    AS_FIELD("vec_len_over_lanes", s.vectorize.len / TargetLanes(s)),
+    AS_FIELD("acc_tile_over_registers",
+             s.is_gpu ? 0 : s.acc_tile_bytes / VectorBytes(s) / VectorRegisters(s)),
+    AS_FIELD("l1_tile_trips", TileTripsFitting(s, CacheBytes(s.hardware.l1_cache_bytes, kDefaultL1Bytes))),
+    AS_FIELD("l2_tile_trips", TileTripsFitting(s, CacheBytes(s.hardware.l2_cache_bytes, kDefaultL2Bytes))),
+    AS_FIELD("acc_footprint_over_l1",
+             s.is_gpu ? 0 : s.acc_footprint_bytes / CacheBytes(s.hardware.l1_cache_bytes, kDefaultL1Bytes)),
+    AS_FIELD("task_footprint_over_l2", TaskFootprintOverL2(s)),
 };
 static_assert(kIntensityCurveSamples == 10, "the table lists 10 intensity samples");
 

@@ -21,6 +21,8 @@
 //   intensity    10  arithmetic intensity curve over loop levels
 //   allocation    4  size, loops outside / inside the allocation, local
 //   outer scope   3  loop trip product, loop depth, auto-unroll step
+//   target        8  the loop nest relative to the target's vector lanes,
+//                    vector registers, L1 and L2 sizes (carry across CPUs)
 // Every value x goes through sign(x) * log2(1 + |x|).
 #pragma once
 

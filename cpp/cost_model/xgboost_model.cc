@@ -75,8 +75,13 @@ std::string Num(double x) {
 struct XGBModel::Impl {
   TrainingSet data;
   BoosterHandle booster = nullptr;
+  BoosterHandle base = nullptr;  // fixed trees the own ones add to (SetBase)
+  int base_rounds = 0;           // trees of the base that predict
 
-  ~Impl() { Reset(); }
+  ~Impl() {
+    Reset();
+    if (base) XGBoosterFree(base);
+  }
   void Reset() {
     if (booster) XGBoosterFree(booster);
     booster = nullptr;
@@ -105,6 +110,38 @@ struct XGBModel::Impl {
   }
 };
 
+namespace {
+
+// The booster of a model file's document (nullptr when it holds none); Error
+// naming the file when it was trained on other features. threads: XGBoost's
+// threads for predictions (0: its default, all cores).
+BoosterHandle LoadBooster(const nlohmann::json& doc, const std::string& path, int threads) {
+  AS_CHECK(doc.at("feature_names") == nlohmann::json(FeatureNames()),
+           "cost model file '" << path << "' was trained on other features ("
+                               << doc.at("feature_names").size() << " features, this autosched has "
+                               << NumFeatures() << "); train a new model from the records");
+  if (doc.at("booster").is_null()) return nullptr;
+  std::string text = doc.at("booster").dump();
+  BoosterHandle booster = nullptr;
+  Check(XGBoosterCreate(nullptr, 0, &booster), "create a booster");
+  if (XGBoosterLoadModelFromBuffer(booster, text.data(), text.size()) != 0) {
+    std::string why = XGBGetLastError();
+    XGBoosterFree(booster);
+    throw Error("XGBoost failed to load the model of '" + path + "': " + why);
+  }
+  if (threads > 0) Check(XGBoosterSetParam(booster, "nthread", std::to_string(threads).c_str()), "nthread");
+  return booster;
+}
+
+nlohmann::json BoosterJson(BoosterHandle booster) {
+  bst_ulong len = 0;
+  const char* raw = nullptr;
+  Check(XGBoosterSaveModelToBuffer(booster, "{\"format\": \"json\"}", &len, &raw), "save the model");
+  return nlohmann::json::parse(std::string(raw, len));
+}
+
+}  // namespace
+
 bool HasXGBoost() { return true; }
 
 XGBModel::XGBModel(XGBModelParams params)
@@ -117,6 +154,21 @@ XGBModel::~XGBModel() = default;
 size_t XGBModel::num_samples() const { return impl_->data.num_programs(); }
 
 bool XGBModel::trained() const { return impl_->booster != nullptr && report_.best_round >= 0; }
+
+bool XGBModel::has_base() const { return impl_->base != nullptr; }
+
+void XGBModel::SetBase(const std::string& path) {
+  nlohmann::json doc = ReadModelFile(path, "xgb");
+  try {
+    BoosterHandle base = LoadBooster(doc, path, params_.xgboost_threads);
+    AS_CHECK(base, "cost model file '" << path << "' holds no trained model");
+    if (impl_->base) XGBoosterFree(impl_->base);
+    impl_->base = base;
+    impl_->base_rounds = doc.at("best_round").get<int>() + 1;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("cost model file '" + path + "': " + e.what());
+  }
+}
 
 void XGBModel::Update(const std::vector<MeasuredProgram>& programs) {
   std::vector<ProgramFeatures> features(programs.size());
@@ -134,8 +186,15 @@ namespace {
 
 // Boosts rounds until the metric (on `valid` when it has rows, else on
 // `train`) stops improving for early_stopping_rounds, or max_rounds.
+// offset: per program of train / valid, the base model's prediction the
+// trees add to (empty: none).
 TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const DMatrix& dtrain,
-                     const DMatrix* dvalid, const PackedRows& train, const PackedRows& valid) {
+                     const DMatrix* dvalid, const PackedRows& train, const PackedRows& valid,
+                     const std::vector<double>& train_offset, const std::vector<double>& valid_offset) {
+  auto add = [](std::vector<double> sums, const std::vector<double>& offset) {
+    for (size_t i = 0; i < offset.size(); ++i) sums[i] += offset[i];
+    return sums;
+  };
   TrainingReport report;
   report.programs = train.num_programs();
   report.rows = train.num_rows();
@@ -146,11 +205,12 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
     PollInterrupt();
     // Predictions of the first `round` trees give both the metric of the
     // previous round and the gradients of the next.
-    std::vector<double> sums =
-        PackSum(PredictRows(booster, dtrain, 0, true), train.program, train.num_programs());
+    std::vector<double> sums = add(
+        PackSum(PredictRows(booster, dtrain, 0, true), train.program, train.num_programs()), train_offset);
     if (round > 0) {
-      double metric = dvalid ? PackSumRmse(PackSum(PredictRows(booster, *dvalid, 0, false), valid.program,
-                                                   valid.num_programs()),
+      double metric = dvalid ? PackSumRmse(add(PackSum(PredictRows(booster, *dvalid, 0, false), valid.program,
+                                                       valid.num_programs()),
+                                               valid_offset),
                                            valid.labels)
                              : PackSumRmse(sums, train.labels);
       if (metric < best) {
@@ -198,9 +258,19 @@ void XGBModel::Train() {
   // A training that does not finish (an error, an interrupt) leaves the
   // model untrained, never with a half-built booster; the next Update trains
   // again on all the data.
+  // With a base model the trees start from its predictions.
+  std::vector<double> train_offset, valid_offset;
+  if (impl_->base) {
+    train_offset = PackSum(PredictRows(impl_->base, dtrain, impl_->base_rounds, false), train.program,
+                           train.num_programs());
+    if (dvalid) {
+      valid_offset = PackSum(PredictRows(impl_->base, *dvalid, impl_->base_rounds, false), valid.program,
+                             valid.num_programs());
+    }
+  }
   try {
     impl_->Create(params_, cache);
-    report_ = Boost(impl_->booster, params_, dtrain, dvalid.get(), train, valid);
+    report_ = Boost(impl_->booster, params_, dtrain, dvalid.get(), train, valid, train_offset, valid_offset);
   } catch (...) {
     impl_->Reset();
     report_ = TrainingReport();
@@ -215,7 +285,7 @@ std::vector<double> XGBModel::Predict(const SearchTask& task, const std::vector<
 
 std::vector<double> XGBModel::PredictLowered(const SearchTask& task, const std::vector<State>& states,
                                              const std::vector<LoweredPtr>& lowered) {
-  if (!trained()) {  // warm-up
+  if (!trained() && !has_base()) {  // warm-up
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     std::vector<double> out(states.size());
     for (double& s : out) s = uniform(rng_);
@@ -225,7 +295,7 @@ std::vector<double> XGBModel::PredictLowered(const SearchTask& task, const std::
 }
 
 std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>& programs) {
-  AS_CHECK(trained(), "XGBModel.predict_features: the model has not been trained yet");
+  AS_CHECK(trained() || has_base(), "XGBModel.predict_features: the model has not been trained yet");
   std::vector<float> values;
   std::vector<int> row_program;
   for (size_t i = 0; i < programs.size(); ++i) {
@@ -238,8 +308,13 @@ std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>
   std::vector<double> scores(programs.size(), kInvalidScore);
   if (row_program.empty()) return scores;
   DMatrix m(values, row_program.size(), params_.xgboost_threads);
-  std::vector<double> sums =
-      PackSum(PredictRows(impl_->booster, m, report_.best_round + 1, false), row_program, programs.size());
+  std::vector<double> sums(programs.size(), 0.0);
+  for (auto [booster, rounds] : {std::pair{impl_->base, impl_->base_rounds},
+                                 std::pair{trained() ? impl_->booster : nullptr, report_.best_round + 1}}) {
+    if (!booster) continue;
+    std::vector<double> part = PackSum(PredictRows(booster, m, rounds, false), row_program, programs.size());
+    for (size_t i = 0; i < programs.size(); ++i) sums[i] += part[i];
+  }
   for (size_t i = 0; i < programs.size(); ++i) {
     if (programs[i].rows > 0) scores[i] = sums[i];
   }
@@ -251,11 +326,9 @@ void XGBModel::Save(const std::string& path) const {
                         {"feature_names", FeatureNames()},
                         {"best_round", report_.best_round},
                         {"booster", nullptr}};
-  if (trained()) {
-    bst_ulong len = 0;
-    const char* raw = nullptr;
-    Check(XGBoosterSaveModelToBuffer(impl_->booster, "{\"format\": \"json\"}", &len, &raw), "save the model");
-    doc["booster"] = nlohmann::json::parse(std::string(raw, len));
+  if (trained()) doc["booster"] = BoosterJson(impl_->booster);
+  if (impl_->base) {
+    doc["base"] = {{"booster", BoosterJson(impl_->base)}, {"best_round", impl_->base_rounds - 1}};
   }
   WriteModelFile(path, "xgb", doc);
 }
@@ -263,17 +336,15 @@ void XGBModel::Save(const std::string& path) const {
 void XGBModel::Load(const std::string& path) {
   nlohmann::json doc = ReadModelFile(path, "xgb");
   try {
-    AS_CHECK(doc.at("feature_names") == nlohmann::json(FeatureNames()),
-             "cost model file '" << path << "' was trained on other features ("
-                                 << doc.at("feature_names").size() << " features, this autosched has "
-                                 << NumFeatures() << "); train a new model from the records");
     XGBModelParams params = FieldsFromJson<XGBModelParams>(doc.at("params"));
     int best_round = doc.at("best_round").get<int>();
     auto impl = std::make_unique<Impl>();
-    if (!doc.at("booster").is_null()) {
-      std::string text = doc.at("booster").dump();
-      impl->Create(params, {});
-      Check(XGBoosterLoadModelFromBuffer(impl->booster, text.data(), text.size()), "load the model");
+    impl->booster = LoadBooster(doc, path, params.xgboost_threads);
+    if (doc.contains("base") && !doc.at("base").is_null()) {
+      nlohmann::json base = doc.at("base");
+      base["feature_names"] = doc.at("feature_names");
+      impl->base = LoadBooster(base, path, params.xgboost_threads);
+      impl->base_rounds = base.at("best_round").get<int>() + 1;
     }
     params_ = params;
     impl_ = std::move(impl);
@@ -302,6 +373,8 @@ XGBModel::XGBModel(XGBModelParams params) : params_(params) { NoXGBoost(); }
 XGBModel::~XGBModel() = default;
 size_t XGBModel::num_samples() const { return 0; }
 bool XGBModel::trained() const { return false; }
+bool XGBModel::has_base() const { return false; }
+void XGBModel::SetBase(const std::string&) { NoXGBoost(); }
 void XGBModel::Update(const std::vector<MeasuredProgram>&) { NoXGBoost(); }
 void XGBModel::Train() { NoXGBoost(); }
 std::vector<double> XGBModel::Predict(const SearchTask&, const std::vector<State>&) { NoXGBoost(); }

@@ -8,6 +8,12 @@
 // scores. Early stopping watches the pack-sum RMSE on the training data, or on a held-out share of the
 // programs (validation_fraction), and prediction uses the trees up to the best round.
 //
+// A base model (SetBase: a model file trained before, e.g. the pretrained
+// model shipped in the package) keeps its trees fixed: it scores alone until
+// the warm-up ends, and from then on each training boosts the session's own
+// trees on top of it (continued boosting: the gradients start from the base's
+// predictions), so a program scores base + own trees.
+//
 // XGBoost is an optional dependency: without it (AUTOSCHED_HAS_XGBOOST unset)
 // the constructor throws Error saying so. This header does not include
 // XGBoost; xgboost_model.cc is the only file that does.
@@ -54,8 +60,13 @@ class XGBModel : public CostModel {
   size_t num_samples() const override;
 
   const XGBModelParams& params() const { return params_; }
-  // Whether predictions come from trees (false during warm-up).
+  // Whether the model's own trees are trained (false during warm-up).
   bool trained() const;
+  // Makes the model in the file at `path` the base (see the top of this
+  // file); Error naming the file when it cannot be read or was trained on
+  // other features. Keeps the model's own data and trees.
+  void SetBase(const std::string& path);
+  bool has_base() const;
   const TrainingReport& last_training() const { return report_; }
 
  private:

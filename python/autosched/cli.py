@@ -382,7 +382,9 @@ def _parser():
     p.add_argument("--time-budget", type=_duration, dest="time_budget_s", metavar="DURATION",
                    help="stop after this long: 90s, 30m, 1h (or seconds)")
     p.add_argument("--per-round", type=int, default=16, help="measurements per task scheduler round")
-    p.add_argument("--cost-model", dest="model_kind", default="auto", choices=["auto", "xgb", "random"])
+    p.add_argument("--cost-model", dest="model_kind", default="auto",
+                   choices=["auto", "pretrained", "scratch", "xgb", "random"],
+                   help="auto: the pretrained model on CPUs; scratch: learn from this run alone")
     p.add_argument("--verbose", type=int, default=1)
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="write the tuning curve of the log (best speed per task) to this image (needs matplotlib)")

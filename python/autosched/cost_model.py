@@ -17,7 +17,9 @@ have been measured, then retrains on all of its data at every update. RandomMode
 transfer, or the task's own records: resume); records of other targets and failed ones are skipped and
 counted (`model.last_file_update`). A model that holds records of one target refuses to tune a task of another.
 """
-from . import _core
+import os
+
+from . import _core, pretrained as _pretrained
 from .record_log import read_log
 
 __all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "FileUpdate", "feature_names",
@@ -176,10 +178,14 @@ class XGBModel(CostModel, _core.XGBModel):
     """Gradient-boosted trees over program features; a program scores the sum of its statements.
 
     Parameters are XGBModelParams fields, by keyword (see docs/cost_model.md), or params=XGBModelParams(...).
-    Raises ValueError when autosched was built without XGBoost.
+    pretrained: False (learn from this model's updates alone), True (start from the model shipped in the
+    package for llvm targets, autosched.pretrained) or the path of a saved model file to start from: its trees
+    score until the warm-up ends, then the model's own trees are boosted on top of them. Raises ValueError when
+    autosched was built without XGBoost, or when the pretrained model is missing or was trained on other
+    features.
     """
 
-    def __init__(self, params=None, **kwargs):
+    def __init__(self, params=None, pretrained=False, **kwargs):
         if params is not None and kwargs:
             raise TypeError("XGBModel takes params= or keywords, not both")
         if params is None:
@@ -187,3 +193,25 @@ class XGBModel(CostModel, _core.XGBModel):
         elif not isinstance(params, XGBModelParams):
             raise TypeError(f"params must be an XGBModelParams, got {type(params).__name__}")
         super().__init__(params)
+        self.base_path, self.base_kind = None, None  # the pretrained model started from, its target kind
+        if pretrained is not False and pretrained is not None:
+            self._set_base(pretrained)
+
+    def _set_base(self, pretrained):
+        if pretrained is True:
+            path, kind = _pretrained.model_path("llvm"), "llvm"
+            if path is None:
+                raise ValueError("XGBModel(pretrained=True): this package ships no pretrained cost model")
+        elif isinstance(pretrained, (str, os.PathLike)):
+            path, kind = os.fspath(pretrained), None
+        else:
+            raise TypeError(f"XGBModel: pretrained must be True, False or a model file path, got {pretrained!r}")
+        self.set_base(path)
+        self.base_path, self.base_kind = path, kind
+
+    def check_target(self, target):
+        super().check_target(target)
+        kind = _core.Target(_target_text(target)).kind
+        if self.base_kind is not None and kind != self.base_kind:
+            raise ValueError(f"the pretrained cost model is for '{self.base_kind}' targets, not '{kind}': "
+                             "use XGBModel() (or cost_model='scratch') for this target")

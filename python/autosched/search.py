@@ -22,12 +22,14 @@ Your own sketch rules go before the built-in ones (see SketchRule and docs/searc
 """
 import enum
 import numbers
+import warnings
 import weakref
 
 from . import _core
 from . import cost_model as cm
 from ._check import check_type
 from ._core import SearchParams
+from .pretrained import PretrainedModelWarning
 from .state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
@@ -35,20 +37,37 @@ __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", 
            "expert_schedule_info", "make_cost_model"]
 
 
-def make_cost_model(spec=None, default="random"):
-    """A cost model from a spec: a CostModel (returned as is), "xgb" (XGBModel), "random" (RandomModel), or
-    None (the `default` spec; "auto" picks XGBModel when autosched was built with XGBoost, else RandomModel)."""
+def make_cost_model(spec=None, default="random", target=None):
+    """A cost model from a spec: a CostModel (returned as is), "scratch" (XGBModel learning from the session's
+    measurements alone; "xgb" is the same), "pretrained" (XGBModel starting from the model shipped in the
+    package, autosched.pretrained), "random" (RandomModel), or None (the `default` spec). "auto" is
+    "pretrained" for llvm targets (`target`: a Target or its text), "scratch" for the others, and RandomModel
+    when autosched was built without XGBoost; where the shipped model cannot be used (missing, trained on
+    other features) it falls back to "scratch" with a PretrainedModelWarning."""
     if spec is None:
         spec = default
     if isinstance(spec, cm.CostModel):
         return spec
     if spec == "auto":
-        spec = "xgb" if _core.has_xgboost() else "random"
-    if spec == "xgb":
+        if not _core.has_xgboost():
+            return cm.RandomModel()
+        kind = None if target is None else _core.Target(getattr(target, "text", target)).kind
+        if kind != "llvm":
+            return cm.XGBModel()
+        try:
+            return cm.XGBModel(pretrained=True)
+        except ValueError as err:
+            warnings.warn(f"the tuner's cost model learns from scratch: {err}", PretrainedModelWarning,
+                          stacklevel=3)
+            return cm.XGBModel()
+    if spec in ("xgb", "scratch"):
         return cm.XGBModel()
+    if spec == "pretrained":
+        return cm.XGBModel(pretrained=True)
     if spec == "random":
         return cm.RandomModel()
-    raise ValueError(f"cost model must be a CostModel, 'xgb' or 'random', got {spec!r}")
+    raise ValueError("cost model must be a CostModel, 'auto', 'pretrained', 'scratch' (or 'xgb') or 'random', "
+                     f"got {spec!r}")
 
 
 class SketchPolicy(_core.SketchPolicy):

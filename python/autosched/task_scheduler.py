@@ -82,7 +82,8 @@ class TaskScheduler:
 
     tasks: SearchTasks (distinct workload key and target). task_weights: how often each task runs in the
     network (None: 1 each). strategy: "gradient" or "round-robin". load_log_file: a record log to resume
-    from besides the options' RecordToFile logs. cost_model: "auto", "xgb", "random" or a CostModel.
+    from besides the options' RecordToFile logs. cost_model: "auto" (the pretrained model on llvm targets),
+    "scratch", "pretrained", "random" or a CostModel (search.make_cost_model).
     The knobs of the gradient strategy (alpha, beta, backward_window, eps_random, failed_rounds_to_give_up,
     seed, min_share: the floor of rounds by share of latency, 0 for none) are keywords. outside_kernels_s:
     seconds per network run spent outside the tasks' kernels, added to the estimated total (None: 0;
@@ -164,7 +165,7 @@ class TaskScheduler:
                                  f"({', '.join(targets)}); pass 'auto', 'xgb' or 'random' for one model per target")
             models = {targets[0]: model}
         else:
-            models = {t: make_cost_model(self.cost_model, default="auto") for t in targets}
+            models = {t: make_cost_model(self.cost_model, default="auto", target=t) for t in targets}
         for target, model in models.items():
             model.check_target(target)
         return models

@@ -22,7 +22,6 @@ import math
 
 from . import _core
 from .record_log import read_logs
-from .state import State, core_state as _core_state
 
 __all__ = ["similarity_key", "refit", "seeds_text", "note_seeds_measured", "SeedSources", "MAX_SEEDS", "RECORDS_PER_TASK"]
 
@@ -40,8 +39,8 @@ def refit(task, state, params=None):
     """The schedule `state` of a similar task re-fitted to `task`: (State or None, failure, message); failure
     is "" on success, "dissimilar" for another compute structure, else why the re-fitted schedule was
     refused ("replay", "infer_bound", "padding", "lower")."""
-    core, failure, message = _core.refit_state(task, _core_state(state), params)
-    return (None if core is None else State(core)), failure, message
+    refit, failure, message = _core.refit_state(task, state, params)
+    return refit, failure, message
 
 
 def _flop_distance(a, b):
@@ -100,7 +99,7 @@ class SeedSources:
             if j == i or self.keys[j] != self.keys[i] or best is None:
                 continue
             found.append((other.task.workload_key, other.task.target.text, other.task.compute_dag.flop_ct,
-                          other.result.best_cost, _core_state(best)))
+                          other.result.best_cost, best))
         found += self.logged.get(self.keys[i], [])
         found.sort(key=lambda s: (s[1] != target, _flop_distance(s[2], flop), s[3]))
         return found[:self.max_seeds]
@@ -128,7 +127,7 @@ class SeedSources:
         if ident == self.given[i]:
             return None
         self.given[i] = ident
-        return self.tuners[i].policy._policy.set_transfer_seeds([s[4] for s in found], self.max_seeds)
+        return self.tuners[i].policy.set_transfer_seeds([s[4] for s in found], self.max_seeds)
 
 
 def note_seeds_measured(tuner, rnd):
@@ -140,7 +139,7 @@ def note_seeds_measured(tuner, rnd):
         r.transfer_seeds_measured += picked
         r.transfer_seed_keys.update(rnd.keys[:picked])
     if r.transfer_seed_keys and r.best_state is not None:
-        r.best_from_transfer = _core.state_key(_core_state(r.best_state)) in r.transfer_seed_keys
+        r.best_from_transfer = _core.state_key(r.best_state) in r.transfer_seed_keys
 
 
 def seeds_text(results):

@@ -779,12 +779,14 @@ def round_search_params(num_measures_per_round):
 def tune(task, options, search_policy=None, cost_model=None):
     """Tunes `task` in a session of its own (see the module docstring); returns a TuneResult. cost_model: a
     CostModel, "xgb", "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is
-    given to the default SketchPolicy, so it cannot be combined with search_policy."""
+    given to the default SketchPolicy, so it cannot be combined with search_policy. "auto" (None) starts from
+    the pretrained model shipped in the package on llvm targets; "scratch" learns from the session alone."""
     if not isinstance(options, TuningOptions):
         raise TypeError(f"tune needs TuningOptions, got {type(options).__name__}")
     if search_policy is None:
         params = round_search_params(options.num_measures_per_round)
-        search_policy = SketchPolicy(task, make_cost_model(cost_model, default="auto"), params)
+        model = make_cost_model(cost_model, default="auto", target=task.target)
+        search_policy = SketchPolicy(task, model, params)
     elif cost_model is not None:
         raise TypeError("give the cost model to the SketchPolicy (search_policy), not to tune()")
     elif not isinstance(search_policy, SketchPolicy):

@@ -63,12 +63,44 @@ TEST(CostModelFeatures, TableNamesAreUniqueAndComplete) {
   EXPECT_EQ(static_cast<int>(names.size()), NumFeatures());
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   EXPECT_EQ(names.front(), "float_mad");
-  EXPECT_EQ(names.back(), "auto_unroll_max_step");
+  EXPECT_EQ(names.back(), "task_footprint_over_l2");
   for (const char* n : {"vec_len", "parallel_prod", "blockIdx_x_len", "B0.acc_read", "B4.stride",
                         "intensity_9", "alloc_bytes", "outer_prod"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
-  EXPECT_EQ(NumFeatures(), 158);
+  EXPECT_EQ(NumFeatures(), 166);
+}
+
+// The target-relative features of TiledMatmul(64): loops io (8, parallel), jo (4), k (64), ii (8, unrolled)
+// around a 16-lane store. Bytes touched inside the innermost loops: ii 608 (C 512, B 64, A 32), k ii 6656
+// (C 512, B 4096, A 2048), jo k ii 20480 (C 2048, B 16384, A 2048), all 49152.
+TEST(CostModelFeatures, TiledMatmulRelativeToTheTarget) {
+  HardwareParams hw;  // 32-byte vectors; registers and caches unknown: 16 registers, L1 32 KiB, L2 512 KiB
+  auto rows = RawRows(TiledMatmul(64), hw);
+  const auto& r = UpdateRow(rows);
+  EXPECT_EQ(r.at("target_lanes"), 8);
+  EXPECT_EQ(r.at("target_vector_registers"), 16);
+  EXPECT_EQ(r.at("vec_len_over_lanes"), 2);
+  EXPECT_EQ(r.at("acc_tile_over_registers"), 1);  // 8 x 16 floats = 16 vectors of 32 bytes
+  EXPECT_EQ(r.at("l1_tile_trips"), 4 * 64 * 8);   // jo k ii fit in 32 KiB, the nest does not
+  EXPECT_EQ(r.at("l2_tile_trips"), 8 * 4 * 64 * 8);
+  EXPECT_DOUBLE_EQ(r.at("acc_footprint_over_l1"), 6656.0 / 32768);
+  EXPECT_DOUBLE_EQ(r.at("task_footprint_over_l2"), 20480.0 / 524288);  // the body of io
+
+  // The same program on an AVX-512 CPU with smaller caches.
+  hw.vector_unit_bytes = 64;
+  hw.num_vector_registers = 32;
+  hw.l1_cache_bytes = 16 * 1024;
+  hw.l2_cache_bytes = 16 * 1024;
+  auto wide_rows = RawRows(TiledMatmul(64), hw);
+  const auto& w = UpdateRow(wide_rows);
+  EXPECT_EQ(w.at("target_lanes"), 16);
+  EXPECT_EQ(w.at("target_vector_registers"), 32);
+  EXPECT_EQ(w.at("vec_len_over_lanes"), 1);
+  EXPECT_EQ(w.at("acc_tile_over_registers"), 0.25);  // 8 vectors of 64 bytes in 32 registers
+  EXPECT_EQ(w.at("l1_tile_trips"), 64 * 8);          // k ii: 6656 bytes fit, jo k ii do not
+  EXPECT_EQ(w.at("l2_tile_trips"), 64 * 8);
+  EXPECT_DOUBLE_EQ(w.at("task_footprint_over_l2"), 20480.0 / 16384);
 }
 
 TEST(CostModelFeatures, UniqueElementsOfTilesAndWindows) {

@@ -76,7 +76,7 @@ def test_matmul_schedules_refit_to_awkward_shapes_and_equal_the_reference(shape)
         if refit is None:
             assert failure in ("padding", "infer_bound", "lower", "replay"), (failure, message)
             continue
-        assert failure == "" and refit.core.init_dag.workload_key() == task.workload_key
+        assert failure == "" and refit.init_dag.workload_key() == task.workload_key
         assert kinds(refit) == kinds(state)
         check(task.compute_dag, refit, seed=i)
         kept += 1
@@ -113,7 +113,7 @@ def test_a_dissimilar_task_gets_no_seed():
     refit, failure, message = transfer.refit(task_of(matmul_relu(64, 64, 64)), state)
     assert refit is None and failure == "dissimilar" and "compute structure" in message
     policy = ans.SketchPolicy(task_of(matmul_relu(32, 32, 32)), "random", ans.SearchParams(**FAST))
-    report = policy._policy.set_transfer_seeds([state.core], 8)
+    report = policy.set_transfer_seeds([state], 8)
     assert report["kept"] == 0 and report["drops"] == {"dissimilar": 1}
     policy.continue_search_one_round(4)
     assert policy.last_round["transfer_seeds"] == 0 and policy.last_round["picked_transfer"] == 0
@@ -124,14 +124,14 @@ def test_seeds_join_the_first_population_and_are_measured_first():
     task = task_of(matmul_tensors(31, 1, 17))
     states = source_states(source, 4)
     policy = ans.SketchPolicy(task, "random", ans.SearchParams(**FAST, transfer_seeds_measured=2))
-    report = policy._policy.set_transfer_seeds([s.core for s in states], 8)
+    report = policy.set_transfer_seeds(list(states), 8)
     assert report["given"] == len(states) and report["kept"] >= 3, report
-    seeds = policy._policy.transfer_seeds
+    seeds = policy.transfer_seeds
     assert len(seeds) == report["kept"]
     batch = policy.continue_search_one_round(6)
     stats = policy.last_round
     assert stats["transfer_seeds"] == len(seeds) and stats["picked_transfer"] == 2
-    keys = [ans._core.state_key(s.core) for s in batch]
+    keys = [ans._core.state_key(s) for s in batch]
     assert keys[:2] == [ans._core.state_key(s) for s in seeds[:2]]
     for i, state in enumerate(batch[:2]):
         check(task.compute_dag, state, seed=i)

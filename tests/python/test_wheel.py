@@ -50,6 +50,7 @@ TUNE = textwrap.dedent("""
     core = ans._core
     assert os.path.dirname(ans.__file__).startswith(sys.prefix), ans.__file__
     assert core.has_llvm() and core.has_xgboost() and core.has_opencl(), "backends missing from the wheel"
+    assert ans.pretrained.model_path("llvm") is not None, "the pretrained cost model is missing from the wheel"
 
     A = te.placeholder((64, 64), name="A")
     B = te.placeholder((64, 64), name="B")
