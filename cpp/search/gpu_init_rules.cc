@@ -2,10 +2,12 @@
 // states against code generation and the device's limits.
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <sstream>
 
 #include "codegen/opencl/codegen_opencl.h"
 #include "lower/stmt_functor.h"
+#include "schedule/infer_bound.h"
 #include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "support/error.h"
@@ -60,17 +62,37 @@ State FuseRange(const State& s, int stage_id, int first, int count) {
   return s.Fuse(stage_id, ids);
 }
 
+// A width among kFetchWidths dividing the innermost extent of the region the
+// shared stage copies (so that no vector crosses a row), uniformly.
+int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng) {
+  const int64_t inner = bounded.num_iters() > 0 ? bounded.iter(bounded.num_iters() - 1).extent : 1;
+  std::vector<int64_t> widths;
+  for (int64_t w : kFetchWidths) {
+    if (inner > 0 && inner % w == 0) widths.push_back(w);
+  }
+  return widths[RandomIndex(rng, static_cast<int64_t>(widths.size()))];
+}
+
+// A row padding among kRowPadOffsets (0: compact), uniformly.
+State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
+  const Stage& st = s.stage(id);
+  const int ndim = static_cast<int>(st.op->axis.size());
+  const int64_t offset = kRowPadOffsets[RandomIndex(rng, static_cast<int64_t>(std::size(kRowPadOffsets)))];
+  if (ndim < 2 || offset == 0 || st.num_iters() != ndim || st.leaves[ndim - 2] != ndim - 2) return s;
+  return s.Apply(StorageAlignStep{id, ndim - 2, kSharedBanks, offset});
+}
+
 // ---- thread-bind ----
 
 // Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x,
-// level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: all
-// loops fused and split by the consumer's work items per group (a follow
-// split of its tiles, so mutations keep them equal), the inner part bound to
-// threadIdx.x. Cross-thread reduction stages: the factored axis bound to
-// threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any
-// other root stage: its leading spatial loops fused and split by a random
-// number of work items (a power of two up to max_threads_per_block), bound
-// to blockIdx.x and threadIdx.x.
+// level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: rows
+// padded by a sampled offset (PadAgainstBankConflicts), all loops fused,
+// split by a sampled vector width (SampleFetchWidth; vectorized), the rest
+// split by the consumer's work items per group (a follow split of its
+// tiles, so mutations keep them equal), that part bound to threadIdx.x. Cross-thread reduction stages: the
+// factored axis bound to threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any other root
+// stage: its leading spatial loops fused and split by a random number of work items (a power of two up to
+// max_threads_per_block), bound to blockIdx.x and threadIdx.x.
 class ThreadBindRule : public InitRule {
  public:
   std::string name() const override { return "thread-bind"; }
@@ -79,6 +101,7 @@ class ThreadBindRule : public InitRule {
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(ctx, s, id, rng);
     }
+    const State bounded = InferBound(s);  // the regions the shared stages copy
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       const Stage& st = s.stage(id);
       if (!HasLoops(s, id) || st.loc != ComputeLocKind::At || st.scope != MemScope::Shared) continue;
@@ -88,9 +111,13 @@ class ThreadBindRule : public InitRule {
       }
       const std::vector<int> splits = SpatialTileSplits(s, s.stage(st.attach_stage).name());
       if (splits.empty()) continue;  // not a GPU-tiled consumer: work item 0 copies
-      s = FuseRange(s, id, 0, st.num_iters());
+      s = PadAgainstBankConflicts(s, id, rng);
+      const int64_t width = SampleFetchWidth(bounded.stage(id), rng);
+      s = FuseRange(s, id, 0, s.stage(id).num_iters());
+      s = s.Split(id, 0, {width});
       s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
       s = s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
+      s = s.Annotate(id, 2, IteratorAnnotation::Vectorize);
     }
     return s;
   }
@@ -194,7 +221,9 @@ InitRuleList DefaultGpuInitRules() {
 }
 
 MutationRuleList DefaultGpuMutationRules() {
-  return {{MakeMutateTileSizeRule(), 0.90}, {MakeMutateAutoUnrollRule(), 0.10}};
+  return {{MakeMutateTileSizeRule(), 0.80},
+          {MakeMutateAutoUnrollRule(), 0.10},
+          {MakeMutateSharedFetchRule(), 0.10}};
 }
 
 InitRuleList DefaultInitRules(const SearchTask& task) {
