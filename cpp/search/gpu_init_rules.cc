@@ -64,13 +64,36 @@ State FuseRange(const State& s, int stage_id, int first, int count) {
 
 // A width among kFetchWidths dividing the innermost extent of the region the
 // shared stage copies (so that no vector crosses a row), uniformly.
-int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng) {
+// 1 when none of those from min_width on divides it.
+int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng, int64_t min_width = 1) {
   const int64_t inner = bounded.num_iters() > 0 ? bounded.iter(bounded.num_iters() - 1).extent : 1;
   std::vector<int64_t> widths;
   for (int64_t w : kFetchWidths) {
-    if (inner > 0 && inner % w == 0) widths.push_back(w);
+    if (w >= min_width && inner > 0 && inner % w == 0) widths.push_back(w);
   }
-  return widths[RandomIndex(rng, static_cast<int64_t>(widths.size()))];
+  return widths.empty() ? 1 : widths[RandomIndex(rng, static_cast<int64_t>(widths.size()))];
+}
+
+// A "local" copy of a shared stage computed inside its consumer (the
+// register tile of add-cache-read).
+bool IsRegisterTile(const State& s, int id) {
+  const Stage& st = s.stage(id);
+  if (st.scope != MemScope::Local || st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
+  const auto& producers = s.dag().access(id).producers;
+  return producers.size() == 1 && s.stage(producers[0]).scope == MemScope::Shared;
+}
+
+// A register tile whose rows take a vector of 2 or 4 lanes: its loops fused,
+// split by a sampled width among those dividing its rows (vectorized), the
+// rest unrolled. Any other (a column of the shared tile): inlined again, so
+// the consumer reads shared memory directly as before.
+State BindRegisterTile(const State& s, const Stage& bounded, int id, std::mt19937* rng) {
+  const int64_t width = SampleFetchWidth(bounded, rng, /*min_width=*/2);
+  if (width < 2) return s.ComputeInline(id);
+  State r = FuseRange(s, id, 0, s.stage(id).num_iters());
+  r = r.Split(id, 0, {width});
+  r = r.Annotate(id, 0, IteratorAnnotation::Unroll);
+  return r.Annotate(id, 1, IteratorAnnotation::Vectorize);
 }
 
 // A row padding among kRowPadOffsets (0: compact), uniformly.
@@ -102,6 +125,9 @@ class ThreadBindRule : public InitRule {
       if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(ctx, s, id, rng);
     }
     const State bounded = InferBound(s);  // the regions the shared stages copy
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (IsRegisterTile(s, id)) s = BindRegisterTile(s, bounded.stage(id), id, rng);
+    }
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       const Stage& st = s.stage(id);
       if (!HasLoops(s, id) || st.loc != ComputeLocKind::At || st.scope != MemScope::Shared) continue;

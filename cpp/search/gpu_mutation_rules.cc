@@ -1,6 +1,6 @@
 // The GPU mutation rule shared-fetch: another vector width for a cooperative
-// fetch, or another row padding for a shared buffer (the parameters the
-// thread-bind rule samples for shared stages, gpu_init_rules.cc).
+// fetch or a register tile's load, or another row padding for a shared
+// buffer (the parameters the thread-bind rule samples, gpu_init_rules.cc).
 #include <iterator>
 
 #include "schedule/infer_bound.h"
@@ -8,6 +8,16 @@
 #include "search/search_util.h"
 
 namespace autosched {
+namespace {
+
+// A shared stage or a register tile of the GPU sketches: a copy computed
+// inside another stage's loops.
+bool IsCacheCopy(const Stage& st) {
+  return (st.scope == MemScope::Shared || st.scope == MemScope::Local) && st.loc == ComputeLocKind::At &&
+         !HasReduceIter(st);
+}
+
+}  // namespace
 
 std::vector<int> SharedStageSteps(const State& s, bool splits) {
   std::vector<int> ids;
@@ -18,8 +28,7 @@ std::vector<int> SharedStageSteps(const State& s, bool splits) {
     const auto* sa = std::get_if<StorageAlignStep>(&step);
     const int stage = sp ? sp->stage_id : sa ? sa->stage_id : -1;
     const bool kind = splits ? sp != nullptr && sp->lengths.size() == 1 : sa != nullptr;
-    if (kind && r.stage(stage).scope == MemScope::Shared && r.stage(stage).loc == ComputeLocKind::At)
-      ids.push_back(j);
+    if (kind && IsCacheCopy(r.stage(stage))) ids.push_back(j);
     r = r.Apply(step);
   }
   return ids;

@@ -63,9 +63,10 @@ inline constexpr int64_t kFetchWidths[] = {1, 2, 4};
 inline constexpr int64_t kSharedBanks = 32;
 inline constexpr int64_t kRowPadOffsets[] = {0, 1, 4};
 
-// Ids of the steps of `s` applied to a "shared" stage computed inside
-// another: its fetch splits (splits with one length) when `splits`, else its
-// storage_align steps.
+// Ids of the steps of `s` applied to a copy of a tensor into a "shared" or
+// "local" stage computed inside another (a shared stage, a register tile):
+// their vector-width splits (splits with one length) when `splits`, else
+// their storage_align steps.
 std::vector<int> SharedStageSteps(const State& s, bool splits);
 
 // The rule lists of the task's kind (CPU or GPU).

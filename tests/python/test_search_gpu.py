@@ -343,3 +343,43 @@ def test_shared_fetch_mutations_stay_equal_to_the_reference_on_awkward_shapes(sh
             assert new.to_json() != state.to_json()
             mutated.append(new)
     _check_states(dag, task, states + mutated)
+
+
+def test_register_tiles_copy_the_shared_stages_at_the_innermost_reduce_loop():
+    """The matmul sketch reads each shared stage through a "local" register tile computed at the
+    consumer's last reduce loop (inside the shared stage's outer reduce tile)."""
+    dag = ans.ComputeDAG(_matmul())
+    for sketch in search.generate_sketches(_task(dag)):
+        recs = _records(sketch)
+        if not any(r[0] == "CHR" for r in recs):
+            continue
+        names = [st.name for st in sketch.stages]
+        for tensor in ("A", "B"):
+            local = sketch[f"{tensor}.shared.local"]
+            assert local.scope == "local" and sketch[f"{tensor}.shared"].scope == "shared", names
+        consumer = sketch["T_matmul.local"] if "T_matmul.local" in names else sketch["T_matmul"]
+        kinds = [it.kind for it in consumer.iters]
+        last_reduce = max(i for i, k in enumerate(kinds) if k == "reduce")
+        steps = dag.print_python_steps(sketch)
+        assert f'"A.shared.local", "{consumer.name}", {last_reduce})' in steps, steps
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(8, 16, 12), (6, 10, 14), (5, 3, 8)])
+def test_register_tiles_load_vectors_from_shared_memory_and_match_the_reference(shape):
+    """Sampled states whose register tile of B takes whole vectors read it with vloadN from the shared
+    buffer; the others inline it again (no local copy of A's columns); all equal the reference."""
+    n, k, m = shape
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    task = _task(dag)
+    states, _ = search.sample_init_population(task, 24, seed=7)
+    vector_tiles = []
+    for state in states:
+        source = ans.build(dag, state, target="opencl").get_source()
+        assert "A_shared_local" not in source or "vload" in source, source
+        if "B_shared_local" in source:
+            assert "(0, B_shared + " in source, source
+            vector_tiles.append(state)
+    assert vector_tiles, "no sampled state loads a register tile with vectors"
+    _check_states(dag, task, vector_tiles[:4] + states[:2])
