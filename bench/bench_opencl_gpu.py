@@ -3,11 +3,13 @@
 Run (on a machine with an NVIDIA GPU whose OpenCL driver is registered with the ICD loader, docs/opencl.md):
   python3 bench/bench_opencl_gpu.py [--target "opencl -device=nvidia"] [--trials 256] [--time-budget-s 150]
          [--kernels matmul4096,conv_r50_56,conv_r50_14] [--log-dir DIR] [--model auto|xgb|random]
+         [--ptx-counts] [--show-source]
 
 The kernels (float32, batch 1, NCHW):
   matmul4096   4096 x 4096 x 4096
   conv_r50_56  ResNet-50 layer: 1x64x56x56 -> 64 channels, 3x3, stride 1, pad 1
   conv_r50_14  ResNet-50 layer: 1x256x14x14 -> 256 channels, 3x3, stride 1, pad 1
+  matmul256    256 x 256 x 256 (not in the default list: a quick check of the script, e.g. on PoCL)
 Each is tuned with task.tune on the OpenCL target (the log goes to --log-dir, so a later run with the same
 directory resumes), its best schedule is built and checked against PyTorch's result, and then both are timed
 in this process: the tuned kernel with OpenCL profiling events (module.time_evaluator), PyTorch on the GPU with
@@ -56,6 +58,7 @@ def conv(name, channels, size):
 
 KERNELS = {
     "matmul4096": lambda: matmul(4096),
+    "matmul256": lambda: matmul(256),  # a quick check of the script (e.g. on PoCL), not in the default list
     "conv_r50_56": lambda: conv("conv_r50_56", 64, 56),
     "conv_r50_14": lambda: conv("conv_r50_14", 256, 14),
 }
@@ -117,7 +120,22 @@ def run_kernel(kernel, args, log_dir, torch):
         row["torch_ms"] = torch_seconds(torch, kernel.torch_fn, device_inputs) * 1e3
     print(f"  {kernel.name}: {result.trials} trials in {tune_s:.0f} s, best {row['ms']:.3f} ms"
           + (f", PyTorch {row['torch_ms']:.3f} ms, max relative error {row['max_err']:.1e}" if torch else ""))
+    if args.ptx_counts:
+        print_ptx_counts(kernel.name, mod)
+    if args.show_source:
+        print(mod.get_source("cl"))
     return row
+
+
+def print_ptx_counts(name, mod):
+    """The best kernel's instructions by kind, from the device binary (PTX on NVIDIA's OpenCL)."""
+    binary = mod.device_binary()
+    try:
+        counts = ans.opencl.ptx_instruction_counts(binary)
+    except ValueError:
+        print(f"  {name}: the device binary ({len(binary)} bytes) is not PTX; no instruction counts")
+        return
+    print(f"  {name} PTX: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 def print_table(rows, peak_tflops, kernels):
@@ -138,7 +156,7 @@ def print_table(rows, peak_tflops, kernels):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="opencl -device=nvidia")
-    parser.add_argument("--kernels", default=",".join(KERNELS))
+    parser.add_argument("--kernels", default="matmul4096,conv_r50_56,conv_r50_14")
     parser.add_argument("--trials", type=int, default=256, help="measurements per kernel")
     parser.add_argument("--per-round", type=int, default=64)
     parser.add_argument("--time-budget-s", type=float, default=150, help="tuning wall-clock budget per kernel")
@@ -147,6 +165,10 @@ def main():
     parser.add_argument("--peak-tflops", type=float, default=66.9, help="fp32 peak of the device (GH100: 66.9)")
     parser.add_argument("--log-dir", default="")
     parser.add_argument("--verbose", type=int, default=1)
+    parser.add_argument("--ptx-counts", action="store_true",
+                        help="print the best kernel's PTX instruction counts (ld.local/st.local spills, "
+                             "ld.shared, fma, vector accesses) from its device binary (NVIDIA)")
+    parser.add_argument("--show-source", action="store_true", help="print the best kernel's OpenCL C")
     args = parser.parse_args()
     names = [n.strip() for n in args.kernels.split(",") if n.strip()]
     unknown = [n for n in names if n not in KERNELS]

@@ -142,6 +142,9 @@ void bind_runtime(py::module_& m) {
       .def(
           "object_code", [](const Module& mod) { return py::bytes(mod.sources().Get("obj")); },
           "the object file of a module cross-compiled for another architecture (source format 'obj')")
+      .def(
+          "device_binary", [](const Module& mod) { return py::bytes(mod.sources().Get("binary")); },
+          "the device compiler's binary of an OpenCL module's program (source format 'binary')")
       .def_property_readonly("source_formats", [](const Module& mod) { return mod.sources().Formats(); })
       .def_property_readonly("cannot_run", &Module::cannot_run,
                              "Why this module cannot run on this host ('' when it can).")

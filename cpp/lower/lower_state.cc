@@ -44,11 +44,11 @@ Expr AndAll(const std::vector<Expr>& conds) {
   return out;
 }
 
-// Row strides padded so that stride[axis] % factor == offset for each
-// storage_align of the stage; empty when compact.
-std::vector<int64_t> AlignedStrides(const Stage& st) {
+// Row strides of a buffer of `shape` (the stage's shape, or the region of a
+// stage computed inside another's loops) padded so that stride[axis] % factor
+// == offset for each storage_align of the stage; empty when compact.
+std::vector<int64_t> AlignedStrides(const Stage& st, const std::vector<int64_t>& shape) {
   if (st.storage_align.empty()) return {};
-  const auto& shape = st.op->shape;
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = d + 1 == shape.size() ? 1 : strides[d + 1] * shape[d + 1];
@@ -108,10 +108,12 @@ class StateLowerer {
       StageBuffer& sb = buffers_[s];
       sb.allocate = true;
       if (st.loc == ComputeLocKind::Root) {
-        sb.buffer = MakeBuffer(st.name(), st.op->dtype, st.op->shape, MemScope::Global, AlignedStrides(st));
+        sb.buffer = MakeBuffer(st.name(), st.op->dtype, st.op->shape, MemScope::Global,
+                               AlignedStrides(st, st.op->shape));
       } else {
         sb.relative = true;
-        sb.buffer = MakeBuffer(st.name(), st.op->dtype, info_.stages[s].region_extent, st.scope);
+        const std::vector<int64_t>& region = info_.stages[s].region_extent;
+        sb.buffer = MakeBuffer(st.name(), st.op->dtype, region, st.scope, AlignedStrides(st, region));
       }
     }
     for (size_t s = 0; s < state_.stages.size(); ++s) {

@@ -2,10 +2,12 @@
 // states against code generation and the device's limits.
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <sstream>
 
 #include "codegen/opencl/codegen_opencl.h"
 #include "lower/stmt_functor.h"
+#include "schedule/infer_bound.h"
 #include "search/gpu_rules.h"
 #include "search/search_util.h"
 #include "support/error.h"
@@ -60,17 +62,60 @@ State FuseRange(const State& s, int stage_id, int first, int count) {
   return s.Fuse(stage_id, ids);
 }
 
+// A width among kFetchWidths dividing the innermost extent of the region the
+// shared stage copies (so that no vector crosses a row), uniformly.
+// 1 when none of those from min_width on divides it.
+int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng, int64_t min_width = 1) {
+  const int64_t inner = bounded.num_iters() > 0 ? bounded.iter(bounded.num_iters() - 1).extent : 1;
+  std::vector<int64_t> widths;
+  for (int64_t w : kFetchWidths) {
+    if (w >= min_width && inner > 0 && inner % w == 0) widths.push_back(w);
+  }
+  return widths.empty() ? 1 : widths[RandomIndex(rng, static_cast<int64_t>(widths.size()))];
+}
+
+// A "local" copy of a shared stage computed inside its consumer (the
+// register tile of add-cache-read).
+bool IsRegisterTile(const State& s, int id) {
+  const Stage& st = s.stage(id);
+  if (st.scope != MemScope::Local || st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
+  const auto& producers = s.dag().access(id).producers;
+  return producers.size() == 1 && s.stage(producers[0]).scope == MemScope::Shared;
+}
+
+// A register tile whose rows take a vector of 2 or 4 lanes: its loops fused,
+// split by a sampled width among those dividing its rows (vectorized), the
+// rest unrolled. Any other (a column of the shared tile): inlined again, so
+// the consumer reads shared memory directly as before.
+State BindRegisterTile(const State& s, const Stage& bounded, int id, std::mt19937* rng) {
+  const int64_t width = SampleFetchWidth(bounded, rng, /*min_width=*/2);
+  if (width < 2) return s.ComputeInline(id);
+  State r = FuseRange(s, id, 0, s.stage(id).num_iters());
+  r = r.Split(id, 0, {width});
+  r = r.Annotate(id, 0, IteratorAnnotation::Unroll);
+  return r.Annotate(id, 1, IteratorAnnotation::Vectorize);
+}
+
+// A row padding among kRowPadOffsets (0: compact), uniformly.
+State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
+  const Stage& st = s.stage(id);
+  const int ndim = static_cast<int>(st.op->axis.size());
+  const int64_t offset = kRowPadOffsets[RandomIndex(rng, static_cast<int64_t>(std::size(kRowPadOffsets)))];
+  if (ndim < 2 || offset == 0 || st.num_iters() != ndim || st.leaves[ndim - 2] != ndim - 2) return s;
+  return s.Apply(StorageAlignStep{id, ndim - 2, kSharedBanks, offset});
+}
+
 // ---- thread-bind ----
 
 // Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x,
-// level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: all
-// loops fused and split by the consumer's work items per group (a follow
-// split of its tiles, so mutations keep them equal), the inner part bound to
-// threadIdx.x. Cross-thread reduction stages: the factored axis bound to
-// threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any
-// other root stage: its leading spatial loops fused and split by a random
-// number of work items (a power of two up to max_threads_per_block), bound
-// to blockIdx.x and threadIdx.x.
+// level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: rows
+// padded by a sampled offset (PadAgainstBankConflicts), all loops fused,
+// split by a sampled vector width (SampleFetchWidth; vectorized), the rest
+// split by the consumer's work items per group (a follow split of its
+// tiles, so mutations keep them equal), that part bound to threadIdx.x. Cross-thread reduction stages: the
+// factored axis bound to threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any other root
+// stage: its leading spatial loops fused and split by a random number of work items (a power of two up to
+// max_threads_per_block), bound to blockIdx.x and threadIdx.x.
 class ThreadBindRule : public InitRule {
  public:
   std::string name() const override { return "thread-bind"; }
@@ -78,6 +123,10 @@ class ThreadBindRule : public InitRule {
     State s = state;
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(ctx, s, id, rng);
+    }
+    const State bounded = InferBound(s);  // the regions the shared stages copy
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (IsRegisterTile(s, id)) s = BindRegisterTile(s, bounded.stage(id), id, rng);
     }
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       const Stage& st = s.stage(id);
@@ -88,9 +137,13 @@ class ThreadBindRule : public InitRule {
       }
       const std::vector<int> splits = SpatialTileSplits(s, s.stage(st.attach_stage).name());
       if (splits.empty()) continue;  // not a GPU-tiled consumer: work item 0 copies
-      s = FuseRange(s, id, 0, st.num_iters());
+      s = PadAgainstBankConflicts(s, id, rng);
+      const int64_t width = SampleFetchWidth(bounded.stage(id), rng);
+      s = FuseRange(s, id, 0, s.stage(id).num_iters());
+      s = s.Split(id, 0, {width});
       s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
       s = s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
+      s = s.Annotate(id, 2, IteratorAnnotation::Vectorize);
     }
     return s;
   }
@@ -194,7 +247,9 @@ InitRuleList DefaultGpuInitRules() {
 }
 
 MutationRuleList DefaultGpuMutationRules() {
-  return {{MakeMutateTileSizeRule(), 0.90}, {MakeMutateAutoUnrollRule(), 0.10}};
+  return {{MakeMutateTileSizeRule(), 0.80},
+          {MakeMutateAutoUnrollRule(), 0.10},
+          {MakeMutateSharedFetchRule(), 0.10}};
 }
 
 InitRuleList DefaultInitRules(const SearchTask& task) {

@@ -19,10 +19,12 @@
 //   multi-level-tiling                tiled "SSSRRSRS"
 //   skip-stage                        the stage left as it is
 //
-// Init rules (DefaultGpuInitRules): fill-tile-size, thread-bind, unroll
-// (gpu_auto_unroll_candidates), and vectorize on Mali devices or with
-// SearchParams::gpu_vectorize. Mutation rules (DefaultGpuMutationRules):
-// tile-size 0.90, auto-unroll 0.10.
+// Init rules (DefaultGpuInitRules): fill-tile-size, thread-bind (also the
+// vector width of each cooperative fetch and the row padding of each shared
+// buffer), unroll (gpu_auto_unroll_candidates), and vectorize on Mali devices
+// or with SearchParams::gpu_vectorize. Mutation rules
+// (DefaultGpuMutationRules): tile-size 0.80 (not the fetch splits),
+// auto-unroll 0.10, shared-fetch 0.10 (another fetch width or row padding).
 //
 // Every sampled or mutated state of a GPU task is lowered and its OpenCL
 // code generated: one that the code generation refuses is dropped as
@@ -48,6 +50,24 @@ std::shared_ptr<const SketchRule> MakeAddCacheReadRule();
 std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule();
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule();
 std::shared_ptr<const InitRule> MakeThreadBindRule();
+std::shared_ptr<const MutationRule> MakeMutateSharedFetchRule();
+
+// Vector widths of a cooperative fetch: each work item copies this many
+// consecutive elements of a row with one vector load and store (vloadN /
+// vstoreN); only widths dividing the row of the copied region are sampled.
+inline constexpr int64_t kFetchWidths[] = {1, 2, 4};
+// Row padding of shared buffers (storage_align of the second innermost
+// dimension): the row stride made `offset` modulo the 32 banks of a GPU's
+// shared memory, so that work items reading a column hit different banks.
+// Offset 0 leaves the buffer compact; 4 keeps rows aligned for float4.
+inline constexpr int64_t kSharedBanks = 32;
+inline constexpr int64_t kRowPadOffsets[] = {0, 1, 4};
+
+// Ids of the steps of `s` applied to a copy of a tensor into a "shared" or
+// "local" stage computed inside another (a shared stage, a register tile):
+// their vector-width splits (splits with one length) when `splits`, else
+// their storage_align steps.
+std::vector<int> SharedStageSteps(const State& s, bool splits);
 
 // The rule lists of the task's kind (CPU or GPU).
 SketchRuleList DefaultSketchRules(const SearchTask& task);

@@ -57,6 +57,8 @@ int LoopBeforeConstUnroll(const State& s, int stage_id) {
 // the work items of a group fetch the tiles they all read together
 // (thread-bind splits the copy among them), once per outer reduce step.
 // Bound inference gives the shared stage the region of the whole group.
+// A register tile copies the shared stage into a "local" stage at the
+// consumer's innermost reduce loop (AddRegisterTile).
 // The producer is visited again (its consumer is now the shared stage, so
 // the other rules, e.g. always-inline for a padding stage, apply).
 class AddCacheReadRule : public SketchRule {
@@ -83,8 +85,24 @@ class AddCacheReadRule : public SketchRule {
     const int target = consumer + (consumer >= cache ? 1 : 0);
     AS_CHECK(r.stage(target).name() == s.stage(consumer).name(),
              "cache_read of '" << s.stage(stage_id).name() << "' moved its consumer unexpectedly");
-    r = r.ComputeAt(cache, target, LastOuterReduceIter(r.stage(target)));
-    return {{r, stage_id}};
+    // The register tile: a "local" copy of the shared stage computed at the
+    // consumer's last reduce loop (when that is inside the outer reduce
+    // tile), so the consumer's innermost tile reads registers that
+    // thread-bind fills with vector loads from shared memory (or inlines
+    // again where no vector fits its rows).
+    const Stage& st = r.stage(target);
+    int last = st.num_iters() - 1;
+    while (last >= 0 && st.iter(last).kind != IteratorKind::Reduce) --last;
+    const int outer = LastOuterReduceIter(st);
+    if (last > outer) {
+      const State l = r.Apply(CacheReadStep{cache, "local", {target}});
+      const int local = InsertedStage(r, l);
+      const int moved = target + (target >= local ? 1 : 0);
+      AS_CHECK(l.stage(moved).name() == st.name(),
+               "cache_read of '" << r.stage(cache).name() << "' moved its consumer unexpectedly");
+      return {{l.ComputeAt(local, moved, last).ComputeAt(cache, moved, outer), stage_id}};
+    }
+    return {{r.ComputeAt(cache, target, outer), stage_id}};
   }
 };
 

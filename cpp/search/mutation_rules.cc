@@ -60,7 +60,10 @@ class MutateTileSizeRule : public MutationRule {
   std::optional<State> Apply(const SketchContext& ctx, const State& s, std::mt19937* rng) const override {
     std::vector<Step> steps = s.steps();
     std::vector<int> candidates;
+    // The fetch splits of shared stages keep their widths (shared-fetch changes them).
+    const std::vector<int> fetch = IsGpuTask(ctx.task) ? SharedStageSteps(s, true) : std::vector<int>();
     for (int id : StepsOfKind<SplitStep>(steps)) {
+      if (std::find(fetch.begin(), fetch.end(), id) != fetch.end()) continue;
       if (!Parts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
     }
     if (candidates.empty()) return std::nullopt;

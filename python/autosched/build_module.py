@@ -83,11 +83,22 @@ class Module:
         return evaluate
 
     def get_source(self, fmt=None):
-        """'ll': optimised LLVM IR, 'asm': assembly (llvm targets); 'cl': OpenCL C (opencl targets);
-        'lowered': the loop nest that was compiled (see source_formats). Default: 'cl' for OpenCL, else 'll'."""
+        """'ll': optimised LLVM IR, 'asm': assembly (llvm targets); 'cl': OpenCL C, 'binary': the device's
+        binary as bytes (opencl targets); 'lowered': the loop nest that was compiled (see source_formats). Default: 'cl' for OpenCL, else 'll'."""
         if fmt is None:
             fmt = "cl" if "cl" in self._mod.source_formats else "ll"
+        if fmt == "binary":
+            return self.device_binary()
         return self._mod.get_source(fmt)
+
+    def device_binary(self):
+        """The OpenCL device compiler's binary of the program, as bytes (source format 'binary'): PTX text on
+        NVIDIA (count its instructions with autosched.opencl.ptx_instruction_counts), the driver's own format
+        elsewhere."""
+        if "binary" not in self._mod.source_formats:
+            raise ValueError(f"device_binary: only modules built for an OpenCL target have a device binary; this "
+                             f"one has the source formats {self._mod.source_formats}")
+        return self._mod.device_binary()
 
     def export_object(self, path):
         """Writes the object file of a module cross-compiled for another architecture (a target with a foreign

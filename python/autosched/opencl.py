@@ -33,3 +33,37 @@ def hardware_params(target="opencl", **overrides):
             raise TypeError(f"HardwareParams has no field '{name}'")
         setattr(params, name, value)
     return params
+
+
+# Instruction kinds counted in PTX: spills (ld.local / st.local), shared and global memory traffic, and
+# fused multiply-adds; each name counts the instructions whose opcode starts with it (ld.shared.v4.f32
+# counts as ld.shared and as vector).
+PTX_COUNTED = ("ld.local", "st.local", "ld.shared", "st.shared", "ld.global", "st.global", "fma")
+
+
+def ptx_instruction_counts(ptx):
+    """Counts of the PTX_COUNTED instruction kinds in PTX text (str or bytes, e.g. Module.device_binary() of
+    a module built by NVIDIA's OpenCL), plus "vector": the counted loads and stores of .v2/.v4 vectors.
+    Raises ValueError for text that is not PTX (no '.version' / '.entry' directives)."""
+    if isinstance(ptx, (bytes, bytearray)):
+        ptx = bytes(ptx).decode("utf-8", errors="replace")
+    if not isinstance(ptx, str):
+        raise TypeError(f"ptx_instruction_counts: ptx must be str or bytes, got {type(ptx).__name__}")
+    if ".version" not in ptx or ".entry" not in ptx:
+        raise ValueError("ptx_instruction_counts: the text is not PTX (no .version / .entry directive); "
+                         "only NVIDIA's OpenCL gives PTX as the device binary")
+    counts = dict.fromkeys(PTX_COUNTED, 0)
+    counts["vector"] = 0
+    for line in ptx.splitlines():
+        words = line.split("//", 1)[0].split()
+        if words and words[0].startswith("@"):  # a predicate guard: @%p1 ld.global.f32 ...
+            words = words[1:]
+        if not words:
+            continue
+        opcode = words[0]
+        for kind in PTX_COUNTED:
+            if opcode == kind or opcode.startswith(kind + "."):
+                counts[kind] += 1
+                if kind != "fma" and (".v2." in opcode or ".v4." in opcode):
+                    counts["vector"] += 1
+    return counts

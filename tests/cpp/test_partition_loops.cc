@@ -105,6 +105,20 @@ TEST(PartitionLoopsTest, LoopWithoutGuardsIsUntouched) {
   EXPECT_TRUE(PartitionLoops(s).same_as(s));
 }
 
+TEST(PartitionLoopsTest, LoopAllocatingASharedBufferIsUntouched) {
+  // Its parts would each declare the group's __local buffer (OpenCL C
+  // declares them once per kernel); a private buffer does not stop it.
+  GuardedNest nest(41);
+  Expr j = nest.jo * 16 + nest.ji;
+  Stmt store = BufferStoreNode::make(nest.c, BufferLoadNode::make(nest.a, {nest.i, j}), {nest.i, j});
+  Stmt inner = Loop(nest.ji, 0, 16, ForKind::Vectorized, IfThenElseNode::make(j < 41, store));
+  for (MemScope scope : {MemScope::Shared, MemScope::Local}) {
+    Stmt s =
+        Loop(nest.jo, 0, 3, ForKind::Serial, AllocateNode::make(MakeBuffer("S", f32, {16}, scope), inner));
+    EXPECT_EQ(PartitionLoops(s).same_as(s), scope == MemScope::Shared) << PartitionLoops(s);
+  }
+}
+
 TEST(PartitionLoopsTest, GuardNotDependingOnTheLoopIsUntouched) {
   GuardedNest nest(48);
   Expr n = VarNode::make("n");

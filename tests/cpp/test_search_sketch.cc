@@ -314,14 +314,18 @@ TEST(SketchPolicy, OpenCLTargetsGetTheGpuRules) {
   SketchPolicy policy(SearchTask(dag, Target::Parse("opencl")));
   EXPECT_EQ(policy.sketch_rules().front()->name(), "add-cache-read");
   EXPECT_EQ(policy.init_rules()[1]->name(), "thread-bind");
-  ASSERT_EQ(policy.mutation_rules().size(), 2u);
+  ASSERT_EQ(policy.mutation_rules().size(), 3u);
   EXPECT_DOUBLE_EQ(policy.mutation_rules()[1].probability, 0.10);
+  EXPECT_EQ(policy.mutation_rules()[2].rule->name(), "shared-fetch");
   const std::vector<State> sketches = policy.GenerateSketches();
   ASSERT_EQ(sketches.size(), 1u);
   EXPECT_TRUE(policy.rule_failures().empty());
   // A, B read through shared stages at the outer reduce tile of C.local, fused at C's threadIdx level.
   EXPECT_EQ(sketches[0].stage(sketches[0].StageIndex("A.shared")).scope, MemScope::Shared);
   EXPECT_EQ(sketches[0].stage(sketches[0].StageIndex("C.local")).loc, ComputeLocKind::At);
+  // Register tiles of both, at C.local's innermost reduce loop.
+  EXPECT_EQ(sketches[0].stage(sketches[0].StageIndex("B.shared.local")).scope, MemScope::Local);
+  EXPECT_EQ(sketches[0].stage(sketches[0].StageIndex("A.shared.local")).loc, ComputeLocKind::At);
 }
 
 // A custom rule for tests: at the stage named `stage`, returns what `make` gives.

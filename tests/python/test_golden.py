@@ -151,6 +151,33 @@ def test_gpu_matmul_opencl_source_matches_golden():
     check(dag, s, target="opencl")
 
 
+def test_gpu_matmul_with_vector_fetches_and_padded_rows_matches_golden():
+    """The shared matmul with the GPU rules' fetch parameters: rows of the shared buffers padded to 4 modulo
+    32 banks (storage_align), each work item fetching float4 vectors (vload4 / vstore4)."""
+    dag, _ = matmul(64, 64, 32)
+    s = dag.get_init_state()
+    caches = [s.cache_read("A", "shared", ["C"]), s.cache_read("B", "shared", ["C"])]
+    i, j, k = s["C"].iters
+    bi, ti = s.split("C", i, [8])
+    bj, tj = s.split("C", j, [8])
+    ko, ki = s.split("C", k, [4])
+    s.reorder("C", [bi, bj, ko, ti, tj, ki])
+    for it, binding in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"), (tj, "threadIdx.x")):
+        s.bind("C", it, binding)
+    for cache in caches:
+        s.compute_at(cache, "C", ko)
+        s.storage_align(cache, s[cache].iters[0], 32, 4)
+        fused = s.fuse(cache, s[cache].iters)
+        rest, lanes = s.split(cache, fused, [4])
+        _, inner = s.split(cache, rest, [8])
+        s.bind(cache, inner, "threadIdx.x")
+        s.vectorize(cache, lanes)
+    source = ans.build(dag, s, target="opencl").get_source("cl")
+    assert source.count("vstore4(vload4(0, ") == 2 and "* 36)" in source, source
+    check_golden("gpu_matmul_vector_fetch", source, suffix=".cl")
+    check(dag, s, target="opencl")
+
+
 # ---- vector width in the LLVM IR ----
 
 X86_TARGETS = ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"]

@@ -84,7 +84,7 @@ def test_default_schedule_binds_blocks_and_threads():
     source = mod.get_source()
     assert mod.get_source("cl") == source and "__kernel" in source
     assert "get_group_id(0)" in source and "get_local_id(0)" in source, source
-    assert set(mod.source_formats) == {"cl", "lowered"}
+    assert set(mod.source_formats) == {"cl", "lowered", "binary"}
 
 
 def test_matmul_with_blocks_threads_and_non_dividing_splits():

@@ -109,8 +109,8 @@ def test_gpu_policy_lists_the_gpu_rules_in_order():
         "add-cache-read", "special-compute-location", "always-inline", "simplify-compute-with-const-tensor", "cross-thread-reduction",
         "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "thread-bind", "unroll", "vectorize"]
-    assert policy.mutation_rule_names == ["tile-size", "auto-unroll"]
-    assert policy.mutation_probabilities == pytest.approx([0.9, 0.1])
+    assert policy.mutation_rule_names == ["tile-size", "auto-unroll", "shared-fetch"]
+    assert policy.mutation_probabilities == pytest.approx([0.8, 0.1, 0.1])
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -253,3 +253,133 @@ def test_special_compute_location_places_the_tile_before_the_unrolled_constant_l
         assert len(attach) == 1 and attach[0][1] == 1, steps  # input_tile, at data_pack
         first_unrolled = min(i for i, it in enumerate(stage.iters) if it.annotation == "unroll")
         assert attach[0][3] == first_unrolled - 1, steps
+
+
+# ---- shared stages: vectorised cooperative fetching and row padding ----
+
+def _fetch_params(state):
+    """(fetch widths, row-padding offsets) of a state's shared stages, from its records."""
+    recs = _records(state)
+    vectorized = {(r[1], r[2]) for r in recs if r[0] == "AN" and r[3] == "vectorize"}
+    shared = {i for i, st in enumerate(state.stages) if st.scope == "shared"}
+    widths = [r[4][0] for r in recs if r[0] == "SP" and r[1] in shared and len(r[4]) == 1
+              and (r[1], 2) in vectorized]
+    offsets = [r[4] for r in recs if r[0] == "SA" and r[1] in shared]
+    return widths, offsets
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 12), (7, 13, 5), (2, 24, 4)])
+def test_shared_fetches_sample_vector_widths_and_row_padding(shape):
+    """Every shared stage of a sampled matmul state gets a fetch width among 1, 2, 4 dividing the row it
+    copies, and some a row padding of 1 or 4 modulo 32 banks; both replay from the records."""
+    n, k, m = shape
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    states, _ = search.sample_init_population(_task(dag), 16, seed=3)
+    assert states
+    seen_widths, seen_offsets = set(), set()
+    cached = [s for s in states if any(r[0] == "CHR" for r in _records(s))]  # not the cross-thread sketch
+    assert cached
+    for state in cached:
+        widths, offsets = _fetch_params(state)
+        assert len(widths) == 2, _records(state)  # A.shared and B.shared
+        bounded = dag.infer_bound(state)
+        for st in bounded.stages:
+            if st.scope == "shared":
+                assert st.iters[-1].annotation == "vectorize" and st.iters[-2].annotation == "threadIdx.x"
+        seen_widths.update(widths)
+        seen_offsets.update(offsets)
+        replayed = ans.State.from_json(dag, state.to_json())
+        assert replayed.to_json() == state.to_json()
+    assert seen_widths <= {1, 2, 4} and seen_offsets <= {1, 4}
+    if k % 2 == 0 and m % 2 == 0:
+        assert seen_widths - {1}, seen_widths
+    assert seen_offsets, "no row padding sampled"
+
+
+def _fetch_state(dag, task, want_width, want_offset, seed=0):
+    """A sampled state whose shared fetches have width `want_width` (mutated until one has) and some row
+    padding `want_offset`."""
+    for state in search.sample_init_population(task, 32, seed=seed)[0]:
+        for n in range(40):
+            widths, offsets = _fetch_params(state)
+            if want_width in widths and want_offset in offsets:
+                return state
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            state = new if new is not None else state
+    raise AssertionError("no state with the wanted fetch parameters")
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(8, 16, 12), (4, 12, 20), (5, 8, 4)])
+def test_vectorized_padded_fetches_print_vector_accesses_and_match_the_reference(shape):
+    """A fetch of width 4 prints vload4/vstore4 (a row of 4k elements; the region's rows start at multiples
+    of 4), the padded shared buffer has its rows `offset` modulo 32, and the kernel equals the reference."""
+    n, k, m = shape
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    task = _task(dag)
+    for offset in (1, 4):
+        state = _fetch_state(dag, task, 4, offset)
+        source = ans.build(dag, state, target="opencl").get_source()
+        assert "vload4(0, " in source and "vstore4(vload4(" in source, source
+        _check_states(dag, task, [state])
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(7, 13, 5), (3, 11, 17), (1, 1, 1)])
+def test_shared_fetch_mutations_stay_equal_to_the_reference_on_awkward_shapes(shape):
+    """Prime and unit shapes: the shared-fetch mutation changes a fetch width or a row padding (rows that
+    take no vector keep width 1), and every mutated state still matches the reference."""
+    n, k, m = shape
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    task = _task(dag)
+    states, _ = search.sample_init_population(task, 3, seed=5)
+    mutated = []
+    for i, state in enumerate(states):
+        new, failure, message = search.mutate(task, state, seed=i, rule="shared-fetch")
+        if new is not None:
+            assert new.to_json() != state.to_json()
+            mutated.append(new)
+    _check_states(dag, task, states + mutated)
+
+
+def test_register_tiles_copy_the_shared_stages_at_the_innermost_reduce_loop():
+    """The matmul sketch reads each shared stage through a "local" register tile computed at the
+    consumer's last reduce loop (inside the shared stage's outer reduce tile)."""
+    dag = ans.ComputeDAG(_matmul())
+    for sketch in search.generate_sketches(_task(dag)):
+        recs = _records(sketch)
+        if not any(r[0] == "CHR" for r in recs):
+            continue
+        names = [st.name for st in sketch.stages]
+        for tensor in ("A", "B"):
+            local = sketch[f"{tensor}.shared.local"]
+            assert local.scope == "local" and sketch[f"{tensor}.shared"].scope == "shared", names
+        consumer = sketch["T_matmul.local"] if "T_matmul.local" in names else sketch["T_matmul"]
+        kinds = [it.kind for it in consumer.iters]
+        last_reduce = max(i for i, k in enumerate(kinds) if k == "reduce")
+        steps = dag.print_python_steps(sketch)
+        assert f'"A.shared.local", "{consumer.name}", {last_reduce})' in steps, steps
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(8, 16, 12), (6, 10, 14), (5, 3, 8)])
+def test_register_tiles_load_vectors_from_shared_memory_and_match_the_reference(shape):
+    """Sampled states whose register tile of B takes whole vectors read it with vloadN from the shared
+    buffer; the others inline it again (no local copy of A's columns); all equal the reference."""
+    n, k, m = shape
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    task = _task(dag)
+    states, _ = search.sample_init_population(task, 24, seed=7)
+    vector_tiles = []
+    for state in states:
+        source = ans.build(dag, state, target="opencl").get_source()
+        assert "A_shared_local" not in source or "vload" in source, source
+        if "B_shared_local" in source:
+            assert "(0, B_shared + " in source, source
+            vector_tiles.append(state)
+    assert vector_tiles, "no sampled state loads a register tile with vectors"
+    _check_states(dag, task, vector_tiles[:4] + states[:2])

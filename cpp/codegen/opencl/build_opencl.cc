@@ -27,6 +27,8 @@ Module BuildOpenCL(const LoweredFunc& f, const Target& target, const DeviceLimit
   sources.Add("cl", spec.source);
   sources.Add("lowered", ToString(f));
   std::shared_ptr<Kernel> kernel = MakeOpenCLKernel(target, std::move(spec), std::move(written), limits);
+  // The device compiler's binary of the program (PTX text on NVIDIA), read when asked.
+  sources.AddLazy("binary", [kernel] { return ExportOpenCLKernel(*kernel).binary; });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Module(f.name, std::move(args), std::move(kernel), std::move(sources), seconds);
 }

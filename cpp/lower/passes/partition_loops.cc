@@ -96,6 +96,12 @@ class LoopPartitioner : public RangeTrackingMutator {
     int64_t min = 0, extent = 0;
     bool partitionable = (n->for_kind == ForKind::Serial || n->for_kind == ForKind::Parallel) &&
                          GetConstInt(n->min, &min) && GetConstInt(n->extent, &extent) && extent > 0;
+    // Each part would declare the group's shared buffers allocated inside
+    // again (OpenCL C declares __local buffers once per kernel).
+    PostOrderVisitStmt(n->body, [&](const Stmt& x) {
+      if (const auto* a = x.as<AllocateNode>(); a && a->buffer->scope == MemScope::Shared)
+        partitionable = false;
+    });
     if (!partitionable) return RangeTrackingMutator::MutateFor(s, n);
     const VarNode* var = n->loop_var.as<VarNode>();
     int64_t end = min + extent;

@@ -12,7 +12,9 @@
 // the result is always proven, never assumed). It then emits
 //   for (v, min, k - min) { body without the comparisons on v proven there }
 //   for (v, k, rest) { body }
-// dropping an empty part. A loop without such a comparison is left as is.
+// dropping an empty part. A loop without such a comparison is left as is, and
+// so is one that allocates a shared buffer inside (its copies would declare
+// the group's buffer twice).
 // Run after EliminateGuards and before VectorizeLoops.
 #pragma once
 

@@ -1,0 +1,91 @@
+// The GPU mutation rule shared-fetch: another vector width for a cooperative
+// fetch or a register tile's load, or another row padding for a shared
+// buffer (the parameters the thread-bind rule samples, gpu_init_rules.cc).
+#include <iterator>
+
+#include "schedule/infer_bound.h"
+#include "search/gpu_rules.h"
+#include "search/search_util.h"
+
+namespace autosched {
+namespace {
+
+// A shared stage or a register tile of the GPU sketches: a copy computed
+// inside another stage's loops.
+bool IsCacheCopy(const Stage& st) {
+  return (st.scope == MemScope::Shared || st.scope == MemScope::Local) && st.loc == ComputeLocKind::At &&
+         !HasReduceIter(st);
+}
+
+}  // namespace
+
+std::vector<int> SharedStageSteps(const State& s, bool splits) {
+  std::vector<int> ids;
+  State r(s.init_dag());
+  for (int j = 0; j < static_cast<int>(s.steps().size()); ++j) {
+    const Step& step = s.steps()[j];
+    const auto* sp = std::get_if<SplitStep>(&step);
+    const auto* sa = std::get_if<StorageAlignStep>(&step);
+    const int stage = sp ? sp->stage_id : sa ? sa->stage_id : -1;
+    const bool kind = splits ? sp != nullptr && sp->lengths.size() == 1 : sa != nullptr;
+    if (kind && IsCacheCopy(r.stage(stage))) ids.push_back(j);
+    r = r.Apply(step);
+  }
+  return ids;
+}
+
+namespace {
+
+template <typename T>
+T PickOther(const std::vector<T>& options, const T& current, std::mt19937* rng) {
+  std::vector<T> others;
+  for (const T& o : options) {
+    if (o != current) others.push_back(o);
+  }
+  return others.empty() ? current : others[RandomIndex(rng, static_cast<int64_t>(others.size()))];
+}
+
+class MutateSharedFetchRule : public MutationRule {
+ public:
+  std::string name() const override { return "shared-fetch"; }
+  std::optional<State> Apply(const SketchContext&, const State& s, std::mt19937* rng) const override {
+    const std::vector<int> splits = SharedStageSteps(s, true), aligns = SharedStageSteps(s, false);
+    const int64_t total = static_cast<int64_t>(splits.size() + aligns.size());
+    if (total == 0) return std::nullopt;
+    const int64_t pick = RandomIndex(rng, total);
+    std::vector<Step> steps = s.steps();
+    if (pick >= static_cast<int64_t>(splits.size())) {
+      auto& sa = std::get<StorageAlignStep>(steps[aligns[pick - splits.size()]]);
+      std::vector<int64_t> offsets;
+      for (int64_t o : kRowPadOffsets) {
+        if (o > 0) offsets.push_back(o);
+      }
+      const int64_t offset = PickOther(offsets, sa.offset, rng);
+      if (offset == sa.offset) return std::nullopt;
+      sa.offset = offset;
+      return State::FromSteps(s.init_dag(), steps);
+    }
+    // The widths that divide the innermost extent of the region the stage
+    // copies (its bounds in the state as it is).
+    auto& split = std::get<SplitStep>(steps[splits[pick]]);
+    const BoundInfo bounds = InferBoundDetailed(s);
+    const std::vector<int64_t>& region = bounds.stages.at(split.stage_id).region_extent;
+    const int64_t inner = region.empty() ? 1 : region.back();
+    std::vector<int64_t> widths;
+    for (int64_t w : kFetchWidths) {
+      if (inner > 0 && inner % w == 0) widths.push_back(w);
+    }
+    const int64_t width = PickOther<int64_t>(widths, split.lengths[0].value_or(1), rng);
+    if (width == split.lengths[0].value_or(1)) return std::nullopt;
+    split.lengths[0] = width;
+    return State::FromSteps(s.init_dag(), steps);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const MutationRule> MakeMutateSharedFetchRule() {
+  return std::make_shared<MutateSharedFetchRule>();
+}
+
+}  // namespace autosched
