@@ -184,6 +184,11 @@ def main():
     warnings.simplefilter("ignore")
     found = {}
     t0 = time.monotonic()
+    # Ray 2.60's Cluster writes the head's address into the default temporary folder (not temp_dir), and
+    # fails where that folder does not exist yet.
+    address_file = getattr(ray._private.utils, "get_ray_address_file", None)
+    if address_file is not None:
+        os.makedirs(os.path.dirname(address_file(None)), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp_dir,
                                                             "include_dashboard": False,
                                                             "object_store_memory": 80 * 2**20})
