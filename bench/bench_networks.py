@@ -2,6 +2,7 @@
 
 Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
                                      [--log-dir DIR] [--time-budget-s S] [--threads N]
+                                     [--cost-model auto|scratch] [--no-transfer-seeds]
 
 For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
 (num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
@@ -9,7 +10,10 @@ network with the log (graph.build), check its output against onnxruntime (the gr
 Graph.to_onnx, same weights) and PyTorch (the same graph run op by op with torch.nn.functional), then time
 all three in this process on the same input. Prints the trial budget and wall time of tuning, and latency
 ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported and
-skipped (`pip install onnx onnxruntime torch==2.13.0`). Not a test: figures vary with the machine's load.
+skipped (`pip install onnx onnxruntime torch==2.13.0`). --cost-model scratch and --no-transfer-seeds turn off
+the pretrained cost model and the seeds from similar tasks, for a run to compare with; the estimated total
+latency after each scheduler round is printed against the tuning time (the curve). Not a test: figures vary
+with the machine's load.
 """
 import argparse
 import os
@@ -26,6 +30,7 @@ import numpy as np  # noqa: E402
 
 import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
+from autosched import measure as am  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
 
 
@@ -85,6 +90,25 @@ def torch_peer(g, inputs, threads):
     return (lambda: net.run(*tensors), net(*inputs)), ""
 
 
+class TuningCurve:
+    """A measure callback: after every batch, the tuning time and the sum of weight x best latency of the tasks
+    (once each has a valid schedule), the scheduler's estimate without the time outside the kernels."""
+
+    def __init__(self, tasks, weights):
+        self.weights = {t.workload_key: w for t, w in zip(tasks, weights)}
+        self.best, self.points, self.start = {}, [], time.monotonic()
+
+    def __call__(self, policy, inputs, results):
+        for inp, res in zip(inputs, results):
+            key = inp.task.workload_key
+            if res.error == am.MeasureErrorNo.NONE and res.costs:
+                cost = sum(res.costs) / len(res.costs)
+                self.best[key] = min(cost, self.best.get(key, cost))
+        if len(self.best) == len(self.weights):
+            total = sum(w * self.best[k] for k, w in self.weights.items())
+            self.points.append((time.monotonic() - self.start, total * 1e3))
+
+
 def tune_and_build(name, g, args, log_dir):
     log = os.path.join(log_dir, f"{name}.json")
     tasks, weights = agraph.extract_tasks(g, "llvm")
@@ -92,13 +116,17 @@ def tune_and_build(name, g, args, log_dir):
     print(f"\n== {name}: {len(g.nodes)} nodes, {len(tasks)} tasks ({sum(weights)} groups), "
           f"{sum(t.compute_dag.flop_ct * w for t, w in zip(tasks, weights)) / 1e9:.3g} GFLOP; "
           f"{trials} trials, log {log} ==", flush=True)
+    curve = TuningCurve(tasks, weights)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,
-                             measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose,
-                             time_budget_s=args.time_budget_s)
+                             measure_callbacks=[ans.RecordToFile(log), curve], verbose=args.verbose,
+                             time_budget_s=args.time_budget_s, transfer_seeds=not args.no_transfer_seeds)
     start = time.monotonic()
-    result = ans.TaskScheduler(tasks, weights, outside_kernels_s=agraph.outside_kernels_seconds(g, "llvm")).tune(opts)
+    result = ans.TaskScheduler(tasks, weights, cost_model=args.cost_model,
+                               outside_kernels_s=agraph.outside_kernels_seconds(g, "llvm")).tune(opts)
     tune_s = time.monotonic() - start
     net = agraph.build(g, "llvm", log)
+    print("  curve (tuning s, estimated ms of the tuned kernels):",
+          ", ".join(f"{t:.0f} {ms:.3f}" for t, ms in curve.points[::max(1, len(curve.points) // 16)] + curve.points[-1:]))
     print(f"  estimated total {result.latency_after * 1e3:.3f} ms (of which {result.outside_kernels_s * 1e3:.3f} ms "
           "outside the kernels)" if result.latency_after is not None else "  estimated total: unknown", flush=True)
     return net, result.trials, tune_s, len(tasks), result.latency_after
@@ -138,6 +166,10 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of the peers")
     parser.add_argument("--log-dir", default="", help="keep (and resume) the record logs here")
     parser.add_argument("--verbose", type=int, default=1)
+    parser.add_argument("--cost-model", default="auto", choices=["auto", "scratch"],
+                        help="auto: the pretrained model on llvm targets; scratch: learn from this run alone")
+    parser.add_argument("--no-transfer-seeds", action="store_true",
+                        help="no seeds from similar tasks in a task's first population")
     args = parser.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in zoo.MODELS]
