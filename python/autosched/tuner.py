@@ -99,7 +99,10 @@ class TuningOptions(_core.TuningParams):
                 raise ValueError(f"TuningOptions: transfer log '{path}' is not a regular file")
 
     def __eq__(self, other):
-        return _core.TuningParams.__eq__(self, other) and self.__dict__ == other.__dict__
+        return _core.TuningParams.__eq__(self, other) and self.__dict__ == getattr(other, "__dict__", None)
+
+    def __ne__(self, other):
+        return not self == other
 
     __hash__ = None
 
