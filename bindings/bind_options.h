@@ -1,6 +1,7 @@
 // Python classes of the options structs of support/fields.h, from their one
 // field list: construction by keyword (a field not given, or given None,
-// keeps its default), a property per field whose setter checks like the
+// keeps its default; an optional field, std::optional, takes None for no
+// value), a property per field whose setter checks like the
 // constructor, ==, repr, to_dict, pickling, and the tuple `field_names`.
 // A value of the wrong type is a TypeError, one out of range a ValueError;
 // both name the struct and the field.
@@ -30,7 +31,10 @@ inline bool IsInt(py::handle value) {
 // `value` as a field of type T, or TypeError / Error naming owner.name.
 template <typename T>
 T FromPython(const char* owner, const char* name, py::handle value) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (fields_detail::IsOptional<T>::value) {
+    if (value.is_none()) return std::nullopt;
+    return FromPython<typename T::value_type>(owner, name, value);
+  } else if constexpr (std::is_same_v<T, bool>) {
     AS_TYPE_CHECK(py::isinstance<py::bool_>(value),
                   owner << ": " << name << " must be True or False, got " << Repr(value));
     return value.cast<bool>();

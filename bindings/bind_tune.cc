@@ -1,7 +1,8 @@
 // Tuning: a round of one task in one call (search, measure, record, learn;
 // cpp/tune/tuning_round.h), and the peak FLOP/s estimate the tuner's progress
 // lines and summary quote (cpp/task/peak.h, the same the measurement's
-// plausibility bound uses). python/autosched/tuner.py drives the session.
+// plausibility bound uses), and TuningParams (tune/tuning_params.h), the base
+// of TuningOptions. python/autosched/tuner.py drives the session.
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -10,7 +11,9 @@
 #include <optional>
 
 #include "bind.h"
+#include "bind_options.h"
 #include "task/peak.h"
+#include "tune/tuning_params.h"
 #include "tune/tuning_round.h"
 
 namespace py = pybind11;
@@ -97,6 +100,10 @@ py::tuple Peak(const SearchTask& task, const std::string& use) {
 }  // namespace
 
 void bind_tune(py::module_& m) {
+  BindOptions<TuningParams>(
+      m, "TuningParams",
+      "The scalar knobs of a tuning session; autosched.TuningOptions is its subclass with "
+      "the builder, runner, measure callbacks and transfer logs.");
   py::class_<TuningRound>(m, "TuningRound", "What one tuning round measured and where its time went.")
       .def_readonly("states", &TuningRound::states)
       .def_readonly("results", &TuningRound::results)

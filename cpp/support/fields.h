@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -109,15 +110,23 @@ template <typename T>
 struct IsList<std::vector<T>> : std::true_type {};
 
 template <typename T>
+struct IsOptional : std::false_type {};
+template <typename T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+
+template <typename T>
 constexpr bool kNumeric = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
 
 }  // namespace fields_detail
 
 // Throws Error "<owner>: <name> must <range>, got <value>" when `value` (or an
-// element of a list) lies outside `range`.
+// element of a list) lies outside `range`. An optional field that holds no
+// value (None) passes.
 template <typename T>
 void CheckField(const char* owner, const char* name, const T& value, const FieldRange& range) {
-  if constexpr (fields_detail::kNumeric<T>) {
+  if constexpr (fields_detail::IsOptional<T>::value) {
+    if (value.has_value()) CheckField(owner, name, *value, range);
+  } else if constexpr (fields_detail::kNumeric<T>) {
     AS_CHECK(range.Contains(static_cast<double>(value)),
              owner << ": " << name << " must " << range.Describe() << ", got " << value);
   } else if constexpr (fields_detail::IsList<T>::value) {

@@ -41,7 +41,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
-from ._check import check_type
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
@@ -63,43 +62,23 @@ ROUND_POPULATION_MIN = 512
 EXPERT = "expert"
 
 
-def _count(name, value, minimum, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"TuningOptions: {name} must be an int >= {minimum}, got {value!r}")
-    return value
+class TuningOptions(_core.TuningParams):
+    """How long and how to tune. The scalar fields, their defaults and checks are those of the core's
+    TuningParams (cpp/tune/tuning_params.h; ``TuningParams.field_names``, each property's doc):
+    num_measure_trials, num_measures_per_round, early_stopping, time_budget_s, verbose, peak_gflops,
+    transfer_seeds. This class adds the fields that hold Python objects:
 
-
-class TuningOptions:
-    """How long and how to tune.
-
-    num_measure_trials: schedules to measure in all (a resumed log's records count).
-    num_measures_per_round: schedules per search round (64).
-    early_stopping: stop after this many trials without a better schedule (None: never).
-    time_budget_s: the session's budget in seconds (None: no limit): no round starts after it, and a round's builds and
-        runs stop at it (the states left are not measured, recorded nor counted).
     builder, runner: a LocalBuilder and a LocalRunner (None: their defaults).
     measure_callbacks: called as callback(policy, inputs, results) after every batch (e.g. RecordToFile).
-    verbose: 0 warnings only, 1 a progress bar and the summary, 2 also a line per round and the search's own
-        statistics (logging levels WARNING, INFO, DEBUG of the "autosched" logger: see autosched.progress).
-    peak_gflops: the target's peak for "% of peak" (None: the core's estimate, see peak_gflops()).
     transfer_logs: record logs whose successful records of the task's target train the cost model before the
         search starts (the task's own records in a resumed log are left to resume).
-    transfer_seeds: seed each task's search with the best states of similar tasks (the session's others, and
-        records in the logs it reads), re-fitted to its extents (see autosched.transfer).
     """
 
-    def __init__(self, num_measure_trials=64, num_measures_per_round=64, early_stopping=None,
-                 time_budget_s=None, builder=None, runner=None, measure_callbacks=(), verbose=1,
-                 peak_gflops=None, transfer_logs=(), transfer_seeds=True):
-        self.num_measure_trials = _count("num_measure_trials", num_measure_trials, 0)
-        self.num_measures_per_round = _count("num_measures_per_round", num_measures_per_round, 1)
-        self.early_stopping = _count("early_stopping", early_stopping, 1, allow_none=True)
-        if time_budget_s is not None and (isinstance(time_budget_s, bool) or
-                                          not isinstance(time_budget_s, (int, float)) or not time_budget_s > 0):
-            raise ValueError(f"TuningOptions: time_budget_s must be a positive number, got {time_budget_s!r}")
-        self.time_budget_s = time_budget_s
+    def __init__(self, builder=None, runner=None, measure_callbacks=(), transfer_logs=(), **fields):
+        try:
+            super().__init__(**fields)
+        except (TypeError, ValueError) as e:  # name the class the user made
+            raise type(e)(str(e).replace("TuningParams", "TuningOptions", 1)) from None
         if builder is not None and not isinstance(builder, LocalBuilder):
             raise TypeError(f"TuningOptions: builder must be a LocalBuilder, got {type(builder).__name__}")
         if runner is not None and not isinstance(runner, LocalRunner):
@@ -110,10 +89,6 @@ class TuningOptions:
         for cb in self.measure_callbacks:
             if not callable(cb):
                 raise TypeError(f"TuningOptions: measure callback {cb!r} is not callable")
-        self.verbose = _count("verbose", verbose, 0)
-        if peak_gflops is not None and not (isinstance(peak_gflops, (int, float)) and peak_gflops > 0):
-            raise ValueError(f"TuningOptions: peak_gflops must be a positive number, got {peak_gflops!r}")
-        self.peak_gflops = peak_gflops
         if isinstance(transfer_logs, (str, os.PathLike)):
             transfer_logs = [transfer_logs]
         self.transfer_logs = [os.fspath(p) for p in transfer_logs or ()]
@@ -122,12 +97,23 @@ class TuningOptions:
                 raise ValueError(f"TuningOptions: transfer log '{path}' does not exist")
             if not os.path.isfile(path):
                 raise ValueError(f"TuningOptions: transfer log '{path}' is not a regular file")
-        self.transfer_seeds = check_type("TuningOptions", "transfer_seeds", transfer_seeds, bool, "True or False")
 
-    def __repr__(self):
-        return (f"TuningOptions(num_measure_trials={self.num_measure_trials}, "
-                f"num_measures_per_round={self.num_measures_per_round}, early_stopping={self.early_stopping}, "
-                f"time_budget_s={self.time_budget_s})")
+    def __eq__(self, other):
+        return _core.TuningParams.__eq__(self, other) and self.__dict__ == getattr(other, "__dict__", None)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    # The core's pickling keeps the scalar fields; the Python ones travel beside them.
+    def __getstate__(self):
+        return _core.TuningParams.__getstate__(self), dict(self.__dict__)
+
+    def __setstate__(self, state):
+        fields, extra = state
+        _core.TuningParams.__setstate__(self, fields)
+        self.__dict__.update(extra)
 
 
 def peak_gflops(task, describe=False):

@@ -135,3 +135,36 @@ def test_hardware_params_minus_one_takes_the_target_value():
     dag, _ = matmul(8, 8, 8)
     task = ans.SearchTask(compute_dag=dag, target=mali, hardware_params=later)
     assert task.hardware_params.num_cores == defaults.num_cores and task.hardware_params.vector_unit_bytes == 16
+
+
+def test_tuning_options_are_the_core_tuning_params_with_python_fields():
+    assert issubclass(ans.TuningOptions, _core.TuningParams)
+    assert _core.TuningParams.field_names == ("num_measure_trials", "num_measures_per_round", "early_stopping",
+                                              "time_budget_s", "verbose", "peak_gflops", "transfer_seeds")
+    o = ans.TuningOptions(num_measure_trials=8, early_stopping=None, measure_callbacks=[print])
+    assert (o.num_measure_trials, o.num_measures_per_round, o.early_stopping, o.time_budget_s) == (8, 64, None, None)
+    assert o.peak_gflops is None and o.verbose == 1 and o.transfer_seeds is True
+    o.time_budget_s = 2.5
+    o.early_stopping = 3
+    back = pickle.loads(pickle.dumps(o))
+    assert back.time_budget_s == 2.5 and back.early_stopping == 3 and back.measure_callbacks == [print]
+    assert copy.deepcopy(o) == o and repr(o).startswith("TuningOptions(num_measure_trials=8,")
+    o.early_stopping = None
+    assert o.early_stopping is None
+
+
+@pytest.mark.parametrize("make, error, words", [
+    (lambda: ans.TuningOptions(num_measures_per_round=0), ValueError, "TuningOptions: num_measures_per_round must"),
+    (lambda: ans.TuningOptions(early_stopping=0), ValueError, "TuningOptions: early_stopping must be at least 1"),
+    (lambda: ans.TuningOptions(time_budget_s=-1.0), ValueError, "TuningOptions: time_budget_s must be positive"),
+    (lambda: ans.TuningOptions(peak_gflops="many"), TypeError, "TuningOptions: peak_gflops must be a number"),
+    (lambda: ans.TuningOptions(verbose=True), TypeError, "TuningOptions: verbose must be an int"),
+    (lambda: ans.TuningOptions(trials=3), TypeError, "TuningOptions got an unknown keyword 'trials'"),
+])
+def test_tuning_options_checks_name_the_field(make, error, words):
+    with pytest.raises(error) as info:
+        make()
+    assert words in str(info.value)
+    o = ans.TuningOptions()
+    with pytest.raises(ValueError, match="time_budget_s must be positive"):
+        o.time_budget_s = 0
