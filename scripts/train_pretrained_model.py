@@ -1,6 +1,6 @@
 """Trains the cost model shipped in the package from record logs of scripts/make_cost_model_records.py.
 
-    python3 scripts/train_pretrained_model.py [--corpus DIR_OR_LOG ...] [--holdout-network bert_layer]
+    python3 scripts/train_pretrained_model.py --corpus DIR_OR_LOG ... [--holdout-network bert_layer]
         [--holdout-task TEXT ...] [--fixture tests/records/pretrained_holdout.json.gz] [--no-write]
 
 1. Reads the successful records of llvm targets in the corpus (folders: their records_*.json[.gz] logs). A
@@ -35,7 +35,6 @@ from autosched.cost_model import RandomModel, XGBModel, pairwise_accuracy
 from autosched.record_log import RecordWarning, read_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CORPUS = ["/work/corpus/local", "/work/corpus/device"]
 DEFAULT_FIXTURE = os.path.join(ROOT, "tests", "records", "pretrained_holdout.json.gz")
 # The shipped model is smaller than the session's (max_depth 10): it must generalise across tasks and stay a
 # small file in the package.
@@ -203,7 +202,8 @@ def write_model(model, groups, report, out_dir):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--corpus", nargs="+", default=None, help=f"folders or logs (default: {DEFAULT_CORPUS})")
+    p.add_argument("--corpus", nargs="+", required=True,
+                   help="folders of logs (make_cost_model_records.py --out) or logs")
     p.add_argument("--holdout-network", default="bert_layer", help="a network whose tasks are held out ('' none)")
     p.add_argument("--holdout-task", action="append", default=[], help="a text of held-out tasks' descriptions")
     p.add_argument("--fixture", default=DEFAULT_FIXTURE, help="a log of a task in no corpus, also evaluated")
@@ -219,7 +219,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     params = {k: getattr(args, k) for k in MODEL_PARAMS}
-    files = log_files(args.corpus or [p for p in DEFAULT_CORPUS if os.path.exists(p)])
+    files = log_files(args.corpus)
     if not files:
         raise SystemExit("no record logs in the corpus")
     groups, skipped = load_groups(files)
