@@ -268,14 +268,19 @@ def _fetch_params(state):
     return widths, offsets
 
 
+def _matmul_task(n, k, m):
+    """An n x k by k x m matmul: its DAG and its task on the OpenCL target."""
+    a, b = _ph((n, k), "A"), _ph((k, m), "B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    return dag, _task(dag)
+
+
 @pytest.mark.parametrize("shape", [(8, 16, 12), (7, 13, 5), (2, 24, 4)])
 def test_shared_fetches_sample_vector_widths_and_row_padding(shape):
     """Every shared stage of a sampled matmul state gets a fetch width among 1, 2, 4 dividing the row it
     copies, and some a row padding of 1 or 4 modulo 32 banks; both replay from the records."""
-    n, k, m = shape
-    a, b = _ph((n, k), "A"), _ph((k, m), "B")
-    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
-    states, _ = search.sample_init_population(_task(dag), 16, seed=3)
+    dag, task = _matmul_task(*shape)
+    states, _ = search.sample_init_population(task, 16, seed=3)
     assert states
     seen_widths, seen_offsets = set(), set()
     cached = [s for s in states if any(r[0] == "CHR" for r in _records(s))]  # not the cross-thread sketch
@@ -292,6 +297,7 @@ def test_shared_fetches_sample_vector_widths_and_row_padding(shape):
         replayed = ans.State.from_json(dag, state.to_json())
         assert replayed.to_json() == state.to_json()
     assert seen_widths <= {1, 2, 4} and seen_offsets <= {1, 4}
+    _, k, m = shape
     if k % 2 == 0 and m % 2 == 0:
         assert seen_widths - {1}, seen_widths
     assert seen_offsets, "no row padding sampled"
@@ -315,10 +321,7 @@ def _fetch_state(dag, task, want_width, want_offset, seed=0):
 def test_vectorized_padded_fetches_print_vector_accesses_and_match_the_reference(shape):
     """A fetch of width 4 prints vload4/vstore4 (a row of 4k elements; the region's rows start at multiples
     of 4), the padded shared buffer has its rows `offset` modulo 32, and the kernel equals the reference."""
-    n, k, m = shape
-    a, b = _ph((n, k), "A"), _ph((k, m), "B")
-    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
-    task = _task(dag)
+    dag, task = _matmul_task(*shape)
     for offset in (1, 4):
         state = _fetch_state(dag, task, 4, offset)
         source = ans.build(dag, state, target="opencl").get_source()
@@ -331,10 +334,7 @@ def test_vectorized_padded_fetches_print_vector_accesses_and_match_the_reference
 def test_shared_fetch_mutations_stay_equal_to_the_reference_on_awkward_shapes(shape):
     """Prime and unit shapes: the shared-fetch mutation changes a fetch width or a row padding (rows that
     take no vector keep width 1), and every mutated state still matches the reference."""
-    n, k, m = shape
-    a, b = _ph((n, k), "A"), _ph((k, m), "B")
-    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
-    task = _task(dag)
+    dag, task = _matmul_task(*shape)
     states, _ = search.sample_init_population(task, 3, seed=5)
     mutated = []
     for i, state in enumerate(states):
@@ -369,10 +369,7 @@ def test_register_tiles_copy_the_shared_stages_at_the_innermost_reduce_loop():
 def test_register_tiles_load_vectors_from_shared_memory_and_match_the_reference(shape):
     """Sampled states whose register tile of B takes whole vectors read it with vloadN from the shared
     buffer; the others inline it again (no local copy of A's columns); all equal the reference."""
-    n, k, m = shape
-    a, b = _ph((n, k), "A"), _ph((k, m), "B")
-    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
-    task = _task(dag)
+    dag, task = _matmul_task(*shape)
     states, _ = search.sample_init_population(task, 24, seed=7)
     vector_tiles = []
     for state in states:
