@@ -2,7 +2,7 @@
 
 Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
                                      [--log-dir DIR] [--time-budget-s S] [--threads N]
-                                     [--cost-model auto|scratch] [--no-transfer-seeds]
+                                     [--cost-model auto|scratch] [--no-transfer-seeds] [--checkpoints-s 600]
 
 For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
 (num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
@@ -14,10 +14,19 @@ skipped (`pip install onnx onnxruntime torch==2.13.0`). --cost-model scratch and
 the pretrained cost model and the seeds from similar tasks, for a run to compare with; the estimated total
 latency after each scheduler round is printed against the tuning time (the curve). Not a test: figures vary
 with the machine's load.
+
+--checkpoints-s 600 keeps a copy of the log as it stood after 600 s of tuning; after tuning, the network built
+from that copy is timed too (the figure at 10 minutes of a longer run: the scheduler spread those 10 minutes
+knowing the whole budget, so a run stopped at 10 minutes can differ). After each model: where the tuning time
+went (measuring, search, cost model), the tasks' table (weight, trials, best kernel, its share of the estimate)
+and onnxruntime's profile of the same graph by operator type, the per-task comparison behind the ratio.
 """
 import argparse
+import collections
+import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -108,6 +117,48 @@ class TuningCurve:
             self.points.append((time.monotonic() - self.start, total * 1e3))
 
 
+class LogCheckpoints:
+    """A measure callback that copies the log the first time the tuning time passes each checkpoint (seconds).
+    The record writer appends a batch's records before the callbacks run, so each copy holds whole records."""
+
+    def __init__(self, log, seconds):
+        self.log, self.pending, self.start = log, sorted(seconds), time.monotonic()
+        self.copies = []  # (checkpoint s, tuning s when copied, path)
+
+    def __call__(self, policy, inputs, results):
+        elapsed = time.monotonic() - self.start
+        while self.pending and elapsed >= self.pending[0]:
+            at = self.pending.pop(0)
+            path = f"{self.log[:-len('.json')]}.at{at:.0f}s.json"
+            shutil.copyfile(self.log, path)
+            self.copies.append((at, elapsed, path))
+
+
+def task_table(result):
+    """Per task: weight, trials, best kernel and its share of the estimated total, largest share first."""
+    rows = []
+    for task, weight, res in zip(result.tasks, result.weights, result.task_results):
+        cost = res.best_cost
+        rows.append((weight * cost if cost else 0.0, task.desc, weight, res.trials, cost, res.best_gflops))
+    total = sum(r[0] for r in rows) or 1.0
+    print(f"  tasks by their share of the estimate ({len(rows)}):")
+    print(f"    {'task':44}{'weight':>7}{'trials':>7}{'best ms':>10}{'GFLOP/s':>9}{'w x ms':>9}{'share':>7}")
+    for share, desc, weight, trials, cost, gflops in sorted(rows, reverse=True):
+        print(f"    {desc[:43]:44}{weight:>7}{trials:>7}" + (f"{cost * 1e3:10.4f}" if cost else f"{'-':>10}")
+              + (f"{gflops:9.1f}" if gflops else f"{'-':>9}") + f"{share * 1e3:9.4f}{share / total:7.1%}")
+
+
+def time_split(result, wall_s):
+    """Where the tuning wall time went, summed over the tasks."""
+    spent = collections.Counter()
+    for res in result.task_results:
+        spent.update(res.seconds)
+    parts = ", ".join(f"{what} {spent[what]:.0f} s ({spent[what] / wall_s:.0%})"
+                      for what in ("measure", "search", "cost_model"))
+    model = (spent["search"] + spent["cost_model"]) / wall_s
+    print(f"  tuning wall time {wall_s:.0f} s: {parts}; search + cost model {model:.0%} of the wall time")
+
+
 def tune_and_build(name, g, args, log_dir):
     log = os.path.join(log_dir, f"{name}.json")
     tasks, weights = agraph.extract_tasks(g, "llvm")
@@ -116,32 +167,68 @@ def tune_and_build(name, g, args, log_dir):
           f"{sum(t.compute_dag.flop_ct * w for t, w in zip(tasks, weights)) / 1e9:.3g} GFLOP; "
           f"{trials} trials, log {log} ==", flush=True)
     curve = TuningCurve(tasks, weights)
+    checkpoints = LogCheckpoints(log, args.checkpoints_s)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,
-                             measure_callbacks=[ans.RecordToFile(log), curve], verbose=args.verbose,
+                             measure_callbacks=[ans.RecordToFile(log), curve, checkpoints], verbose=args.verbose,
                              time_budget_s=args.time_budget_s, transfer_seeds=not args.no_transfer_seeds)
     start = time.monotonic()
     result = ans.TaskScheduler(tasks, weights, cost_model=args.cost_model,
                                outside_kernels_s=agraph.outside_kernels_seconds(g, "llvm")).tune(opts)
     tune_s = time.monotonic() - start
     net = agraph.build(g, "llvm", log)
+    time_split(result, tune_s)
+    task_table(result)
     print("  curve (tuning s, estimated ms of the tuned kernels):",
           ", ".join(f"{t:.0f} {ms:.3f}" for t, ms in curve.points[::max(1, len(curve.points) // 16)] + curve.points[-1:]))
     print(f"  estimated total {result.latency_after * 1e3:.3f} ms (of which {result.outside_kernels_s * 1e3:.3f} ms "
           "outside the kernels)" if result.latency_after is not None else "  estimated total: unknown", flush=True)
-    return net, result.trials, tune_s, len(tasks), result.latency_after
+    return net, result.trials, tune_s, len(tasks), result.latency_after, checkpoints.copies
+
+
+def onnxruntime_profile(g, inputs, threads, runs=20):
+    """onnxruntime's time per operator type (ms per run, from its profiler), largest first."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.enable_profiling = True
+        opts.profile_file_prefix = os.path.join(tmp, "ort")
+        sess = ort.InferenceSession(g.to_onnx().SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        feed = dict(zip(g.inputs, inputs))
+        for _ in range(runs):
+            sess.run(None, feed)
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
+    by_type, nodes = collections.Counter(), collections.Counter()
+    for ev in events:
+        if ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time"):
+            op = ev.get("args", {}).get("op_name", "?")
+            by_type[op] += ev["dur"] / 1e3 / runs  # us -> ms
+            nodes[op] += 1
+    total = sum(by_type.values()) or 1.0
+    print(f"  onnxruntime's profile by operator type ({total:.3f} ms per run in its kernels): "
+          + ", ".join(f"{op} x{round(nodes[op] / runs)} {ms:.3f} ms ({ms / total:.0%})"
+                      for op, ms in by_type.most_common()), flush=True)
 
 
 def bench_model(name, args, log_dir):
     g = zoo.get_model(name)
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
-    net, trials, tune_s, num_tasks, estimate = tune_and_build(name, g, args, log_dir)  # trials measured (or resumed)
+    net, trials, tune_s, num_tasks, estimate, copies = tune_and_build(name, g, args, log_dir)
     ours = net(*inputs)
     row = {"model": name, "tasks": num_tasks, "trials": trials, "tune_s": tune_s,
            "autosched": best_of(lambda: net(*inputs))}
     if estimate:
         print(f"  built network {row['autosched'] * 1e3:.3f} ms; the estimate is {estimate / row['autosched']:.2f} "
               "of it", flush=True)
+    for at, elapsed, path in copies:
+        early = agraph.build(g, "llvm", path, verbose=False)
+        row[f"at {at:.0f} s"] = best_of(lambda: early(*inputs))
+        print(f"  built from the log at {elapsed:.0f} s of tuning: {row[f'at {at:.0f} s'] * 1e3:.3f} ms", flush=True)
     for peer, make in (("onnxruntime", onnxruntime_peer), ("pytorch", torch_peer)):
         made, why = make(g, inputs, args.threads)
         if made is None:
@@ -152,6 +239,7 @@ def bench_model(name, args, log_dir):
         print(f"  output vs {peer}: max abs difference {err:.2e} of the output's largest magnitude"
               + ("" if err < 1e-3 else "  ** MISMATCH **"), flush=True)
         row[peer] = best_of(run)
+    onnxruntime_profile(g, inputs, args.threads)
     return row
 
 
@@ -169,7 +257,11 @@ def main():
                         help="auto: the pretrained model on llvm targets; scratch: learn from this run alone")
     parser.add_argument("--no-transfer-seeds", action="store_true",
                         help="no seeds from similar tasks in a task's first population")
+    parser.add_argument("--checkpoints-s", default="600",
+                        help="comma-separated tuning times (s) at which the network built from the log so far is "
+                             "timed too; '' for none")
     args = parser.parse_args()
+    args.checkpoints_s = [float(x) for x in args.checkpoints_s.split(",") if x.strip()]
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in zoo.MODELS]
     if unknown:
@@ -191,6 +283,9 @@ def main():
             else:
                 line += f"{'-':>{width}}{'-':>7}"
         print(line)
+        for key in [k for k in r if k.startswith("at ")]:
+            ratios = "".join(f", {p} {r[p] / r[key]:.2f}x" for p in ("onnxruntime", "pytorch") if p in r)
+            print(f"{'':16}{'':>6}{'':>8}{key:>9}{r[key] * 1e3:11.2f}   (peer / autosched{ratios})")
 
 
 if __name__ == "__main__":

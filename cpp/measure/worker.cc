@@ -19,6 +19,7 @@
 #include "measure/build_state.h"
 #include "measure/protocol.h"
 #include "measure/verifier.h"
+#include "schedule/constant_stages.h"
 #include "support/error.h"
 #ifdef AUTOSCHED_HAS_OPENCL
 #include "runtime/opencl/opencl_device.h"
@@ -35,6 +36,18 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A built candidate. With constant arguments (SearchTask::constant_args), the
+// stages computed only from them are split off as the deployed network does:
+// `prepacks` compute them once per run request, before the kernel is timed.
+struct Candidate {
+  Module kernel;
+  struct Prepack {
+    Module module;
+    std::vector<int> args;  // positions of its inputs among the task's tensors
+  };
+  std::vector<Prepack> prepacks;
+};
+
 class Worker {
  public:
   json Handle(const json& msg);
@@ -43,12 +56,15 @@ class Worker {
   json Init(const json& msg);
   json BuildOne(const json& msg);
   json RunOne(const json& msg);
-  std::vector<double> Time(const Module& mod, const json& msg, double first_run_seconds);
-  std::string FirstRun(const Module& mod, const std::string& fault, double* seconds, bool* resource);
+  BuiltCandidate Build(const State& state, std::vector<Candidate::Prepack>* prepacks);
+  std::vector<double> Time(const Module& mod, const std::vector<CallArg>& args, const json& msg,
+                           double first_run_seconds);
+  std::string FirstRun(const Candidate& c, std::vector<AlignedBuffer>* packed, std::vector<CallArg>* args,
+                       const std::string& fault, double* seconds, bool* resource);
 
   std::optional<SearchTask> task_;
   std::unique_ptr<TestData> data_;
-  std::map<int64_t, Module> modules_;
+  std::map<int64_t, Candidate> modules_;
   bool out_of_resources_ = false;  // the injected fault resource_error happened here
 };
 
@@ -108,15 +124,47 @@ json Worker::BuildOne(const json& msg) {
         "the device ran out of resources: building an OpenCL program: OpenCL error "
         "CL_OUT_OF_HOST_MEMORY (-6) (injected fault resource_error)";
     built.resource_error = true;
-  } else {
-    built = LowerAndBuild(*state, task_->target, task_->hardware_params);
   }
+  std::vector<Candidate::Prepack> prepacks;
+  if (!out_of_resources_) built = Build(*state, &prepacks);
   json reply = Reply(id, built.error, built.error_msg);
   if (built.kernel_max_threads > 0) reply["kernel_max_threads"] = built.kernel_max_threads;
   if (built.resource_error) reply["restart"] = true;
-  if (built.module) modules_.insert_or_assign(id.get<int64_t>(), std::move(*built.module));
+  if (built.module) {
+    modules_.insert_or_assign(id.get<int64_t>(), Candidate{std::move(*built.module), std::move(prepacks)});
+  }
   reply["seconds"] = SecondsSince(start);
   return reply;
+}
+
+// The candidate's kernel; on a CPU target with constant arguments, without
+// the stages computed only from them, each of which gets a module of its own
+// (the initial schedule of its computation: it runs once per request).
+BuiltCandidate Worker::Build(const State& state, std::vector<Candidate::Prepack>* prepacks) {
+  const Target& target = task_->target;
+  if (task_->constant_args.empty() || target.kind != TargetKind::LLVM) {
+    return LowerAndBuild(state, target, task_->hardware_params);
+  }
+  std::optional<ConstantStageSplit> split_or;
+  try {
+    split_or = SplitConstantStages(state, task_->constant_args);
+  } catch (const std::exception& e) {
+    BuiltCandidate failed;
+    failed.error = MeasureError::Lower;
+    failed.error_msg = std::string("splitting off the stages of constant inputs failed: ") + e.what();
+    return failed;
+  }
+  const ConstantStageSplit& split = *split_or;
+  for (size_t i = 0; i < split.prepack.size(); ++i) {
+    BuiltCandidate pack = LowerAndBuild(State(split.prepack[i]), target, task_->hardware_params);
+    if (!pack.module) {
+      pack.error_msg =
+          "the stage of constant inputs '" + state.stage(split.stage_ids[i]).name() + "': " + pack.error_msg;
+      return pack;
+    }
+    prepacks->push_back({std::move(*pack.module), split.prepack_args[i]});
+  }
+  return LowerAndBuild(split.state, target, task_->hardware_params);
 }
 
 // Seconds per run, one per repeat; `number` grows until a repeat lasts
@@ -129,7 +177,8 @@ json Worker::BuildOne(const json& msg) {
 // On an OpenCL target the runs of all repeats together are capped at
 // max_device_runs (RunnerOptions): `repeat` at it, each repeat at
 // max(1, max_device_runs / repeat) runs.
-std::vector<double> Worker::Time(const Module& mod, const json& msg, double first_run_seconds) {
+std::vector<double> Worker::Time(const Module& mod, const std::vector<CallArg>& args, const json& msg,
+                                 double first_run_seconds) {
   int64_t number = std::max<int64_t>(1, msg.at("number").get<int64_t>());
   int repeat = std::max(1, msg.at("repeat").get<int>());
   const double min_ms = msg.at("min_repeat_ms").get<double>();
@@ -147,7 +196,6 @@ std::vector<double> Worker::Time(const Module& mod, const json& msg, double firs
   const double cut_short = msg.value("cut_short_seconds", 0.0);
   const bool cpu = task_->target.kind != TargetKind::OpenCL;  // a GPU's times are its events', not wall time
   if (cpu && cut_short > 0 && first_run_seconds > cut_short) return {first_run_seconds};
-  std::vector<CallArg> args = data_->CallArgs();
   std::vector<double> costs;
   while (static_cast<int>(costs.size()) < repeat) {
     TimeOptions options;
@@ -166,9 +214,12 @@ std::vector<double> Worker::Time(const Module& mod, const json& msg, double firs
   return costs;
 }
 
-// Runs the kernel once on poisoned outputs (the verification run). "" when it
-// ran, else why it failed.
-std::string Worker::FirstRun(const Module& mod, const std::string& fault, double* seconds, bool* resource) {
+// Computes the candidate's prepacked arrays into `packed`, then runs the
+// kernel once on poisoned outputs (the verification run); `args` are the
+// kernel's arguments. "" when it ran, else why it failed.
+std::string Worker::FirstRun(const Candidate& c, std::vector<AlignedBuffer>* packed,
+                             std::vector<CallArg>* args, const std::string& fault, double* seconds,
+                             bool* resource) {
 #ifdef AUTOSCHED_HAS_OPENCL
   struct LaunchFault {  // on for this run only
     explicit LaunchFault(bool on) { SetOpenCLLaunchFaultForTesting(on); }
@@ -176,9 +227,27 @@ std::string Worker::FirstRun(const Module& mod, const std::string& fault, double
   } launch_fault(fault == "launch_error");
 #endif
   try {
+    *args = data_->CallArgs();
+    const std::vector<CallArg> task_args = *args;
+    for (const Candidate::Prepack& pack : c.prepacks) {
+      std::vector<CallArg> pack_args;
+      for (int position : pack.args) pack_args.push_back(task_args.at(position));
+      const ArgSpec& result = pack.module.args().back();
+      int64_t elements = 1;
+      for (int64_t extent : result.shape) elements *= extent;
+      packed->emplace_back(
+          AlignedAlloc(static_cast<size_t>(std::max<int64_t>(1, elements)) * result.dtype.bytes()));
+      CallArg out;
+      out.data = packed->back().get();
+      out.dtype = result.dtype;
+      out.shape = result.shape;
+      pack_args.push_back(out);
+      pack.module.Call(pack_args);
+      args->push_back(out);
+    }
     data_->PoisonOutputs();
     const auto call_start = Clock::now();
-    mod.Call(data_->CallArgs());
+    c.kernel.Call(*args);
     *seconds = SecondsSince(call_start);
   } catch (const DeviceResourceError& e) {
     *resource = true;
@@ -193,7 +262,7 @@ json Worker::RunOne(const json& msg) {
   const json& id = msg.at("id");
   auto it = modules_.find(id.get<int64_t>());
   AS_CHECK(it != modules_.end(), "run of candidate " << id.dump() << ", which this worker has not built");
-  Module mod = std::move(it->second);
+  Candidate candidate = std::move(it->second);
   modules_.erase(it);
   const std::string fault = msg.value("fault", "none");
   AS_CHECK(fault != "launch_error" || task_->target.kind == TargetKind::OpenCL,
@@ -204,7 +273,9 @@ json Worker::RunOne(const json& msg) {
   }
   double first_run_seconds = 0;
   bool resource = false;
-  std::string failed = FirstRun(mod, fault, &first_run_seconds, &resource);
+  std::vector<AlignedBuffer> packed;  // outlives every call of the kernel below
+  std::vector<CallArg> args;
+  std::string failed = FirstRun(candidate, &packed, &args, fault, &first_run_seconds, &resource);
   if (!failed.empty()) {
     json reply = Reply(id, MeasureError::Runtime, failed);
     // A failed OpenCL run may leave the context unusable (an out-of-bounds
@@ -223,7 +294,7 @@ json Worker::RunOne(const json& msg) {
   if (!mismatch.empty()) return Reply(id, MeasureError::WrongAnswer, mismatch);
   json reply = Reply(id, MeasureError::None, "");
   try {
-    std::vector<double> costs = Time(mod, msg, first_run_seconds);
+    std::vector<double> costs = Time(candidate.kernel, args, msg, first_run_seconds);
     if (fault == "zero_time") costs.assign(costs.size(), 0.0);
     if (fault == "near_zero_time") costs.assign(costs.size(), 1e-18);
     reply["costs"] = costs;

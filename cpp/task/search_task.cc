@@ -1,5 +1,6 @@
 #include "task/search_task.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -35,13 +36,29 @@ HardwareParams ResolveHardwareParams(const HardwareParams& params, const Target&
   return out;
 }
 
+void SearchTask::SetConstantArgs(std::vector<int> positions) {
+  const auto& tensors = compute_dag.tensors();
+  for (int p : positions) {
+    AS_CHECK(p >= 0 && p < static_cast<int>(tensors.size()), "constant_args: position "
+                                                                 << p << " is out of range (the DAG has "
+                                                                 << tensors.size() << " tensors)");
+    AS_CHECK(tensors[p]->is_placeholder(),
+             "constant_args: tensor " << p << " ('" << tensors[p]->name << "') is computed, not an input");
+  }
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  constant_args = std::move(positions);
+}
+
 nlohmann::json SearchTask::ToJson() const {
-  return {{"version", kJsonVersion},
-          {"workload_key", workload_key},
-          {"desc", desc},
-          {"target", target.str()},
-          {"hardware_params", FieldsToJson(hardware_params)},
-          {"compute_dag", compute_dag.ToJson()}};
+  nlohmann::json doc = {{"version", kJsonVersion},
+                        {"workload_key", workload_key},
+                        {"desc", desc},
+                        {"target", target.str()},
+                        {"hardware_params", FieldsToJson(hardware_params)},
+                        {"compute_dag", compute_dag.ToJson()}};
+  if (!constant_args.empty()) doc["constant_args"] = constant_args;  // absent: none (older records)
+  return doc;
 }
 
 namespace {
@@ -69,8 +86,17 @@ SearchTask SearchTask::FromJson(const nlohmann::json& doc) {
   Target target = Target::Parse(StringField(doc, "target"));
   HardwareParams params = FieldsFromJson<HardwareParams>(Field(doc, "hardware_params"));
   std::string desc = doc.contains("desc") ? StringField(doc, "desc") : "";
-  return SearchTask(std::move(dag), StringField(doc, "workload_key"), std::move(target), params,
-                    std::move(desc));
+  SearchTask task(std::move(dag), StringField(doc, "workload_key"), std::move(target), params,
+                  std::move(desc));
+  if (doc.contains("constant_args")) {
+    const nlohmann::json& positions = doc.at("constant_args");
+    AS_CHECK(
+        positions.is_array() && std::all_of(positions.begin(), positions.end(),
+                                            [](const nlohmann::json& p) { return p.is_number_integer(); }),
+        "search task field 'constant_args' must be a list of integers");
+    task.SetConstantArgs(positions.get<std::vector<int>>());
+  }
+  return task;
 }
 
 }  // namespace autosched

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "dag/compute_dag.h"
 #include "task/target.h"
@@ -24,6 +25,11 @@ struct SearchTask {
   Target target;
   HardwareParams hardware_params;
   std::string desc;  // free text for logs, e.g. the workload function's name
+  // Positions in compute_dag.tensors() of the inputs that are constants where
+  // the kernel is deployed (a network's weights). Measurement then computes
+  // the stages that read only them (a packed copy of a weight) once, before
+  // timing, as graph.build does: the time tuned is the time deployed.
+  std::vector<int> constant_args;
 
   // An empty workload_key takes the DAG's. Throws Error when a hardware
   // parameter is negative.
@@ -31,6 +37,10 @@ struct SearchTask {
              std::string desc = "");
   // Hardware parameters from DefaultHardwareParams(target).
   SearchTask(ComputeDAG dag, Target target);
+
+  // Throws Error when a position is out of range or not a placeholder;
+  // sorts the positions and drops repeats.
+  void SetConstantArgs(std::vector<int> positions);
 
   nlohmann::json ToJson() const;
   // Throws Error naming a missing or malformed field, or an unsupported version.

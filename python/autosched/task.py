@@ -18,14 +18,18 @@ class SearchTask(_core.SearchTask):
         SearchTask(func=matmul, args=(512, 512, 512, "float32"), target="llvm")
         SearchTask(compute_dag=dag, target=Target("opencl -device=mali"))
 
-    hardware_params=None takes the target's defaults (see HardwareParams). The workload key is the DAG's
+    hardware_params=None takes the target's defaults (see HardwareParams). constant_args: positions in
+    compute_dag.tensors of the inputs that are constants where the kernel is deployed (a network's weights;
+    extract_tasks sets them): the stages computed only from them (a packed copy of a weight) are then timed
+    apart from the kernel, once, as graph.build runs them. The workload key is the DAG's
     structural key unless one is given. to_json()/from_json() carry the DAG, so a task is re-created in another
     process with or without the workload function.
     """
 
     def __init__(self, func: Any = None, args: Sequence[Any] = (), compute_dag: Optional[ComputeDAG] = None,
                  workload_key: Optional[str] = None, target: Union[str, Target, None] = None,
-                 hardware_params: Optional[HardwareParams] = None, desc: str = "") -> None:
+                 hardware_params: Optional[HardwareParams] = None, desc: str = "",
+                 constant_args: Sequence[int] = ()) -> None:
         if target is None:
             raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
         target = check_target("SearchTask", target)
@@ -46,7 +50,11 @@ class SearchTask(_core.SearchTask):
             raise TypeError("SearchTask needs func= (with args=) or compute_dag=")
         elif not isinstance(compute_dag, ComputeDAG):
             raise TypeError(f"SearchTask: compute_dag must be a ComputeDAG, got {type(compute_dag).__name__}")
-        call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc)
+        if isinstance(constant_args, (str, bytes)) or not all(
+                isinstance(p, int) and not isinstance(p, bool) for p in constant_args):
+            raise TypeError(f"SearchTask: constant_args must be a sequence of ints, got {constant_args!r}")
+        call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc,
+                  list(constant_args))
 
     def to_json(self):
         doc = json.loads(super().to_json())
@@ -70,7 +78,7 @@ class SearchTask(_core.SearchTask):
                 warnings.warn(f"workload '{stored['name']}' now builds a different DAG than the one "
                               "recorded; using the recorded DAG")
         task = cls(compute_dag=dag, workload_key=core.workload_key, target=core.target,
-                   hardware_params=core.hardware_params, desc=core.desc)
+                   hardware_params=core.hardware_params, desc=core.desc, constant_args=core.constant_args)
         task.workload = stored
         return task
 

@@ -97,6 +97,7 @@ class LoweredGraph:
 def lower_graph(graph, target, hardware_params=None, layout="auto"):
     """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto", see graph/layout.py),
     partitions into fused groups and makes one SearchTask per distinct group."""
+    target = check_target("lower_graph", target)
     block = resolve_block(layout, target, hardware_params)
     folded = fold_batch_norm(graph)
     if block is not None:
@@ -113,7 +114,9 @@ def lower_graph(graph, target, hardware_params=None, layout="auto"):
             descs[desc] = descs.get(desc, 0) + 1
             if descs[desc] > 1:  # another DAG with the same ops and output shape (e.g. another stride)
                 desc += f" ({descs[desc]})"
-            tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params, desc=desc))
+            constant_args = [i for i, v in enumerate(group.inputs) if v in folded.constants]
+            tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params, desc=desc,
+                                    constant_args=constant_args if target.kind == "llvm" else ()))
             weights.append(0)
         weights[by_key[key]] += 1
         group_tasks.append(tasks[by_key[key]])
