@@ -27,7 +27,7 @@ from . import __version__, _core, plot
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
-from .graph import extract_tasks, load_module
+from .graph import extract_tasks, load_module, outside_kernels_seconds
 from .graph.extract import format_problems
 from .task_scheduler import TaskScheduler
 from .tuner import TuningOptions
@@ -120,10 +120,14 @@ def cmd_tune(args):
                             time_budget_s=args.time_budget_s, measure_callbacks=[RecordToFile(args.log)],
                             verbose=args.verbose)
     resume = args.log if os.path.exists(args.log) and os.path.getsize(args.log) > 0 else None
-    scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind)
+    scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind,
+                              outside_kernels_s=outside_kernels_seconds(graph, args.target))
     start = time.perf_counter()
     result = scheduler.tune(options)
     print(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.0f} s; records in {args.log}")
+    if result.latency_after is not None:
+        print(f"estimated latency of the network {result.latency_after * 1e3:.3f} ms (of which "
+              f"{result.outside_kernels_s * 1e3:.3f} ms outside the tuned kernels)")
     failed = [tasks[i].desc for i in result.failed_tasks]
     if failed:
         print(f"{len(failed)} task(s) without a valid schedule (they run with the baseline schedule): "

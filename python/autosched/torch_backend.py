@@ -34,7 +34,7 @@ import warnings
 import numpy as np
 
 from .frontends import from_torch
-from .graph import build, extract_tasks
+from .graph import build, extract_tasks, outside_kernels_seconds
 from .graph.extract import format_problems
 from .records import RecordToFile
 from .task_scheduler import TaskScheduler
@@ -197,7 +197,8 @@ def _build(torch, gm, example_inputs, constant, options, budget):
         tuning = TuningOptions(num_measure_trials=int(trials), time_budget_s=budget,
                                measure_callbacks=[RecordToFile(log)], verbose=verbose)
         resume = log if os.path.exists(log) and os.path.getsize(log) > 0 else None
-        TaskScheduler(tasks, weights, load_log_file=resume).tune(tuning)
+        TaskScheduler(tasks, weights, load_log_file=resume,
+                      outside_kernels_s=outside_kernels_seconds(graph, target)).tune(tuning)
     return build(graph, target, log=log, verbose=bool(verbose))
 
 

@@ -3,6 +3,7 @@ with a dynamic batch dimension bound by --shape; resuming a log; clear errors (e
 file, an unbound dynamic dimension and an operator that cannot be imported."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -44,6 +45,9 @@ def test_tune_then_run_a_model_from_the_command_line(tmp_path):
     assert code == 0 and "dense_add_relu 5x16" in out, out
     code, out = _cli("tune", model, "--shape", "N=5", "--trials", "6", "--per-round", "3", "--log", log)
     assert code == 0, out
+    # The estimate counts the graph runtime's time around the kernel call too.
+    estimate = re.search(r"estimated latency of the network ([0-9.]+) ms \(of which ([0-9.]+) ms outside", out)
+    assert estimate and float(estimate.group(2)) > 0 and float(estimate.group(1)) >= float(estimate.group(2)), out
     with open(log) as f:
         lines = [json.loads(line) for line in f if line.strip()]
     assert len(lines) >= 6, out
