@@ -299,6 +299,7 @@ void PrintStage(const PrintContext& ctx, int stage_id, int indent) {
   if (st.auto_unroll_max_step > 0) {
     os << std::string(indent * 2, ' ') << st.name() << " auto_unroll: " << st.auto_unroll_max_step << "\n";
   }
+  if (st.double_buffer) os << std::string(indent * 2, ' ') << st.name() << " double_buffer\n";
   for (int i = 0; i < st.num_iters(); ++i) {
     const Iterator& it = st.iter(i);
     const char* keyword =

@@ -78,6 +78,9 @@ struct Stage {
 
   MemScope scope = MemScope::Global;  // set by cache_read / cache_write
   int64_t auto_unroll_max_step = 0;   // 0: none
+  // pragma "double_buffer" (a shared stage computed at a serial loop): two
+  // copies, the next iteration's tile fetched while this one's is read.
+  bool double_buffer = false;
   std::vector<StorageAlign> storage_align;
 
   const std::string& name() const { return op->name; }

@@ -371,9 +371,16 @@ std::string AnnotationStep::Python(const StateNode& b) const {
 void PragmaStep::Apply(StateNode& s) const {
   CheckComputeStage(s, stage_id);
   s.LeafAt(stage_id, iter_id);
+  if (pragma_type == "double_buffer") {
+    Stage& st = s.stages[stage_id];
+    AS_CHECK(st.scope == MemScope::Shared, "pragma double_buffer needs a stage of scope 'shared', got '"
+                                               << st.name() << "' (scope " << MemScopeName(st.scope) << ")");
+    st.double_buffer = true;
+    return;
+  }
   const std::string key = "auto_unroll_max_step$";
   AS_CHECK(pragma_type.rfind(key, 0) == 0,
-           "unknown pragma '" << pragma_type << "' (supported: " << key << "N)");
+           "unknown pragma '" << pragma_type << "' (supported: " << key << "N, double_buffer)");
   int64_t value = -1;
   try {
     size_t used = 0;

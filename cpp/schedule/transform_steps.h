@@ -139,6 +139,9 @@ struct AnnotationStep {
 };
 
 // "auto_unroll_max_step$N": unroll loops of the stage up to N steps.
+// "double_buffer" (a "shared" stage): lowered with two copies of its buffer
+// when computed at a serial loop: the tile of iteration k + 1 is fetched
+// into one copy while iteration k reads the other (lower_state.h).
 struct PragmaStep {
   static constexpr const char* kRecordName = "PR";
   static constexpr const char* kName = "pragma";

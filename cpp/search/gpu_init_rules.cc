@@ -112,7 +112,8 @@ State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
 // padded by a sampled offset (PadAgainstBankConflicts), all loops fused,
 // split by a sampled vector width (SampleFetchWidth; vectorized), the rest
 // split by the consumer's work items per group (a follow split of its
-// tiles, so mutations keep them equal), that part bound to threadIdx.x. Cross-thread reduction stages: the
+// tiles, so mutations keep them equal), that part bound to threadIdx.x,
+// double-buffered with probability 1/2 where CanDoubleBuffer. Cross-thread reduction stages: the
 // factored axis bound to threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any other root
 // stage: its leading spatial loops fused and split by a random number of work items (a power of two up to
 // max_threads_per_block), bound to blockIdx.x and threadIdx.x.
@@ -144,6 +145,7 @@ class ThreadBindRule : public InitRule {
       s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
       s = s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
       s = s.Annotate(id, 2, IteratorAnnotation::Vectorize);
+      if (CanDoubleBuffer(s, id) && RandomIndex(rng, 2) == 1) s = s.Apply(PragmaStep{id, 0, "double_buffer"});
     }
     return s;
   }

@@ -21,10 +21,12 @@
 //
 // Init rules (DefaultGpuInitRules): fill-tile-size, thread-bind (also the
 // vector width of each cooperative fetch and the row padding of each shared
-// buffer), unroll (gpu_auto_unroll_candidates), and vectorize on Mali devices
+// buffer, and pragma double_buffer with probability 1/2 on each shared
+// stage CanDoubleBuffer accepts), unroll (gpu_auto_unroll_candidates), and vectorize on Mali devices
 // or with SearchParams::gpu_vectorize. Mutation rules
 // (DefaultGpuMutationRules): tile-size 0.80 (not the fetch splits),
-// auto-unroll 0.10, shared-fetch 0.10 (another fetch width or row padding).
+// auto-unroll 0.10, shared-fetch 0.10 (another fetch width or row padding,
+// or double buffering of a shared stage switched on or off).
 //
 // Every sampled or mutated state of a GPU task is lowered and its OpenCL
 // code generated: one that the code generation refuses is dropped as
@@ -68,6 +70,13 @@ inline constexpr int64_t kRowPadOffsets[] = {0, 1, 4};
 // their vector-width splits (splits with one length) when `splits`, else
 // their storage_align steps.
 std::vector<int> SharedStageSteps(const State& s, bool splits);
+
+// Whether stage `id` of `s` can take pragma double_buffer in the GPU
+// sketches: a shared copy (no reduction of its own) computed at a serial
+// reduce loop of extent > 1 (the outer reduce tile of a matmul or conv).
+bool CanDoubleBuffer(const State& s, int id);
+// The id of the step that set pragma double_buffer on stage `id`; -1 if none.
+int DoubleBufferStep(const State& s, int id);
 
 // The rule lists of the task's kind (CPU or GPU).
 SketchRuleList DefaultSketchRules(const SearchTask& task);
