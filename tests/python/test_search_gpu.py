@@ -6,6 +6,7 @@ equals the reference evaluator; on a Mali-like device (64 work items, 16 KiB sha
 sampled or mutated state exceeds the limits."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -163,13 +164,16 @@ MALI_LIKE = dict(max_threads_per_block=64, max_shared_memory_per_block=16 * 1024
 
 def _within_limits(dag, state):
     """(work items per group, shared bytes, largest vthread extent) of a state, from its loops after bound
-    inference (a shared stage holds the product of its loop extents; float32 here)."""
+    inference (a shared stage holds the product of its loop extents, twice when double-buffered; float32
+    here)."""
     bounded = dag.infer_bound(state)
     vthread = max([it.extent for st in bounded.stages for it in st.iters if it.annotation == "vthread"],
                   default=1)
     threads = max(int(np.prod([it.extent for it in st.iters if it.annotation == "threadIdx.x"] or [1]))
                   for st in bounded.stages)
-    shared = sum(4 * int(np.prod([it.extent for it in st.iters])) for st in bounded.stages if st.scope == "shared")
+    doubled = set(_double_buffered(state))  # two copies each
+    shared = sum(4 * int(np.prod([it.extent for it in st.iters])) * (2 if st.name in doubled else 1)
+                 for st in bounded.stages if st.scope == "shared")
     return threads, shared, vthread
 
 
@@ -380,3 +384,83 @@ def test_register_tiles_load_vectors_from_shared_memory_and_match_the_reference(
             vector_tiles.append(state)
     assert vector_tiles, "no sampled state loads a register tile with vectors"
     _check_states(dag, task, vector_tiles[:4] + states[:2])
+
+
+# ---- double-buffered shared stages ----
+
+def _double_buffered(state):
+    """Names of the stages a state double-buffers (pragma double_buffer in its records)."""
+    return sorted(state.stages[r[1]].name for r in _records(state) if r[0] == "PR" and r[3] == "double_buffer")
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 12), (7, 13, 5)])
+def test_double_buffering_is_sampled_switched_by_mutation_and_replayed(shape):
+    """Thread-bind double-buffers some shared stages computed at a reduce loop of extent > 1, not others;
+    the shared-fetch mutation switches it on and off; the records replay it."""
+    dag, task = _matmul_task(*shape)
+    states, _ = search.sample_init_population(task, 16, seed=11)
+    flags = [_double_buffered(s) for s in states]
+    assert any(flags) and not all(flags), flags
+    switched_on = switched_off = False
+    for state in states:
+        replayed = ans.State.from_json(dag, state.to_json())
+        assert replayed.to_json() == state.to_json() and _double_buffered(replayed) == _double_buffered(state)
+        for n in range(12):
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            if new is None:
+                continue
+            before, after = set(_double_buffered(state)), set(_double_buffered(new))
+            switched_on |= after > before
+            switched_off |= after < before
+            assert before == after or len(before ^ after) == 1, (before, after)
+    assert switched_on and switched_off
+
+
+def _double_buffered_states(dag, task, count, seed):
+    """Up to `count` sampled or shared-fetch-mutated states that double-buffer a shared stage."""
+    found = []
+    for state in search.sample_init_population(task, 12, seed=seed)[0]:
+        for n in range(8):
+            if _double_buffered(state):
+                found.append(state)
+                break
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            state = new if new is not None else state
+        if len(found) == count:
+            break
+    return found
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(7, 13, 5), (3, 11, 17), (1, 29, 1), (6, 10, 14)])
+def test_double_buffered_states_match_the_reference_on_awkward_shapes(shape):
+    """Sampled and mutated double-buffered states (two copies indexed by the reduce loop modulo 2) equal the
+    reference on prime, unit and non-dividing shapes."""
+    dag, task = _matmul_task(*shape)
+    states = _double_buffered_states(dag, task, 4, seed=13)
+    assert states, "no double-buffered state"
+    for state in states:
+        assert "% 2)" in ans.build(dag, state, target="opencl").get_source(), dag.print_python_steps(state)
+    _check_states(dag, task, states)
+
+
+def _local_bytes(dag, state):
+    """Bytes of __local memory the kernels of a state declare (float32 here)."""
+    source = ans.build(dag, state, target="opencl").get_source()
+    return sum(4 * int(n) for n in re.findall(r"__local float \w+\[(\d+)\]", source))
+
+
+def test_double_buffering_counts_twice_against_the_shared_memory_limit():
+    """Under a small shared-memory limit, every sampled or mutated state (double-buffered ones among them)
+    declares no more __local memory than the limit: the check counts both copies."""
+    dag, task = _matmul_task(64, 64, 64)
+    limit = 2048
+    limited = _task(dag, ans.HardwareParams(target="opencl", max_shared_memory_per_block=limit))
+    states, drops = search.sample_init_population(limited, 24, seed=19)
+    assert drops.get("device_limits", 0) > 0, drops
+    mutated = [m for n, st in enumerate(states) for m in [search.mutate(limited, st, seed=n, rule="shared-fetch")[0]]
+               if m is not None]
+    doubled = [st for st in states + mutated if _double_buffered(st)]
+    assert doubled, "no double-buffered state within the limit"
+    for state in states + mutated:
+        assert _local_bytes(dag, state) <= limit, dag.print_python_steps(state)
