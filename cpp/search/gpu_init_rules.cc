@@ -107,7 +107,8 @@ State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
 
 // ---- thread-bind ----
 
-// Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x,
+// Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x
+// (its groups swizzled in bands of a sampled width among kSwizzleWidths),
 // level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: rows
 // padded by a sampled offset (PadAgainstBankConflicts), all loops fused,
 // split by a sampled vector width (SampleFetchWidth; vectorized), the rest
@@ -161,6 +162,9 @@ class ThreadBindRule : public InitRule {
         s = FuseRange(s, id, level, ns);
         s = s.Annotate(id, level, levels[level]);
       }
+      const int64_t width = kSwizzleWidths[RandomIndex(rng, static_cast<int64_t>(std::size(kSwizzleWidths)))];
+      if (width > 1 && SwizzleLoop(s, id) == 0)
+        s = s.Apply(PragmaStep{id, 0, "block_swizzle$" + std::to_string(width)});
       return s;
     }
     int n = 0;

@@ -54,6 +54,26 @@ int DoubleBufferStep(const State& s, int id) {
   return -1;
 }
 
+int SwizzleLoop(const State& s, int id) {
+  const Stage& st = s.stage(id);
+  for (int i = 0; i < st.num_iters(); ++i) {
+    if (st.iter(i).annotation != IteratorAnnotation::BlockIdxX) continue;
+    for (const IterRelation& rel : st.relations) {
+      if (rel.kind == IterRelation::Kind::Fuse && rel.children[0] == st.leaves[i] && rel.parents.size() >= 2)
+        return i;
+    }
+  }
+  return -1;
+}
+
+int SwizzleStep(const State& s, int id) {
+  for (int j = static_cast<int>(s.steps().size()); j-- > 0;) {
+    const auto* pr = std::get_if<PragmaStep>(&s.steps()[j]);
+    if (pr != nullptr && pr->stage_id == id && pr->pragma_type.rfind("block_swizzle$", 0) == 0) return j;
+  }
+  return -1;
+}
+
 namespace {
 
 // The steps without step `j` (a pragma, which no stage id depends on); the
@@ -90,10 +110,28 @@ class MutateSharedFetchRule : public MutationRule {
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (CanDoubleBuffer(s, id)) doubles.push_back(id);
     }
-    const int64_t total = static_cast<int64_t>(splits.size() + aligns.size() + doubles.size());
+    std::vector<int> swizzles;  // stages whose block swizzle can change
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (SwizzleLoop(s, id) >= 0) swizzles.push_back(id);
+    }
+    const int64_t total =
+        static_cast<int64_t>(splits.size() + aligns.size() + doubles.size() + swizzles.size());
     if (total == 0) return std::nullopt;
     const int64_t pick = RandomIndex(rng, total);
     std::vector<Step> steps = s.steps();
+    if (pick >= static_cast<int64_t>(splits.size() + aligns.size() + doubles.size())) {
+      const int id = swizzles[pick - splits.size() - aligns.size() - doubles.size()];
+      const int j = SwizzleStep(s, id);
+      const int64_t current = s.stage(id).swizzle_width;
+      const int64_t width =
+          PickOther(std::vector<int64_t>(std::begin(kSwizzleWidths), std::end(kSwizzleWidths)), current, rng);
+      if (width == current) return std::nullopt;
+      if (j >= 0 && width == 1) return State::FromSteps(s.init_dag(), WithoutStep(steps, j));
+      const std::string pragma = "block_swizzle$" + std::to_string(width);
+      if (j < 0) return s.Apply(PragmaStep{id, SwizzleLoop(s, id), pragma});
+      std::get<PragmaStep>(steps[j]).pragma_type = pragma;
+      return State::FromSteps(s.init_dag(), steps);
+    }
     if (pick >= static_cast<int64_t>(splits.size() + aligns.size())) {
       const int id = doubles[pick - splits.size() - aligns.size()];
       const int j = DoubleBufferStep(s, id);
