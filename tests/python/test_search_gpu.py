@@ -464,3 +464,56 @@ def test_double_buffering_counts_twice_against_the_shared_memory_limit():
     assert doubled, "no double-buffered state within the limit"
     for state in states + mutated:
         assert _local_bytes(dag, state) <= limit, dag.print_python_steps(state)
+
+
+# ---- thread-block swizzle ----
+
+def _swizzle(state):
+    """The block_swizzle widths of a state's records (empty: none)."""
+    return [int(r[3].split("$")[1]) for r in _records(state) if r[0] == "PR" and r[3].startswith("block_swizzle$")]
+
+
+def test_block_swizzle_is_sampled_changed_by_mutation_and_replayed():
+    """Thread-bind swizzles the blockIdx loop of tiled stages by a width among 2, 4, 8 (or not at all); the
+    shared-fetch mutation changes the width (1 removes it); the records replay it."""
+    dag, task = _matmul_task(30, 8, 44)
+    states, _ = search.sample_init_population(task, 16, seed=23)
+    widths = {w for s in states for w in _swizzle(s)}
+    assert widths and widths <= {2, 4, 8} and any(not _swizzle(s) for s in states), widths
+    changed = set()
+    for state in states:
+        assert ans.State.from_json(dag, state.to_json()).to_json() == state.to_json()
+        for n in range(12):
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            if new is not None and _swizzle(new) != _swizzle(state):
+                assert len(_swizzle(new)) <= 1
+                changed.add((tuple(_swizzle(state)), tuple(_swizzle(new))))
+    assert any(after == () for _, after in changed) and any(before == () for before, _ in changed), changed
+
+
+def test_block_swizzle_needs_a_fused_loop():
+    dag, _ = _matmul_task(8, 8, 8)
+    s = dag.get_init_state()
+    with pytest.raises(ValueError, match="block_swizzle needs a loop fused from two or more"):
+        s.pragma("T_matmul", s["T_matmul"].iters[0], "block_swizzle$2")
+
+
+@needs_opencl
+@pytest.mark.parametrize("rows,cols,width", [(5, 3, 2), (7, 1, 4), (1, 6, 8), (9, 4, 4), (3, 5, 1)])
+def test_swizzled_groups_cover_every_tile_once(rows, cols, width):
+    """A matmul of rows x cols tiles of 4 x 2 (plus a ragged edge) with its blockIdx loop swizzled in bands
+    of `width` rows (not dividing the rows, or more than them) equals the reference: every tile is computed
+    exactly once."""
+    dag, _ = _matmul_task(rows * 4 - 1, 7, cols * 2)
+    s = dag.get_init_state()
+    i, j, k = s["T_matmul"].iters
+    io, ii = s.split("T_matmul", i, [4])
+    jo, ji = s.split("T_matmul", j, [2])
+    s.reorder("T_matmul", [io, jo, ii, ji, k])
+    block = s.fuse("T_matmul", [io, jo])
+    thread = s.fuse("T_matmul", [ii, ji])
+    s.bind("T_matmul", block, "blockIdx.x")
+    s.bind("T_matmul", thread, "threadIdx.x")
+    s.pragma("T_matmul", block, f"block_swizzle${width}")
+    assert f'"block_swizzle${width}"' in dag.print_python_steps(s)
+    _check_states(dag, None, [s])
