@@ -517,3 +517,18 @@ def test_swizzled_groups_cover_every_tile_once(rows, cols, width):
     s.pragma("T_matmul", block, f"block_swizzle${width}")
     assert f'"block_swizzle${width}"' in dag.print_python_steps(s)
     _check_states(dag, None, [s])
+
+
+def test_cost_model_features_count_both_copies_of_a_double_buffered_stage():
+    """shared_bytes_per_block (log2(1 + bytes) of the allocated shapes) grows when a shared stage is
+    double-buffered, by at most the single-buffered total."""
+    from autosched.cost_model import extract_features, feature_names
+    dag, task = _matmul_task(32, 24, 16)
+    state = _double_buffered_states(dag, task, 1, seed=29)[0]
+    single = ans.State.from_json(dag, json.dumps([r for r in _records(state)
+                                                  if not (r[0] == "PR" and r[3] == "double_buffer")]))
+    column = feature_names().index("shared_bytes_per_block")
+    (rows, error), (rows_single, error_single) = extract_features(task, [state, single])
+    assert error == "" and error_single == ""
+    doubled, once = 2.0 ** rows[:, column].max() - 1, 2.0 ** rows_single[:, column].max() - 1
+    assert once < doubled - 1 and doubled <= 2 * once + 1, (doubled, once)
