@@ -532,3 +532,17 @@ def test_cost_model_features_count_both_copies_of_a_double_buffered_stage():
     assert error == "" and error_single == ""
     doubled, once = 2.0 ** rows[:, column].max() - 1, 2.0 ** rows_single[:, column].max() - 1
     assert once < doubled - 1 and doubled <= 2 * once + 1, (doubled, once)
+
+
+def test_double_buffer_needs_a_shared_stage_at_a_serial_loop():
+    dag, _ = _matmul_task(8, 8, 8)
+    s = dag.get_init_state()
+    with pytest.raises(ValueError, match="double_buffer needs a stage of scope 'shared'"):
+        s.pragma("T_matmul", s["T_matmul"].iters[0], "double_buffer")
+    shared = s.cache_read("A", "shared", ["T_matmul"])
+    i, _, _ = s["T_matmul"].iters
+    s.bind("T_matmul", i, "blockIdx.x")
+    s.compute_at(shared, "T_matmul", i)
+    s.pragma(shared, s[shared].iters[0], "double_buffer")
+    with pytest.raises(ValueError, match="needs it computed at a serial loop, but loop 'i' of 'T_matmul'"):
+        ans.build(dag, s, target="opencl")
