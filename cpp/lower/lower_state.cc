@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "ir/functor.h"
+#include "lower/stmt_functor.h"
 #include "schedule/infer_bound.h"
 #include "support/error.h"
 
@@ -65,6 +66,9 @@ struct StageBuffer {
   Buffer buffer;
   bool relative = false;  // indexed relative to the stage's region (allocated at its attach point)
   bool allocate = false;  // not an argument
+  // pragma double_buffer: the buffer has a leading dimension of 2, indexed
+  // by `copy` (the attach loop's variable modulo 2).
+  Expr copy;
   // A reduction whose accumulation type differs from its dtype accumulates in
   // `acc` (indexed like `buffer`, allocated around the stage's nest) and
   // stores the rounded result into `buffer` once its reduce loops are done.
@@ -107,13 +111,20 @@ class StateLowerer {
       if (buffers_[s].buffer || st.is_placeholder() || st.loc == ComputeLocKind::Inlined) continue;
       StageBuffer& sb = buffers_[s];
       sb.allocate = true;
+      if (st.double_buffer) CheckDoubleBuffer(static_cast<int>(s));
       if (st.loc == ComputeLocKind::Root) {
         sb.buffer = MakeBuffer(st.name(), st.op->dtype, st.op->shape, MemScope::Global,
                                AlignedStrides(st, st.op->shape));
       } else {
         sb.relative = true;
-        const std::vector<int64_t>& region = info_.stages[s].region_extent;
-        sb.buffer = MakeBuffer(st.name(), st.op->dtype, region, st.scope, AlignedStrides(st, region));
+        std::vector<int64_t> region = info_.stages[s].region_extent;
+        std::vector<int64_t> strides = AlignedStrides(st, region);
+        if (st.double_buffer) {
+          sb.copy = floormod(info_.stages[st.attach_stage].node_vars[st.attach_node], Expr(2));
+          if (!strides.empty()) strides.insert(strides.begin(), strides[0] * region[0]);
+          region.insert(region.begin(), 2);
+        }
+        sb.buffer = MakeBuffer(st.name(), st.op->dtype, region, st.scope, strides);
       }
     }
     for (size_t s = 0; s < state_.stages.size(); ++s) {
@@ -124,6 +135,22 @@ class StateLowerer {
       const MemScope scope = buffers_[s].relative ? st.scope : MemScope::Global;
       buffers_[s].acc = MakeBuffer(st.name() + ".acc", red->acc_dtype, b->shape, scope, b->strides);
     }
+  }
+
+  // A double-buffered stage must be computed at a serial loop of its
+  // consumer (the next iteration's tile is fetched during this one).
+  void CheckDoubleBuffer(int s) const {
+    const Stage& st = state_.stages[s];
+    AS_CHECK(st.loc == ComputeLocKind::At,
+             "pragma double_buffer on '" << st.name()
+                                         << "' needs it computed at a loop of its consumer (compute_at)");
+    const Stage& at = state_.stages[st.attach_stage];
+    const int pos = at.LeafIndex(st.attach_node);
+    const IteratorAnnotation a = pos >= 0 ? at.iter(pos).annotation : IteratorAnnotation::None;
+    AS_CHECK(pos >= 0 && (a == IteratorAnnotation::None || a == IteratorAnnotation::Unroll),
+             "pragma double_buffer on '" << st.name() << "' needs it computed at a serial loop, but loop '"
+                                         << at.nodes[st.attach_node].name << "' of '" << at.name() << "' is "
+                                         << IteratorAnnotationName(a));
   }
 
   // Lowers an expression of stage s's root axes: inlines, maps axes to loop
@@ -152,6 +179,7 @@ class StateLowerer {
         if (buffers_[t].relative) i = i - info_.stages[t].region_min[d];
         indices.push_back(i);
       }
+      if (buffers_[t].copy.defined()) indices.insert(indices.begin(), buffers_[t].copy);
       if (indices.empty()) indices.push_back(Expr(0));  // a 0-d tensor holds one element
       return BufferLoadNode::make(buffers_[t].buffer, indices);
     });
@@ -162,7 +190,9 @@ class StateLowerer {
     const auto& vals = buffers_[s].relative ? b.local_values : b.root_values;
     const size_t n_axis = state_.stages[s].op->axis.size();
     if (n_axis == 0) return {Expr(0)};  // a 0-d tensor holds one element
-    return std::vector<Expr>(vals.begin(), vals.begin() + n_axis);
+    std::vector<Expr> idx(vals.begin(), vals.begin() + n_axis);
+    if (buffers_[s].copy.defined()) idx.insert(idx.begin(), buffers_[s].copy);
+    return idx;
   }
 
   // Conditions under which the root axes are inside the region (and the
@@ -267,17 +297,27 @@ class StateLowerer {
     });
   }
 
-  // Stages attached at `node` of stage s, emitted before `rest`, with their
-  // allocations around both.
+  // The stages attached at `node` of stage s that are double-buffered
+  // (`double_buffered`) or not.
+  std::vector<int> Attached(int s, int node, bool double_buffered) const {
+    std::vector<int> ids;
+    for (size_t p = 0; p < state_.stages.size(); ++p) {
+      const Stage& other = state_.stages[p];
+      if (other.loc == ComputeLocKind::At && other.attach_stage == s && other.attach_node == node &&
+          other.double_buffer == double_buffered)
+        ids.push_back(static_cast<int>(p));
+    }
+    return ids;
+  }
+
+  // Stages attached at `node` of stage s (but the double-buffered ones),
+  // emitted before `rest`, with their allocations around both.
   Stmt WithAttached(int s, int node, Stmt rest) {
     std::vector<Stmt> seq;
     std::vector<int> attached;
-    for (size_t p = 0; p < state_.stages.size(); ++p) {
-      const Stage& other = state_.stages[p];
-      if (other.loc == ComputeLocKind::At && other.attach_stage == s && other.attach_node == node) {
-        seq.push_back(StageNest(static_cast<int>(p)));
-        attached.push_back(static_cast<int>(p));
-      }
+    for (int p : Attached(s, node, false)) {
+      seq.push_back(StageNest(p));
+      attached.push_back(p);
     }
     if (attached.empty()) return rest;
     seq.push_back(rest);
@@ -294,8 +334,24 @@ class StateLowerer {
     const Iterator& it = st.iter(pos);
     const int node = st.leaves[pos];
     Stmt inner = WithAttached(s, node, Loops(s, pos + 1, first_reduce));
-    Stmt loop = ForNode::make(info_.stages[s].node_vars[node], Expr(0), Expr(static_cast<int>(it.extent)),
-                              ForKindOf(it.annotation), inner);
+    const Expr& var = info_.stages[s].node_vars[node];
+    const std::vector<int> doubled = Attached(s, node, true);
+    std::vector<Stmt> fetch;
+    for (int p : doubled) fetch.push_back(StageNest(p));
+    if (!doubled.empty() && it.extent > 1) {
+      // Iteration k fetches tile k + 1 into the other copy, then reads its
+      // own; the printer puts one barrier at the end of each iteration.
+      Stmt next = SubstituteStmt(SeqNode::make(fetch), {{var.as<VarNode>(), var + 1}});
+      inner = PragmaNode::make(
+          "double_buffer", 1,
+          SeqNode::make({IfThenElseNode::make(var + 1 < Expr(static_cast<int>(it.extent)), next), inner}));
+    }
+    Stmt loop =
+        ForNode::make(var, Expr(0), Expr(static_cast<int>(it.extent)), ForKindOf(it.annotation), inner);
+    if (!doubled.empty()) {
+      loop = SeqNode::make({SubstituteStmt(SeqNode::make(fetch), {{var.as<VarNode>(), Expr(0)}}), loop});
+      for (size_t k = doubled.size(); k-- > 0;) loop = AllocateNode::make(buffers_[doubled[k]].buffer, loop);
+    }
     if (pos != first_reduce) return loop;
     if (buffers_[s].acc) return SeqNode::make({InitNest(s, pos), loop, FinalNest(s, pos)});
     return SeqNode::make({InitNest(s, pos), loop});

@@ -21,6 +21,11 @@
 //    the same kind of loops store the accumulator, converted once, into the
 //    stage's buffer.
 //  - auto_unroll_max_step becomes a Pragma around the stage's loop nest.
+//  - A stage with pragma double_buffer, computed at serial loop k of extent
+//    E, gets a buffer with a leading dimension of 2 allocated around that
+//    loop, indexed by k % 2: its tile for k = 0 is stored before the loop,
+//    and each iteration starts with a Pragma "double_buffer" around
+//    Seq{if (k + 1 < E) {the stage's nest for k + 1}, the rest of the body}.
 // Indices stay multi-dimensional; storage flattening happens in lowering
 // passes. Throws Error for a state that cannot be lowered (unknown split
 // lengths), naming the problem.

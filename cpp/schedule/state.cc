@@ -72,6 +72,25 @@ Stage Stage::FromOp(const Tensor& op) {
 
 // ---- iterator relations ----
 
+namespace {
+
+// (row, column) of fused index f over rows x cols (row-major) visited in
+// bands of `width` rows: f runs down the band's rows, then to the next
+// column; the last band holds rows % width rows when width does not divide.
+std::pair<Expr, Expr> SwizzledRowColumn(const Expr& f, int64_t rows, int64_t cols, int64_t width) {
+  const int64_t g = std::min(width, rows), full = rows / g * g;
+  auto c = [](int64_t v) { return Expr(static_cast<int>(v)); };
+  Expr row = floordiv(f, c(g * cols)) * c(g) + floormod(f, c(g));
+  Expr col = floordiv(floormod(f, c(g * cols)), c(g));
+  if (full == rows) return {row, col};
+  const int64_t tail = rows - full;
+  const Expr t = f - c(full * cols);
+  const Expr in_band = f < c(full * cols);
+  return {select(in_band, row, c(full) + floormod(t, c(tail))), select(in_band, col, floordiv(t, c(tail)))};
+}
+
+}  // namespace
+
 void DeriveNodeValues(const Stage& stage, std::vector<Expr>* values) {
   std::vector<Expr>& v = *values;
   for (auto rel = stage.relations.rbegin(); rel != stage.relations.rend(); ++rel) {
@@ -83,9 +102,19 @@ void DeriveNodeValues(const Stage& stage, std::vector<Expr>* values) {
       }
       v[rel->parents[0]] = value;
     } else {
-      const Expr fused = v[rel->children[0]];
+      Expr fused = v[rel->children[0]];
+      size_t n = rel->parents.size();
+      if (stage.swizzle_width > 1 && rel->children[0] == stage.swizzle_node && n >= 2) {
+        const int64_t cols = stage.nodes[rel->parents[n - 1]].extent;
+        int64_t rows = 1;
+        for (size_t k = 0; k + 1 < n; ++k) rows *= stage.nodes[rel->parents[k]].extent;
+        auto [row, col] = SwizzledRowColumn(fused, rows, cols, stage.swizzle_width);
+        v[rel->parents[n - 1]] = col;
+        fused = row;  // the outer parents decode it as usual
+        --n;
+      }
       int64_t inner = 1;  // product of the extents of the parents inside parent k
-      for (size_t k = rel->parents.size(); k-- > 0;) {
+      for (size_t k = n; k-- > 0;) {
         const int parent = rel->parents[k];
         Expr value = inner == 1 ? fused : floordiv(fused, Expr(static_cast<int>(inner)));
         if (k > 0) value = floormod(value, Expr(static_cast<int>(stage.nodes[parent].extent)));
@@ -299,6 +328,9 @@ void PrintStage(const PrintContext& ctx, int stage_id, int indent) {
   if (st.auto_unroll_max_step > 0) {
     os << std::string(indent * 2, ' ') << st.name() << " auto_unroll: " << st.auto_unroll_max_step << "\n";
   }
+  if (st.double_buffer) os << std::string(indent * 2, ' ') << st.name() << " double_buffer\n";
+  if (st.swizzle_width > 1)
+    os << std::string(indent * 2, ' ') << st.name() << " block_swizzle: " << st.swizzle_width << "\n";
   for (int i = 0; i < st.num_iters(); ++i) {
     const Iterator& it = st.iter(i);
     const char* keyword =

@@ -78,6 +78,15 @@ struct Stage {
 
   MemScope scope = MemScope::Global;  // set by cache_read / cache_write
   int64_t auto_unroll_max_step = 0;   // 0: none
+  // pragma "double_buffer" (a shared stage computed at a serial loop): two
+  // copies, the next iteration's tile fetched while this one's is read.
+  bool double_buffer = false;
+  // pragma "block_swizzle$G" (G > 1) on the fused loop `swizzle_node`: its
+  // parents' values are decoded so that consecutive iterations walk down G
+  // rows of the outer parents (the last band may hold fewer) before moving to
+  // the next column of the last parent (SwizzledRowColumn).
+  int swizzle_node = -1;
+  int64_t swizzle_width = 1;
   std::vector<StorageAlign> storage_align;
 
   const std::string& name() const { return op->name; }

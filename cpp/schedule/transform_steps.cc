@@ -371,9 +371,17 @@ std::string AnnotationStep::Python(const StateNode& b) const {
 void PragmaStep::Apply(StateNode& s) const {
   CheckComputeStage(s, stage_id);
   s.LeafAt(stage_id, iter_id);
-  const std::string key = "auto_unroll_max_step$";
-  AS_CHECK(pragma_type.rfind(key, 0) == 0,
-           "unknown pragma '" << pragma_type << "' (supported: " << key << "N)");
+  if (pragma_type == "double_buffer") {
+    Stage& st = s.stages[stage_id];
+    AS_CHECK(st.scope == MemScope::Shared, "pragma double_buffer needs a stage of scope 'shared', got '"
+                                               << st.name() << "' (scope " << MemScopeName(st.scope) << ")");
+    st.double_buffer = true;
+    return;
+  }
+  const std::string key = pragma_type.substr(0, pragma_type.find('$') + 1);
+  AS_CHECK(key == "auto_unroll_max_step$" || key == "block_swizzle$",
+           "unknown pragma '" << pragma_type
+                              << "' (supported: auto_unroll_max_step$N, block_swizzle$N, double_buffer)");
   int64_t value = -1;
   try {
     size_t used = 0;
@@ -383,7 +391,20 @@ void PragmaStep::Apply(StateNode& s) const {
     value = -1;
   }
   AS_CHECK(value >= 0, "pragma '" << pragma_type << "' needs a non-negative integer after '$'");
-  s.stages[stage_id].auto_unroll_max_step = value;
+  if (key == "auto_unroll_max_step$") {
+    s.stages[stage_id].auto_unroll_max_step = value;
+    return;
+  }
+  Stage& st = s.stages[stage_id];
+  const int node = st.leaves[iter_id];
+  bool fused = false;
+  for (const IterRelation& rel : st.relations)
+    fused |= rel.kind == IterRelation::Kind::Fuse && rel.children[0] == node && rel.parents.size() >= 2;
+  AS_CHECK(fused, "pragma block_swizzle needs a loop fused from two or more, got '"
+                      << st.nodes[node].name << "' of '" << st.name() << "'");
+  AS_CHECK(value >= 1, "pragma block_swizzle needs a group width >= 1, got " << value);
+  st.swizzle_node = node;
+  st.swizzle_width = value;
 }
 json PragmaStep::Args() const { return {stage_id, iter_id, pragma_type}; }
 PragmaStep PragmaStep::FromArgs(const json& a) {

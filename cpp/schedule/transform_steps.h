@@ -139,6 +139,13 @@ struct AnnotationStep {
 };
 
 // "auto_unroll_max_step$N": unroll loops of the stage up to N steps.
+// "double_buffer" (a "shared" stage): lowered with two copies of its buffer
+// when computed at a serial loop: the tile of iteration k + 1 is fetched
+// into one copy while iteration k reads the other (lower_state.h).
+// "block_swizzle$G" (a loop fused from two or more, e.g. the blockIdx loop of
+// a GPU tile): its iterations visit the fused rows in bands of G (1: off),
+// so consecutive work-groups share rows and columns of the inputs
+// (Stage::swizzle_width).
 struct PragmaStep {
   static constexpr const char* kRecordName = "PR";
   static constexpr const char* kName = "pragma";

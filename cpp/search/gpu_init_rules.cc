@@ -107,12 +107,14 @@ State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
 
 // ---- thread-bind ----
 
-// Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x,
+// Tiled stages: the outer spatial levels fused, level 0 bound to blockIdx.x
+// (its groups swizzled in bands of a sampled width among kSwizzleWidths),
 // level 1 to vthread, level 2 to threadIdx.x. Shared cache-read stages: rows
 // padded by a sampled offset (PadAgainstBankConflicts), all loops fused,
 // split by a sampled vector width (SampleFetchWidth; vectorized), the rest
 // split by the consumer's work items per group (a follow split of its
-// tiles, so mutations keep them equal), that part bound to threadIdx.x. Cross-thread reduction stages: the
+// tiles, so mutations keep them equal), that part bound to threadIdx.x,
+// double-buffered with probability 1/2 where CanDoubleBuffer. Cross-thread reduction stages: the
 // factored axis bound to threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any other root
 // stage: its leading spatial loops fused and split by a random number of work items (a power of two up to
 // max_threads_per_block), bound to blockIdx.x and threadIdx.x.
@@ -144,6 +146,7 @@ class ThreadBindRule : public InitRule {
       s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
       s = s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
       s = s.Annotate(id, 2, IteratorAnnotation::Vectorize);
+      if (CanDoubleBuffer(s, id) && RandomIndex(rng, 2) == 1) s = s.Apply(PragmaStep{id, 0, "double_buffer"});
     }
     return s;
   }
@@ -159,6 +162,9 @@ class ThreadBindRule : public InitRule {
         s = FuseRange(s, id, level, ns);
         s = s.Annotate(id, level, levels[level]);
       }
+      const int64_t width = kSwizzleWidths[RandomIndex(rng, static_cast<int64_t>(std::size(kSwizzleWidths)))];
+      if (width > 1 && SwizzleLoop(s, id) == 0)
+        s = s.Apply(PragmaStep{id, 0, "block_swizzle$" + std::to_string(width)});
       return s;
     }
     int n = 0;

@@ -1,6 +1,7 @@
 // The GPU mutation rule shared-fetch: another vector width for a cooperative
-// fetch or a register tile's load, or another row padding for a shared
-// buffer (the parameters the thread-bind rule samples, gpu_init_rules.cc).
+// fetch or a register tile's load, another row padding for a shared buffer,
+// or double buffering of a shared stage switched on or off (the parameters
+// the thread-bind rule samples, gpu_init_rules.cc).
 #include <iterator>
 
 #include "schedule/infer_bound.h"
@@ -34,7 +35,62 @@ std::vector<int> SharedStageSteps(const State& s, bool splits) {
   return ids;
 }
 
+bool CanDoubleBuffer(const State& s, int id) {
+  const Stage& st = s.stage(id);
+  if (st.scope != MemScope::Shared || st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
+  const Stage& at = s.stage(st.attach_stage);
+  const int pos = at.LeafIndex(st.attach_node);
+  if (pos < 0) return false;
+  const Iterator& it = at.iter(pos);
+  return it.kind == IteratorKind::Reduce && it.extent > 1 &&
+         (it.annotation == IteratorAnnotation::None || it.annotation == IteratorAnnotation::Unroll);
+}
+
+int DoubleBufferStep(const State& s, int id) {
+  for (int j = static_cast<int>(s.steps().size()); j-- > 0;) {
+    const auto* pr = std::get_if<PragmaStep>(&s.steps()[j]);
+    if (pr != nullptr && pr->stage_id == id && pr->pragma_type == "double_buffer") return j;
+  }
+  return -1;
+}
+
+int SwizzleLoop(const State& s, int id) {
+  const Stage& st = s.stage(id);
+  for (int i = 0; i < st.num_iters(); ++i) {
+    if (st.iter(i).annotation != IteratorAnnotation::BlockIdxX) continue;
+    for (const IterRelation& rel : st.relations) {
+      if (rel.kind == IterRelation::Kind::Fuse && rel.children[0] == st.leaves[i] && rel.parents.size() >= 2)
+        return i;
+    }
+  }
+  return -1;
+}
+
+int SwizzleStep(const State& s, int id) {
+  for (int j = static_cast<int>(s.steps().size()); j-- > 0;) {
+    const auto* pr = std::get_if<PragmaStep>(&s.steps()[j]);
+    if (pr != nullptr && pr->stage_id == id && pr->pragma_type.rfind("block_swizzle$", 0) == 0) return j;
+  }
+  return -1;
+}
+
 namespace {
+
+// The steps without step `j` (a pragma, which no stage id depends on); the
+// references of follow splits to later steps shift by one.
+std::vector<Step> WithoutStep(const std::vector<Step>& steps, int j) {
+  std::vector<Step> out;
+  for (int k = 0; k < static_cast<int>(steps.size()); ++k) {
+    if (k == j) continue;
+    Step step = steps[k];
+    if (auto* f = std::get_if<FollowSplitStep>(&step); f && f->src_step_id > j) --f->src_step_id;
+    if (auto* f = std::get_if<FollowFusedSplitStep>(&step)) {
+      for (int& src : f->src_step_ids) src -= src > j ? 1 : 0;
+    }
+    out.push_back(step);
+  }
+  return out;
+}
 
 template <typename T>
 T PickOther(const std::vector<T>& options, const T& current, std::mt19937* rng) {
@@ -50,10 +106,38 @@ class MutateSharedFetchRule : public MutationRule {
   std::string name() const override { return "shared-fetch"; }
   std::optional<State> Apply(const SketchContext&, const State& s, std::mt19937* rng) const override {
     const std::vector<int> splits = SharedStageSteps(s, true), aligns = SharedStageSteps(s, false);
-    const int64_t total = static_cast<int64_t>(splits.size() + aligns.size());
+    std::vector<int> doubles;  // stages whose double buffering can be switched
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (CanDoubleBuffer(s, id)) doubles.push_back(id);
+    }
+    std::vector<int> swizzles;  // stages whose block swizzle can change
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (SwizzleLoop(s, id) >= 0) swizzles.push_back(id);
+    }
+    const int64_t total =
+        static_cast<int64_t>(splits.size() + aligns.size() + doubles.size() + swizzles.size());
     if (total == 0) return std::nullopt;
     const int64_t pick = RandomIndex(rng, total);
     std::vector<Step> steps = s.steps();
+    if (pick >= static_cast<int64_t>(splits.size() + aligns.size() + doubles.size())) {
+      const int id = swizzles[pick - splits.size() - aligns.size() - doubles.size()];
+      const int j = SwizzleStep(s, id);
+      const int64_t current = s.stage(id).swizzle_width;
+      const int64_t width =
+          PickOther(std::vector<int64_t>(std::begin(kSwizzleWidths), std::end(kSwizzleWidths)), current, rng);
+      if (width == current) return std::nullopt;
+      if (j >= 0 && width == 1) return State::FromSteps(s.init_dag(), WithoutStep(steps, j));
+      const std::string pragma = "block_swizzle$" + std::to_string(width);
+      if (j < 0) return s.Apply(PragmaStep{id, SwizzleLoop(s, id), pragma});
+      std::get<PragmaStep>(steps[j]).pragma_type = pragma;
+      return State::FromSteps(s.init_dag(), steps);
+    }
+    if (pick >= static_cast<int64_t>(splits.size() + aligns.size())) {
+      const int id = doubles[pick - splits.size() - aligns.size()];
+      const int j = DoubleBufferStep(s, id);
+      if (j >= 0) return State::FromSteps(s.init_dag(), WithoutStep(steps, j));
+      return s.Apply(PragmaStep{id, 0, "double_buffer"});
+    }
     if (pick >= static_cast<int64_t>(splits.size())) {
       auto& sa = std::get<StorageAlignStep>(steps[aligns[pick - splits.size()]]);
       std::vector<int64_t> offsets;

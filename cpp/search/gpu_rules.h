@@ -21,10 +21,14 @@
 //
 // Init rules (DefaultGpuInitRules): fill-tile-size, thread-bind (also the
 // vector width of each cooperative fetch and the row padding of each shared
-// buffer), unroll (gpu_auto_unroll_candidates), and vectorize on Mali devices
+// buffer, and pragma double_buffer with probability 1/2 on each shared
+// stage CanDoubleBuffer accepts; a block swizzle of a sampled width on the
+// blockIdx loop of each tiled stage), unroll (gpu_auto_unroll_candidates), and vectorize on Mali devices
 // or with SearchParams::gpu_vectorize. Mutation rules
 // (DefaultGpuMutationRules): tile-size 0.80 (not the fetch splits),
-// auto-unroll 0.10, shared-fetch 0.10 (another fetch width or row padding).
+// auto-unroll 0.10, shared-fetch 0.10 (another fetch width or row padding,
+// double buffering of a shared stage switched on or off, or another block
+// swizzle width).
 //
 // Every sampled or mutated state of a GPU task is lowered and its OpenCL
 // code generated: one that the code generation refuses is dropped as
@@ -68,6 +72,22 @@ inline constexpr int64_t kRowPadOffsets[] = {0, 1, 4};
 // their vector-width splits (splits with one length) when `splits`, else
 // their storage_align steps.
 std::vector<int> SharedStageSteps(const State& s, bool splits);
+
+// Whether stage `id` of `s` can take pragma double_buffer in the GPU
+// sketches: a shared copy (no reduction of its own) computed at a serial
+// reduce loop of extent > 1 (the outer reduce tile of a matmul or conv).
+bool CanDoubleBuffer(const State& s, int id);
+// The id of the step that set pragma double_buffer on stage `id`; -1 if none.
+int DoubleBufferStep(const State& s, int id);
+
+// Group widths of the thread-block swizzle (pragma block_swizzle$G on the
+// blockIdx loop fused from a tiled stage's outer tiles; 1: off).
+inline constexpr int64_t kSwizzleWidths[] = {1, 2, 4, 8};
+// The position of stage `id`'s blockIdx.x loop when it is fused from two or
+// more loops (a swizzle can reorder its groups); -1 otherwise.
+int SwizzleLoop(const State& s, int id);
+// The id of the step that set pragma block_swizzle on stage `id`; -1 if none.
+int SwizzleStep(const State& s, int id);
 
 // The rule lists of the task's kind (CPU or GPU).
 SketchRuleList DefaultSketchRules(const SearchTask& task);

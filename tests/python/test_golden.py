@@ -151,16 +151,17 @@ def test_gpu_matmul_opencl_source_matches_golden():
     check(dag, s, target="opencl")
 
 
-def test_gpu_matmul_with_vector_fetches_and_padded_rows_matches_golden():
-    """The shared matmul with the GPU rules' fetch parameters: rows of the shared buffers padded to 4 modulo
-    32 banks (storage_align), each work item fetching float4 vectors (vload4 / vstore4)."""
-    dag, _ = matmul(64, 64, 32)
+def vector_fetch_matmul(n, m, k, double_buffer=False):
+    """A shared-memory matmul with the GPU rules' fetch parameters: 8 x 8 tiles, the reduction in tiles of
+    4, rows of the shared buffers padded to 4 modulo 32 banks (storage_align), each work item fetching float4
+    vectors (vload4 / vstore4); with `double_buffer`, both shared stages double-buffered."""
+    dag, _ = matmul(n, m, k)
     s = dag.get_init_state()
     caches = [s.cache_read("A", "shared", ["C"]), s.cache_read("B", "shared", ["C"])]
-    i, j, k = s["C"].iters
+    i, j, kk = s["C"].iters
     bi, ti = s.split("C", i, [8])
     bj, tj = s.split("C", j, [8])
-    ko, ki = s.split("C", k, [4])
+    ko, ki = s.split("C", kk, [4])
     s.reorder("C", [bi, bj, ko, ti, tj, ki])
     for it, binding in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"), (tj, "threadIdx.x")):
         s.bind("C", it, binding)
@@ -172,9 +173,39 @@ def test_gpu_matmul_with_vector_fetches_and_padded_rows_matches_golden():
         _, inner = s.split(cache, rest, [8])
         s.bind(cache, inner, "threadIdx.x")
         s.vectorize(cache, lanes)
+        if double_buffer:
+            s.pragma(cache, s[cache].iters[0], "double_buffer")
+    return dag, s
+
+
+def test_gpu_matmul_with_vector_fetches_and_padded_rows_matches_golden():
+    dag, s = vector_fetch_matmul(64, 64, 32)
     source = ans.build(dag, s, target="opencl").get_source("cl")
     assert source.count("vstore4(vload4(0, ") == 2 and "* 36)" in source, source
     check_golden("gpu_matmul_vector_fetch", source, suffix=".cl")
+    check(dag, s, target="opencl")
+
+
+@pytest.mark.skipif(not ans.opencl.available(), reason="needs an OpenCL device (PoCL runs on the CPU)")
+def test_double_buffered_gpu_matmul_matches_golden():
+    """Both shared buffers twice as large (copies of 8 x 4 and 4 x 36 floats), tile 0 fetched before the reduce
+    loop, tile k + 1 fetched into copy (k + 1) % 2 at the start of iteration k, and one barrier per
+    iteration."""
+    dag, s = vector_fetch_matmul(64, 64, 32, double_buffer=True)
+    source = ans.build(dag, s, target="opencl").get_source("cl")
+    assert "__local float A_shared[64]" in source and "__local float B_shared[260]" in source, source
+    assert source.count("(k_0 + 1) < 8") == 1, source
+    loop = source[source.index("for (int k_0 = 0;"):]
+    assert loop.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2, loop  # one in the loop, one after it
+    check_golden("gpu_matmul_double_buffer", source, suffix=".cl")
+    check(dag, s, target="opencl")
+
+
+@pytest.mark.skipif(not ans.opencl.available(), reason="needs an OpenCL device (PoCL runs on the CPU)")
+@pytest.mark.parametrize("shape", [(13, 7, 11), (1, 9, 5), (17, 3, 1), (9, 16, 6)])
+def test_double_buffered_gpu_matmul_equals_the_reference_on_awkward_shapes(shape):
+    """Primes, 1 and reductions that 4 does not divide (a partial last tile fetched ahead)."""
+    dag, s = vector_fetch_matmul(*shape, double_buffer=True)
     check(dag, s, target="opencl")
 
 

@@ -6,6 +6,7 @@ equals the reference evaluator; on a Mali-like device (64 work items, 16 KiB sha
 sampled or mutated state exceeds the limits."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -163,13 +164,16 @@ MALI_LIKE = dict(max_threads_per_block=64, max_shared_memory_per_block=16 * 1024
 
 def _within_limits(dag, state):
     """(work items per group, shared bytes, largest vthread extent) of a state, from its loops after bound
-    inference (a shared stage holds the product of its loop extents; float32 here)."""
+    inference (a shared stage holds the product of its loop extents, twice when double-buffered; float32
+    here)."""
     bounded = dag.infer_bound(state)
     vthread = max([it.extent for st in bounded.stages for it in st.iters if it.annotation == "vthread"],
                   default=1)
     threads = max(int(np.prod([it.extent for it in st.iters if it.annotation == "threadIdx.x"] or [1]))
                   for st in bounded.stages)
-    shared = sum(4 * int(np.prod([it.extent for it in st.iters])) for st in bounded.stages if st.scope == "shared")
+    doubled = set(_double_buffered(state))  # two copies each
+    shared = sum(4 * int(np.prod([it.extent for it in st.iters])) * (2 if st.name in doubled else 1)
+                 for st in bounded.stages if st.scope == "shared")
     return threads, shared, vthread
 
 
@@ -380,3 +384,165 @@ def test_register_tiles_load_vectors_from_shared_memory_and_match_the_reference(
             vector_tiles.append(state)
     assert vector_tiles, "no sampled state loads a register tile with vectors"
     _check_states(dag, task, vector_tiles[:4] + states[:2])
+
+
+# ---- double-buffered shared stages ----
+
+def _double_buffered(state):
+    """Names of the stages a state double-buffers (pragma double_buffer in its records)."""
+    return sorted(state.stages[r[1]].name for r in _records(state) if r[0] == "PR" and r[3] == "double_buffer")
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 12), (7, 13, 5)])
+def test_double_buffering_is_sampled_switched_by_mutation_and_replayed(shape):
+    """Thread-bind double-buffers some shared stages computed at a reduce loop of extent > 1, not others;
+    the shared-fetch mutation switches it on and off; the records replay it."""
+    dag, task = _matmul_task(*shape)
+    states, _ = search.sample_init_population(task, 16, seed=11)
+    flags = [_double_buffered(s) for s in states]
+    assert any(flags) and not all(flags), flags
+    switched_on = switched_off = False
+    for state in states:
+        replayed = ans.State.from_json(dag, state.to_json())
+        assert replayed.to_json() == state.to_json() and _double_buffered(replayed) == _double_buffered(state)
+        for n in range(12):
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            if new is None:
+                continue
+            before, after = set(_double_buffered(state)), set(_double_buffered(new))
+            switched_on |= after > before
+            switched_off |= after < before
+            assert before == after or len(before ^ after) == 1, (before, after)
+    assert switched_on and switched_off
+
+
+def _double_buffered_states(dag, task, count, seed):
+    """Up to `count` sampled or shared-fetch-mutated states that double-buffer a shared stage."""
+    found = []
+    for state in search.sample_init_population(task, 12, seed=seed)[0]:
+        for n in range(8):
+            if _double_buffered(state):
+                found.append(state)
+                break
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            state = new if new is not None else state
+        if len(found) == count:
+            break
+    return found
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(7, 13, 5), (3, 11, 17), (1, 29, 1), (6, 10, 14)])
+def test_double_buffered_states_match_the_reference_on_awkward_shapes(shape):
+    """Sampled and mutated double-buffered states (two copies indexed by the reduce loop modulo 2) equal the
+    reference on prime, unit and non-dividing shapes."""
+    dag, task = _matmul_task(*shape)
+    states = _double_buffered_states(dag, task, 4, seed=13)
+    assert states, "no double-buffered state"
+    for state in states:
+        assert "% 2)" in ans.build(dag, state, target="opencl").get_source(), dag.print_python_steps(state)
+    _check_states(dag, task, states)
+
+
+def _local_bytes(dag, state):
+    """Bytes of __local memory the kernels of a state declare (float32 here)."""
+    source = ans.build(dag, state, target="opencl").get_source()
+    return sum(4 * int(n) for n in re.findall(r"__local float \w+\[(\d+)\]", source))
+
+
+def test_double_buffering_counts_twice_against_the_shared_memory_limit():
+    """Under a small shared-memory limit, every sampled or mutated state (double-buffered ones among them)
+    declares no more __local memory than the limit: the check counts both copies."""
+    dag, task = _matmul_task(64, 64, 64)
+    limit = 2048
+    limited = _task(dag, ans.HardwareParams(target="opencl", max_shared_memory_per_block=limit))
+    states, drops = search.sample_init_population(limited, 24, seed=19)
+    assert drops.get("device_limits", 0) > 0, drops
+    mutated = [m for n, st in enumerate(states) for m in [search.mutate(limited, st, seed=n, rule="shared-fetch")[0]]
+               if m is not None]
+    doubled = [st for st in states + mutated if _double_buffered(st)]
+    assert doubled, "no double-buffered state within the limit"
+    for state in states + mutated:
+        assert _local_bytes(dag, state) <= limit, dag.print_python_steps(state)
+
+
+# ---- thread-block swizzle ----
+
+def _swizzle(state):
+    """The block_swizzle widths of a state's records (empty: none)."""
+    return [int(r[3].split("$")[1]) for r in _records(state) if r[0] == "PR" and r[3].startswith("block_swizzle$")]
+
+
+def test_block_swizzle_is_sampled_changed_by_mutation_and_replayed():
+    """Thread-bind swizzles the blockIdx loop of tiled stages by a width among 2, 4, 8 (or not at all); the
+    shared-fetch mutation changes the width (1 removes it); the records replay it."""
+    dag, task = _matmul_task(30, 8, 44)
+    states, _ = search.sample_init_population(task, 16, seed=23)
+    widths = {w for s in states for w in _swizzle(s)}
+    assert widths and widths <= {2, 4, 8} and any(not _swizzle(s) for s in states), widths
+    changed = set()
+    for state in states:
+        assert ans.State.from_json(dag, state.to_json()).to_json() == state.to_json()
+        for n in range(12):
+            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
+            if new is not None and _swizzle(new) != _swizzle(state):
+                assert len(_swizzle(new)) <= 1
+                changed.add((tuple(_swizzle(state)), tuple(_swizzle(new))))
+    assert any(after == () for _, after in changed) and any(before == () for before, _ in changed), changed
+
+
+def test_block_swizzle_needs_a_fused_loop():
+    dag, _ = _matmul_task(8, 8, 8)
+    s = dag.get_init_state()
+    with pytest.raises(ValueError, match="block_swizzle needs a loop fused from two or more"):
+        s.pragma("T_matmul", s["T_matmul"].iters[0], "block_swizzle$2")
+
+
+@needs_opencl
+@pytest.mark.parametrize("rows,cols,width", [(5, 3, 2), (7, 1, 4), (1, 6, 8), (9, 4, 4), (3, 5, 1)])
+def test_swizzled_groups_cover_every_tile_once(rows, cols, width):
+    """A matmul of rows x cols tiles of 4 x 2 (plus a ragged edge) with its blockIdx loop swizzled in bands
+    of `width` rows (not dividing the rows, or more than them) equals the reference: every tile is computed
+    exactly once."""
+    dag, _ = _matmul_task(rows * 4 - 1, 7, cols * 2)
+    s = dag.get_init_state()
+    i, j, k = s["T_matmul"].iters
+    io, ii = s.split("T_matmul", i, [4])
+    jo, ji = s.split("T_matmul", j, [2])
+    s.reorder("T_matmul", [io, jo, ii, ji, k])
+    block = s.fuse("T_matmul", [io, jo])
+    thread = s.fuse("T_matmul", [ii, ji])
+    s.bind("T_matmul", block, "blockIdx.x")
+    s.bind("T_matmul", thread, "threadIdx.x")
+    s.pragma("T_matmul", block, f"block_swizzle${width}")
+    assert f'"block_swizzle${width}"' in dag.print_python_steps(s)
+    _check_states(dag, None, [s])
+
+
+def test_cost_model_features_count_both_copies_of_a_double_buffered_stage():
+    """shared_bytes_per_block (log2(1 + bytes) of the allocated shapes) grows when a shared stage is
+    double-buffered, by at most the single-buffered total."""
+    from autosched.cost_model import extract_features, feature_names
+    dag, task = _matmul_task(32, 24, 16)
+    state = _double_buffered_states(dag, task, 1, seed=29)[0]
+    single = ans.State.from_json(dag, json.dumps([r for r in _records(state)
+                                                  if not (r[0] == "PR" and r[3] == "double_buffer")]))
+    column = feature_names().index("shared_bytes_per_block")
+    (rows, error), (rows_single, error_single) = extract_features(task, [state, single])
+    assert error == "" and error_single == ""
+    doubled, once = 2.0 ** rows[:, column].max() - 1, 2.0 ** rows_single[:, column].max() - 1
+    assert once < doubled - 1 and doubled <= 2 * once + 1, (doubled, once)
+
+
+def test_double_buffer_needs_a_shared_stage_at_a_serial_loop():
+    dag, _ = _matmul_task(8, 8, 8)
+    s = dag.get_init_state()
+    with pytest.raises(ValueError, match="double_buffer needs a stage of scope 'shared'"):
+        s.pragma("T_matmul", s["T_matmul"].iters[0], "double_buffer")
+    shared = s.cache_read("A", "shared", ["T_matmul"])
+    i, _, _ = s["T_matmul"].iters
+    s.bind("T_matmul", i, "blockIdx.x")
+    s.compute_at(shared, "T_matmul", i)
+    s.pragma(shared, s[shared].iters[0], "double_buffer")
+    with pytest.raises(ValueError, match="needs it computed at a serial loop, but loop 'i' of 'T_matmul'"):
+        ans.build(dag, s, target="opencl")

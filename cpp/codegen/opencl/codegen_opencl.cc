@@ -191,6 +191,7 @@ class OpenCLPrinter : public CPrinter {
   std::map<const BufferNode*, std::array<int, 6>> alloc_depth_;
   std::unordered_set<const VarNode*> id_vars_;  // values that differ between work items of a group
   int divergent_ = 0;                           // inside code only some work items of a group reach
+  int prefetch_ = 0;                            // inside the fetch of a double-buffered tile: no barriers
   std::vector<std::string> local_decls_;
   int64_t local_bytes_ = 0;
   bool uses_fp64_ = false;
@@ -369,9 +370,23 @@ void OpenCLPrinter::Barrier(const std::string& where) {
 
 void OpenCLPrinter::PrintStmt(const Stmt& s) {
   if (!s.defined()) return;
+  if (const auto* p = s.as<PragmaNode>(); p && p->key == "double_buffer") {
+    // Seq{fetch of the next tile into the other copy, the rest}: the fetch
+    // writes the copy read in the previous iteration, which the barrier at
+    // the end of that iteration protects, and this one's barrier makes it
+    // visible to the next.
+    const auto* q = p->body.as<SeqNode>();
+    std::vector<Stmt> seq = q ? q->seq : std::vector<Stmt>{p->body};
+    ++prefetch_;
+    if (!seq.empty()) PrintStmt(seq[0]);
+    --prefetch_;
+    for (size_t k = 1; k < seq.size(); ++k) PrintStmt(seq[k]);
+    Barrier("a double-buffered fetch");
+    return;
+  }
   if (const auto* q = s.as<SeqNode>()) {
     for (const Stmt& x : q->seq) {
-      const bool shared = WritesShared(x);
+      const bool shared = prefetch_ == 0 && WritesShared(x);
       if (shared) Barrier("a statement");  // readers of the previous round are done
       PrintStmt(x);
       if (shared) Barrier("a statement");  // the writes are visible to the group
