@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "support/error.h"
 
@@ -48,12 +49,34 @@ nlohmann::json MeasureResultToJson(const MeasureResult& r) {
   // NaN and infinite costs have no JSON form: they become null.
   nlohmann::json costs = nlohmann::json::array();
   for (double c : r.costs) costs.push_back(std::isfinite(c) ? nlohmann::json(c) : nlohmann::json());
-  return {{"costs", costs},
-          {"error", MeasureErrorName(r.error)},
-          {"error_msg", r.error_msg},
-          {"all_cost", r.all_cost},
-          {"timestamp", r.timestamp}};
+  nlohmann::json doc = {{"costs", costs},
+                        {"error", MeasureErrorName(r.error)},
+                        {"error_msg", r.error_msg},
+                        {"all_cost", r.all_cost},
+                        {"timestamp", r.timestamp}};
+  if (r.kernel_max_threads > 0) doc["kernel_max_threads"] = r.kernel_max_threads;
+  return doc;
 }
+
+namespace {
+
+// The kernel's own work-group maximum named by a refusal's message, for
+// records written before results carried kernel_max_threads; 0 when absent.
+int64_t KernelMaxThreadsOfMessage(const std::string& msg) {
+  static const std::string kMark = " (CL_KERNEL_WORK_GROUP_SIZE)";
+  static const std::string kLead = "runs it with at most ";
+  const size_t end = msg.find(kMark);
+  if (end == std::string::npos) return 0;
+  const size_t begin = msg.rfind(kLead, end);
+  if (begin == std::string::npos) return 0;
+  try {
+    return std::stoll(msg.substr(begin + kLead.size(), end - begin - kLead.size()));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
 
 MeasureResult MeasureResultFromJson(const nlohmann::json& doc) {
   AS_CHECK(doc.is_object(), "a measure result must be a JSON object");
@@ -73,6 +96,13 @@ MeasureResult MeasureResultFromJson(const nlohmann::json& doc) {
   }
   r.all_cost = NumberField(doc, "all_cost");
   r.timestamp = NumberField(doc, "timestamp");
+  if (doc.contains("kernel_max_threads")) {
+    AS_CHECK(doc["kernel_max_threads"].is_number_integer() && doc["kernel_max_threads"].get<int64_t>() >= 0,
+             "measure result field 'kernel_max_threads' must be a count");
+    r.kernel_max_threads = doc["kernel_max_threads"].get<int64_t>();
+  } else if (r.error == MeasureError::Compile) {
+    r.kernel_max_threads = KernelMaxThreadsOfMessage(r.error_msg);
+  }
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "measure/records.h"
 #include "schedule_test_util.h"
+#include "search/sketch_policy.h"
 #include "test_util.h"
 
 namespace autosched {
@@ -57,6 +58,39 @@ TEST(MeasureRecords, RoundTripKeepsTaskStateAndResult) {
   // The state field carries step names.
   EXPECT_NE(r.text.find("\"error\":\"none\""), std::string::npos);
   unlink(path.c_str());
+}
+
+TEST(MeasureRecords, AKernelsWorkGroupMaximumTravelsWithItsRefusal) {
+  MeasureResult refused = Result(0, MeasureError::Compile);
+  refused.kernel_max_threads = 256;
+  nlohmann::json doc = MeasureResultToJson(refused);
+  EXPECT_EQ(doc.at("kernel_max_threads"), 256);
+  EXPECT_EQ(MeasureResultFromJson(doc).kernel_max_threads, 256);
+  EXPECT_FALSE(MeasureResultToJson(Result(1e-3)).contains("kernel_max_threads"));  // absent when none
+  // Records written before the field: the refusal's message names the maximum.
+  doc.erase("kernel_max_threads");
+  doc["error_msg"] =
+      "refused: the candidate exceeds the device's limits: kernel 'k0' needs work groups of 1024 work items "
+      "(threadIdx extents 1024 x 1 x 1), but [1] NVIDIA H200 (NVIDIA CUDA) runs it with at most 128 "
+      "(CL_KERNEL_WORK_GROUP_SIZE): bind smaller threadIdx loops";
+  EXPECT_EQ(MeasureResultFromJson(doc).kernel_max_threads, 128);
+  doc["error_msg"] = "runs it with at most x (CL_KERNEL_WORK_GROUP_SIZE)";
+  EXPECT_EQ(MeasureResultFromJson(doc).kernel_max_threads, 0);
+  doc["kernel_max_threads"] = -3;
+  EXPECT_THROW(MeasureResultFromJson(doc), Error);
+}
+
+TEST(MeasureRecords, AResumedRefusalLowersTheSearchsWorkGroupLimit) {
+  HardwareParams params = DefaultHardwareParams(Target::Parse("opencl"));
+  params.max_threads_per_block = 1024;
+  SearchTask task(MatmulRelu(64, 64, 64), "", Target::Parse("opencl"), params);
+  SketchPolicy policy(task);
+  MeasureResult refused = Result(0, MeasureError::Compile);
+  refused.error_msg =
+      "... runs it with at most 256 (CL_KERNEL_WORK_GROUP_SIZE): bind smaller threadIdx loops";
+  MeasureResult loaded = MeasureResultFromJson(MeasureResultToJson(refused));  // as a resumed log gives it
+  policy.RecordMeasured({State(task.compute_dag)}, {loaded});
+  EXPECT_EQ(policy.task().hardware_params.max_threads_per_block, 256);
 }
 
 TEST(MeasureRecords, BadLinesAreSkippedWithTheirLineNumber) {
