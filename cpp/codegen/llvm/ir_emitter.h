@@ -40,6 +40,7 @@ class IREmitter {
   llvm::Value* EmitCast(DataType to, const Expr& value);
   llvm::Value* EmitCall(const CallNode* n);
   llvm::Value* EmitIfThenElseExpr(const CallNode* n);
+  llvm::Value* EmitErfFloat32(DataType t, llvm::Value* x);
   llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
   llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);
   llvm::Value* EmitBufferLoad(const BufferLoadNode* n);
