@@ -118,15 +118,16 @@ json Worker::BuildOne(const json& msg) {
   }
   if (msg.value("fault", "") == "resource_error") out_of_resources_ = true;
   BuiltCandidate built;
+  std::vector<Candidate::Prepack> prepacks;
   if (out_of_resources_) {  // as a driver out of host memory fails every later request
     built.error = MeasureError::Compile;
     built.error_msg =
         "the device ran out of resources: building an OpenCL program: OpenCL error "
         "CL_OUT_OF_HOST_MEMORY (-6) (injected fault resource_error)";
     built.resource_error = true;
+  } else {
+    built = Build(*state, &prepacks);
   }
-  std::vector<Candidate::Prepack> prepacks;
-  if (!out_of_resources_) built = Build(*state, &prepacks);
   json reply = Reply(id, built.error, built.error_msg);
   if (built.kernel_max_threads > 0) reply["kernel_max_threads"] = built.kernel_max_threads;
   if (built.resource_error) reply["restart"] = true;
