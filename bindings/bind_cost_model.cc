@@ -100,7 +100,14 @@ void BindModels(py::module_& m) {
            "Makes the model file at path the base whose fixed trees the model's own add to.")
       .def_property_readonly("has_base", &XGBModel::has_base)
       .def_property_readonly("last_training", &XGBModel::last_training,
-                             "rounds, best round, metric, data size and seconds of the last training");
+                             "rounds, best round, metric, data size and seconds of the last training")
+      .def_property("defer_training", &XGBModel::defer_training, &XGBModel::set_defer_training,
+                    "True: update() only adds programs and train_pending() trains (a session keeping the "
+                    "cost model to a share of its time decides when)")
+      .def_property_readonly("untrained_programs", &XGBModel::untrained_programs,
+                             "programs added since the last training")
+      .def("train_pending", &XGBModel::TrainPending, py::call_guard<InterruptibleRelease>(),
+           "Trains on all programs when some are untrained and the warm-up is over; returns whether it did.");
 }
 
 }  // namespace

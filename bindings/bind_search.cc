@@ -152,6 +152,8 @@ void BindPolicy(py::module_& m) {
            py::arg("task"), py::arg("params") = py::none(), py::arg("cost_model") = nullptr,
            py::arg("seed") = 0, py::keep_alive<1, 4>())
       .def_property_readonly("params", &SketchPolicy::params)
+      .def("set_population", &SketchPolicy::SetPopulation, py::arg("population"),
+           "The evolutionary search's population from the next round on (params shows it).")
       .def_property_readonly("sketch_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.sketch_rules()); })
       .def(

@@ -179,7 +179,16 @@ void XGBModel::Update(const std::vector<MeasuredProgram>& programs) {
     const MeasuredProgram& p = programs[i];
     impl_->data.Add(TaskKey(p.task), std::move(features[i]), MeanCost(p.costs), p.ok && !p.costs.empty());
   }
-  if (impl_->data.num_programs() >= static_cast<size_t>(params_.num_warmup_samples)) Train();
+  if (!defer_training_) TrainPending();
+}
+
+bool XGBModel::TrainPending() {
+  if (untrained_programs() == 0 ||
+      impl_->data.num_programs() < static_cast<size_t>(params_.num_warmup_samples))
+    return false;
+  Train();
+  trained_programs_ = impl_->data.num_programs();
+  return true;
 }
 
 namespace {
@@ -350,6 +359,7 @@ void XGBModel::Load(const std::string& path) {
     impl_ = std::move(impl);
     report_ = TrainingReport{};
     report_.best_round = impl_->booster ? best_round : -1;
+    trained_programs_ = 0;  // the data is new and empty
     rng_.seed(params_.seed);
   } catch (const nlohmann::json::exception& e) {
     throw Error("cost model file '" + path + "': " + e.what());
@@ -377,6 +387,7 @@ bool XGBModel::has_base() const { return false; }
 void XGBModel::SetBase(const std::string&) { NoXGBoost(); }
 void XGBModel::Update(const std::vector<MeasuredProgram>&) { NoXGBoost(); }
 void XGBModel::Train() { NoXGBoost(); }
+bool XGBModel::TrainPending() { NoXGBoost(); }
 std::vector<double> XGBModel::Predict(const SearchTask&, const std::vector<State>&) { NoXGBoost(); }
 std::vector<double> XGBModel::PredictLowered(const SearchTask&, const std::vector<State>&,
                                              const std::vector<LoweredPtr>&) {

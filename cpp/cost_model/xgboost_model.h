@@ -68,6 +68,19 @@ class XGBModel : public CostModel {
   void SetBase(const std::string& path);
   bool has_base() const;
   const TrainingReport& last_training() const { return report_; }
+  // Deferred training: Update only adds the programs, and TrainPending
+  // trains when the caller decides to (a tuning session that keeps the
+  // search and the cost model to a share of its time). Turning deferral
+  // off trains at the next Update.
+  void set_defer_training(bool defer) { defer_training_ = defer; }
+  bool defer_training() const { return defer_training_; }
+  // Programs added since the last training (all of them before the first).
+  size_t untrained_programs() const {
+    return num_samples() > trained_programs_ ? num_samples() - trained_programs_ : 0;
+  }
+  // Trains on all programs when some are untrained and the warm-up is over;
+  // returns whether it trained.
+  bool TrainPending();
 
  private:
   struct Impl;  // the XGBoost booster and the training data
@@ -75,6 +88,8 @@ class XGBModel : public CostModel {
 
   XGBModelParams params_;
   TrainingReport report_;
+  bool defer_training_ = false;
+  size_t trained_programs_ = 0;  // num_samples() at the last training
   std::mt19937_64 rng_;
   std::unique_ptr<Impl> impl_;
 };

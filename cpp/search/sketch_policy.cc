@@ -292,6 +292,11 @@ std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
   return batch;
 }
 
+void SketchPolicy::SetPopulation(int64_t population) {
+  AS_CHECK(population >= 1, "the search population must be at least 1, got " << population);
+  params_.evolutionary_search_population = population;
+}
+
 bool SketchPolicy::IsMeasured(const State& state) const { return measured_keys_.count(StateKey(state)) != 0; }
 
 void SketchPolicy::RecordMeasured(const std::vector<State>& states,

@@ -60,6 +60,10 @@ class SketchPolicy {
 
   const SearchTask& task() const { return task_; }
   const SearchParams& params() const { return params_; }
+  // The evolutionary search's population from the next round on (at least
+  // 1): a session that keeps the search to a share of its time sizes each
+  // round's search with it.
+  void SetPopulation(int64_t population);
   // The ordered rules: the preloaded custom rules, then the built-in ones.
   SketchRuleList& sketch_rules() { return sketch_rules_; }
   const SketchRuleList& sketch_rules() const { return sketch_rules_; }

@@ -29,6 +29,11 @@ using OptionalDouble = std::optional<double>;
     "statistics (logging levels WARNING, INFO, DEBUG of the \"autosched\" logger)")                          \
   X(OptionalDouble, peak_gflops, std::nullopt, Positive(),                                                    \
     "the target's peak for \"% of peak\" (None: the core's estimate, see autosched.peak_gflops)")            \
+  X(double, search_time_share, 0.15, Share(),                                                                \
+    "the share of tuning time the search and the cost model may take beside measuring: each round's "         \
+    "evolutionary search gets a population sized to what is left of it (down to a floor), and the cost "      \
+    "model retrains when its part covers a training (or a quarter more programs wait). 1: no limit (the "     \
+    "SearchParams population every round, a training after every round)")                                     \
   X(bool, transfer_seeds, true, AnyValue(),                                                                   \
     "seed each task's search with the best states of similar tasks (the session's others, and records in "   \
     "the logs it reads), re-fitted to its extents (see autosched.transfer)")

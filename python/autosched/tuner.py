@@ -45,6 +45,7 @@ from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, m
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
 from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
+from .search_share import ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, SearchShare, round_search_params
 from .text import format_time
 from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
@@ -53,11 +54,6 @@ from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_
 __all__ = ["TuningOptions", "TuneResult", "TaskSchedulerResult", "TaskTuner", "TuningSession", "tune",
            "peak_gflops", "format_time", "round_search_params"]
 
-# The evolutionary search of a round measuring n states keeps a population of n * ROUND_POPULATION_PER_STATE
-# states, at least ROUND_POPULATION_MIN and at most the SearchParams default (2048): a round of 16 searches
-# 512 states instead of 2048 (docs/task_scheduler.md has the measurements behind these numbers).
-ROUND_POPULATION_PER_STATE = 32
-ROUND_POPULATION_MIN = 512
 # The name of the expert schedule among the states measured before the search (TaskTuner.start_states).
 EXPERT = "expert"
 
@@ -454,6 +450,7 @@ class TuningSession:
         self.give_up_after = None if self.single else scheduler.failed_rounds_to_give_up
         self.verbose = options.verbose
         self.reporter = None
+        self.share = SearchShare(self.tuners, 1.0)  # inactive; run() makes the session's
 
     @property
     def n(self):
@@ -492,14 +489,18 @@ class TuningSession:
     def _run(self):
         self.transfer()
         self.seeds = SeedSources.of_session(self, self.resume())
-        reason = self.warm_up()
-        with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
-            while reason is None:
-                reason = self.stop_reason()
-                if reason is None and pool is not None:
-                    self.parallel_rounds(pool)
-                elif reason is None:
-                    self.search_round(self.pick())
+        self.share = SearchShare(self.tuners, self.options.search_time_share)
+        try:
+            reason = self.warm_up()
+            with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
+                while reason is None:
+                    reason = self.stop_reason()
+                    if reason is None and pool is not None:
+                        self.parallel_rounds(pool)
+                    elif reason is None:
+                        self.search_round(self.pick())
+        finally:
+            self.share.close()
         self.result.stop_reason = reason
         self.result.seconds = time.monotonic() - self.start
         for i, tt in enumerate(self.tuners):
@@ -600,7 +601,10 @@ class TuningSession:
         SeedSources.seed_task(self, i)
         n = min(self.options.num_measures_per_round, self.remaining())
         before = tt.result.trials
-        self.end_round(i, before, tt.search_round(n))
+        self.share.before_round(tt, n)
+        found = tt.search_round(n)
+        self.share.after_round(tt)
+        self.end_round(i, before, found)
 
     def parallel_rounds(self, pool):
         """The rounds of up to `parallel` tasks, in the order the scheduler ranks them: searched here one after
@@ -617,11 +621,14 @@ class TuningSession:
         for i, n in picks:
             tt = self.tuners[i]
             SeedSources.seed_task(self, i)
+            self.share.before_round(tt, n)
             states = tt.propose_round(n)
             rounds.append((i, tt.result.trials, states, pool.submit(tt.measure_states, states)))
         for i, before, states, measured in rounds:
             tt = self.tuners[i]
-            self.end_round(i, before, tt.end_search_round(tt.finish_round(states, *measured.result())))
+            found = tt.end_search_round(tt.finish_round(states, *measured.result()))
+            self.share.after_round(tt)
+            self.end_round(i, before, found)
 
     def end_round(self, i, before, found):
         """The bookkeeping after task i's search round (found: it measured something)."""
@@ -717,7 +724,10 @@ class TuningSession:
         if not self.verbose:
             return
         if self.single:
-            self.reporter.info(_rows_text("Tuning summary", self.tuners[0].summary_rows()))
+            rows = self.tuners[0].summary_rows()
+            if self.share.active:
+                rows.insert(-1, ("search share", self.share.summary()))
+            self.reporter.info(_rows_text("Tuning summary", rows))
             return
         res = self.result
         self.print_table("end", force=True)
@@ -750,16 +760,8 @@ class TuningSession:
                         f"{format_time(before)}, after {format_time(after)}{speedup}"),
             ("transfer seeds", seeds_text(res.task_results)),
             ("time", f"{res.seconds:.1f}s = {shares}; {_model_seconds_text(seconds, measured)}"),
+            *([("search share", self.share.summary())] if self.share.active else []),
             ("stopped", res.stop_reason)]))
-
-
-def round_search_params(num_measures_per_round):
-    """The SearchParams of the default search policy for rounds of `num_measures_per_round` states: the
-    defaults, with the evolutionary search's population sized to the round (see ROUND_POPULATION_PER_STATE)."""
-    params = SearchParams(num_measures_per_round=num_measures_per_round)
-    wanted = max(ROUND_POPULATION_MIN, num_measures_per_round * ROUND_POPULATION_PER_STATE)
-    params.evolutionary_search_population = min(params.evolutionary_search_population, wanted)
-    return params
 
 
 def tune(task, options, search_policy=None, cost_model=None):

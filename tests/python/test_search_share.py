@@ -1,0 +1,111 @@
+"""TuningOptions.search_time_share: the session sizes each round's search population to the share left, and a
+deferred XGBModel trains when its turn comes (search_share.SearchShare); the pieces it uses
+(SketchPolicy.set_population, XGBModel.defer_training / untrained_programs / train_pending) on their own."""
+import pytest
+
+import autosched as ans
+from autosched import te
+from autosched.cost_model import XGBModel, XGBModelParams
+from autosched.search import SearchParams, SketchPolicy
+from autosched.search_share import POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART, SearchShare
+import cost_model_data as data
+
+pytestmark = pytest.mark.skipif(not ans._core.has_xgboost(), reason="needs XGBoost")
+
+
+def _matmul_task(n=24, m=20, k=13):
+    A = te.placeholder((n, k), name="A")
+    B = te.placeholder((k, m), name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return ans.SearchTask(compute_dag=ans.ComputeDAG([A, B, C]), target="llvm")
+
+
+def _measured_pairs():
+    """Recorded (input, result) pairs of a matmul and a conv (tests/records)."""
+    return data.recorded(data.RANKING_LOG)
+
+
+def test_set_population_changes_the_next_rounds_and_rejects_zero():
+    policy = SketchPolicy(_matmul_task(), params=SearchParams(evolutionary_search_population=300))
+    policy.set_population(70)
+    assert policy.params.evolutionary_search_population == 70
+    with pytest.raises(ValueError, match="at least 1"):
+        policy.set_population(0)
+
+
+def test_deferred_model_adds_programs_and_trains_when_asked():
+    inputs, results = _measured_pairs()
+    inputs, results = inputs[:40], results[:40]
+    model = XGBModel(params=XGBModelParams(num_warmup_samples=10))
+    model.defer_training = True
+    model.update(inputs[:30], results[:30])
+    assert not model.trained and model.untrained_programs == 30
+    assert model.train_pending() and model.trained and model.untrained_programs == 0
+    assert not model.train_pending()  # nothing new
+    model.update(inputs[30:], results[30:])
+    assert model.untrained_programs == len(inputs) - 30
+    model.defer_training = False
+    model.update([], [])  # an update with deferral off trains what waits
+    assert model.untrained_programs == 0
+
+
+def test_deferred_model_keeps_the_warm_up():
+    inputs, results = _measured_pairs()
+    inputs, results = inputs[:8], results[:8]
+    model = XGBModel(params=XGBModelParams(num_warmup_samples=100))
+    model.defer_training = True
+    model.update(inputs, results)
+    assert not model.train_pending() and not model.trained and model.untrained_programs == len(inputs)
+
+
+def _session(share, trials=64, per_round=16):
+    task = _matmul_task()
+    model = XGBModel(params=XGBModelParams(num_warmup_samples=16))
+    policy = SketchPolicy(task, model, SearchParams(evolutionary_search_population=400,
+                                                    num_measures_per_round=per_round))
+    opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round, verbose=0,
+                             search_time_share=share)
+    result = ans.tuner.tune(task, opts, search_policy=policy)
+    return policy, model, result
+
+
+def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
+    policy, model, result = _session(share=1e-6)
+    assert policy.params.evolutionary_search_population == POPULATION_FLOOR
+    assert result.best_cost is not None
+    assert not model.defer_training  # the session gave the model back
+    # trained although the share left nothing: a quarter more programs forces a training
+    assert model.trained and model.untrained_programs <= STALE_GROWTH * model.num_samples + 16
+
+
+def test_share_one_keeps_the_policys_population_and_trains_every_round():
+    policy, model, _ = _session(share=1.0)
+    assert policy.params.evolutionary_search_population == 400
+    assert model.untrained_programs == 0 and not model.defer_training
+
+
+class _FakeTuner:
+    """What SearchShare reads of a TaskTuner: the result's seconds and trials, the policy."""
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.result = type("R", (), {})()
+        self.result.seconds = {"measure": 0.0, "search": 0.0, "cost_model": 0.0}
+        self.result.trials = 0
+
+
+def test_population_follows_the_seconds_left():
+    policy = SketchPolicy(_matmul_task(), params=SearchParams(evolutionary_search_population=2000))
+    tt = _FakeTuner(policy)
+    share = SearchShare([tt], 0.2)  # 0.25 s of choosing per measured second
+    share.before_round(tt, 16)  # nothing searched yet: the policy's own population
+    assert policy.params.evolutionary_search_population == 2000
+    share.seconds_per_state[id(tt)] = 1e-4  # 5 generations of a state: 0.5 ms
+    tt.result.seconds["measure"], tt.result.trials = 100.0, 100
+    share.before_round(tt, 16)  # (100 + 16) s measured: 29 s, of which the search has its part
+    want = int((0.25 * 116 * (1 - TRAINING_PART)) / (1e-4 * 5))
+    assert policy.params.evolutionary_search_population == min(2000, want)
+    tt.result.seconds["search"] = 1000.0  # far over the account: the floor
+    share.before_round(tt, 16)
+    assert policy.params.evolutionary_search_population == POPULATION_FLOOR
