@@ -140,7 +140,8 @@ def test_hardware_params_minus_one_takes_the_target_value():
 def test_tuning_options_are_the_core_tuning_params_with_python_fields():
     assert issubclass(ans.TuningOptions, _core.TuningParams)
     assert _core.TuningParams.field_names == ("num_measure_trials", "num_measures_per_round", "early_stopping",
-                                              "time_budget_s", "verbose", "peak_gflops", "transfer_seeds")
+                                              "time_budget_s", "verbose", "peak_gflops", "search_time_share",
+                                              "transfer_seeds")
     o = ans.TuningOptions(num_measure_trials=8, early_stopping=None, measure_callbacks=[print])
     assert (o.num_measure_trials, o.num_measures_per_round, o.early_stopping, o.time_budget_s) == (8, 64, None, None)
     assert o.peak_gflops is None and o.verbose == 1 and o.transfer_seeds is True

@@ -26,6 +26,12 @@ def _measured_pairs():
     return data.recorded(data.RANKING_LOG)
 
 
+def test_the_share_is_an_option_checked_like_the_others():
+    assert ans.TuningOptions().search_time_share == 0.15
+    with pytest.raises(ValueError, match="search_time_share"):
+        ans.TuningOptions(search_time_share=1.5)
+
+
 def test_set_population_changes_the_next_rounds_and_rejects_zero():
     policy = SketchPolicy(_matmul_task(), params=SearchParams(evolutionary_search_population=300))
     policy.set_population(70)
