@@ -12,7 +12,7 @@ seconds may go to choosing, split between two accounts:
 - the cost model: an XGBModel trains only when its account covers the training (its last one, scaled by the
   data grown since) or when a quarter more programs than it was trained on wait (STALE_GROWTH), so it never
   falls far behind. The model defers training meanwhile (XGBModel.defer_training) and takes it up again after
-  the session.
+  the session, when each policy gets its own population back.
 
 An account may go below zero (a floor-sized search, a forced training); the next rounds then pay it back. The
 time of resuming logs and of transfer (before the first round) is not counted.
@@ -74,7 +74,11 @@ class SearchShare:
                 self.models.append(model)
 
     def close(self):
-        """Ends the deferral: each model trains at its next update, as outside a session."""
+        """Gives each policy back the population it was made with, and ends the deferral: each model trains
+        at its next update, as outside a session."""
+        for tt in self.tuners:
+            if id(tt) in self.max_population:
+                tt.policy.set_population(self.max_population[id(tt)])
         for model in self.models:
             model.defer_training = False
 

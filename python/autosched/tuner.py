@@ -44,8 +44,9 @@ from . import _core
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
-from .search import SearchParams, SketchPolicy, baseline_states, make_cost_model
-from .search_share import ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, SearchShare, round_search_params
+from .search import SketchPolicy, baseline_states, make_cost_model
+from .search_share import (ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, SearchShare,  # noqa: F401
+                           round_search_params)
 from .text import format_time
 from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401

@@ -66,19 +66,25 @@ def test_deferred_model_keeps_the_warm_up():
 
 
 def _session(share, trials=64, per_round=16):
+    """Tunes a matmul with its own policy; returns (policy, model, result, the population of each round)."""
     task = _matmul_task()
     model = XGBModel(params=XGBModelParams(num_warmup_samples=16))
     policy = SketchPolicy(task, model, SearchParams(evolutionary_search_population=400,
                                                     num_measures_per_round=per_round))
+    populations = []
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round, verbose=0,
-                             search_time_share=share)
+                             search_time_share=share,
+                             measure_callbacks=[lambda p, i, r: populations.append(
+                                 p.params.evolutionary_search_population)])
     result = ans.tuner.tune(task, opts, search_policy=policy)
-    return policy, model, result
+    return policy, model, result, populations
 
 
 def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
-    policy, model, result = _session(share=1e-6)
-    assert policy.params.evolutionary_search_population == POPULATION_FLOOR
+    policy, model, result, populations = _session(share=1e-6)
+    # the baselines and the first round take the policy's population; the later rounds the floor
+    assert populations[0] == 400 and populations[-1] == POPULATION_FLOOR
+    assert policy.params.evolutionary_search_population == 400  # given back after the session
     assert result.best_cost is not None
     assert not model.defer_training  # the session gave the model back
     # trained although the share left nothing: a quarter more programs forces a training
@@ -86,8 +92,8 @@ def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
 
 
 def test_share_one_keeps_the_policys_population_and_trains_every_round():
-    policy, model, _ = _session(share=1.0)
-    assert policy.params.evolutionary_search_population == 400
+    policy, model, _, populations = _session(share=1.0)
+    assert set(populations) == {400} and policy.params.evolutionary_search_population == 400
     assert model.untrained_programs == 0 and not model.defer_training
 
 
