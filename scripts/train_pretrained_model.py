@@ -230,6 +230,10 @@ def main(argv=None):
           f"{skipped['other_kind']} of other target kinds, {left_out} of the excluded CPUs {args.exclude_cpu}")
     held = [g for g in groups if (args.holdout_network and g.desc.startswith(args.holdout_network + "."))
             or any(t in g.desc for t in args.holdout_task)]
+    # The same workload timed on another CPU (whose log may describe it without the network's name) is held
+    # out too: training on it would tell the model the held-out programs' structure.
+    held_keys = {g.key for g in held}
+    held = [g for g in groups if g.key in held_keys]
     rest = [g for g in groups if g not in held]
     fixture = []
     if args.fixture and os.path.exists(args.fixture):

@@ -174,7 +174,7 @@ HardwareParams OpenCLDefaults(const std::string& device) {
   HardwareParams p;
   p.vector_unit_bytes = 16;
   p.cache_line_bytes = 64;
-  p.max_local_memory_per_block = 64 * 1024;
+  p.max_local_memory_per_block = kGpuPrivateBytesPerWorkItem;
   if (device == "nvidia") {
     p.num_cores = 132;
     p.warp_size = 32;

@@ -46,6 +46,15 @@ namespace autosched {
 enum class TargetKind : uint8_t { LLVM, OpenCL };
 const char* TargetKindName(TargetKind kind);  // "llvm", "opencl"
 
+// The private memory per work item that GPU defaults allow (HardwareParams::
+// max_local_memory_per_block). A GPU keeps at most about 1 KiB per work item
+// in registers (255 on NVIDIA, 64 on Mali); a private array beyond this lives
+// in off-chip memory at every access, and the driver reserves that memory for
+// every resident work item at launch: on an H200, candidates with 14-57 KiB
+// per work item ran 1000x slower than the best or failed to launch with
+// CL_OUT_OF_HOST_MEMORY. OpenCL does not report a limit to query.
+constexpr int64_t kGpuPrivateBytesPerWorkItem = 4 * 1024;
+
 struct Target {
   TargetKind kind = TargetKind::LLVM;
   // llvm
@@ -96,7 +105,7 @@ struct Target {
   X(int64_t, max_shared_memory_per_block, 0, CountOrFromTarget(),                              \
     "GPU: bytes of shared (OpenCL local) memory per block")                                    \
   X(int64_t, max_local_memory_per_block, 0, CountOrFromTarget(),                               \
-    "GPU: bytes of per-thread (private) memory per block")                                     \
+    "GPU: bytes of private memory per work item (thread)")                                     \
   X(int64_t, max_threads_per_block, 0, CountOrFromTarget(),                                    \
     "GPU: most threads (work items) in one block (work group)")                                \
   X(int64_t, max_vthread_extent, 0, CountOrFromTarget(), "GPU: largest virtual-thread split")  \

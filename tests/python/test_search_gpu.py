@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched import ops, search, te
+from autosched import _core, ops, search, te
 
 from schedule_helpers import assert_close, random_inputs
 
@@ -546,3 +546,24 @@ def test_double_buffer_needs_a_shared_stage_at_a_serial_loop():
     s.pragma(shared, s[shared].iters[0], "double_buffer")
     with pytest.raises(ValueError, match="needs it computed at a serial loop, but loop 'i' of 'T_matmul'"):
         ans.build(dag, s, target="opencl")
+
+
+def _private_bytes(state):
+    """Bytes of the private float32 arrays of a state's lowered loop nest (its "local" allocations)."""
+    shapes = re.findall(r"allocate \S+: float32\[([^\]]*)\] local", _core.lowered_text(state))
+    return sum(4 * int(np.prod([int(x) for x in shape.split(",")])) for shape in shapes)
+
+
+def test_gpu_defaults_keep_private_arrays_small():
+    # Candidates with tens of KiB of private arrays per work item ran 1000x slower than the best on an H200,
+    # or failed to launch; the GPU defaults refuse them in the search, before they are measured.
+    hw = ans.HardwareParams(target="opencl -device=nvidia")
+    assert hw.max_local_memory_per_block == 4096
+    data, kernel = _ph((1, 64, 56, 56), "data"), _ph((64, 64, 3, 3), "kernel")
+    dag = ans.ComputeDAG([data, kernel, ops.conv2d_nchw(data, kernel, stride=1, padding=1)])
+    task = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia", hardware_params=hw)
+    states, drops = search.sample_init_population(task, 64, seed=0)
+    assert states, drops
+    assert drops.get("device_limits", 0) > 0, drops
+    sizes = [_private_bytes(s) for s in states]
+    assert max(sizes) <= 4096, sizes

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "support/error.h"
@@ -197,7 +199,16 @@ DeviceState& StateOf(const OpenCLDevice& device) {
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                    reinterpret_cast<cl_context_properties>(device.platform), 0};
-  s.context = clCreateContext(props, 1, &device.id, nullptr, nullptr, &err);
+  // A worker that replaces one stopped mid-kernel may ask for its context
+  // while the driver still frees the old process's device memory: on an H200
+  // one context in about a thousand candidates failed with
+  // CL_OUT_OF_HOST_MEMORY. Waiting a moment and asking again rides that out.
+  for (int attempt = 0;; ++attempt) {
+    s.context = clCreateContext(props, 1, &device.id, nullptr, nullptr, &err);
+    const bool short_of_memory = err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES;
+    if (err == CL_SUCCESS || !short_of_memory || attempt == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
+  }
   CheckCL(err, "creating an OpenCL context for " + device.Describe());
   s.queue = clCreateCommandQueue(s.context, device.id, CL_QUEUE_PROFILING_ENABLE, &err);
   CheckCL(err, "creating an OpenCL command queue for " + device.Describe());
@@ -423,7 +434,9 @@ HardwareParams OpenCLHardwareParams(const OpenCLDevice& device) {
   p.vector_unit_bytes = 4 * (width > 0 ? width : 4);
   p.cache_line_bytes = device.cache_line_bytes > 0 ? device.cache_line_bytes : 64;
   p.max_shared_memory_per_block = device.local_memory_bytes;
-  p.max_local_memory_per_block = 64 * 1024;  // not queryable: OpenCL reports no private-memory limit
+  // Not queryable (OpenCL reports no private-memory limit). A CPU device keeps
+  // private arrays on its stack, where larger ones cost nothing extra.
+  p.max_local_memory_per_block = device.is_gpu ? kGpuPrivateBytesPerWorkItem : 64 * 1024;
   p.max_threads_per_block = device.max_work_group_size;
   p.warp_size = device.warp_size;
   p.max_vthread_extent = device.warp_size >= 32 ? 8 : 4;
