@@ -4,6 +4,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "bind.h"
 #include "codegen/build.h"
 #include "lower/lower.h"
@@ -20,6 +22,31 @@ namespace py = pybind11;
 namespace autosched::bindings {
 namespace {
 
+// The element type of a numpy dtype in native byte order, read from its
+// descriptor; nullopt for anything else. str(dtype) would run numpy's Python
+// code, a few microseconds per argument: as long as a small kernel runs.
+std::optional<DataType> NativeDataType(const py::dtype& dtype) {
+  if (dtype.byteorder() != '=' && dtype.byteorder() != '|') return std::nullopt;
+  const int bits = static_cast<int>(dtype.itemsize()) * 8;
+  switch (dtype.kind()) {
+    case 'b':
+      if (bits == 8) return DataType::Bool();
+      break;
+    case 'i':
+      if (bits == 8 || bits == 16 || bits == 32 || bits == 64) return DataType::Int(bits);
+      break;
+    case 'u':
+      if (bits == 8) return DataType::UInt(8);
+      break;
+    case 'f':
+      if (bits == 16 || bits == 32 || bits == 64) return DataType::Float(bits);
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
 // A view of a numpy array as a kernel argument; TypeError names argument i
 // when it is not an array of a supported dtype.
 CallArg ToCallArg(const py::handle& obj, size_t i) {
@@ -27,12 +54,16 @@ CallArg ToCallArg(const py::handle& obj, size_t i) {
                                                     << i << " must be a numpy.ndarray, got "
                                                     << py::str(py::type::of(obj)).cast<std::string>());
   auto arr = py::reinterpret_borrow<py::array>(obj);
-  std::string dtype_name = py::str(arr.dtype()).cast<std::string>();
   CallArg arg;
-  try {
-    arg.dtype = DataType::Parse(dtype_name);
-  } catch (const Error&) {
-    AS_TYPE_CHECK(false, "argument " << i << " has unsupported dtype " << dtype_name);
+  if (std::optional<DataType> dtype = NativeDataType(arr.dtype())) {
+    arg.dtype = *dtype;
+  } else {
+    std::string dtype_name = py::str(arr.dtype()).cast<std::string>();
+    try {
+      arg.dtype = DataType::Parse(dtype_name);
+    } catch (const Error&) {
+      AS_TYPE_CHECK(false, "argument " << i << " has unsupported dtype " << dtype_name);
+    }
   }
   arg.data = const_cast<void*>(arr.data());
   for (py::ssize_t d = 0; d < arr.ndim(); ++d) arg.shape.push_back(arr.shape(d));

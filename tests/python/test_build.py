@@ -189,6 +189,13 @@ def test_call_checks_arguments():
         mod(a, b, np.zeros((5, 4), "float32").T)
     with pytest.raises(TypeError, match="numpy.ndarray"):
         mod(a, [[0.0] * 5] * 3, c)
+    # Element types are read from the array's descriptor; other byte orders and kinds are named.
+    with pytest.raises(TypeError, match="argument 1 has unsupported dtype >f4"):
+        mod(a, np.zeros((3, 5), ">f4"), c)
+    with pytest.raises(TypeError, match="argument 1 has unsupported dtype complex64"):
+        mod(a, np.zeros((3, 5), "complex64"), c)
+    with pytest.raises(TypeError, match=r"argument 1 \('B'\) must have dtype float32, got int32"):
+        mod(a, np.zeros((3, 5), "int32"), c)
     with pytest.raises(ValueError, match="no OpenCL (device matches -device=mali|platform)|without OpenCL"):
         ans.build(dag, target="opencl -device=mali")
     with pytest.raises(ValueError, match="unknown target option"):
