@@ -10,6 +10,7 @@
 #include "codegen/build.h"
 #include "lower/lower.h"
 #include "lower/stmt_printer.h"
+#include "runtime/kernel_sequence.h"
 #include "runtime/module.h"
 #include "schedule/state.h"
 #include "support/error.h"
@@ -41,8 +42,7 @@ std::optional<DataType> NativeDataType(const py::dtype& dtype) {
     case 'f':
       if (bits == 16 || bits == 32 || bits == 64) return DataType::Float(bits);
       break;
-    default:
-      break;
+    default: break;
   }
   return std::nullopt;
 }
@@ -138,6 +138,12 @@ HardwareParams OpenCLDeviceParams(const Target& target) {
 #endif
 }
 
+// A KernelSequence with the arrays of its slots kept alive.
+struct PyKernelSequence {
+  KernelSequence sequence;
+  std::vector<py::object> arrays;
+};
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
@@ -180,6 +186,41 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("cannot_run", &Module::cannot_run,
                              "Why this module cannot run on this host ('' when it can).")
       .def("__repr__", [](const Module& mod) { return "Module(" + mod.name() + ")"; });
+
+  py::class_<PyKernelSequence>(m, "KernelSequence",
+                               "Kernel calls in a fixed order over a table of arrays (slots), checked when "
+                               "added and when a slot is rebound; run() runs them all without the GIL.")
+      .def(py::init<>())
+      .def(
+          "add_slot",
+          [](PyKernelSequence& self, const py::object& array) {
+            int slot = self.sequence.AddSlot(ToCallArg(array, 0));
+            self.arrays.push_back(array);
+            return slot;
+          },
+          py::arg("array"))
+      .def(
+          "bind",
+          [](PyKernelSequence& self, int slot, const py::object& array) {
+            self.sequence.BindSlot(slot, ToCallArg(array, 0));
+            self.arrays[slot] = array;
+          },
+          py::arg("slot"), py::arg("array"))
+      .def(
+          "add_call",
+          [](PyKernelSequence& self, const Module& module, const std::vector<int>& slots) {
+            self.sequence.AddCall(module, slots);
+          },
+          py::arg("module"), py::arg("slots"))
+      .def("run",
+           [](const PyKernelSequence& self) {
+             py::gil_scoped_release release;
+             self.sequence.Run();
+           })
+      .def_property_readonly("num_slots",
+                             [](const PyKernelSequence& self) { return self.sequence.num_slots(); })
+      .def_property_readonly("num_calls",
+                             [](const PyKernelSequence& self) { return self.sequence.num_calls(); });
 
   m.def("build_state", &BuildStateUnlocked, py::arg("state"), py::arg("target"),
         "Lowers a state and compiles it for the target (a Target).");

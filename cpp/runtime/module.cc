@@ -151,7 +151,11 @@ void Module::Call(const std::vector<CallArg>& args) const {
   CheckRunnable();
   CheckArgs(args);
   std::vector<void*> ptrs = DataPointers(args);
-  CheckStatus(kernel_->Run(ptrs.data()), name_);
+  RunPointers(ptrs.data());
+}
+
+void Module::RunPointers(void** data) const {
+  CheckStatus(kernel_->Run(data), name_);
   CheckStatus(kernel_->Synchronize(), name_);
 }
 

@@ -157,6 +157,13 @@ class Module {
 
   // Checks the arguments, then runs the kernel; results are written in place.
   void Call(const std::vector<CallArg>& args) const;
+  // Runs the kernel on arguments checked before (CheckArgs) and waits for it;
+  // throws the Error its failure status stands for.
+  void RunPointers(void** data) const;
+  // Throws Error when the module cannot run on this host.
+  void CheckRunnable() const;
+  // Throws Error naming the first argument that is not what the kernel takes.
+  void CheckArgs(const std::vector<CallArg>& args) const;
   // Seconds per run, one entry per repeat (see TimeOptions). Throws Error
   // when any run fails.
   std::vector<double> TimeEvaluate(const std::vector<CallArg>& args, const TimeOptions& options) const;
@@ -165,9 +172,6 @@ class Module {
   const ModuleSources& sources() const { return sources_; }
 
  private:
-  void CheckRunnable() const;
-  void CheckArgs(const std::vector<CallArg>& args) const;
-
   std::string name_;
   std::vector<ArgSpec> args_;
   std::shared_ptr<Kernel> kernel_;

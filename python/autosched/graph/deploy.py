@@ -31,7 +31,7 @@ from . import export
 from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError
 
-__all__ = ["build", "load_module", "GraphModule", "GroupInfo", "plan_memory"]
+__all__ = ["build", "load_module", "GraphModule", "GroupInfo", "KernelCalls", "plan_memory"]
 
 _ALIGN = 64
 
@@ -89,6 +89,42 @@ class GroupInfo:
         return f"GroupInfo({self.name}, output={self.output!r}, tuned={self.tuned})"
 
 
+class KernelCalls:
+    """The groups' kernels run in order by one native KernelSequence: a slot per value the groups read or write
+    and per prepacked array, made on the first run from that run's arrays, every call's arguments checked then.
+    The values of `fixed` (constants, intermediate buffers) keep their arrays; the others (graph inputs,
+    outputs made per call) are rebound, and checked again, on every run. A run of the network is then one call
+    into the core, which holds the GIL for none of it."""
+
+    def __init__(self, groups, fixed):
+        self.groups, self.fixed = list(groups), set(fixed)
+        self._sequence, self._rebind = None, []
+
+    def _make(self, env):
+        sequence, slots = _core.KernelSequence(), {}
+
+        def slot(key, array, rebind):
+            if key not in slots:
+                slots[key] = sequence.add_slot(array)
+                if rebind:
+                    self._rebind.append((slots[key], key))
+            return slots[key]
+
+        for info in self.groups:
+            args = [slot(v, env[v], v not in self.fixed) for v in list(info.inputs) + [info.output]]
+            args += [slot(("prepacked", id(a)), a, False) for a in info.prepacked_arrays]
+            sequence.add_call(info.module._mod, args)
+        self._sequence = sequence
+
+    def run(self, env):
+        if self._sequence is None:
+            self._make(env)
+        else:
+            for index, value in self._rebind:
+                self._sequence.bind(index, env[value])
+        self._sequence.run()
+
+
 class GraphModule:
     """A compiled network: net(*inputs) or net(**inputs) -> list of numpy outputs. export_library(path)
     writes it as one file that autosched.graph.load_module(path) loads without compiling; it pickles the same
@@ -111,6 +147,10 @@ class GraphModule:
         self.output_labels = list(graph.outputs)
         # The intermediate buffers above are shared by every call: one run at a time uses them.
         self._lock = threading.Lock()
+        # The outputs each run makes (the groups' outputs that are no buffer: the graph's outputs).
+        self._made_per_run = [(info.output, tuple(graph.shape(info.output)), np.dtype(graph.dtype(info.output)))
+                              for info in groups if info.output not in self._static]
+        self._calls = KernelCalls(groups, self._static)
 
     @property
     def untuned(self):
@@ -148,10 +188,10 @@ class GraphModule:
         return env
 
     def _run(self, env):
-        for info in self.groups:
-            if info.output not in env:
-                env[info.output] = np.empty(self.graph.shape(info.output), self.graph.dtype(info.output))
-            info.module(*(env[v] for v in info.inputs), env[info.output], *info.prepacked_arrays)
+        for value, shape, dtype in self._made_per_run:
+            if value not in env:
+                env[value] = np.empty(shape, dtype)
+        self._calls.run(env)
         return env
 
     def __call__(self, *arrays, **named):

@@ -2,11 +2,11 @@
 weight x task latency) is comparable to the network that graph.build makes.
 
 Every fused group of a network is a tuning task (extract.py), so the time outside the tasks' kernels is what
-the graph runtime (deploy.GraphModule) does around each kernel call: the Python loop over the groups, the
-module's argument checks, the call into the core and the wake-up of its thread pool. It is the same for every
+the graph runtime (deploy.GraphModule) does around each kernel call: rebinding the network's input, the step
+of its native call sequence (deploy.KernelCalls) and the wake-up of the thread pool. It is the same for every
 call, whatever the kernel, so it is measured once per target and process on a tiny kernel with a parallel loop,
-run by the same loop a GraphModule runs (GraphModule._run), minus the time the kernel itself takes (timed the
-way the tuner times kernels):
+run the way a GraphModule runs its kernels, minus the time the kernel itself takes (timed the way the tuner
+times kernels):
 
     per_call = ans.graph.dispatch_seconds("llvm")                   # seconds per kernel call, measured once
     outside = ans.graph.outside_kernels_seconds(graph, "llvm")      # x the network's groups
@@ -27,7 +27,7 @@ from ..build_module import build as build_kernel
 from ..compute_dag import ComputeDAG
 from ..search import baseline_states
 from ..task import SearchTask
-from .deploy import GraphModule
+from .deploy import KernelCalls
 from .extract import lower_graph
 
 __all__ = ["dispatch_seconds", "outside_kernels_seconds"]
@@ -57,15 +57,16 @@ def dispatch_seconds(target):
         module, (a, b) = _tiny_kernel(target)
         timer = module.time_evaluator(number=CALLS, repeat=1)
         group = SimpleNamespace(output="b", inputs=["a"], module=module, prepacked_arrays=[])
-        runner = SimpleNamespace(groups=[group] * CALLS)
+        # As a network runs its kernels: one native sequence of calls on buffers.
+        calls = KernelCalls([group] * CALLS, fixed=["a", "b"])
         env = {"a": a, "b": b}
-        GraphModule._run(runner, env)  # warm-up
+        calls.run(env)  # warm-up
         # The loop and the kernel's own timing alternate, so that a change of the machine's load between
         # them cancels out; the median of the differences counts.
         differences = []
         for _ in range(REPEAT):
             start = time.perf_counter()
-            GraphModule._run(runner, env)
+            calls.run(env)
             loop = (time.perf_counter() - start) / CALLS
             differences.append(loop - timer(a, b).mean)
         _MEASURED[key] = max(0.0, float(np.median(differences)))

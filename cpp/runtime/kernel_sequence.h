@@ -1,0 +1,47 @@
+// A fixed order of kernel calls over a table of arrays: a network's kernels,
+// each reading and writing arrays named by their index in the table ("slots").
+//
+// Every call's arguments are checked when the call is added, as Module::Call
+// checks them, and again for the calls that use a slot when the slot is bound
+// to other memory; a run then only gathers data pointers and runs the
+// kernels. Called from Python, a run of the whole sequence is one call that
+// holds no lock between kernels: per kernel it saves the argument conversion
+// and checks of a Module call (a few microseconds, as long as a small
+// kernel's run).
+#pragma once
+
+#include <vector>
+
+#include "runtime/module.h"
+
+namespace autosched {
+
+class KernelSequence {
+ public:
+  // Adds a slot holding `arg` (its memory stays the caller's); returns its index.
+  int AddSlot(const CallArg& arg);
+  // Points a slot at other memory of the same dtype and shape; re-checks the
+  // calls that use it (an output must not overlap another argument).
+  void BindSlot(int slot, const CallArg& arg);
+  // Appends a call of `module` on the slots `args`, checked now.
+  void AddCall(const Module& module, const std::vector<int>& args);
+  // Runs the calls in order; throws the Error of the first that fails.
+  void Run() const;
+
+  int num_slots() const { return static_cast<int>(slots_.size()); }
+  int num_calls() const { return static_cast<int>(calls_.size()); }
+
+ private:
+  struct Call {
+    Module module;
+    std::vector<int> args;
+  };
+  std::vector<CallArg> ArgsOf(const Call& call) const;
+  void CheckSlot(int slot) const;
+
+  std::vector<CallArg> slots_;
+  std::vector<std::vector<int>> users_;  // per slot, the calls that read or write it
+  std::vector<Call> calls_;
+};
+
+}  // namespace autosched
