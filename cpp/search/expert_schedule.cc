@@ -174,11 +174,8 @@ std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, Ti
 
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
                                   const std::vector<State>& sketches) {
+  if (IsGpuTask(task)) return MakeGpuExpertSchedule(task, params, sketches);
   ExpertSchedule out;
-  if (IsGpuTask(task)) {
-    out.reason = "expert schedules are made for CPU targets only";
-    return out;
-  }
   const TilingLevels levels = CpuTilingLevels(params);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < sketches.size(); ++i) {
@@ -225,7 +222,6 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
 }
 
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params) {
-  if (IsGpuTask(task)) return MakeExpertSchedule(task, params, {});
   try {
     SketchPolicy policy(task, params);
     return MakeExpertSchedule(task, params, policy.GenerateSketches());

@@ -13,8 +13,8 @@
 // outer loops run in parallel (the parallel init rule), the block's rows are
 // unrolled and its vector axis vectorized, and every other stage vectorizes
 // its innermost loop. Being made of ordinary steps, it records, replays and
-// mutates like any sampled state. Tasks without a stage to tile, GPU targets
-// and sketches that do not lower get no schedule, with the reason.
+// mutates like any sampled state. Tasks without a stage to tile and sketches
+// that do not lower get no schedule, with the reason.
 #pragma once
 
 #include <optional>
@@ -33,10 +33,17 @@ struct ExpertSchedule {
   std::string note;    // how the numbers were chosen, one line per tiled stage
 };
 
-// From the task's sketches (GenerateSketches of a CPU policy).
+// From the task's sketches (GenerateSketches of the task's policy). A GPU
+// task gets MakeGpuExpertSchedule's.
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
                                   const std::vector<State>& sketches);
-// Generates the sketches with the default CPU rules first. Never throws for
+// The GPU version (gpu_expert_schedule.cc): a library GEMM kernel's tiles
+// (16 x 16 work items of 8 x 8 accumulators, reduction tiles of 8, smaller
+// where the extents or limits ask) on a GPU sketch's GEMM-like stage, the
+// other annotations from the GPU init rules.
+ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
+                                     const std::vector<State>& sketches);
+// Generates the sketches with the task's default rules first. Never throws for
 // a task it cannot handle: the reason says why.
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
 

@@ -567,3 +567,43 @@ def test_gpu_defaults_keep_private_arrays_small():
     assert drops.get("device_limits", 0) > 0, drops
     sizes = [_private_bytes(s) for s in states]
     assert max(sizes) <= 4096, sizes
+
+
+def _batch_matmul_dag(b, n, k, m):
+    x, y = _ph((b, n, k), "X"), _ph((b, m, k), "Y")  # batch_matmul takes Y transposed
+    return ans.ComputeDAG([x, y, ops.batch_matmul(x, y)])
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(7, 13, 5), (1, 29, 7), (96, 40, 136), (256, 64, 256)])
+def test_gpu_expert_schedule_is_a_library_gemm_tiling_and_equals_the_reference(shape):
+    """The GPU expert's matmul: work items of up to 8 x 8 accumulators in groups of up to 16 x 16, reduction
+    tiles of up to 8 (divisors on awkward shapes), its outputs equal to the reference on PoCL; it seeds every
+    initial population of a GPU policy."""
+    dag, task = _matmul_task(*shape)
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None, reason
+    assert "GEMM tiles" in note
+    n, k, m = shape
+    bounded = dag.infer_bound(state)
+    out = next(st for st in bounded.stages if st.scope == "global" and st.iters
+               and any(it.annotation == "threadIdx.x" for it in st.iters))
+    threads = int(np.prod([it.extent for it in out.iters if it.annotation == "threadIdx.x"]))
+    tile = int(np.prod([it.extent for it in out.iters if it.annotation == "none"]))
+    assert threads <= 256 and tile <= 64 and (n * m) % (threads * tile) == 0, (threads, tile)
+    if shape == (256, 64, 256):
+        assert (threads, tile) == (256, 64)
+    _check_states(dag, task, [state])
+    policy = search.SketchPolicy(task, search.SearchParams(evolutionary_search_population=16), seed=0)
+    assert policy.expert_schedule() is not None
+
+
+@needs_opencl
+def test_gpu_expert_schedule_of_batch_matmul_and_its_absence_for_a_convolution():
+    dag = _batch_matmul_dag(3, 17, 9, 23)
+    state, reason, _ = search.expert_schedule_info(_task(dag))
+    assert state is not None, reason
+    _check_states(dag, _task(dag), [state])
+    conv = ans.ComputeDAG(_conv2d())
+    state, reason, _ = search.expert_schedule_info(_task(conv))
+    assert state is None and "GEMM-like" in reason
