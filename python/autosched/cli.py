@@ -126,8 +126,9 @@ def cmd_tune(args):
     result = scheduler.tune(options)
     print(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.0f} s; records in {args.log}")
     if result.latency_after is not None:
-        print(f"estimated latency of the network {result.latency_after * 1e3:.3f} ms (of which "
-              f"{result.outside_kernels_s * 1e3:.3f} ms outside the tuned kernels)")
+        # Four significant digits: a small network's time outside its kernels is tens of nanoseconds.
+        print(f"estimated latency of the network {result.latency_after * 1e3:.4g} ms (of which "
+              f"{result.outside_kernels_s * 1e3:.4g} ms outside the tuned kernels)")
     failed = [tasks[i].desc for i in result.failed_tasks]
     if failed:
         print(f"{len(failed)} task(s) without a valid schedule (they run with the baseline schedule): "

@@ -46,7 +46,8 @@ def test_tune_then_run_a_model_from_the_command_line(tmp_path):
     code, out = _cli("tune", model, "--shape", "N=5", "--trials", "6", "--per-round", "3", "--log", log)
     assert code == 0, out
     # The estimate counts the graph runtime's time around the kernel call too.
-    estimate = re.search(r"estimated latency of the network ([0-9.]+) ms \(of which ([0-9.]+) ms outside", out)
+    number = r"([0-9.]+(?:e[+-]?[0-9]+)?)"
+    estimate = re.search(rf"estimated latency of the network {number} ms \(of which {number} ms outside", out)
     assert estimate and float(estimate.group(2)) > 0 and float(estimate.group(1)) >= float(estimate.group(2)), out
     with open(log) as f:
         lines = [json.loads(line) for line in f if line.strip()]
