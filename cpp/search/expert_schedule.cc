@@ -48,57 +48,71 @@ double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevel
   return score - 0.5 * static_cast<double>(s.stages().size());
 }
 
-// Fills the sketch's splits: tiling splits from ExpertTileParts, pack blocks
-// as wide as the block's vectors, any other unknown split (or the provisional
-// rfactor split) from the sampler with a fixed seed.
+}  // namespace
+
+std::optional<State> FillSketchSplits(const State& sketch, const TilingLevels& levels,
+                                      int max_innermost_split_factor, const TilePartsOf& tile_parts,
+                                      const std::function<void(const State&, Step*)>& before_apply) {
+  std::mt19937 rng(0);
+  State s(sketch.init_dag());
+  const std::vector<Step>& steps = sketch.steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step step = steps[i];
+    auto* split = std::get_if<SplitStep>(&step);
+    if (split != nullptr && IsTilingSplit(s, *split, levels, true)) {
+      const Stage& st = s.stage(split->stage_id);
+      const auto parts = tile_parts(st, st.leaves[split->iter_id]);
+      if (!parts) return std::nullopt;
+      split->lengths = SplitLengths(*parts);
+      split->extent = st.iter(split->iter_id).extent;
+    } else if (split != nullptr &&
+               (IsRfactorSplit(steps, static_cast<int>(i)) ||
+                std::any_of(split->lengths.begin(), split->lengths.end(),
+                            [](const std::optional<int64_t>& l) { return !l.has_value(); }))) {
+      const int64_t extent = s.stage(split->stage_id).iter(split->iter_id).extent;
+      const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
+                                              max_innermost_split_factor, &rng);
+      split->lengths.assign(lengths.begin(), lengths.end());
+      split->extent = extent;
+    } else if (split == nullptr && before_apply) {
+      before_apply(s, &step);
+    }
+    s = s.Apply(step);
+  }
+  return s;
+}
+
+namespace {
+
+// Fills the sketch's splits (FillSketchSplits): tiling splits from
+// ExpertTileParts, pack blocks as wide as the block's vectors.
 State FillSketch(const SketchContext& ctx, const State& sketch, const TilingLevels& levels,
                  std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>* plans) {
-  std::mt19937 rng(0);
-  auto plan_of = [&](const State& s, int stage_id) -> const std::pair<RegisterBlockPlan, TileParts>& {
-    const Stage& st = s.stage(stage_id);
+  auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
     auto it = plans->find(st.name());
     if (it == plans->end()) {
       RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
       TileParts parts = ExpertTileParts(ctx, st, plan, levels.space, levels.reduce);
       it = plans->emplace(st.name(), std::make_pair(plan, parts)).first;
     }
-    return it->second;
+    const TileParts& parts = it->second.second;
+    const int num_axes = static_cast<int>(st.op->axis.size());
+    return node < num_axes ? parts.spatial[node] : parts.reduce[node - num_axes];
   };
-  State s(sketch.init_dag());
-  const std::vector<Step>& steps = sketch.steps();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    Step step = steps[i];
-    if (auto* split = std::get_if<SplitStep>(&step)) {
-      const Stage& st = s.stage(split->stage_id);
-      const int64_t extent = st.iter(split->iter_id).extent;
-      if (IsTilingSplit(s, *split, levels, true)) {
-        const TileParts& parts = plan_of(s, split->stage_id).second;
-        const int node = st.leaves[split->iter_id];
-        const int num_axes = static_cast<int>(st.op->axis.size());
-        split->lengths = SplitLengths(node < num_axes ? parts.spatial[node] : parts.reduce[node - num_axes]);
-        split->extent = extent;
-      } else if (IsRfactorSplit(steps, static_cast<int>(i)) ||
-                 std::any_of(split->lengths.begin(), split->lengths.end(),
-                             [](const std::optional<int64_t>& l) { return !l.has_value(); })) {
-        const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
-                                                ctx.params.max_innermost_split_factor, &rng);
-        split->lengths.assign(lengths.begin(), lengths.end());
-        split->extent = extent;
-      }
-    } else if (auto* pack = std::get_if<PackLayoutStep>(&step); pack && pack->reader_stage_ids.size() == 1) {
-      const int reader = pack->reader_stage_ids[0];
-      // The reader is tiled later (itself or its cache-write stage, the same
-      // op): its plan is the one computed here.
-      const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, s.stage(reader));
-      const TileParts parts = ExpertTileParts(ctx, s.stage(reader), plan, levels.space, levels.reduce);
-      const int last = static_cast<int>(s.stage(reader).op->axis.size()) - 1;
-      // Blocks as wide as a row of the register block: one stream per step.
-      if (!plan.empty() && plan.vec_axis == last && parts.block.vec_length % plan.lanes == 0)
-        pack->lanes = parts.block.vec_length;
-    }
-    s = s.Apply(step);
-  }
-  return s;
+  auto widen_pack = [&](const State& s, Step* step) {
+    auto* pack = std::get_if<PackLayoutStep>(step);
+    if (pack == nullptr || pack->reader_stage_ids.size() != 1) return;
+    const int reader = pack->reader_stage_ids[0];
+    // The reader is tiled later (itself or its cache-write stage, the same
+    // op): its plan is the one computed here.
+    const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, s.stage(reader));
+    const TileParts parts = ExpertTileParts(ctx, s.stage(reader), plan, levels.space, levels.reduce);
+    const int last = static_cast<int>(s.stage(reader).op->axis.size()) - 1;
+    // Blocks as wide as a row of the register block: one stream per step.
+    if (!plan.empty() && plan.vec_axis == last && parts.block.vec_length % plan.lanes == 0)
+      pack->lanes = parts.block.vec_length;
+  };
+  return *FillSketchSplits(sketch, levels, ctx.params.max_innermost_split_factor, tile_parts, widen_pack);
 }
 
 // Unrolls the block's rows and vectorizes its vector axis in every tiled

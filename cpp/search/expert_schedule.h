@@ -17,11 +17,13 @@
 // that do not lower get no schedule, with the reason.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "schedule/state.h"
+#include "search/register_block.h"
 #include "search/search_params.h"
 #include "task/search_task.h"
 
@@ -46,5 +48,16 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
 // Generates the sketches with the task's default rules first. Never throws for
 // a task it cannot handle: the reason says why.
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
+
+// What both expert schedules share: the sketch's steps replayed on its DAG
+// with each tiling split's parts from `tile_parts` (of root node `node` of the
+// stage the split tiles; nullopt: the sketch cannot be filled, and the result
+// is nullopt) and every other unknown split, and the provisional rfactor
+// splits, sampled with a fixed seed. `before_apply`, when given, may adjust
+// any other step, seeing the state it applies to.
+using TilePartsOf = std::function<std::optional<std::vector<int64_t>>(const Stage& stage, int node)>;
+std::optional<State> FillSketchSplits(const State& sketch, const TilingLevels& levels,
+                                      int max_innermost_split_factor, const TilePartsOf& tile_parts,
+                                      const std::function<void(const State&, Step*)>& before_apply = {});
 
 }  // namespace autosched

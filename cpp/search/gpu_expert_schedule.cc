@@ -97,36 +97,18 @@ std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevel
   return parts;
 }
 
-// The sketch with its tiling splits filled from GemmParts; nullopt when a
-// tiled stage is not GEMM-like.
+// The sketch with its tiling splits filled from GemmParts (FillSketchSplits);
+// nullopt when a tiled stage is not GEMM-like or no stage is tiled.
 std::optional<State> FillGemmTiles(const State& sketch, const TilingLevels& levels, const GpuRecipe& r,
                                    bool rows_innermost, const SearchParams& params) {
-  std::mt19937 rng(0);
-  State s(sketch.init_dag());
-  const std::vector<Step>& steps = sketch.steps();
   bool tiled = false;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    Step step = steps[i];
-    if (auto* split = std::get_if<SplitStep>(&step)) {
-      const Stage& st = s.stage(split->stage_id);
-      const int64_t extent = st.iter(split->iter_id).extent;
-      if (IsTilingSplit(s, *split, levels, true)) {
-        const auto parts = GemmParts(st, levels, r, rows_innermost);
-        const int node = st.leaves[split->iter_id];
-        if (parts.empty() || !parts.count(node)) return std::nullopt;
-        split->lengths = SplitLengths(parts.at(node));
-        split->extent = extent;
-        tiled = true;
-      } else if (std::any_of(split->lengths.begin(), split->lengths.end(),
-                             [](const std::optional<int64_t>& l) { return !l.has_value(); })) {
-        const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
-                                                params.max_innermost_split_factor, &rng);
-        split->lengths.assign(lengths.begin(), lengths.end());
-        split->extent = extent;
-      }
-    }
-    s = s.Apply(step);
-  }
+  auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
+    const auto parts = GemmParts(st, levels, r, rows_innermost);
+    if (!parts.count(node)) return std::nullopt;
+    tiled = true;
+    return parts.at(node);
+  };
+  std::optional<State> s = FillSketchSplits(sketch, levels, params.max_innermost_split_factor, tile_parts);
   if (!tiled) return std::nullopt;
   return s;
 }

@@ -377,7 +377,8 @@ llvm::Value* IREmitter::EmitExpFloat32(DataType t, llvm::Value* x) {
   // Beyond [-104, 89] the result is 0 or inf in float32 whatever the input.
   llvm::Value* clamped = EmitIntrinsic(llvm::Intrinsic::maxnum, t, {x, constant(-104.0)});
   clamped = EmitIntrinsic(llvm::Intrinsic::minnum, t, {clamped, constant(89.0)});
-  llvm::Value* n = EmitIntrinsic(llvm::Intrinsic::rint, t, {b_.CreateFMul(clamped, constant(1.4426950408889634))});
+  llvm::Value* n =
+      EmitIntrinsic(llvm::Intrinsic::rint, t, {b_.CreateFMul(clamped, constant(1.4426950408889634))});
   constexpr double kLn2High = 0.693359375;  // 9 significant bits: n * kLn2High is exact
   constexpr double kLn2Low = -2.1219444005469058e-4;
   llvm::Value* r = b_.CreateFSub(clamped, b_.CreateFMul(n, constant(kLn2High)));
@@ -385,7 +386,8 @@ llvm::Value* IREmitter::EmitExpFloat32(DataType t, llvm::Value* x) {
   double inverse_factorial[8] = {1.0};
   for (int k = 1; k < 8; ++k) inverse_factorial[k] = inverse_factorial[k - 1] / k;
   llvm::Value* p = constant(inverse_factorial[7]);
-  for (int k = 6; k >= 0; --k) p = EmitIntrinsic(llvm::Intrinsic::fmuladd, t, {p, r, constant(inverse_factorial[k])});
+  for (int k = 6; k >= 0; --k)
+    p = EmitIntrinsic(llvm::Intrinsic::fmuladd, t, {p, r, constant(inverse_factorial[k])});
   // 2^n = 2^half * 2^(n - half), each factor a normal float32.
   llvm::Value* whole = b_.CreateFPToSI(n, int_ty);
   llvm::Value* half = b_.CreateAShr(whole, int_constant(1));
