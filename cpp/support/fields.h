@@ -11,8 +11,8 @@
 // defaults, setters that check, repr, pickling). A struct may add a check
 // across fields as a member `void CheckTogether() const`.
 //
-//   #define AUTOSCHED_BUILDER_OPTIONS_FIELDS(X)                                   \
-//     X(double, timeout, 15, Positive(), "seconds to lower and compile one candidate") \
+//   #define AUTOSCHED_BUILDER_OPTIONS_FIELDS(X) (a backslash ends each line)
+//     X(double, timeout, 15, Positive(), "seconds to lower and compile one candidate")
 //     X(int, n_parallel, 0, AtLeast(0), "worker processes that compile at once")
 //   struct BuilderOptions {
 //     AUTOSCHED_OPTIONS_FIELDS(BuilderOptions, AUTOSCHED_BUILDER_OPTIONS_FIELDS)
