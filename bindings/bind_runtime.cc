@@ -49,10 +49,10 @@ std::optional<DataType> NativeDataType(const py::dtype& dtype) {
 
 // A view of a numpy array as a kernel argument; TypeError names argument i
 // when it is not an array of a supported dtype.
-CallArg ToCallArg(const py::handle& obj, size_t i) {
-  AS_TYPE_CHECK(py::isinstance<py::array>(obj), "argument "
-                                                    << i << " must be a numpy.ndarray, got "
-                                                    << py::str(py::type::of(obj)).cast<std::string>());
+// `kind` and `i` name the array in errors ("argument 2", "slot 5").
+CallArg ToCallArg(const py::handle& obj, size_t i, const char* kind = "argument") {
+  AS_TYPE_CHECK(py::isinstance<py::array>(obj), kind << " " << i << " must be a numpy.ndarray, got "
+                                                     << py::str(py::type::of(obj)).cast<std::string>());
   auto arr = py::reinterpret_borrow<py::array>(obj);
   CallArg arg;
   if (std::optional<DataType> dtype = NativeDataType(arr.dtype())) {
@@ -62,7 +62,7 @@ CallArg ToCallArg(const py::handle& obj, size_t i) {
     try {
       arg.dtype = DataType::Parse(dtype_name);
     } catch (const Error&) {
-      AS_TYPE_CHECK(false, "argument " << i << " has unsupported dtype " << dtype_name);
+      AS_TYPE_CHECK(false, kind << " " << i << " has unsupported dtype " << dtype_name);
     }
   }
   arg.data = const_cast<void*>(arr.data());
@@ -194,7 +194,7 @@ void bind_runtime(py::module_& m) {
       .def(
           "add_slot",
           [](PyKernelSequence& self, const py::object& array) {
-            int slot = self.sequence.AddSlot(ToCallArg(array, 0));
+            int slot = self.sequence.AddSlot(ToCallArg(array, self.sequence.num_slots(), "slot"));
             self.arrays.push_back(array);
             return slot;
           },
@@ -202,7 +202,7 @@ void bind_runtime(py::module_& m) {
       .def(
           "bind",
           [](PyKernelSequence& self, int slot, const py::object& array) {
-            self.sequence.BindSlot(slot, ToCallArg(array, 0));
+            self.sequence.BindSlot(slot, ToCallArg(array, slot, "slot"));
             self.arrays[slot] = array;
           },
           py::arg("slot"), py::arg("array"))

@@ -45,6 +45,10 @@ def test_sequence_checks_what_it_is_given():
         seq.bind(sx, np.zeros(5, np.float32))
     with pytest.raises(TypeError, match="float32"):
         seq.bind(sx, np.zeros(x.shape, np.float64))
+    with pytest.raises(TypeError, match=f"slot {sy} must be a numpy.ndarray, got <class 'list'>"):
+        seq.bind(sy, [1.0, 2.0])
+    with pytest.raises(TypeError, match=f"slot {seq.num_slots} has unsupported dtype"):
+        seq.add_slot(np.zeros(3, np.complex64))
     # An output overlapping its call's input is refused, and the sequence keeps its old array.
     with pytest.raises(ValueError, match="shares memory"):
         seq.bind(sz, y)
