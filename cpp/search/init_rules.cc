@@ -214,16 +214,26 @@ constexpr int64_t kMaxVectorLanes = 64;
 // The register block of a multi-level-tiled CPU stage (register_block.h):
 // positions of its vector and row iterators when they are the innermost loops
 // of the stage (only spatial loops from the first of them on, none after the
-// vector iterator but loops that run once); {-1, -1} otherwise.
-std::pair<int, int> BlockIterators(const RegisterBlockPlan& plan, const Stage& st) {
-  if (plan.empty()) return {-1, -1};
+// vector iterator but loops that run once), and of its column iterator when
+// it comes before the row one with only loops that run once between them
+// (-1 otherwise); {-1, -1, -1} when the first two are not so.
+struct BlockPositions {
+  int vec = -1, row = -1, col = -1;
+};
+BlockPositions BlockIterators(const RegisterBlockPlan& plan, const Stage& st) {
+  if (plan.empty()) return {};
   const int vec = InnermostLeafOf(st, plan.vec_axis);
   const int row = plan.row_axis >= 0 ? InnermostLeafOf(st, plan.row_axis) : -1;
-  if (vec < 0 || (plan.row_axis >= 0 && (row < 0 || row > vec))) return {-1, -1};
+  if (vec < 0 || (plan.row_axis >= 0 && (row < 0 || row > vec))) return {};
   for (int i = row >= 0 ? row : vec; i < st.num_iters(); ++i) {
-    if (st.iter(i).kind != IteratorKind::Spatial || (i > vec && st.iter(i).extent != 1)) return {-1, -1};
+    if (st.iter(i).kind != IteratorKind::Spatial || (i > vec && st.iter(i).extent != 1)) return {};
   }
-  return {vec, row};
+  int col = plan.col_axis >= 0 && row >= 0 ? InnermostLeafOf(st, plan.col_axis) : -1;
+  for (int i = col + 1; col >= 0 && i < row; ++i) {
+    if (st.iter(i).kind != IteratorKind::Spatial || st.iter(i).extent != 1) col = -1;
+  }
+  if (col >= 0 && st.iter(col).kind != IteratorKind::Spatial) col = -1;
+  return {vec, row, col};
 }
 
 // Per stage with loops: the innermost spatial, unannotated iterators whose
@@ -254,14 +264,20 @@ class VectorizeRule : public InitRule {
         // is vectorized whole, however many registers it takes (up to the
         // lowering's 64 lanes); a block of the family gets its rows unrolled.
         const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, st);
-        const auto [vec, row] = BlockIterators(plan, st);
+        const auto [vec, row, col] = BlockIterators(plan, st);
         if (vec >= 0 && !HasAttached(s, id, st.leaves[vec]) &&
             st.iter(vec).annotation == IteratorAnnotation::None && st.iter(vec).extent >= 2 &&
             st.iter(vec).extent <= kMaxVectorLanes) {
           s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
+          const int64_t cols = col >= 0 ? st.iter(col).extent : 1;
           if (row >= 0 && st.iter(row).extent >= 2 && st.iter(row).annotation == IteratorAnnotation::None &&
-              InFamily(plan, st.iter(row).extent, st.iter(vec).extent))
+              InFamily(plan, st.iter(row).extent, st.iter(vec).extent, cols)) {
             s = s.Annotate(id, row, IteratorAnnotation::Unroll);
+            // The columns too, so that every accumulator is a register.
+            if (cols >= 2 && st.iter(col).annotation == IteratorAnnotation::None &&
+                !HasAttached(s, id, st.leaves[col]))
+              s = s.Annotate(id, col, IteratorAnnotation::Unroll);
+          }
           continue;
         }
       }

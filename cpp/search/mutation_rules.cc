@@ -4,6 +4,7 @@
 #include "search/mutation_rules.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "lower/lower.h"
@@ -124,9 +125,9 @@ class MutateTileSizeRule : public MutationRule {
   }
 
   // A move within the register-block family of the split's stage: on the
-  // vector or row axis, the innermost part becomes (or stays, half the time)
-  // one of the family's lengths that fit the other block axis' innermost
-  // part, the outer parts redrawn (or a factor moved between them); on
+  // vector, row or column axis, the innermost part becomes (or stays, half the
+  // time) one of the family's lengths that fit the other block axes' innermost
+  // parts, the outer parts redrawn (or a factor moved between them); on
   // another spatial axis the innermost part goes back to 1 (or a factor moves
   // between the outer parts). False when the split is no such split (a
   // reduction, no family, a length that does not divide): a free move then.
@@ -140,29 +141,31 @@ class MutateTileSizeRule : public MutationRule {
     const int node = role->second.node;
     if (plan.empty() || node >= static_cast<int>(st.op->axis.size())) return false;
     int64_t& inner = parts->back();
-    if (node != plan.vec_axis && node != plan.row_axis) {
+    if (node != plan.vec_axis && node != plan.row_axis && node != plan.col_axis) {
       if (inner == 1) return MoveOuter(parts, rng);
       parts->front() *= inner;
       inner = 1;
       return true;
     }
-    // The other block axis' innermost part, as the state has it.
-    const int other_axis = node == plan.vec_axis ? plan.row_axis : plan.vec_axis;
-    int64_t other = 1;
+    // The block axes' innermost parts, as the state has them.
+    const std::vector<int> block_axes = {plan.vec_axis, plan.row_axis, plan.col_axis};
+    std::map<int, int64_t> current;
     for (const auto& [step, r] : roles) {
-      if (r.stage == role->second.stage && r.node == other_axis) {
-        other = std::get<SplitStep>(steps[step]).lengths.back().value_or(1);
-      }
+      if (r.stage == role->second.stage)
+        current[r.node] = std::get<SplitStep>(steps[step]).lengths.back().value_or(1);
     }
     int64_t extent = 1;
     for (int64_t p : *parts) extent *= p;
     std::vector<int64_t> fits, any;
     for (const RegisterBlock& b : plan.family) {
-      const bool vec = node == plan.vec_axis;
-      const int64_t mine = vec ? b.vec_length : b.rows, theirs = vec ? b.rows : b.vec_length;
+      const int64_t mine = BlockPart(plan, b, node);
       if (extent % mine != 0) continue;
       any.push_back(mine);
-      if (theirs == other) fits.push_back(mine);
+      const bool others_fit = std::all_of(block_axes.begin(), block_axes.end(), [&](int axis) {
+        return axis < 0 || axis == node ||
+               BlockPart(plan, b, axis) == (current.count(axis) ? current[axis] : 1);
+      });
+      if (others_fit) fits.push_back(mine);
     }
     const std::vector<int64_t>& options = fits.empty() ? any : fits;
     if (options.empty()) return false;

@@ -22,6 +22,8 @@ constexpr double kLoadsPerCycle = 2;
 // and a larger unrolled block only grows the code.
 constexpr int64_t kMaxRows = 16;
 constexpr int64_t kMaxVectors = 4;
+// Most columns: each takes a row of vector registers.
+constexpr int64_t kMaxCols = 4;
 // Blocks whose modelled throughput is at least this share of the best one
 // form the family.
 constexpr double kFamilyShare = 0.5;
@@ -67,28 +69,35 @@ std::vector<VecOption> VecOptions(int64_t extent, int64_t lanes, int64_t max_inn
 }
 
 // Useful lanes per cycle of a block: the FMAs, the loads (one vector per
-// register of a row, one broadcast per row) and the FMA latency each bound the
-// cycles of one reduction step.
-double Throughput(int64_t rows, const VecOption& v, int64_t extent, int64_t fma_units) {
-  const double fma = static_cast<double>(rows * v.vectors) / static_cast<double>(fma_units);
-  const double loads = static_cast<double>(rows + v.vectors) / kLoadsPerCycle;
+// register of a row and column, one broadcast per row) and the FMA latency
+// each bound the cycles of one reduction step.
+double Throughput(int64_t rows, const VecOption& v, int64_t cols, int64_t extent, int64_t fma_units) {
+  const double fma = static_cast<double>(rows * v.vectors * cols) / static_cast<double>(fma_units);
+  const double loads = static_cast<double>(rows + v.vectors * cols) / kLoadsPerCycle;
   const double cycles = std::max({fma, loads, kFmaLatency});
   const double padded = static_cast<double>(CeilDiv(extent, v.length) * v.length);
-  return static_cast<double>(rows * v.length) * (static_cast<double>(extent) / padded) / cycles;
+  return static_cast<double>(rows * v.length * cols) * (static_cast<double>(extent) / padded) / cycles;
+}
+
+std::vector<const TensorLoadNode*> Loads(const Stage& st) {
+  std::vector<const TensorLoadNode*> loads;
+  PostOrderVisit(st.op->body, [&](const Expr& x) {
+    if (const auto* load = x.as<TensorLoadNode>()) loads.push_back(load);
+  });
+  return loads;
+}
+
+bool LoadUses(const TensorLoadNode* load, const VarNode* v) {
+  return std::any_of(load->indices.begin(), load->indices.end(),
+                     [&](const Expr& e) { return UsesVar(e, v); });
 }
 
 // The row axis: among the spatial axes other than the vector axis with extent
 // > 1, the one the most vector operands (loads indexed by the vector axis) do
 // not depend on, so that their registers serve every row; the innermost on a tie.
 int PickRowAxis(const Stage& st, int vec_axis) {
-  std::vector<const TensorLoadNode*> loads;
-  PostOrderVisit(st.op->body, [&](const Expr& x) {
-    if (const auto* load = x.as<TensorLoadNode>()) loads.push_back(load);
-  });
-  auto uses = [](const TensorLoadNode* load, const VarNode* v) {
-    return std::any_of(load->indices.begin(), load->indices.end(),
-                       [&](const Expr& e) { return UsesVar(e, v); });
-  };
+  const std::vector<const TensorLoadNode*> loads = Loads(st);
+  const auto& uses = LoadUses;
   const VarNode* vec = st.op->axis[vec_axis].var_node();
   int best = -1, best_score = -1;
   for (int a = 0; a < static_cast<int>(st.op->axis.size()); ++a) {
@@ -101,6 +110,27 @@ int PickRowAxis(const Stage& st, int vec_axis) {
   return best;
 }
 
+// The column axis: the outermost spatial axis other than the vector and row
+// axes, with extent > 1, that every vector operand (a load indexed by the
+// vector axis) depends on and no broadcast operand (one that is not) does,
+// there being one of each; -1 when none.
+int PickColAxis(const Stage& st, int vec_axis, int row_axis) {
+  const std::vector<const TensorLoadNode*> loads = Loads(st);
+  const VarNode* vec = st.op->axis[vec_axis].var_node();
+  const bool has_broadcast =
+      std::any_of(loads.begin(), loads.end(), [&](const TensorLoadNode* l) { return !LoadUses(l, vec); });
+  if (!has_broadcast || loads.size() < 2) return -1;
+  for (int a = 0; a < static_cast<int>(st.op->axis.size()); ++a) {
+    if (a == vec_axis || a == row_axis || st.op->axis[a].extent <= 1) continue;
+    const VarNode* v = st.op->axis[a].var_node();
+    const bool qualifies = std::all_of(loads.begin(), loads.end(), [&](const TensorLoadNode* l) {
+      return LoadUses(l, vec) == LoadUses(l, v);
+    });
+    if (qualifies) return a;
+  }
+  return -1;
+}
+
 int64_t ReduceTotal(const Stage& st) {
   int64_t total = 1;
   for (const IterVar& iv : st.op->reduce_axis) total *= std::max<int64_t>(1, iv.extent);
@@ -109,7 +139,7 @@ int64_t ReduceTotal(const Stage& st) {
 
 // Bytes of the operands one reduction step of the block reads.
 int64_t StepBytes(const RegisterBlockPlan& plan, const RegisterBlock& b) {
-  return (b.rows + b.vec_length) * plan.element_bytes;
+  return (b.rows + b.vec_length * b.cols) * plan.element_bytes;
 }
 
 std::string Kib(int64_t bytes) {
@@ -173,6 +203,7 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   }
   if (plan.vec_axis < 0) return plan;
   plan.row_axis = PickRowAxis(st, plan.vec_axis);
+  if (plan.row_axis >= 0) plan.col_axis = PickColAxis(st, plan.vec_axis, plan.row_axis);
   const int64_t vec_extent = axes[plan.vec_axis].extent;
   const int64_t max_inner = std::max<int64_t>(1, ctx.params.max_innermost_split_factor);
   // Rows: divisors of the row axis' extent; where none reaches 4 (a prime
@@ -189,26 +220,35 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
         rows_options.emplace_back(r, false);
     }
   }
+  // Columns: divisors of the column axis' extent (1 without one).
+  std::vector<int64_t> cols_options;
+  for (int64_t d : Divisors(plan.col_axis >= 0 ? axes[plan.col_axis].extent : 1)) {
+    if (d <= std::min(kMaxCols, max_inner)) cols_options.push_back(d);
+  }
   std::vector<RegisterBlock> blocks;
   for (const VecOption& v : VecOptions(vec_extent, plan.lanes, max_inner)) {
     for (const auto& [rows, divide] : rows_options) {
-      if (rows * v.vectors + v.vectors + 1 > plan.registers) continue;
-      const double row_share =
-          static_cast<double>(row_extent) / static_cast<double>(CeilDiv(row_extent, rows) * rows);
-      RegisterBlock b;
-      b.rows = rows;
-      b.vec_length = v.length;
-      b.vectors = v.vectors;
-      b.vec_divides = v.divides;
-      b.rows_divide = divide;
-      b.throughput = Throughput(rows, v, vec_extent, plan.fma_units) * row_share;
-      blocks.push_back(b);
+      for (int64_t cols : cols_options) {
+        if ((rows + 1) * v.vectors * cols + 1 > plan.registers) continue;
+        const double row_share =
+            static_cast<double>(row_extent) / static_cast<double>(CeilDiv(row_extent, rows) * rows);
+        RegisterBlock b;
+        b.rows = rows;
+        b.vec_length = v.length;
+        b.vectors = v.vectors;
+        b.cols = cols;
+        b.vec_divides = v.divides;
+        b.rows_divide = divide;
+        b.throughput = Throughput(rows, v, cols, vec_extent, plan.fma_units) * row_share;
+        blocks.push_back(b);
+      }
     }
   }
   if (blocks.empty()) return plan;
   std::sort(blocks.begin(), blocks.end(), [](const RegisterBlock& a, const RegisterBlock& b) {
     if (a.throughput != b.throughput) return a.throughput > b.throughput;
     if (a.rows != b.rows) return a.rows > b.rows;  // the vector operand streams from further away
+    if (a.cols != b.cols) return a.cols < b.cols;
     if (a.vec_divides != b.vec_divides) return a.vec_divides;
     if (a.rows_divide != b.rows_divide) return a.rows_divide;
     return a.vec_length > b.vec_length;
@@ -224,7 +264,12 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
                           int n_space, int n_reduce) {
   AS_ICHECK(n_space >= 1 && n_reduce >= 1);
   TileParts out;
-  if (!plan.empty()) out.block = plan.family.front();
+  for (const RegisterBlock& candidate : plan.family) {
+    if (candidate.cols == 1) {
+      out.block = candidate;
+      break;
+    }
+  }
   const RegisterBlock& b = out.block;
   const int64_t reduce_total = ReduceTotal(st);
   const int64_t l1 = L1Bytes(ctx.task.hardware_params), l2 = L2Bytes(ctx.task.hardware_params);
@@ -233,7 +278,7 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
     const int64_t extent = std::max<int64_t>(1, st.op->axis[a].extent);
     std::vector<int64_t> parts(n_space, 1);
     int64_t inner = 1;
-    if (!plan.empty()) inner = a == plan.vec_axis ? b.vec_length : a == plan.row_axis ? b.rows : 1;
+    if (!plan.empty()) inner = BlockPart(plan, b, a);
     if (n_space == 1) inner = 1;
     parts.back() = inner;
     const int64_t rest = CeilDiv(extent, inner);
@@ -282,7 +327,7 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
   for (int a = 0; a < num_axes; ++a) {
     const int64_t extent = std::max<int64_t>(1, st.op->axis[a].extent);
     std::vector<int64_t> parts(n_space, 1);
-    parts.back() = n_space == 1 ? 1 : a == plan.vec_axis ? b.vec_length : a == plan.row_axis ? b.rows : 1;
+    parts.back() = n_space == 1 ? 1 : BlockPart(plan, b, a);
     rest[a] = CeilDiv(extent, parts.back());
     out.spatial.push_back(parts);
   }
@@ -409,9 +454,17 @@ int InnermostLeafOf(const Stage& st, int root) {
   return -1;
 }
 
-bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length) {
-  return std::any_of(plan.family.begin(), plan.family.end(),
-                     [&](const RegisterBlock& b) { return b.rows == rows && b.vec_length == vec_length; });
+bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length, int64_t cols) {
+  return std::any_of(plan.family.begin(), plan.family.end(), [&](const RegisterBlock& b) {
+    return b.rows == rows && b.vec_length == vec_length && b.cols == cols;
+  });
+}
+
+int64_t BlockPart(const RegisterBlockPlan& plan, const RegisterBlock& block, int axis) {
+  if (axis == plan.vec_axis) return block.vec_length;
+  if (axis == plan.row_axis) return block.rows;
+  if (axis == plan.col_axis) return block.cols;
+  return 1;
 }
 
 }  // namespace autosched

@@ -4,10 +4,14 @@
 // cpu_tiling_structure) is a block of accumulators that should live in SIMD
 // registers across the reduction loops around it: `rows` iterations of one
 // spatial axis (unrolled) times `vec_length` iterations of the innermost
-// spatial axis with an extent above 1 (contiguous in the output; vectorized).
-// Each reduction step loads one row of the vector operand (`vectors`
-// registers, shared by the rows) and broadcasts one scalar per row, so a block
-// fits when rows * vectors + vectors + 1 <= the register count.
+// spatial axis with an extent above 1 (contiguous in the output; vectorized),
+// times `cols` iterations of a column axis where the stage has one (unrolled):
+// an axis the vector operand depends on and the broadcast one does not, such
+// as the outer channel blocks of an NCHWc convolution, whose input scalar then
+// serves several filter vectors. Each reduction step loads one row of the
+// vector operand per column (`vectors` registers each, shared by the rows)
+// and broadcasts one scalar per row, so a block fits when
+// (rows + 1) * vectors * cols + 1 <= the register count.
 //
 // PlanRegisterBlocks looks at a stage whose loops are still its op's axes and
 // lists the blocks that fit (the family the sampler and the mutations draw
@@ -34,15 +38,17 @@ struct RegisterBlock {
   int64_t rows = 1;        // innermost part of the row axis (unrolled)
   int64_t vec_length = 1;  // innermost part of the vector axis (vectorized)
   int64_t vectors = 1;     // SIMD registers one row of vec_length takes
+  int64_t cols = 1;        // innermost part of the column axis (unrolled)
   bool vec_divides = true;
   bool rows_divide = true;
   double throughput = 0;  // useful lanes per cycle the model expects
-  int64_t accumulators() const { return rows * vectors; }
+  int64_t accumulators() const { return rows * vectors * cols; }
 };
 
 struct RegisterBlockPlan {
   int vec_axis = -1;     // index into op->axis: the innermost spatial axis with extent > 1
   int row_axis = -1;     // index into op->axis of the rows; -1 when no other axis has extent > 1
+  int col_axis = -1;     // index into op->axis of the columns; -1 when no axis qualifies
   int main_reduce = -1;  // index into op->reduce_axis whose inner part is sized by L1; -1 without
   int64_t lanes = 1;     // SIMD lanes of the stage's dtype
   int64_t registers = 16;
@@ -76,7 +82,9 @@ struct TileParts {
   std::string note;  // how the lengths were chosen (for people)
 };
 
-// The expert's tiling: the best block innermost, the second level 1 (so that
+// The expert's tiling: the best block of one column innermost (blocks of
+// several columns are the search's to try: the model cannot tell the
+// convolutions they speed up from those they slow down), the second level 1 (so that
 // an accumulator stage attached at level 2 is the register block itself), the
 // vector axis' L2 panel at level 1, the row axis' blocks at level 1, other
 // axes outermost; the main reduction's inner part the largest divisor (at
@@ -119,8 +127,11 @@ std::map<int, TilingSplitRole> TilingSplitRoles(const State& state, const Tiling
 // from root node `root`; -1 when none (or it went through a fuse).
 int InnermostLeafOf(const Stage& stage, int root);
 
-// Whether an innermost spatial tile (rows x vec_length, vec_length on the
-// vector axis) is one of the plan's family.
-bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length);
+// Whether an innermost spatial tile (rows x vec_length x cols, vec_length on
+// the vector axis) is one of the plan's family.
+bool InFamily(const RegisterBlockPlan& plan, int64_t rows, int64_t vec_length, int64_t cols = 1);
+
+// The block's innermost part of op axis `axis`: vec_length, rows, cols or 1.
+int64_t BlockPart(const RegisterBlockPlan& plan, const RegisterBlock& block, int axis);
 
 }  // namespace autosched

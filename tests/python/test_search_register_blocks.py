@@ -54,6 +54,11 @@ def _conv_nchw(n, ci, h, w, co, k, stride):
     return [data, kernel, ops.conv2d_nchw(data, kernel, stride=stride, padding=k // 2)]
 
 
+def _conv_nchwc(n, cb, h, w, ob, k, stride, lanes=8):
+    data, kernel = _ph((n, cb, h, w, lanes), "data"), _ph((ob, cb, k, k, lanes, lanes), "kernel")
+    return [data, kernel, ops.conv2d_nchwc(data, kernel, stride=stride, padding=k // 2)]
+
+
 def _depthwise_nhwc(n, h, w, c, k, stride):
     data, kernel = _ph((n, h, w, c), "data"), _ph((k, k, c, 1), "kernel")
     return [data, kernel, ops.depthwise_conv2d_nhwc(data, kernel, stride=stride, padding=k // 2)]
@@ -80,6 +85,8 @@ AWKWARD = {
     "conv2d_nhwc-stride2": lambda: _conv_nhwc(2, 7, 7, 3, 20, 3, 2),
     "conv2d_nchw": lambda: _conv_nchw(1, 5, 9, 13, 33, 3, 2),
     "conv2d_nchw-1x1": lambda: _conv_nchw(1, 7, 5, 5, 17, 1, 1),
+    "conv2d_nchwc-3-blocks": lambda: _conv_nchwc(1, 2, 7, 11, 3, 3, 1),
+    "conv2d_nchwc-1x1-prime": lambda: _conv_nchwc(1, 3, 13, 13, 6, 1, 1, lanes=4),
     "depthwise_nhwc": lambda: _depthwise_nhwc(1, 9, 7, 37, 3, 1),
     "depthwise_nchw": lambda: _depthwise_nchw(1, 11, 9, 10, 3, 2),
 }
@@ -148,6 +155,37 @@ def test_register_block_follows_the_hardware_params():
     assert blocks["avx512"][0] * (blocks["avx512"][1] // 16) >= 12
 
 
+@pytest.mark.needs_llvm
+def test_nchwc_conv_blocks_span_several_output_channel_blocks():
+    """An NCHWc conv's input scalar serves the filter vectors of several output-channel blocks: the family has
+    blocks of 2-4 such columns, each fitting the registers with its rows and vectors; sampled states unroll the
+    columns beside the rows (so the accumulators stay registers) and compute what the reference computes. The
+    expert keeps a block of one column."""
+    dag = ans.ComputeDAG(_conv_nchwc(1, 2, 12, 12, 4, 3, 1))
+    hw = ans.HardwareParams(target="llvm", vector_unit_bytes=32, num_vector_registers=16, fma_units=2)
+    task = ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=hw)
+    params = search.SearchParams(register_block_share=1.0)
+    states, _ = search.sample_init_population(task, 32, seed=5, params=params)
+    blocks = set()
+    for state in states:
+        (iters,) = [st.iters for st in dag.infer_bound(state).stages if any(it.kind == "reduce" for it in st.iters)]
+        block = [it for it in iters if it.kind == "spatial" and it.extent > 1 and it.annotation != "none"]
+        cols = [it for it in block if it.name.startswith("ob.")]
+        rows = [it for it in block if it.annotation == "unroll" and it not in cols]
+        vec = iters[-1]
+        assert vec.annotation == "vectorize" and 2 <= vec.extent <= 8, str(state)  # one vector register
+        if cols:
+            assert cols[0].annotation == "unroll" and rows, str(state)
+            assert (rows[0].extent + 1) * cols[0].extent + 1 <= 16, str(state)
+            blocks.add((cols[0].extent, rows[0].extent))
+    assert {c for c, _ in blocks} >= {2, 4}, blocks
+    for state in states[:4]:
+        check(dag, state)
+    expert = search.expert_schedule(task)
+    iters = dag.infer_bound(expert)[_tiled_stage(expert)].iters
+    assert not [it for it in iters if it.annotation == "unroll" and it.name.startswith("ob.")]
+
+
 def test_no_seed_where_nothing_is_tiled_with_the_reason():
     x = _ph((8, 16), "x")
     task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, ops.relu(x)]), target=HOST)
@@ -205,6 +243,7 @@ VECTOR_AXIS = {
     "conv2d_nhwc": (lambda: _conv_nhwc(1, 14, 14, 16, 32, 3, 1), "ff"),
     "conv2d_nhwc-prime": (lambda: _conv_nhwc(1, 8, 8, 8, 67, 3, 1), "ff"),
     "conv2d_nchw": (lambda: _conv_nchw(1, 8, 14, 14, 24, 3, 1), "xx"),
+    "conv2d_nchwc": (lambda: _conv_nchwc(1, 2, 14, 14, 4, 3, 1), "oy"),
     "depthwise_nhwc": (lambda: _depthwise_nhwc(1, 14, 14, 48, 3, 1), "c"),
     "depthwise_nchw": (lambda: _depthwise_nchw(1, 16, 14, 28, 3, 1), "j"),
 }
