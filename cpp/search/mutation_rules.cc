@@ -47,6 +47,25 @@ bool HasAttachedStage(const State& s, int stage_id, int node) {
   return false;
 }
 
+// Every part, outermost first; empty when the split does not qualify.
+std::vector<int64_t> SplitParts(const SplitStep& split) {
+  if (!split.extent || *split.extent < 1) return {};
+  int64_t product = 1;
+  std::vector<int64_t> lengths;
+  for (const auto& len : split.lengths) {
+    if (!len) return {};
+    product *= *len;
+    lengths.push_back(*len);
+  }
+  if (*split.extent % product != 0 || *split.extent == 1) return {};
+  const int64_t rest = *split.extent / product;
+  if (split.inner_to_outer)
+    lengths.insert(lengths.begin(), rest);
+  else
+    lengths.push_back(rest);
+  return lengths;
+}
+
 // ---- tile-size ----
 
 // The parts of a split are its lengths plus the part that covers the rest
@@ -65,12 +84,12 @@ class MutateTileSizeRule : public MutationRule {
     const std::vector<int> fetch = IsGpuTask(ctx.task) ? SharedStageSteps(s, true) : std::vector<int>();
     for (int id : StepsOfKind<SplitStep>(steps)) {
       if (std::find(fetch.begin(), fetch.end(), id) != fetch.end()) continue;
-      if (!Parts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
+      if (!SplitParts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
     }
     if (candidates.empty()) return std::nullopt;
     const int picked = Pick(candidates, rng);
     auto& split = std::get<SplitStep>(steps[picked]);
-    std::vector<int64_t> parts = Parts(split);
+    std::vector<int64_t> parts = SplitParts(split);
     if (!IsGpuTask(ctx.task) && RandomUnit(rng) < ctx.params.register_block_share &&
         FamilyMove(ctx, s, steps, picked, &parts, rng)) {
       for (size_t k = 0; k < split.lengths.size(); ++k) split.lengths[k] = parts[1 + k];
@@ -186,24 +205,69 @@ class MutateTileSizeRule : public MutationRule {
     if (*parts != before) return true;
     return MoveOuter(parts, rng);
   }
+};
 
-  // Every part, outermost first; empty when the split does not qualify.
-  static std::vector<int64_t> Parts(const SplitStep& split) {
-    if (!split.extent || *split.extent < 1) return {};
-    int64_t product = 1;
-    std::vector<int64_t> lengths;
-    for (const auto& len : split.lengths) {
-      if (!len) return {};
-      product *= *len;
-      lengths.push_back(*len);
+// ---- register-block ----
+
+// A tiled CPU stage whose register-block family has blocks of several
+// columns (register_block.h) gets another block of the family at once: the
+// innermost parts of its vector, row and column axes (each split's middle
+// parts kept where they still divide, the outermost taking the rest), its row
+// and column iterators unrolled. Tile-size moves one split at a time, and
+// from a block of one column the blocks of several are reached only through
+// blocks that do not fit the registers (and without the column unrolled).
+class MutateRegisterBlockRule : public MutationRule {
+ public:
+  std::string name() const override { return "register-block"; }
+  std::optional<State> Apply(const SketchContext& ctx, const State& s, std::mt19937* rng) const override {
+    if (IsGpuTask(ctx.task)) return std::nullopt;
+    std::map<std::string, std::map<int, int>> splits;  // stage -> op axis -> tiling split step
+    for (const auto& [step, role] : TilingSplitRoles(s, CpuTilingLevels(ctx.params))) {
+      splits[role.stage][role.node] = step;
     }
-    if (*split.extent % product != 0 || *split.extent == 1) return {};
-    const int64_t rest = *split.extent / product;
-    if (split.inner_to_outer)
-      lengths.insert(lengths.begin(), rest);
-    else
-      lengths.push_back(rest);
-    return lengths;
+    std::vector<std::string> stages;
+    for (const auto& [name, by_axis] : splits) {
+      const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, s.stage(s.StageIndex(name)));
+      const bool has_columns = std::any_of(plan.family.begin(), plan.family.end(),
+                                           [](const RegisterBlock& b) { return b.cols > 1; });
+      if (plan.col_axis >= 0 && has_columns) stages.push_back(name);
+    }
+    if (stages.empty()) return std::nullopt;
+    const std::string& name = Pick(stages, rng);
+    const RegisterBlockPlan plan = PlanRegisterBlocks(ctx, s.stage(s.StageIndex(name)));
+    const RegisterBlock& block = Pick(plan.family, rng);
+    std::vector<Step> steps = s.steps();
+    bool changed = false;
+    for (int axis : {plan.vec_axis, plan.row_axis, plan.col_axis}) {
+      const auto it = splits[name].find(axis);
+      if (it == splits[name].end()) return std::nullopt;
+      auto& split = std::get<SplitStep>(steps[it->second]);
+      std::vector<int64_t> parts = SplitParts(split);
+      if (parts.size() < 2 || !split.inner_to_outer) return std::nullopt;
+      const int64_t inner = BlockPart(plan, block, axis);
+      const int64_t extent = std::accumulate(parts.begin(), parts.end(), int64_t{1}, std::multiplies<>());
+      if (extent % inner != 0) return std::nullopt;
+      changed = changed || parts.back() != inner;
+      int64_t rest = extent / inner;
+      for (size_t p = 1; p + 1 < parts.size(); ++p) {
+        if (rest % parts[p] != 0) parts[p] = 1;
+        rest /= parts[p];
+      }
+      parts.front() = rest;
+      parts.back() = inner;
+      for (size_t k = 0; k < split.lengths.size(); ++k) split.lengths[k] = parts[1 + k];
+    }
+    if (!changed) return std::nullopt;
+    State out = State::FromSteps(s.init_dag(), steps);
+    const int id = out.StageIndex(name);
+    for (int axis : {plan.row_axis, plan.col_axis}) {
+      const Stage& st = out.stage(id);
+      const int pos = InnermostLeafOf(st, axis);
+      if (pos >= 0 && st.iter(pos).extent >= 2 && st.iter(pos).annotation == IteratorAnnotation::None &&
+          st.iter(pos).kind == IteratorKind::Spatial && !HasAttachedStage(out, id, st.leaves[pos]))
+        out = out.Annotate(id, pos, IteratorAnnotation::Unroll);
+    }
+    return out;
   }
 };
 
@@ -371,6 +435,9 @@ class MutateParallelRule : public MutationRule {
 std::shared_ptr<const MutationRule> MakeMutateTileSizeRule() {
   return std::make_shared<MutateTileSizeRule>();
 }
+std::shared_ptr<const MutationRule> MakeMutateRegisterBlockRule() {
+  return std::make_shared<MutateRegisterBlockRule>();
+}
 std::shared_ptr<const MutationRule> MakeMutateAutoUnrollRule() {
   return std::make_shared<MutateAutoUnrollRule>();
 }
@@ -382,7 +449,8 @@ std::shared_ptr<const MutationRule> MakeMutateParallelRule() {
 }
 
 MutationRuleList DefaultCpuMutationRules() {
-  return {{MakeMutateTileSizeRule(), 0.90},
+  return {{MakeMutateTileSizeRule(), 0.85},
+          {MakeMutateRegisterBlockRule(), 0.05},
           {MakeMutateAutoUnrollRule(), 0.04},
           {MakeMutateComputeLocationRule(), 0.05},
           {MakeMutateParallelRule(), 0.01}};

@@ -6,12 +6,16 @@
 // checks it with bound inference and lowering, like a sampled state.
 //
 // The CPU rules and the probability of picking each (DefaultCpuMutationRules):
-//   tile-size         0.90  move a factor between two parts of one split; the
+//   tile-size         0.85  move a factor between two parts of one split; the
 //                           parts' product stays the extent (innermost part
 //                           at most max_innermost_split_factor); on CPUs,
 //                           with probability register_block_share, a tiling
 //                           split keeps to the register-block family
 //                           (register_block.h) or moves into it
+//   register-block    0.05  a stage whose family has blocks of several
+//                           columns takes another block of it whole (vector,
+//                           row and column parts at once, rows and columns
+//                           unrolled)
 //   auto-unroll       0.04  another auto_unroll_max_step value
 //   compute-location  0.05  a stage computed at a loop of another stage moves
 //                           to another loop of that stage (outside its
@@ -52,10 +56,12 @@ struct WeightedMutationRule {
 };
 using MutationRuleList = std::vector<WeightedMutationRule>;
 
-// tile-size 0.90, auto-unroll 0.04, compute-location 0.05, parallel 0.01.
+// tile-size 0.85, register-block 0.05, auto-unroll 0.04, compute-location 0.05,
+// parallel 0.01.
 MutationRuleList DefaultCpuMutationRules();
 
 std::shared_ptr<const MutationRule> MakeMutateTileSizeRule();
+std::shared_ptr<const MutationRule> MakeMutateRegisterBlockRule();
 std::shared_ptr<const MutationRule> MakeMutateAutoUnrollRule();
 std::shared_ptr<const MutationRule> MakeMutateComputeLocationRule();
 std::shared_ptr<const MutationRule> MakeMutateParallelRule();

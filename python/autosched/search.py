@@ -221,7 +221,8 @@ class _RuleAdapter:
 
 def mutate(task, state, seed=0, params=None, rule=None):
     """One random mutation of a complete state: (State or None, failure reason, message). rule picks one
-    rule by name ("tile-size", "auto-unroll", "compute-location", "parallel"); None picks by probability."""
+    rule by name ("tile-size", "register-block", "auto-unroll", "compute-location", "parallel"; GPU tasks have
+    their own); None picks by probability."""
     return _core.mutate_state(task, state, seed, params, rule or "")
 
 

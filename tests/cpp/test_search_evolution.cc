@@ -87,12 +87,13 @@ int NumSteps(const State& s, const char* kind) {
 
 TEST(MutationRules, DefaultListHasProbabilitiesBesideTheRules) {
   const MutationRuleList rules = DefaultCpuMutationRules();
-  ASSERT_EQ(rules.size(), 4u);
+  ASSERT_EQ(rules.size(), 5u);
   EXPECT_EQ(rules[0].rule->name(), "tile-size");
-  EXPECT_DOUBLE_EQ(rules[0].probability, 0.90);
-  EXPECT_EQ(rules[1].rule->name(), "auto-unroll");
-  EXPECT_EQ(rules[2].rule->name(), "compute-location");
-  EXPECT_EQ(rules[3].rule->name(), "parallel");
+  EXPECT_DOUBLE_EQ(rules[0].probability, 0.85);
+  EXPECT_EQ(rules[1].rule->name(), "register-block");
+  EXPECT_EQ(rules[2].rule->name(), "auto-unroll");
+  EXPECT_EQ(rules[3].rule->name(), "compute-location");
+  EXPECT_EQ(rules[4].rule->name(), "parallel");
 }
 
 TEST(MutationRules, TileSizeKeepsProductsAndChangesOneSplit) {

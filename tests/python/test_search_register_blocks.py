@@ -155,35 +155,69 @@ def test_register_block_follows_the_hardware_params():
     assert blocks["avx512"][0] * (blocks["avx512"][1] // 16) >= 12
 
 
+def _nchwc_task():
+    dag = ans.ComputeDAG(_conv_nchwc(1, 2, 12, 12, 4, 3, 1))
+    hw = ans.HardwareParams(target="llvm", vector_unit_bytes=32, num_vector_registers=16, fma_units=2)
+    return dag, ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=hw)
+
+
+def _nchwc_block(dag, state):
+    """(columns, rows) of the register block of the conv's tiled stage: the innermost output-channel-block
+    loop when annotated (else 1) and the unrolled row loop's extent (0 without one); checks that the output
+    channels within a block (8 lanes: one register) are vectorized and the block fits the 16 registers."""
+    (iters,) = [st.iters for st in dag.infer_bound(state).stages if any(it.kind == "reduce" for it in st.iters)]
+    block = [it for it in iters if it.kind == "spatial" and it.extent > 1 and it.annotation != "none"]
+    cols = [it for it in block if it.name.startswith("ob.")]
+    rows = [it for it in block if it.annotation == "unroll" and it not in cols]
+    vec = iters[-1]
+    assert vec.annotation == "vectorize" and 2 <= vec.extent <= 8, str(state)
+    if not cols:
+        return 1, rows[0].extent if rows else 0
+    assert cols[0].annotation == "unroll" and rows, str(state)  # every accumulator a register
+    assert (rows[0].extent + 1) * cols[0].extent + 1 <= 16, str(state)
+    return cols[0].extent, rows[0].extent
+
+
 @pytest.mark.needs_llvm
 def test_nchwc_conv_blocks_span_several_output_channel_blocks():
     """An NCHWc conv's input scalar serves the filter vectors of several output-channel blocks: the family has
     blocks of 2-4 such columns, each fitting the registers with its rows and vectors; sampled states unroll the
     columns beside the rows (so the accumulators stay registers) and compute what the reference computes. The
     expert keeps a block of one column."""
-    dag = ans.ComputeDAG(_conv_nchwc(1, 2, 12, 12, 4, 3, 1))
-    hw = ans.HardwareParams(target="llvm", vector_unit_bytes=32, num_vector_registers=16, fma_units=2)
-    task = ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=hw)
-    params = search.SearchParams(register_block_share=1.0)
-    states, _ = search.sample_init_population(task, 32, seed=5, params=params)
-    blocks = set()
-    for state in states:
-        (iters,) = [st.iters for st in dag.infer_bound(state).stages if any(it.kind == "reduce" for it in st.iters)]
-        block = [it for it in iters if it.kind == "spatial" and it.extent > 1 and it.annotation != "none"]
-        cols = [it for it in block if it.name.startswith("ob.")]
-        rows = [it for it in block if it.annotation == "unroll" and it not in cols]
-        vec = iters[-1]
-        assert vec.annotation == "vectorize" and 2 <= vec.extent <= 8, str(state)  # one vector register
-        if cols:
-            assert cols[0].annotation == "unroll" and rows, str(state)
-            assert (rows[0].extent + 1) * cols[0].extent + 1 <= 16, str(state)
-            blocks.add((cols[0].extent, rows[0].extent))
-    assert {c for c, _ in blocks} >= {2, 4}, blocks
+    dag, task = _nchwc_task()
+    states, _ = search.sample_init_population(task, 32, seed=5, params=search.SearchParams(register_block_share=1.0))
+    blocks = {_nchwc_block(dag, state) for state in states}
+    assert {c for c, _ in blocks} >= {1, 2, 4}, blocks
     for state in states[:4]:
         check(dag, state)
-    expert = search.expert_schedule(task)
-    iters = dag.infer_bound(expert)[_tiled_stage(expert)].iters
-    assert not [it for it in iters if it.annotation == "unroll" and it.name.startswith("ob.")]
+    assert _nchwc_block(dag, search.expert_schedule(task))[0] == 1
+
+
+@pytest.mark.needs_llvm
+def test_register_block_mutation_jumps_between_blocks_of_the_family():
+    """From states of one column, the register-block mutation reaches blocks of several columns whole (rows and
+    columns unrolled, within the registers), computing what the reference computes; a matmul, whose family has
+    no columns, offers it nothing."""
+    dag, task = _nchwc_task()
+    states, _ = search.sample_init_population(task, 24, seed=9, params=search.SearchParams(register_block_share=1.0))
+    one_column = [s for s in states if _nchwc_block(dag, s)[0] == 1]
+    assert one_column
+    reached = []
+    for k, state in enumerate(one_column[:4]):
+        for seed in range(6):
+            mutated, failure, message = search.mutate(task, state, seed=100 * k + seed, rule="register-block")
+            if mutated is None:
+                assert failure.startswith("register-block: "), (failure, message)
+                continue
+            block = _nchwc_block(dag, mutated)
+            if block[0] > 1:
+                reached.append((block, mutated))
+    assert {c for (c, _), _ in reached} >= {2, 4}, [b for b, _ in reached]
+    for _, mutated in reached[:3]:
+        check(dag, mutated)
+    matmul = ans.SearchTask(compute_dag=ans.ComputeDAG(_matmul(48, 64, 32)), target=HOST)
+    state = search.expert_schedule(matmul)
+    assert search.mutate(matmul, state, seed=0, rule="register-block")[1] == "register-block: nothing"
 
 
 def test_no_seed_where_nothing_is_tiled_with_the_reason():
