@@ -215,8 +215,9 @@ constexpr int64_t kMaxVectorLanes = 64;
 // positions of its vector and row iterators when they are the innermost loops
 // of the stage (only spatial loops from the first of them on, none after the
 // vector iterator but loops that run once), and of its column iterator when
-// it comes before the row one with only loops that run once between them
-// (-1 otherwise); {-1, -1, -1} when the first two are not so.
+// it is spatial and, coming before the row one, only loops that run once lie
+// between them (after the row one it is inside the block already; -1
+// otherwise); {-1, -1, -1} when the first two are not so.
 struct BlockPositions {
   int vec = -1, row = -1, col = -1;
 };

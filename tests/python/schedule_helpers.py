@@ -40,6 +40,19 @@ def vector_double(n=16):
     return ans.ComputeDAG([a, b]), b
 
 
+def unary_module(fn, n, dtype, lanes):
+    """A built CPU kernel y[i] = fn(x[i]) over n elements, its loop split by `lanes` and vectorized when lanes > 1
+    (a non-dividing lane count leaves a guarded tail)."""
+    x = te.placeholder((n,), dtype, name="x")
+    y = te.compute((n,), lambda i: fn(x[i]), name="y")
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, y]), target="llvm")
+    state = task.compute_dag.get_init_state()
+    if lanes > 1:
+        state.split("y", 0, [lanes])
+        state.vectorize("y", 1)
+    return ans.build(task, state)
+
+
 def matmul(n, m, k, dtype="float32", name="C"):
     """C = A @ B with A (n, k) and B (k, m). Returns (dag, C)."""
     tensors = matmul_tensors(n, m, k, dtype, name)

@@ -6,21 +6,11 @@ import math
 import numpy as np
 import pytest
 
-import autosched as ans
 from autosched import te
 
+from schedule_helpers import unary_module
+
 N = 1 << 14
-
-
-def _erf_module(dtype, lanes):
-    x = te.placeholder((N,), dtype, name="x")
-    y = te.compute((N,), lambda i: te.erf(x[i]), name="y")
-    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, y]), target="llvm")
-    state = task.compute_dag.get_init_state()
-    if lanes > 1:
-        state.split("y", 0, [lanes])
-        state.vectorize("y", 1)
-    return ans.build(task, state)
 
 
 def _inputs(dtype):
@@ -35,7 +25,7 @@ def _inputs(dtype):
 def test_erf_matches_math_erf(dtype, tolerance, lanes):
     x = _inputs(dtype)
     y = np.empty_like(x)
-    _erf_module(dtype, lanes)(x, y)
+    unary_module(te.erf, N, dtype, lanes)(x, y)
     want = np.array([math.erf(float(v)) if not math.isnan(v) else math.nan for v in x])
     assert np.array_equal(np.isnan(y), np.isnan(want))
     ok = ~np.isnan(want)
@@ -46,5 +36,5 @@ def test_erf_matches_math_erf(dtype, tolerance, lanes):
 
 
 def test_vectorized_float32_erf_calls_no_libm():
-    text = _erf_module("float32", 8).get_source("asm")
+    text = unary_module(te.erf, N, "float32", 8).get_source("asm")
     assert "erff" not in text, "a vectorized erf should not call libm lane by lane"

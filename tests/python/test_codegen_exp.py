@@ -5,21 +5,11 @@ vectorized, and sigmoid (built on exp) with them."""
 import numpy as np
 import pytest
 
-import autosched as ans
 from autosched import te
 
+from schedule_helpers import unary_module
+
 N = 1 << 14
-
-
-def _module(dtype, lanes, fn):
-    x = te.placeholder((N,), dtype, name="x")
-    y = te.compute((N,), lambda i: fn(x[i]), name="y")
-    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, y]), target="llvm")
-    state = task.compute_dag.get_init_state()
-    if lanes > 1:
-        state.split("y", 0, [lanes])
-        state.vectorize("y", 1)
-    return ans.build(task, state)
 
 
 def _inputs(dtype):
@@ -40,7 +30,7 @@ def _ulps_float32(got, want):
 def test_float32_exp_is_within_two_ulps(lanes):
     x = _inputs("float32")
     y = np.empty_like(x)
-    _module("float32", lanes, te.exp)(x, y)
+    unary_module(te.exp, N, "float32", lanes)(x, y)
     with np.errstate(over="ignore"):
         want = np.exp(x.astype(np.float64))
     assert np.array_equal(np.isnan(y), np.isnan(want))
@@ -57,7 +47,7 @@ def test_float32_exp_is_within_two_ulps(lanes):
 def test_float64_exp_keeps_libm():
     x = _inputs("float64")
     y = np.empty_like(x)
-    _module("float64", 4, te.exp)(x, y)
+    unary_module(te.exp, N, "float64", 4)(x, y)
     with np.errstate(over="ignore"):
         np.testing.assert_allclose(y, np.exp(x), rtol=1e-15)
 
@@ -66,7 +56,7 @@ def test_float64_exp_keeps_libm():
 def test_float32_sigmoid_uses_the_inline_exp(lanes):
     x = _inputs("float32")
     y = np.empty_like(x)
-    _module("float32", lanes, te.sigmoid)(x, y)
+    unary_module(te.sigmoid, N, "float32", lanes)(x, y)
     with np.errstate(over="ignore"):
         want = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
     assert np.array_equal(np.isnan(y), np.isnan(want))
@@ -75,5 +65,5 @@ def test_float32_sigmoid_uses_the_inline_exp(lanes):
 
 
 def test_vectorized_float32_exp_calls_no_libm():
-    text = _module("float32", 8, te.exp).get_source("asm")
+    text = unary_module(te.exp, N, "float32", 8).get_source("asm")
     assert "expf" not in text, "a vectorized exp should not call libm lane by lane"
