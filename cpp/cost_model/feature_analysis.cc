@@ -103,21 +103,29 @@ class OpCounter {
 };
 
 // The flat index of an access (storage flattening leaves one index; several
-// are folded row-major by the buffer's shape or strides).
+// are folded by the buffer's strides, or row-major by its shape).
 Expr FlatIndex(const std::vector<Expr>& indices, const Buffer& buffer) {
   if (indices.size() == 1) return indices[0];
   if (indices.empty()) return Expr(0);
+  const bool strided = buffer->strides.size() == indices.size();
   try {
     Expr sum;
-    int64_t stride = 1;
+    int64_t row = 1;
     for (size_t d = indices.size() - 1; d-- > 0;) {
-      stride *= buffer->strides.size() == indices.size() ? buffer->strides[d + 1] : buffer->shape[d + 1];
+      row *= buffer->shape[d + 1];
+      const int64_t stride = strided ? buffer->strides[d] : row;
       Expr part = indices[d] * make_const(indices[d].dtype(), static_cast<double>(stride));
       sum = sum.defined() ? sum + part : part;
     }
+    const int64_t last_stride = strided ? buffer->strides.back() : 1;
     const Expr& last = indices.back();
-    if (const auto* ramp = last.as<RampNode>())
-      return RampNode::make(ramp->base + sum, ramp->stride, ramp->lanes);
+    if (const auto* ramp = last.as<RampNode>()) {
+      const Expr base = last_stride == 1
+                            ? ramp->base
+                            : ramp->base * make_const(ramp->base.dtype(), static_cast<double>(last_stride));
+      return RampNode::make(base + sum, ramp->stride * last_stride, ramp->lanes);
+    }
+    if (last_stride != 1) return last * make_const(last.dtype(), static_cast<double>(last_stride)) + sum;
     return last + sum;
   } catch (const Error&) {
     return indices.back();  // mixed index types: the innermost dimension alone

@@ -1,5 +1,6 @@
 #include "lower/lower_state.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_set>
 
@@ -47,19 +48,36 @@ Expr AndAll(const std::vector<Expr>& conds) {
 
 // Row strides of a buffer of `shape` (the stage's shape, or the region of a
 // stage computed inside another's loops) padded so that stride[axis] % factor
-// == offset for each storage_align of the stage; empty when compact.
+// == offset for each storage_align of the stage, with the last two
+// dimensions swapped in storage when the stage is storage_transposed; empty
+// when compact.
 std::vector<int64_t> AlignedStrides(const Stage& st, const std::vector<int64_t>& shape) {
-  if (st.storage_align.empty()) return {};
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = d + 1 == shape.size() ? 1 : strides[d + 1] * shape[d + 1];
+  if (st.storage_align.empty() && !st.storage_transposed) return {};
+  const size_t n = shape.size();
+  std::vector<size_t> order(n);  // dimensions from outermost to innermost in storage
+  for (size_t d = 0; d < n; ++d) order[d] = d;
+  if (st.storage_transposed && n >= 2) std::swap(order[n - 2], order[n - 1]);
+  std::vector<int64_t> strides(n, 1);
+  int64_t inner_span = 1;  // elements spanned by the dimensions stored inside
+  for (size_t k = n; k-- > 0;) {
+    const size_t d = order[k];
+    strides[d] = inner_span;
     for (const StorageAlign& a : st.storage_align) {
       if (a.axis == static_cast<int>(d) && strides[d] % a.factor != a.offset) {
         strides[d] += (a.offset - strides[d] % a.factor + a.factor) % a.factor;
       }
     }
+    inner_span = strides[d] * shape[d];
   }
   return strides;
+}
+
+// Elements a buffer of `shape` and `strides` spans (its outermost stored
+// dimension's stride times its extent).
+int64_t SpannedElements(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  int64_t span = 1;
+  for (size_t d = 0; d < shape.size(); ++d) span = std::max(span, strides[d] * shape[d]);
+  return span;
 }
 
 struct StageBuffer {
@@ -121,7 +139,7 @@ class StateLowerer {
         std::vector<int64_t> strides = AlignedStrides(st, region);
         if (st.double_buffer) {
           sb.copy = floormod(info_.stages[st.attach_stage].node_vars[st.attach_node], Expr(2));
-          if (!strides.empty()) strides.insert(strides.begin(), strides[0] * region[0]);
+          if (!strides.empty()) strides.insert(strides.begin(), SpannedElements(region, strides));
           region.insert(region.begin(), 2);
         }
         sb.buffer = MakeBuffer(st.name(), st.op->dtype, region, st.scope, strides);

@@ -5,7 +5,8 @@
 //    around the whole function (global scope, full shape, padded strides from
 //    storage_align), stages attached by compute_at at their loop (the region
 //    bound inference found, in the stage's scope: local / shared from cache
-//    steps). Accesses to such a region subtract its start.
+//    steps; the last two dimensions swapped in storage for pragma
+//    storage_transpose). Accesses to such a region subtract its start.
 //  - Each stage becomes loops over its iterators, outermost first, with For
 //    kinds from the annotations; attached stages are emitted inside their
 //    loop before the rest of its body; inlined stages are substituted into

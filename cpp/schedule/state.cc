@@ -329,6 +329,7 @@ void PrintStage(const PrintContext& ctx, int stage_id, int indent) {
     os << std::string(indent * 2, ' ') << st.name() << " auto_unroll: " << st.auto_unroll_max_step << "\n";
   }
   if (st.double_buffer) os << std::string(indent * 2, ' ') << st.name() << " double_buffer\n";
+  if (st.storage_transposed) os << std::string(indent * 2, ' ') << st.name() << " storage_transpose\n";
   if (st.swizzle_width > 1)
     os << std::string(indent * 2, ' ') << st.name() << " block_swizzle: " << st.swizzle_width << "\n";
   for (int i = 0; i < st.num_iters(); ++i) {

@@ -81,6 +81,11 @@ struct Stage {
   // pragma "double_buffer" (a shared stage computed at a serial loop): two
   // copies, the next iteration's tile fetched while this one's is read.
   bool double_buffer = false;
+  // pragma "storage_transpose" (a shared stage of two or more dimensions):
+  // its buffer stores the last dimension outside the one before it, so a
+  // register tile can read a column of the tile (e.g. 8 rows of A at one
+  // step of the reduction) with vector loads.
+  bool storage_transposed = false;
   // pragma "block_swizzle$G" (G > 1) on the fused loop `swizzle_node`: its
   // parents' values are decoded so that consecutive iterations walk down G
   // rows of the outer parents (the last band may hold fewer) before moving to

@@ -378,10 +378,20 @@ void PragmaStep::Apply(StateNode& s) const {
     st.double_buffer = true;
     return;
   }
+  if (pragma_type == "storage_transpose") {
+    Stage& st = s.stages[stage_id];
+    AS_CHECK(st.scope == MemScope::Shared && st.op->axis.size() >= 2,
+             "pragma storage_transpose needs a stage of scope 'shared' with two or more dimensions, got '"
+                 << st.name() << "' (scope " << MemScopeName(st.scope) << ", " << st.op->axis.size()
+                 << " dimensions)");
+    st.storage_transposed = true;
+    return;
+  }
   const std::string key = pragma_type.substr(0, pragma_type.find('$') + 1);
   AS_CHECK(key == "auto_unroll_max_step$" || key == "block_swizzle$",
-           "unknown pragma '" << pragma_type
-                              << "' (supported: auto_unroll_max_step$N, block_swizzle$N, double_buffer)");
+           "unknown pragma '"
+               << pragma_type
+               << "' (supported: auto_unroll_max_step$N, block_swizzle$N, double_buffer, storage_transpose)");
   int64_t value = -1;
   try {
     size_t used = 0;

@@ -142,6 +142,8 @@ struct AnnotationStep {
 // "double_buffer" (a "shared" stage): lowered with two copies of its buffer
 // when computed at a serial loop: the tile of iteration k + 1 is fetched
 // into one copy while iteration k reads the other (lower_state.h).
+// "storage_transpose" (a "shared" stage): its buffer stores its last two
+// dimensions swapped (Stage::storage_transposed).
 // "block_swizzle$G" (a loop fused from two or more, e.g. the blockIdx loop of
 // a GPU tile): its iterations visit the fused rows in bands of G (1: off),
 // so consecutive work-groups share rows and columns of the inputs

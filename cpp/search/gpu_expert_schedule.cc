@@ -8,13 +8,18 @@
 // 8 values of each operand per step of the reduction), and the group steps
 // through the reduction 8 at a time with both operands' tiles in shared
 // memory, fetched cooperatively with vector loads and double-buffered. In
-// the sketch "SSSRRSRS" that is: spatial tiles (blocks, 1, 16, 8 or 1, 1 or 8)
-// on the two innermost spatial axes, every other spatial axis on blocks, and
-// (K/8, 8, 1) on the main reduction axis. Smaller work-item tiles and fewer
+// the sketch "SSSRRSRS" that is: spatial tiles (blocks, 1, 16, 1, 8) on the
+// two innermost spatial axes, every other spatial axis on blocks, and
+// (K/8, 8, 1) on the main reduction axis, so that both register tiles (8
+// values of each operand) are loaded once per reduction step; A's shared
+// copy stored transposed lets its 8 values come in as vectors too
+// (thread-bind samples that). One operand's tile one level further out
+// (1, 8 on that axis) is tried next. Smaller work-item tiles and fewer
 // work items are tried when the extents or the device's limits refuse these.
-// Of the annotations the thread-bind rule samples, the state with the most
-// double-buffered shared stages, the widest fetches and a block swizzle is
-// kept (of a fixed set of seeds). The search mutates it like any state.
+// The annotations are the library kernel's too, fixed through the thread-
+// bind rule's choices (LibraryAnnotations); where the device's limits refuse
+// them, the best-scored of a fixed set of sampled ones is kept. The search
+// mutates the expert like any state.
 //
 // Only stages with at most three spatial axes of extent > 1 and one main
 // reduction axis are tiled this way (matmul, dense, batch_matmul); a task
@@ -35,6 +40,21 @@
 
 namespace autosched {
 namespace {
+
+// Where each work item's accumulator tile sits in the five spatial levels:
+// both axes in the innermost level (an outer product per reduction step),
+// or one axis there and the other one level out.
+enum class ItemTiles { BothInnermost, RowsInnermost, ColsInnermost };
+constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::BothInnermost, ItemTiles::RowsInnermost,
+                                             ItemTiles::ColsInnermost};
+const char* ItemTilesName(ItemTiles t) {
+  switch (t) {
+    case ItemTiles::BothInnermost: return "both innermost";
+    case ItemTiles::RowsInnermost: return "rows innermost";
+    case ItemTiles::ColsInnermost: return "columns innermost";
+  }
+  return "?";
+}
 
 struct GpuRecipe {
   int64_t item_tile;  // accumulators per work item along each of the two axes
@@ -61,7 +81,7 @@ TilingLevels GpuTilingLevels(const SearchParams& params) {
 // or an empty map when the stage is not GEMM-like or the levels are not the
 // five spatial and three reduce ones of "SSSRRSRS".
 std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevels& levels, const GpuRecipe& r,
-                                              bool rows_innermost) {
+                                              ItemTiles placement) {
   std::map<int, std::vector<int64_t>> parts;
   if (levels.space != 5 || levels.reduce != 3) return parts;
   const int num_axes = static_cast<int>(st.op->axis.size());
@@ -84,7 +104,8 @@ std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevel
     if (a == cols || a == rows) {
       const int64_t tile = DivisorAtMost(extent, r.item_tile);
       const int64_t items = DivisorAtMost(extent / tile, r.items);
-      const bool innermost = (a == rows) == rows_innermost;
+      const bool innermost =
+          placement == ItemTiles::BothInnermost || (a == rows) == (placement == ItemTiles::RowsInnermost);
       p = {extent / tile / items, 1, items, innermost ? 1 : tile, innermost ? tile : 1};
     }
     parts[a] = p;
@@ -100,10 +121,10 @@ std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevel
 // The sketch with its tiling splits filled from GemmParts (FillSketchSplits);
 // nullopt when a tiled stage is not GEMM-like or no stage is tiled.
 std::optional<State> FillGemmTiles(const State& sketch, const TilingLevels& levels, const GpuRecipe& r,
-                                   bool rows_innermost, const SearchParams& params) {
+                                   ItemTiles placement, const SearchParams& params) {
   bool tiled = false;
   auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
-    const auto parts = GemmParts(st, levels, r, rows_innermost);
+    const auto parts = GemmParts(st, levels, r, placement);
     if (!parts.count(node)) return std::nullopt;
     tiled = true;
     return parts.at(node);
@@ -114,7 +135,9 @@ std::optional<State> FillGemmTiles(const State& sketch, const TilingLevels& leve
 }
 
 // How close the sampled annotations are to the library kernel's: shared
-// stages double-buffered, wide fetches, a block swizzle.
+// stages double-buffered, wide fetches and register-tile loads, a block
+// swizzle, rows padded by 4 (no bank conflicts, float4 loads stay aligned)
+// rather than 1.
 double AnnotationScore(const State& s) {
   double score = 0;
   for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
@@ -128,7 +151,11 @@ double AnnotationScore(const State& s) {
     const std::string prefix = "auto_unroll_max_step$";
     if (pragma != nullptr && pragma->pragma_type.rfind(prefix, 0) == 0 &&
         std::stoll(pragma->pragma_type.substr(prefix.size())) >= 512)
-      score += 2;
+      score += 8;  // outweighs the rest: without it the accumulators go to local memory
+  }
+  for (int j : SharedStageSteps(s, false)) {
+    const int64_t offset = std::get<StorageAlignStep>(s.steps()[j]).offset;
+    score += offset % 4 == 0 ? 1 : -1;
   }
   for (int j : SharedStageSteps(s, true)) {
     const auto& split = std::get<SplitStep>(s.steps()[j]);
@@ -136,6 +163,87 @@ double AnnotationScore(const State& s) {
       score += static_cast<double>(*split.lengths.back()) / 4;
   }
   return score;
+}
+
+// Why `s` cannot be the expert ("" when it can): a lowering error or a
+// device limit (CheckGpuState).
+std::string Failure(const SketchContext& ctx, const State& s) {
+  std::string message, failed;
+  try {
+    failed = CheckGpuState(ctx, s, Lower(s), &message);
+  } catch (const std::exception& e) {
+    failed = "lower";
+    message = e.what();
+  }
+  return failed.empty() ? "" : failed + ": " + message;
+}
+
+// The library kernel's annotations on the filled sketch: the widest vector
+// fetches and register-tile loads, A's shared copy transposed so its
+// register tile takes vectors, rows padded by 4, both shared stages double-
+// buffered, groups swizzled in bands of 8, and the smallest unroll depth
+// from 512 on among the useful ones for the reduction and for the stage
+// storing its accumulators (so they are indexed by constants); then the same without double
+// buffering, then compact rows without the transposition. The first that
+// lowers within the device's limits; nullopt (and why) when none does.
+std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& filled, std::string* failure) {
+  ThreadBindChoices full{
+      .swizzle_width = 8, .pad_offset = 4, .widest_vectors = true, .double_buffer = true, .transpose = true};
+  ThreadBindChoices single = full;
+  single.double_buffer = false;
+  ThreadBindChoices compact = single;
+  compact.pad_offset = 0;
+  compact.transpose = false;
+  const auto& candidates = AutoUnrollCandidates(ctx);
+  for (const ThreadBindChoices& choices : {full, single, compact}) {
+    std::mt19937 rng(0);  // nothing left to sample on a GEMM-like sketch but the Mali vectorize rule's loops
+    State s = BindThreads(ctx, filled, choices, &rng);
+    for (int id = 0; id < static_cast<int>(s.stages().size()) && !candidates.empty(); ++id) {
+      // The reduction and the root stage that stores its accumulators (the
+      // loops over them must unroll too, or they go to local memory).
+      if (!HasLoops(s, id) || (!HasReduceIter(s.stage(id)) && s.stage(id).loc != ComputeLocKind::Root))
+        continue;
+      const std::vector<int64_t> useful = UsefulUnrollSteps(candidates, StageIterations(s.stage(id)));
+      const auto deep = std::find_if(useful.begin(), useful.end(), [](int64_t v) { return v >= 512; });
+      const int64_t value = deep != useful.end() ? *deep : useful.back();
+      s = s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
+    }
+    for (const auto& rule : DefaultGpuInitRules()) {
+      if (rule->name() == "vectorize") s = rule->Apply(ctx, s, &rng);
+    }
+    *failure = Failure(ctx, s);
+    if (failure->empty()) return s;
+  }
+  return std::nullopt;
+}
+
+// Of the annotations the init rules sample with kAnnotationSeeds fixed
+// seeds, the state of the highest AnnotationScore that lowers within the
+// device's limits; nullopt (and why the last failed) when none does.
+std::optional<State> BestSampledAnnotations(const SketchContext& ctx, const State& filled,
+                                            const InitRuleList& rules, std::string* failure) {
+  std::optional<State> best;
+  double best_score = -1;
+  for (int seed = 0; seed < kAnnotationSeeds; ++seed) {
+    std::mt19937 rng(seed);
+    State s = filled;
+    try {
+      for (const auto& rule : rules) s = rule->Apply(ctx, s, &rng);
+    } catch (const std::exception& e) {
+      *failure = std::string("annotations: ") + e.what();
+      continue;
+    }
+    const std::string why = Failure(ctx, s);
+    if (!why.empty()) {
+      *failure = why;
+      continue;
+    }
+    if (AnnotationScore(s) > best_score) {
+      best_score = AnnotationScore(s);
+      best = s;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -149,46 +257,34 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   rules.erase(rules.begin());  // the tiles are the expert's, not fill-tile-size's
   std::string last_failure = "no sketch has a GEMM-like tiled stage (at most 3 spatial axes, one reduction)";
   for (const GpuRecipe& recipe : kRecipes) {
-    for (bool rows_innermost : {true, false}) {
+    for (ItemTiles placement : kItemTilePlacements) {
       for (size_t i = 0; i < sketches.size(); ++i) {
         std::optional<State> filled;
         try {
-          filled = FillGemmTiles(sketches[i], levels, recipe, rows_innermost, params);
+          filled = FillGemmTiles(sketches[i], levels, recipe, placement, params);
         } catch (const std::exception& e) {
           last_failure = "sketch " + std::to_string(i) + ": " + e.what();
         }
         if (!filled) continue;
-        std::optional<State> best;
-        double best_score = -1;
-        for (int seed = 0; seed < kAnnotationSeeds; ++seed) {
-          std::mt19937 rng(seed);
-          std::string message, failed;
-          try {
-            State s = *filled;
-            for (const auto& rule : rules) s = rule->Apply(ctx, s, &rng);
-            const LoweredFunc f = Lower(s);
-            failed = CheckGpuState(ctx, s, f, &message);
-            if (failed.empty() && AnnotationScore(s) > best_score) {
-              best_score = AnnotationScore(s);
-              best = s;
-            }
-          } catch (const std::exception& e) {
-            failed = "lower";
-            message = e.what();
-          }
-          if (!failed.empty())
-            last_failure = "sketch " + std::to_string(i) + " fails " + failed + ": " + message;
+        std::string failure;
+        std::optional<State> best = LibraryAnnotations(ctx, *filled, &failure);
+        std::string annotations = "the library kernel's annotations";
+        if (!best) {
+          best = BestSampledAnnotations(ctx, *filled, rules, &failure);
+          annotations = "sampled annotations (the library kernel's fail: " + failure + ")";
         }
-        if (best) {
-          std::ostringstream note;
-          note << "GEMM tiles: at most " << recipe.items << " x " << recipe.items << " work items of at most "
-               << recipe.item_tile << " x " << recipe.item_tile << " accumulators (rows "
-               << (rows_innermost ? "innermost" : "outer") << "), reduction tiles of " << recipe.k_tile
-               << "; annotation score " << best_score << "\n";
-          out.state = *best;
-          out.note = note.str();
-          return out;
+        if (!best) {
+          last_failure = "sketch " + std::to_string(i) + " fails " + failure;
+          continue;
         }
+        std::ostringstream note;
+        note << "GEMM tiles: at most " << recipe.items << " x " << recipe.items << " work items of at most "
+             << recipe.item_tile << " x " << recipe.item_tile << " accumulators (" << ItemTilesName(placement)
+             << "), reduction tiles of " << recipe.k_tile << "; " << annotations << ", score "
+             << AnnotationScore(*best) << "\n";
+        out.state = *best;
+        out.note = note.str();
+        return out;
       }
     }
   }

@@ -62,16 +62,22 @@ State FuseRange(const State& s, int stage_id, int first, int count) {
   return s.Fuse(stage_id, ids);
 }
 
-// A width among kFetchWidths dividing the innermost extent of the region the
-// shared stage copies (so that no vector crosses a row), uniformly.
-// 1 when none of those from min_width on divides it.
-int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng, int64_t min_width = 1) {
-  const int64_t inner = bounded.num_iters() > 0 ? bounded.iter(bounded.num_iters() - 1).extent : 1;
+// A width among kFetchWidths (from min_width on) dividing `inner`, the
+// innermost extent of the region a copy covers (so that no vector crosses a
+// row), uniformly; 1 when none does.
+// The widest such width instead when `widest`.
+int64_t SampleWidthDividing(int64_t inner, std::mt19937* rng, bool widest, int64_t min_width = 1) {
   std::vector<int64_t> widths;
   for (int64_t w : kFetchWidths) {
     if (w >= min_width && inner > 0 && inner % w == 0) widths.push_back(w);
   }
-  return widths.empty() ? 1 : widths[RandomIndex(rng, static_cast<int64_t>(widths.size()))];
+  if (widths.empty()) return 1;
+  return widest ? widths.back() : widths[RandomIndex(rng, static_cast<int64_t>(widths.size()))];
+}
+
+int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng, bool widest, int64_t min_width = 1) {
+  const int64_t inner = bounded.num_iters() > 0 ? bounded.iter(bounded.num_iters() - 1).extent : 1;
+  return SampleWidthDividing(inner, rng, widest, min_width);
 }
 
 // A "local" copy of a shared stage computed inside its consumer (the
@@ -83,26 +89,52 @@ bool IsRegisterTile(const State& s, int id) {
   return producers.size() == 1 && s.stage(producers[0]).scope == MemScope::Shared;
 }
 
-// A register tile whose rows take a vector of 2 or 4 lanes: its loops fused,
-// split by a sampled width among those dividing its rows (vectorized), the
-// rest unrolled. Any other (a column of the shared tile): inlined again, so
-// the consumer reads shared memory directly as before.
-State BindRegisterTile(const State& s, const Stage& bounded, int id, std::mt19937* rng) {
-  const int64_t width = SampleFetchWidth(bounded, rng, /*min_width=*/2);
-  if (width < 2) return s.ComputeInline(id);
+State VectorizeFusedCopy(const State& s, int id, int64_t width) {
   State r = FuseRange(s, id, 0, s.stage(id).num_iters());
   r = r.Split(id, 0, {width});
   r = r.Annotate(id, 0, IteratorAnnotation::Unroll);
   return r.Annotate(id, 1, IteratorAnnotation::Vectorize);
 }
 
-// A row padding among kRowPadOffsets (0: compact), uniformly.
-State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
+// A register tile whose rows take a vector of 2 or 4 lanes: its loops fused,
+// split by a sampled width among those dividing its rows (vectorized), the
+// rest unrolled. One whose rows are a single element (a column of the shared
+// tile, e.g. 8 rows of A at one reduction step) but whose columns take a
+// vector: with probability 1/2, the shared stage is stored transposed
+// (pragma storage_transpose) and the tile copies along its columns the same
+// way. Any other: inlined again, so the consumer reads shared memory directly.
+State BindRegisterTile(const State& s, const Stage& bounded, int id, const ThreadBindChoices& choices,
+                       std::mt19937* rng) {
+  const int64_t width = SampleFetchWidth(bounded, rng, choices.widest_vectors, /*min_width=*/2);
+  if (width >= 2) return VectorizeFusedCopy(s, id, width);
+  const Stage& st = s.stage(id);
+  const int n = st.num_iters();
+  const int producer = s.dag().access(id).producers[0];
+  if (n < 2 || bounded.num_iters() != n || s.stage(producer).storage_transposed ||
+      bounded.iter(n - 1).extent != 1)
+    return s.ComputeInline(id);
+  const int64_t column_width =
+      SampleWidthDividing(bounded.iter(n - 2).extent, rng, choices.widest_vectors, /*min_width=*/2);
+  if (column_width < 2) return s.ComputeInline(id);
+  if (!choices.transpose.value_or(RandomIndex(rng, 2) == 1)) return s.ComputeInline(id);
+  std::vector<int> order(n);
+  for (int k = 0; k < n; ++k) order[k] = k;
+  std::swap(order[n - 2], order[n - 1]);
+  State r = s.Apply(PragmaStep{producer, 0, "storage_transpose"});
+  return VectorizeFusedCopy(r.Reorder(id, order), id, column_width);
+}
+
+// A row padding among kRowPadOffsets (0: compact), uniformly: of the
+// dimension stored second innermost (the last one when the stage is
+// storage_transposed).
+State PadAgainstBankConflicts(const State& s, int id, const ThreadBindChoices& choices, std::mt19937* rng) {
   const Stage& st = s.stage(id);
   const int ndim = static_cast<int>(st.op->axis.size());
-  const int64_t offset = kRowPadOffsets[RandomIndex(rng, static_cast<int64_t>(std::size(kRowPadOffsets)))];
+  const int64_t offset = choices.pad_offset.value_or(
+      kRowPadOffsets[RandomIndex(rng, static_cast<int64_t>(std::size(kRowPadOffsets)))]);
   if (ndim < 2 || offset == 0 || st.num_iters() != ndim || st.leaves[ndim - 2] != ndim - 2) return s;
-  return s.Apply(StorageAlignStep{id, ndim - 2, kSharedBanks, offset});
+  const int row_axis = st.storage_transposed ? ndim - 1 : ndim - 2;
+  return s.Apply(StorageAlignStep{id, row_axis, kSharedBanks, offset});
 }
 
 // ---- thread-bind ----
@@ -117,18 +149,21 @@ State PadAgainstBankConflicts(const State& s, int id, std::mt19937* rng) {
 // double-buffered with probability 1/2 where CanDoubleBuffer. Cross-thread reduction stages: the
 // factored axis bound to threadIdx.x, the group (their consumer's fused loop) to blockIdx.x. Any other root
 // stage: its leading spatial loops fused and split by a random number of work items (a power of two up to
-// max_threads_per_block), bound to blockIdx.x and threadIdx.x.
-class ThreadBindRule : public InitRule {
+// max_threads_per_block), bound to blockIdx.x and threadIdx.x. Each choice
+// is sampled unless ThreadBindChoices fixes it.
+class ThreadBinder {
  public:
-  std::string name() const override { return "thread-bind"; }
-  State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
+  ThreadBinder(const SketchContext& ctx, const ThreadBindChoices& choices, std::mt19937* rng)
+      : ctx_(ctx), choices_(choices), rng_(rng) {}
+
+  State Bind(const State& state) const {
     State s = state;
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-      if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(ctx, s, id, rng);
+      if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(s, id);
     }
     const State bounded = InferBound(s);  // the regions the shared stages copy
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-      if (IsRegisterTile(s, id)) s = BindRegisterTile(s, bounded.stage(id), id, rng);
+      if (IsRegisterTile(s, id)) s = BindRegisterTile(s, bounded.stage(id), id, choices_, rng_);
     }
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       const Stage& st = s.stage(id);
@@ -139,20 +174,21 @@ class ThreadBindRule : public InitRule {
       }
       const std::vector<int> splits = SpatialTileSplits(s, s.stage(st.attach_stage).name());
       if (splits.empty()) continue;  // not a GPU-tiled consumer: work item 0 copies
-      s = PadAgainstBankConflicts(s, id, rng);
-      const int64_t width = SampleFetchWidth(bounded.stage(id), rng);
+      s = PadAgainstBankConflicts(s, id, choices_, rng_);
+      const int64_t width = SampleFetchWidth(bounded.stage(id), rng_, choices_.widest_vectors);
       s = FuseRange(s, id, 0, s.stage(id).num_iters());
       s = s.Split(id, 0, {width});
       s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
       s = s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
       s = s.Annotate(id, 2, IteratorAnnotation::Vectorize);
-      if (CanDoubleBuffer(s, id) && RandomIndex(rng, 2) == 1) s = s.Apply(PragmaStep{id, 0, "double_buffer"});
+      if (CanDoubleBuffer(s, id) && choices_.double_buffer.value_or(RandomIndex(rng_, 2) == 1))
+        s = s.Apply(PragmaStep{id, 0, "double_buffer"});
     }
     return s;
   }
 
  private:
-  static State BindRoot(const SketchContext& ctx, State s, int id, std::mt19937* rng) {
+  State BindRoot(State s, int id) const {
     const Stage st = s.stage(id);
     if (IsGpuTiled(st)) {
       const int ns = static_cast<int>(st.op->axis.size());
@@ -162,7 +198,8 @@ class ThreadBindRule : public InitRule {
         s = FuseRange(s, id, level, ns);
         s = s.Annotate(id, level, levels[level]);
       }
-      const int64_t width = kSwizzleWidths[RandomIndex(rng, static_cast<int64_t>(std::size(kSwizzleWidths)))];
+      const int64_t width = choices_.swizzle_width.value_or(
+          kSwizzleWidths[RandomIndex(rng_, static_cast<int64_t>(std::size(kSwizzleWidths)))]);
       if (width > 1 && SwizzleLoop(s, id) == 0)
         s = s.Apply(PragmaStep{id, 0, "block_swizzle$" + std::to_string(width)});
       return s;
@@ -180,17 +217,30 @@ class ThreadBindRule : public InitRule {
     s = FuseRange(s, id, 0, n);
     // A stage computed inside: one group per iteration (its loops bind the threads).
     if (attach) return s.Annotate(id, 0, IteratorAnnotation::BlockIdxX);
-    const int64_t max_threads = ctx.task.hardware_params.max_threads_per_block > 0
-                                    ? ctx.task.hardware_params.max_threads_per_block
+    const int64_t max_threads = ctx_.task.hardware_params.max_threads_per_block > 0
+                                    ? ctx_.task.hardware_params.max_threads_per_block
                                     : 256;
     std::vector<int64_t> options;
     for (int64_t t = 32; t <= max_threads; t *= 2) options.push_back(t);
     if (options.empty()) options.push_back(max_threads);
-    const int64_t threads = std::min(extent, options[RandomIndex(rng, static_cast<int64_t>(options.size()))]);
+    const int64_t threads =
+        std::min(extent, options[RandomIndex(rng_, static_cast<int64_t>(options.size()))]);
     if (threads >= extent) return s.Annotate(id, 0, IteratorAnnotation::ThreadIdxX);
     s = s.Split(id, 0, {threads});
     s = s.Annotate(id, 0, IteratorAnnotation::BlockIdxX);
     return s.Annotate(id, 1, IteratorAnnotation::ThreadIdxX);
+  }
+
+  const SketchContext& ctx_;
+  const ThreadBindChoices& choices_;
+  std::mt19937* rng_;
+};
+
+class ThreadBindRule : public InitRule {
+ public:
+  std::string name() const override { return "thread-bind"; }
+  State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
+    return ThreadBinder(ctx, ThreadBindChoices{}, rng).Bind(state);
   }
 };
 
@@ -246,6 +296,11 @@ int64_t MaxVThreadExtent(const Stmt& body) {
 }  // namespace
 
 std::shared_ptr<const InitRule> MakeThreadBindRule() { return std::make_shared<ThreadBindRule>(); }
+
+State BindThreads(const SketchContext& ctx, const State& state, const ThreadBindChoices& choices,
+                  std::mt19937* rng) {
+  return ThreadBinder(ctx, choices, rng).Bind(state);
+}
 
 InitRuleList DefaultGpuInitRules() {
   return {MakeFillTileSizeRule(), MakeThreadBindRule(), MakeUnrollRule(),

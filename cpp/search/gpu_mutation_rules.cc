@@ -1,7 +1,7 @@
 // The GPU mutation rule shared-fetch: another vector width for a cooperative
-// fetch or a register tile's load, another row padding for a shared buffer,
-// or double buffering of a shared stage switched on or off (the parameters
-// the thread-bind rule samples, gpu_init_rules.cc).
+// fetch or a register tile's load (along the columns of a transposed stage), another row padding for a shared
+// buffer, or double buffering of a shared stage switched on or off (the parameters the thread-bind rule
+// samples, gpu_init_rules.cc).
 #include <iterator>
 
 #include "schedule/infer_bound.h"
@@ -150,11 +150,16 @@ class MutateSharedFetchRule : public MutationRule {
       return State::FromSteps(s.init_dag(), steps);
     }
     // The widths that divide the innermost extent of the region the stage
-    // copies (its bounds in the state as it is).
+    // copies (its bounds in the state as it is): the last dimension's, or
+    // the one before it for a register tile copying a transposed stage
+    // along its columns.
     auto& split = std::get<SplitStep>(steps[splits[pick]]);
     const BoundInfo bounds = InferBoundDetailed(s);
     const std::vector<int64_t>& region = bounds.stages.at(split.stage_id).region_extent;
-    const int64_t inner = region.empty() ? 1 : region.back();
+    const auto& producers = s.dag().access(split.stage_id).producers;
+    const bool along_columns = s.stage(split.stage_id).scope == MemScope::Local && producers.size() == 1 &&
+                               s.stage(producers[0]).storage_transposed && region.size() >= 2;
+    const int64_t inner = region.empty() ? 1 : along_columns ? region[region.size() - 2] : region.back();
     std::vector<int64_t> widths;
     for (int64_t w : kFetchWidths) {
       if (inner > 0 && inner % w == 0) widths.push_back(w);

@@ -37,6 +37,7 @@
 // "device_limits" (CheckGpuState).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "lower/stmt.h"
@@ -54,6 +55,19 @@ std::shared_ptr<const SketchRule> MakeAddCacheReadRule();
 std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule();
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule();
 std::shared_ptr<const InitRule> MakeThreadBindRule();
+
+// The choices the thread-bind rule samples, fixed where set (the GPU expert
+// schedule fixes them).
+struct ThreadBindChoices {
+  std::optional<int64_t> swizzle_width;  // of each GPU-tiled stage's blockIdx loop (1: none)
+  std::optional<int64_t> pad_offset;     // row padding of each shared stage (0: compact)
+  bool widest_vectors = false;           // the widest fetch and register-tile widths that divide
+  std::optional<bool> double_buffer;     // of each shared stage that can be
+  std::optional<bool> transpose;         // a shared stage whose register tile is a column
+};
+// The thread-bind rule's binding of `state` under `choices`.
+State BindThreads(const SketchContext& ctx, const State& state, const ThreadBindChoices& choices,
+                  std::mt19937* rng);
 std::shared_ptr<const MutationRule> MakeMutateSharedFetchRule();
 
 // Vector widths of a cooperative fetch: each work item copies this many

@@ -67,7 +67,7 @@ TEST(OpenCLCodegen, SharedBuffersGetBarriersAndUnboundStoresAGuard) {
       ForNode::make(k, 0, 2, ForKind::Serial, AllocateNode::make(tile, SeqNode::make({fill, use, last})));
   LoweredFunc f{"f", {in, out}, body};
   const std::string source = GenerateOpenCL(f).source;
-  EXPECT_NE(source.find("__local float tile[8];"), std::string::npos) << source;
+  EXPECT_NE(source.find("__local float tile[8] __attribute__((aligned(16)));"), std::string::npos) << source;
   EXPECT_EQ(Count(source, "barrier(CLK_LOCAL_MEM_FENCE);"), 2) << source;
   EXPECT_NE(source.find("if (get_local_id(0) == 0) out[8]"), std::string::npos) << source;
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "lower/stmt_functor.h"
 #include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
 #include "support/error.h"
@@ -143,6 +144,34 @@ TEST(Schedule, StorageAlignPadsStrides) {
   EXPECT_EQ(alloc->buffer->name, "C");
   EXPECT_EQ(alloc->buffer->strides, (std::vector<int64_t>{9, 1}));  // 5 padded to 9 = 8 + 1
   ExpectMatchesReference(s);
+}
+
+// The strides of the buffer `name` allocates in the lowered function.
+std::vector<int64_t> AllocatedStrides(const LoweredFunc& f, const std::string& name) {
+  std::vector<int64_t> strides;
+  PostOrderVisitStmt(f.body, [&](const Stmt& x) {
+    if (const auto* a = x.as<AllocateNode>(); a && a->buffer->name == name) strides = a->buffer->strides;
+  });
+  return strides;
+}
+
+TEST(Schedule, StorageTransposeStoresTheLastDimensionOutside) {
+  State s(MatmulRelu(6, 5, 4));
+  s = s.Apply(CacheReadStep{0, "shared", {kC}});
+  const int shared = s.StageIndex("A.shared"), c = s.StageIndex("C");
+  s = s.Split(c, 0, {2});
+  s = s.ComputeAt(shared, c, 0);  // a region of 2 rows x 4 columns of A
+  State transposed = s.Apply(PragmaStep{shared, 0, "storage_transpose"});
+  EXPECT_EQ(AllocatedStrides(LowerStateToStmt(transposed), "A.shared"), (std::vector<int64_t>{1, 2}));
+  ExpectMatchesReference(transposed);
+  // Padding applies to the stride of the dimension stored outside: 2 made 5 (1 modulo 4).
+  State padded = transposed.Apply(StorageAlignStep{shared, 1, 4, 1});
+  EXPECT_EQ(AllocatedStrides(LowerStateToStmt(padded), "A.shared"), (std::vector<int64_t>{1, 5}));
+  ExpectMatchesReference(padded);
+  EXPECT_NE(ErrorOf([&] {
+              s.Apply(PragmaStep{c, 0, "storage_transpose"});
+            }).find("scope 'shared'"),
+            std::string::npos);
 }
 
 TEST(Schedule, ReplayAndJsonRoundTrip) {

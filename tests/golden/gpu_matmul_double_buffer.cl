@@ -2,8 +2,8 @@
 
 __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
 void default_function_kernel0(__global float* restrict C, __global const float* restrict A, __global const float* restrict B) {
-  __local float A_shared[64];
-  __local float B_shared[260];
+  __local float A_shared[64] __attribute__((aligned(16)));
+  __local float B_shared[260] __attribute__((aligned(16)));
   {
     const int i_0 = (int)get_group_id(1);  // blockIdx.y
     {
@@ -18,23 +18,23 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
       barrier(CLK_LOCAL_MEM_FENCE);
       {
         const int ax0_ax1_0_1 = (int)get_local_id(0);  // threadIdx.x
-        if (get_local_id(1) == 0) vstore4(vload4(0, A + ((ax0_ax1_0_1 * 32) + (i_0 * 256))), 0, A_shared + (ax0_ax1_0_1 * 4));
+        if (get_local_id(1) == 0) (*(__local float4*)(A_shared + (ax0_ax1_0_1 * 4))) = vload4(0, A + ((ax0_ax1_0_1 * 32) + (i_0 * 256)));
       }
       barrier(CLK_LOCAL_MEM_FENCE);
       {
         const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
-        if (get_local_id(1) == 0) vstore4(vload4(0, B + (((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8))), 0, B_shared + ((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)));
+        if (get_local_id(1) == 0) (*(__local float4*)(B_shared + ((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)))) = vload4(0, B + (((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8)));
       }
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int k_0 = 0; k_0 < 8; ++k_0) {
         if (((k_0 + 1) < 8)) {
           {
             const int ax0_ax1_0_1 = (int)get_local_id(0);  // threadIdx.x
-            if (get_local_id(1) == 0) vstore4(vload4(0, A + ((((ax0_ax1_0_1 * 32) + (i_0 * 256)) + (k_0 * 4)) + 4)), 0, A_shared + ((ax0_ax1_0_1 * 4) + (((k_0 + 1) % 2) * 32)));
+            if (get_local_id(1) == 0) (*(__local float4*)(A_shared + ((ax0_ax1_0_1 * 4) + (((k_0 + 1) % 2) * 32)))) = vload4(0, A + ((((ax0_ax1_0_1 * 32) + (i_0 * 256)) + (k_0 * 4)) + 4));
           }
           {
             const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
-            if (get_local_id(1) == 0) vstore4(vload4(0, B + (((((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8)) + (k_0 * 256)) + 256)), 0, B_shared + (((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)) + (((k_0 + 1) % 2) * 144)));
+            if (get_local_id(1) == 0) (*(__local float4*)(B_shared + (((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)) + (((k_0 + 1) % 2) * 144)))) = vload4(0, B + (((((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8)) + (k_0 * 256)) + 256));
           }
         }
         {

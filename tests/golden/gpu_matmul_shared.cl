@@ -2,8 +2,8 @@
 
 __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
 void default_function_kernel0(__global float* restrict C, __global const float* restrict A, __global const float* restrict B) {
-  __local float A_shared[32];
-  __local float B_shared[32];
+  __local float A_shared[32] __attribute__((aligned(16)));
+  __local float B_shared[32] __attribute__((aligned(16)));
   {
     const int i_0 = (int)get_group_id(1);  // blockIdx.y
     {

@@ -154,7 +154,7 @@ def test_gpu_matmul_opencl_source_matches_golden():
 def vector_fetch_matmul(n, m, k, double_buffer=False):
     """A shared-memory matmul with the GPU rules' fetch parameters: 8 x 8 tiles, the reduction in tiles of
     4, rows of the shared buffers padded to 4 modulo 32 banks (storage_align), each work item fetching float4
-    vectors (vload4 / vstore4); with `double_buffer`, both shared stages double-buffered."""
+    vectors (vload4 from global memory, an aligned float4 store into shared memory); with `double_buffer`, both shared stages double-buffered."""
     dag, _ = matmul(n, m, k)
     s = dag.get_init_state()
     caches = [s.cache_read("A", "shared", ["C"]), s.cache_read("B", "shared", ["C"])]
@@ -181,7 +181,9 @@ def vector_fetch_matmul(n, m, k, double_buffer=False):
 def test_gpu_matmul_with_vector_fetches_and_padded_rows_matches_golden():
     dag, s = vector_fetch_matmul(64, 64, 32)
     source = ans.build(dag, s, target="opencl").get_source("cl")
-    assert source.count("vstore4(vload4(0, ") == 2 and "* 36)" in source, source
+    # Rows of 36 floats and fetches at multiples of 4: both stores are aligned float4 stores.
+    assert source.count("(*(__local float4*)(") == 2 and source.count(" = vload4(0, ") == 2, source
+    assert "* 36)" in source and "__attribute__((aligned(16)))" in source, source
     check_golden("gpu_matmul_vector_fetch", source, suffix=".cl")
     check(dag, s, target="opencl")
 

@@ -1,6 +1,7 @@
 #include "codegen/opencl/codegen_opencl.h"
 
 #include <map>
+#include <numeric>
 #include <optional>
 #include <unordered_set>
 
@@ -176,6 +177,7 @@ class OpenCLPrinter : public CPrinter {
   // The float32 vector expression in OpenCL vector types, or nothing when a
   // part of it has no vector form here (it is then printed lane by lane).
   std::optional<std::string> VectorValue(const Expr& e, int lanes);
+  std::optional<std::string> AlignedSharedVector(const BufferNode* b, const Expr& index, int lanes);
   bool UsesIdVar(const Expr& e) const;
   bool WritesShared(const Stmt& s) const;
   void Barrier(const std::string& buffer_hint);
@@ -273,7 +275,45 @@ std::optional<std::string> ContiguousStart(const Expr& index, PrintIndexFn print
   return print(ramp->base);
 }
 
+// A positive number the integer index `e` is known to be a multiple of (1
+// when nothing is known): constants, sums, differences, products and
+// remainders by a constant keep one. Zero counts as a multiple of
+// kAnyMultiple, a power of two larger than any vector.
+constexpr int64_t kAnyMultiple = int64_t{1} << 20;
+int64_t KnownMultiple(const Expr& e) {
+  int64_t c = 0;
+  if (GetConstInt(e, &c)) return c == 0 ? kAnyMultiple : std::gcd(c < 0 ? -c : c, kAnyMultiple);
+  const auto* n = e.as<BinaryNode>();
+  if (n == nullptr) return 1;
+  switch (n->op) {
+    case BinOp::Add:
+    case BinOp::Sub:
+    case BinOp::Mod:
+    case BinOp::FloorMod: return std::gcd(KnownMultiple(n->a), KnownMultiple(n->b));
+    case BinOp::Mul: return std::gcd(KnownMultiple(n->a) * KnownMultiple(n->b), kAnyMultiple);
+    default: return 1;
+  }
+}
+
+// Shared buffers are declared aligned to this many bytes, so a vector of up
+// to this size at an element index that is a multiple of its lanes is
+// aligned, and is accessed as one vector (ld.shared.v4 on NVIDIA) rather than
+// with vloadN, which only assumes the alignment of one element.
+constexpr int kSharedAlignBytes = 16;
+
 }  // namespace
+
+// "(*(__local floatN*)(name + start))" for an aligned vector of a shared
+// float32 buffer at the Ramp `index`; nothing otherwise.
+std::optional<std::string> OpenCLPrinter::AlignedSharedVector(const BufferNode* b, const Expr& index,
+                                                              int lanes) {
+  const auto* ramp = index.as<RampNode>();
+  if (ramp == nullptr || ramp->stride != 1 || kinds_.at(b) != BufferKind::Shared || !IsFloat32(b->dtype) ||
+      lanes * 4 > kSharedAlignBytes || KnownMultiple(ramp->base) % lanes != 0)
+    return std::nullopt;
+  return "(*(__local float" + std::to_string(lanes) + "*)(" + BufferName(b) + " + " + PrintIndex(ramp->base) +
+         "))";
+}
 
 std::optional<std::string> OpenCLPrinter::VectorValue(const Expr& e, int lanes) {
   const DataType t = e.dtype();
@@ -287,6 +327,7 @@ std::optional<std::string> OpenCLPrinter::VectorValue(const Expr& e, int lanes) 
   if (const auto* n = e.as<BufferLoadNode>()) {
     // float32 buffers hold float in every memory space (no half, no uchar).
     if (n->indices.size() != 1 || !IsFloat32(n->buffer->dtype)) return std::nullopt;
+    if (auto aligned = AlignedSharedVector(n->buffer.get(), n->indices[0], lanes)) return aligned;
     const std::optional<std::string> start = ContiguousStart(n->indices[0], print_index);
     if (!start) return std::nullopt;
     return "vload" + std::to_string(lanes) + "(0, " + BufferName(n->buffer.get()) + " + " + *start + ")";
@@ -316,8 +357,10 @@ bool OpenCLPrinter::PrintVectorStore(const BufferStoreNode* n) {
   if (!start) return false;
   const std::optional<std::string> value = VectorValue(n->value, lanes);
   if (!value) return false;
-  const std::string store =
-      "vstore" + std::to_string(lanes) + "(" + *value + ", 0, " + BufferName(b) + " + " + *start + ");";
+  const std::optional<std::string> aligned = AlignedSharedVector(b, n->indices[0], lanes);
+  const std::string store = aligned ? *aligned + " = " + *value + ";"
+                                    : "vstore" + std::to_string(lanes) + "(" + *value + ", 0, " +
+                                          BufferName(b) + " + " + *start + ");";
   const std::string cond = WriterCondition(b);
   Line(cond.empty() ? store : "if (" + cond + ") " + store);
   return true;
@@ -459,12 +502,13 @@ void OpenCLPrinter::PrintAllocate(const AllocateNode* n) {
                     "its loops");
   }
   kinds_[b] = shared ? BufferKind::Shared : BufferKind::Private;
-  const std::string decl = StorageType(b) + " " + BufferName(b) + "[" + std::to_string(count) + "];";
+  const std::string decl = StorageType(b) + " " + BufferName(b) + "[" + std::to_string(count) + "]";
   if (shared) {
-    local_decls_.push_back("__local " + decl);
+    local_decls_.push_back("__local " + decl + " __attribute__((aligned(" +
+                           std::to_string(kSharedAlignBytes) + ")));");
     local_bytes_ += count * (b->dtype.is_bool() ? 1 : b->dtype.bits == 16 ? 4 : b->dtype.bytes());
   } else {
-    Line(decl);
+    Line(decl + ";");
   }
   PrintStmt(n->body);
 }

@@ -25,31 +25,49 @@ Expr Scaled(const Expr& index, int64_t stride) {
   return index * make_const(index.dtype().element_of(), static_cast<double>(stride));
 }
 
-// The flat index of buffer[indices].
+// The flat index of buffer[indices]. One vector index (the vectorized loop's
+// dimension, which need not be the last one when the storage is transposed)
+// keeps its Ramp / Broadcast form, scaled by its stride; several vector
+// indices add up lane by lane.
 Expr FlatIndex(const BufferNode& buffer, const std::vector<Expr>& indices) {
   if (indices.size() == 1) return indices[0];
   AS_CHECK(indices.size() == buffer.shape.size(),
            "access to buffer '" << buffer.name << "' with " << indices.size() << " indices for "
                                 << buffer.shape.size() << " dimensions");
-  std::vector<int64_t> strides = ElementStrides(buffer);
+  const std::vector<int64_t> strides = ElementStrides(buffer);
   Expr scalar_part;
-  for (size_t d = 0; d + 1 < indices.size(); ++d) {
-    Expr term = Scaled(indices[d], strides[d]);
+  std::vector<size_t> vector_dims;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (indices[d].dtype().lanes != 1) {
+      vector_dims.push_back(d);
+      continue;
+    }
+    const Expr term = Scaled(indices[d], strides[d]);
     scalar_part = scalar_part.defined() ? scalar_part + term : term;
   }
-  const Expr& last = indices.back();
-  int64_t stride = strides.back();
-  if (last.dtype().lanes == 1) return scalar_part + Scaled(last, stride);
-  if (const auto* ramp = last.as<RampNode>()) {
-    return RampNode::make(scalar_part + Scaled(ramp->base, stride), ramp->stride * stride, ramp->lanes);
+  if (vector_dims.empty()) return scalar_part;
+  auto plus_scalar = [&](const Expr& x) { return scalar_part.defined() ? scalar_part + x : x; };
+  if (vector_dims.size() == 1) {
+    const size_t d = vector_dims[0];
+    const int64_t stride = strides[d];
+    if (const auto* ramp = indices[d].as<RampNode>())
+      return RampNode::make(plus_scalar(Scaled(ramp->base, stride)), ramp->stride * stride, ramp->lanes);
+    if (const auto* bc = indices[d].as<BroadcastNode>())
+      return BroadcastNode::make(plus_scalar(Scaled(bc->value, stride)), bc->lanes);
   }
-  if (const auto* bc = last.as<BroadcastNode>()) {
-    return BroadcastNode::make(scalar_part + Scaled(bc->value, stride), bc->lanes);
+  const int lanes = indices[vector_dims[0]].dtype().lanes;
+  Expr sum;
+  for (size_t d : vector_dims) {
+    const Expr& index = indices[d];
+    AS_CHECK(index.dtype().lanes == lanes, "access to buffer '" << buffer.name << "' mixes vector indices of "
+                                                                << lanes << " and " << index.dtype().lanes
+                                                                << " lanes");
+    const Expr stride_vec =
+        BroadcastNode::make(make_const(index.dtype().element_of(), static_cast<double>(strides[d])), lanes);
+    const Expr term = index * stride_vec;
+    sum = sum.defined() ? sum + term : term;
   }
-  int lanes = last.dtype().lanes;
-  Expr stride_vec =
-      BroadcastNode::make(make_const(last.dtype().element_of(), static_cast<double>(stride)), lanes);
-  return BroadcastNode::make(scalar_part, lanes) + last * stride_vec;
+  return scalar_part.defined() ? BroadcastNode::make(scalar_part, lanes) + sum : sum;
 }
 
 class Flattener : public StmtMutator {
