@@ -27,14 +27,16 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
       }
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int k_0 = 0; k_0 < 8; ++k_0) {
+        float prefetch0[8];
+        int prefetch0_at = 0;
         if (((k_0 + 1) < 8)) {
           {
             const int ax0_ax1_0_1 = (int)get_local_id(0);  // threadIdx.x
-            if (get_local_id(1) == 0) (*(__local float4*)(A_shared + ((ax0_ax1_0_1 * 4) + (((k_0 + 1) % 2) * 32)))) = vload4(0, A + ((((ax0_ax1_0_1 * 32) + (i_0 * 256)) + (k_0 * 4)) + 4));
+            if (get_local_id(1) == 0) { vstore4(vload4(0, A + ((((ax0_ax1_0_1 * 32) + (i_0 * 256)) + (k_0 * 4)) + 4)), 0, prefetch0 + prefetch0_at); prefetch0_at += 4; }
           }
           {
             const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
-            if (get_local_id(1) == 0) (*(__local float4*)(B_shared + (((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)) + (((k_0 + 1) % 2) * 144)))) = vload4(0, B + (((((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8)) + (k_0 * 256)) + 256));
+            if (get_local_id(1) == 0) { vstore4(vload4(0, B + (((((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8)) + (k_0 * 256)) + 256)), 0, prefetch0 + prefetch0_at); prefetch0_at += 4; }
           }
         }
         {
@@ -44,6 +46,17 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
             for (int k_1 = 0; k_1 < 4; ++k_1) {
               C[((((i_0 * 512) + (i_1 * 64)) + (j_0 * 8)) + j_1)] = (C[((((i_0 * 512) + (i_1 * 64)) + (j_0 * 8)) + j_1)] + (A_shared[((((k_0 % 2) * 32) + (i_1 * 4)) + k_1)] * B_shared[((((k_0 % 2) * 144) + j_1) + (k_1 * 36))]));
             }
+          }
+        }
+        prefetch0_at = 0;
+        if (((k_0 + 1) < 8)) {
+          {
+            const int ax0_ax1_0_1 = (int)get_local_id(0);  // threadIdx.x
+            if (get_local_id(1) == 0) { (*(__local float4*)(A_shared + ((ax0_ax1_0_1 * 4) + (((k_0 + 1) % 2) * 32)))) = vload4(0, prefetch0 + prefetch0_at); prefetch0_at += 4; }
+          }
+          {
+            const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
+            if (get_local_id(1) == 0) { (*(__local float4*)(B_shared + (((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)) + (((k_0 + 1) % 2) * 144)))) = vload4(0, prefetch0 + prefetch0_at); prefetch0_at += 4; }
           }
         }
         barrier(CLK_LOCAL_MEM_FENCE);

@@ -191,13 +191,19 @@ def test_gpu_matmul_with_vector_fetches_and_padded_rows_matches_golden():
 @pytest.mark.skipif(not ans.opencl.available(), reason="needs an OpenCL device (PoCL runs on the CPU)")
 def test_double_buffered_gpu_matmul_matches_golden():
     """Both shared buffers twice as large (copies of 8 x 4 and 4 x 36 floats), tile 0 fetched before the reduce
-    loop, tile k + 1 fetched into copy (k + 1) % 2 at the start of iteration k, and one barrier per
-    iteration."""
+    loop, tile k + 1 loaded into registers at the start of iteration k (a float4 of each buffer per work item)
+    and stored into copy (k + 1) % 2 after the compute, and one barrier per iteration."""
     dag, s = vector_fetch_matmul(64, 64, 32, double_buffer=True)
     source = ans.build(dag, s, target="opencl").get_source("cl")
     assert "__local float A_shared[64]" in source and "__local float B_shared[260]" in source, source
-    assert source.count("(k_0 + 1) < 8") == 1, source
     loop = source[source.index("for (int k_0 = 0;"):]
+    assert loop.count("(k_0 + 1) < 8") == 2, loop  # the loads, then the stores
+    assert "float prefetch0[8];" in loop, loop  # a float4 of each buffer per work item
+    compute = loop.index("C[")
+    for buffer in ("A", "B"):
+        assert loop.index(f"vstore4(vload4(0, {buffer} + ") < compute, loop
+        assert compute < loop.index(f"(*(__local float4*)({buffer}_shared + "), loop
+    assert loop.count("= vload4(0, prefetch0 + prefetch0_at);") == 2, loop
     assert loop.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2, loop  # one in the loop, one after it
     check_golden("gpu_matmul_double_buffer", source, suffix=".cl")
     check(dag, s, target="opencl")

@@ -18,10 +18,11 @@ needs_opencl = pytest.mark.skipif(not ans.opencl.available(),
                                   reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
 
 
-def outer_product_matmul(n, m, k, item=4, threads=4, k_tile=4, pad=4):
+def outer_product_matmul(n, m, k, item=4, threads=4, k_tile=4, pad=4, double_buffer=False):
     """Each work item of threads x threads computes item x item accumulators of C; per reduction tile of
-    k_tile, A and B are fetched into shared memory (A transposed, rows padded to `pad` modulo 32), and per
-    reduction step both register tiles (item values of A's column and of B's row) are loaded with float4."""
+    k_tile, A and B are fetched into shared memory (A transposed, rows padded to `pad` modulo 32; with
+    `double_buffer`, the next tile staged in registers during the compute), and per reduction step both
+    register tiles (item values of A's column and of B's row) are loaded with float4."""
     dag, _ = matmul(n, m, k)
     s = dag.get_init_state()
     a_shared, b_shared = s.cache_read("A", "shared", ["C"]), s.cache_read("B", "shared", ["C"])
@@ -57,6 +58,8 @@ def outer_product_matmul(n, m, k, item=4, threads=4, k_tile=4, pad=4):
         _, inner = s.split(cache, rest, [threads])
         s.bind(cache, inner, "threadIdx.x")
         s.vectorize(cache, lanes)
+        if double_buffer:
+            s.pragma(cache, s[cache].iters[0], "double_buffer")
     return dag, s
 
 
@@ -88,10 +91,13 @@ def test_transposed_shared_tile_is_read_with_vector_loads():
 
 @needs_opencl
 @pytest.mark.parametrize("shape", [(13, 7, 11), (1, 9, 5), (17, 3, 1), (8, 20, 6), (16, 16, 16)])
-@pytest.mark.parametrize("pad", [0, 1, 4])
-def test_transposed_shared_tiles_equal_the_reference_on_awkward_shapes(shape, pad):
-    """Primes, 1, tiles that 4 does not divide (partial register tiles and reduction tiles)."""
-    dag, s = outer_product_matmul(*shape, pad=pad)
+@pytest.mark.parametrize("pad,double_buffer", [(0, False), (1, True), (4, True)])
+def test_transposed_shared_tiles_equal_the_reference_on_awkward_shapes(shape, pad, double_buffer):
+    """Primes, 1, tiles that 4 does not divide (partial register tiles and reduction tiles), double-buffered
+    fetches staged in registers."""
+    dag, s = outer_product_matmul(*shape, pad=pad, double_buffer=double_buffer)
+    if double_buffer and shape[2] > 4:  # more than one reduction tile: the next one is fetched ahead
+        assert "prefetch0_at = 0;" in ans.build(dag, s, target="opencl").get_source("cl")
     check(dag, s, target="opencl")
 
 

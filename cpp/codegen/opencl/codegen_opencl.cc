@@ -180,6 +180,19 @@ class OpenCLPrinter : public CPrinter {
   std::optional<std::string> AlignedSharedVector(const BufferNode* b, const Expr& index, int lanes);
   bool UsesIdVar(const Expr& e) const;
   bool WritesShared(const Stmt& s) const;
+  void PrintDoubleBuffered(const std::vector<Stmt>& seq, bool barrier_after);
+  // Floats one work item stores into shared memory in `s` (a fetch), or -1
+  // when it stores elsewhere or a loop's extent is not constant.
+  int64_t StagingFloats(const Stmt& s) const;
+  bool Staged(const BufferNode* b) const {
+    return staging_ != Staging::Off && kinds_.at(b) == BufferKind::Shared;
+  }
+  // "{ ...; <counter> += lanes; }": in the Load pass, `value` (`lanes`
+  // lanes) into the staging array; in the Store pass, the staged value into
+  // shared buffer `b` at the printed `index` (as the `aligned` vector when
+  // given).
+  std::string StagedStore(const BufferNode* b, const std::string& index, const std::string& value, int lanes,
+                          const std::optional<std::string>& aligned = std::nullopt);
   void Barrier(const std::string& buffer_hint);
 
   std::map<const BufferNode*, BufferKind> kinds_;
@@ -194,6 +207,14 @@ class OpenCLPrinter : public CPrinter {
   std::unordered_set<const VarNode*> id_vars_;  // values that differ between work items of a group
   int divergent_ = 0;                           // inside code only some work items of a group reach
   int prefetch_ = 0;                            // inside the fetch of a double-buffered tile: no barriers
+  // Register staging of a double-buffered fetch (PrintDoubleBuffered): its
+  // stores into shared memory go to the private array `staging_name_` in
+  // the Load pass and come out of it into shared memory in the Store pass,
+  // in the same order (the counter `staging_name_`_at).
+  enum class Staging : uint8_t { Off, Load, Store };
+  Staging staging_ = Staging::Off;
+  std::string staging_name_;
+  int staging_counter_ = 0;
   std::vector<std::string> local_decls_;
   int64_t local_bytes_ = 0;
   bool uses_fp64_ = false;
@@ -232,7 +253,9 @@ std::string OpenCLPrinter::StoreElement(const BufferNode* b, const std::string& 
   const std::string name = BufferName(b);
   const BufferKind kind = kinds_.at(b);
   std::string store;
-  if (b->dtype.is_float() && b->dtype.bits == 16) {
+  if (Staged(b)) {
+    store = StagedStore(b, index, value, 1);
+  } else if (b->dtype.is_float() && b->dtype.bits == 16) {
     store = kind == BufferKind::Param
                 ? "vstore_half_rte(" + value + ", " + index + ", " + name + ");"
                 : name + "[" + index + "] = " + RoundToHalf(value, DataType::Float(32)) + ";";
@@ -358,9 +381,10 @@ bool OpenCLPrinter::PrintVectorStore(const BufferStoreNode* n) {
   const std::optional<std::string> value = VectorValue(n->value, lanes);
   if (!value) return false;
   const std::optional<std::string> aligned = AlignedSharedVector(b, n->indices[0], lanes);
-  const std::string store = aligned ? *aligned + " = " + *value + ";"
-                                    : "vstore" + std::to_string(lanes) + "(" + *value + ", 0, " +
-                                          BufferName(b) + " + " + *start + ");";
+  const std::string store = Staged(b) ? StagedStore(b, *start, *value, lanes, aligned)
+                            : aligned ? *aligned + " = " + *value + ";"
+                                      : "vstore" + std::to_string(lanes) + "(" + *value + ", 0, " +
+                                            BufferName(b) + " + " + *start + ");";
   const std::string cond = WriterCondition(b);
   Line(cond.empty() ? store : "if (" + cond + ") " + store);
   return true;
@@ -411,20 +435,105 @@ void OpenCLPrinter::Barrier(const std::string& where) {
   barrier_end_ = body_.tellp();
 }
 
+// Most floats a work item stages in registers for one double-buffered fetch.
+constexpr int64_t kMaxStagingFloats = 32;
+
+int64_t OpenCLPrinter::StagingFloats(const Stmt& s) const {
+  if (!s.defined()) return 0;
+  if (const auto* n = s.as<ForNode>()) {
+    const int64_t body = StagingFloats(n->body);
+    if (body < 0 || BindingSlot(n->for_kind) >= 0) return body;  // a bound loop: once per work item
+    int64_t extent = 0;
+    return GetConstInt(n->extent, &extent) ? body * extent : -1;
+  }
+  if (const auto* n = s.as<BufferStoreNode>()) {
+    const auto kind = kinds_.find(n->buffer.get());
+    const bool shared = kind != kinds_.end() && kind->second == BufferKind::Shared;
+    return shared && IsFloat32(n->buffer->dtype) ? n->value.dtype().lanes : -1;
+  }
+  if (const auto* n = s.as<IfThenElseNode>()) {
+    const int64_t a = StagingFloats(n->then_case), b = StagingFloats(n->else_case);
+    return a < 0 || b < 0 ? -1 : a + b;
+  }
+  if (const auto* n = s.as<SeqNode>()) {
+    int64_t total = 0;
+    for (const Stmt& x : n->seq) {
+      const int64_t part = StagingFloats(x);
+      if (part < 0) return -1;
+      total += part;
+    }
+    return total;
+  }
+  if (const auto* n = s.as<LetStmtNode>()) return StagingFloats(n->body);
+  return -1;
+}
+
+std::string OpenCLPrinter::StagedStore(const BufferNode* b, const std::string& index,
+                                       const std::string& value, int lanes,
+                                       const std::optional<std::string>& aligned) {
+  const std::string at = staging_name_ + "_at", n = std::to_string(lanes);
+  std::string store;
+  if (staging_ == Staging::Load) {
+    store = lanes == 1 ? staging_name_ + "[" + at + "] = " + value + ";"
+                       : "vstore" + n + "(" + value + ", 0, " + staging_name_ + " + " + at + ");";
+  } else {
+    const std::string staged = "vload" + n + "(0, " + staging_name_ + " + " + at + ")";
+    store = lanes == 1 ? BufferName(b) + "[" + index + "] = " + staging_name_ + "[" + at + "];"
+            : aligned  ? *aligned + " = " + staged + ";"
+                       : "vstore" + n + "(" + staged + ", 0, " + BufferName(b) + " + " + index + ");";
+  }
+  return "{ " + store + " " + at + " += " + n + "; }";
+}
+
+// Seq{fetch of the next tile into the other copy, the rest}: the fetch writes
+// the copy read in the previous iteration, which the barrier at the end of
+// that iteration protects, and this one's barrier makes it visible to the
+// next. A fetch of at most kMaxStagingFloats per work item is staged in
+// registers: its global loads are issued first and stay in flight while the
+// rest computes from the current copy, and its stores into shared memory
+// come after the rest (a store right after its load would wait out the
+// load's latency before the compute could start).
+void OpenCLPrinter::PrintDoubleBuffered(const std::vector<Stmt>& seq, bool barrier_after) {
+  if (seq.empty()) return;
+  const int64_t floats = StagingFloats(seq[0]);
+  const bool staged = floats > 0 && floats <= kMaxStagingFloats && staging_ == Staging::Off;
+  const std::string name = staged ? "prefetch" + std::to_string(staging_counter_++) : "";
+  if (staged) {
+    staging_name_ = name;
+    Line("float " + name + "[" + std::to_string(floats) + "];");
+    Line("int " + name + "_at = 0;");
+    staging_ = Staging::Load;
+  }
+  ++prefetch_;
+  PrintStmt(seq[0]);
+  --prefetch_;
+  if (staged) staging_ = Staging::Off;
+  // Another double-buffered stage at the same loop (its pragma is the rest):
+  // its stores come before this one's, and this one's barrier serves both.
+  const auto* inner = seq.size() == 2 ? seq[1].as<PragmaNode>() : nullptr;
+  if (inner != nullptr && inner->key == "double_buffer") {
+    const auto* q = inner->body.as<SeqNode>();
+    PrintDoubleBuffered(q ? q->seq : std::vector<Stmt>{inner->body}, /*barrier_after=*/false);
+  } else {
+    for (size_t k = 1; k < seq.size(); ++k) PrintStmt(seq[k]);
+  }
+  if (staged) {
+    staging_name_ = name;  // a nested stage had its own
+    Line(name + "_at = 0;");
+    staging_ = Staging::Store;
+    ++prefetch_;
+    PrintStmt(seq[0]);
+    --prefetch_;
+    staging_ = Staging::Off;
+  }
+  if (barrier_after) Barrier("a double-buffered fetch");
+}
+
 void OpenCLPrinter::PrintStmt(const Stmt& s) {
   if (!s.defined()) return;
   if (const auto* p = s.as<PragmaNode>(); p && p->key == "double_buffer") {
-    // Seq{fetch of the next tile into the other copy, the rest}: the fetch
-    // writes the copy read in the previous iteration, which the barrier at
-    // the end of that iteration protects, and this one's barrier makes it
-    // visible to the next.
     const auto* q = p->body.as<SeqNode>();
-    std::vector<Stmt> seq = q ? q->seq : std::vector<Stmt>{p->body};
-    ++prefetch_;
-    if (!seq.empty()) PrintStmt(seq[0]);
-    --prefetch_;
-    for (size_t k = 1; k < seq.size(); ++k) PrintStmt(seq[k]);
-    Barrier("a double-buffered fetch");
+    PrintDoubleBuffered(q ? q->seq : std::vector<Stmt>{p->body}, /*barrier_after=*/true);
     return;
   }
   if (const auto* q = s.as<SeqNode>()) {
@@ -456,7 +565,9 @@ void OpenCLPrinter::PrintFor(const ForNode* n) {
     // Unrolled loops within the kernel's unroll budget (codegen/unroll_budget.h)
     // are unrolled by the device's compiler: a private array indexed by their
     // variables can then live in registers.
-    if (n->for_kind == ForKind::Unrolled && unroll_.count(n)) Line("#pragma unroll");
+    int64_t extent = 0;
+    const bool staged = staging_ != Staging::Off && GetConstInt(n->extent, &extent);
+    if ((n->for_kind == ForKind::Unrolled && unroll_.count(n)) || staged) Line("#pragma unroll");
     CPrinter::PrintFor(n);
     divergent_ -= div;
     return;
