@@ -134,6 +134,22 @@ def check(dag, state, seed=0, positive=False, target=None):
     return mod
 
 
+def cooperative_fetch(s, cache, consumer, at, threads, lanes, pad_axis=None, pad=0, double_buffer=False):
+    """Computes shared stage `cache` at loop `at` of `consumer` and splits its copy among `threads` work items
+    (bound to threadIdx.x), each copying vectors of `lanes`; with `pad`, the stride of dimension `pad_axis` is
+    made `pad` modulo 32 banks; with `double_buffer`, the stage is double-buffered."""
+    s.compute_at(cache, consumer, at)
+    if pad:
+        s.storage_align(cache, s[cache].iters[pad_axis], 32, pad)
+    fused = s.fuse(cache, s[cache].iters)
+    rest, vector = s.split(cache, fused, [lanes])
+    _, inner = s.split(cache, rest, [threads])
+    s.bind(cache, inner, "threadIdx.x")
+    s.vectorize(cache, vector)
+    if double_buffer:
+        s.pragma(cache, s[cache].iters[0], "double_buffer")
+
+
 # ---- the hand-written matmul schedules of the build tests ----
 
 def tile_matmul(s, C):

@@ -22,7 +22,8 @@ import pytest
 import autosched as ans
 from autosched import _core, ops, te
 
-from schedule_helpers import cache_write_matmul, check, gpu_matmul_state, matmul, register_block_matmul
+from schedule_helpers import (cache_write_matmul, check, cooperative_fetch, gpu_matmul_state, matmul,
+                              register_block_matmul)
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("AUTOSCHED_UPDATE_GOLDEN") == "1"
@@ -154,7 +155,8 @@ def test_gpu_matmul_opencl_source_matches_golden():
 def vector_fetch_matmul(n, m, k, double_buffer=False):
     """A shared-memory matmul with the GPU rules' fetch parameters: 8 x 8 tiles, the reduction in tiles of
     4, rows of the shared buffers padded to 4 modulo 32 banks (storage_align), each work item fetching float4
-    vectors (vload4 from global memory, an aligned float4 store into shared memory); with `double_buffer`, both shared stages double-buffered."""
+    vectors (vload4 from global memory, an aligned float4 store into shared memory); with `double_buffer`,
+    both shared stages double-buffered."""
     dag, _ = matmul(n, m, k)
     s = dag.get_init_state()
     caches = [s.cache_read("A", "shared", ["C"]), s.cache_read("B", "shared", ["C"])]
@@ -166,15 +168,7 @@ def vector_fetch_matmul(n, m, k, double_buffer=False):
     for it, binding in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"), (tj, "threadIdx.x")):
         s.bind("C", it, binding)
     for cache in caches:
-        s.compute_at(cache, "C", ko)
-        s.storage_align(cache, s[cache].iters[0], 32, 4)
-        fused = s.fuse(cache, s[cache].iters)
-        rest, lanes = s.split(cache, fused, [4])
-        _, inner = s.split(cache, rest, [8])
-        s.bind(cache, inner, "threadIdx.x")
-        s.vectorize(cache, lanes)
-        if double_buffer:
-            s.pragma(cache, s[cache].iters[0], "double_buffer")
+        cooperative_fetch(s, cache, "C", ko, threads=8, lanes=4, pad_axis=0, pad=4, double_buffer=double_buffer)
     return dag, s
 
 

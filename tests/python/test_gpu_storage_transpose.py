@@ -6,13 +6,12 @@ the transposition, the shared-fetch mutation keeps such states correct, and the 
 large matmul uses it."""
 import json
 
-import numpy as np
 import pytest
 
 import autosched as ans
 from autosched import ops, search, te
 
-from schedule_helpers import assert_close, check, matmul, random_inputs
+from schedule_helpers import check, cooperative_fetch, matmul
 
 needs_opencl = pytest.mark.skipif(not ans.opencl.available(),
                                   reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
@@ -50,16 +49,8 @@ def outer_product_matmul(n, m, k, item=4, threads=4, k_tile=4, pad=4, double_buf
         s.unroll(local, outer)
         s.vectorize(local, lanes)
     for cache, row_axis in ((a_shared, 1), (b_shared, 0)):  # A's rows are stored along its k axis
-        s.compute_at(cache, "C", ko)
-        if pad:
-            s.storage_align(cache, s[cache].iters[row_axis], 32, pad)
-        fused = s.fuse(cache, s[cache].iters)
-        rest, lanes = s.split(cache, fused, [1])
-        _, inner = s.split(cache, rest, [threads])
-        s.bind(cache, inner, "threadIdx.x")
-        s.vectorize(cache, lanes)
-        if double_buffer:
-            s.pragma(cache, s[cache].iters[0], "double_buffer")
+        cooperative_fetch(s, cache, "C", ko, threads, lanes=1, pad_axis=row_axis, pad=pad,
+                          double_buffer=double_buffer)
     return dag, s
 
 
@@ -116,15 +107,8 @@ def _matmul_task(n, k, m):
 
 
 def _check_states(dag, states):
-    rng = np.random.default_rng(0)
-    arrays = random_inputs(dag, rng)
-    is_input = [t.op_kind == "placeholder" for t in dag.tensors]
-    expected = ans.evaluate(dag, [x for x, inp in zip(arrays, is_input) if inp])
     for state in states:
-        got = [x.copy() for x in arrays]
-        ans.build(dag, state, target="opencl")(*got)
-        for out, want in zip([x for x, inp in zip(got, is_input) if not inp], expected):
-            assert_close(out, want, out.dtype, message=dag.print_python_steps(state))
+        check(dag, state, target="opencl")
 
 
 def _transposed_states(task, count, seed):
