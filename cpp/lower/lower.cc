@@ -4,6 +4,7 @@
 #include "lower/passes/auto_unroll.h"
 #include "lower/passes/eliminate_guards.h"
 #include "lower/passes/flatten_storage.h"
+#include "lower/passes/inject_vthreads.h"
 #include "lower/passes/partition_loops.h"
 #include "lower/passes/simplify_stmt.h"
 #include "lower/passes/vectorize_loops.h"
@@ -37,6 +38,8 @@ LoweredFunc RunLoweringPasses(LoweredFunc f, const LowerOptions& options) {
   Log(options, "after simplify", f);
   f = Apply(f, EliminateGuards, "eliminate_guards");
   Log(options, "after guard elimination", f);
+  f = Apply(f, InjectVirtualThreads, "inject_vthreads");
+  Log(options, "after virtual-thread injection", f);
   f = Apply(f, PartitionLoops, "partition_loops");
   Log(options, "after loop partitioning", f);
   f = Apply(f, AutoUnroll, "auto_unroll");

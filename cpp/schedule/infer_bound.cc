@@ -200,16 +200,16 @@ std::vector<int> Readers(const StateNode& state, int stage_id) {
   return out;
 }
 
-bool IsThreadIdx(IteratorAnnotation a) {
+bool IsThreadOfGroup(IteratorAnnotation a) {
   return a == IteratorAnnotation::ThreadIdxX || a == IteratorAnnotation::ThreadIdxY ||
-         a == IteratorAnnotation::ThreadIdxZ;
+         a == IteratorAnnotation::ThreadIdxZ || a == IteratorAnnotation::VThread;
 }
 
 // Loop variables outside (and including) the loop a stage is attached at.
-// A "shared" stage is one buffer for the whole work group: the threadIdx
-// loops around it are left out (relaxed to their whole range, as TVM does),
-// so its region is the union of what every work item of the group reads and
-// does not depend on the thread index.
+// A "shared" stage is one buffer for the whole work group: the threadIdx and
+// vthread loops around it are left out (relaxed to their whole range, as TVM
+// does), so its region is the union of what every work item and virtual
+// thread of the group reads and does not depend on either index.
 VarSet OuterVars(const StateNode& state, const std::vector<StageBound>& bounds, int stage_id) {
   VarSet outer;
   const bool relax_threads = state.stages[stage_id].scope == MemScope::Shared;
@@ -219,7 +219,7 @@ VarSet OuterVars(const StateNode& state, const std::vector<StageBound>& bounds, 
     const Stage& target = state.stages[sx.attach_stage];
     const int leaf = target.LeafIndex(sx.attach_node);
     for (int i = 0; i <= leaf; ++i) {
-      if (relax_threads && IsThreadIdx(target.iter(i).annotation)) continue;
+      if (relax_threads && IsThreadOfGroup(target.iter(i).annotation)) continue;
       outer.insert(bounds[sx.attach_stage].node_vars[target.leaves[i]].as<VarNode>());
     }
     x = sx.attach_stage;

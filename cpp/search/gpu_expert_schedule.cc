@@ -7,14 +7,17 @@
 // work item an 8 x 8 block of accumulators in registers (an outer product of
 // 8 values of each operand per step of the reduction), and the group steps
 // through the reduction 8 at a time with both operands' tiles in shared
-// memory, fetched cooperatively with vector loads and double-buffered. In
-// the sketch "SSSRRSRS" that is: spatial tiles (blocks, 1, 16, 1, 8) on the
-// two innermost spatial axes, every other spatial axis on blocks, and
-// (K/8, 8, 1) on the main reduction axis, so that both register tiles (8
-// values of each operand) are loaded once per reduction step; A's shared
-// copy stored transposed lets its 8 values come in as vectors too
-// (thread-bind samples that). One operand's tile one level further out
-// (1, 8 on that axis) is tried next. Smaller work-item tiles and fewer
+// memory, fetched cooperatively with vector loads and double-buffered. Each
+// work item's 8 rows (and columns) are two runs of 4, half the group's tile
+// apart, so that a warp's float4 reads of a register tile cover contiguous
+// shared memory. In the sketch "SSSRRSRS" that is: spatial tiles (blocks, 2,
+// 16, 1, 4) on the two innermost spatial axes (the 2 bound to a virtual
+// thread, which lowering interleaves into the innermost body), every other
+// spatial axis on blocks, and (K/8, 8, 1) on the main reduction axis, so
+// that both register tiles are loaded once per reduction step; A's shared
+// copy stored transposed lets its values come in as vectors too. Then the
+// 8 x 8 tile without virtual threads (blocks, 1, 16, 1, 8), then one
+// operand's tile one level further out (1, 8 on that axis). Smaller work-item tiles and fewer
 // work items are tried when the extents or the device's limits refuse these.
 // The annotations are the library kernel's too, fixed through the thread-
 // bind rule's choices (LibraryAnnotations); where the device's limits refuse
@@ -43,12 +46,16 @@ namespace {
 
 // Where each work item's accumulator tile sits in the five spatial levels:
 // both axes in the innermost level (an outer product per reduction step),
-// or one axis there and the other one level out.
-enum class ItemTiles { BothInnermost, RowsInnermost, ColsInnermost };
-constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::BothInnermost, ItemTiles::RowsInnermost,
-                                             ItemTiles::ColsInnermost};
+// first split in two virtual threads (so a work item's two halves lie half
+// a group tile apart, and the group's vector reads of a register tile are
+// contiguous across work items), or one axis there and the other one level
+// out.
+enum class ItemTiles { Interleaved, BothInnermost, RowsInnermost, ColsInnermost };
+constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::Interleaved, ItemTiles::BothInnermost,
+                                             ItemTiles::RowsInnermost, ItemTiles::ColsInnermost};
 const char* ItemTilesName(ItemTiles t) {
   switch (t) {
+    case ItemTiles::Interleaved: return "both innermost, in two interleaved virtual threads";
     case ItemTiles::BothInnermost: return "both innermost";
     case ItemTiles::RowsInnermost: return "rows innermost";
     case ItemTiles::ColsInnermost: return "columns innermost";
@@ -104,9 +111,10 @@ std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevel
     if (a == cols || a == rows) {
       const int64_t tile = DivisorAtMost(extent, r.item_tile);
       const int64_t items = DivisorAtMost(extent / tile, r.items);
-      const bool innermost =
-          placement == ItemTiles::BothInnermost || (a == rows) == (placement == ItemTiles::RowsInnermost);
-      p = {extent / tile / items, 1, items, innermost ? 1 : tile, innermost ? tile : 1};
+      const bool innermost = placement == ItemTiles::BothInnermost || placement == ItemTiles::Interleaved ||
+                             (a == rows) == (placement == ItemTiles::RowsInnermost);
+      const int64_t halves = placement == ItemTiles::Interleaved && tile % 2 == 0 && tile >= 4 ? 2 : 1;
+      p = {extent / tile / items, halves, items, innermost ? 1 : tile, innermost ? tile / halves : 1};
     }
     parts[a] = p;
   }

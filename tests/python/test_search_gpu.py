@@ -591,7 +591,8 @@ def test_gpu_expert_schedule_is_a_library_gemm_tiling_and_equals_the_reference(s
     out = next(st for st in bounded.stages if st.scope == "global" and st.iters
                and any(it.annotation == "threadIdx.x" for it in st.iters))
     threads = int(np.prod([it.extent for it in out.iters if it.annotation == "threadIdx.x"]))
-    tile = int(np.prod([it.extent for it in out.iters if it.annotation == "none"]))
+    # A work item's accumulators: its own loops and its virtual threads.
+    tile = int(np.prod([it.extent for it in out.iters if it.annotation in ("none", "vthread")]))
     assert threads <= 256 and tile <= 64 and (n * m) % (threads * tile) == 0, (threads, tile)
     if shape == (256, 64, 256):
         assert (threads, tile) == (256, 64)

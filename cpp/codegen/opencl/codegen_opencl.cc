@@ -567,7 +567,10 @@ void OpenCLPrinter::PrintFor(const ForNode* n) {
     // variables can then live in registers.
     int64_t extent = 0;
     const bool staged = staging_ != Staging::Off && GetConstInt(n->extent, &extent);
-    if ((n->for_kind == ForKind::Unrolled && unroll_.count(n)) || staged) Line("#pragma unroll");
+    // A virtual-thread loop (a few iterations, after injection innermost)
+    // indexes its private copies: unrolled, they stay in registers.
+    if ((n->for_kind == ForKind::Unrolled && unroll_.count(n)) || n->for_kind == ForKind::VThread || staged)
+      Line("#pragma unroll");
     CPrinter::PrintFor(n);
     divergent_ -= div;
     return;
