@@ -7,6 +7,8 @@
 //   special-compute-location          a stage always-inline would inline into one consumer that
 //                                     unrolls its reads of a constant tensor (Winograd's data
 //                                     pack): computed at the consumer's last loop before them
+//   inline-into-shared-fetch          a stage without a reduction read only by a shared
+//                                     cache-read stage (a padding): inlined into the fetch
 //   always-inline                     as on CPUs
 //   simplify-compute-with-const-tensor  as on CPUs
 //   cross-thread-reduction            a reduction with little spatial work: the work items of
@@ -52,6 +54,7 @@ InitRuleList DefaultGpuInitRules();
 MutationRuleList DefaultGpuMutationRules();
 
 std::shared_ptr<const SketchRule> MakeAddCacheReadRule();
+std::shared_ptr<const SketchRule> MakeInlineIntoSharedFetchRule();
 std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule();
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule();
 std::shared_ptr<const InitRule> MakeThreadBindRule();

@@ -132,6 +132,30 @@ class SpecialComputeLocationRule : public SketchRule {
   }
 };
 
+// ---- inline-into-shared-fetch ----
+
+// A stage without a reduction whose one consumer is a shared cache-read
+// stage (a convolution's padding) is inlined into the fetch: each group
+// computes the tile it copies (the padding's condition) as it fetches it,
+// instead of a kernel of its own writing the whole padded tensor to global
+// memory for the fetch to read back. Ansor inlines every such stage on GPUs.
+class InlineIntoSharedFetchRule : public SketchRule {
+ public:
+  std::string name() const override { return "inline-into-shared-fetch"; }
+  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+    const Stage& st = s.stage(stage_id);
+    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st) || HasReduceIter(st))
+      return Condition::Skip;
+    const OpAccessInfo& access = s.dag().access(stage_id);
+    if (access.is_output || access.producers.empty() || access.consumers.size() != 1) return Condition::Skip;
+    return s.stage(access.consumers[0]).scope == MemScope::Shared ? Condition::ApplyAndSkipRest
+                                                                  : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    return {{s.ComputeInline(stage_id), stage_id - 1}};
+  }
+};
+
 // ---- cross-thread-reduction ----
 
 // A reduction with little spatial work (a row sum, softmax's denominator, a
@@ -191,6 +215,9 @@ std::shared_ptr<const SketchRule> MakeAddCacheReadRule() { return std::make_shar
 std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule() {
   return std::make_shared<SpecialComputeLocationRule>();
 }
+std::shared_ptr<const SketchRule> MakeInlineIntoSharedFetchRule() {
+  return std::make_shared<InlineIntoSharedFetchRule>();
+}
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule() {
   return std::make_shared<CrossThreadReductionRule>();
 }
@@ -198,6 +225,7 @@ std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule() {
 SketchRuleList DefaultGpuSketchRules() {
   return {MakeAddCacheReadRule(),
           MakeSpecialComputeLocationRule(),
+          MakeInlineIntoSharedFetchRule(),
           MakeAlwaysInlineRule(),
           MakeSimplifyComputeWithConstTensorRule(),
           MakeCrossThreadReductionRule(),

@@ -68,7 +68,7 @@ def _winograd_pack():
 # name -> (builder, step records that must appear in some sketch, in every sketch)
 CASES = {
     "matmul": (_matmul, {"CHW", "CHR", "FSP"}, {"CHR"}),
-    "conv2d_nchw_pad1": (_conv2d, {"CHW", "CHR", "FSP"}, {"CHR"}),
+    "conv2d_nchw_pad1": (_conv2d, {"CHW", "CHR", "FSP"}, {"CHR", "CI"}),  # the padding inlined into its fetch
     "batch_matmul": (_batch_matmul, {"CHR", "FSP"}, set()),
     "softmax": (_softmax, {"RF", "CHW"}, set()),
     "layer_norm": (_layer_norm, {"RF", "CHW"}, set()),
@@ -107,7 +107,8 @@ def _rules_applied(state):
 def test_gpu_policy_lists_the_gpu_rules_in_order():
     policy = search.SketchPolicy(_task(ans.ComputeDAG(_matmul())))
     assert policy.sketch_rule_names == [
-        "add-cache-read", "special-compute-location", "always-inline", "simplify-compute-with-const-tensor", "cross-thread-reduction",
+        "add-cache-read", "special-compute-location", "inline-into-shared-fetch", "always-inline",
+        "simplify-compute-with-const-tensor", "cross-thread-reduction",
         "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "thread-bind", "unroll", "vectorize"]
     assert policy.mutation_rule_names == ["tile-size", "auto-unroll", "shared-fetch"]
@@ -127,6 +128,24 @@ def test_gpu_sketches_carry_the_steps_of_their_rules(case):
     if case in ("softmax", "layer_norm"):  # the cross-thread stage lives in shared memory, bound per group
         shared = [r for s in sketches for r in _records(s) if r[0] == "CHW" and r[2] == "shared"]
         assert shared, case
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(1, 5, 9, 7, 6, 3, 1), (2, 3, 5, 5, 4, 3, 2), (1, 7, 11, 13, 5, 5, 2)])
+def test_gpu_conv_padding_is_computed_by_the_shared_fetch(shape):
+    """The padding stage is inlined into the shared fetch of the input: one kernel per sampled state, no
+    padded copy of the input in global memory, outputs equal to the reference (awkward shapes, paddings 1
+    and 2)."""
+    n, c, h, w, k, r, pad = shape
+    data, kernel = _ph((n, c, h, w), "data"), _ph((k, c, r, r), "kernel")
+    dag = ans.ComputeDAG([data, kernel, ops.conv2d_nchw(data, kernel, stride=1, padding=pad)])
+    task = _task(dag)
+    states, drops = search.sample_init_population(task, 16, seed=2)
+    assert states, drops
+    for state in states[:4]:
+        source = ans.build(dag, state, target="opencl").get_source("cl")
+        assert source.count("__kernel") == 1 and "PaddedInput" not in source.split("{")[0], source
+    _check_states(dag, task, states[:4])
 
 
 def _check_states(dag, task, states):
