@@ -8,7 +8,8 @@
 //                                     unrolls its reads of a constant tensor (Winograd's data
 //                                     pack): computed at the consumer's last loop before them
 //   inline-into-shared-fetch          a stage without a reduction read only by a shared
-//                                     cache-read stage (a padding): inlined into the fetch
+//                                     cache-read stage (a padding): also a sketch with it
+//                                     inlined into the fetch
 //   always-inline                     as on CPUs
 //   simplify-compute-with-const-tensor  as on CPUs
 //   cross-thread-reduction            a reduction with little spatial work: the work items of

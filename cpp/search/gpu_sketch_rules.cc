@@ -138,7 +138,12 @@ class SpecialComputeLocationRule : public SketchRule {
 // stage (a convolution's padding) is inlined into the fetch: each group
 // computes the tile it copies (the padding's condition) as it fetches it,
 // instead of a kernel of its own writing the whole padded tensor to global
-// memory for the fetch to read back. Ansor inlines every such stage on GPUs.
+// memory for the fetch to read back. Ansor inlines every such stage on GPUs;
+// here the sketch keeping the stage is kept too (Apply): the fetch then
+// evaluates the padding's condition per element, which a 256-channel 14 x 14
+// convolution on an H200 paid for (0.050 ms inlined, 0.033 ms with the
+// padding a kernel of its own), while a 64-channel 56 x 56 one gained
+// (0.019 ms against 0.020 ms).
 class InlineIntoSharedFetchRule : public SketchRule {
  public:
   std::string name() const override { return "inline-into-shared-fetch"; }
@@ -148,8 +153,7 @@ class InlineIntoSharedFetchRule : public SketchRule {
       return Condition::Skip;
     const OpAccessInfo& access = s.dag().access(stage_id);
     if (access.is_output || access.producers.empty() || access.consumers.size() != 1) return Condition::Skip;
-    return s.stage(access.consumers[0]).scope == MemScope::Shared ? Condition::ApplyAndSkipRest
-                                                                  : Condition::Skip;
+    return s.stage(access.consumers[0]).scope == MemScope::Shared ? Condition::Apply : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
     return {{s.ComputeInline(stage_id), stage_id - 1}};
