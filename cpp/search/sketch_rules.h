@@ -29,6 +29,9 @@
 //                                     out (the sketches without it are kept too)
 //   multi-level-tiling-with-fusion    tile and compute inside the element-wise consumer's tiles
 //   multi-level-tiling                tile "SSRSRS"
+//   padding-at-tile                   a tiled strided convolution's padding (more padded
+//                                     inputs than outputs): also a sketch with it computed
+//                                     per output tile (rule_window_ops.cc)
 //   window-vectorize                  a window stage not tiled (pooling): also a sketch with
 //                                     the window loops unrolled above the innermost axis's
 //                                     inner part (vectorized by the init rules)
@@ -96,6 +99,7 @@ std::shared_ptr<const SketchRule> MakePackConvLayoutRule();
 // rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
 std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
 std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();
+std::shared_ptr<const SketchRule> MakePaddingAtTileRule();
 // Whether the stage reduces over a small sliding window only (depthwise, pooling).
 bool IsWindowStage(const State& s, int stage_id);
 // gpu: the GPU variants (gpu_rules.h): cache write only without an element-wise

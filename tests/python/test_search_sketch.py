@@ -227,7 +227,7 @@ def test_rules_are_listed_in_order():
     assert policy.sketch_rule_names == [
         "always-inline", "simplify-compute-with-const-tensor", "inline-window-padding", "add-rfactor",
         "pack-operand", "pack-conv-layout", "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling",
-        "window-vectorize", "skip-stage"]
+        "padding-at-tile", "window-vectorize", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "parallel", "unroll", "vectorize"]
 
 

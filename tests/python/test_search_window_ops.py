@@ -145,3 +145,36 @@ def test_expert_schedule_of_window_ops_matches_the_reference(case):
         return
     assert state is not None, reason
     check(dag, state)
+
+
+def _conv_nchwc(c_blocks, h, w, o_blocks, k, stride, block=4):
+    data = te.placeholder((1, c_blocks, h, w, block), name="data")
+    kernel = te.placeholder((o_blocks, c_blocks, k, k, block, block), name="kernel")
+    conv = ops.conv2d_nchwc(data, kernel, stride=stride, padding=k // 2)
+    return ans.ComputeDAG([data, kernel, ops.relu(conv)])
+
+
+def _attached(state):
+    """Names of the stages computed at a loop of another stage."""
+    return [st.name for st in state.stages if st.compute_at == "at"]
+
+
+@needs_llvm
+@pytest.mark.parametrize("shape", [(2, 13, 11, 3, 3, 2), (1, 9, 9, 2, 3, 2), (3, 7, 5, 1, 5, 3)])
+def test_strided_convolution_gets_a_sketch_with_its_padding_computed_per_tile(shape):
+    """A strided convolution (more padded inputs than outputs) also gets sketches with the padding computed
+    inside the output's tiles; their states equal the reference on awkward shapes (odd sizes, strides 2 and
+    3, one output block). A stride-1 convolution keeps the padding's own pass only."""
+    dag = _conv_nchwc(*shape)
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    sketches = search.SketchPolicy(task).generate_sketches()
+    at_tile = [s for s in sketches if "PaddedInput" in _attached(s)]
+    assert at_tile and len(at_tile) < len(sketches), [str(s) for s in sketches]
+    states, drops = search.sample_init_population(task, 24, seed=5)
+    sampled = [s for s in states if "PaddedInput" in _attached(s)]
+    assert sampled, drops
+    for state in sampled[:4]:
+        check(dag, state)
+    unit = _conv_nchwc(2, 13, 11, 3, 3, 1)
+    plain = search.SketchPolicy(ans.SearchTask(compute_dag=unit, target=HOST)).generate_sketches()
+    assert not any("PaddedInput" in _attached(s) for s in plain)
