@@ -117,7 +117,7 @@ class SpecialComputeLocationRule : public SketchRule {
   std::string name() const override { return "special-compute-location"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     const Stage& st = s.stage(stage_id);
-    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
     const OpAccessInfo& access = s.dag().access(stage_id);
     // Any stage without a reduction could be inlined on a GPU (Ansor inlines
     // them all there); the ones always-inline takes are the strictly
@@ -147,8 +147,7 @@ class InlineIntoSharedFetchRule : public SketchRule {
   std::string name() const override { return "inline-into-shared-fetch"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     const Stage& st = s.stage(stage_id);
-    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st) || HasReduceIter(st))
-      return Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id) || HasReduceIter(st)) return Condition::Skip;
     const OpAccessInfo& access = s.dag().access(stage_id);
     if (access.is_output || access.producers.empty() || access.consumers.size() != 1) return Condition::Skip;
     return s.stage(access.consumers[0]).scope == MemScope::Shared ? Condition::Apply : Condition::Skip;
@@ -174,7 +173,7 @@ class CrossThreadReductionRule : public SketchRule {
   std::string name() const override { return "cross-thread-reduction"; }
   Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
     const Stage& st = s.stage(stage_id);
-    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
     if (IsCacheWriteStage(s, stage_id) || st.op->axis.empty() || !HasReduceIter(st)) return Condition::Skip;
     const int64_t spatial = SpatialProduct(st), reduce = ReduceProduct(st);
     const HardwareParams& hw = ctx.task.hardware_params;

@@ -114,8 +114,7 @@ class PackOperandRule : public SketchRule {
  public:
   std::string name() const override { return "pack-operand"; }
   Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
-    const Stage& st = s.stage(stage_id);
-    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
     if (!NeedsMultiLevelTiling(s, stage_id) || IsCacheWriteStage(s, stage_id)) return Condition::Skip;
     return FindPackCandidate(ctx, s, stage_id) ? Condition::Apply : Condition::Skip;
   }
@@ -205,8 +204,7 @@ class PackConvLayoutRule : public SketchRule {
  public:
   std::string name() const override { return "pack-conv-layout"; }
   Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
-    const Stage& st = s.stage(stage_id);
-    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
     if (!NeedsMultiLevelTiling(s, stage_id) || IsCacheWriteStage(s, stage_id)) return Condition::Skip;
     return FindConvLayout(ctx, s, stage_id) ? Condition::Apply : Condition::Skip;
   }

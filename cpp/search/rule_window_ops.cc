@@ -84,9 +84,8 @@ int PaddingProducer(const State& s, int stage_id) {
 }
 
 bool IsFreshWindowStage(const State& s, int stage_id) {
-  const Stage& st = s.stage(stage_id);
-  return HasLoops(s, stage_id) && st.loc == ComputeLocKind::Root && IsUntouched(st) &&
-         !IsCacheWriteStage(s, stage_id) && IsWindowReduction(st);
+  return IsFreshRootStage(s, stage_id) && !IsCacheWriteStage(s, stage_id) &&
+         IsWindowReduction(s.stage(stage_id));
 }
 
 class InlineWindowPaddingRule : public SketchRule {
@@ -130,7 +129,7 @@ class PaddingAtTileRule : public SketchRule {
   std::string name() const override { return "padding-at-tile"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     const Stage& st = s.stage(stage_id);
-    if (!HasLoops(s, stage_id) || st.loc != ComputeLocKind::Root || !IsUntouched(st)) return Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
     const auto& consumers = s.dag().access(stage_id).consumers;
     if (consumers.size() != 1 || PaddingProducer(s, consumers[0]) != stage_id) return Condition::Skip;
     const Stage& consumer = s.stage(consumers[0]);

@@ -20,6 +20,11 @@ bool HasReduceIter(const Stage& st) {
 
 bool IsUntouched(const Stage& st) { return st.relations.empty() && st.num_iters() == st.num_root; }
 
+bool IsFreshRootStage(const State& s, int stage_id) {
+  const Stage& st = s.stage(stage_id);
+  return HasLoops(s, stage_id) && st.loc == ComputeLocKind::Root && IsUntouched(st);
+}
+
 int64_t SpatialProduct(const Stage& st) {
   int64_t product = 1;
   for (const IterVar& iv : st.op->axis) product *= iv.extent;

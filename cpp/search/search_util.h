@@ -21,6 +21,8 @@ bool HasLoops(const State& s, int stage_id);
 bool HasReduceIter(const Stage& st);
 // The stage's loops are still its op's axes: nothing split, fused or reordered.
 bool IsUntouched(const Stage& st);
+// A compute stage at the root whose loops nothing has changed yet.
+bool IsFreshRootStage(const State& s, int stage_id);
 // Products of the extents of the op's spatial axes and of its reduce axes.
 int64_t SpatialProduct(const Stage& st);
 int64_t ReduceProduct(const Stage& st);

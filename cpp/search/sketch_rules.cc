@@ -21,12 +21,6 @@ const std::string& TilingStructure(const SketchContext& ctx, bool gpu) {
   return gpu ? ctx.params.gpu_tiling_structure : ctx.params.cpu_tiling_structure;
 }
 
-// A stage whose loops nothing has changed yet and that is computed at root.
-bool IsFreshRootStage(const State& s, int stage_id) {
-  const Stage& st = s.stage(stage_id);
-  return HasLoops(s, stage_id) && st.loc == ComputeLocKind::Root && IsUntouched(st);
-}
-
 // ---- always-inline ----
 
 class AlwaysInlineRule : public SketchRule {
