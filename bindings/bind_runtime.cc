@@ -12,6 +12,7 @@
 #include "lower/stmt_printer.h"
 #include "runtime/kernel_sequence.h"
 #include "runtime/module.h"
+#include "runtime/thread_pool.h"
 #include "schedule/state.h"
 #include "support/error.h"
 #ifdef AUTOSCHED_HAS_OPENCL
@@ -226,6 +227,18 @@ void bind_runtime(py::module_& m) {
         "Lowers a state and compiles it for the target (a Target).");
   m.def("lowered_text", &LoweredText, py::arg("state"), py::arg("log_passes") = false,
         "The fully lowered loop nest of a state (with log_passes: after every pass).");
+  m.def(
+      "set_parallel_pieces_per_task",
+      [](int pieces) {
+        if (pieces < 1)
+          throw py::value_error("pieces per task must be at least 1, got " + std::to_string(pieces));
+        int previous = ThreadPool::PiecesPerTask();
+        ThreadPool::SetPiecesPerTask(pieces);
+        return previous;
+      },
+      py::arg("pieces"),
+      "Sets the pieces each thread's share of a parallel loop is cut into (1: a static split); returns the "
+      "previous value.");
   m.def("has_llvm", &HasLLVMBackend, "True when this build can compile for 'llvm' targets.");
   m.def("has_opencl", &HasOpenCLBackend, "True when this build has the OpenCL runtime.");
   m.def("opencl_devices", &OpenCLDevices, "The OpenCL devices of this machine, as dicts.");

@@ -18,16 +18,22 @@ inline void CpuRelax() {
 #endif
 }
 
-// Set while this thread runs a chunk, so nested parallel loops run serially.
+// Set while this thread runs a piece, so nested parallel loops run serially.
 thread_local bool in_parallel_chunk = false;
 
-// [begin, end) of chunk `index` out of `chunks` over n iterations.
-std::pair<int64_t, int64_t> ChunkRange(int64_t n, int chunks, int index) {
-  int64_t base = n / chunks, extra = n % chunks;
-  int64_t begin = index * base + std::min<int64_t>(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
+// Start of part `index` when n iterations are cut into `parts` near-equal
+// contiguous parts (index == parts gives n).
+int64_t PartBegin(int64_t n, int64_t parts, int64_t index) {
+  int64_t base = n / parts, extra = n % parts;
+  return index * base + std::min<int64_t>(index, extra);
 }
+
+std::atomic<int> pieces_per_task{ThreadPool::kDefaultPiecesPerTask};
 }  // namespace
+
+int ThreadPool::PiecesPerTask() { return pieces_per_task.load(std::memory_order_relaxed); }
+
+void ThreadPool::SetPiecesPerTask(int pieces) { pieces_per_task.store(std::max(1, pieces)); }
 
 namespace {
 // Polls `done` until it is true or kSpinMicroseconds have passed; returns
@@ -97,7 +103,9 @@ void ThreadPool::WorkerLoop(int worker_index) {
   auto has_news = [&] {
     return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
   };
+  const int task = worker_index + 1;  // task 0 is the caller
   while (true) {
+    std::shared_ptr<Job> job;
     if (!SpinUntil(has_news)) {
       std::unique_lock<std::mutex> lock(mutex_);
       ++sleeping_workers_;
@@ -105,52 +113,75 @@ void ThreadPool::WorkerLoop(int worker_index) {
       --sleeping_workers_;
     }
     if (stopping_.load(std::memory_order_acquire)) return;
-    seen = generation_.load(std::memory_order_acquire);
-    const int chunk = worker_index + 1;  // chunk 0 is the caller's
-    if (chunk >= num_chunks_) continue;
-    auto [begin, end] = ChunkRange(total_, num_chunks_, chunk);
-    in_parallel_chunk = true;
-    (*job_)(begin, end);
-    in_parallel_chunk = false;
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // The caller may be asleep: take the lock so the wake-up cannot fall
-      // between its check and its wait.
-      { std::lock_guard<std::mutex> lock(mutex_); }
-      done_cv_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seen = generation_.load(std::memory_order_acquire);
+      job = job_;
+    }
+    if (job == nullptr || task >= job->num_tasks) continue;
+    RunPieces(*job, task);
+  }
+}
+
+void ThreadPool::RunPieces(Job& job, int task) {
+  in_parallel_chunk = true;
+  for (int k = 0; k < job.num_tasks; ++k) {
+    PieceCounter& share = job.shares[(task + k) % job.num_tasks];
+    int64_t piece;
+    while ((piece = share.next.fetch_add(1, std::memory_order_relaxed)) < share.end) {
+      (*job.fn)(PartBegin(job.total, job.num_pieces, piece), PartBegin(job.total, job.num_pieces, piece + 1));
+      // The caller may be asleep waiting for the last piece: take the lock so
+      // the wake-up cannot fall between its check and its wait.
+      // (Sequentially consistent with the caller's store of caller_sleeping_
+      // and its load of pieces_done: one of the two sees the other.)
+      if (job.pieces_done.fetch_add(1) + 1 == job.num_pieces && task != 0 && caller_sleeping_.load()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_cv_.notify_one();
+      }
     }
   }
+  in_parallel_chunk = false;
 }
 
 void ThreadPool::ParallelFor(int64_t n, int num_tasks, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   int tasks = num_tasks > 0 ? std::min(num_tasks, max_tasks()) : max_tasks();
-  int chunks = static_cast<int>(std::min<int64_t>(tasks, n));
-  if (chunks <= 1 || in_parallel_chunk) {
+  tasks = static_cast<int>(std::min<int64_t>(tasks, n));
+  if (tasks <= 1 || in_parallel_chunk) {
     fn(0, n);
     return;
   }
   std::lock_guard<std::mutex> job_lock(job_mutex_);
-  job_ = &fn;
-  total_ = n;
-  num_chunks_ = chunks;
-  pending_.store(chunks - 1, std::memory_order_relaxed);
+  std::shared_ptr<Job> job;
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The last job's state is reused unless a worker still holds it.
+    if (job_ == nullptr || job_.use_count() > 1) job_ = std::make_shared<Job>(max_tasks());
+    job = job_;
+    job->fn = &fn;
+    job->num_tasks = tasks;
+    job->total = n;
+    job->num_pieces = std::min<int64_t>(n, static_cast<int64_t>(tasks) * PiecesPerTask());
+    job->pieces_done.store(0, std::memory_order_relaxed);
+    for (int t = 0; t < tasks; ++t) {
+      job->shares[t].next.store(PartBegin(job->num_pieces, tasks, t), std::memory_order_relaxed);
+      job->shares[t].end = PartBegin(job->num_pieces, tasks, t + 1);
+    }
     generation_.fetch_add(1, std::memory_order_release);
     wake = sleeping_workers_ > 0;
   }
   if (wake) start_cv_.notify_all();
-  auto [begin, end] = ChunkRange(n, chunks, 0);
-  in_parallel_chunk = true;
-  fn(begin, end);
-  in_parallel_chunk = false;
-  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  RunPieces(*job, 0);
+  // Done when every piece is, whether or not each worker got to start: the
+  // caller never waits for a thread its core has not run yet.
+  auto done = [&] { return job->pieces_done.load() == job->num_pieces; };
   if (!SpinUntil(done)) {
     std::unique_lock<std::mutex> lock(mutex_);
+    caller_sleeping_.store(true);
     done_cv_.wait(lock, done);
+    caller_sleeping_.store(false);
   }
-  job_ = nullptr;
 }
 
 }  // namespace autosched

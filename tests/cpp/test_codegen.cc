@@ -234,6 +234,33 @@ TEST(ThreadPoolTest, ChunksCoverRangeAndNestedRunsSerially) {
   for (int h : hits) EXPECT_EQ(h, 1);
 }
 
+// A task held up on its first piece (a slowed core) does not hold up the
+// job's other pieces: the free worker runs the rest of its share. With one
+// piece per task the split is static and the held-up task runs its share.
+TEST(ThreadPoolTest, FreeThreadTakesTheSharePiecesASlowTaskHasNotStarted) {
+  ThreadPool pool(1);  // two tasks: the caller and one worker
+  const std::thread::id caller = std::this_thread::get_id();
+  constexpr int64_t kN = 64;
+  auto run = [&](std::vector<std::thread::id>* ran_by) {
+    pool.ParallelFor(kN, 2, [&](int64_t b, int64_t e) {
+      if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      for (int64_t k = b; k < e; ++k) (*ran_by)[k] = std::this_thread::get_id();
+    });
+  };
+  const int saved = ThreadPool::PiecesPerTask();
+  std::vector<std::thread::id> ran_by(kN);
+  run(&ran_by);
+  // The caller's share is [0, 32); it slept in its first piece [0, 4).
+  for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(ran_by[k], caller) << k;
+  for (int64_t k = 4; k < kN; ++k) EXPECT_NE(ran_by[k], caller) << k;
+
+  ThreadPool::SetPiecesPerTask(1);
+  std::vector<std::thread::id> static_ran_by(kN);
+  run(&static_ran_by);
+  ThreadPool::SetPiecesPerTask(saved);
+  for (int64_t k = 0; k < kN; ++k) EXPECT_EQ(static_ran_by[k] == caller, k < kN / 2) << k;
+}
+
 // The pool's workers spin for a while after a job and then sleep: jobs that
 // follow each other at once (spinning workers), after a pause longer than the
 // spin (sleeping workers), and from several calling threads at once (one job
