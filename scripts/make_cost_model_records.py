@@ -1,12 +1,27 @@
 """Tunes a corpus of tasks into record logs: the training data of the cost model shipped in the package.
 
     python3 scripts/make_cost_model_records.py --out DIR [--trials-per-task 64] [--jobs 1] [--time-budget-s S]
-        [--target llvm] [--networks resnet18,mobilenet_v2,bert_layer] [--no-ops] [--holdout] [--list]
+        [--target llvm] [--networks resnet18,mobilenet_v2,bert_layer] [--no-ops] [--random-tasks N]
+        [--shape-seed S] [--holdout] [--list]
 
 The tasks: those of the zoo networks (extract_tasks with layout="auto", so the channel-blocked convolutions of
 the target's vector width) and a spread of operator-library tasks (matmul, dense, batch_matmul, conv2d in NHWC,
 NCHW and NCHWc, depthwise, pooling, softmax, layer_norm; varied shapes, awkward ones among them). --holdout
 tunes instead the held-out tasks, which are never part of the corpus (their log tests the shipped model).
+
+--random-tasks N adds N operator-library tasks of the same families with shapes drawn at random (seeded by
+--shape-seed; another seed, other shapes): extents from 1 to a few thousand, round ones (multiples of 8 to 64),
+primes and any others; kernels 1, 3, 5 and 7, strides 1 and 2, padding "same" or none; channel blocks of 8
+and 16. Sizes are log-uniform (a compute task does 0.1 to 200 MFLOP, a pooling, softmax or layer_norm task
+reads 4 K to 4 M elements), so that the slow candidates of a search stay well under 50 ms.
+No drawn task has the workload key of a held-out one: the tasks of --holdout and those of bert_layer (which
+the training script holds out by default), whatever --networks names; nor of another task of the corpus.
+
+--target may turn vector features off, e.g. "llvm -mattr=-avx512f" on an AVX-512 host: code for AVX2, and
+hardware parameters that follow (vector_unit_bytes 32, 16 vector registers; the host's caches). Such a
+target is another CPU for the cost model: its logs and CPU file are named after the CPU and the widest vector
+extension the target keeps, where that differs from the CPU's own (records_sapphirerapids-avx2_job0.json),
+so that the training script normalises its labels apart from those of the full CPU.
 
 --jobs J starts J processes, each pinned (os.sched_setaffinity) to its own pair of the cores this process may
 use and tuning its share of the tasks (every J-th one, in a shuffled order that spreads networks and operators
@@ -20,6 +35,7 @@ what is left when it starts; --max-tasks N tunes the first N tasks only. Tuning 
 """
 import argparse
 import json
+import math
 import os
 import random
 import subprocess
@@ -145,12 +161,190 @@ HOLDOUT_TASKS = [
 ]
 
 
+HOLDOUT_NETWORK = "bert_layer"  # held out by the training script (--holdout-network): no drawn task is one of its
+
+# Random shapes (--random-tasks): the families of OP_TASKS with relative weights, and the sizes they may have
+# (a task's size is drawn log-uniform in its range, then shapes until one is within a factor of 2 of it).
+FLOP_RANGE = (1e5, 2e8)        # compute tasks (matmul, dense, convolutions)
+ELEMENT_RANGE = (4096, 4 << 20)  # memory-bound tasks (pooling, softmax, layer_norm): input elements
+
+
+def _is_prime(n):
+    return n >= 2 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+def _extent(rng, lo, hi):
+    """An extent in [lo, hi], log-uniform: round (a multiple of 8 to 64) half the time, else a prime or any."""
+    x = int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi + 1) - 1e-9)))
+    x = min(max(x, lo), hi)
+    kind = rng.random()
+    if kind < 0.5:
+        for step in rng.choice(((64, 32, 16, 8), (32, 16, 8), (16, 8), (8,))):
+            if x >= step and lo <= x // step * step <= hi:
+                return x // step * step
+    elif kind < 0.75:
+        p = x
+        while p <= hi and not _is_prime(p):
+            p += 1
+        if p <= hi:
+            return p
+    return x
+
+
+def _conv_geometry(rng, lo=4, hi=112, depthwise=False):
+    """(h, w, kernel, stride, pad) with at least one output pixel; square images mostly."""
+    while True:
+        h = _extent(rng, lo, hi)
+        w = h if rng.random() < 0.8 else _extent(rng, lo, hi)
+        kh = rng.choices((1, 3, 5, 7), weights=(0, 6, 2, 1) if depthwise else (3, 5, 2, 1))[0]
+        stride = rng.choice((1, 1, 2))
+        pad = kh // 2 if rng.random() < 0.8 else 0
+        if min(h, w) + 2 * pad >= kh:
+            return h, w, kh, stride, pad
+
+
+def _draw_matmul(rng):
+    n, k, m = _extent(rng, 1, 1024), _extent(rng, 4, 2048), _extent(rng, 4, 2048)
+    return f"matmul {n}x{k}x{m}", lambda: _matmul(n, k, m)
+
+
+def _draw_dense(rng):
+    m, n, k = _extent(rng, 1, 256), _extent(rng, 8, 4096), _extent(rng, 8, 4096)
+    return f"dense_relu {m}x{n}x{k}", lambda: _dense(m, n, k)
+
+
+def _draw_batch_matmul(rng):
+    b, m, n, k = _extent(rng, 1, 16), _extent(rng, 4, 512), _extent(rng, 4, 512), _extent(rng, 4, 512)
+    return f"batch_matmul {b}x{m}x{n}x{k}", lambda: _batch_matmul(b, m, n, k)
+
+
+def _stride_text(stride):
+    return f" s{stride}" if stride > 1 else ""
+
+
+def _draw_conv_nhwc(rng):
+    h, w, kh, stride, pad = _conv_geometry(rng)
+    ci = 3 if rng.random() < 0.1 else _extent(rng, 1, 512)
+    co = _extent(rng, 4, 512)
+    return (f"conv2d_nhwc {h}x{w}x{ci}->{co} {kh}x{kh}{_stride_text(stride)}",
+            lambda: _conv_nhwc(h, w, ci, co, kh, stride, pad))
+
+
+def _draw_conv_nchw_relu(rng):
+    h, w, kh, stride, pad = _conv_geometry(rng)
+    ci, co = _extent(rng, 1, 512), _extent(rng, 4, 512)
+    return (f"conv2d_nchw_relu {ci}x{h}x{w}->{co} {kh}x{kh}{_stride_text(stride)}",
+            lambda: _conv_nchw_relu(ci, h, w, co, kh, stride, pad))
+
+
+def _draw_conv_nchwc(rng, block):
+    h, w, kh, stride, pad = _conv_geometry(rng, 4, 64)
+    ci, co = block * _extent(rng, 1, 64), block * _extent(rng, 1, 64)
+    return (f"conv2d_nchwc{block} {ci}x{h}x{w}->{co} {kh}x{kh}{_stride_text(stride)}",
+            lambda: _conv_nchwc(ci, h, w, co, kh, stride, pad, block))
+
+
+def _draw_depthwise_nhwc(rng):
+    h, w, kh, stride, pad = _conv_geometry(rng, depthwise=True)
+    c = _extent(rng, 4, 1024)
+    return (f"depthwise_nhwc {h}x{w}x{c} {kh}x{kh}{_stride_text(stride)}",
+            lambda: _depthwise_nhwc(h, w, c, kh, stride, pad))
+
+
+def _draw_depthwise_nchwc(rng):
+    block = rng.choice((8, 16))
+    h, w, kh, stride, pad = _conv_geometry(rng, depthwise=True)
+    c = block * _extent(rng, 1, 64)
+    return (f"depthwise_nchwc{block} {c}x{h}x{w} {kh}x{kh}{_stride_text(stride)}",
+            lambda: _depthwise_nchwc(c, h, w, kh, stride, pad, block))
+
+
+def _draw_max_pool(rng):
+    c, h = _extent(rng, 1, 512), _extent(rng, 4, 224)
+    size, stride = rng.choice((2, 3)), rng.choice((1, 2, 2))
+    pad = rng.choice((0, size // 2))
+    if h + 2 * pad < size:
+        h = size
+    return (f"max_pool nchw {c}x{h}x{h} {size}x{size}{_stride_text(stride)}",
+            lambda: _max_pool(c, h, h, size, stride, pad))
+
+
+def _draw_avg_pool_nhwc(rng):
+    h, c = _extent(rng, 4, 224), _extent(rng, 1, 512)
+    size = rng.choice((2, 3))
+    stride = rng.choice((1, size))
+    return (f"avg_pool nhwc {h}x{h}x{c} {size}x{size}{_stride_text(stride)}",
+            lambda: _avg_pool_nhwc(h, h, c, size, stride))
+
+
+def _draw_global_avg(rng):
+    c, h = _extent(rng, 1, 2048), _extent(rng, 1, 56)
+    return f"global_avg_pool {c}x{h}x{h}", lambda: _global_avg(c, h, h)
+
+
+def _draw_softmax(rng):
+    m, n = _extent(rng, 1, 4096), _extent(rng, 2, 8192)
+    return f"softmax {m}x{n}", lambda: _softmax(m, n)
+
+
+def _draw_layer_norm(rng):
+    m, n = _extent(rng, 1, 2048), _extent(rng, 2, 8192)
+    return f"layer_norm {m}x{n}", lambda: _layer_norm(m, n)
+
+
+# (drawer, weight, memory-bound): the families of OP_TASKS; matrix products and convolutions most often.
+RANDOM_FAMILIES = [
+    (_draw_matmul, 2.0, False), (_draw_dense, 2.0, False), (_draw_batch_matmul, 1.5, False),
+    (_draw_conv_nhwc, 1.5, False), (_draw_conv_nchw_relu, 1.0, False),
+    (lambda rng: _draw_conv_nchwc(rng, 8), 1.0, False), (lambda rng: _draw_conv_nchwc(rng, 16), 1.0, False),
+    (_draw_depthwise_nhwc, 1.0, False), (_draw_depthwise_nchwc, 1.0, False),
+    (_draw_max_pool, 0.5, True), (_draw_avg_pool_nhwc, 0.5, True), (_draw_global_avg, 0.3, True),
+    (_draw_softmax, 1.0, True), (_draw_layer_norm, 1.0, True),
+]
+
+
+def random_op_tasks(n, seed, target, exclude_keys):
+    """`n` tasks of RANDOM_FAMILIES with random shapes (deterministic in `seed`), none of whose workload keys
+    is in `exclude_keys` or repeats; sizes log-uniform in FLOP_RANGE / ELEMENT_RANGE."""
+    rng = random.Random(seed)
+    tasks, seen = [], set(exclude_keys)
+    weights = [w for _, w, _ in RANDOM_FAMILIES]
+    while len(tasks) < n:
+        draw, _, memory_bound = rng.choices(RANDOM_FAMILIES, weights=weights)[0]
+        lo, hi = ELEMENT_RANGE if memory_bound else FLOP_RANGE
+        want = 2 ** rng.uniform(math.log2(lo), math.log2(hi))
+        for _ in range(200):  # else another family and size
+            desc, make = draw(rng)
+            tensors = make()
+            size = math.prod(tensors[0].shape) if memory_bound else ans.ComputeDAG(tensors).flop_ct
+            if lo <= size <= hi and want / 2 <= size <= want * 2:
+                break
+        else:
+            continue
+        task = ans.SearchTask(compute_dag=ans.ComputeDAG(tensors), target=target, desc=f"{desc} (random)")
+        if task.workload_key in seen:
+            continue
+        seen.add(task.workload_key)
+        tasks.append(task)
+    return tasks
+
+
+def holdout_keys(target):
+    """The workload keys that no corpus task may have: HOLDOUT_TASKS and the tasks of HOLDOUT_NETWORK."""
+    keys = {ans.SearchTask(compute_dag=ans.ComputeDAG(make()), target=target).workload_key
+            for _, make in HOLDOUT_TASKS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net_tasks, _ = extract_tasks(zoo.get_model(HOLDOUT_NETWORK), target, layout="auto")
+    return keys | {t.workload_key for t in net_tasks}
+
+
 def job_target(text, threads):
     """The target each job tunes for: `text` with -num-cores=<threads> unless it names a count."""
     return text if "-num-cores=" in text else f"{text} -num-cores={threads}"
 
 
-def corpus_tasks(target, networks, with_ops, holdout=False):
+def corpus_tasks(target, networks, with_ops, holdout=False, random_tasks=0, shape_seed=0):
     """The tasks, deduplicated by workload key, in a fixed shuffled order."""
     tasks = []
     if holdout:
@@ -166,6 +360,9 @@ def corpus_tasks(target, networks, with_ops, holdout=False):
                                             target=target, desc=f"{name}.{i} {t.desc}"[:80]))
     for desc, make in specs:
         tasks.append(ans.SearchTask(compute_dag=ans.ComputeDAG(make()), target=target, desc=desc))
+    if random_tasks and not holdout:
+        tasks += random_op_tasks(random_tasks, shape_seed, target,
+                                 holdout_keys(target) | {t.workload_key for t in tasks})
     seen, unique = set(), []
     for t in tasks:
         if t.workload_key not in seen:
@@ -175,8 +372,21 @@ def corpus_tasks(target, networks, with_ops, holdout=False):
     return unique
 
 
+def _vector_isa(features):
+    """The widest x86 vector extension among `features` ('' where none is known)."""
+    return next((isa for isa in ("avx512f", "avx2", "avx", "sse4.2") if isa in features), "")
+
+
 def cpu_slug(target):
-    return "".join(c if c.isalnum() else "-" for c in ans.Target(target).cpu) or "cpu"
+    """The CPU's name in file names; a target whose -mattr takes away vector extensions of the CPU adds the
+    widest extension it keeps ("sapphirerapids-avx2"): its timings are another CPU's."""
+    t = ans.Target(target)
+    name = t.cpu
+    if t.mattr:
+        kept = _vector_isa(t.features)
+        if kept != _vector_isa(ans.Target(target.replace(f"-mattr={t.mattr}", "")).features):
+            name += "-" + (kept.replace("512f", "512").replace(".", "") or "novec")
+    return "".join(c if c.isalnum() else "-" for c in name) or "cpu"
 
 
 def write_cpu_file(out, target):
@@ -202,7 +412,8 @@ def run_job(args, job):
         os.sched_setaffinity(0, mine)
     start = time.monotonic()
     target = job_target(args.target, args.threads_per_job)
-    tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout)[:args.max_tasks][job::args.jobs]
+    tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout, args.random_tasks,
+                         args.shape_seed)[:args.max_tasks][job::args.jobs]
     tag = f"holdout_job{job}" if args.holdout else f"job{job}"
     log = os.path.join(args.out, f"records_{cpu_slug(target)}_{tag}.json")
     print(f"[job {job}] cores {sorted(mine)}, {len(tasks)} tasks, target '{target}', log {log}", flush=True)
@@ -244,6 +455,9 @@ def parse_args(argv):
                    help="cores each process is pinned to and threads its kernels use")
     p.add_argument("--networks", default=",".join(NETWORKS), help="zoo models, comma-separated ('' for none)")
     p.add_argument("--no-ops", action="store_true", help="leave out the operator-library tasks")
+    p.add_argument("--random-tasks", type=int, default=0,
+                   help="add N operator-library tasks of random shapes (none of them a held-out task)")
+    p.add_argument("--shape-seed", type=int, default=0, help="seed of the random shapes")
     p.add_argument("--holdout", action="store_true", help="tune the held-out tasks (never in the corpus)")
     p.add_argument("--min-repeat-ms", type=float, default=50, help="LocalRunner's min_repeat_ms")
     p.add_argument("--max-tasks", type=int, default=None, help="tune only the first N tasks of the shuffled order")
@@ -254,6 +468,8 @@ def parse_args(argv):
     for n in args.networks:
         if n not in zoo.MODELS:
             p.error(f"--networks: unknown model {n!r} (models: {', '.join(zoo.MODELS)})")
+    if args.random_tasks < 0:
+        p.error("--random-tasks must be >= 0")
     if min(args.jobs, args.trials_per_task, args.per_round, args.threads_per_job) < 1:
         p.error("--jobs, --trials-per-task, --per-round and --threads-per-job must be >= 1")
     if args.time_budget_s is not None and args.time_budget_s <= 0:
@@ -268,7 +484,8 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.list:
         target = job_target(args.target, args.threads_per_job)
-        tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout)[:args.max_tasks]
+        tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout, args.random_tasks,
+                             args.shape_seed)[:args.max_tasks]
         for i, t in enumerate(tasks):
             print(f"{i:3d} job {i % args.jobs}  {t.compute_dag.flop_ct / 1e6:10.2f} MFLOP  {t.desc}")
         return 0
