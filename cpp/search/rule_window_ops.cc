@@ -109,14 +109,46 @@ class InlineWindowPaddingRule : public SketchRule {
 // convolution is fused into, or at the convolution's outermost spatial tile
 // when it is not fused), so the padded copy is written a tile at a time
 // while it is hot in cache instead of in a pass of its own over the whole
-// input before the convolution. Only where the padded input holds more than
-// kPaddingAtTileRatio times the convolution's outputs (a strided
-// convolution): there the pass costs most against the convolution's work.
-// On a Zen 3, 400 trials each: a ResNet-18 stride-2 3x3 convolution (64 to
-// 128 channels, 56 to 28) ran 0.656 ms against 0.750 ms with the padding's
-// own pass; a stride-1 one (64 channels, 56 x 56), where the search spent
-// its trials on the new sketch too, 1.36 ms against 1.24 ms.
+// input before the convolution. Only for a strided convolution whose padded
+// input holds more than kPaddingAtTileRatio times its outputs: there the
+// pass costs most against the convolution's work. On a Zen 3, 400 trials
+// each: a ResNet-18 stride-2 3x3 convolution (64 to 128 channels, 56 to 28)
+// ran 0.656 ms against 0.750 ms with the padding's own pass; a stride-1 one
+// (64 channels, 56 x 56), where the search spent its trials on the new
+// sketch too, 1.36 ms against 1.24 ms. The ratio alone also lets in stride-1
+// convolutions of small images (9 x 9 padded for 7 x 7 outputs: 1.65), where
+// ResNet-18's 7 x 7 convolutions tuned 10-13% slower with the sketch.
 constexpr double kPaddingAtTileRatio = 1.5;
+
+// Whether `conv` steps through `input` with a stride: an index of its loads
+// of `input` multiplies one of its output axes by a constant of at least 2
+// (yy * 2 + ry).
+bool ReadsWithStride(const TensorNode& conv, const TensorNode* input) {
+  auto is_output_axis = [&](const Expr& e) {
+    const auto* var = e.as<VarNode>();
+    return var != nullptr && std::any_of(conv.axis.begin(), conv.axis.end(),
+                                         [&](const IterVar& a) { return a.var_node() == var; });
+  };
+  auto at_least_two = [](const Expr& e) {
+    const auto* c = e.as<IntImmNode>();
+    return c != nullptr && c->value >= 2;
+  };
+  bool strided = false;
+  PostOrderVisit(conv.body, [&](const Expr& x) {
+    const auto* load = x.as<TensorLoadNode>();
+    if (load == nullptr || load->tensor.get() != input) return;
+    for (const Expr& idx : load->indices) {
+      PostOrderVisit(idx, [&](const Expr& y) {
+        const auto* mul = y.as<BinaryNode>();
+        if (mul != nullptr && mul->op == BinOp::Mul &&
+            ((is_output_axis(mul->a) && at_least_two(mul->b)) ||
+             (is_output_axis(mul->b) && at_least_two(mul->a))))
+          strided = true;
+      });
+    }
+  });
+  return strided;
+}
 
 double Elements(const Stage& st) {
   double n = 1;
@@ -135,6 +167,7 @@ class PaddingAtTileRule : public SketchRule {
     const Stage& consumer = s.stage(consumers[0]);
     if (IsUntouched(consumer) || !NeedsMultiLevelTiling(s, consumers[0])) return Condition::Skip;
     if (Elements(st) <= kPaddingAtTileRatio * Elements(consumer)) return Condition::Skip;
+    if (!ReadsWithStride(*consumer.op.get(), st.op.get())) return Condition::Skip;
     return AttachPoint(s, consumers[0]).first >= 0 ? Condition::Apply : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {

@@ -164,7 +164,8 @@ def _attached(state):
 def test_strided_convolution_gets_a_sketch_with_its_padding_computed_per_tile(shape):
     """A strided convolution (more padded inputs than outputs) also gets sketches with the padding computed
     inside the output's tiles; their states equal the reference on awkward shapes (odd sizes, strides 2 and
-    3, one output block). A stride-1 convolution keeps the padding's own pass only."""
+    3, one output block). A stride-1 convolution keeps the padding's own pass only, a small image's too, whose
+    padded input holds more than 1.5 times its outputs (7 x 7 padded to 9 x 9)."""
     dag = _conv_nchwc(*shape)
     task = ans.SearchTask(compute_dag=dag, target=HOST)
     sketches = search.SketchPolicy(task).generate_sketches()
@@ -175,6 +176,7 @@ def test_strided_convolution_gets_a_sketch_with_its_padding_computed_per_tile(sh
     assert sampled, drops
     for state in sampled[:4]:
         check(dag, state)
-    unit = _conv_nchwc(2, 13, 11, 3, 3, 1)
-    plain = search.SketchPolicy(ans.SearchTask(compute_dag=unit, target=HOST)).generate_sketches()
-    assert not any("PaddedInput" in _attached(s) for s in plain)
+    for unit_shape in ((2, 13, 11, 3, 3, 1), (2, 7, 7, 2, 3, 1), (1, 5, 3, 1, 3, 1)):
+        unit = _conv_nchwc(*unit_shape)
+        plain = search.SketchPolicy(ans.SearchTask(compute_dag=unit, target=HOST)).generate_sketches()
+        assert not any("PaddedInput" in _attached(s) for s in plain), unit_shape
