@@ -160,16 +160,18 @@ void bind_task(py::module_& m) {
 
   py::class_<SearchTask>(m, "SearchTask", "A DAG to tune for a target.")
       .def(py::init([](const ComputeDAG& dag, const Target& target, const std::string& workload_key,
-                       py::object hardware_params, const std::string& desc, std::vector<int> constant_args) {
+                       py::object hardware_params, const std::string& desc, std::vector<int> constant_args,
+                       bool cold_constants) {
              HardwareParams params = hardware_params.is_none() ? DefaultHardwareParams(target)
                                                                : hardware_params.cast<HardwareParams>();
              SearchTask task(dag, workload_key, target, params, desc);
              task.SetConstantArgs(std::move(constant_args));
+             task.cold_constants = cold_constants;
              return task;
            }),
            py::arg("compute_dag"), py::arg("target"), py::arg("workload_key") = "",
            py::arg("hardware_params") = py::none(), py::arg("desc") = "",
-           py::arg("constant_args") = std::vector<int>{})
+           py::arg("constant_args") = std::vector<int>{}, py::arg("cold_constants") = false)
       .def_readonly("compute_dag", &SearchTask::compute_dag)
       .def_readonly("workload_key", &SearchTask::workload_key)
       .def_readonly("target", &SearchTask::target)
@@ -177,6 +179,8 @@ void bind_task(py::module_& m) {
       .def_readonly("desc", &SearchTask::desc)
       .def_readonly("constant_args", &SearchTask::constant_args,
                     "positions in compute_dag.tensors of the inputs constant where the kernel is deployed")
+      .def_readonly("cold_constants", &SearchTask::cold_constants,
+                    "the constants are evicted from the caches before each timed run")
       .def("to_json", [](const SearchTask& t) { return t.ToJson().dump(); })
       .def_static("_core_from_json", [](const std::string& text) {
         return SearchTask::FromJson(ParseJson(text, "SearchTask.from_json"));

@@ -111,7 +111,15 @@ struct TimeOptions {
   double min_repeat_ms = 0;  // grow `number` until one repeat takes at least this long
   bool flush_cache = false;  // overwrite a large buffer before each repeat (cold caches)
   bool warm_up = true;       // one untimed run first (page faults, thread start)
+  // Memory evicted from the caches before each run (a network's weights);
+  // each run is then timed alone, the evictions left out of the time.
+  std::vector<std::pair<const void*, size_t>> evict_before_run;
 };
+
+// Writes [data, data + bytes) back to memory and drops it from every cache
+// level of this CPU (clflush on x86-64, dc civac on AArch64; elsewhere a
+// large buffer is overwritten). The contents are kept.
+void EvictFromCaches(const void* data, size_t bytes);
 
 // Named texts describing how a module was made. Copies share the texts; a
 // lazily produced one is made once, on its first request, from any thread.

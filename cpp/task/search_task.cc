@@ -58,6 +58,7 @@ nlohmann::json SearchTask::ToJson() const {
                         {"hardware_params", FieldsToJson(hardware_params)},
                         {"compute_dag", compute_dag.ToJson()}};
   if (!constant_args.empty()) doc["constant_args"] = constant_args;  // absent: none (older records)
+  if (cold_constants) doc["cold_constants"] = true;                  // absent: warm
   return doc;
 }
 
@@ -95,6 +96,11 @@ SearchTask SearchTask::FromJson(const nlohmann::json& doc) {
                                             [](const nlohmann::json& p) { return p.is_number_integer(); }),
         "search task field 'constant_args' must be a list of integers");
     task.SetConstantArgs(positions.get<std::vector<int>>());
+  }
+  if (doc.contains("cold_constants")) {
+    AS_CHECK(doc.at("cold_constants").is_boolean(),
+             "search task field 'cold_constants' must be true or false");
+    task.cold_constants = doc.at("cold_constants").get<bool>();
   }
   return task;
 }

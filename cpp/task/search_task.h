@@ -30,6 +30,12 @@ struct SearchTask {
   // the stages that read only them (a packed copy of a weight) once, before
   // timing, as graph.build does: the time tuned is the time deployed.
   std::vector<int> constant_args;
+  // The constants are evicted from every cache level before each timed run
+  // of the kernel (CPU targets): in a network whose weights exceed the
+  // last-level cache, each inference reads a kernel's weights from memory,
+  // and the schedule that is fastest with warm weights may not be fastest
+  // with cold ones. extract_tasks sets it for such networks.
+  bool cold_constants = false;
 
   // An empty workload_key takes the DAG's. Throws Error when a hardware
   // parameter is negative.

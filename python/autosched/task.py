@@ -21,7 +21,9 @@ class SearchTask(_core.SearchTask):
     hardware_params=None takes the target's defaults (see HardwareParams). constant_args: positions in
     compute_dag.tensors of the inputs that are constants where the kernel is deployed (a network's weights;
     extract_tasks sets them): the stages computed only from them (a packed copy of a weight) are then timed
-    apart from the kernel, once, as graph.build runs them. The workload key is the DAG's
+    apart from the kernel, once, as graph.build runs them. cold_constants=True evicts those inputs (and their
+    packed copies) from the CPU's caches before each timed run, as a network whose weights exceed the last-level
+    cache reads them (extract_tasks sets it for such networks). The workload key is the DAG's
     structural key unless one is given. to_json()/from_json() carry the DAG, so a task is re-created in another
     process with or without the workload function.
     """
@@ -29,7 +31,7 @@ class SearchTask(_core.SearchTask):
     def __init__(self, func: Any = None, args: Sequence[Any] = (), compute_dag: Optional[ComputeDAG] = None,
                  workload_key: Optional[str] = None, target: Union[str, Target, None] = None,
                  hardware_params: Optional[HardwareParams] = None, desc: str = "",
-                 constant_args: Sequence[int] = ()) -> None:
+                 constant_args: Sequence[int] = (), cold_constants: bool = False) -> None:
         if target is None:
             raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
         target = check_target("SearchTask", target)
@@ -53,8 +55,9 @@ class SearchTask(_core.SearchTask):
         if isinstance(constant_args, (str, bytes)) or not all(
                 isinstance(p, int) and not isinstance(p, bool) for p in constant_args):
             raise TypeError(f"SearchTask: constant_args must be a sequence of ints, got {constant_args!r}")
+        check_type("SearchTask", "cold_constants", cold_constants, bool, "True or False")
         call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc,
-                  list(constant_args))
+                  list(constant_args), cold_constants)
 
     def to_json(self):
         doc = json.loads(super().to_json())
@@ -78,7 +81,8 @@ class SearchTask(_core.SearchTask):
                 warnings.warn(f"workload '{stored['name']}' now builds a different DAG than the one "
                               "recorded; using the recorded DAG")
         task = cls(compute_dag=dag, workload_key=core.workload_key, target=core.target,
-                   hardware_params=core.hardware_params, desc=core.desc, constant_args=core.constant_args)
+                   hardware_params=core.hardware_params, desc=core.desc, constant_args=core.constant_args,
+                   cold_constants=core.cold_constants)
         task.workload = stored
         return task
 

@@ -46,6 +46,33 @@ Module FakeModule(std::shared_ptr<Kernel> kernel) {
 
 using test::ErrorOf;
 
+TEST(ModuleTimeEvaluator, EvictsConstantsBeforeEachRunAndKeepsThem) {
+  // An odd length at an odd address: the first and last partial lines are
+  // evicted too, and what the memory holds is written back, not dropped.
+  std::vector<uint8_t> weights(100003);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<uint8_t>(i * 7 + 3);
+  const std::vector<uint8_t> before = weights;
+  EvictFromCaches(weights.data() + 1, weights.size() - 1);
+  EXPECT_EQ(weights, before);
+
+  float x = 0;
+  std::vector<CallArg> args = {CallArg{&x, f32, {1}, true}};
+  auto kernel = std::make_shared<FakeKernel>(0, kKernelOk);
+  TimeOptions options{4, 3, 0, false};
+  options.evict_before_run = {{weights.data(), weights.size()}, {&x, sizeof x}};
+  std::vector<double> times = FakeModule(kernel).TimeEvaluate(args, options);
+  ASSERT_EQ(times.size(), 3u);
+  for (double t : times) EXPECT_GE(t, 0.0);
+  EXPECT_EQ(kernel->runs, 1 + 4 * 3);
+  EXPECT_EQ(x, 13.0f);  // every run saw the value the run before stored
+  EXPECT_EQ(weights, before);
+
+  // A failing run still names its number.
+  auto third = std::make_shared<FakeKernel>(3, kKernelOutOfMemory);
+  std::string message = ErrorOf([&] { FakeModule(third).TimeEvaluate(args, options); });
+  EXPECT_NE(message.find("run 3 of the time evaluator"), std::string::npos) << message;
+}
+
 TEST(ModuleTimeEvaluator, ChecksTheStatusOfEveryRun) {
   float x = 0;
   std::vector<CallArg> args = {CallArg{&x, f32, {1}, true}};

@@ -136,6 +136,23 @@ TEST(SearchTask, JsonRoundTrip) {
   EXPECT_EQ(back.desc, "matmul");
 }
 
+TEST(SearchTask, ColdConstantsRoundTrip) {
+  SearchTask task(SmallMatmul(8), Target::Parse("llvm"));
+  EXPECT_FALSE(task.ToJson().contains("cold_constants"));  // older records read as before
+  task.SetConstantArgs({1});
+  task.cold_constants = true;
+  SearchTask back = SearchTask::FromJson(nlohmann::json::parse(task.ToJson().dump()));
+  EXPECT_TRUE(back.cold_constants);
+  EXPECT_EQ(back.constant_args, std::vector<int>{1});
+  EXPECT_FALSE(
+      SearchTask::FromJson(SearchTask(SmallMatmul(8), Target::Parse("llvm")).ToJson()).cold_constants);
+
+  nlohmann::json bad = task.ToJson();
+  bad["cold_constants"] = 1;
+  const std::string message = test::ErrorOf([&] { SearchTask::FromJson(bad); });
+  EXPECT_NE(message.find("'cold_constants' must be true or false"), std::string::npos) << message;
+}
+
 TEST(SearchTask, RejectsBadJson) {
   nlohmann::json doc = SearchTask(SmallMatmul(4), Target::Parse("llvm")).ToJson();
   nlohmann::json future = doc;

@@ -13,9 +13,11 @@ UnsupportedGraphWarning and left out; the rest is still extracted.
 """
 import re
 import warnings
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .. import te
+import numpy as np
+
+from .. import _core, te
 from .._check import check_hardware_params, check_target, describe
 from ..compute_dag import ComputeDAG
 from ..task import SearchTask
@@ -24,7 +26,7 @@ from .fusion import fold_batch_norm, partition
 from .ir import Graph
 from .layout import convert_layout, resolve_block
 
-__all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "group_tensors", "format_problems"]
+__all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache", "group_tensors", "format_problems"]
 
 
 class UnsupportedGraphWarning(UserWarning):
@@ -94,14 +96,41 @@ class LoweredGraph:
         self.tasks, self.weights = tasks, weights
 
 
-def lower_graph(graph, target, hardware_params=None, layout="auto"):
+def constants_exceed_cache(graph, target, hardware_params=None):
+    """True when the graph's constants (its weights) take more bytes than the target's last-level cache
+    (hardware_params.l3_cache_bytes, else l2_cache_bytes): each inference then reads a kernel's weights from
+    memory. False on GPU targets and where the cache size is unknown (0)."""
+    target = check_target("constants_exceed_cache", target)
+    if target.kind != "llvm":
+        return False
+    defaults = _core.default_hardware_params(target)
+
+    def cache_bytes(name):  # a given field of -1 stands for the target's default
+        given = getattr(hardware_params, name) if hardware_params is not None else -1
+        return given if given >= 0 else getattr(defaults, name)
+
+    cache = cache_bytes("l3_cache_bytes") or cache_bytes("l2_cache_bytes")
+    total = sum(int(np.asarray(v).nbytes) for v in graph.constants.values())
+    return cache > 0 and total > cache
+
+
+def _check_cold_constants(where, cold_constants):
+    if not (isinstance(cold_constants, bool) or cold_constants == "auto"):
+        raise ValueError(f"{where}: cold_constants must be True, False or 'auto', got {cold_constants!r}")
+
+
+def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constants=False):
     """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto", see graph/layout.py),
-    partitions into fused groups and makes one SearchTask per distinct group."""
+    partitions into fused groups and makes one SearchTask per distinct group. cold_constants (True, False or
+    "auto": constants_exceed_cache) sets the tasks' SearchTask.cold_constants."""
     target = check_target("lower_graph", target)
+    _check_cold_constants("lower_graph", cold_constants)
     block = resolve_block(layout, target, hardware_params)
     folded = fold_batch_norm(graph)
     if block is not None:
         folded = convert_layout(folded, block)
+    if cold_constants == "auto":
+        cold_constants = constants_exceed_cache(folded, target, hardware_params)
     groups = partition(folded)
     by_key, tasks, weights, group_tasks, descs = {}, [], [], [], {}
     for group in groups:
@@ -116,7 +145,8 @@ def lower_graph(graph, target, hardware_params=None, layout="auto"):
                 desc += f" ({descs[desc]})"
             constant_args = [i for i, v in enumerate(group.inputs) if v in folded.constants]
             tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params, desc=desc,
-                                    constant_args=constant_args if target.kind == "llvm" else ()))
+                                    constant_args=constant_args if target.kind == "llvm" else (),
+                                    cold_constants=bool(cold_constants and constant_args and target.kind == "llvm")))
             weights.append(0)
         weights[by_key[key]] += 1
         group_tasks.append(tasks[by_key[key]])
@@ -150,18 +180,23 @@ def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
 
 
 def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout: str = "auto", *,
-                  params: Optional[Dict[str, Any]] = None) -> Tuple[List[SearchTask], List[int]]:
+                  params: Optional[Dict[str, Any]] = None,
+                  cold_constants: Union[bool, str] = "auto") -> Tuple[List[SearchTask], List[int]]:
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
     UnsupportedGraphWarning names them all, and the other groups are still extracted. layout: "NCHW" (as the
     graph is), "NCHWc" (convolutions and what follows them in the channel-blocked layout of the target's
     vector width, graph/layout.py) or "auto" (NCHWc on CPU targets, NCHW on GPUs); graph.build takes the same
     option and must be given the same value, so that the tasks tuned are the kernels built. TVM's order
-    extract_tasks(graph, params, target) works too (params: the graph's own constants, already in it)."""
+    extract_tasks(graph, params, target) works too (params: the graph's own constants, already in it).
+    cold_constants: whether the tasks time their kernels with the weights evicted from the caches before each
+    run (SearchTask.cold_constants); "auto" turns it on where the graph's weights exceed the target's
+    last-level cache, so that no inference finds them cached (ResNet-18's 45 MB, not MobileNet-V2's 14 MB)."""
+    _check_cold_constants("extract_tasks", cold_constants)
     target, hardware_params = check_graph_args("extract_tasks", graph, target, hardware_params, params)
     problems = graph.problems()
     if problems:
         warnings.warn(f"graph '{graph.name}': {len(problems)} node(s) cannot be compiled and are left out of "
                       f"the tasks:\n{format_problems(problems)}", UnsupportedGraphWarning, stacklevel=2)
-    lowered = lower_graph(graph, target, hardware_params, layout)
+    lowered = lower_graph(graph, target, hardware_params, layout, cold_constants)
     return lowered.tasks, lowered.weights
