@@ -26,7 +26,8 @@ from .fusion import fold_batch_norm, partition
 from .ir import Graph
 from .layout import convert_layout, resolve_block
 
-__all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache", "group_tensors", "format_problems"]
+__all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache", "group_tensors",
+           "format_problems"]
 
 
 class UnsupportedGraphWarning(UserWarning):
