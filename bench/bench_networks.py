@@ -166,6 +166,13 @@ def tune_and_build(name, g, args, log_dir):
     print(f"\n== {name}: {len(g.nodes)} nodes, {len(tasks)} tasks ({sum(weights)} groups), "
           f"{sum(t.compute_dag.flop_ct * w for t, w in zip(tasks, weights)) / 1e9:.3g} GFLOP; "
           f"{trials} trials, log {log} ==", flush=True)
+    weight_mb = sum(np.asarray(v).nbytes for v in g.constants.values()) / 1e6
+    params = ans.HardwareParams(target="llvm")
+    cache_mib = (params.l3_cache_bytes or params.l2_cache_bytes) / 2**20
+    cold = sum(t.cold_constants for t in tasks)
+    print(f"  weights {weight_mb:.1f} MB, last-level cache {cache_mib:.0f} MiB: "
+          + (f"{cold} of {len(tasks)} tasks timed with their weights evicted before each run" if cold
+             else "tasks timed with warm weights"), flush=True)
     curve = TuningCurve(tasks, weights)
     checkpoints = LogCheckpoints(log, args.checkpoints_s)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,
