@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
+from autosched.graph.extract import constant_bytes, last_level_cache_bytes  # noqa: E402
 
 
 def cpu_text():
@@ -166,9 +167,8 @@ def tune_and_build(name, g, args, log_dir):
     print(f"\n== {name}: {len(g.nodes)} nodes, {len(tasks)} tasks ({sum(weights)} groups), "
           f"{sum(t.compute_dag.flop_ct * w for t, w in zip(tasks, weights)) / 1e9:.3g} GFLOP; "
           f"{trials} trials, log {log} ==", flush=True)
-    weight_mb = sum(np.asarray(v).nbytes for v in g.constants.values()) / 1e6
-    params = ans.HardwareParams(target="llvm")
-    cache_mib = (params.l3_cache_bytes or params.l2_cache_bytes) / 2**20
+    weight_mb = constant_bytes(g) / 1e6
+    cache_mib = last_level_cache_bytes("llvm") / 2**20
     cold = sum(t.cold_constants for t in tasks)
     print(f"  weights {weight_mb:.1f} MB, last-level cache {cache_mib:.0f} MiB: "
           + (f"{cold} of {len(tasks)} tasks timed with their weights evicted before each run" if cold

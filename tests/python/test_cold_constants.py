@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched.graph.extract import constants_exceed_cache, lower_graph
+from autosched.graph.extract import constant_bytes, constants_exceed_cache, last_level_cache_bytes, lower_graph
 from autosched.measure import measure
 
 from test_graph_prepack import _schedule, awkward_net
@@ -23,7 +23,12 @@ def net():
 
 
 def test_auto_follows_the_last_level_cache(net):
-    weight_bytes = sum(np.asarray(v).nbytes for v in net.constants.values())
+    weight_bytes = constant_bytes(net)
+    assert weight_bytes == sum(np.asarray(v).nbytes for v in net.constants.values()) > 0
+    assert last_level_cache_bytes("llvm", _params(3 << 20, 1 << 20)) == 3 << 20
+    assert last_level_cache_bytes("llvm", _params(0, 1 << 20)) == 1 << 20
+    assert last_level_cache_bytes("llvm", ans.HardwareParams(l3_cache_bytes=-1)) == \
+        ans.HardwareParams(target="llvm").l3_cache_bytes  # -1, unresolved: the target's own
     assert constants_exceed_cache(net, "llvm", _params(weight_bytes // 2))
     assert not constants_exceed_cache(net, "llvm", _params(weight_bytes * 2))
     assert constants_exceed_cache(net, "llvm", _params(0, l2_bytes=weight_bytes // 2))  # no L3: the L2

@@ -26,8 +26,8 @@ from .fusion import fold_batch_norm, partition
 from .ir import Graph
 from .layout import convert_layout, resolve_block
 
-__all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache", "group_tensors",
-           "format_problems"]
+__all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache",
+           "last_level_cache_bytes", "constant_bytes", "group_tensors", "format_problems"]
 
 
 class UnsupportedGraphWarning(UserWarning):
@@ -97,22 +97,33 @@ class LoweredGraph:
         self.tasks, self.weights = tasks, weights
 
 
-def constants_exceed_cache(graph, target, hardware_params=None):
-    """True when the graph's constants (its weights) take more bytes than the target's last-level cache
-    (hardware_params.l3_cache_bytes, else l2_cache_bytes): each inference then reads a kernel's weights from
-    memory. False on GPU targets and where the cache size is unknown (0)."""
-    target = check_target("constants_exceed_cache", target)
-    if target.kind != "llvm":
-        return False
+def last_level_cache_bytes(target, hardware_params=None):
+    """The target's last-level cache in bytes: hardware_params.l3_cache_bytes, else l2_cache_bytes (a field of
+    -1, or no hardware_params, takes the target's default); 0 when unknown."""
+    target = check_target("last_level_cache_bytes", target)
     defaults = _core.default_hardware_params(target)
 
-    def cache_bytes(name):  # a given field of -1 stands for the target's default
+    def field(name):
         given = getattr(hardware_params, name) if hardware_params is not None else -1
         return given if given >= 0 else getattr(defaults, name)
 
-    cache = cache_bytes("l3_cache_bytes") or cache_bytes("l2_cache_bytes")
-    total = sum(int(np.asarray(v).nbytes) for v in graph.constants.values())
-    return cache > 0 and total > cache
+    return field("l3_cache_bytes") or field("l2_cache_bytes")
+
+
+def constant_bytes(graph):
+    """The bytes of a graph's constants (its weights)."""
+    return sum(int(np.asarray(v).nbytes) for v in graph.constants.values())
+
+
+def constants_exceed_cache(graph, target, hardware_params=None):
+    """True when the graph's constants (its weights) take more bytes than the target's last-level cache
+    (last_level_cache_bytes): each inference then reads a kernel's weights from memory. False on GPU targets
+    and where the cache size is unknown (0)."""
+    target = check_target("constants_exceed_cache", target)
+    if target.kind != "llvm":
+        return False
+    cache = last_level_cache_bytes(target, hardware_params)
+    return cache > 0 and constant_bytes(graph) > cache
 
 
 def _check_cold_constants(where, cold_constants):
