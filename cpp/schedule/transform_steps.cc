@@ -373,8 +373,11 @@ void PragmaStep::Apply(StateNode& s) const {
   s.LeafAt(stage_id, iter_id);
   if (pragma_type == "double_buffer") {
     Stage& st = s.stages[stage_id];
-    AS_CHECK(st.scope == MemScope::Shared, "pragma double_buffer needs a stage of scope 'shared', got '"
-                                               << st.name() << "' (scope " << MemScopeName(st.scope) << ")");
+    // A shared tile fetched by the group, or a private register tile read
+    // from it (the next reduction step's values loaded during this one).
+    AS_CHECK(st.scope == MemScope::Shared || st.scope == MemScope::Local,
+             "pragma double_buffer needs a stage of scope 'shared' or 'local', got '"
+                 << st.name() << "' (scope " << MemScopeName(st.scope) << ")");
     st.double_buffer = true;
     return;
   }

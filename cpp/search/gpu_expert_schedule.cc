@@ -195,8 +195,12 @@ std::string Failure(const SketchContext& ctx, const State& s) {
 // buffering, then compact rows without the transposition. The first that
 // lowers within the device's limits; nullopt (and why) when none does.
 std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& filled, std::string* failure) {
-  ThreadBindChoices full{
-      .swizzle_width = 8, .pad_offset = 4, .widest_vectors = true, .double_buffer = true, .transpose = true};
+  ThreadBindChoices full{.swizzle_width = 8,
+                         .pad_offset = 4,
+                         .widest_vectors = true,
+                         .double_buffer = true,
+                         .transpose = true,
+                         .pipeline_register_tiles = false};
   ThreadBindChoices single = full;
   single.double_buffer = false;
   ThreadBindChoices compact = single;

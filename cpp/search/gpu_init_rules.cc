@@ -80,15 +80,6 @@ int64_t SampleFetchWidth(const Stage& bounded, std::mt19937* rng, bool widest, i
   return SampleWidthDividing(inner, rng, widest, min_width);
 }
 
-// A "local" copy of a shared stage computed inside its consumer (the
-// register tile of add-cache-read).
-bool IsRegisterTile(const State& s, int id) {
-  const Stage& st = s.stage(id);
-  if (st.scope != MemScope::Local || st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
-  const auto& producers = s.dag().access(id).producers;
-  return producers.size() == 1 && s.stage(producers[0]).scope == MemScope::Shared;
-}
-
 State VectorizeFusedCopy(const State& s, int id, int64_t width) {
   State r = FuseRange(s, id, 0, s.stage(id).num_iters());
   r = r.Split(id, 0, {width});
@@ -161,9 +152,26 @@ class ThreadBinder {
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(s, id);
     }
+    // Register tiles to pipeline: computed at a reduce loop of their shared
+    // tile before their loads are bound, double-buffered after (unless
+    // binding inlined them again).
+    std::vector<int> pipelined;
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+      if (!IsRegisterTile(s, id) || !choices_.pipeline_register_tiles.value_or(RandomIndex(rng_, 2) == 1))
+        continue;
+      const std::vector<int> nodes = PipelineNodes(s, id);
+      if (nodes.empty()) continue;
+      const int node = nodes[RandomIndex(rng_, static_cast<int64_t>(nodes.size()))];
+      const int consumer = s.stage(id).attach_stage;
+      if (node != s.stage(id).attach_node) s = s.ComputeAt(id, consumer, s.stage(consumer).LeafIndex(node));
+      pipelined.push_back(id);
+    }
     const State bounded = InferBound(s);  // the regions the shared stages copy
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (IsRegisterTile(s, id)) s = BindRegisterTile(s, bounded.stage(id), id, choices_, rng_);
+    }
+    for (int id : pipelined) {
+      if (CanDoubleBuffer(s, id)) s = s.Apply(PragmaStep{id, 0, "double_buffer"});
     }
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       const Stage& st = s.stage(id);

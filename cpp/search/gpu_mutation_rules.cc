@@ -1,7 +1,7 @@
 // The GPU mutation rule shared-fetch: another vector width for a cooperative
 // fetch or a register tile's load (along the columns of a transposed stage), another row padding for a shared
-// buffer, or double buffering of a shared stage switched on or off (the parameters the thread-bind rule
-// samples, gpu_init_rules.cc).
+// buffer, or double buffering of a shared stage or a register tile switched on or off (the parameters the
+// thread-bind rule samples, gpu_init_rules.cc).
 #include <iterator>
 
 #include "schedule/infer_bound.h"
@@ -35,15 +35,80 @@ std::vector<int> SharedStageSteps(const State& s, bool splits) {
   return ids;
 }
 
-bool CanDoubleBuffer(const State& s, int id) {
+bool IsRegisterTile(const State& s, int id) {
   const Stage& st = s.stage(id);
-  if (st.scope != MemScope::Shared || st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
-  const Stage& at = s.stage(st.attach_stage);
-  const int pos = at.LeafIndex(st.attach_node);
-  if (pos < 0) return false;
-  const Iterator& it = at.iter(pos);
+  if (st.scope != MemScope::Local || st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
+  const auto& producers = s.dag().access(id).producers;
+  return producers.size() == 1 && s.stage(producers[0]).scope == MemScope::Shared;
+}
+
+namespace {
+
+// A serial reduce loop of more than one iteration: one a fetch can run ahead of.
+bool IsPipelinableLoop(const Iterator& it) {
   return it.kind == IteratorKind::Reduce && it.extent > 1 &&
          (it.annotation == IteratorAnnotation::None || it.annotation == IteratorAnnotation::Unroll);
+}
+
+}  // namespace
+
+bool CanDoubleBuffer(const State& s, int id) {
+  const Stage& st = s.stage(id);
+  if (st.loc != ComputeLocKind::At || HasReduceIter(st)) return false;
+  if (st.scope != MemScope::Shared && !IsRegisterTile(s, id)) return false;
+  const Stage& at = s.stage(st.attach_stage);
+  const int pos = at.LeafIndex(st.attach_node);
+  return pos >= 0 && IsPipelinableLoop(at.iter(pos));
+}
+
+std::vector<int> PipelineNodes(const State& s, int id) {
+  std::vector<int> nodes;
+  if (!IsRegisterTile(s, id)) return nodes;
+  const Stage& tile = s.stage(id);
+  const Stage& shared = s.stage(s.dag().access(id).producers[0]);
+  const Stage& consumer = s.stage(tile.attach_stage);
+  const int last = consumer.LeafIndex(tile.attach_node);
+  const int first = shared.loc == ComputeLocKind::At && shared.attach_stage == tile.attach_stage
+                        ? consumer.LeafIndex(shared.attach_node) + 1
+                        : 0;
+  if (last < 0 || first <= 0) return nodes;
+  for (int pos = first; pos <= last; ++pos) {
+    if (IsPipelinableLoop(consumer.iter(pos))) nodes.push_back(consumer.leaves[pos]);
+  }
+  return nodes;
+}
+
+std::optional<State> PipelineRegisterTile(const State& s, int id, int node) {
+  const Stage& tile = s.stage(id);
+  const int consumer = tile.attach_stage;
+  int at = -1;  // the tile's compute_at step
+  for (int j = static_cast<int>(s.steps().size()); j-- > 0 && at < 0;) {
+    const auto* ca = std::get_if<ComputeAtStep>(&s.steps()[j]);
+    if (ca != nullptr && ca->stage_id == id) at = j;
+  }
+  if (at < 0) return std::nullopt;
+  std::vector<Step> steps = s.steps();
+  if (node != tile.attach_node) {
+    // The loop's position in the consumer as it was when the tile was placed.
+    State before(s.init_dag());
+    for (int j = 0; j <= at; ++j) before = before.Apply(steps[j]);
+    const int pos = before.stage(consumer).LeafIndex(node);
+    if (pos < 0) return std::nullopt;
+    steps.insert(steps.begin() + at + 1, ComputeAtStep{id, consumer, pos});
+    for (Step& step : steps) {  // references to steps after the insertion shift by one
+      if (auto* f = std::get_if<FollowSplitStep>(&step); f && f->src_step_id > at) ++f->src_step_id;
+      if (auto* f = std::get_if<FollowFusedSplitStep>(&step)) {
+        for (int& src : f->src_step_ids) src += src > at ? 1 : 0;
+      }
+    }
+  }
+  try {
+    State r = State::FromSteps(s.init_dag(), steps);
+    if (!CanDoubleBuffer(r, id)) return std::nullopt;
+    return r.Apply(PragmaStep{id, 0, "double_buffer"});
+  } catch (const std::exception&) {  // the tile's own steps do not fit its new region
+    return std::nullopt;
+  }
 }
 
 int DoubleBufferStep(const State& s, int id) {
@@ -108,7 +173,7 @@ class MutateSharedFetchRule : public MutationRule {
     const std::vector<int> splits = SharedStageSteps(s, true), aligns = SharedStageSteps(s, false);
     std::vector<int> doubles;  // stages whose double buffering can be switched
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-      if (CanDoubleBuffer(s, id)) doubles.push_back(id);
+      if (CanDoubleBuffer(s, id) || !PipelineNodes(s, id).empty()) doubles.push_back(id);
     }
     std::vector<int> swizzles;  // stages whose block swizzle can change
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
@@ -136,6 +201,11 @@ class MutateSharedFetchRule : public MutationRule {
       const int id = doubles[pick - splits.size() - aligns.size()];
       const int j = DoubleBufferStep(s, id);
       if (j >= 0) return State::FromSteps(s.init_dag(), WithoutStep(steps, j));
+      // A register tile: pipelined at one of the reduce loops of its shared
+      // tile (computed there first when it is computed further in).
+      const std::vector<int> nodes = PipelineNodes(s, id);
+      if (!nodes.empty())
+        return PipelineRegisterTile(s, id, nodes[RandomIndex(rng, static_cast<int64_t>(nodes.size()))]);
       return s.Apply(PragmaStep{id, 0, "double_buffer"});
     }
     if (pick >= static_cast<int64_t>(splits.size())) {

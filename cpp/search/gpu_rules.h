@@ -25,13 +25,14 @@
 // Init rules (DefaultGpuInitRules): fill-tile-size, thread-bind (also the
 // vector width of each cooperative fetch and the row padding of each shared
 // buffer, and pragma double_buffer with probability 1/2 on each shared
-// stage CanDoubleBuffer accepts; a block swizzle of a sampled width on the
+// stage CanDoubleBuffer accepts and on each register tile, which is computed
+// at a sampled reduce loop of its shared tile first; a block swizzle of a sampled width on the
 // blockIdx loop of each tiled stage), unroll (gpu_auto_unroll_candidates), and vectorize on Mali devices
 // or with SearchParams::gpu_vectorize. Mutation rules
 // (DefaultGpuMutationRules): tile-size 0.80 (not the fetch splits),
 // auto-unroll 0.10, shared-fetch 0.10 (another fetch width or row padding,
-// double buffering of a shared stage switched on or off, or another block
-// swizzle width).
+// double buffering of a shared stage or a register tile switched on or off,
+// or another block swizzle width).
 //
 // Every sampled or mutated state of a GPU task is lowered and its OpenCL
 // code generated: one that the code generation refuses is dropped as
@@ -68,6 +69,9 @@ struct ThreadBindChoices {
   bool widest_vectors = false;           // the widest fetch and register-tile widths that divide
   std::optional<bool> double_buffer;     // of each shared stage that can be
   std::optional<bool> transpose;         // a shared stage whose register tile is a column
+  // of each register tile: computed at a reduce loop of its shared tile
+  // (sampled among PipelineNodes) and double-buffered
+  std::optional<bool> pipeline_register_tiles;
 };
 // The thread-bind rule's binding of `state` under `choices`.
 State BindThreads(const SketchContext& ctx, const State& state, const ThreadBindChoices& choices,
@@ -91,10 +95,27 @@ inline constexpr int64_t kRowPadOffsets[] = {0, 1, 4};
 // their storage_align steps.
 std::vector<int> SharedStageSteps(const State& s, bool splits);
 
+// Whether stage `id` of `s` is a register tile: a "local" copy of a shared
+// stage computed inside its consumer (add-cache-read).
+bool IsRegisterTile(const State& s, int id);
+
 // Whether stage `id` of `s` can take pragma double_buffer in the GPU
-// sketches: a shared copy (no reduction of its own) computed at a serial
-// reduce loop of extent > 1 (the outer reduce tile of a matmul or conv).
+// sketches: a shared copy (no reduction of its own) or a register tile,
+// computed at a serial reduce loop of extent > 1 (for a shared copy, the
+// outer reduce tile of a matmul or conv; for a register tile, a reduce loop
+// inside it).
 bool CanDoubleBuffer(const State& s, int id);
+// The consumer loops (node ids) at which register tile `id` can be
+// pipelined: the serial reduce loops of extent > 1 from its shared
+// producer's loop (exclusive) to its own (inclusive). At one of them the
+// tile holds the values of the steps inside it, and the values of the next
+// iteration are loaded from shared memory while this one computes. Empty
+// for any other stage.
+std::vector<int> PipelineNodes(const State& s, int id);
+// `s` with register tile `id` computed at consumer loop `node` (one of
+// PipelineNodes; its own steps replayed on the new region) and double-
+// buffered; nullopt when that does not apply.
+std::optional<State> PipelineRegisterTile(const State& s, int id, int node);
 // The id of the step that set pragma double_buffer on stage `id`; -1 if none.
 int DoubleBufferStep(const State& s, int id);
 

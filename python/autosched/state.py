@@ -170,7 +170,8 @@ class State(_core.LoopState):
         return self._annotate(stage, iterator, thread_name)
 
     def pragma(self, stage, iterator, pragma_type):
-        """pragma_type: "auto_unroll_max_step$N", "double_buffer" (a shared stage computed at a serial loop),
+        """pragma_type: "auto_unroll_max_step$N", "double_buffer" (a shared stage, or a local register
+        tile, computed at a serial loop),
         "storage_transpose" (a shared stage: its last two dimensions swap places in its buffer) or
         "block_swizzle$G" (a loop fused from two or more, visited in bands of G rows)."""
         sid = self._stage_id(stage)

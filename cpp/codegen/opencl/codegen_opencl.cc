@@ -180,6 +180,9 @@ class OpenCLPrinter : public CPrinter {
   std::optional<std::string> AlignedSharedVector(const BufferNode* b, const Expr& index, int lanes);
   bool UsesIdVar(const Expr& e) const;
   bool WritesShared(const Stmt& s) const;
+  // Whether loop body `s` is a double-buffered fetch of private buffers (a
+  // register tile's next values loaded during this iteration).
+  bool PipelinesRegisters(const Stmt& s) const;
   void PrintDoubleBuffered(const std::vector<Stmt>& seq, bool barrier_after);
   // Floats one work item stores into shared memory in `s` (a fetch), or -1
   // when it stores elsewhere or a loop's extent is not constant.
@@ -423,6 +426,15 @@ bool OpenCLPrinter::WritesShared(const Stmt& s) const {
   return found;
 }
 
+bool OpenCLPrinter::PipelinesRegisters(const Stmt& s) const {
+  Stmt body = s;
+  while (const auto* a = body.as<AllocateNode>()) body = a->body;
+  const auto* p = body.as<PragmaNode>();
+  if (p == nullptr || p->key != "double_buffer") return false;
+  const auto* q = p->body.as<SeqNode>();
+  return !WritesShared(q != nullptr && !q->seq.empty() ? q->seq[0] : p->body);
+}
+
 void OpenCLPrinter::Barrier(const std::string& where) {
   if (body_.tellp() == barrier_end_) return;  // one barrier is enough
   AS_CHECK(divergent_ == 0,
@@ -532,6 +544,13 @@ void OpenCLPrinter::PrintDoubleBuffered(const std::vector<Stmt>& seq, bool barri
 void OpenCLPrinter::PrintStmt(const Stmt& s) {
   if (!s.defined()) return;
   if (const auto* p = s.as<PragmaNode>(); p && p->key == "double_buffer") {
+    // A register tile's fetch needs neither staging nor a barrier: its
+    // loads from shared memory are issued first and complete while the rest
+    // computes from the other copy.
+    if (PipelinesRegisters(s)) {
+      PrintStmt(p->body);
+      return;
+    }
     const auto* q = p->body.as<SeqNode>();
     PrintDoubleBuffered(q ? q->seq : std::vector<Stmt>{p->body}, /*barrier_after=*/true);
     return;
@@ -571,6 +590,8 @@ void OpenCLPrinter::PrintFor(const ForNode* n) {
     // indexes its private copies: unrolled, they stay in registers.
     if ((n->for_kind == ForKind::Unrolled && unroll_.count(n)) || n->for_kind == ForKind::VThread || staged)
       Line("#pragma unroll");
+    else if (PipelinesRegisters(n->body))  // by two: each copy of a register tile is indexed by a constant
+      Line("#pragma unroll 2");
     CPrinter::PrintFor(n);
     divergent_ -= div;
     return;
