@@ -33,6 +33,10 @@ from .ir import GraphError
 
 __all__ = ["build", "load_module", "GraphModule", "GroupInfo", "KernelCalls", "plan_memory"]
 
+# Every array the network owns starts at a multiple of 64 bytes (a cache line, an AVX-512 vector): a vector
+# load that straddles two cache lines costs about two, and numpy's own arrays start wherever malloc puts them
+# (16-byte alignment). On an AVX-512 CPU a tuned ResNet-18 convolution ran 0.57 ms with its arrays aligned and
+# 0.66-0.80 ms with them 16 or 32 bytes off, as tuned and as built.
 _ALIGN = 64
 
 
@@ -69,6 +73,23 @@ def _aligned_bytes(nbytes):
     raw = np.empty(nbytes + _ALIGN, np.uint8)
     offset = (-raw.ctypes.data) % _ALIGN
     return raw[offset:offset + nbytes]
+
+
+def _aligned_empty(shape, dtype):
+    """np.empty(shape, dtype) starting at a multiple of _ALIGN bytes."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return _aligned_bytes(nbytes).view(dtype).reshape(shape)
+
+
+def _aligned(array):
+    """`array` itself when it is C-contiguous and starts at a multiple of _ALIGN bytes, else an aligned copy."""
+    array = np.asarray(array)
+    if array.flags.c_contiguous and array.ctypes.data % _ALIGN == 0:
+        return array
+    out = _aligned_empty(array.shape, array.dtype)
+    out[...] = array
+    return out
 
 
 class GroupInfo:
@@ -134,7 +155,12 @@ class GraphModule:
         self.graph, self.target, self.groups, self.note = graph, target, groups, note
         self.input_names, self.output_names = graph.inputs, graph.outputs
         self.memory_plan, self.buffer_sizes = plan, buffer_sizes
-        self._static = dict(constants)
+        # Constants and prepacked arrays aligned once (arrays shared by several groups stay shared).
+        self._static = {value: _aligned(array) for value, array in constants.items()}
+        originals = [a for info in groups for a in info.prepacked_arrays]  # alive, so their ids stay theirs
+        copies = {id(a): _aligned(a) for a in originals}
+        for info in groups:
+            info.prepacked_arrays = [copies[id(a)] for a in info.prepacked_arrays]
         self._buffers = [_aligned_bytes(n) for n in buffer_sizes]
         for value, b in plan.items():
             dtype = np.dtype(graph.dtype(value))
@@ -190,7 +216,7 @@ class GraphModule:
     def _run(self, env):
         for value, shape, dtype in self._made_per_run:
             if value not in env:
-                env[value] = np.empty(shape, dtype)
+                env[value] = _aligned_empty(shape, dtype)
         self._calls.run(env)
         return env
 
@@ -323,7 +349,7 @@ def _prepacked_arrays(kernel, group, constants):
     arrays = []
     for _, module, positions in kernel.prepack:
         name, dtype, shape = module.arg_specs[-1]
-        out = np.empty(tuple(shape), np.dtype(dtype))
+        out = _aligned_empty(tuple(shape), dtype)
         module(*(constants[group.inputs[p]] for p in positions), out)
         arrays.append(out)
     return arrays
