@@ -57,10 +57,15 @@ def _private_sizes(source):
 
 
 def _ki_loop(source):
-    """The text of the reduction-step loop (ki, k_1 after printing) up to the end of the kernel."""
-    match = re.search(r"for \(int (k_1\w*) = 0; \1 < \d+; \+\+\1\)", source)
+    """The reduction-step loop (ki, k_1 after printing): its match and its text up to its closing brace."""
+    match = re.search(r"for \(int (k_1\w*) = 0; \1 < \d+; \+\+\1\) \{", source)
     assert match, source
-    return match, source[match.start():]
+    depth, end = 0, match.end() - 1
+    for end in range(match.end() - 1, len(source)):
+        depth += {"{": 1, "}": -1}.get(source[end], 0)
+        if depth == 0:
+            break
+    return match, source[match.start():end + 1]
 
 
 @needs_opencl
@@ -73,8 +78,7 @@ def test_pipelined_register_tiles_match_golden():
     assert _private_sizes(source) == {"A_shared_local": 8, "B_shared_local": 8}, source
     match, loop = _ki_loop(source)
     assert source[:match.start()].rstrip().endswith("#pragma unroll 2"), source
-    body = loop[:loop.index("\n    }\n") if "\n    }\n" in loop else len(loop)]
-    assert "barrier(" not in body.split("C[")[0], loop
+    assert "barrier(" not in loop and "C[" in loop, loop
     assert loop.count("(k_1 + 1) < 4") == 1, loop
     assert loop.index("(k_1 + 1) < 4") < loop.index("C["), loop  # the next step's loads come first
     check_golden("gpu_matmul_register_pipeline", source, suffix=".cl")
