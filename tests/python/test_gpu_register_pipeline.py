@@ -13,6 +13,7 @@ from autosched import ops, search, te
 
 from schedule_helpers import check, cooperative_fetch, matmul
 from test_golden import check_golden
+from test_search_gpu import states_where
 
 needs_opencl = pytest.mark.skipif(not ans.opencl.available(),
                                   reason="no OpenCL platform on this machine (install pocl-opencl-icd)")
@@ -167,27 +168,13 @@ def test_register_pipelining_is_sampled_switched_by_mutation_and_replayed(shape)
     assert switched_on and switched_off
 
 
-def _pipelined_states(dag, task, count, seed):
-    found = []
-    for state in search.sample_init_population(task, 32, seed=seed)[0]:
-        for n in range(10):
-            if _pipelined(state):
-                found.append(state)
-                break
-            new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
-            state = new if new is not None else state
-        if len(found) == count:
-            break
-    return found
-
-
 @needs_opencl
 @pytest.mark.parametrize("shape", [(7, 12, 5), (3, 16, 17), (1, 8, 1), (6, 20, 10), (24, 40, 36)])
 def test_sampled_pipelined_states_equal_the_reference_on_awkward_shapes(shape):
     """Primes and 1 around a reduction the tiles can split (a prime one leaves no reduce loop inside a shared
     tile to pipeline across)."""
     dag, task = _matmul_task(*shape)
-    states = _pipelined_states(dag, task, 4, seed=23)
+    states = states_where(task, _pipelined, 4, seed=23, samples=32, tries=10)
     assert states, "no state pipelines a register tile"
     for state in states:
         source = ans.build(dag, state, target="opencl").get_source()

@@ -442,12 +442,13 @@ def test_double_buffering_is_sampled_switched_by_mutation_and_replayed(shape):
     assert switched_on and switched_off
 
 
-def _double_buffered_states(dag, task, count, seed):
-    """Up to `count` sampled or shared-fetch-mutated states that double-buffer a shared stage."""
+def states_where(task, wanted, count, seed, samples=12, tries=8):
+    """Up to `count` states for which `wanted(state)` holds: of `samples` sampled states, each one mutated by
+    shared-fetch (up to `tries` times) until it does."""
     found = []
-    for state in search.sample_init_population(task, 12, seed=seed)[0]:
-        for n in range(8):
-            if _double_buffered(state):
+    for state in search.sample_init_population(task, samples, seed=seed)[0]:
+        for n in range(tries):
+            if wanted(state):
                 found.append(state)
                 break
             new, _, _ = search.mutate(task, state, seed=n, rule="shared-fetch")
@@ -455,6 +456,11 @@ def _double_buffered_states(dag, task, count, seed):
         if len(found) == count:
             break
     return found
+
+
+def _double_buffered_states(dag, task, count, seed):
+    """Up to `count` sampled or shared-fetch-mutated states that double-buffer a shared stage."""
+    return states_where(task, _double_buffered, count, seed)
 
 
 @needs_opencl
