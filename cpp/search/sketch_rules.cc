@@ -85,12 +85,12 @@ class SimplifyComputeWithConstTensorRule : public SketchRule {
     }
     return any && product <= ctx.params.max_const_unroll ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
-  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+  Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
     const Stage& st = s.stage(stage_id);
     const std::vector<bool> marked = ConstIndexedNodes(st);
     State out = s;
     std::vector<int> levels[3], reduce, unrolled;  // positions after the splits
-    int pos = 0;
+    int pos = 0, last_spatial = -1;
     for (int n = 0; n < st.num_root; ++n) {
       if (marked[n]) {
         unrolled.push_back(pos++);
@@ -99,14 +99,26 @@ class SimplifyComputeWithConstTensorRule : public SketchRule {
       } else {
         out = out.Split(stage_id, pos, {std::nullopt, std::nullopt});
         for (auto& level : levels) level.push_back(pos++);
+        last_spatial = n;
       }
     }
+    // On a CPU, the inner part of the last axis (contiguous in memory) goes
+    // inside the unrolled loops when no constant tensor indexes that axis,
+    // so that the vectorize rule finds it innermost: every unrolled step of
+    // the transform is then one vector operation over it (Winograd's
+    // transforms of channel-blocked data vectorize over the channel lanes).
+    std::vector<int> innermost;
+    const int last_axis = static_cast<int>(st.op->axis.size()) - 1;
+    if (!IsGpuTask(ctx.task) && last_spatial >= 0 && last_spatial == last_axis && !levels[2].empty()) {
+      innermost.push_back(levels[2].back());
+      levels[2].pop_back();
+    }
     std::vector<int> order = levels[0];
-    for (const auto* part : {&levels[1], &reduce, &levels[2], &unrolled})
+    for (const auto* part : {&levels[1], &reduce, &levels[2], &unrolled, &innermost})
       order.insert(order.end(), part->begin(), part->end());
     if (!std::is_sorted(order.begin(), order.end())) out = out.Reorder(stage_id, order);
-    const int first_unrolled = static_cast<int>(order.size() - unrolled.size());
-    for (int i = first_unrolled; i < static_cast<int>(order.size()); ++i) {
+    const int first_unrolled = static_cast<int>(order.size() - unrolled.size() - innermost.size());
+    for (int i = first_unrolled; i < first_unrolled + static_cast<int>(unrolled.size()); ++i) {
       out = out.Annotate(stage_id, i, IteratorAnnotation::Unroll);
     }
     return {{out, stage_id - 1}};

@@ -309,6 +309,32 @@ TEST(SketchPolicy, ConstTensorIndicesAreUnrolled) {
   EXPECT_EQ(sketches[0].stage(s.StageIndex("G")).loc, ComputeLocKind::Inlined);
 }
 
+TEST(SketchPolicy, ContiguousAxisStaysInsideTheUnrolledConstLoopsOnCpus) {
+  // O[e, i] = sum_r G[r, e] * X[r, i]: i, the contiguous axis, indexes no constant
+  // tensor, so its inner part goes inside the unrolled e and r (vectorizable).
+  Tensor x = placeholder({4, 32}, kF32, "X");
+  IterVar a = Axis("a", 4), b = Axis("b", 4);
+  Tensor g = compute("G", {a, b}, select(eq(a.var, b.var), Expr(2.0f), Expr(0.5f)));
+  IterVar e = Axis("e", 4), i = Axis("i", 32);
+  IterVar rd = MakeReduceAxis(0, 4, "r");
+  Tensor o =
+      compute("O", {e, i}, ReduceNode::make(Combiner::Sum, g({rd.var, e.var}) * x({rd.var, i.var}), {rd}));
+  const SearchParams params;
+  auto rule = MakeSimplifyComputeWithConstTensorRule();
+  const SearchTask cpu = MakeTask(ComputeDAG({x, o}));
+  const State s(cpu.compute_dag);
+  const int o_id = s.StageIndex("O");
+  const State r = rule->Apply(SketchContext{cpu, params}, s, o_id)[0].first;
+  EXPECT_EQ(IterNames(r.stage(o_id)), (std::vector<std::string>{"i.0", "i.1", "e", "r", "i.2"}));
+  EXPECT_EQ(r.stage(o_id).iter(2).annotation, IteratorAnnotation::Unroll);
+  EXPECT_EQ(r.stage(o_id).iter(3).annotation, IteratorAnnotation::Unroll);
+  EXPECT_EQ(r.stage(o_id).iter(4).annotation, IteratorAnnotation::None);
+  // A GPU keeps every spatial part outside the unrolled loops.
+  const SearchTask gpu(ComputeDAG({x, o}), Target::Parse("opencl"));
+  const State q = rule->Apply(SketchContext{gpu, params}, State(gpu.compute_dag), o_id)[0].first;
+  EXPECT_EQ(IterNames(q.stage(o_id)), (std::vector<std::string>{"i.0", "i.1", "i.2", "e", "r"}));
+}
+
 TEST(SketchPolicy, OpenCLTargetsGetTheGpuRules) {
   const ComputeDAG dag = Matmul(8, 8, 8);
   SketchPolicy policy(SearchTask(dag, Target::Parse("opencl")));

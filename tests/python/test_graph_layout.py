@@ -51,8 +51,8 @@ def assert_no_consecutive_transforms(g):
         assert producer is None or producer.op != "layout_transform", f"{producer.name} -> {n.name}"
 
 
-def convert(g, block):
-    out = convert_layout(fold_batch_norm(g), block)
+def convert(g, block, winograd=False):
+    out = convert_layout(fold_batch_norm(g), block, winograd)
     assert out.inputs == g.inputs and out.outputs == g.outputs
     assert [out.shape(v) for v in out.outputs] == [g.shape(v) for v in g.outputs]
     assert_no_consecutive_transforms(out)
@@ -196,9 +196,11 @@ def test_channel_counts_not_divisible_by_the_block():
     want = _ort_proto(proto, arrays)
     assert_close(g.evaluate(*arrays), want)
     for block in (8, 16, 3):
-        blocked = convert(g, block)
-        assert_close(blocked.evaluate(*arrays), want)
-        assert BLOCKED_OPS <= {n.op for n in blocked.nodes}
+        for winograd in (False, True):
+            blocked = convert(g, block, winograd)
+            assert_close(blocked.evaluate(*arrays), want)
+            expected = BLOCKED_OPS if winograd else BLOCKED_OPS - {"conv2d_winograd_nchwc"}
+            assert expected <= {n.op for n in blocked.nodes}
     blocked = convert(g, 8)
     # 20 channels in NCHW8c: three blocks, the last half padding; the graph output d1c is sliced back
     assert blocked.shape(blocked.node("c1").name) == (1, 3, 11, 13, 8)
@@ -209,8 +211,10 @@ def test_channel_counts_not_divisible_by_the_block():
     assert blocked.node("se").op == "multiply" and len(blocked.shape("se")) == 5  # the SE scale broadcasts
     assert blocked.node("cat3.nchw8c").op == "concat" and blocked.shape("cat3.nchw8c") == (1, 4, 6, 7, 8)
     assert blocked.node("cat").op == "concat" and len(blocked.shape("cat")) == 4
-    net = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc")
-    assert_close(net(*arrays), want)
+    for winograd in (False, True):
+        net = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc", winograd=winograd)
+        assert any(info.task.desc.startswith("conv2d_winograd_nchwc") for info in net.groups) == winograd
+        assert_close(net(*arrays), want)
 
 
 def test_padded_channels_are_zero_and_sliced_off():
@@ -248,7 +252,7 @@ def test_blocked_ops_on_torch():
     pytest.importorskip("torch")
     from autosched.graph.torch_runner import TorchGraph
     g = _import(_awkward_onnx())
-    blocked = convert(g, 8)
+    blocked = convert(g, 8, winograd=True)
     assert BLOCKED_OPS <= {n.op for n in blocked.nodes}
     a = RNG.standard_normal((1, 3, 11, 13)).astype(np.float32)
     assert_close(TorchGraph(blocked)(a), blocked.evaluate(a))

@@ -29,7 +29,10 @@ def check_op(op, shapes, attrs=None, dtype="float32"):
     dag = te_dag(g)
     (got,) = ans.evaluate(dag, arrays)
     tol = 1e-5 if want.dtype == np.float32 else 2e-3
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+    # Winograd's F(4x4, 3x3) scales values by up to 25 in its transforms before sums that cancel: its float32
+    # error is a fraction of the output's largest magnitude, not of each element.
+    atol = tol * float(np.abs(want).max()) if op == "conv2d_winograd_nchwc" else tol
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=atol)
     return dag, arrays, want
 
 

@@ -152,7 +152,8 @@ def test_op_table_and_fusion_keep_their_names():
                                    "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"}
     assert fusion.ANCHOR_OPS == {"conv2d", "dense", "matmul", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
                                  "softmax", "layer_norm", "conv2d_nchwc", "depthwise_conv2d_nchwc",
-                                 "max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"}
+                                 "max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc",
+                                 "conv2d_winograd_nchwc"}
     assert fusion.REDUCE_OPS == {"reduce_mean", "reduce_sum", "reduce_max"}
     assert op_table.infer is registry.infer and op_table.OpError is OpError is registry.OpError
     with pytest.raises(OpError, match="unknown op 'nope'"):

@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
@@ -413,13 +413,14 @@ def _note(infos):
 
 
 def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None, verbose: bool = True,
-          prepack: bool = True, layout: str = "auto", *, params: Optional[Dict[str, Any]] = None) -> "GraphModule":
+          prepack: bool = True, layout: str = "auto", *, params: Optional[Dict[str, Any]] = None,
+          winograd: Union[bool, str] = "auto") -> "GraphModule":
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
     note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
     that read only constants (a packed weight) once here, not in every call of the kernel. layout: as for
-    extract_tasks (give both the same value, or the tuned tasks are not the kernels built). Inside ``with
+    extract_tasks (give both the same value, or the tuned tasks are not the kernels built); winograd too. Inside ``with
     autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's argument,
     accepted when it names the graph's own constants."""
     target, hardware_params = check_graph_args("graph.build", graph, target, hardware_params, params)
@@ -431,7 +432,7 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
     if problems:
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"
                          f"{format_problems(problems)}")
-    lowered = lower_graph(graph, target, hardware_params, layout)
+    lowered = lower_graph(graph, target, hardware_params, layout, winograd=winograd)
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
     constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}

@@ -24,7 +24,7 @@ from ..task import SearchTask
 from . import registry
 from .fusion import fold_batch_norm, partition
 from .ir import Graph
-from .layout import convert_layout, resolve_block
+from .layout import convert_layout, resolve_block, resolve_winograd
 
 __all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache",
            "last_level_cache_bytes", "constant_bytes", "group_tensors", "format_problems"]
@@ -131,16 +131,17 @@ def _check_cold_constants(where, cold_constants):
         raise ValueError(f"{where}: cold_constants must be True, False or 'auto', got {cold_constants!r}")
 
 
-def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constants=False):
-    """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto", see graph/layout.py),
-    partitions into fused groups and makes one SearchTask per distinct group. cold_constants (True, False or
-    "auto": constants_exceed_cache) sets the tasks' SearchTask.cold_constants."""
+def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constants=False, winograd="auto"):
+    """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto"; winograd: True, False or
+    "auto"; see graph/layout.py), partitions into fused groups and makes one SearchTask per distinct group.
+    cold_constants (True, False or "auto": constants_exceed_cache) sets the tasks' SearchTask.cold_constants."""
     target = check_target("lower_graph", target)
     _check_cold_constants("lower_graph", cold_constants)
     block = resolve_block(layout, target, hardware_params)
+    winograd = resolve_winograd(winograd, block)
     folded = fold_batch_norm(graph)
     if block is not None:
-        folded = convert_layout(folded, block)
+        folded = convert_layout(folded, block, winograd)
     if cold_constants == "auto":
         cold_constants = constants_exceed_cache(folded, target, hardware_params)
     groups = partition(folded)
@@ -193,7 +194,8 @@ def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
 
 def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout: str = "auto", *,
                   params: Optional[Dict[str, Any]] = None,
-                  cold_constants: Union[bool, str] = "auto") -> Tuple[List[SearchTask], List[int]]:
+                  cold_constants: Union[bool, str] = "auto",
+                  winograd: Union[bool, str] = "auto") -> Tuple[List[SearchTask], List[int]]:
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
     UnsupportedGraphWarning names them all, and the other groups are still extracted. layout: "NCHW" (as the
@@ -203,12 +205,15 @@ def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout
     extract_tasks(graph, params, target) works too (params: the graph's own constants, already in it).
     cold_constants: whether the tasks time their kernels with the weights evicted from the caches before each
     run (SearchTask.cold_constants); "auto" turns it on where the graph's weights exceed the target's
-    last-level cache, so that no inference finds them cached (ResNet-18's 45 MB, not MobileNet-V2's 14 MB)."""
+    last-level cache, so that no inference finds them cached (ResNet-18's 45 MB, not MobileNet-V2's 14 MB).
+    winograd: whether the blocked layout runs 3x3 convolutions of stride 1 by Winograd's F(2x2, 3x3)
+    (conv2d_winograd_nchwc): True, False, or "auto" (those with at least 128 channels in and out and 32 output
+    tiles of 2 x 2, where it is faster; graph/layout.py); graph.build must be given the same value."""
     _check_cold_constants("extract_tasks", cold_constants)
     target, hardware_params = check_graph_args("extract_tasks", graph, target, hardware_params, params)
     problems = graph.problems()
     if problems:
         warnings.warn(f"graph '{graph.name}': {len(problems)} node(s) cannot be compiled and are left out of "
                       f"the tasks:\n{format_problems(problems)}", UnsupportedGraphWarning, stacklevel=2)
-    lowered = lower_graph(graph, target, hardware_params, layout, cold_constants)
+    lowered = lower_graph(graph, target, hardware_params, layout, cold_constants, winograd)
     return lowered.tasks, lowered.weights

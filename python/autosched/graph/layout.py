@@ -19,6 +19,14 @@ the ops that may run on padded values keep them finite (relu, clip, sigmoid, tan
 erf, add, subtract, multiply, maximum, minimum); the others (exp, log, sqrt, divide, power) run blocked only
 on values without padding. A padded channel never reaches a real one: the weights that read it are zero.
 
+Winograd: with `winograd` on, a 3x3 convolution of stride 1 (groups = 1, no dilation) becomes
+conv2d_winograd_nchwc, F(2 x 2, 3 x 3) (autosched/ops/winograd.py), its weights transformed here once. "auto"
+(the default of extract_tasks and graph.build) does so where both channel counts are at least
+WINOGRAD_MIN_CHANNELS (below that, the input and output transforms cost more than the 2.25x fewer
+multiply-adds save) and the output has at least WINOGRAD_MIN_TILES tiles of 2 x 2 (the transformed weights
+are 16/9 the size of the direct ones and each serves one use per tile: with fewer tiles the kernel waits on
+its weights, which in a network come from memory). docs/graph.md has the figures.
+
 extract_tasks and graph.build run the pass after folding batch norms (layout="NCHWc", and by default,
 layout="auto", on CPU targets), with the block from the target's vector width (block_for_target).
 """
@@ -29,14 +37,26 @@ import numpy as np
 from .._core import Target
 from .ir import Graph
 from .ops import layout as L
+from ..ops.winograd import winograd_weight
 
-__all__ = ["convert_layout", "block_for_target", "resolve_block", "LAYOUTS", "BLOCKED_OPS"]
+__all__ = ["convert_layout", "block_for_target", "resolve_block", "resolve_winograd", "LAYOUTS", "BLOCKED_OPS",
+           "WINOGRAD_MIN_CHANNELS", "WINOGRAD_MIN_TILES"]
 
 LAYOUTS = ("auto", "NCHW", "NCHWc")
 
+# winograd="auto": the least input and output channels of a convolution run by Winograd. Tuned alone for 150
+# trials on an AVX-512 Xeon, F(2x2, 3x3) against the direct blocked convolution: 0.93x at 64 channels (56x56),
+# 1.30x at 128 (28x28), 1.32x at 256 (14x14), 1.16x at 512 (7x7).
+WINOGRAD_MIN_CHANNELS = 128
+# winograd="auto": the least output tiles (per image). ResNet-18's 512-channel 7x7 convolutions (16 tiles, 16 MB of
+# transformed weights each) ran 0.53-0.59 ms alone but 1.0-1.5 ms inside the network; its 14x14 ones (49 tiles,
+# 4 MB) 1.2-1.3x their time alone, as the direct ones do.
+WINOGRAD_MIN_TILES = 32
+WINOGRAD_TILE = 2
+
 # The ops the pass writes.
 BLOCKED_OPS = frozenset({"layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "max_pool2d_nchwc",
-                         "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"})
+                         "avg_pool2d_nchwc", "global_avg_pool2d_nchwc", "conv2d_winograd_nchwc"})
 
 # Ops that run blocked on any blocked value (they keep padded channels finite) ...
 _UNARY = {"relu", "clip", "sigmoid", "tanh", "gelu", "abs", "negative", "erf"}
@@ -76,8 +96,8 @@ def _static(shape):
 
 
 class _Converter:
-    def __init__(self, graph, block):
-        self.src, self.block = graph, block
+    def __init__(self, graph, block, winograd_min_channels):
+        self.src, self.block, self.winograd_min_channels = graph, block, winograd_min_channels
         self.out = Graph(graph.name)
         self.taken = set(graph.inputs) | set(graph.constants) | {n.name for n in graph.nodes}
         self.home = {}  # original value -> (value in self.out, _Blocked or None for NCHW)
@@ -197,6 +217,14 @@ class _Converter:
         conv_attrs = {k: a[k] for k in ("strides", "pads", "dilations")}
         if a["groups"] == 1:
             x, y = self.layout_of(channels), self.layout_of(out_channels)
+            if self.winograd(node, channels, out_channels):
+                w = self.derived(weight, f"winograd{WINOGRAD_TILE}_{x.block}i{y.block}o",
+                                 lambda arr: winograd_weight(arr, WINOGRAD_TILE, x.block, y.block))
+                ins = [self.get(data, x), w]
+                if bias is not None:
+                    ins.append(self.derived(bias, f"nchw{y.block}o", lambda arr: L.block_vector(arr, y.block)))
+                self.emit(node, "conv2d_winograd_nchwc", ins, dict(pads=a["pads"], tile=WINOGRAD_TILE), y)
+                return True
             w = self.derived(weight, f"nchw{x.block}i{y.block}o",
                              lambda arr: L.block_weight(arr, x.block, y.block))
             ins = [self.get(data, x), w]
@@ -213,6 +241,18 @@ class _Converter:
             self.emit(node, "depthwise_conv2d_nchwc", ins, conv_attrs, x)
             return True
         return False
+
+    def winograd(self, node, channels, out_channels):
+        """Whether the (groups = 1) convolution `node` runs by Winograd: 3x3, stride 1, no dilation, and both
+        channel counts and the output's tiles at least the pass's minimums (None: Winograd off)."""
+        a, least = node.attrs, self.winograd_min_channels
+        if least is None or tuple(self.src.shape(node.inputs[1])[2:]) != (3, 3):
+            return False
+        if tuple(a["strides"]) != (1, 1) or tuple(a["dilations"]) != (1, 1):
+            return False
+        _, _, out_h, out_w = node.shape
+        tiles = -(-out_h // WINOGRAD_TILE) * -(-out_w // WINOGRAD_TILE)
+        return min(channels, out_channels) >= least and (least == 1 or tiles >= WINOGRAD_MIN_TILES)
 
     def pool(self, node):
         layout = self.blocked_home(node.inputs[0])
@@ -283,13 +323,37 @@ class _Converter:
         return True
 
 
-def convert_layout(graph, block):
+def convert_layout(graph, block, winograd=False):
     """`graph` with its convolutions and what follows them in NCHW[block]c (see the module docstring): a new
     graph with the same inputs and outputs, or `graph` itself when it has nothing to convert. Run it after
-    fold_batch_norm, so a convolution's batch norm is its bias."""
+    fold_batch_norm, so a convolution's batch norm is its bias. winograd: False, True (every 3x3 convolution
+    of stride 1) or "auto" (those with at least WINOGRAD_MIN_CHANNELS channels in and out and
+    WINOGRAD_MIN_TILES output tiles)."""
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
         raise ValueError(f"convert_layout: block must be a positive int (the vector lanes), got {block!r}")
-    return _Converter(graph, int(block)).run()
+    return _Converter(graph, int(block), _winograd_min_channels("convert_layout", winograd)).run()
+
+
+def _winograd_min_channels(where, winograd):
+    if winograd is True:
+        return 1
+    if winograd is False:
+        return None
+    if winograd == "auto":
+        return WINOGRAD_MIN_CHANNELS
+    raise ValueError(f"{where}: winograd must be True, False or 'auto', got {winograd!r}")
+
+
+def resolve_winograd(winograd, block, where="lower_graph"):
+    """The winograd option for convert_layout given the pass's block (None: the pass does not run): True
+    needs the blocked layout (a ValueError says so), "auto" is off without it."""
+    _winograd_min_channels(where, winograd)
+    if block is None:
+        if winograd is True:
+            raise ValueError(f"{where}: winograd=True needs the channel-blocked layout (layout='NCHWc', or "
+                             "'auto' on a CPU target)")
+        return False
+    return winograd
 
 
 def block_for_target(target, hardware_params=None, dtype="float32"):

@@ -73,8 +73,9 @@ def dispatch_seconds(target):
     return _MEASURED[key]
 
 
-def outside_kernels_seconds(graph, target, hardware_params=None, layout="auto"):
-    """Seconds per run of `graph` built for `target` (graph.build with the same layout) spent outside the
-    kernels of its tasks: its number of fused groups x dispatch_seconds(target)."""
-    groups = lower_graph(graph, check_target("outside_kernels_seconds", target), hardware_params, layout).groups
+def outside_kernels_seconds(graph, target, hardware_params=None, layout="auto", winograd="auto"):
+    """Seconds per run of `graph` built for `target` (graph.build with the same layout and winograd) spent
+    outside the kernels of its tasks: its number of fused groups x dispatch_seconds(target)."""
+    groups = lower_graph(graph, check_target("outside_kernels_seconds", target), hardware_params, layout,
+                         winograd=winograd).groups
     return len(groups) * dispatch_seconds(target)

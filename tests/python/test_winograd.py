@@ -1,0 +1,198 @@
+"""Winograd convolution (ops/winograd.py, graph/ops/winograd.py, the layout pass's winograd option): the
+matrices compute a correlation; conv2d_winograd_nchwc with weights from winograd_weight equals a direct
+convolution on awkward shapes (prime sizes, one output pixel, tiles past the output, channels padded to a
+block, batches, uneven padding), through the reference evaluator, the default schedule and states sampled by
+the search; the search unrolls the transforms and vectorizes them over the channel lanes; the layout pass
+converts exactly the convolutions asked for; bad input is refused by name."""
+import re
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched import ops, search, te
+from autosched.graph import Graph, GraphError, zoo
+from autosched.graph.fusion import fold_batch_norm
+from autosched.graph.layout import WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES, convert_layout, resolve_winograd
+from autosched.graph.ops.layout import to_blocked
+from autosched.ops.winograd import WINOGRAD_TILES, winograd_matrices
+
+RNG = np.random.default_rng(11)
+
+
+def direct_conv(x, w, pads):
+    """float64 NCHW convolution, 3x3, stride 1: x (N, C, H, W), w (O, C, 3, 3), pads (top, left, bottom, right)."""
+    top, left, bottom, right = pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, i:i + oh, j:j + ow], w[:, :, i, j].astype(np.float64))
+    return out
+
+
+@pytest.mark.parametrize("tile", WINOGRAD_TILES)
+def test_matrices_compute_a_correlation(tile):
+    a_t, b_t, g = winograd_matrices(tile)
+    assert a_t.shape == (tile, tile + 2) and b_t.shape == (tile + 2, tile + 2) and g.shape == (tile + 2, 3)
+    for _ in range(5):
+        d, k = RNG.standard_normal(tile + 2), RNG.standard_normal(3)
+        want = [sum(d[i + r] * k[r] for r in range(3)) for i in range(tile)]
+        np.testing.assert_allclose(a_t @ ((g @ k) * (b_t @ d)), want, rtol=1e-12, atol=1e-12)
+
+
+# (N, C, H, W, O, tile, block, pads)
+SHAPES = [
+    (1, 5, 7, 9, 3, 2, 4, (1, 1, 1, 1)),      # channels padded to a block, odd sizes
+    (2, 16, 13, 5, 20, 4, 8, (1, 1, 1, 1)),   # a batch, tiles past the output
+    (1, 3, 3, 3, 1, 2, 2, (0, 0, 0, 0)),      # one output pixel
+    (1, 8, 6, 6, 8, 4, 8, (1, 0, 2, 1)),      # uneven padding
+    (1, 7, 11, 2, 5, 2, 16, (2, 1, 0, 1)),    # fewer channels than the block, a prime height
+]
+
+
+def _dag(shape):
+    n, c, h, w, o, tile, block, pads = shape
+    x = te.placeholder((n, -(-c // block), h, w, block), name="X")
+    u = te.placeholder((tile + 2, tile + 2, -(-o // block), -(-c // block), block, block), name="U")
+    return ans.ComputeDAG([x, u, ops.relu(ops.conv2d_winograd_nchwc(x, u, tile, pads))])
+
+
+def _arrays(shape):
+    n, c, h, w, o, tile, block, pads = shape
+    x = RNG.standard_normal((n, c, h, w)).astype(np.float32)
+    k = RNG.standard_normal((o, c, 3, 3)).astype(np.float32)
+    want = to_blocked(np.maximum(direct_conv(x, k, pads), 0).astype(np.float32), block)
+    return [to_blocked(x, block), ops.winograd_weight(k, tile, block, block)], want
+
+
+def _assert_conv(got, want, tile):
+    tol = 1e-5 if tile == 2 else 1e-4  # F(4x4, 3x3) rounds more: its matrices hold 1/24 ... 8
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s[:6]) for s in SHAPES])
+def test_equals_a_direct_convolution(shape):
+    dag = _dag(shape)
+    inputs, want = _arrays(shape)
+    _assert_conv(ans.evaluate(dag, inputs)[0], want, shape[5])
+    out = np.zeros_like(want)
+    ans.build(dag, dag.get_init_state(), "llvm")(*inputs, out)
+    _assert_conv(out, want, shape[5])
+
+
+@pytest.mark.parametrize("shape", SHAPES[:4], ids=[str(s[:6]) for s in SHAPES[:4]])
+def test_sampled_states_equal_a_direct_convolution(shape):
+    dag = _dag(shape)
+    task = ans.SearchTask(compute_dag=dag, target="llvm")
+    inputs, want = _arrays(shape)
+    states, _ = search.sample_init_population(task, 6, seed=1)
+    assert states
+    for state in states:
+        out = np.zeros_like(want)
+        ans.build(dag, state, "llvm")(*inputs, out)
+        _assert_conv(out, want, shape[5])
+
+
+def test_transforms_are_unrolled_and_vectorized_over_the_lanes():
+    """The data transform reads its matrix with (r_a, eps), (r_b, nu): those loops are unrolled innermost but
+    for the channel lanes, which some sampled states vectorize: each unrolled step is one vector operation."""
+    dag = _dag((1, 32, 14, 14, 32, 2, 16, (1, 1, 1, 1)))
+    task = ans.SearchTask(compute_dag=dag, target="llvm")
+    sketches = search.generate_sketches(task)
+    assert sketches
+    states, _ = search.sample_init_population(task, 16, seed=0)
+    texts = [str(s) for s in states]
+    pattern = re.compile(r"unroll r_b \(0,4\)\n\s*vectorize ci[.0-9]* \(0,(\d+)\)\n\s*data_pack = ")
+    lanes = [int(m.group(1)) for t in texts for m in [pattern.search(t)] if m]
+    assert lanes and max(lanes) > 1, texts[0]
+    for text in texts:
+        assert re.search(r"unroll eps \(0,4\)\n\s*unroll nu \(0,4\)\n\s*unroll r_a \(0,4\)\n\s*unroll r_b", text)
+
+
+# ---------------- the layout pass ----------------
+
+
+def _small_net(channels):
+    """3x3 stride-1 convolutions (one with bias and relu, one with uneven padding, one into a residual add),
+a strided 3x3 one and a 1x1 one."""
+    g = Graph("small")
+    x = g.add_input("x", (1, channels, 9, 7))
+
+    def w(*shape):
+        return g.add_constant(f"w{len(g.constants)}", (RNG.standard_normal(shape) * 0.2).astype(np.float32))
+
+    c1 = g.add_node("relu", [g.add_node("conv2d", [x, w(channels, channels, 3, 3), w(channels)], dict(pads=1))])
+    c2 = g.add_node("conv2d", [c1, w(channels, channels, 3, 3)], dict(pads=1, strides=2), name="strided")
+    c3 = g.add_node("conv2d", [c1, w(channels, channels, 1, 1)], name="pointwise")
+    c4 = g.add_node("conv2d", [c3, w(channels, channels, 3, 3)], dict(pads=(1, 0, 2, 1)), name="uneven")
+    c5 = g.add_node("add", [g.add_node("conv2d", [c1, w(channels, channels, 3, 3)], dict(pads=1)), c3])
+    g.set_outputs([c2, c4, c5])
+    return g
+
+
+def _winograd_nodes(g):
+    return sorted(n.name for n in g.nodes if n.op == "conv2d_winograd_nchwc")
+
+
+def test_layout_pass_converts_the_convolutions_asked_for():
+    g = _small_net(5)
+    x = RNG.standard_normal((1, 5, 9, 7)).astype(np.float32)
+    want = g.evaluate(x)
+    for winograd, block in ((True, 4), (True, 16), ("auto", 4), (False, 4)):
+        blocked = convert_layout(fold_batch_norm(g), block, winograd)
+        converted = _winograd_nodes(blocked)
+        # the strided and the 1x1 convolutions never; 5 channels are below "auto"'s minimum
+        assert len(converted) == (3 if winograd is True else 0), converted
+        for got, ref in zip(blocked.evaluate(x), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+        net = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc", winograd=winograd)
+        for got, ref in zip(net(x), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+
+
+def test_auto_converts_the_wide_convolutions_of_resnet18():
+    g = fold_batch_norm(zoo.get_model("resnet18"))
+    blocked = convert_layout(g, 16, "auto")
+    wide = [n for n in g.nodes if n.op == "conv2d" and g.shape(n.inputs[1])[2:] == (3, 3)
+            and tuple(n.attrs["strides"]) == (1, 1) and g.shape(n.inputs[1])[1] >= WINOGRAD_MIN_CHANNELS]
+    assert len(wide) == 9  # layers 2-4: every 3x3 convolution but each layer's first, of stride 2
+    # layer 4's 7x7 outputs have 16 tiles, too few: layers 2 and 3 run by Winograd
+    many_tiles = [n for n in wide if -(-n.shape[2] // 2) * -(-n.shape[3] // 2) >= WINOGRAD_MIN_TILES]
+    assert len(many_tiles) == 6 and {n.shape[2] for n in many_tiles} == {28, 14}
+    assert _winograd_nodes(blocked) == sorted(n.name for n in many_tiles)
+    assert len(_winograd_nodes(convert_layout(g, 16, True))) == 13  # every 3x3 one of stride 1, layer 1 too
+    tasks, _ = ans.extract_tasks(zoo.get_model("resnet18"), "llvm")
+    assert sum(t.desc.startswith("conv2d_winograd_nchwc") for t in tasks) == 4  # + relu, + add + relu, per layer
+
+
+# ---------------- bad input ----------------
+
+
+def test_bad_input_is_refused_by_name():
+    x = te.placeholder((1, 2, 5, 5, 4), name="x5")
+    with pytest.raises(ValueError, match=r"tile must be one of \(2, 4\).*got 3"):
+        ops.conv2d_winograd_nchwc(x, te.placeholder((5, 5, 1, 2, 4, 4), name="u"), 3, 1)
+    with pytest.raises(ValueError, match="'u'.*is not transformed for tile 2"):
+        ops.conv2d_winograd_nchwc(x, te.placeholder((6, 6, 1, 2, 4, 4), name="u"), 2, 1)
+    with pytest.raises(ValueError, match="channel mismatch: data 'x5'"):
+        ops.conv2d_winograd_nchwc(x, te.placeholder((4, 4, 1, 3, 4, 4), name="u"), 2, 1)
+    with pytest.raises(ValueError, match=r"needs a \(O, C, 3, 3\) weight, got shape \(2, 2, 5, 5\)"):
+        ops.winograd_weight(np.zeros((2, 2, 5, 5), np.float32), 2, 4, 4)
+    with pytest.raises(ValueError, match="in_block must be a positive int"):
+        ops.winograd_weight(np.zeros((2, 2, 3, 3), np.float32), 2, 0, 4)
+    g = _small_net(4)
+    with pytest.raises(ValueError, match="winograd must be True, False or 'auto', got 'yes'"):
+        convert_layout(g, 4, "yes")
+    with pytest.raises(ValueError, match="winograd=True needs the channel-blocked layout"):
+        ans.extract_tasks(g, "llvm", layout="NCHW", winograd=True)
+    assert resolve_winograd("auto", None) is False
+    bad = Graph("bad")
+    v = bad.add_input("v", (1, 1, 5, 5, 4))
+    with pytest.raises(GraphError, match="tile must be one of"):
+        bad.add_node("conv2d_winograd_nchwc", [v, bad.add_constant("u", np.zeros((4, 4, 1, 1, 4, 4), np.float32))],
+                     dict(tile=3))
+    with pytest.raises(GraphError, match="is not transformed for tile 4"):
+        bad.add_node("conv2d_winograd_nchwc", [v, bad.add_constant("u2", np.zeros((4, 4, 1, 1, 4, 4), np.float32))],
+                     dict(tile=4))
