@@ -89,6 +89,10 @@ def test_zoo_cnn_builds_with_the_layout(name):
     net = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc")
     assert any(info.task.desc.startswith("conv2d_nchwc") for info in net.groups)
     assert_close(net(*arrays), want)
+    if name == "resnet18":  # every 3x3 convolution of stride 1 by Winograd ("auto" takes none at this size)
+        net = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc", winograd=True)
+        assert sum(info.task.desc.startswith("conv2d_winograd_nchwc") for info in net.groups) == 13
+        assert_close(net(*arrays), want)
 
 
 def test_networks_without_convolutions_are_left_as_they_are():

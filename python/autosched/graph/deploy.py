@@ -419,10 +419,10 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
     None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
     dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
     note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
-    that read only constants (a packed weight) once here, not in every call of the kernel. layout: as for
-    extract_tasks (give both the same value, or the tuned tasks are not the kernels built); winograd too. Inside ``with
-    autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's argument,
-    accepted when it names the graph's own constants."""
+    that read only constants (a packed weight) once here, not in every call of the kernel. layout and
+    winograd: as for extract_tasks (give both the same values, or the tuned tasks are not the kernels built).
+    Inside ``with autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's
+    argument, accepted when it names the graph's own constants."""
     target, hardware_params = check_graph_args("graph.build", graph, target, hardware_params, params)
     if log is None:
         log = applied_log()

@@ -96,8 +96,8 @@ def _static(shape):
 
 
 class _Converter:
-    def __init__(self, graph, block, winograd_min_channels):
-        self.src, self.block, self.winograd_min_channels = graph, block, winograd_min_channels
+    def __init__(self, graph, block, winograd):
+        self.src, self.block, self.winograd_option = graph, block, winograd
         self.out = Graph(graph.name)
         self.taken = set(graph.inputs) | set(graph.constants) | {n.name for n in graph.nodes}
         self.home = {}  # original value -> (value in self.out, _Blocked or None for NCHW)
@@ -244,15 +244,17 @@ class _Converter:
 
     def winograd(self, node, channels, out_channels):
         """Whether the (groups = 1) convolution `node` runs by Winograd: 3x3, stride 1, no dilation, and both
-        channel counts and the output's tiles at least the pass's minimums (None: Winograd off)."""
-        a, least = node.attrs, self.winograd_min_channels
-        if least is None or tuple(self.src.shape(node.inputs[1])[2:]) != (3, 3):
+        channel counts and the output's tiles at least the minimums where the option is "auto"."""
+        a, option = node.attrs, self.winograd_option
+        if option is False or tuple(self.src.shape(node.inputs[1])[2:]) != (3, 3):
             return False
         if tuple(a["strides"]) != (1, 1) or tuple(a["dilations"]) != (1, 1):
             return False
+        if option is True:
+            return True
         _, _, out_h, out_w = node.shape
         tiles = -(-out_h // WINOGRAD_TILE) * -(-out_w // WINOGRAD_TILE)
-        return min(channels, out_channels) >= least and (least == 1 or tiles >= WINOGRAD_MIN_TILES)
+        return min(channels, out_channels) >= WINOGRAD_MIN_CHANNELS and tiles >= WINOGRAD_MIN_TILES
 
     def pool(self, node):
         layout = self.blocked_home(node.inputs[0])
@@ -331,23 +333,19 @@ def convert_layout(graph, block, winograd=False):
     WINOGRAD_MIN_TILES output tiles)."""
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
         raise ValueError(f"convert_layout: block must be a positive int (the vector lanes), got {block!r}")
-    return _Converter(graph, int(block), _winograd_min_channels("convert_layout", winograd)).run()
+    return _Converter(graph, int(block), _check_winograd("convert_layout", winograd)).run()
 
 
-def _winograd_min_channels(where, winograd):
-    if winograd is True:
-        return 1
-    if winograd is False:
-        return None
-    if winograd == "auto":
-        return WINOGRAD_MIN_CHANNELS
+def _check_winograd(where, winograd):
+    if winograd is True or winograd is False or (isinstance(winograd, str) and winograd == "auto"):
+        return winograd
     raise ValueError(f"{where}: winograd must be True, False or 'auto', got {winograd!r}")
 
 
 def resolve_winograd(winograd, block, where="lower_graph"):
     """The winograd option for convert_layout given the pass's block (None: the pass does not run): True
     needs the blocked layout (a ValueError says so), "auto" is off without it."""
-    _winograd_min_channels(where, winograd)
+    _check_winograd(where, winograd)
     if block is None:
         if winograd is True:
             raise ValueError(f"{where}: winograd=True needs the channel-blocked layout (layout='NCHWc', or "
