@@ -283,11 +283,16 @@ TEST(SketchPolicy, ElementWiseOpIsInlinedAndLeftAlone) {
   EXPECT_EQ(sketches[0].stage(1).loc, ComputeLocKind::Inlined);
 }
 
+// G, a constant 4x4 matrix written as an expression of its indices.
+Tensor ConstMatrix4x4() {
+  IterVar a = Axis("a", 4), b = Axis("b", 4);
+  return compute("G", {a, b}, select(eq(a.var, b.var), Expr(2.0f), Expr(0.5f)));
+}
+
 TEST(SketchPolicy, ConstTensorIndicesAreUnrolled) {
   // G is a constant 4x4 matrix; O[i, e] = sum_r X[i, r] * G[r, e].
   Tensor x = placeholder({12, 4}, kF32, "X");
-  IterVar a = Axis("a", 4), b = Axis("b", 4);
-  Tensor g = compute("G", {a, b}, select(eq(a.var, b.var), Expr(2.0f), Expr(0.5f)));
+  Tensor g = ConstMatrix4x4();
   IterVar i = Axis("i", 12), e = Axis("e", 4);
   IterVar rd = MakeReduceAxis(0, 4, "r");
   Tensor o =
@@ -313,8 +318,7 @@ TEST(SketchPolicy, ContiguousAxisStaysInsideTheUnrolledConstLoopsOnCpus) {
   // O[e, i] = sum_r G[r, e] * X[r, i]: i, the contiguous axis, indexes no constant
   // tensor, so its inner part goes inside the unrolled e and r (vectorizable).
   Tensor x = placeholder({4, 32}, kF32, "X");
-  IterVar a = Axis("a", 4), b = Axis("b", 4);
-  Tensor g = compute("G", {a, b}, select(eq(a.var, b.var), Expr(2.0f), Expr(0.5f)));
+  Tensor g = ConstMatrix4x4();
   IterVar e = Axis("e", 4), i = Axis("i", 32);
   IterVar rd = MakeReduceAxis(0, 4, "r");
   Tensor o =
