@@ -49,7 +49,7 @@ using Int64List = std::vector<int64_t>;
     "the vector axis whole vectors, the main reduction's tile sized by L1, the level above by L2); the "      \
     "others are drawn from all divisors. Tile-size mutations keep to the family (or move into it) with the "  \
     "same share")                                                                                              \
-  X(int64_t, max_const_unroll, 256, AtLeast(0),                                                                \
+  X(int64_t, max_const_unroll, 1024, AtLeast(0),                                                               \
     "iterators that index constant tensors are unrolled by the simplify-compute-with-const-tensor rule only " \
     "when their extents multiply to at most this")                                                             \
   X(int64_t, sample_init_attempts_per_state, 8, AtLeast(1),                                                    \

@@ -132,10 +132,11 @@ TEST_F(CodegenSemanticsTest, ManyLargeBuffersShareTheStackBudget) {
 }
 
 TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
-  Buffer c = MakeBuffer("C", i32, {1 << 20});
+  Buffer a = MakeBuffer("A", i32, {1 << 24}), c = MakeBuffer("C", i32, {1 << 24});
   Expr i = VarNode::make("i"), j = VarNode::make("j");
   auto nest = [&](int64_t outer, int64_t inner) {
-    Stmt store = BufferStoreNode::make(c, i + j, {i * static_cast<int>(inner) + j});
+    Expr index = i * static_cast<int>(inner) + j;
+    Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {index}) + 1, {index});
     return For(i, outer, ForKind::Unrolled, For(j, inner, ForKind::Unrolled, store));
   };
   Stmt small = nest(4, 4);
@@ -146,7 +147,7 @@ TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
   ASSERT_EQ(chosen.size(), 1u);  // the inner loop only
   EXPECT_TRUE(chosen.count(big.as<ForNode>()->body.as<ForNode>()));
 
-  Stmt huge = nest(1024, 1024);
+  Stmt huge = nest(4096, 4096);
   EXPECT_TRUE(LoopsToUnroll(huge).empty());
 
   // Loops after the budget is spent stay loops; so does one of unknown extent.
@@ -157,6 +158,31 @@ TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
   Expr n = VarNode::make("n");
   Stmt unknown = ForNode::make(i, 0, n, ForKind::Unrolled, BufferStoreNode::make(c, i, {i}));
   EXPECT_TRUE(LoopsToUnroll(unknown).empty());
+}
+
+// A select chain of the unrolled loops' variables (a constant matrix read at
+// constant indices) folds to one constant per copy, so it weighs as one: a
+// transform whose coefficients are such chains fits the budget.
+TEST(UnrollBudgetTest, ExpressionsOfUnrolledVariablesWeighAsOneConstant) {
+  Buffer a = MakeBuffer("A", f32, {64}), c = MakeBuffer("C", f32, {64});
+  Expr i = VarNode::make("i"), j = VarNode::make("j"), outside = VarNode::make("k");
+  auto transform = [&](const Expr& row) {
+    Expr coef = FloatImmNode::make(f32, 0.0);
+    for (int r = 0; r < 8; ++r) {
+      for (int col = 0; col < 8; ++col) {
+        Expr at = BinaryNode::make(BinOp::EQ, row, make_const(i32, r)) &&
+                  BinaryNode::make(BinOp::EQ, j, make_const(i32, col));
+        coef = SelectNode::make(at, FloatImmNode::make(f32, r - col), coef);
+      }
+    }
+    Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {j}) * coef, {row * 8 + j});
+    return For(j, 8, ForKind::Unrolled, store);
+  };
+  Stmt constant = For(i, 8, ForKind::Unrolled, transform(i));
+  EXPECT_EQ(LoopsToUnroll(constant, 600).size(), 2u);
+  // The same chain of a variable no unrolled loop binds weighs in full.
+  Stmt varying = For(i, 8, ForKind::Unrolled, transform(outside));
+  EXPECT_TRUE(LoopsToUnroll(varying, 600).empty());
 }
 
 TEST_F(CodegenSemanticsTest, LoopsPastTheUnrollBudgetStayCorrect) {

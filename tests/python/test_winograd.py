@@ -13,7 +13,8 @@ import autosched as ans
 from autosched import ops, search, te
 from autosched.graph import Graph, GraphError, zoo
 from autosched.graph.fusion import fold_batch_norm
-from autosched.graph.layout import WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES, convert_layout, resolve_winograd
+from autosched.graph.layout import (WINOGRAD4_MIN_CHANNELS, WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES, WINOGRAD_TILE,
+                                    convert_layout, resolve_winograd, winograd_tile)
 from autosched.graph.ops.layout import to_blocked
 from autosched.ops.winograd import WINOGRAD_TILES, winograd_matrices
 
@@ -96,19 +97,19 @@ def test_sampled_states_equal_a_direct_convolution(shape):
 
 
 def test_transforms_are_unrolled_and_vectorized_over_the_lanes():
-    """The data transform reads its matrix with (r_a, eps), (r_b, nu): those loops are unrolled innermost but
-    for the channel lanes, which some sampled states vectorize: each unrolled step is one vector operation."""
+    """The data transform reads its coefficients with (t_a, eps), (t_b, nu): those loops are unrolled innermost
+    but for the channel lanes, which some sampled states vectorize: each unrolled step is one vector operation."""
     dag = _dag((1, 32, 14, 14, 32, 2, 16, (1, 1, 1, 1)))
     task = ans.SearchTask(compute_dag=dag, target="llvm")
     sketches = search.generate_sketches(task)
     assert sketches
     states, _ = search.sample_init_population(task, 16, seed=0)
     texts = [str(s) for s in states]
-    pattern = re.compile(r"unroll r_b \(0,4\)\n\s*vectorize ci[.0-9]* \(0,(\d+)\)\n\s*data_pack = ")
+    pattern = re.compile(r"unroll t_b \(0,2\)\n\s*vectorize ci[.0-9]* \(0,(\d+)\)\n\s*data_pack = ")
     lanes = [int(m.group(1)) for t in texts for m in [pattern.search(t)] if m]
     assert lanes and max(lanes) > 1, texts[0]
     for text in texts:
-        assert re.search(r"unroll eps \(0,4\)\n\s*unroll nu \(0,4\)\n\s*unroll r_a \(0,4\)\n\s*unroll r_b", text)
+        assert re.search(r"unroll eps \(0,4\)\n\s*unroll nu \(0,4\)\n\s*unroll t_a \(0,2\)\n\s*unroll t_b", text)
 
 
 # ---------------- the layout pass ----------------
@@ -152,19 +153,52 @@ def test_layout_pass_converts_the_convolutions_asked_for():
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
 
 
-def test_auto_converts_the_wide_convolutions_of_resnet18():
+def _tiles_by_node(g):
+    return {n.name: n.attrs["tile"] for n in g.nodes if n.op == "conv2d_winograd_nchwc"}
+
+
+def test_auto_chooses_the_tile_of_each_convolution_of_resnet18():
     g = fold_batch_norm(zoo.get_model("resnet18"))
-    blocked = convert_layout(g, 16, "auto")
-    wide = [n for n in g.nodes if n.op == "conv2d" and g.shape(n.inputs[1])[2:] == (3, 3)
-            and tuple(n.attrs["strides"]) == (1, 1) and g.shape(n.inputs[1])[1] >= WINOGRAD_MIN_CHANNELS]
-    assert len(wide) == 9  # layers 2-4: every 3x3 convolution but each layer's first, of stride 2
-    # layer 4's 7x7 outputs have 16 tiles, too few: layers 2 and 3 run by Winograd
-    many_tiles = [n for n in wide if -(-n.shape[2] // 2) * -(-n.shape[3] // 2) >= WINOGRAD_MIN_TILES]
-    assert len(many_tiles) == 6 and {n.shape[2] for n in many_tiles} == {28, 14}
-    assert _winograd_nodes(blocked) == sorted(n.name for n in many_tiles)
-    assert len(_winograd_nodes(convert_layout(g, 16, True))) == 13  # every 3x3 one of stride 1, layer 1 too
+    stride1 = [n for n in g.nodes if n.op == "conv2d" and g.shape(n.inputs[1])[2:] == (3, 3)
+               and tuple(n.attrs["strides"]) == (1, 1)]
+    assert len(stride1) == 13  # every 3x3 convolution but the first of layers 2-4, of stride 2
+    by_size = {n.name: n.shape[2] for n in stride1}
+    tiles = _tiles_by_node(convert_layout(g, 16, "auto"))
+    # layer 1 (64 channels, 56x56: 196 tiles of 4) and layer 2 (128, 28x28: 49) by F(4); layer 3 (256, 14x14)
+    # has 16 tiles of 4, too few, and 49 of 2: F(2); layer 4 (512, 7x7) has 16 tiles of 2: direct
+    assert sorted((by_size[name], tile) for name, tile in tiles.items()) == \
+        [(14, 2)] * 3 + [(28, 4)] * 3 + [(56, 4)] * 4
+    assert WINOGRAD4_MIN_CHANNELS <= 64 < WINOGRAD_MIN_CHANNELS <= 256 and WINOGRAD_MIN_TILES > 16
+    every = _tiles_by_node(convert_layout(g, 16, True))
+    assert len(every) == 13 and set(every.values()) == {WINOGRAD_TILE}  # True: every one, layer 4 too
     tasks, _ = ans.extract_tasks(zoo.get_model("resnet18"), "llvm")
-    assert sum(t.desc.startswith("conv2d_winograd_nchwc") for t in tasks) == 4  # + relu, + add + relu, per layer
+    # + relu and + add + relu per layer
+    assert sum(t.desc.startswith("conv2d_winograd_nchwc") for t in tasks) == 6
+
+
+def test_auto_builds_a_network_of_both_tiles_equal_to_the_original():
+    """64 channels at 24x24 (36 tiles of 4): F(4); 128 channels at 12x12 (9 tiles of 4, 36 of 2): F(2)."""
+    g = Graph("tiles")
+    x = g.add_input("x", (1, 64, 24, 24))
+    w1 = g.add_constant("w1", (RNG.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32))
+    w2 = g.add_constant("w2", (RNG.standard_normal((128, 64, 2, 2)) * 0.05).astype(np.float32))
+    w3 = g.add_constant("w3", (RNG.standard_normal((128, 128, 3, 3)) * 0.05).astype(np.float32))
+    y = g.add_node("relu", [g.add_node("conv2d", [x, w1], dict(pads=1))])
+    y = g.add_node("conv2d", [y, w2], dict(strides=2))
+    g.set_outputs([g.add_node("conv2d", [y, w3], dict(pads=1), name="last")])
+    assert sorted(_tiles_by_node(convert_layout(fold_batch_norm(g), 16, "auto")).values()) == [2, 4]
+    data = RNG.standard_normal((1, 64, 24, 24)).astype(np.float32)
+    want = g.evaluate(data)[0]
+    got = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc", winograd="auto")(data)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("channels, out_channels, out_hw, tile", [
+    (64, 64, (56, 56), 4), (63, 64, (56, 56), 0), (64, 128, (23, 23), 4), (64, 64, (20, 20), 0),
+    (128, 128, (20, 20), 2), (128, 128, (10, 10), 0), (256, 256, (14, 14), 2), (512, 512, (7, 7), 0),
+    (128, 256, (1, 200), 4)])
+def test_winograd_tile_follows_the_minimums(channels, out_channels, out_hw, tile):
+    assert winograd_tile(channels, out_channels, out_hw) == tile
 
 
 # ---------------- bad input ----------------

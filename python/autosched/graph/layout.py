@@ -20,12 +20,14 @@ erf, add, subtract, multiply, maximum, minimum); the others (exp, log, sqrt, div
 on values without padding. A padded channel never reaches a real one: the weights that read it are zero.
 
 Winograd: with `winograd` on, a 3x3 convolution of stride 1 (groups = 1, no dilation) becomes
-conv2d_winograd_nchwc, F(2 x 2, 3 x 3) (autosched/ops/winograd.py), its weights transformed here once. "auto"
-(the default of extract_tasks and graph.build) does so where both channel counts are at least
-WINOGRAD_MIN_CHANNELS (below that, the input and output transforms cost more than the 2.25x fewer
-multiply-adds save) and the output has at least WINOGRAD_MIN_TILES tiles of 2 x 2 (the transformed weights
-are 16/9 the size of the direct ones and each serves one use per tile: with fewer tiles the kernel waits on
-its weights, which in a network come from memory). docs/graph.md has the figures.
+conv2d_winograd_nchwc (autosched/ops/winograd.py), its weights transformed here once. True converts every
+such convolution to F(2 x 2, 3 x 3). "auto" (the default of extract_tasks and graph.build) chooses per
+convolution (winograd_tile): F(4 x 4, 3 x 3) where both channel counts are at least WINOGRAD4_MIN_CHANNELS
+and the output has at least WINOGRAD_MIN_TILES tiles of 4 x 4; else F(2 x 2, 3 x 3) where both are at least
+WINOGRAD_MIN_CHANNELS and it has that many tiles of 2 x 2; else the direct convolution. Below the channel
+minimums the transforms cost more than the fewer multiply-adds save; below the tile minimum the kernel waits
+on its transformed weights (alpha^2 / 9 the size of the direct ones, each serving one use per tile), which
+in a network come from memory. docs/graph.md has the figures.
 
 extract_tasks and graph.build run the pass after folding batch norms (layout="NCHWc", and by default,
 layout="auto", on CPU targets), with the block from the target's vector width (block_for_target).
@@ -39,19 +41,23 @@ from .ir import Graph
 from .ops import layout as L
 from ..ops.winograd import winograd_weight
 
-__all__ = ["convert_layout", "block_for_target", "resolve_block", "resolve_winograd", "LAYOUTS", "BLOCKED_OPS",
-           "WINOGRAD_MIN_CHANNELS", "WINOGRAD_MIN_TILES"]
+__all__ = ["convert_layout", "block_for_target", "resolve_block", "resolve_winograd", "winograd_tile", "LAYOUTS",
+           "BLOCKED_OPS", "WINOGRAD_MIN_CHANNELS", "WINOGRAD4_MIN_CHANNELS", "WINOGRAD_MIN_TILES", "WINOGRAD_TILE"]
 
 LAYOUTS = ("auto", "NCHW", "NCHWc")
 
-# winograd="auto": the least input and output channels of a convolution run by Winograd. Tuned alone for 150
-# trials on an AVX-512 Xeon, F(2x2, 3x3) against the direct blocked convolution: 0.93x at 64 channels (56x56),
-# 1.30x at 128 (28x28), 1.32x at 256 (14x14), 1.16x at 512 (7x7).
+# winograd="auto": the least input and output channels of a convolution run by F(2x2, 3x3), and by F(4x4, 3x3).
+# Tuned alone on an AVX-512 Xeon for 500 trials, against the direct blocked convolution's 0.616 ms at 64
+# channels (56x56): F(2) 0.575 ms, F(4) 0.532 ms; at 128 channels (28x28): F(2) 0.418 ms, F(4) 0.367 ms. With
+# 150 trials and the transforms of the dense matrices, F(2) was 0.93x at 64 channels, 1.30x at 128 (28x28),
+# 1.32x at 256 (14x14) and 1.16x at 512 (7x7).
 WINOGRAD_MIN_CHANNELS = 128
-# winograd="auto": the least output tiles (per image). ResNet-18's 512-channel 7x7 convolutions (16 tiles, 16 MB of
-# transformed weights each) ran 0.53-0.59 ms alone but 1.0-1.5 ms inside the network; its 14x14 ones (49 tiles,
-# 4 MB) 1.2-1.3x their time alone, the direct strided convolution beside them 1.34x.
+WINOGRAD4_MIN_CHANNELS = 64
+# winograd="auto": the least output tiles (per image). ResNet-18's 512-channel 7x7 convolutions (16 tiles of 2,
+# 16 MB of transformed weights each) ran 0.53-0.59 ms alone but 1.0-1.5 ms inside the network; its 14x14 ones
+# (49 tiles, 4 MB) 1.2-1.3x their time alone, the direct strided convolution beside them 1.34x.
 WINOGRAD_MIN_TILES = 32
+# winograd=True: the tile of every convolution converted.
 WINOGRAD_TILE = 2
 
 # The ops the pass writes.
@@ -217,13 +223,14 @@ class _Converter:
         conv_attrs = {k: a[k] for k in ("strides", "pads", "dilations")}
         if a["groups"] == 1:
             x, y = self.layout_of(channels), self.layout_of(out_channels)
-            if self.winograd(node, channels, out_channels):
-                w = self.derived(weight, f"winograd{WINOGRAD_TILE}_{x.block}i{y.block}o",
-                                 lambda arr: winograd_weight(arr, WINOGRAD_TILE, x.block, y.block))
+            tile = self.winograd(node, channels, out_channels)
+            if tile:
+                w = self.derived(weight, f"winograd{tile}_{x.block}i{y.block}o",
+                                 lambda arr: winograd_weight(arr, tile, x.block, y.block))
                 ins = [self.get(data, x), w]
                 if bias is not None:
                     ins.append(self.derived(bias, f"nchw{y.block}o", lambda arr: L.block_vector(arr, y.block)))
-                self.emit(node, "conv2d_winograd_nchwc", ins, dict(pads=a["pads"], tile=WINOGRAD_TILE), y)
+                self.emit(node, "conv2d_winograd_nchwc", ins, dict(pads=a["pads"], tile=tile), y)
                 return True
             w = self.derived(weight, f"nchw{x.block}i{y.block}o",
                              lambda arr: L.block_weight(arr, x.block, y.block))
@@ -243,18 +250,16 @@ class _Converter:
         return False
 
     def winograd(self, node, channels, out_channels):
-        """Whether the (groups = 1) convolution `node` runs by Winograd: 3x3, stride 1, no dilation, and both
-        channel counts and the output's tiles at least the minimums where the option is "auto"."""
+        """The Winograd tile of the (groups = 1) convolution `node`, 0 for the direct one: only 3x3 of stride
+        1 and no dilation; the option True gives every such one WINOGRAD_TILE, "auto" asks winograd_tile."""
         a, option = node.attrs, self.winograd_option
         if option is False or tuple(self.src.shape(node.inputs[1])[2:]) != (3, 3):
-            return False
+            return 0
         if tuple(a["strides"]) != (1, 1) or tuple(a["dilations"]) != (1, 1):
-            return False
+            return 0
         if option is True:
-            return True
-        _, _, out_h, out_w = node.shape
-        tiles = -(-out_h // WINOGRAD_TILE) * -(-out_w // WINOGRAD_TILE)
-        return min(channels, out_channels) >= WINOGRAD_MIN_CHANNELS and tiles >= WINOGRAD_MIN_TILES
+            return WINOGRAD_TILE
+        return winograd_tile(channels, out_channels, node.shape[2:])
 
     def pool(self, node):
         layout = self.blocked_home(node.inputs[0])
@@ -325,12 +330,25 @@ class _Converter:
         return True
 
 
+def winograd_tile(channels, out_channels, out_hw):
+    """winograd="auto"'s choice for a 3x3 convolution of stride 1 with these channels and output (height, width):
+    4 (F(4x4, 3x3)), 2 (F(2x2, 3x3)) or 0 (the direct convolution). The minimums are above."""
+    def tiles(m):
+        return -(-out_hw[0] // m) * -(-out_hw[1] // m)
+
+    narrowest = min(channels, out_channels)
+    if narrowest >= WINOGRAD4_MIN_CHANNELS and tiles(4) >= WINOGRAD_MIN_TILES:
+        return 4
+    if narrowest >= WINOGRAD_MIN_CHANNELS and tiles(2) >= WINOGRAD_MIN_TILES:
+        return 2
+    return 0
+
+
 def convert_layout(graph, block, winograd=False):
     """`graph` with its convolutions and what follows them in NCHW[block]c (see the module docstring): a new
     graph with the same inputs and outputs, or `graph` itself when it has nothing to convert. Run it after
     fold_batch_norm, so a convolution's batch norm is its bias. winograd: False, True (every 3x3 convolution
-    of stride 1) or "auto" (those with at least WINOGRAD_MIN_CHANNELS channels in and out and
-    WINOGRAD_MIN_TILES output tiles)."""
+    of stride 1, by F(2x2, 3x3)) or "auto" (the tile of winograd_tile for each, or none)."""
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
         raise ValueError(f"convert_layout: block must be a positive int (the vector lanes), got {block!r}")
     return _Converter(graph, int(block), _check_winograd("convert_layout", winograd)).run()

@@ -8,8 +8,10 @@ input. Winograd's minimal filtering algorithm (Lavin and Gray, 2015) writes that
 so with the weights transformed once (U = G g G^T, at build time: winograd_weight), the multiply-adds over
 channels become one batched matrix product per position (eps, nu) of the alpha x alpha transformed tile:
 (m + 2)^2 products per m^2 outputs instead of 9 m^2 (2.25x fewer for m = 2, 4x fewer for m = 4). The
-transforms B^T d B and A^T M A read constant matrices written as expressions of their indices, which the
-search unrolls so that they fold into adds and subtracts (sketch rule simplify-compute-with-const-tensor).
+transforms B^T d B and A^T M A sum only the nonzero terms of their matrices: output row i of a transform reads
+term t of that row (its column and coefficient are constants written as expressions of (t, i)), so that the
+search unrolls them (sketch rule simplify-compute-with-const-tensor) into constant loads and adds, subtracts
+or multiply-adds by the small coefficients, with no multiply by a zero.
 
 Stages: data_pack (alpha, alpha, P, C/x, x) = B^T d B per tile p of the padded input; bgemm (alpha, alpha, P,
 O/y, y) = sum over input channels of data_pack * U; inverse (m, m, P, O/y, y) = A^T bgemm A; the output
@@ -111,6 +113,38 @@ def _const_matrix(values, name, dtype):
     return te.compute((rows, cols), fcompute, name=name, tag="const_matrix")
 
 
+class _SparseRows:
+    """The nonzero entries of a transform matrix M, row by row: row i sums M[i][col(t, i)] * x[col(t, i)] over
+    its terms t < terms (rows with fewer nonzeros are padded with coefficient 0). The coefficients are a
+    constant tensor (terms, rows), read as (reduce, spatial) so the search unrolls both; the columns are an
+    index expression of (t, i) that folds to a constant once they are unrolled."""
+
+    def __init__(self, matrix, name, dtype):
+        self.entries = [[(col, value) for col, value in enumerate(row) if value != 0] for row in matrix]
+        self.terms = max(len(row) for row in self.entries)
+        self.padded = any(len(row) < self.terms for row in self.entries)
+        coefs = [[row[t][1] if t < len(row) else 0 for row in self.entries] for t in range(self.terms)]
+        self.coef = _const_matrix(coefs, name, dtype)
+
+    def column(self, t, i):
+        result = const(0, "int32")
+        for r, row in enumerate(self.entries):
+            for term, (col, _) in enumerate(row):
+                if col != 0:
+                    result = te.select(te.all(t == term, i == r), const(col, "int32"), result)
+        return result
+
+
+def _sparse_term(value, rows_a, ta, i, rows_b, tb, j, dtype):
+    """value * M_a[i][col] * M_b[j][col'] for term (ta, tb): the two constants multiplied first, so that they
+    fold into one. A padding term (coefficient 0) is -0.0, which an add folds away exactly."""
+    coef = rows_a.coef[ta, i] * rows_b.coef[tb, j]
+    term = value * coef
+    if rows_a.padded or rows_b.padded:
+        term = te.select(coef == const(0, dtype), const(-0.0, dtype), term)
+    return term
+
+
 def conv2d_winograd_nchwc(data, kernel_pack, tile, padding, out_dtype=None, name="conv2d_winograd_NCHWc"):
     """data (N, C/x, H, W, x), kernel_pack (alpha, alpha, O/y, C/x, x, y) from winograd_weight ->
     (N, O/y, OH, OW, y): a 3x3 convolution of stride 1 and dilation 1 by F(tile x tile, 3 x 3)."""
@@ -135,17 +169,17 @@ def conv2d_winograd_nchwc(data, kernel_pack, tile, padding, out_dtype=None, name
     tiles = n * tiles_h * tiles_w
     padded = _padded(data, geo, extra_bottom=tiles_h * tile - geo.out_h, extra_right=tiles_w * tile - geo.out_w)
     a_t, b_t, _ = _MATRICES[tile]
-    # B[r, eps] = B^T[eps, r] and A[r, v] = A^T[v, r]: each transform reads its matrix as (reduce, spatial).
-    b = _const_matrix([list(row) for row in zip(*b_t)], "B", out_dtype)
-    a = _const_matrix([list(row) for row in zip(*a_t)], "A", out_dtype)
+    b_rows = _SparseRows(b_t, "B", out_dtype)
+    a_rows = _SparseRows(a_t, "A", out_dtype)
 
     def fpack(eps, nu, p, cb, ci):
-        ra = te.reduce_axis((0, alpha), name="r_a")
-        rb = te.reduce_axis((0, alpha), name="r_b")
+        ta = te.reduce_axis((0, b_rows.terms), name="t_a")
+        tb = te.reduce_axis((0, b_rows.terms), name="t_b")
         nn, rest = p // (tiles_h * tiles_w), p % (tiles_h * tiles_w)
-        y, x = rest // tiles_w * tile + ra, rest % tiles_w * tile + rb
+        y = rest // tiles_w * tile + b_rows.column(ta, eps)
+        x = rest % tiles_w * tile + b_rows.column(tb, nu)
         pixel = _as_out(padded[nn, cb, y, x, ci], data.dtype, out_dtype)
-        return te.sum(pixel * b[ra, eps] * b[rb, nu], axis=[ra, rb])
+        return te.sum(_sparse_term(pixel, b_rows, ta, eps, b_rows, tb, nu, out_dtype), axis=[ta, tb])
 
     data_pack = te.compute((alpha, alpha, tiles, in_cb, in_x), fpack, name="data_pack", tag="winograd_data_pack")
 
@@ -158,9 +192,10 @@ def conv2d_winograd_nchwc(data, kernel_pack, tile, padding, out_dtype=None, name
     bgemm = te.compute((alpha, alpha, tiles, out_cb, out_y), fgemm, name="bgemm", tag="winograd_bgemm")
 
     def finverse(vh, vw, p, ob, oy):
-        ra = te.reduce_axis((0, alpha), name="r_a")
-        rb = te.reduce_axis((0, alpha), name="r_b")
-        return te.sum(bgemm[ra, rb, p, ob, oy] * a[ra, vh] * a[rb, vw], axis=[ra, rb])
+        ta = te.reduce_axis((0, a_rows.terms), name="t_a")
+        tb = te.reduce_axis((0, a_rows.terms), name="t_b")
+        value = bgemm[a_rows.column(ta, vh), a_rows.column(tb, vw), p, ob, oy]
+        return te.sum(_sparse_term(value, a_rows, ta, vh, a_rows, tb, vw, out_dtype), axis=[ta, tb])
 
     inverse = te.compute((tile, tile, tiles, out_cb, out_y), finverse, name="inverse", tag="winograd_inverse")
 
