@@ -132,11 +132,10 @@ TEST_F(CodegenSemanticsTest, ManyLargeBuffersShareTheStackBudget) {
 }
 
 TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
-  Buffer a = MakeBuffer("A", i32, {1 << 24}), c = MakeBuffer("C", i32, {1 << 24});
+  Buffer c = MakeBuffer("C", i32, {1 << 20});
   Expr i = VarNode::make("i"), j = VarNode::make("j");
   auto nest = [&](int64_t outer, int64_t inner) {
-    Expr index = i * static_cast<int>(inner) + j;
-    Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {index}) + 1, {index});
+    Stmt store = BufferStoreNode::make(c, i + j, {i * static_cast<int>(inner) + j});
     return For(i, outer, ForKind::Unrolled, For(j, inner, ForKind::Unrolled, store));
   };
   Stmt small = nest(4, 4);
@@ -147,7 +146,7 @@ TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
   ASSERT_EQ(chosen.size(), 1u);  // the inner loop only
   EXPECT_TRUE(chosen.count(big.as<ForNode>()->body.as<ForNode>()));
 
-  Stmt huge = nest(4096, 4096);
+  Stmt huge = nest(1024, 1024);
   EXPECT_TRUE(LoopsToUnroll(huge).empty());
 
   // Loops after the budget is spent stay loops; so does one of unknown extent.
@@ -161,8 +160,9 @@ TEST(UnrollBudgetTest, InnerLoopsFirstWithinTheBudget) {
 }
 
 // A select chain of the unrolled loops' variables (a constant matrix read at
-// constant indices) folds to one constant per copy, so it weighs as one: a
-// transform whose coefficients are such chains fits the budget.
+// constant indices) folds to one constant per copy, so it weighs as one, and
+// so do the addresses of the loops that read it: a transform whose
+// coefficients are such chains fits the budget.
 TEST(UnrollBudgetTest, ExpressionsOfUnrolledVariablesWeighAsOneConstant) {
   Buffer a = MakeBuffer("A", f32, {64}), c = MakeBuffer("C", f32, {64});
   Expr i = VarNode::make("i"), j = VarNode::make("j"), outside = VarNode::make("k");
@@ -183,6 +183,15 @@ TEST(UnrollBudgetTest, ExpressionsOfUnrolledVariablesWeighAsOneConstant) {
   // The same chain of a variable no unrolled loop binds weighs in full.
   Stmt varying = For(i, 8, ForKind::Unrolled, transform(outside));
   EXPECT_TRUE(LoopsToUnroll(varying, 600).empty());
+  // A loop nest that reads no constant matrix counts its addresses in full:
+  // its inner loop fits, the outer one's copies do not.
+  Expr address = (((i * 8 + j) * 3 + outside) * 5 + outside * 7) * 2 + outside;
+  Stmt plain = For(i, 8, ForKind::Unrolled,
+                   For(j, 8, ForKind::Unrolled,
+                       BufferStoreNode::make(c, BufferLoadNode::make(a, {address}) * 2.0f, {address})));
+  auto chosen = LoopsToUnroll(plain, 600);
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_TRUE(chosen.count(plain.as<ForNode>()->body.as<ForNode>()));
 }
 
 TEST_F(CodegenSemanticsTest, LoopsPastTheUnrollBudgetStayCorrect) {
