@@ -40,8 +40,8 @@ int64_t Times(int64_t body, int64_t copies) {
 // an expression is made of constants and the unrolled loops' variables (the
 // select chain, an index), of none of those variables (computed once for
 // all copies), or is the address of a load or store (a constant offset from
-// one computed before). Elsewhere the full count is kept: more unrolling of
-// ordinary kernels made them slower, not only slower to compile.
+// one computed before). Elsewhere the full count is kept: schedules tuned
+// with it ran slower when the folded count unrolled more of their loops.
 class UnrollPlanner : public StmtVisitor {
  public:
   explicit UnrollPlanner(int64_t budget) : left_(budget) {}

@@ -47,10 +47,10 @@ __all__ = ["convert_layout", "block_for_target", "resolve_block", "resolve_winog
 LAYOUTS = ("auto", "NCHW", "NCHWc")
 
 # winograd="auto": the least input and output channels of a convolution run by F(2x2, 3x3), and by F(4x4, 3x3).
-# Tuned alone on an AVX-512 Xeon for 500 trials, against the direct blocked convolution's 0.616 ms at 64
-# channels (56x56): F(2) 0.575 ms, F(4) 0.532 ms; at 128 channels (28x28): F(2) 0.418 ms, F(4) 0.367 ms. With
-# 150 trials and the transforms of the dense matrices, F(2) was 0.93x at 64 channels, 1.30x at 128 (28x28),
-# 1.32x at 256 (14x14) and 1.16x at 512 (7x7).
+# Tuned alone on an AVX-512 Xeon for 300 trials each: at 64 channels (56x56) the direct blocked convolution
+# 0.700 ms, F(4) 0.513 ms; at 128 (28x28) F(2) 0.450 ms, F(4) 0.380 ms. With 150 trials and the transforms of
+# the dense matrices, F(2) was 0.93x the direct convolution at 64 channels, 1.30x at 128 (28x28), 1.32x at 256
+# (14x14) and 1.16x at 512 (7x7).
 WINOGRAD_MIN_CHANNELS = 128
 WINOGRAD4_MIN_CHANNELS = 64
 # winograd="auto": the least output tiles (per image). ResNet-18's 512-channel 7x7 convolutions (16 tiles of 2,
