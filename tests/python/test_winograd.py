@@ -13,8 +13,9 @@ import autosched as ans
 from autosched import ops, search, te
 from autosched.graph import Graph, GraphError, zoo
 from autosched.graph.fusion import fold_batch_norm
-from autosched.graph.layout import (WINOGRAD4_MIN_CHANNELS, WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES, WINOGRAD_TILE,
-                                    convert_layout, resolve_winograd, winograd_tile)
+from autosched.graph.layout import (WINOGRAD4_MIN_BLOCK, WINOGRAD4_MIN_CHANNELS, WINOGRAD_MIN_CHANNELS,
+                                    WINOGRAD_MIN_TILES, WINOGRAD_TILE, block_for_target, convert_layout,
+                                    resolve_winograd, winograd_tile)
 from autosched.graph.ops.layout import to_blocked
 from autosched.ops.winograd import WINOGRAD_TILES, winograd_matrices
 
@@ -171,9 +172,13 @@ def test_auto_chooses_the_tile_of_each_convolution_of_resnet18():
     assert WINOGRAD4_MIN_CHANNELS <= 64 < WINOGRAD_MIN_CHANNELS <= 256 and WINOGRAD_MIN_TILES > 16
     every = _tiles_by_node(convert_layout(g, 16, True))
     assert len(every) == 13 and set(every.values()) == {WINOGRAD_TILE}  # True: every one, layer 4 too
+    # blocks of 8 (AVX2): no F(4); layer 1 has too few channels for F(2), layers 2 and 3 run by F(2)
+    tiles8 = _tiles_by_node(convert_layout(g, 8, "auto"))
+    assert sorted((by_size[name], tile) for name, tile in tiles8.items()) == [(14, 2)] * 3 + [(28, 2)] * 3
     tasks, _ = ans.extract_tasks(zoo.get_model("resnet18"), "llvm")
-    # + relu and + add + relu per layer
-    assert sum(t.desc.startswith("conv2d_winograd_nchwc") for t in tasks) == 6
+    # + relu and + add + relu per layer: layers 1-3 with AVX-512's blocks of 16, layers 2-3 with AVX2's 8
+    expected = 6 if block_for_target("llvm") >= WINOGRAD4_MIN_BLOCK else 4
+    assert sum(t.desc.startswith("conv2d_winograd_nchwc") for t in tasks) == expected
 
 
 def test_auto_builds_a_network_of_both_tiles_equal_to_the_original():
@@ -189,16 +194,21 @@ def test_auto_builds_a_network_of_both_tiles_equal_to_the_original():
     assert sorted(_tiles_by_node(convert_layout(fold_batch_norm(g), 16, "auto")).values()) == [2, 4]
     data = RNG.standard_normal((1, 64, 24, 24)).astype(np.float32)
     want = g.evaluate(data)[0]
-    got = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc", winograd="auto")(data)[0]
+    # blocks of 16 on any host (the vector width of the hardware parameters), so F(4) is chosen on AVX2 too
+    wide = ans.HardwareParams(target="llvm", vector_unit_bytes=64)
+    net = ans.graph.build(g, "llvm", hardware_params=wide, verbose=False, layout="NCHWc", winograd="auto")
+    assert sum("winograd" in info.task.desc for info in net.groups) == 2, [i.task.desc for i in net.groups]
+    got = net(data)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
-@pytest.mark.parametrize("channels, out_channels, out_hw, tile", [
-    (64, 64, (56, 56), 4), (63, 64, (56, 56), 0), (64, 128, (23, 23), 4), (64, 64, (20, 20), 0),
-    (128, 128, (20, 20), 2), (128, 128, (10, 10), 0), (256, 256, (14, 14), 2), (512, 512, (7, 7), 0),
-    (128, 256, (1, 200), 4)])
-def test_winograd_tile_follows_the_minimums(channels, out_channels, out_hw, tile):
-    assert winograd_tile(channels, out_channels, out_hw) == tile
+@pytest.mark.parametrize("channels, out_channels, out_hw, block, tile", [
+    (64, 64, (56, 56), 16, 4), (63, 64, (56, 56), 16, 0), (64, 128, (23, 23), 16, 4), (64, 64, (20, 20), 16, 0),
+    (128, 128, (20, 20), 16, 2), (128, 128, (10, 10), 16, 0), (256, 256, (14, 14), 16, 2),
+    (512, 512, (7, 7), 16, 0), (128, 256, (1, 200), 16, 4), (64, 64, (56, 56), 8, 0), (128, 128, (28, 28), 8, 2),
+    (128, 128, (28, 28), 32, 4)])
+def test_winograd_tile_follows_the_minimums(channels, out_channels, out_hw, block, tile):
+    assert winograd_tile(channels, out_channels, out_hw, block) == tile
 
 
 # ---------------- bad input ----------------

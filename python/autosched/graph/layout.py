@@ -22,8 +22,9 @@ on values without padding. A padded channel never reaches a real one: the weight
 Winograd: with `winograd` on, a 3x3 convolution of stride 1 (groups = 1, no dilation) becomes
 conv2d_winograd_nchwc (autosched/ops/winograd.py), its weights transformed here once. True converts every
 such convolution to F(2 x 2, 3 x 3). "auto" (the default of extract_tasks and graph.build) chooses per
-convolution (winograd_tile): F(4 x 4, 3 x 3) where both channel counts are at least WINOGRAD4_MIN_CHANNELS
-and the output has at least WINOGRAD_MIN_TILES tiles of 4 x 4; else F(2 x 2, 3 x 3) where both are at least
+convolution (winograd_tile): F(4 x 4, 3 x 3) where the block is at least WINOGRAD4_MIN_BLOCK lanes (AVX-512),
+both channel counts are at least WINOGRAD4_MIN_CHANNELS and the output has at least WINOGRAD_MIN_TILES tiles
+of 4 x 4; else F(2 x 2, 3 x 3) where both are at least
 WINOGRAD_MIN_CHANNELS and it has that many tiles of 2 x 2; else the direct convolution. Below the channel
 minimums the transforms cost more than the fewer multiply-adds save; below the tile minimum the kernel waits
 on its transformed weights (alpha^2 / 9 the size of the direct ones, each serving one use per tile), which
@@ -42,7 +43,8 @@ from .ops import layout as L
 from ..ops.winograd import winograd_weight
 
 __all__ = ["convert_layout", "block_for_target", "resolve_block", "resolve_winograd", "winograd_tile", "LAYOUTS",
-           "BLOCKED_OPS", "WINOGRAD_MIN_CHANNELS", "WINOGRAD4_MIN_CHANNELS", "WINOGRAD_MIN_TILES", "WINOGRAD_TILE"]
+           "BLOCKED_OPS", "WINOGRAD_MIN_CHANNELS", "WINOGRAD4_MIN_CHANNELS", "WINOGRAD4_MIN_BLOCK",
+           "WINOGRAD_MIN_TILES", "WINOGRAD_TILE"]
 
 LAYOUTS = ("auto", "NCHW", "NCHWc")
 
@@ -53,6 +55,10 @@ LAYOUTS = ("auto", "NCHW", "NCHWc")
 # (14x14) and 1.16x at 512 (7x7).
 WINOGRAD_MIN_CHANNELS = 128
 WINOGRAD4_MIN_CHANNELS = 64
+# winograd="auto": the least block (vector lanes) for F(4x4, 3x3). In AVX2 code (blocks of 8, 16 vector
+# registers; `llvm -mattr=-avx512f` on the same Xeon, 300 trials each) F(4) lost: 1.86 ms against the direct
+# convolution's 1.14 ms at 64 channels (56x56), 1.69 ms against F(2)'s 0.685 ms at 128 (28x28).
+WINOGRAD4_MIN_BLOCK = 16
 # winograd="auto": the least output tiles (per image). ResNet-18's 512-channel 7x7 convolutions (16 tiles of 2,
 # 16 MB of transformed weights each) ran 0.53-0.59 ms alone but 1.0-1.5 ms inside the network; its 14x14 ones
 # (49 tiles, 4 MB) 1.2-1.3x their time alone, the direct strided convolution beside them 1.34x.
@@ -259,7 +265,7 @@ class _Converter:
             return 0
         if option is True:
             return WINOGRAD_TILE
-        return winograd_tile(channels, out_channels, node.shape[2:])
+        return winograd_tile(channels, out_channels, node.shape[2:], self.block)
 
     def pool(self, node):
         layout = self.blocked_home(node.inputs[0])
@@ -330,14 +336,15 @@ class _Converter:
         return True
 
 
-def winograd_tile(channels, out_channels, out_hw):
-    """winograd="auto"'s choice for a 3x3 convolution of stride 1 with these channels and output (height, width):
-    4 (F(4x4, 3x3)), 2 (F(2x2, 3x3)) or 0 (the direct convolution). The minimums are above."""
+def winograd_tile(channels, out_channels, out_hw, block):
+    """winograd="auto"'s choice for a 3x3 convolution of stride 1 with these channels and output (height, width)
+    in blocks of `block` channels: 4 (F(4x4, 3x3)), 2 (F(2x2, 3x3)) or 0 (the direct convolution). The
+    minimums are above."""
     def tiles(m):
         return -(-out_hw[0] // m) * -(-out_hw[1] // m)
 
     narrowest = min(channels, out_channels)
-    if narrowest >= WINOGRAD4_MIN_CHANNELS and tiles(4) >= WINOGRAD_MIN_TILES:
+    if block >= WINOGRAD4_MIN_BLOCK and narrowest >= WINOGRAD4_MIN_CHANNELS and tiles(4) >= WINOGRAD_MIN_TILES:
         return 4
     if narrowest >= WINOGRAD_MIN_CHANNELS and tiles(2) >= WINOGRAD_MIN_TILES:
         return 2
