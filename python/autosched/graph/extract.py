@@ -206,9 +206,10 @@ def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout
     cold_constants: whether the tasks time their kernels with the weights evicted from the caches before each
     run (SearchTask.cold_constants); "auto" turns it on where the graph's weights exceed the target's
     last-level cache, so that no inference finds them cached (ResNet-18's 45 MB, not MobileNet-V2's 14 MB).
-    winograd: whether the blocked layout runs 3x3 convolutions of stride 1 by Winograd's F(2x2, 3x3)
-    (conv2d_winograd_nchwc): True, False, or "auto" (those with at least 128 channels in and out and 32 output
-    tiles of 2 x 2, where it is faster; graph/layout.py); graph.build must be given the same value."""
+    winograd: whether the blocked layout runs 3x3 convolutions of stride 1 by Winograd (conv2d_winograd_nchwc):
+    True (every one, by F(2x2, 3x3)), False, or "auto" (F(4x4, 3x3) or F(2x2, 3x3) where it is faster, by the
+    channels, the output tiles and the block: graph/layout.py's winograd_tile); graph.build must be given the
+    same value."""
     _check_cold_constants("extract_tasks", cold_constants)
     target, hardware_params = check_graph_args("extract_tasks", graph, target, hardware_params, params)
     problems = graph.problems()

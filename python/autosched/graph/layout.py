@@ -24,8 +24,8 @@ conv2d_winograd_nchwc (autosched/ops/winograd.py), its weights transformed here 
 such convolution to F(2 x 2, 3 x 3). "auto" (the default of extract_tasks and graph.build) chooses per
 convolution (winograd_tile): F(4 x 4, 3 x 3) where the block is at least WINOGRAD4_MIN_BLOCK lanes (AVX-512),
 both channel counts are at least WINOGRAD4_MIN_CHANNELS and the output has at least WINOGRAD_MIN_TILES tiles
-of 4 x 4; else F(2 x 2, 3 x 3) where both are at least
-WINOGRAD_MIN_CHANNELS and it has that many tiles of 2 x 2; else the direct convolution. Below the channel
+of 4 x 4; else F(2 x 2, 3 x 3) where both are at least WINOGRAD_MIN_CHANNELS and it has that many tiles of
+2 x 2; else the direct convolution. Below the channel
 minimums the transforms cost more than the fewer multiply-adds save; below the tile minimum the kernel waits
 on its transformed weights (alpha^2 / 9 the size of the direct ones, each serving one use per tile), which
 in a network come from memory. docs/graph.md has the figures.

@@ -132,6 +132,19 @@ def _check_blocked(shape, what):
         raise OpError(f"{what} {fmt(shape)} must have known channel blocks")
 
 
+def _check_blocked_operands(shapes, in_axes, out_axes):
+    """A blocked convolution's weight matches its data's channel blocks (the weight's axes `in_axes`: blocks,
+    lanes) and its bias, if any, the output blocks (`out_axes`)."""
+    data, weight = shapes[0], shapes[1]
+    (in_blocks, in_lanes), (out_blocks, out_lanes) = in_axes, out_axes
+    if (weight[in_blocks], weight[in_lanes]) != (data[1], data[4]):
+        raise OpError(f"channel mismatch: data {fmt(data)} has {data[1]} blocks of {data[4]} channels, weight "
+                      f"{fmt(weight)} expects {weight[in_blocks]} blocks of {weight[in_lanes]}")
+    if len(shapes) == 3 and tuple(shapes[2]) != (weight[out_blocks], weight[out_lanes]):
+        raise OpError(f"bias {fmt(shapes[2])} does not match the output blocks ({weight[out_blocks]}, "
+                      f"{weight[out_lanes]}) of weight {fmt(weight)}")
+
+
 # ---------------- layout_transform ----------------
 
 
@@ -208,12 +221,7 @@ def _conv_infer(attrs, shapes, dtypes):
     data, weight = shapes[0], shapes[1]
     _check_blocked(data, "data")
     check_rank(weight, 6, "weight (O/y, C/x, KH, KW, x, y)")
-    if (weight[1], weight[4]) != (data[1], data[4]):
-        raise OpError(f"channel mismatch: data {fmt(data)} has {data[1]} blocks of {data[4]} channels, weight "
-                      f"{fmt(weight)} expects {weight[1]} blocks of {weight[4]}")
-    if len(shapes) == 3 and tuple(shapes[2]) != (weight[0], weight[5]):
-        raise OpError(f"bias {fmt(shapes[2])} does not match the output blocks ({weight[0]}, {weight[5]}) of "
-                      f"weight {fmt(weight)}")
+    _check_blocked_operands(shapes, (1, 4), (0, 5))
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
     top, left, bottom, right = attrs["pads"]
     oh = window_out(data[2], weight[2], sh, dh, top, bottom, False, "height")

@@ -10,7 +10,8 @@ from ...ops.winograd import WINOGRAD_TILES, winograd_matrices
 from ..errors import OpError
 from ..opdef import OpDef
 from .common import check_rank, fmt, int_attr, pads_attr, same_dtypes
-from .layout import _check_blocked, _not_exportable, _torch_to_blocked, _torch_to_nchw, to_blocked, to_nchw
+from .layout import (_check_blocked, _check_blocked_operands, _not_exportable, _torch_to_blocked, _torch_to_nchw,
+                     to_blocked, to_nchw)
 
 __all__ = ["DEFS"]
 
@@ -32,12 +33,7 @@ def _infer(attrs, shapes, dtypes):
     if tuple(weight[:2]) != (alpha, alpha):
         raise OpError(f"weight {fmt(weight)} is not transformed for tile {attrs['tile']} (its first two axes "
                       f"must be {alpha}, {alpha})")
-    if (weight[3], weight[4]) != (data[1], data[4]):
-        raise OpError(f"channel mismatch: data {fmt(data)} has {data[1]} blocks of {data[4]} channels, weight "
-                      f"{fmt(weight)} expects {weight[3]} blocks of {weight[4]}")
-    if len(shapes) == 3 and tuple(shapes[2]) != (weight[2], weight[5]):
-        raise OpError(f"bias {fmt(shapes[2])} does not match the output blocks ({weight[2]}, {weight[5]}) of "
-                      f"weight {fmt(weight)}")
+    _check_blocked_operands(shapes, (3, 4), (2, 5))
     top, left, bottom, right = attrs["pads"]
     oh, ow = data[2] + top + bottom - 2, data[3] + left + right - 2
     if oh < 1 or ow < 1:
