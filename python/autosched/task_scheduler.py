@@ -19,12 +19,14 @@ scheduler decides which task gets the next round (pick):
    round over its last `backward_window` rounds, and forward an optimistic guess of the next round's gain:
    the larger of latency / rounds so far (gains shrink as a task matures) and the distance to `1 / beta` of
    the speed (FLOP/s) the fastest similar task reached (same target, same kind of ops, FLOPs within a factor
-   of 2: a task slower than its peers has room left). A share `eps_random` of the rounds goes to a random
-   task instead, so a wrong estimate cannot starve a task for ever. A floor keeps the estimate from starving a
-   task whose latency matters: a task whose search rounds are fewer than ``min_share`` x its share of the
-   estimated latency (weight x latency over the sum) x the rounds given out so far gets the next round (the
-   one furthest below its floor first). A task without any valid schedule comes
-   first, until `failed_rounds_to_give_up` of its rounds found none: then it is given up (and diagnosed).
+   of 2: a task slower than its peers has room left), that distance divided by 1 + the task's last rounds in a
+   row that gained nothing (a peer's speed is a guess: a stride-2 depthwise convolution of MobileNet-V2, below
+   half its stride-1 peer's speed and gaining little, took 31% of a 30-minute run's trials undivided). A share
+   `eps_random` of the rounds goes to a random task instead, so a wrong estimate cannot starve a task for ever.
+   A floor keeps the estimate from starving a task whose latency matters: a task whose search rounds are fewer
+   than ``min_share`` x its share of the estimated latency (weight x latency over the sum) x the rounds given
+   out so far gets the next round (the one furthest below its floor first). A task without any valid schedule
+   comes first, until `failed_rounds_to_give_up` of its rounds found none: then it is given up (and diagnosed).
    Strategy "round-robin" gives the rounds in turn, for comparison.
 3. A task that is done (search space exhausted, early-stopped by `early_stopping`, which counts per task, or
    given up) gets no more rounds. The run stops at num_measure_trials in all, at time_budget_s (wall clock
@@ -75,6 +77,15 @@ def _similarity_signature(task):
     ops = tuple((str(op.op_kind), len(op.axis), len(op.reduce_axis), str(op.dtype))
                 for op in task.compute_dag.ops if str(op.op_kind) != "placeholder")
     return task.target.text, ops
+
+
+def _rounds_without_gain(history):
+    """How many of the last rounds in `history` ((trials, best cost) per round) did not lower the best cost."""
+    costs = [c for _, c in history if c is not None]
+    stale = 0
+    while stale + 1 < len(costs) and costs[-2 - stale] <= costs[-1]:
+        stale += 1
+    return stale
 
 
 class TaskScheduler:
@@ -284,7 +295,10 @@ class TaskScheduler:
         peer = self.best_similar_speed(session, i)
         flop = session.tuners[i].task.compute_dag.flop_ct
         if peer and flop > 0:
-            forward = max(forward, cost - self.beta * flop / peer)
+            # The peer's speed is a guess of what the task could reach (a stride-2 convolution never reaches
+            # its stride-1 peer); each round that gains nothing makes it less believable, so a task stalled
+            # below its peers stops taking round after round.
+            forward = max(forward, (cost - self.beta * flop / peer) / (1 + _rounds_without_gain(r.history)))
         return self.task_weights[i] * (self.alpha * backward + (1 - self.alpha) * forward)
 
     def best_similar_speed(self, session, i):

@@ -130,17 +130,17 @@ def test_gradient_prefers_weighted_latency_slow_peers_and_tasks_without_a_schedu
     assert fake_run(tasks, [5, 5, 1], [1e-3, 1e-3, None], [16, 16, 16]).pick() == 2
 
 
-def simulate(min_share, rounds=60):
-    """Rounds given by the gradient strategy to three tasks whose latency falls 10% per round down to a floor
-    of its own: "slow" stays far slower than its similar "peer" (a matmul of about the same FLOPs), so its
-    forward estimate never shrinks; "other" (a third of the latency) gains nothing after its warm-up."""
+def simulate(min_share, rounds=60, slow_gain=0.98, slow_lowest=0.0):
+    """Rounds given by the gradient strategy to three tasks: "slow" stays far slower than its similar "peer" (a
+    matmul of about the same FLOPs), its latency falling by the factor `slow_gain` per round down to
+    `slow_lowest`; "other" (a third of the latency) gains nothing after its warm-up."""
     tasks = [make_task(matmul(32), "slow"), make_task(matmul(30), "peer"), make_task(rowprod(), "other")]
     session = fake_run(tasks, [1, 1, 1], [8e-3, 1e-5, 3e-3], [20, 20, 20], min_share=min_share)
-    lowest = [5e-3, 1e-5, 3e-3]
+    lowest, gain = [slow_lowest, 1e-5, 3e-3], [slow_gain, 0.9, 0.9]
     for _ in range(rounds):
         i = session.pick()
         r = session.tuners[i].result
-        r.best_cost = max(lowest[i], r.best_cost * 0.9)
+        r.best_cost = max(lowest[i], r.best_cost * gain[i])
         r.trials += 16
         r.rounds += 1
         r.history.append((r.trials, r.best_cost))
@@ -150,7 +150,8 @@ def simulate(min_share, rounds=60):
 
 
 def test_a_task_with_a_large_share_of_the_latency_does_not_starve():
-    # Without the floor the slow task takes every round: the other one stays at its warm-up.
+    # Without the floor the slow task, still gaining every round, takes every round: the other one stays at
+    # its warm-up.
     rounds, _ = simulate(min_share=0)
     assert rounds[2] == 0 and rounds[0] == 60, rounds
     # With it, the other one gets at least half its share of the latency in rounds.
@@ -159,6 +160,18 @@ def test_a_task_with_a_large_share_of_the_latency_does_not_starve():
     assert rounds[0] > rounds[2], rounds
     with pytest.raises(ValueError, match="min_share"):
         ans.TaskScheduler(three_tasks(16), min_share=2)
+
+
+def test_a_task_stalled_below_its_peers_gives_up_its_rounds():
+    """A task far slower than its similar peer that stops gaining (it reaches its own floor after 5 rounds:
+    a stride-2 convolution never runs at its stride-1 peer's speed) stops taking every round, even without
+    the floor of min_share: each round that gains nothing divides its peer-based estimate."""
+    rounds, _ = simulate(min_share=0, slow_gain=0.9, slow_lowest=5e-3)
+    assert rounds[0] >= 5 and rounds[2] >= 10, rounds  # undivided: [60, 0, 0]
+    from autosched.task_scheduler import _rounds_without_gain
+    assert _rounds_without_gain([]) == 0 and _rounds_without_gain([(1, None), (2, 3.0)]) == 0
+    assert _rounds_without_gain([(1, 5.0), (2, 4.0), (3, 4.0), (4, 4.0)]) == 2
+    assert _rounds_without_gain([(1, 4.0), (2, 4.0), (3, 3.0)]) == 0
 
 
 def test_every_task_with_a_share_of_the_latency_leaves_its_warm_up(tmp_path):
