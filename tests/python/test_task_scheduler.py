@@ -16,6 +16,7 @@ import pytest
 
 import autosched as ans
 from autosched import te
+from autosched.task_scheduler import _rounds_without_gain
 from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():
@@ -168,7 +169,6 @@ def test_a_task_stalled_below_its_peers_gives_up_its_rounds():
     the floor of min_share: each round that gains nothing divides its peer-based estimate."""
     rounds, _ = simulate(min_share=0, slow_gain=0.9, slow_lowest=5e-3)
     assert rounds[0] >= 5 and rounds[2] >= 10, rounds  # undivided: [60, 0, 0]
-    from autosched.task_scheduler import _rounds_without_gain
     assert _rounds_without_gain([]) == 0 and _rounds_without_gain([(1, None), (2, 3.0)]) == 0
     assert _rounds_without_gain([(1, 5.0), (2, 4.0), (3, 4.0), (4, 4.0)]) == 2
     assert _rounds_without_gain([(1, 4.0), (2, 4.0), (3, 3.0)]) == 0
