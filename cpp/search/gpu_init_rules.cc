@@ -183,7 +183,7 @@ class ThreadBinder {
       const std::vector<int> splits = SpatialTileSplits(s, s.stage(st.attach_stage).name());
       if (splits.empty()) continue;  // not a GPU-tiled consumer: work item 0 copies
       s = PadAgainstBankConflicts(s, id, choices_, rng_);
-      const int64_t width = SampleFetchWidth(bounded.stage(id), rng_, choices_.widest_vectors);
+      const int64_t width = FetchWidth(bounded.stage(id));
       s = FuseRange(s, id, 0, s.stage(id).num_iters());
       s = s.Split(id, 0, {width});
       s = s.Apply(FollowFusedSplitStep{id, 0, splits, 1, true});
@@ -196,6 +196,12 @@ class ThreadBinder {
   }
 
  private:
+  int64_t FetchWidth(const Stage& bounded) const {
+    const int64_t inner = bounded.num_iters() > 0 ? bounded.iter(bounded.num_iters() - 1).extent : 1;
+    if (choices_.fetch_width && inner > 0 && inner % *choices_.fetch_width == 0) return *choices_.fetch_width;
+    return SampleFetchWidth(bounded, rng_, choices_.widest_vectors);
+  }
+
   State BindRoot(State s, int id) const {
     const Stage st = s.stage(id);
     if (IsGpuTiled(st)) {

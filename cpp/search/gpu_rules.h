@@ -67,6 +67,7 @@ struct ThreadBindChoices {
   std::optional<int64_t> swizzle_width;  // of each GPU-tiled stage's blockIdx loop (1: none)
   std::optional<int64_t> pad_offset;     // row padding of each shared stage (0: compact)
   bool widest_vectors = false;           // the widest fetch and register-tile widths that divide
+  std::optional<int64_t> fetch_width;    // of the cooperative fetches, where it divides their rows
   std::optional<bool> double_buffer;     // of each shared stage that can be
   std::optional<bool> transpose;         // a shared stage whose register tile is a column
   // of each register tile: computed at a reduce loop of its shared tile
