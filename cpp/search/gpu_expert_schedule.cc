@@ -62,8 +62,9 @@ namespace {
 // reduction for each of 8 rows) is loaded one step ahead (pipelined) while
 // B's small tile is read next to its use.
 enum class ItemTiles { Runs, Interleaved, BothInnermost, RowsInnermost, ColsInnermost };
-constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::Runs, ItemTiles::Interleaved, ItemTiles::BothInnermost,
-                                             ItemTiles::RowsInnermost, ItemTiles::ColsInnermost};
+constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::Runs, ItemTiles::Interleaved,
+                                             ItemTiles::BothInnermost, ItemTiles::RowsInnermost,
+                                             ItemTiles::ColsInnermost};
 const char* ItemTilesName(ItemTiles t) {
   switch (t) {
     case ItemTiles::Runs: return "rows in runs of 2, columns in two interleaved virtual threads of runs of 2";
@@ -296,8 +297,10 @@ std::optional<State> RunsAnnotations(const SketchContext& ctx, const State& fill
   }
   for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
     if (!HasLoops(s, id)) continue;
-    if (HasReduceIter(s.stage(id))) s = WithUnroll(ctx, s, id, 64);
-    else if (s.stage(id).loc == ComputeLocKind::Root) s = WithUnroll(ctx, s, id, 16);
+    if (HasReduceIter(s.stage(id)))
+      s = WithUnroll(ctx, s, id, 64);
+    else if (s.stage(id).loc == ComputeLocKind::Root)
+      s = WithUnroll(ctx, s, id, 16);
   }
   for (const auto& rule : DefaultGpuInitRules()) {
     if (rule->name() == "vectorize") s = rule->Apply(ctx, s, &rng);
