@@ -143,3 +143,7 @@ def test_gpu_expert_places_rows_in_runs_and_pipelines_as_read_lane_by_lane():
     assert re.search(r"A_shared_local\[[^\]]*\] = A_shared\[", source), source  # one lane at a time
     assert "vload2(0, B + " in source and "__local float4" not in source, source
     check(dag, state, target="opencl")
+    # Only where its 128 x 128 x 8 tiles divide the extents: a 96 x 40 x 136 matmul gets another placement.
+    _, other = _matmul_task(96, 40, 136)
+    state, reason, note = search.expert_schedule_info(other)
+    assert state is not None and "runs" not in note, (reason, note)
