@@ -19,7 +19,9 @@ with the machine's load.
 from that copy is timed too (the figure at 10 minutes of a longer run: the scheduler spread those 10 minutes
 knowing the whole budget, so a run stopped at 10 minutes can differ). After each model: where the tuning time
 went (measuring, search, cost model), the tasks' table (weight, trials, best kernel, its share of the estimate)
-and onnxruntime's profile of the same graph by operator type, the per-task comparison behind the ratio.
+and onnxruntime's profile of the same graph by operator type, the per-task comparison behind the ratio; and
+per task, its share of the estimate beside its kernels' time inside runs of the built network (what the
+estimate misses: caches as the other kernels leave them, each weight read once per run).
 """
 import argparse
 import collections
@@ -189,7 +191,30 @@ def tune_and_build(name, g, args, log_dir):
           ", ".join(f"{t:.0f} {ms:.3f}" for t, ms in curve.points[::max(1, len(curve.points) // 16)] + curve.points[-1:]))
     print(f"  estimated total {result.latency_after * 1e3:.3f} ms (of which {result.outside_kernels_s * 1e3:.3f} ms "
           "outside the kernels)" if result.latency_after is not None else "  estimated total: unknown", flush=True)
-    return net, result.trials, tune_s, len(tasks), result.latency_after, checkpoints.copies
+    return net, result, tune_s, len(tasks), result.latency_after, checkpoints.copies
+
+
+def in_network_table(net, inputs, result):
+    """Per task: its share of the estimate (weight x best measured kernel, timed alone with warm caches) beside
+    its kernels' time inside runs of the built network (GraphModule.network_profile), largest first; then what
+    those runs spend between the kernels."""
+    estimate = {t.workload_key: (t.desc, w * r.best_cost if r.best_cost else 0.0)
+                for t, w, r in zip(result.tasks, result.weights, result.task_results)}
+    inside = collections.Counter()
+    profile = net.network_profile(*inputs, number=10, repeat=3)
+    for info, seconds in profile.rows:
+        inside[info.task.workload_key if info.task is not None else info.name] += seconds
+    rows = sorted(((inside[k], desc, est) for k, (desc, est) in estimate.items()), reverse=True)
+    print(f"  tasks in the network ({len(rows)}; kernel time inside 30 runs of the built network, the best of 3"
+          " means of 10):")
+    print(f"    {'task':44}{'estimate ms':>12}{'in net ms':>10}{'in / est':>9}")
+    for t_in, desc, est in rows:
+        print(f"    {desc[:43]:44}{est * 1e3:12.4f}{t_in * 1e3:10.4f}" + (f"{t_in / est:9.2f}" if est else f"{'-':>9}"))
+    kernels, est_total = sum(inside.values()), sum(est for _, _, est in rows)
+    print(f"    {'all tasks':44}{est_total * 1e3:12.4f}{kernels * 1e3:10.4f}"
+          + (f"{kernels / est_total:9.2f}" if est_total else "")
+          + f"; between the kernels {(profile.run_seconds - kernels) * 1e3:.3f} ms of a run's "
+          f"{profile.run_seconds * 1e3:.3f}", flush=True)
 
 
 def onnxruntime_profile(g, inputs, threads, runs=20):
@@ -225,13 +250,14 @@ def bench_model(name, args, log_dir):
     g = zoo.get_model(name)
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
-    net, trials, tune_s, num_tasks, estimate, copies = tune_and_build(name, g, args, log_dir)
+    net, result, tune_s, num_tasks, estimate, copies = tune_and_build(name, g, args, log_dir)
     ours = net(*inputs)
-    row = {"model": name, "tasks": num_tasks, "trials": trials, "tune_s": tune_s,
+    row = {"model": name, "tasks": num_tasks, "trials": result.trials, "tune_s": tune_s,
            "autosched": best_of(lambda: net(*inputs))}
     if estimate:
         print(f"  built network {row['autosched'] * 1e3:.3f} ms; the estimate is {estimate / row['autosched']:.2f} "
               "of it", flush=True)
+    in_network_table(net, inputs, result)
     for at, elapsed, path in copies:
         early = agraph.build(g, "llvm", path, verbose=False)
         row[f"at {at:.0f} s"] = best_of(lambda: early(*inputs))

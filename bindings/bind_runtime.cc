@@ -218,6 +218,20 @@ void bind_runtime(py::module_& m) {
              py::gil_scoped_release release;
              self.sequence.Run();
            })
+      .def(
+          "run_timed",
+          [](const PyKernelSequence& self, int runs) {
+            if (runs < 1) throw py::value_error("run_timed: runs must be at least 1, got " + std::to_string(runs));
+            std::vector<double> seconds(static_cast<size_t>(self.sequence.num_calls()), 0.0);
+            {
+              py::gil_scoped_release release;
+              for (int r = 0; r < runs; ++r) self.sequence.Run(&seconds);
+            }
+            for (double& s : seconds) s /= runs;
+            return seconds;
+          },
+          py::arg("runs") = 1,
+          "Runs the sequence `runs` times; returns each call's mean wall time in seconds, in call order.")
       .def_property_readonly("num_slots",
                              [](const PyKernelSequence& self) { return self.sequence.num_slots(); })
       .def_property_readonly("num_calls",

@@ -1,6 +1,8 @@
 #include "runtime/kernel_sequence.h"
 
 #include <algorithm>
+#include <chrono>
+#include <string>
 
 #include "support/error.h"
 
@@ -53,12 +55,19 @@ void KernelSequence::AddCall(const Module& module, const std::vector<int>& args)
   calls_.push_back(std::move(call));
 }
 
-void KernelSequence::Run() const {
+void KernelSequence::Run(std::vector<double>* call_seconds) const {
+  if (call_seconds != nullptr && call_seconds->size() != calls_.size())
+    throw Error("KernelSequence::Run: " + std::to_string(call_seconds->size()) + " call times for " +
+                std::to_string(calls_.size()) + " calls");
   std::vector<void*> ptrs;
-  for (const Call& call : calls_) {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const Call& call = calls_[i];
     ptrs.clear();
     for (int slot : call.args) ptrs.push_back(slots_[slot].data);
+    const auto start = std::chrono::steady_clock::now();
     call.module.RunPointers(ptrs.data());
+    if (call_seconds != nullptr)
+      (*call_seconds)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 }
 

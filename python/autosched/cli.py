@@ -255,14 +255,17 @@ def _read_inputs(path, names, graph_like):
 
 
 def _profile_table(net, arrays, number, repeat):
-    rows = net.profile(*arrays, number=number, repeat=repeat)
-    total = sum(t for _, t in rows) or 1.0
-    lines = [f"{'#':>3}  {'group':40} {'kernel':40} {'tuned':>5} {'ms':>9} {'share':>6}"]
-    for i, (info, t) in enumerate(rows):
+    """Each group's kernel timed alone (as the tuner times it) and inside runs of the whole network."""
+    alone = net.profile(*arrays, number=number, repeat=repeat)
+    inside = net.network_profile(*arrays, number=number, repeat=repeat).rows
+    total = sum(t for _, t in inside) or 1.0
+    lines = [f"{'#':>3}  {'group':40} {'kernel':40} {'tuned':>5} {'alone ms':>9} {'in net ms':>9} {'share':>6}"]
+    for i, ((info, t_alone), (_, t)) in enumerate(zip(alone, inside)):
         desc = info.task.desc if info.task is not None else (info.record or {}).get("desc", "")
         lines.append(f"{i:3}  {info.name[:40]:40} {desc[:40]:40} {'yes' if info.tuned else 'no':>5} "
-                     f"{t * 1e3:9.3f} {100 * t / total:5.1f}%")
-    lines.append(f"{'':3}  {'sum of groups':40} {'':40} {'':>5} {total * 1e3:9.3f} 100.0%")
+                     f"{t_alone * 1e3:9.3f} {t * 1e3:9.3f} {100 * t / total:5.1f}%")
+    lines.append(f"{'':3}  {'sum of groups':40} {'':40} {'':>5} {sum(t for _, t in alone) * 1e3:9.3f} "
+                 f"{total * 1e3:9.3f} 100.0%")
     return "\n".join(lines)
 
 
@@ -353,7 +356,8 @@ def _add_compile_and_run(sub, common):
     p.add_argument("--log", help="an ONNX model's record log (default: none, the untuned network)")
     p.add_argument("--inputs", help="a .npz of the inputs by name (default: random inputs)")
     p.add_argument("--outputs", help="write the outputs, by the model's names, to this .npz")
-    p.add_argument("--profile", action="store_true", help="print a table of the time of every group")
+    p.add_argument("--profile", action="store_true",
+                   help="print a table of the time of every group's kernel, alone and inside the network")
     p.add_argument("--compare", choices=["onnxruntime"], help="check the outputs against a peer and time it")
     p.add_argument("--onnx", help="the ONNX model of an artifact, for --compare (default: the one it was "
                                   "compiled from)")

@@ -1,4 +1,6 @@
 """The native sequence of kernel calls a built network runs (_core.KernelSequence, graph.deploy.KernelCalls)."""
+import time
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,33 @@ def test_network_runs_as_one_sequence_and_stays_correct_across_calls():
     with pytest.raises(ValueError, match="shape"):
         net(np.zeros((1, 3, 11, 12), np.float32))
     np.testing.assert_array_equal(net(second)[0], out2)
+
+
+def test_timed_runs_give_each_calls_time_and_still_compute():
+    seq, (x, y, z), _ = _chain(4096)
+    with pytest.raises(ValueError, match="runs must be at least 1, got 0"):
+        seq.run_timed(0)
+    seq.run()
+    start = time.perf_counter()
+    seconds = seq.run_timed(5)
+    wall = time.perf_counter() - start
+    assert len(seconds) == 2 and all(s > 0 for s in seconds), seconds
+    # Each call's time is part of its run's: the means over 5 runs sum to at most a fifth of the wall time.
+    assert 5 * sum(seconds) <= wall, (seconds, wall)
+    np.testing.assert_allclose(z, 6 * x)
+
+
+def test_network_profile_times_each_kernel_inside_runs_of_the_network():
+    g = cnn()
+    net = build_graph(g, "llvm", verbose=False)
+    data = np.random.default_rng(4).standard_normal(g.shape("data")).astype(np.float32)
+    alone = net.profile(data, number=3, repeat=2)
+    profile = net.network_profile(data, number=3, repeat=2)
+    assert [info.name for info, _ in profile.rows] == [info.name for info, _ in alone] == [i.name for i in net.groups]
+    assert all(t > 0 for _, t in profile.rows), profile
+    # Each kernel runs inside a run: in the repeat whose run was fastest, the kernels' means sum to at most
+    # that run's mean, and each kernel's best mean is at most its mean there.
+    assert sum(t for _, t in profile.rows) <= profile.run_seconds, profile
+    with pytest.raises(ValueError, match="number and repeat must be >= 1"):
+        net.network_profile(data, number=0)
+    np.testing.assert_allclose(net(data)[0], g.evaluate(data)[0], rtol=1e-4, atol=1e-4)

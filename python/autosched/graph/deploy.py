@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from . import export
 from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError
 
-__all__ = ["build", "load_module", "GraphModule", "GroupInfo", "KernelCalls", "plan_memory"]
+__all__ = ["build", "load_module", "GraphModule", "GroupInfo", "KernelCalls", "NetworkProfile", "plan_memory"]
 
 # Every array the network owns starts at a multiple of 64 bytes (a cache line, an AVX-512 vector): a vector
 # load that straddles two cache lines costs about two, and numpy's own arrays start wherever malloc puts them
@@ -110,6 +110,13 @@ class GroupInfo:
         return f"GroupInfo({self.name}, output={self.output!r}, tuned={self.tuned})"
 
 
+class NetworkProfile(NamedTuple):
+    """GraphModule.network_profile's result: rows of (GroupInfo, seconds per run of its kernel inside the
+    network) in execution order, and the seconds of a whole run of the kernels."""
+    rows: List[Tuple[Any, float]]
+    run_seconds: float
+
+
 class KernelCalls:
     """The groups' kernels run in order by one native KernelSequence: a slot per value the groups read or write
     and per prepacked array, made on the first run from that run's arrays, every call's arguments checked then.
@@ -144,6 +151,11 @@ class KernelCalls:
             for index, value in self._rebind:
                 self._sequence.bind(index, env[value])
         self._sequence.run()
+
+    def run_timed(self, runs):
+        """Runs the kernels `runs` times on the arrays of the last run; each group's mean seconds per run of
+        its kernel inside those runs, in the groups' order."""
+        return self._sequence.run_timed(runs)
 
 
 class GraphModule:
@@ -236,8 +248,9 @@ class GraphModule:
 
     def profile(self, *arrays, number=10, repeat=3, **named):
         """Per-group times on these inputs: a list of (GroupInfo, seconds per run: the best of `repeat`
-        means of `number` runs of its kernel), in execution order, after one run of the whole network (which
-        fills the intermediate buffers each kernel reads)."""
+        means of `number` runs of its kernel, back to back as the tuner times it), in execution order, after
+        one run of the whole network (which fills the intermediate buffers each kernel reads).
+        network_profile times the kernels inside runs of the whole network instead."""
         if number < 1 or repeat < 1:
             raise ValueError(f"profile: number and repeat must be >= 1, got {number}, {repeat}")
         env = self._bind_inputs(arrays, named)
@@ -249,6 +262,26 @@ class GraphModule:
                 args = [env[v] for v in info.inputs] + [env[info.output]] + list(info.prepacked_arrays)
                 rows.append((info, min(info.module.time_evaluator(number=number, repeat=repeat)(*args))))
         return rows
+
+    def network_profile(self, *arrays, number=10, repeat=3, **named):
+        """Each group's kernel timed inside runs of the whole network, with the caches as the kernels before
+        it leave them and its weights read once per run, as a call of the network runs it: a NetworkProfile
+        of `repeat` x (one warm-up run, then `number` timed runs). rows: (GroupInfo, seconds per run: the best
+        of the `repeat` means of its kernel), in execution order; run_seconds: the best of the `repeat` means
+        of a whole run of the kernels, so run_seconds - sum of rows is the time between them."""
+        if number < 1 or repeat < 1:
+            raise ValueError(f"network_profile: number and repeat must be >= 1, got {number}, {repeat}")
+        env = self._bind_inputs(arrays, named)
+        env.update(self._static)
+        means, runs = [], []
+        with self._lock:
+            for _ in range(repeat):
+                self._run(env)  # makes the per-run outputs once, binds the inputs, warms up
+                start = time.perf_counter()
+                means.append(self._calls.run_timed(number))
+                runs.append((time.perf_counter() - start) / number)
+        rows = [(info, min(m[i] for m in means)) for i, info in enumerate(self.groups)]
+        return NetworkProfile(rows, min(runs))
 
     def time_evaluator(self, number=10, repeat=3):
         """A function of the inputs (as for a call) returning a TimeResult: `repeat` times in seconds per run
