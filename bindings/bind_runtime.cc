@@ -221,7 +221,8 @@ void bind_runtime(py::module_& m) {
       .def(
           "run_timed",
           [](const PyKernelSequence& self, int runs) {
-            if (runs < 1) throw py::value_error("run_timed: runs must be at least 1, got " + std::to_string(runs));
+            if (runs < 1)
+              throw py::value_error("run_timed: runs must be at least 1, got " + std::to_string(runs));
             std::vector<double> seconds(static_cast<size_t>(self.sequence.num_calls()), 0.0);
             {
               py::gil_scoped_release release;
