@@ -3,6 +3,7 @@
 Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
                                      [--log-dir DIR] [--time-budget-s S] [--threads N]
                                      [--cost-model auto|scratch] [--no-transfer-seeds] [--checkpoints-s 600]
+                                     [--network-timing-s 120]
 
 For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
 (num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
@@ -181,8 +182,10 @@ def tune_and_build(name, g, args, log_dir):
                              measure_callbacks=[ans.RecordToFile(log), curve, checkpoints], verbose=args.verbose,
                              time_budget_s=args.time_budget_s, transfer_seeds=not args.no_transfer_seeds)
     start = time.monotonic()
+    timing = agraph.NetworkTiming(g, "llvm", every_s=args.network_timing_s) if args.network_timing_s > 0 else None
     result = ans.TaskScheduler(tasks, weights, cost_model=args.cost_model,
-                               outside_kernels_s=agraph.outside_kernels_seconds(g, "llvm")).tune(opts)
+                               outside_kernels_s=agraph.outside_kernels_seconds(g, "llvm"),
+                               network_timing=timing).tune(opts)
     tune_s = time.monotonic() - start
     net = agraph.build(g, "llvm", log)
     time_split(result, tune_s)
@@ -191,11 +194,16 @@ def tune_and_build(name, g, args, log_dir):
           ", ".join(f"{t:.0f} {ms:.3f}" for t, ms in curve.points[::max(1, len(curve.points) // 16)] + curve.points[-1:]))
     print(f"  estimated total {result.latency_after * 1e3:.3f} ms (of which {result.outside_kernels_s * 1e3:.3f} ms "
           "outside the kernels)" if result.latency_after is not None else "  estimated total: unknown", flush=True)
+    if result.network_timings:
+        last = result.network_timings[-1]
+        print(f"  network timing: {len(result.network_timings)} times in "
+              f"{sum(t['seconds'] for t in result.network_timings):.0f} s; the last at {last['at_s']:.0f} s: built "
+              f"{last['run_s'] * 1e3:.3f} ms, kernels {last['kernel_scale']:.2f}x their tuner times", flush=True)
     return net, result, tune_s, len(tasks), result.latency_after, checkpoints.copies
 
 
 def in_network_table(net, inputs, result):
-    """Per task: its share of the estimate (weight x best measured kernel, timed alone with warm caches) beside
+    """Per task: weight x its best measured kernel as the tuner timed it (alone, warm caches) beside
     its kernels' time inside runs of the built network (GraphModule.network_profile), largest first; then what
     those runs spend between the kernels."""
     estimate = {t.workload_key: (t.desc, w * r.best_cost if r.best_cost else 0.0)
@@ -207,12 +215,12 @@ def in_network_table(net, inputs, result):
     rows = sorted(((inside[k], desc, est) for k, (desc, est) in estimate.items()), reverse=True)
     print(f"  tasks in the network ({len(rows)}; kernel time inside 30 runs of the built network, the best of 3"
           " means of 10):")
-    print(f"    {'task':44}{'estimate ms':>12}{'in net ms':>10}{'in / est':>9}")
+    print(f"    {'task':44}{'tuner ms':>12}{'in net ms':>10}{'in / tuner':>11}")
     for t_in, desc, est in rows:
-        print(f"    {desc[:43]:44}{est * 1e3:12.4f}{t_in * 1e3:10.4f}" + (f"{t_in / est:9.2f}" if est else f"{'-':>9}"))
+        print(f"    {desc[:43]:44}{est * 1e3:12.4f}{t_in * 1e3:10.4f}" + (f"{t_in / est:11.2f}" if est else f"{'-':>11}"))
     kernels, est_total = sum(inside.values()), sum(est for _, _, est in rows)
     print(f"    {'all tasks':44}{est_total * 1e3:12.4f}{kernels * 1e3:10.4f}"
-          + (f"{kernels / est_total:9.2f}" if est_total else "")
+          + (f"{kernels / est_total:11.2f}" if est_total else "")
           + f"; between the kernels {(profile.run_seconds - kernels) * 1e3:.3f} ms of a run's "
           f"{profile.run_seconds * 1e3:.3f}", flush=True)
 
@@ -290,6 +298,10 @@ def main():
                         help="auto: the pretrained model on llvm targets; scratch: learn from this run alone")
     parser.add_argument("--no-transfer-seeds", action="store_true",
                         help="no seeds from similar tasks in a task's first population")
+    parser.add_argument("--network-timing-s", type=float, default=120,
+                        help="build the network from the best schedules and time its kernels in it every this "
+                             "many seconds of tuning, scaling the scheduler's estimate and rounds by what each "
+                             "task takes there (graph.NetworkTiming); 0: never")
     parser.add_argument("--checkpoints-s", default="600",
                         help="comma-separated tuning times (s) at which the network built from the log so far is "
                              "timed too; '' for none")

@@ -53,6 +53,7 @@ import math
 import numbers
 import os
 import random
+import time
 
 from . import _core
 from .graph.overhead import dispatch_seconds
@@ -104,7 +105,7 @@ class TaskScheduler:
 
     def __init__(self, tasks, task_weights=None, strategy="gradient", load_log_file=None, cost_model="auto", *,
                  alpha=0.2, beta=2.0, backward_window=3, eps_random=0.05, failed_rounds_to_give_up=3, seed=0,
-                 parallel_tasks=1, min_share=0.5, outside_kernels_s=None):
+                 parallel_tasks=1, min_share=0.5, outside_kernels_s=None, network_timing=None):
         self.tasks = self._check_tasks(tasks)
         if task_weights is None:
             task_weights = [1] * len(self.tasks)
@@ -143,6 +144,11 @@ class TaskScheduler:
             raise ValueError("TaskScheduler: outside_kernels_s must be None, 'measure' or seconds >= 0, got "
                              f"{outside_kernels_s!r}")
         self.outside_kernels_s = outside_kernels_s
+        if network_timing is not None and not (callable(getattr(network_timing, "measure", None))
+                                               and callable(getattr(network_timing, "due", None))):
+            raise TypeError("TaskScheduler: network_timing must be a graph.NetworkTiming (measure and due), got "
+                            f"{type(network_timing).__name__}")
+        self.network_timing = network_timing
         self.signatures = [_similarity_signature(t) for t in self.tasks]
         self.result = None
 
@@ -245,10 +251,48 @@ class TaskScheduler:
             return float(self.outside_kernels_s or 0.0)
         return sum(self.task_weights) * dispatch_seconds(self.tasks[0].target)
 
+    # ---- the network's own timing ----
+    def time_network(self, session):
+        """When network_timing is due and every task has a valid schedule: builds the network from the best
+        schedules, times its kernels in it, and scales each task's latency (the estimate and the rounds) by
+        what its kernels took there per second of its tuner-timed latency; the time between the kernels
+        replaces outside_kernels_s. A failure is reported once and ends the timing, never the session."""
+        timing, result = self.network_timing, session.result
+        elapsed = time.monotonic() - session.start
+        if timing is None or not timing.due(elapsed):
+            return
+        tuned = [tt.result for tt in session.tuners]
+        if any(r.best_state is None or r.best_cost is None for r in tuned):
+            return
+        try:
+            times = timing.measure(self.tasks, [r.best_state for r in tuned], [r.best_cost for r in tuned],
+                                   elapsed_s=elapsed)
+        except Exception as err:  # a network that does not build must not end the tuning
+            session.reporter.warning(f"Network timing failed ({type(err).__name__}: {err}); the estimate keeps "
+                                     "the kernels' tuner-timed latencies from now on")
+            self.network_timing = None
+            return
+        timed = 0.0
+        for i, (w, r, seconds) in enumerate(zip(self.task_weights, tuned, times.task_seconds)):
+            if seconds is not None and seconds > 0:
+                result.latency_scales[i] = seconds / (w * r.best_cost)
+                timed += w * r.best_cost
+        kernels = sum(s for s in times.task_seconds if s)
+        result.outside_kernels_s = times.between_s
+        result.network_timings.append(dict(at_s=elapsed, run_s=times.run_s, between_s=times.between_s,
+                                           kernel_scale=kernels / timed if timed else 1.0, seconds=times.seconds))
+        if session.verbose:
+            session.reporter.info(
+                f"Network timing at {elapsed:.0f} s: the network built from the best schedules runs in "
+                f"{times.run_s * 1e3:.3f} ms; its kernels take {kernels / timed if timed else 1.0:.2f}x their "
+                f"tuner-timed latency there, {times.between_s * 1e3:.3f} ms between them "
+                f"(built and timed in {times.seconds:.1f} s)")
+
     # ---- allocation ----
     def pick(self, session, exclude=()):
         """The task of the session's next round, by the strategy, among the active tasks not in `exclude`
         (None: there is none)."""
+        self.time_network(session)
         active, n = [i for i in session.active() if i not in exclude], session.n
         if not active:
             return None
@@ -268,7 +312,8 @@ class TaskScheduler:
     def below_floor(self, session, active):
         """The active task furthest below its floor of search rounds (min_share x its share of the estimated
         latency x the rounds given out so far), None when none is a round or more below it."""
-        weighted = {i: self.task_weights[i] * tt.result.best_cost for i, tt in enumerate(session.tuners)
+        scales = session.result.latency_scales
+        weighted = {i: self.task_weights[i] * scales[i] * tt.result.best_cost for i, tt in enumerate(session.tuners)
                     if tt.result.best_cost is not None}
         total, given = sum(weighted.values()), len(session.result.rounds)
         if not self.min_share or total <= 0:
@@ -299,7 +344,8 @@ class TaskScheduler:
             # its stride-1 peer); each round that gains nothing makes it less believable, so a task stalled
             # below its peers stops taking round after round.
             forward = max(forward, (cost - self.beta * flop / peer) / (1 + _rounds_without_gain(r.history)))
-        return self.task_weights[i] * (self.alpha * backward + (1 - self.alpha) * forward)
+        scale = session.result.latency_scales[i]  # its time in the network per tuner-timed second
+        return self.task_weights[i] * scale * (self.alpha * backward + (1 - self.alpha) * forward)
 
     def best_similar_speed(self, session, i):
         """The highest FLOP/s reached by another task like task i (see _similarity_signature), FLOPs within a

@@ -50,7 +50,7 @@ from .search_share import (ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, Sea
 from .text import format_time
 from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
-                          _transfer_text)
+                          _network_timing_text, _transfer_text)
 
 __all__ = ["TuningOptions", "TuneResult", "TaskSchedulerResult", "TaskTuner", "TuningSession", "tune",
            "peak_gflops", "format_time", "round_search_params"]
@@ -671,11 +671,11 @@ class TuningSession:
     def estimated_latency(self):
         """(outside_kernels_s + weight x best cost over the tasks with a valid schedule, tasks without one)."""
         total, missing = self.result.outside_kernels_s, 0
-        for w, tt in zip(self.result.weights, self.tuners):
+        for w, k, tt in zip(self.result.weights, self.result.latency_scales, self.tuners):
             if tt.result.best_cost is None:
                 missing += 1
             else:
-                total += w * tt.result.best_cost
+                total += w * k * tt.result.best_cost
         return total, missing
 
     def print_table(self, label, force=False):
@@ -735,10 +735,11 @@ class TuningSession:
         self.reporter.info(f"Stopped: {res.stop_reason}")
         self.print_diagnosis()
         valid = [i for i, r in enumerate(res.task_results) if r.best_cost is not None]
-        outside = res.outside_kernels_s
-        after = sum(res.weights[i] * res.task_results[i].best_cost for i in valid) + outside if valid else None
+        outside, scales = res.outside_kernels_s, res.latency_scales
+        after = (sum(res.weights[i] * scales[i] * res.task_results[i].best_cost for i in valid) + outside
+                 if valid else None)
         based = [i for i in valid if res.task_results[i].baseline_cost is not None]
-        before = (sum(res.weights[i] * res.task_results[i].baseline_cost for i in based) + outside
+        before = (sum(res.weights[i] * scales[i] * res.task_results[i].baseline_cost for i in based) + outside
                   if based and len(based) == len(valid) else None)
         speedup = f" (x{before / after:.3g})" if before and after else ""
         if before and after and after >= before:
@@ -757,8 +758,10 @@ class TuningSession:
             ("trials", f"{res.trials} ({res.resumed_trials} resumed, {measured} measured in "
                        f"{sum(r.rounds for r in res.task_results)} rounds); per task {res.task_trials}"),
             ("latency", f"estimated total (sum of weight x latency"
+                        f"{' x its time in the network per tuner-timed second' if res.network_timings else ''}"
                         f"{f' + {format_time(outside)} outside the kernels' if outside else ''}): before (baselines) "
                         f"{format_time(before)}, after {format_time(after)}{speedup}"),
+            *([("network timing", _network_timing_text(res.network_timings))] if res.network_timings else []),
             ("transfer seeds", seeds_text(res.task_results)),
             ("time", f"{res.seconds:.1f}s = {shares}; {_model_seconds_text(seconds, measured)}"),
             *([("search share", self.share.summary())] if self.share.active else []),

@@ -14,7 +14,8 @@ from . import op_table, registry, zoo
 from .extract import UnsupportedGraphWarning, extract_tasks
 from .deploy import GraphModule, build, load_module
 from .overhead import dispatch_seconds, outside_kernels_seconds
+from .network_timing import NetworkTimes, NetworkTiming
 
 __all__ = ["Graph", "Node", "GraphError", "OpError", "OpDef", "op_table", "registry", "zoo",
            "UnsupportedGraphWarning", "extract_tasks", "GraphModule", "build", "load_module",
-           "dispatch_seconds", "outside_kernels_seconds"]
+           "dispatch_seconds", "outside_kernels_seconds", "NetworkTiming", "NetworkTimes"]
