@@ -27,7 +27,7 @@ from . import __version__, _core, plot
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
-from .graph import extract_tasks, load_module, outside_kernels_seconds
+from .graph import NetworkTiming, extract_tasks, load_module, outside_kernels_seconds
 from .graph.extract import format_problems
 from .task_scheduler import TaskScheduler
 from .tuner import TuningOptions
@@ -120,8 +120,14 @@ def cmd_tune(args):
                             time_budget_s=args.time_budget_s, measure_callbacks=[RecordToFile(args.log)],
                             verbose=args.verbose)
     resume = args.log if os.path.exists(args.log) and os.path.getsize(args.log) > 0 else None
+    every = args.network_timing_s
+    if every is None:
+        every = 0.0 if args.target.strip().startswith("opencl") else 120.0
+    if every < 0:
+        raise CommandError(f"--network-timing-s must be >= 0, got {every:g}")
+    timing = NetworkTiming(graph, args.target, every_s=every) if every > 0 else None
     scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind,
-                              outside_kernels_s=outside_kernels_seconds(graph, args.target))
+                              outside_kernels_s=outside_kernels_seconds(graph, args.target), network_timing=timing)
     start = time.perf_counter()
     result = scheduler.tune(options)
     print(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.0f} s; records in {args.log}")
@@ -394,6 +400,10 @@ def _parser():
     p.add_argument("--cost-model", dest="model_kind", default="auto",
                    choices=["auto", "pretrained", "scratch", "xgb", "random"],
                    help="auto: the pretrained model on CPUs; scratch: learn from this run alone")
+    p.add_argument("--network-timing-s", type=float, default=None, metavar="SECONDS",
+                   help="build the network from the best schedules and time its kernels in it every this many "
+                        "seconds of tuning, so the estimate is the network's (default: 120 on CPU targets, "
+                        "0 on OpenCL ones; 0: never)")
     p.add_argument("--verbose", type=int, default=1)
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="write the tuning curve of the log (best speed per task) to this image (needs matplotlib)")
