@@ -253,7 +253,7 @@ class TaskScheduler:
 
     # ---- the network's own timing ----
     def time_network(self, session):
-        """When network_timing is due and every task has a valid schedule: builds the network from the best
+        """When network_timing is due and every task not done has a valid schedule: builds the network from the best
         schedules, times its kernels in it, and scales each task's latency (the estimate and the rounds) by
         what its kernels took there per second of its tuner-timed latency; the time between the kernels
         replaces outside_kernels_s. A failure is reported once and ends the timing, never the session."""
@@ -262,7 +262,8 @@ class TaskScheduler:
         if timing is None or not timing.due(elapsed):
             return
         tuned = [tt.result for tt in session.tuners]
-        if any(r.best_state is None or r.best_cost is None for r in tuned):
+        # Every task that may still get one has a valid schedule (one given up runs its baseline there).
+        if any(r.best_state is None and i not in result.done for i, r in enumerate(tuned)):
             return
         try:
             times = timing.measure(self.tasks, [r.best_state for r in tuned], [r.best_cost for r in tuned],
@@ -272,12 +273,11 @@ class TaskScheduler:
                                      "the kernels' tuner-timed latencies from now on")
             self.network_timing = None
             return
-        timed = 0.0
+        timed = kernels = 0.0  # of the tasks scaled: tuner-timed and in-network seconds
         for i, (w, r, seconds) in enumerate(zip(self.task_weights, tuned, times.task_seconds)):
-            if seconds is not None and seconds > 0:
+            if seconds is not None and seconds > 0 and r.best_cost:
                 result.latency_scales[i] = seconds / (w * r.best_cost)
-                timed += w * r.best_cost
-        kernels = sum(s for s in times.task_seconds if s)
+                timed, kernels = timed + w * r.best_cost, kernels + seconds
         result.outside_kernels_s = times.between_s
         result.network_timings.append(dict(at_s=elapsed, run_s=times.run_s, between_s=times.between_s,
                                            kernel_scale=kernels / timed if timed else 1.0, seconds=times.seconds))
