@@ -104,7 +104,8 @@ def task_table(result):
                      f"{speed:>8} | {result.weights[i]:>6g} | {r.trials:>6} |")
     before, after = result.latency_before, result.latency_after
     outside = result.outside_kernels_s
-    lines.append("Estimated latency of the network (sum of weight x task latency"
+    timed = " x its time in the network per tuner-timed second" if result.network_timings else ""
+    lines.append(f"Estimated latency of the network (sum of weight x task latency{timed}"
                  + (f" + {outside * 1e3:.3f} ms outside the kernels" if outside else "") + "): "
                  + (f"{after * 1e3:.3f} ms" if after is not None else "unknown")
                  + (f", from {before * 1e3:.3f} ms with the untuned baselines" if before is not None else ""))
