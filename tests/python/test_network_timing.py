@@ -23,6 +23,7 @@ def test_network_timing_times_each_task_inside_the_built_network():
     states = [baseline_states(t)[-1] for t in tasks]
     times = timing.measure(tasks, states, [1e-3] * len(tasks), elapsed_s=5.0)
     assert len(times.task_seconds) == len(tasks) and all(s > 0 for s in times.task_seconds), times
+    assert times.tuned_groups == len(agraph.build(g, "llvm", verbose=False).groups)  # every group ran its state
     assert times.between_s >= 0 and times.run_s >= sum(times.task_seconds) and times.seconds > 0
     assert not timing.due(30.0) and timing.due(65.0)
     # A task given no state takes its baseline; a task the network does not run has no time.
@@ -30,6 +31,7 @@ def test_network_timing_times_each_task_inside_the_built_network():
                            workload_key="not-in-this-network")
     times = timing.measure(tasks + [other], [None] * len(tasks) + [None], [None] * (len(tasks) + 1))
     assert times.task_seconds[-1] is None and all(s > 0 for s in times.task_seconds[:-1])
+    assert times.tuned_groups == 0
 
 
 def test_network_timing_checks_its_arguments():

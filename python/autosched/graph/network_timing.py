@@ -34,11 +34,13 @@ __all__ = ["NetworkTiming", "NetworkTimes"]
 class NetworkTimes(NamedTuple):
     """NetworkTiming.measure's result: per task (in the order given), the seconds its groups' kernels took per
     run of the network (None for a task no group of the network runs), the seconds between the kernels, the
-    seconds of a whole run, and the seconds the build and the timing took."""
+    seconds of a whole run, the seconds the build and the timing took, and how many of the network's groups
+    ran a given schedule (the others their baseline)."""
     task_seconds: List[Optional[float]]
     between_s: float
     run_s: float
     seconds: float
+    tuned_groups: int
 
 
 class NetworkTiming:
@@ -89,7 +91,7 @@ class NetworkTiming:
         task_seconds = [by_key.get(task.workload_key) for task in tasks]
         kernels = sum(seconds for _, seconds in profile.rows)
         return NetworkTimes(task_seconds, max(0.0, profile.run_seconds - kernels), profile.run_seconds,
-                            time.monotonic() - start)
+                            time.monotonic() - start, sum(1 for info, _ in profile.rows if info.tuned))
 
 
 def _random_input(rng, shape, dtype):
