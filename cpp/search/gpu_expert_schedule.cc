@@ -212,6 +212,25 @@ std::string Failure(const SketchContext& ctx, const State& s) {
   return failed.empty() ? "" : failed + ": " + message;
 }
 
+// pragma auto_unroll_max_step on stage `id`: the smallest useful candidate
+// from `at_least` on, else the largest useful one.
+State WithUnroll(const SketchContext& ctx, const State& s, int id, int64_t at_least) {
+  const std::vector<int64_t> useful =
+      UsefulUnrollSteps(AutoUnrollCandidates(ctx), StageIterations(s.stage(id)));
+  if (useful.empty()) return s;
+  const auto it = std::find_if(useful.begin(), useful.end(), [&](int64_t v) { return v >= at_least; });
+  const int64_t value = it != useful.end() ? *it : useful.back();
+  return s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
+}
+
+// The GPU vectorize init rule on `s` (it acts on Mali-like devices only).
+State WithGpuVectorize(const SketchContext& ctx, State s, std::mt19937* rng) {
+  for (const auto& rule : DefaultGpuInitRules()) {
+    if (rule->name() == "vectorize") s = rule->Apply(ctx, s, rng);
+  }
+  return s;
+}
+
 // The library kernel's annotations on the filled sketch: the widest vector
 // fetches and register-tile loads, A's shared copy transposed so its
 // register tile takes vectors, rows padded by 4, both shared stages double-
@@ -232,23 +251,16 @@ std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& f
   ThreadBindChoices compact = single;
   compact.pad_offset = 0;
   compact.transpose = false;
-  const auto& candidates = AutoUnrollCandidates(ctx);
   for (const ThreadBindChoices& choices : {full, single, compact}) {
     std::mt19937 rng(0);  // nothing left to sample on a GEMM-like sketch but the Mali vectorize rule's loops
     State s = BindThreads(ctx, filled, choices, &rng);
-    for (int id = 0; id < static_cast<int>(s.stages().size()) && !candidates.empty(); ++id) {
+    for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       // The reduction and the root stage that stores its accumulators (the
       // loops over them must unroll too, or they go to local memory).
-      if (!HasLoops(s, id) || (!HasReduceIter(s.stage(id)) && s.stage(id).loc != ComputeLocKind::Root))
-        continue;
-      const std::vector<int64_t> useful = UsefulUnrollSteps(candidates, StageIterations(s.stage(id)));
-      const auto deep = std::find_if(useful.begin(), useful.end(), [](int64_t v) { return v >= 512; });
-      const int64_t value = deep != useful.end() ? *deep : useful.back();
-      s = s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
+      if (HasLoops(s, id) && (HasReduceIter(s.stage(id)) || s.stage(id).loc == ComputeLocKind::Root))
+        s = WithUnroll(ctx, s, id, 512);
     }
-    for (const auto& rule : DefaultGpuInitRules()) {
-      if (rule->name() == "vectorize") s = rule->Apply(ctx, s, &rng);
-    }
+    s = WithGpuVectorize(ctx, s, &rng);
     *failure = Failure(ctx, s);
     if (failure->empty()) return s;
   }
@@ -266,17 +278,6 @@ State WithRegisterTileWidth(const State& s, int id, int64_t width) {
     return State::FromSteps(s.init_dag(), steps);
   }
   return s;
-}
-
-// pragma auto_unroll_max_step on stage `id`: the smallest useful candidate
-// from `at_least` on, else the largest useful one.
-State WithUnroll(const SketchContext& ctx, const State& s, int id, int64_t at_least) {
-  const std::vector<int64_t> useful =
-      UsefulUnrollSteps(AutoUnrollCandidates(ctx), StageIterations(s.stage(id)));
-  if (useful.empty()) return s;
-  const auto it = std::find_if(useful.begin(), useful.end(), [&](int64_t v) { return v >= at_least; });
-  const int64_t value = it != useful.end() ? *it : useful.back();
-  return s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
 }
 
 // The annotations of the Runs placement's kernel: fetches of 2 lanes, rows
@@ -309,9 +310,7 @@ std::optional<State> RunsAnnotations(const SketchContext& ctx, const State& fill
     else if (s.stage(id).loc == ComputeLocKind::Root)
       s = WithUnroll(ctx, s, id, 16);
   }
-  for (const auto& rule : DefaultGpuInitRules()) {
-    if (rule->name() == "vectorize") s = rule->Apply(ctx, s, &rng);
-  }
+  s = WithGpuVectorize(ctx, s, &rng);
   *failure = Failure(ctx, s);
   if (failure->empty()) return s;
   return std::nullopt;

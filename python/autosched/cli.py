@@ -111,6 +111,8 @@ def cmd_tasks(args):
 def cmd_tune(args):
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise CommandError("--plot needs matplotlib (pip install matplotlib)")
+    if args.network_timing_s is not None and not args.network_timing_s >= 0:
+        raise CommandError(f"--network-timing-s must be seconds >= 0, got {args.network_timing_s:g}")
     _check_target_here(args.target, "tune")
     graph = _load_graph(args.model, _shape_dict(args.shape))
     tasks, weights = extract_tasks(graph, args.target)
@@ -123,8 +125,6 @@ def cmd_tune(args):
     every = args.network_timing_s
     if every is None:
         every = 0.0 if args.target.strip().startswith("opencl") else 120.0
-    if every < 0:
-        raise CommandError(f"--network-timing-s must be >= 0, got {every:g}")
     timing = NetworkTiming(graph, args.target, every_s=every) if every > 0 else None
     scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind,
                               outside_kernels_s=outside_kernels_seconds(graph, args.target), network_timing=timing)

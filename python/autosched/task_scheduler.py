@@ -279,12 +279,13 @@ class TaskScheduler:
                 result.latency_scales[i] = seconds / (w * r.best_cost)
                 timed, kernels = timed + w * r.best_cost, kernels + seconds
         result.outside_kernels_s = times.between_s
+        kernel_scale = kernels / timed if timed else 1.0
         result.network_timings.append(dict(at_s=elapsed, run_s=times.run_s, between_s=times.between_s,
-                                           kernel_scale=kernels / timed if timed else 1.0, seconds=times.seconds))
+                                           kernel_scale=kernel_scale, seconds=times.seconds))
         if session.verbose:
             session.reporter.info(
                 f"Network timing at {elapsed:.0f} s: the network built from the best schedules runs in "
-                f"{times.run_s * 1e3:.3f} ms; its kernels take {kernels / timed if timed else 1.0:.2f}x their "
+                f"{times.run_s * 1e3:.3f} ms; its kernels take {kernel_scale:.2f}x their "
                 f"tuner-timed latency there, {times.between_s * 1e3:.3f} ms between them "
                 f"(built and timed in {times.seconds:.1f} s)")
 

@@ -78,6 +78,8 @@ def test_command_line_errors_name_the_problem(tmp_path):
     assert code == 2 and "'M' is not an input of the model" in out, out
     code, out = _cli("run", model, "--shape", "N=2", "--log", str(tmp_path / "none.json"))
     assert code == 2 and "tune first" in out, out
+    code, out = _cli("tune", model, "--shape", "N=2", "--log", str(tmp_path / "t.json"), "--network-timing-s", "-1")
+    assert code == 2 and "--network-timing-s must be seconds >= 0, got -1" in out, out
     odd = _dense_relu_model(str(tmp_path / "odd.onnx"), op="Hardmax")
     code, out = _cli("tasks", odd, "--shape", "N=2")
     assert code == 2 and "Hardmax" in out, out

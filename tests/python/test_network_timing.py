@@ -43,6 +43,10 @@ def test_network_timing_checks_its_arguments():
         agraph.NetworkTiming(g, "llvm", number=0)
     with pytest.raises(ValueError, match="1 inputs, got 2 arrays"):
         agraph.NetworkTiming(g, "llvm", inputs=[np.zeros((1, 3, 12, 12), np.float32)] * 2)
+    with pytest.raises(ValueError, match=r"input 'data' must be a float32\[1, 3, 12, 12\] array, got float64\[1, 3, 12, 12\]"):
+        agraph.NetworkTiming(g, "llvm", inputs=[np.zeros((1, 3, 12, 12))])
+    with pytest.raises(ValueError, match=r"input 'data' must be a float32\[1, 3, 12, 12\] array, got list"):
+        agraph.NetworkTiming(g, "llvm", inputs=[[0.0]])
     tasks, _ = agraph.extract_tasks(g, "llvm")
     with pytest.raises(TypeError, match="network_timing must be a graph.NetworkTiming"):
         ans.TaskScheduler(tasks, network_timing=object())

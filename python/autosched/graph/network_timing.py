@@ -63,6 +63,11 @@ class NetworkTiming:
             inputs = [_random_input(rng, tuple(graph.shape(v)), np.dtype(graph.dtype(v))) for v in graph.inputs]
         if len(inputs) != len(graph.inputs):
             raise ValueError(f"NetworkTiming: the graph has {len(graph.inputs)} inputs, got {len(inputs)} arrays")
+        for name, array in zip(graph.inputs, inputs):  # checked now, not at the first timing mid-tuning
+            shape, dtype = tuple(graph.shape(name)), np.dtype(graph.dtype(name))
+            if not isinstance(array, np.ndarray) or array.shape != shape or array.dtype != dtype:
+                got = f"{array.dtype}{list(array.shape)}" if isinstance(array, np.ndarray) else type(array).__name__
+                raise ValueError(f"NetworkTiming: input '{name}' must be a {dtype}{list(shape)} array, got {got}")
         self.inputs = list(inputs)
         self.last_at = None  # tuning seconds of the last measurement
 
