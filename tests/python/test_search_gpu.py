@@ -640,3 +640,49 @@ def test_gpu_expert_schedule_of_batch_matmul_and_its_absence_for_a_convolution()
     conv = ans.ComputeDAG(_conv2d())
     state, reason, _ = search.expert_schedule_info(_task(conv))
     assert state is None and "GEMM-like" in reason
+
+
+def _conv_dag(channels, in_channels, height, width, window=3, stride=1, relu=False):
+    data = _ph((1, in_channels, height * stride, width * stride), "data")
+    kernel = _ph((channels, in_channels, window, window), "kernel")
+    out = ops.conv2d_nchw(data, kernel, stride=stride, padding=window // 2)
+    return ans.ComputeDAG([data, kernel, ops.relu(out) if relu else out])
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(16, 8, 8, 16, 3, 1, False), (8, 24, 4, 8, 5, 2, False),
+                                   (16, 16, 12, 8, 3, 1, True)])
+def test_gpu_expert_tiles_a_convolution_like_its_h200_kernel_and_equals_the_reference(shape):
+    """A direct convolution whose extents the tiles divide: 64 work items of 1 x 2 x 2 outputs (channels x rows
+    x columns), input channels stepped 8 at a time as 2 x 4, the window whole and innermost; scalar fetches
+    into compact shared rows, no double buffering; equal to the reference on PoCL (a 5x5 window with stride 2,
+    a fused relu)."""
+    dag = _conv_dag(*shape)
+    task = _task(dag)
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None, reason
+    assert "convolution tiles" in note
+    records = _records(state)
+    splits = [r[4] for r in records if r[0] == "SP" and len(r[4]) == 4 and r[3] > 1]
+    assert splits == [[1, 8, 1, 1], [1, 2, 2, 1], [1, 4, 1, 2]], splits
+    reduce_splits = [r[4] for r in records if r[0] == "SP" and len(r[4]) == 2]
+    window = shape[4]
+    assert reduce_splits == [[2, 4], [1, window], [1, window]], reduce_splits
+    assert not any(r[0] == "SA" for r in records)  # compact rows
+    assert not any(r[0] == "PR" and r[3] == "double_buffer" for r in records)
+    fetch_widths = [r[4] for r in records if r[0] == "SP" and len(r[4]) == 1]
+    assert fetch_widths and all(w == [1] for w in fetch_widths), fetch_widths
+    bounded = dag.infer_bound(state)
+    out = next(st for st in bounded.stages if st.scope == "global" and st.iters
+               and any(it.annotation == "threadIdx.x" for it in st.iters))
+    assert int(np.prod([it.extent for it in out.iters if it.annotation == "threadIdx.x"])) == 64
+    _check_states(dag, task, [state])
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape", [(12, 8, 8, 16), (16, 8, 6, 16), (16, 8, 8, 12), (16, 5, 8, 16)])
+def test_gpu_expert_leaves_a_convolution_its_tiles_do_not_divide(shape):
+    """Channels, input channels or columns not a multiple of 8, or rows not of 4: no GPU expert, and the
+    reason names the convolution's condition."""
+    state, reason, _ = search.expert_schedule_info(_task(_conv_dag(*shape)))
+    assert state is None and "convolution whose channels, input channels and columns divide by 8" in reason
