@@ -19,9 +19,9 @@
 // 8 x 8 tile without virtual threads (blocks, 1, 16, 1, 8), then one
 // operand's tile one level further out (1, 8 on that axis). Smaller work-item tiles and fewer
 // work items are tried when the extents or the device's limits refuse these.
-// Before all of them comes the placement of the fastest kernel the search
-// found on an H200 (ItemTiles::Runs, with its own annotations): on that
-// device it ran 1.3 times as fast as the library kernel's.
+// Before all of them comes the placement of the fastest kernel found on an
+// H200 (ItemTiles::Runs, with its own annotations): on that device it ran
+// 1.3 times as fast as the library kernel's.
 // The annotations are the library kernel's too, fixed through the thread-
 // bind rule's choices (LibraryAnnotations); where the device's limits refuse
 // them, the best-scored of a fixed set of sampled ones is kept. The search
@@ -57,23 +57,26 @@ namespace {
 // contiguous across work items), or one axis there and the other one level
 // out.
 //
-// Runs: the placement of the fastest matmul kernel the search found on an
-// H200 (4096^3: 2.99 ms, against 3.92 ms for Interleaved; docs/opencl.md).
-// A work item's rows are 4 runs of 2 adjacent rows, its columns two
-// interleaved virtual threads of 2 runs of 2, and the reduction tile is
+// Runs: the placement of the fastest matmul kernel found on an H200: the
+// search's best (4096^3: 2.99 ms, against 3.92 ms for Interleaved), then
+// the fastest of a sweep around it (2.93 ms; docs/opencl.md). A work item's
+// rows are two interleaved virtual threads of 4 adjacent rows, its columns
+// two interleaved virtual threads of 2 runs of 2, and the reduction tile is
 // stepped as 2 x 4, so that A's register tile of a step (4 values of the
 // reduction for each of 8 rows) is loaded one step ahead (pipelined) while
 // B's small tile is read next to its use. Measured on that H200 with no
-// search, it ran 1.25 to 1.4 times as fast as Interleaved on five matmuls
-// whose extents are multiples of 128 (128 x 768 x 3072 to 4096^3); it is
-// taken only where its tiles divide the extents exactly.
+// search, the search's kernel ran 1.25 to 1.4 times as fast as Interleaved
+// on five matmuls whose extents are multiples of 128 (128 x 768 x 3072 to
+// 4096^3); it is taken only where its tiles divide the extents exactly.
 enum class ItemTiles { Runs, Interleaved, BothInnermost, RowsInnermost, ColsInnermost };
 constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::Runs, ItemTiles::Interleaved,
                                              ItemTiles::BothInnermost, ItemTiles::RowsInnermost,
                                              ItemTiles::ColsInnermost};
 const char* ItemTilesName(ItemTiles t) {
   switch (t) {
-    case ItemTiles::Runs: return "rows in runs of 2, columns in two interleaved virtual threads of runs of 2";
+    case ItemTiles::Runs:
+      return "rows in two interleaved virtual threads of 4, columns in two interleaved virtual threads of "
+             "runs of 2";
     case ItemTiles::Interleaved: return "both innermost, in two interleaved virtual threads";
     case ItemTiles::BothInnermost: return "both innermost";
     case ItemTiles::RowsInnermost: return "rows innermost";
@@ -140,7 +143,7 @@ std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevel
         // divisors instead (5 x 5 work items), it ran 7 times as slow as the
         // library kernel's placement.
         if (rows < 0 || r.item_tile != 8 || r.items != 16 || r.k_tile != 8 || extent % 128 != 0) return {};
-        p = {extent / 128, a == cols ? 2 : 1, 16, a == cols ? 2 : 4, 2};
+        p = {extent / 128, 2, 16, a == cols ? 2 : 1, a == cols ? 2 : 4};
       }
     }
     parts[a] = p;
@@ -207,14 +210,16 @@ std::map<int, std::vector<int64_t>> ConvParts(const Stage& st, const TilingLevel
   parts[cols] = {extent(cols) / 8, 1, 4, 1, 2};
   for (int a = 0; a < static_cast<int>(st.op->reduce_axis.size()); ++a) {
     const int64_t e = st.op->reduce_axis[a].extent;
-    parts[num_axes + a] = a == in_channels ? std::vector<int64_t>{e / 8, 2, 4} : std::vector<int64_t>{1, 1, e};
+    parts[num_axes + a] =
+        a == in_channels ? std::vector<int64_t>{e / 8, 2, 4} : std::vector<int64_t>{1, 1, e};
   }
   return parts;
 }
 
 // The sketch with its tiling splits filled from ConvParts; nullopt when no
 // tiled stage is such a convolution.
-std::optional<State> FillConvTiles(const State& sketch, const TilingLevels& levels, const SearchParams& params) {
+std::optional<State> FillConvTiles(const State& sketch, const TilingLevels& levels,
+                                   const SearchParams& params) {
   bool tiled = false;
   auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
     const auto parts = ConvParts(st, levels);
@@ -326,9 +331,10 @@ std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& f
   return std::nullopt;
 }
 
-// `s` with the load of register tile `id` split by `width` lanes (the split
-// the thread-bind rule gave it), or `s` when it has no such split.
-State WithRegisterTileWidth(const State& s, int id, int64_t width) {
+// `s` with the copy into stage `id` (a register tile's load or a shared
+// stage's cooperative fetch) split by `width` lanes (the split the thread-
+// bind rule gave it), or `s` when it has no such split.
+State WithCopyWidth(const State& s, int id, int64_t width) {
   std::vector<Step> steps = s.steps();
   for (int j : SharedStageSteps(s, true)) {
     auto& split = std::get<SplitStep>(steps[j]);
@@ -339,8 +345,9 @@ State WithRegisterTileWidth(const State& s, int id, int64_t width) {
   return s;
 }
 
-// The annotations of the Runs placement's kernel: fetches of 2 lanes, rows
-// padded by 4, A's shared copy transposed, both shared stages double-
+// The annotations of the Runs placement's kernel: fetches of 2 lanes (1
+// for A's: 2% faster with the rows in virtual threads), rows padded by 4,
+// A's shared copy transposed, both shared stages double-
 // buffered, groups swizzled in bands of 2; A's register tile (the one read
 // along the columns of the transposed copy) read lane by lane and pipelined
 // at the outermost reduce loop inside the shared tile; unroll depths of 64
@@ -356,8 +363,11 @@ std::optional<State> RunsAnnotations(const SketchContext& ctx, const State& fill
   std::mt19937 rng(0);
   State s = BindThreads(ctx, filled, choices, &rng);
   for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+    if (s.stage(id).scope == MemScope::Shared && s.stage(id).storage_transposed) s = WithCopyWidth(s, id, 1);
+  }
+  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
     if (!IsRegisterTile(s, id) || !s.stage(s.dag().access(id).producers[0]).storage_transposed) continue;
-    s = WithRegisterTileWidth(s, id, 1);
+    s = WithCopyWidth(s, id, 1);
     const std::vector<int> nodes = PipelineNodes(s, id);
     if (nodes.empty()) continue;
     if (std::optional<State> pipelined = PipelineRegisterTile(s, id, nodes.front())) s = *pipelined;
@@ -392,7 +402,7 @@ std::optional<State> ConvAnnotations(const SketchContext& ctx, const State& fill
   std::mt19937 rng(0);
   State s = BindThreads(ctx, filled, choices, &rng);
   for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (IsRegisterTile(s, id)) s = WithRegisterTileWidth(s, id, 1);
+    if (IsRegisterTile(s, id)) s = WithCopyWidth(s, id, 1);
   }
   for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
     if (HasLoops(s, id) && HasReduceIter(s.stage(id))) s = WithUnroll(ctx, s, id, 512);
