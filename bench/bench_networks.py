@@ -202,35 +202,67 @@ def tune_and_build(name, g, args, log_dir):
     return net, result, tune_s, len(tasks), result.latency_after, checkpoints.copies
 
 
-def in_network_table(net, inputs, result):
+def _ort_node_groups(node_ms, tasks_nodes):
+    """onnxruntime's node times (name -> ms) per task: a node belongs to the task whose group holds a node of
+    its name, or of its name's start before a suffix onnxruntime adds (relu1_nchwc, fc_Gemm_0); the longest such
+    name wins. Returns (ms per task key, ms of the nodes no task holds)."""
+    owner = {}
+    for key, names in tasks_nodes.items():
+        for name in names:
+            owner[name] = key
+    per_task, unmatched = collections.Counter(), 0.0
+    for node, ms in node_ms.items():
+        candidates = [n for n in owner if node == n or node.startswith(n + "_")]
+        if candidates:
+            per_task[owner[max(candidates, key=len)]] += ms
+        else:
+            unmatched += ms
+    return per_task, unmatched
+
+
+def in_network_table(net, inputs, result, ort_nodes=None):
     """Per task: weight x its best measured kernel as the tuner timed it (alone, warm caches) beside
     its kernels' time inside runs of the built network (GraphModule.network_profile), largest first; then what
-    those runs spend between the kernels."""
+    those runs spend between the kernels. With `ort_nodes` (onnxruntime's profile: node name -> ms per run),
+    also onnxruntime's time for the same nodes of the graph."""
     estimate = {t.workload_key: (t.desc, w * r.best_cost if r.best_cost else 0.0)
                 for t, w, r in zip(result.tasks, result.weights, result.task_results)}
     inside = collections.Counter()
+    tasks_nodes = collections.defaultdict(list)
     profile = net.network_profile(*inputs, number=10, repeat=3)
     for info, seconds in profile.rows:
-        inside[info.task.workload_key if info.task is not None else info.name] += seconds
-    rows = sorted(((inside[k], desc, est) for k, (desc, est) in estimate.items()), reverse=True)
+        key = info.task.workload_key if info.task is not None else info.name
+        inside[key] += seconds
+        tasks_nodes[key].extend(info.nodes)
+    ort_ms, unmatched = _ort_node_groups(ort_nodes, tasks_nodes) if ort_nodes else (None, 0.0)
+    rows = sorted(((inside[k], desc, est, k) for k, (desc, est) in estimate.items()), reverse=True)
     print(f"  tasks in the network ({len(rows)}; kernel time inside 30 runs of the built network, the best of 3"
-          " means of 10):")
-    print(f"    {'task':44}{'tuner ms':>12}{'in net ms':>10}{'in / tuner':>11}")
-    for t_in, desc, est in rows:
-        print(f"    {desc[:43]:44}{est * 1e3:12.4f}{t_in * 1e3:10.4f}" + (f"{t_in / est:11.2f}" if est else f"{'-':>11}"))
-    kernels, est_total = sum(inside.values()), sum(est for _, _, est in rows)
+          " means of 10" + ("; onnxruntime: its profiler's time for the same graph nodes" if ort_ms else "")
+          + "):")
+    print(f"    {'task':44}{'tuner ms':>12}{'in net ms':>10}{'in / tuner':>11}"
+          + (f"{'ort ms':>10}{'ort / in net':>13}" if ort_ms else ""))
+    for t_in, desc, est, key in rows:
+        line = f"    {desc[:43]:44}{est * 1e3:12.4f}{t_in * 1e3:10.4f}" + (f"{t_in / est:11.2f}" if est else f"{'-':>11}")
+        if ort_ms:
+            ms = ort_ms.get(key, 0.0)
+            line += f"{ms:10.4f}" + (f"{ms / (t_in * 1e3):13.2f}" if ms and t_in else f"{'-':>13}")
+        print(line)
+    kernels, est_total = sum(inside.values()), sum(est for _, _, est, _ in rows)
     print(f"    {'all tasks':44}{est_total * 1e3:12.4f}{kernels * 1e3:10.4f}"
           + (f"{kernels / est_total:11.2f}" if est_total else "")
+          + (f"{sum(ort_ms.values()):10.4f}" if ort_ms else "")
           + f"; between the kernels {(profile.run_seconds - kernels) * 1e3:.3f} ms of a run's "
-          f"{profile.run_seconds * 1e3:.3f}", flush=True)
+          f"{profile.run_seconds * 1e3:.3f}"
+          + (f"; onnxruntime's nodes of no task {unmatched:.3f} ms" if ort_ms else ""), flush=True)
 
 
 def onnxruntime_profile(g, inputs, threads, runs=20):
-    """onnxruntime's time per operator type (ms per run, from its profiler), largest first."""
+    """Prints onnxruntime's time per operator type (ms per run, from its profiler), largest first; returns its
+    time per node (name -> ms per run), or None without onnxruntime."""
     try:
         import onnxruntime as ort
     except ImportError:
-        return
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
@@ -242,16 +274,18 @@ def onnxruntime_profile(g, inputs, threads, runs=20):
             sess.run(None, feed)
         with open(sess.end_profiling()) as f:
             events = json.load(f)
-    by_type, nodes = collections.Counter(), collections.Counter()
+    by_type, nodes, per_node = collections.Counter(), collections.Counter(), collections.Counter()
     for ev in events:
         if ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time"):
             op = ev.get("args", {}).get("op_name", "?")
             by_type[op] += ev["dur"] / 1e3 / runs  # us -> ms
             nodes[op] += 1
+            per_node[ev["name"][:-len("_kernel_time")]] += ev["dur"] / 1e3 / runs
     total = sum(by_type.values()) or 1.0
     print(f"  onnxruntime's profile by operator type ({total:.3f} ms per run in its kernels): "
           + ", ".join(f"{op} x{round(nodes[op] / runs)} {ms:.3f} ms ({ms / total:.0%})"
                       for op, ms in by_type.most_common()), flush=True)
+    return per_node
 
 
 def bench_model(name, args, log_dir):
@@ -265,7 +299,8 @@ def bench_model(name, args, log_dir):
     if estimate:
         print(f"  built network {row['autosched'] * 1e3:.3f} ms; the estimate is {estimate / row['autosched']:.2f} "
               "of it", flush=True)
-    in_network_table(net, inputs, result)
+    ort_nodes = onnxruntime_profile(g, inputs, args.threads)
+    in_network_table(net, inputs, result, ort_nodes)
     for at, elapsed, path in copies:
         early = agraph.build(g, "llvm", path, verbose=False)
         row[f"at {at:.0f} s"] = best_of(lambda: early(*inputs))
@@ -280,7 +315,6 @@ def bench_model(name, args, log_dir):
         print(f"  output vs {peer}: max abs difference {err:.2e} of the output's largest magnitude"
               + ("" if err < 1e-3 else "  ** MISMATCH **"), flush=True)
         row[peer] = best_of(run)
-    onnxruntime_profile(g, inputs, args.threads)
     return row
 
 

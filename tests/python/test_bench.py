@@ -1,5 +1,6 @@
-"""The benchmarks' environment: bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS may misread
-them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper."""
+"""The benchmarks: bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS may misread
+them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper; the network bench gives
+onnxruntime's profiled nodes to the tasks of its table."""
 import importlib.util
 import os
 import pathlib
@@ -59,3 +60,19 @@ def test_bench_prologue_then_numpy_matmul_runs_on_this_cpu():
     with open("/proc/cpuinfo") as f:
         avx512 = any(line.startswith("flags") and "avx512f" in line.split() for line in f)
     assert result.stdout.strip() == ("SkylakeX" if avx512 else "None")
+
+
+def test_network_bench_gives_each_onnxruntime_node_to_the_task_holding_it():
+    """onnxruntime's profiled nodes per task of the network table: a node by its own name or by its name before
+    a suffix onnxruntime adds (relu1_nchwc, fc_Gemm_0), the longest graph node name winning; the rest apart."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import bench_networks
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    tasks_nodes = {"conv": ["layer1.bn", "layer1.relu"], "conv1": ["layer1.relu1"], "fc": ["fc"]}
+    node_ms = {"layer1.relu_nchwc": 1.0, "layer1.relu1_nchwc": 2.0, "fc_Gemm_0": 0.5, "fc": 0.25,
+               "ReorderOutput": 0.125}
+    per_task, unmatched = bench_networks._ort_node_groups(node_ms, tasks_nodes)
+    assert per_task == {"conv": 1.0, "conv1": 2.0, "fc": 0.75}
+    assert unmatched == 0.125
