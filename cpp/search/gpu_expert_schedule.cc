@@ -29,10 +29,10 @@
 //
 // Only stages with at most three spatial axes of extent > 1 and one main
 // reduction axis are tiled this way (matmul, dense, batch_matmul). A direct
-// convolution (three wide spatial axes: channels, rows, columns; its input
-// channels and its window reduced) gets the tiles of the fastest kernel a
-// sweep around the search's best found on an H200 (ConvParts); a task with
-// neither gets no GPU expert schedule, with the reason.
+// NCHW convolution (three wide spatial axes: channels, rows, columns; its
+// input channels and its window reduced) gets the tiles of the fastest
+// kernel a sweep around the search's best found on an H200 (ConvParts); a
+// task with neither gets no GPU expert schedule, with the reason.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -174,6 +174,17 @@ std::optional<State> FillGemmTiles(const State& sketch, const TilingLevels& leve
   return s;
 }
 
+// Whether stage `st` computes a direct convolution of one group in the
+// NCHW layout (the attrs ops.conv2d_nchw gives it): its spatial axes are
+// then batch, channels, rows and columns, its first reduce axis the input
+// channels.
+bool IsNchwConvolution(const Stage& st) {
+  const auto& attrs = st.op->attrs;
+  const auto layout = attrs.find("layout"), groups = attrs.find("groups");
+  return layout != attrs.end() && layout->second == "NCHW" &&
+         (groups == attrs.end() || groups->second == "1");
+}
+
 // The tiles of a direct convolution: 64 work items, each computing 2 x 2
 // outputs of one channel (8 channels x 2 rows x 4 columns of work items, so
 // a group's tile is 8 channels x 4 rows x 8 columns), the input channels
@@ -181,11 +192,11 @@ std::optional<State> FillGemmTiles(const State& sketch, const TilingLevels& leve
 // 64 x 56 x 56 3x3 convolution of ResNet-50 on an H200, with the
 // annotations of ConvAnnotations, it ran 16.5 us, against 17.0-17.2 us for
 // cuDNN and 18.1 us for the best of a 1000-trial search. With the same
-// annotations the next placements of a sweep of 64 to 256 work items of 2
+// annotations, the next placements of a sweep of 64 to 256 work items of 2
 // to 8 outputs ran 16.6 and 16.9 us, the search's best one 17.1 us
-// (docs/opencl.md). Taken only where these tiles divide the
-// extents (channels, input channels and columns by 8, rows by 4); an empty
-// map otherwise, or when the stage is not a convolution of that form.
+// (docs/opencl.md). Taken only for an NCHW convolution of one group whose
+// extents these tiles divide (channels, input channels and columns by 8,
+// rows by 4); an empty map otherwise.
 std::map<int, std::vector<int64_t>> ConvParts(const Stage& st, const TilingLevels& levels) {
   std::map<int, std::vector<int64_t>> parts;
   if (levels.space != 5 || levels.reduce != 3) return parts;
@@ -198,7 +209,7 @@ std::map<int, std::vector<int64_t>> ConvParts(const Stage& st, const TilingLevel
   for (int a = 0; a < static_cast<int>(st.op->reduce_axis.size()); ++a) {
     if (st.op->reduce_axis[a].extent > 1) wide_reduce.push_back(a);
   }
-  if (wide.size() != 3 || wide_reduce.size() < 2) return parts;
+  if (!IsNchwConvolution(st) || wide.size() != 3 || wide_reduce.size() < 2) return parts;
   const int channels = wide[0], rows = wide[1], cols = wide[2], in_channels = wide_reduce[0];
   auto extent = [&](int a) { return st.op->axis[a].extent; };
   const int64_t in_extent = st.op->reduce_axis[in_channels].extent;
@@ -387,10 +398,9 @@ std::optional<State> RunsAnnotations(const SketchContext& ctx, const State& fill
 
 // The annotations of ConvParts' kernel: scalar fetches into compact shared
 // rows (on that H200, fetches of 2 or 4 lanes cost it 7 to 28%, rows padded
-// by 1 7%: the fetched rows of a few columns with their halo do not take
-// vectors), no double buffering, register tiles loaded lane by lane where
-// the sketch puts them, groups swizzled in bands of 8, and an unroll depth of 512 for
-// the reduction.
+// by 1 cost it 7%), no double buffering, register tiles loaded lane by lane
+// where the sketch puts them, groups swizzled in bands of 8, and an unroll
+// depth of 512 for the reduction.
 std::optional<State> ConvAnnotations(const SketchContext& ctx, const State& filled, std::string* failure) {
   const ThreadBindChoices choices{.swizzle_width = 8,
                                   .pad_offset = 0,
@@ -452,8 +462,8 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   InitRuleList rules = DefaultGpuInitRules();
   rules.erase(rules.begin());  // the tiles are the expert's, not fill-tile-size's
   std::string last_failure =
-      "no sketch has a GEMM-like tiled stage (at most 3 spatial axes, one reduction) or a convolution whose "
-      "channels, input channels and columns divide by 8 and rows by 4";
+      "no sketch has a GEMM-like tiled stage (at most 3 spatial axes, one reduction) or an NCHW convolution "
+      "whose channels, input channels and columns divide by 8 and rows by 4";
   for (size_t i = 0; i < sketches.size(); ++i) {
     std::optional<State> filled;
     try {

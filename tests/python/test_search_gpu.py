@@ -685,4 +685,18 @@ def test_gpu_expert_leaves_a_convolution_its_tiles_do_not_divide(shape):
     """Channels, input channels or columns not a multiple of 8, or rows not of 4: no GPU expert, and the
     reason names the convolution's condition."""
     state, reason, _ = search.expert_schedule_info(_task(_conv_dag(*shape)))
-    assert state is None and "convolution whose channels, input channels and columns divide by 8" in reason
+    assert state is None and "NCHW convolution whose channels, input channels and columns divide by 8" in reason
+
+
+@needs_opencl
+def test_gpu_expert_leaves_nhwc_and_grouped_convolutions_to_the_search():
+    """The convolution tiles assume NCHW axes and one group: an NHWC convolution and a grouped one whose
+    extents the tiles would divide, read as NCHW (the NHWC one's first reduce axis is its 8-row window), get no
+    convolution expert."""
+    data, kernel = _ph((1, 15, 15, 16), "data"), _ph((8, 8, 16, 16), "kernel")
+    nhwc = ans.ComputeDAG([data, kernel, ops.conv2d_nhwc(data, kernel, stride=1, padding=4)])
+    data, kernel = _ph((1, 16, 8, 16), "data"), _ph((16, 8, 3, 3), "kernel")
+    grouped = ans.ComputeDAG([data, kernel, ops.conv2d_nchw(data, kernel, stride=1, padding=1, groups=2)])
+    for dag in (nhwc, grouped):
+        state, reason, note = search.expert_schedule_info(_task(dag))
+        assert state is None or "convolution tiles" not in note, note
