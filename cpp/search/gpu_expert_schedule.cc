@@ -34,6 +34,7 @@
 // kernel a sweep around the search's best found on an H200 (ConvParts); a
 // task with neither gets no GPU expert schedule, with the reason.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -158,13 +159,15 @@ std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevel
   return parts;
 }
 
-// The sketch with its tiling splits filled from GemmParts (FillSketchSplits);
-// nullopt when a tiled stage is not GEMM-like or no stage is tiled.
-std::optional<State> FillGemmTiles(const State& sketch, const TilingLevels& levels, const GpuRecipe& r,
-                                   ItemTiles placement, const SearchParams& params) {
+// The sketch with its tiling splits filled from `parts_of` (a stage's parts
+// per root node, GemmParts or ConvParts; empty for a stage it does not
+// tile) by FillSketchSplits; nullopt when it tiles no stage.
+using PartsOf = std::function<std::map<int, std::vector<int64_t>>(const Stage&)>;
+std::optional<State> FillTiles(const State& sketch, const TilingLevels& levels, const SearchParams& params,
+                               const PartsOf& parts_of) {
   bool tiled = false;
   auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
-    const auto parts = GemmParts(st, levels, r, placement);
+    const auto parts = parts_of(st);
     if (!parts.count(node)) return std::nullopt;
     tiled = true;
     return parts.at(node);
@@ -227,22 +230,6 @@ std::map<int, std::vector<int64_t>> ConvParts(const Stage& st, const TilingLevel
   return parts;
 }
 
-// The sketch with its tiling splits filled from ConvParts; nullopt when no
-// tiled stage is such a convolution.
-std::optional<State> FillConvTiles(const State& sketch, const TilingLevels& levels,
-                                   const SearchParams& params) {
-  bool tiled = false;
-  auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
-    const auto parts = ConvParts(st, levels);
-    if (!parts.count(node)) return std::nullopt;
-    tiled = true;
-    return parts.at(node);
-  };
-  std::optional<State> s = FillSketchSplits(sketch, levels, params.max_innermost_split_factor, tile_parts);
-  if (!tiled) return std::nullopt;
-  return s;
-}
-
 // How close the sampled annotations are to the library kernel's: shared
 // stages double-buffered, wide fetches and register-tile loads, a block
 // swizzle, rows padded by 4 (no bank conflicts, float4 loads stay aligned)
@@ -298,12 +285,17 @@ State WithUnroll(const SketchContext& ctx, const State& s, int id, int64_t at_le
   return s.Apply(PragmaStep{id, 0, "auto_unroll_max_step$" + std::to_string(value)});
 }
 
-// The GPU vectorize init rule on `s` (it acts on Mali-like devices only).
-State WithGpuVectorize(const SketchContext& ctx, State s, std::mt19937* rng) {
+// `s` after the GPU vectorize init rule (it acts on Mali-like devices
+// only), when it lowers within the device's limits; else nullopt, and why
+// in `failure`.
+std::optional<State> VectorizedIfValid(const SketchContext& ctx, State s, std::mt19937* rng,
+                                       std::string* failure) {
   for (const auto& rule : DefaultGpuInitRules()) {
     if (rule->name() == "vectorize") s = rule->Apply(ctx, s, rng);
   }
-  return s;
+  *failure = Failure(ctx, s);
+  if (failure->empty()) return s;
+  return std::nullopt;
 }
 
 // The library kernel's annotations on the filled sketch: the widest vector
@@ -335,9 +327,7 @@ std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& f
       if (HasLoops(s, id) && (HasReduceIter(s.stage(id)) || s.stage(id).loc == ComputeLocKind::Root))
         s = WithUnroll(ctx, s, id, 512);
     }
-    s = WithGpuVectorize(ctx, s, &rng);
-    *failure = Failure(ctx, s);
-    if (failure->empty()) return s;
+    if (std::optional<State> valid = VectorizedIfValid(ctx, s, &rng, failure)) return valid;
   }
   return std::nullopt;
 }
@@ -390,10 +380,7 @@ std::optional<State> RunsAnnotations(const SketchContext& ctx, const State& fill
     else if (s.stage(id).loc == ComputeLocKind::Root)
       s = WithUnroll(ctx, s, id, 16);
   }
-  s = WithGpuVectorize(ctx, s, &rng);
-  *failure = Failure(ctx, s);
-  if (failure->empty()) return s;
-  return std::nullopt;
+  return VectorizedIfValid(ctx, s, &rng, failure);
 }
 
 // The annotations of ConvParts' kernel: scalar fetches into compact shared
@@ -417,10 +404,7 @@ std::optional<State> ConvAnnotations(const SketchContext& ctx, const State& fill
   for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
     if (HasLoops(s, id) && HasReduceIter(s.stage(id))) s = WithUnroll(ctx, s, id, 512);
   }
-  s = WithGpuVectorize(ctx, s, &rng);
-  *failure = Failure(ctx, s);
-  if (failure->empty()) return s;
-  return std::nullopt;
+  return VectorizedIfValid(ctx, s, &rng, failure);
 }
 
 // Of the annotations the init rules sample with kAnnotationSeeds fixed
@@ -467,7 +451,7 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   for (size_t i = 0; i < sketches.size(); ++i) {
     std::optional<State> filled;
     try {
-      filled = FillConvTiles(sketches[i], levels, params);
+      filled = FillTiles(sketches[i], levels, params, [&](const Stage& st) { return ConvParts(st, levels); });
     } catch (const std::exception& e) {
       last_failure = "sketch " + std::to_string(i) + ": " + e.what();
     }
@@ -487,7 +471,8 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
       for (size_t i = 0; i < sketches.size(); ++i) {
         std::optional<State> filled;
         try {
-          filled = FillGemmTiles(sketches[i], levels, recipe, placement, params);
+          filled = FillTiles(sketches[i], levels, params,
+                             [&](const Stage& st) { return GemmParts(st, levels, recipe, placement); });
         } catch (const std::exception& e) {
           last_failure = "sketch " + std::to_string(i) + ": " + e.what();
         }
