@@ -40,6 +40,7 @@ constexpr OptionSpec kOptions[] = {
     {"num-cores", OptionValue::PositiveInt, true, true},
     {"fast-math", OptionValue::Flag, true, true},
     {"fp-contract", OptionValue::OnOff, true, false},  // a * b + c as one FMA (default on)
+    {"prefetch", OptionValue::OnOff, true, false},     // software prefetch of streamed slices (default on)
 };
 
 const OptionSpec* FindOption(const std::string& name, TargetKind kind) {
@@ -215,6 +216,7 @@ Target Target::Parse(const std::string& full_text) {
   target.platform = option("platform");
   target.fast_math = target.HasOption("fast-math");
   target.fp_contract = option("fp-contract") != "off";
+  target.prefetch = option("prefetch") != "off";
   target.host_check = !target.HasOption("no-host-check");
   if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
   if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));

@@ -76,6 +76,9 @@ struct Target {
   // multiply-add, rounded once. On by default, as C compilers do; the result
   // then differs from separate rounding by at most one rounding of the product.
   bool fp_contract = true;
+  // -prefetch=on|off (llvm): whether loops that stream a slice of read-only
+  // arguments prefetch the next one (codegen/prefetch_plan.h). On by default.
+  bool prefetch = true;
   // Every option as given, without the leading '-'; flags map to "".
   std::map<std::string, std::string> options;
 

@@ -3,6 +3,8 @@
 
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/functor.h"
+#include "ir/simplify.h"
+#include "ir/structural.h"
 #include "ir/tensor.h"
 #include "runtime/module.h"
 #include "support/error.h"
@@ -488,14 +490,17 @@ llvm::Value* IREmitter::EmitIfThenElseExpr(const CallNode* n) {
   llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "if_else", fn_.function);
   llvm::BasicBlock* join_bb = llvm::BasicBlock::Create(ctx_, "if_join", fn_.function);
   b_.CreateCondBr(cond, then_bb, else_bb);
+  const auto prefetched_before = prefetched_;  // what a branch prefetches, the other does not
   b_.SetInsertPoint(then_bb);
   llvm::Value* t = Emit(n->args[1]);
   llvm::BasicBlock* then_end = b_.GetInsertBlock();
   b_.CreateBr(join_bb);
+  prefetched_ = prefetched_before;
   b_.SetInsertPoint(else_bb);
   llvm::Value* f = Emit(n->args[2]);
   llvm::BasicBlock* else_end = b_.GetInsertBlock();
   b_.CreateBr(join_bb);
+  prefetched_ = prefetched_before;
   b_.SetInsertPoint(join_bb);
   llvm::PHINode* phi = b_.CreatePHI(t->getType(), 2);
   phi->addIncoming(t, then_end);
@@ -543,6 +548,7 @@ llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
   DataType t = n->dtype;
   bool contiguous = false, broadcast = false;
   llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
+  EmitPrefetchOfNextIteration(n);
   if (load_guard_) {
     // Where the guard does not hold the value is not used: read the buffer's
     // first element(s) instead, which exist whatever the index.
@@ -560,6 +566,53 @@ llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
     return FromStorage(b_.CreateVectorSplat(t.lanes, scalar), t);
   }
   return FromStorage(b_.CreateMaskedGather(StorageType(t), ptr, align), t);
+}
+
+void IREmitter::EmitPrefetchOfNextIteration(const BufferLoadNode* n) {
+  if (!prefetch_loop_var_.defined() || load_guard_ != nullptr || !prefetch_.loads.count(n)) return;
+  const VarNode* var = prefetch_loop_var_.as<VarNode>();
+  const Expr first = n->indices[0].as<RampNode>()->base;
+  VarMap next_iteration{{var, prefetch_loop_var_ + make_const(var->dtype, 1)}};
+  Expr next = Substitute(first, next_iteration);
+  // Once per element: the copies of an unrolled loop often load the same one.
+  VarMap this_copy(unrolled_copy_.begin(), unrolled_copy_.end());
+  Expr address_key = Simplify(Substitute(next, this_copy));
+  for (const auto& [buffer, index] : prefetched_) {
+    if (buffer == n->buffer.get() && StructuralEqual(index, address_key)) return;
+  }
+  prefetched_.emplace_back(n->buffer.get(), address_key);
+  // Not inbounds: after the last iteration the address may lie past the
+  // buffer, which a prefetch may touch (it never faults).
+  llvm::Value* address =
+      b_.CreateGEP(StorageType(n->buffer->dtype), buffers_.at(n->buffer.get()), Index64(Emit(next)));
+  llvm::Function* prefetch =
+      llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::prefetch, {address->getType()});
+  // Loops inside the prefetched one that this load does not move along read
+  // the same elements again: prefetch in their first iteration only.
+  llvm::Value* first_pass = nullptr;
+  for (const ForNode* loop : prefetch_inner_loops_) {
+    const VarNode* v = loop->loop_var.as<VarNode>();
+    if (UsesVar(first, v)) continue;
+    llvm::Value* at_min = b_.CreateICmpEQ(vars_.at(v), Emit(loop->min));
+    first_pass = first_pass ? b_.CreateAnd(first_pass, at_min) : at_min;
+  }
+  llvm::BasicBlock* join = nullptr;
+  if (first_pass) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "prefetch", fn_.function);
+    join = llvm::BasicBlock::Create(ctx_, "prefetch_done", fn_.function);
+    b_.CreateCondBr(first_pass, then_bb, join);
+    b_.SetInsertPoint(then_bb);
+  }
+  // read, locality 2 (L2: prefetcht1), data cache
+  llvm::CallInst* call = b_.CreateCall(prefetch, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+  // A prefetch changes no value in memory. Said so, alias analysis keeps the
+  // accumulators in registers across it (the intrinsic's own declaration lets
+  // it write the memory it points at).
+  call->setMemoryEffects(llvm::MemoryEffects::inaccessibleMemOnly());
+  if (join) {
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
 }
 
 }  // namespace autosched

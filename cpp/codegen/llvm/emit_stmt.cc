@@ -97,6 +97,7 @@ void IREmitter::EmitKernel(const LoweredFunc& f, const std::string& symbol) {
       MakeFunction(symbol + "_body", b_.getInt32Ty(), std::vector<llvm::Type*>(f.args.size(), ptr), true);
   body->addFnAttr(llvm::Attribute::AlwaysInline);
   unroll_ = LoopsToUnroll(f.body);
+  if (target_.prefetch) prefetch_ = PlanPrefetches(f);
   BeginFunction(body);
   for (size_t i = 0; i < f.args.size(); ++i) {
     body->addParamAttr(i, llvm::Attribute::NoAlias);
@@ -151,7 +152,9 @@ void IREmitter::EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNo
   counter->addIncoming(begin, pre);
   b_.CreateCondBr(b_.CreateICmpSLT(counter, end), body_bb, exit);
   b_.SetInsertPoint(body_bb);
+  prefetched_.clear();
   body(counter);
+  prefetched_.clear();
   llvm::Value* next = b_.CreateAdd(counter, llvm::ConstantInt::get(begin->getType(), 1), "", true, true);
   llvm::BranchInst* latch = b_.CreateBr(header);
   if (loop_md) latch->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
@@ -202,12 +205,18 @@ void IREmitter::EmitSerialLoop(const ForNode* n, llvm::MDNode* loop_md) {
   llvm::Type* var_type = ComputeType(var->dtype);
   llvm::Value* min = b_.CreateSExtOrTrunc(Emit(n->min), var_type);
   llvm::Value* end = b_.CreateAdd(min, b_.CreateSExtOrTrunc(Emit(n->extent), var_type), "", false, true);
+  const Expr outer_prefetch_loop_var = prefetch_loop_var_;
+  const bool inner = prefetch_loop_var_.defined();
+  if (inner) prefetch_inner_loops_.push_back(n);
+  if (prefetch_.loops.count(n)) prefetch_loop_var_ = n->loop_var;
   EmitCountedLoop(min, end, loop_md, [&](llvm::Value* counter) {
     counter->setName(var->name);
     vars_[var] = counter;
     EmitStmt(n->body);
   });
   vars_.erase(var);
+  prefetch_loop_var_ = outer_prefetch_loop_var;
+  if (inner) prefetch_inner_loops_.pop_back();
 }
 
 void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
@@ -216,7 +225,9 @@ void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
   llvm::Value* min = Emit(n->min);
   for (int64_t i = 0; i < extent; ++i) {
     vars_[var] = b_.CreateAdd(min, llvm::ConstantInt::get(min->getType(), i), var->name, false, true);
+    unrolled_copy_.emplace_back(var, n->min + make_const(var->dtype, static_cast<double>(i)));
     EmitStmt(n->body);
+    unrolled_copy_.pop_back();
   }
   vars_.erase(var);
 }
@@ -270,6 +281,12 @@ void IREmitter::EmitParallel(const ForNode* n) {
     auto saved_vars = vars_;
     auto saved_buffers = buffers_;
     FunctionState saved_fn = fn_;
+    // A parallel loop inside a prefetched one (it runs serially) prefetches
+    // nothing: the outer loops' variables are not in its function.
+    const Expr saved_prefetch_loop_var = prefetch_loop_var_;
+    auto saved_prefetch_inner_loops = std::move(prefetch_inner_loops_);
+    prefetch_loop_var_ = Expr();
+    prefetch_inner_loops_.clear();
 
     // Wrapper: unpack the closure, call the inner function.
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", wrapper));
@@ -302,6 +319,8 @@ void IREmitter::EmitParallel(const ForNode* n) {
     vars_ = std::move(saved_vars);
     buffers_ = std::move(saved_buffers);
     fn_ = std::move(saved_fn);
+    prefetch_loop_var_ = saved_prefetch_loop_var;
+    prefetch_inner_loops_ = std::move(saved_prefetch_inner_loops);
   }
 
   llvm::FunctionCallee parallel_for =
@@ -377,14 +396,17 @@ void IREmitter::EmitIf(const IfThenElseNode* n) {
   llvm::BasicBlock* else_bb =
       n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", fn_.function) : join;
   b_.CreateCondBr(cond, then_bb, else_bb);
+  const auto prefetched_before = prefetched_;  // what a branch prefetches, the other does not
   b_.SetInsertPoint(then_bb);
   EmitStmt(n->then_case);
   b_.CreateBr(join);
   if (n->else_case.defined()) {
+    prefetched_ = prefetched_before;
     b_.SetInsertPoint(else_bb);
     EmitStmt(n->else_case);
     b_.CreateBr(join);
   }
+  prefetched_ = prefetched_before;
   b_.SetInsertPoint(join);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/build.h"
+#include "codegen/prefetch_plan.h"
 #include "lower/stmt.h"
 
 namespace autosched {
@@ -46,6 +47,9 @@ class IREmitter {
   llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
   llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);
   llvm::Value* EmitBufferLoad(const BufferLoadNode* n);
+  // Prefetches what this load reads in the next iteration of the loop being
+  // prefetched (codegen/prefetch_plan.h), where there is one.
+  void EmitPrefetchOfNextIteration(const BufferLoadNode* n);
   llvm::Value* ElementPointers(const Buffer& buffer, const Expr& index, bool* contiguous, bool* broadcast);
   llvm::Value* Index64(llvm::Value* index);
 
@@ -97,7 +101,16 @@ class IREmitter {
   bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
   int num_outlined_ = 0;
   std::unordered_set<const ForNode*> unroll_;  // unrolled loops to copy out (codegen/unroll_budget.h)
-  int64_t stack_bytes_ = 0;                    // stack taken by buffers, over all functions of the kernel
+  PrefetchPlan prefetch_;
+  Expr prefetch_loop_var_;  // of the prefetched loop being emitted (undefined: none)
+  // Addresses prefetched since the current block of straight-line code began
+  // (one per element: the copies of an unrolled loop load the same weights),
+  // with the unrolled loops' copies as they stand (variable, its value).
+  std::vector<std::pair<const BufferNode*, Expr>> prefetched_;
+  std::vector<std::pair<const VarNode*, Expr>> unrolled_copy_;
+  std::vector<const ForNode*>
+      prefetch_inner_loops_;  // serial loops inside the prefetched one, outermost first
+  int64_t stack_bytes_ = 0;   // stack taken by buffers, over all functions of the kernel
 };
 
 }  // namespace autosched
