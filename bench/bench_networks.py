@@ -3,13 +3,14 @@
 Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
                                      [--log-dir DIR] [--time-budget-s S] [--threads N]
                                      [--cost-model auto|scratch] [--no-transfer-seeds] [--checkpoints-s 600]
-                                     [--network-timing-s 120]
+                                     [--network-timing-s 120] [--rounds 3]
 
 For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
 (num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
 network with the log (graph.build), check its output against onnxruntime (the graph exported with
 Graph.to_onnx, same weights) and PyTorch (the same graph run op by op with torch.nn.functional), then time
-all three in this process on the same input. Prints the trial budget and wall time of tuning, and latency
+all three in this process on the same input, in turn over --rounds alternating rounds (the best of each is
+reported, and the range of the per-round ratios beside it). Prints the trial budget and wall time of tuning, and latency
 ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported and
 skipped (`pip install onnx onnxruntime torch==2.13.0`). --cost-model scratch and --no-transfer-seeds turn off
 the pretrained cost model and the seeds from similar tasks, for a run to compare with; the estimated total
@@ -70,6 +71,17 @@ def best_of(fn, min_seconds=1.0, min_runs=5):
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def alternate(runs, rounds, min_seconds=1.0):
+    """Times each of runs (name -> fn) with best_of, in turn, `rounds` times over: a machine that drifts between
+    the first and the last timing (other tenants of a VM, clock changes) then weighs on all of them alike.
+    Returns name -> [the best time of each round]."""
+    times = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(best_of(fn, min_seconds))
+    return times
 
 
 def close(a, b):
@@ -294,17 +306,16 @@ def bench_model(name, args, log_dir):
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
     net, result, tune_s, num_tasks, estimate, copies = tune_and_build(name, g, args, log_dir)
     ours = net(*inputs)
-    row = {"model": name, "tasks": num_tasks, "trials": result.trials, "tune_s": tune_s,
-           "autosched": best_of(lambda: net(*inputs))}
+    row = {"model": name, "tasks": num_tasks, "trials": result.trials, "tune_s": tune_s}
     if estimate:
-        print(f"  built network {row['autosched'] * 1e3:.3f} ms; the estimate is {estimate / row['autosched']:.2f} "
-              "of it", flush=True)
+        built = best_of(lambda: net(*inputs))
+        print(f"  built network {built * 1e3:.3f} ms; the estimate is {estimate / built:.2f} of it", flush=True)
     ort_nodes = onnxruntime_profile(g, inputs, args.threads)
     in_network_table(net, inputs, result, ort_nodes)
+    runs = {"autosched": lambda: net(*inputs)}
     for at, elapsed, path in copies:
         early = agraph.build(g, "llvm", path, verbose=False)
-        row[f"at {at:.0f} s"] = best_of(lambda: early(*inputs))
-        print(f"  built from the log at {elapsed:.0f} s of tuning: {row[f'at {at:.0f} s'] * 1e3:.3f} ms", flush=True)
+        runs[f"at {at:.0f} s"] = lambda early=early: early(*inputs)
     for peer, make in (("onnxruntime", onnxruntime_peer), ("pytorch", torch_peer)):
         made, why = make(g, inputs, args.threads)
         if made is None:
@@ -314,8 +325,20 @@ def bench_model(name, args, log_dir):
         err = max(close(a, np.asarray(b)) for a, b in zip(ours, outputs))
         print(f"  output vs {peer}: max abs difference {err:.2e} of the output's largest magnitude"
               + ("" if err < 1e-3 else "  ** MISMATCH **"), flush=True)
-        row[peer] = best_of(run)
+        runs[peer] = run
+    times = alternate(runs, args.rounds)
+    for key, per_round in times.items():
+        row[key] = min(per_round)
+        row[f"{key} rounds"] = per_round
+        print(f"  {key}: " + ", ".join(f"{t * 1e3:.3f}" for t in per_round) + " ms in the alternating rounds",
+              flush=True)
     return row
+
+
+def round_ratios(row, peer, key):
+    """The range of peer / ours over the alternating rounds (each round times both)."""
+    ratios = [p / a for p, a in zip(row[f"{peer} rounds"], row[f"{key} rounds"])]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def main():
@@ -336,6 +359,8 @@ def main():
                         help="build the network from the best schedules and time its kernels in it every this "
                              "many seconds of tuning, scaling the scheduler's estimate and rounds by what each "
                              "task takes there (graph.NetworkTiming); 0: never")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating rounds in which the built networks and the peers are timed in turn")
     parser.add_argument("--checkpoints-s", default="600",
                         help="comma-separated tuning times (s) at which the network built from the log so far is "
                              "timed too; '' for none")
@@ -351,19 +376,22 @@ def main():
         log_dir = args.log_dir or tmp
         os.makedirs(log_dir, exist_ok=True)
         rows = [bench_model(n, args, log_dir) for n in names]
-    print("\nLatency (ms, best of runs over >= 1 s) and peer / autosched (above 1: autosched is faster)")
+    print(f"\nLatency (ms, the best of {args.rounds} alternating rounds, each the best of runs over >= 1 s) and "
+          "peer / autosched (above 1: autosched is faster; 'per round': the range over the rounds)")
     print(f"{'model':16}{'tasks':>6}{'trials':>8}{'tuning':>9}{'autosched':>11}{'onnxruntime':>13}{'ratio':>7}"
-          f"{'pytorch':>9}{'ratio':>7}")
+          f"{'per round':>11}{'pytorch':>9}{'ratio':>7}{'per round':>11}")
     for r in rows:
         line = f"{r['model']:16}{r['tasks']:>6}{r['trials']:>8}{r['tune_s'] / 60:8.1f}m{r['autosched'] * 1e3:11.2f}"
         for peer, width in (("onnxruntime", 13), ("pytorch", 9)):
             if peer in r:
-                line += f"{r[peer] * 1e3:{width}.2f}{r[peer] / r['autosched']:7.2f}"
+                line += (f"{r[peer] * 1e3:{width}.2f}{r[peer] / r['autosched']:7.2f}"
+                         f"{round_ratios(r, peer, 'autosched'):>11}")
             else:
-                line += f"{'-':>{width}}{'-':>7}"
+                line += f"{'-':>{width}}{'-':>7}{'-':>11}"
         print(line)
-        for key in [k for k in r if k.startswith("at ")]:
-            ratios = "".join(f", {p} {r[p] / r[key]:.2f}x" for p in ("onnxruntime", "pytorch") if p in r)
+        for key in [k for k in r if k.startswith("at ") and not k.endswith(" rounds")]:
+            ratios = "".join(f", {p} {r[p] / r[key]:.2f}x ({round_ratios(r, p, key)} per round)"
+                             for p in ("onnxruntime", "pytorch") if p in r)
             print(f"{'':16}{'':>6}{'':>8}{key:>9}{r[key] * 1e3:11.2f}   (peer / autosched{ratios})")
 
 

@@ -1,6 +1,6 @@
 """The benchmarks: bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS may misread
 them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper; the network bench gives
-onnxruntime's profiled nodes to the tasks of its table."""
+onnxruntime's profiled nodes to the tasks of its table and times networks and peers in alternating rounds."""
 import importlib.util
 import os
 import pathlib
@@ -76,3 +76,21 @@ def test_network_bench_gives_each_onnxruntime_node_to_the_task_holding_it():
     per_task, unmatched = bench_networks._ort_node_groups(node_ms, tasks_nodes)
     assert per_task == {"conv": 1.0, "conv1": 2.0, "fc": 0.75}
     assert unmatched == 0.125
+
+
+def test_network_bench_times_networks_and_peers_in_alternating_rounds(monkeypatch):
+    """The built networks and the peers are timed in turn, round after round; the ratios per round are shown."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import bench_networks
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    calls = []
+    monkeypatch.setattr(bench_networks, "best_of", lambda fn, min_seconds=1.0: fn())
+    clock = iter(range(1, 100))
+    runs = {name: (lambda name=name: calls.append(name) or next(clock) / 1000) for name in ("ours", "ort", "torch")}
+    times = bench_networks.alternate(runs, rounds=2)
+    assert calls == ["ours", "ort", "torch", "ours", "ort", "torch"]
+    assert times == {"ours": [0.001, 0.004], "ort": [0.002, 0.005], "torch": [0.003, 0.006]}
+    row = {"autosched rounds": times["ours"], "onnxruntime rounds": times["ort"]}
+    assert bench_networks.round_ratios(row, "onnxruntime", "autosched") == "1.25-2.00"
