@@ -108,9 +108,9 @@ class IREmitter {
   // with the unrolled loops' copies as they stand (variable, its value).
   std::vector<std::pair<const BufferNode*, Expr>> prefetched_;
   std::vector<std::pair<const VarNode*, Expr>> unrolled_copy_;
-  std::vector<const ForNode*>
-      prefetch_inner_loops_;  // serial loops inside the prefetched one, outermost first
-  int64_t stack_bytes_ = 0;   // stack taken by buffers, over all functions of the kernel
+  // The serial loops inside the prefetched one, outermost first.
+  std::vector<const ForNode*> prefetch_inner_loops_;
+  int64_t stack_bytes_ = 0;  // stack taken by buffers, over all functions of the kernel
 };
 
 }  // namespace autosched
