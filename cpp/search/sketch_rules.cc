@@ -23,12 +23,27 @@ const std::string& TilingStructure(const SketchContext& ctx, bool gpu) {
 
 // ---- always-inline ----
 
+// A stage that only moves elements (its body one load, e.g. a Winograd
+// output put back from its tiles) and whose every consumer reads it element by
+// element. Inlined, the consumers read the elements where they lie: one pass
+// over the tensor less, and its values are never stored twice.
+bool IsGatherReadElementWise(const State& s, int stage_id) {
+  const ComputeDAG& dag = s.dag();
+  const Tensor& op = dag.ops()[stage_id];
+  const OpAccessInfo& access = dag.access(stage_id);
+  if (!op->is_compute() || !op->reduce_axis.empty() || access.is_output || access.consumers.empty()) return false;
+  if (op->body.as<TensorLoadNode>() == nullptr) return false;
+  return std::all_of(access.consumers.begin(), access.consumers.end(),
+                     [&](int consumer) { return dag.ElementWiseMatch(stage_id, consumer); });
+}
+
 class AlwaysInlineRule : public SketchRule {
  public:
   std::string name() const override { return "always-inline"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
-    return s.dag().access(stage_id).is_strictly_inlineable ? Condition::ApplyAndSkipRest : Condition::Skip;
+    const bool inline_it = s.dag().access(stage_id).is_strictly_inlineable || IsGatherReadElementWise(s, stage_id);
+    return inline_it ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
     return {{s.ComputeInline(stage_id), stage_id - 1}};

@@ -222,6 +222,41 @@ def test_reads_of_a_constant_tensor_are_unrolled_and_correct():
         check(dag, state)
 
 
+def _gather_then_relu(shape=(5, 7, 3)):
+    """A gather that puts X's elements in other places (a floormod/floordiv index, as a Winograd output is put
+    back from its tiles), read element-wise by a bias-add + relu, and by a reduction elsewhere."""
+    a, b, c = shape
+    x = ans.te.placeholder((c, b, a), name="X")
+    bias = ans.te.placeholder((b,), name="bias")
+    g = ans.te.compute((a * c, b), lambda i, j: x[ans.te.floormod(i, c), j, ans.te.floordiv(i, c)], name="G")
+    y = ans.te.compute((a * c, b), lambda i, j: ans.te.max(g[i, j] + bias[j], ans.te.const(0.0, "float32")),
+                       name="Y")
+    return x, bias, g, y
+
+
+def test_a_gather_read_element_wise_is_inlined_and_correct():
+    for shape in [(5, 7, 3), (1, 13, 2), (4, 1, 1)]:
+        x, bias, g, y = _gather_then_relu(shape)
+        dag = ans.ComputeDAG([x, bias, y])
+        task = _task(dag)
+        sketches = search.generate_sketches(task)
+        assert sketches and all(s["G"].compute_at == "inlined" for s in sketches), shape
+        states, _ = search.sample_init_population(task, 4, seed=2)
+        for state in states:
+            check(dag, state)
+
+
+def test_a_gather_not_read_element_wise_keeps_its_stage():
+    x, bias, g, y = _gather_then_relu()
+    r = ans.te.reduce_axis((0, 7), name="r")
+    rows = ans.te.compute((15,), lambda i: ans.te.sum(g[i, r], axis=r), name="rows")  # reads G across j
+    both = ans.ComputeDAG([x, bias, y, rows])
+    assert all(s["G"].compute_at != "inlined" for s in search.generate_sketches(_task(both)))
+    as_output = ans.ComputeDAG([x, bias, g, y])  # G is an output: it must be stored
+    assert all(s["G"].compute_at != "inlined" for s in search.generate_sketches(_task(as_output)))
+    check(both, search.sample_init_population(_task(both), 1, seed=0)[0][0])
+
+
 def test_rules_are_listed_in_order():
     policy = search.SketchPolicy(_task(_matmul_dag()))
     assert policy.sketch_rule_names == [
