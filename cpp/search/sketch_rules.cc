@@ -31,7 +31,8 @@ bool IsGatherReadElementWise(const State& s, int stage_id) {
   const ComputeDAG& dag = s.dag();
   const Tensor& op = dag.ops()[stage_id];
   const OpAccessInfo& access = dag.access(stage_id);
-  if (!op->is_compute() || !op->reduce_axis.empty() || access.is_output || access.consumers.empty()) return false;
+  if (!op->is_compute() || !op->reduce_axis.empty() || access.is_output || access.consumers.empty())
+    return false;
   if (op->body.as<TensorLoadNode>() == nullptr) return false;
   return std::all_of(access.consumers.begin(), access.consumers.end(),
                      [&](int consumer) { return dag.ElementWiseMatch(stage_id, consumer); });
@@ -42,7 +43,8 @@ class AlwaysInlineRule : public SketchRule {
   std::string name() const override { return "always-inline"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
-    const bool inline_it = s.dag().access(stage_id).is_strictly_inlineable || IsGatherReadElementWise(s, stage_id);
+    const bool inline_it =
+        s.dag().access(stage_id).is_strictly_inlineable || IsGatherReadElementWise(s, stage_id);
     return inline_it ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
