@@ -308,12 +308,19 @@ std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule(bool gpu) {
 std::shared_ptr<const SketchRule> MakeSkipStageRule() { return std::make_shared<SkipStageRule>(); }
 
 SketchRuleList DefaultCpuSketchRules() {
-  return {MakeAlwaysInlineRule(),        MakeSimplifyComputeWithConstTensorRule(),
-          MakeInlineWindowPaddingRule(), MakeAddRfactorRule(),
-          MakePackOperandRule(),         MakePackConvLayoutRule(),
-          MakeAddCacheWriteRule(),       MakeMultiLevelTilingWithFusionRule(),
-          MakeMultiLevelTilingRule(),    MakePaddingAtTileRule(),
-          MakeWindowVectorizeRule(),     MakeSkipStageRule()};
+  return {MakeAlwaysInlineRule(),
+          MakeWinogradRowFusionRule(),
+          MakeSimplifyComputeWithConstTensorRule(),
+          MakeInlineWindowPaddingRule(),
+          MakeAddRfactorRule(),
+          MakePackOperandRule(),
+          MakePackConvLayoutRule(),
+          MakeAddCacheWriteRule(),
+          MakeMultiLevelTilingWithFusionRule(),
+          MakeMultiLevelTilingRule(),
+          MakePaddingAtTileRule(),
+          MakeWindowVectorizeRule(),
+          MakeSkipStageRule()};
 }
 
 bool IsGpuTask(const SearchTask& task) { return task.target.kind == TargetKind::OpenCL; }

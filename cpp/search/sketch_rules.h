@@ -13,6 +13,9 @@
 //
 // The CPU list, in order (DefaultCpuSketchRules):
 //   always-inline                     strictly inlineable element-wise stage: inline it
+//   winograd-row-fusion               a Winograd inverse whose transformed weights fit in half
+//                                     of L2: also a sketch computing data_pack, bgemm and inverse
+//                                     per output row of tiles (rule_winograd.cc)
 //   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
 //   inline-window-padding             a window stage (depthwise, pooling) reading a padding
 //                                     stage: also a sketch with the padding inlined
@@ -97,6 +100,8 @@ std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
 std::shared_ptr<const SketchRule> MakePackConvLayoutRule();
 // rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
+// rule_winograd.cc: the Winograd convolution's stages fused per row of tiles.
+std::shared_ptr<const SketchRule> MakeWinogradRowFusionRule();
 std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
 std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();
 std::shared_ptr<const SketchRule> MakePaddingAtTileRule();

@@ -260,7 +260,8 @@ def test_a_gather_not_read_element_wise_keeps_its_stage():
 def test_rules_are_listed_in_order():
     policy = search.SketchPolicy(_task(_matmul_dag()))
     assert policy.sketch_rule_names == [
-        "always-inline", "simplify-compute-with-const-tensor", "inline-window-padding", "add-rfactor",
+        "always-inline", "winograd-row-fusion", "simplify-compute-with-const-tensor", "inline-window-padding",
+        "add-rfactor",
         "pack-operand", "pack-conv-layout", "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling",
         "padding-at-tile", "window-vectorize", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "parallel", "unroll", "vectorize"]

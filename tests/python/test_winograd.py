@@ -4,6 +4,7 @@ convolution on awkward shapes (prime sizes, one output pixel, tiles past the out
 block, batches, uneven padding), through the reference evaluator, the default schedule and states sampled by
 the search; the search unrolls the transforms and vectorizes them over the channel lanes; the layout pass
 converts exactly the convolutions asked for; bad input is refused by name."""
+import json
 import re
 
 import numpy as np
@@ -95,6 +96,42 @@ def test_sampled_states_equal_a_direct_convolution(shape):
         out = np.zeros_like(want)
         ans.build(dag, state, "llvm")(*inputs, out)
         _assert_conv(out, want, shape[5])
+
+
+def _fused_task(dag, l2_bytes):
+    hardware = ans.HardwareParams(target="llvm", l2_cache_bytes=l2_bytes)
+    return ans.SearchTask(compute_dag=dag, target="llvm", hardware_params=hardware)
+
+
+def _is_row_fused(state):
+    """Whether data_pack is computed inside the output's loops (the winograd-row-fusion sketch)."""
+    return any(r[0] == "CA" and state.stages[r[1]].name == "data_pack" for r in json.loads(state.to_json()))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s[:6]) for s in SHAPES])
+def test_row_fused_states_equal_a_direct_convolution(shape):
+    """Where the transformed weights fit in half of L2, a sketch computes data_pack, bgemm and inverse per
+    output row of tiles; its states compute the convolution, tiles past the output included."""
+    dag = _dag(shape)
+    task = _fused_task(dag, 1 << 20)
+    fused = [s for s in search.generate_sketches(task) if _is_row_fused(s)]
+    assert len(fused) == 1
+    inputs, want = _arrays(shape)
+    states, _ = search.sample_init_population(task, 3, seed=2, sketches=fused)
+    assert states
+    for state in states:
+        assert _is_row_fused(state)
+        out = np.zeros_like(want)
+        ans.build(dag, state, "llvm")(*inputs, out)
+        _assert_conv(out, want, shape[5])
+
+
+def test_row_fusion_is_not_offered_where_the_weights_do_not_fit():
+    dag = _dag((1, 64, 12, 12, 64, 4, 16, (1, 1, 1, 1)))  # weights 6 x 6 x 64 x 64 floats: 590 KB
+    assert any(_is_row_fused(s) for s in search.generate_sketches(_fused_task(dag, 2 << 20)))
+    for l2_bytes in (1 << 20, 0):  # half of 1 MiB is too little; 0: the cache size is not known
+        sketches = search.generate_sketches(_fused_task(dag, l2_bytes))
+        assert sketches and not any(_is_row_fused(s) for s in sketches)
 
 
 def test_transforms_are_unrolled_and_vectorized_over_the_lanes():
