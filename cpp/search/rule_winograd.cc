@@ -7,13 +7,14 @@
 // tensor (alpha x alpha x tiles x channels) goes through memory twice. Where
 // the transformed weights fit in half of L2, they can instead be re-read for
 // every row of tiles: this sketch computes, per output row of tiles (the
-// output's parallel loop), the row's data_pack and bgemm (a register block of
-// `row_block` tiles x the channel lanes), then per output channel block its
-// inverse, and writes the outputs with their bias and activation. The
-// intermediates of a row stay in the caches. On ResNet-18's 64-channel 56 x 56
-// convolutions this ran 1.2x faster than the best unfused schedule of a
-// 30-minute search; with 128 channels and more the weights no longer fit and
-// it lost, so it is only offered where they do. The unfused sketches are kept.
+// output's parallel loop), the row's padded input, data_pack and bgemm (a
+// register block of `row_block` tiles x the channel lanes), then per output
+// channel block its inverse, and writes the outputs with their bias and
+// activation. The intermediates of a row stay in the caches. On ResNet-18's
+// 64-channel 56 x 56 convolutions this ran 1.2x faster than the best unfused
+// schedule of a 30-minute search; with 128 channels and more the weights no
+// longer fit and it lost, so it is only offered where they do. The unfused
+// sketches are kept.
 #include <algorithm>
 #include <optional>
 
@@ -50,6 +51,17 @@ int OutputStage(const State& s, int inverse) {
     if (st.loc == ComputeLocKind::Inlined) continue;
     return st.loc == ComputeLocKind::Root && IsUntouched(st) && !HasReduceIter(st) ? current : -1;
   }
+}
+
+// The stage that pads data_pack's input (a computed stage reading a tensor,
+// read by data_pack only); -1 if data_pack reads its input directly.
+int PaddingOf(const State& s, int data_pack) {
+  for (int p : s.dag().access(data_pack).producers) {
+    const Stage& st = s.stage(p);
+    if (st.is_placeholder() || InputTensors(st.op).empty() || !IsFreshRootStage(s, p)) continue;
+    if (s.dag().access(p).consumers.size() == 1) return p;
+  }
+  return -1;
 }
 
 struct WinogradStages {
@@ -123,7 +135,12 @@ class WinogradRowFusionRule : public SketchRule {
     r = r.ComputeAt(w.data_pack, output, 1);
     r = r.Reorder(w.data_pack, {2, 3, 0, 1, 5, 6, 4});
     r = UnrollThenVectorize(r, w.data_pack, {2, 3, 4, 5}, 6);
-    return {{r, w.data_pack - 1}};  // the padding and the constant matrices go on as usual
+    // The padded input too: its rows of a row of tiles, the overlap of two
+    // rows copied twice, instead of a pass of its own.
+    if (const int pad = PaddingOf(r, w.data_pack); pad >= 0) r = r.ComputeAt(pad, output, 1);
+    // The stages before the inverse are visited as usual: the constant
+    // matrices get inlined; the stages fused here are no longer at root.
+    return {{r, w.inverse}};
   }
 
  private:

@@ -116,6 +116,9 @@ def test_row_fused_states_equal_a_direct_convolution(shape):
     task = _fused_task(dag, 1 << 20)
     fused = [s for s in search.generate_sketches(task) if _is_row_fused(s)]
     assert len(fused) == 1
+    at = {st.name: st.compute_at for st in fused[0].stages}
+    assert at["data_pack"] == at["bgemm"] == at["inverse"] == at["PaddedInput"] == "at"
+    assert at["A"] == at["B"] == "inlined"  # their values fold into the unrolled transforms
     inputs, want = _arrays(shape)
     states, _ = search.sample_init_population(task, 3, seed=2, sketches=fused)
     assert states
