@@ -98,10 +98,11 @@ class WinogradRowFusionRule : public SketchRule {
     if (!w) return Condition::Skip;
     // bgemm (alpha, alpha, tiles, out blocks, lanes) reads the weights
     // (alpha, alpha, out blocks, in blocks, in lanes, lanes) once per row.
+    // Its iterators: eps, nu, tiles, out blocks, lanes, then the reduction's
+    // in blocks and in lanes.
     const Stage& bgemm = s.stage(w->bgemm);
-    int64_t weight_bytes = s.stage(w->bgemm).op->dtype.bytes();
-    for (int i : {0, 1, 3, 4}) weight_bytes *= Extent(bgemm, i);
-    for (int i : {5, 6}) weight_bytes *= Extent(bgemm, i);  // the reduction: in blocks x in lanes
+    int64_t weight_bytes = bgemm.op->dtype.bytes();
+    for (int i : {0, 1, 3, 4, 5, 6}) weight_bytes *= Extent(bgemm, i);
     const int64_t l2 = ctx.task.hardware_params.l2_cache_bytes;
     return l2 > 0 && 2 * weight_bytes <= l2 ? Condition::Apply : Condition::Skip;
   }

@@ -12,7 +12,8 @@
 // a stage returns the id it wants visited next).
 //
 // The CPU list, in order (DefaultCpuSketchRules):
-//   always-inline                     strictly inlineable element-wise stage: inline it
+//   always-inline                     strictly inlineable element-wise stage, or a gather
+//                                     every consumer reads element-wise: inline it
 //   winograd-row-fusion               a Winograd inverse whose transformed weights fit in half
 //                                     of L2: also a sketch computing data_pack, bgemm and inverse
 //                                     per output row of tiles (rule_winograd.cc)
@@ -99,9 +100,9 @@ bool ReadsConstTensor(const Stage& st);
 std::shared_ptr<const SketchRule> MakeAddRfactorRule();
 std::shared_ptr<const SketchRule> MakePackOperandRule();
 std::shared_ptr<const SketchRule> MakePackConvLayoutRule();
-// rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
 // rule_winograd.cc: the Winograd convolution's stages fused per row of tiles.
 std::shared_ptr<const SketchRule> MakeWinogradRowFusionRule();
+// rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
 std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
 std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();
 std::shared_ptr<const SketchRule> MakePaddingAtTileRule();
