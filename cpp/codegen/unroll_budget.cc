@@ -44,7 +44,7 @@ int64_t Times(int64_t body, int64_t copies) {
 // with it ran slower when the folded count unrolled more of their loops.
 class UnrollPlanner : public StmtVisitor {
  public:
-  explicit UnrollPlanner(int64_t budget) : left_(budget) {}
+  UnrollPlanner(int64_t budget, int64_t matrix_budget) : left_(budget), left_matrix_(matrix_budget) {}
 
   std::unordered_set<const ForNode*> chosen;
 
@@ -70,9 +70,11 @@ class UnrollPlanner : public StmtVisitor {
     const Size added{Times(body.full, extent - 1), Times(body.folded, extent - 1)};
     // A statement shared by two places of the function is emitted twice.
     if (!chosen.count(n)) {
-      const int64_t cost = matrix_vars_.count(var) ? added.folded : added.full;
-      if (cost > left_) return;
-      left_ -= cost;
+      const bool matrix = matrix_vars_.count(var) > 0;
+      int64_t& left = matrix ? left_matrix_ : left_;
+      const int64_t cost = matrix ? added.folded : added.full;
+      if (cost > left) return;
+      left -= cost;
       chosen.insert(n);
     }
     Add(added);
@@ -125,14 +127,15 @@ class UnrollPlanner : public StmtVisitor {
 
   Size size_{0, 0};
   int64_t left_;
+  int64_t left_matrix_;
   std::unordered_set<const VarNode*> unrolled_vars_;
   std::unordered_set<const VarNode*> matrix_vars_;  // the variables a constant select chain reads
 };
 
 }  // namespace
 
-std::unordered_set<const ForNode*> LoopsToUnroll(const Stmt& body, int64_t budget) {
-  UnrollPlanner planner(budget);
+std::unordered_set<const ForNode*> LoopsToUnroll(const Stmt& body, int64_t budget, int64_t matrix_budget) {
+  UnrollPlanner planner(budget, matrix_budget);
   planner.Visit(body);
   return std::move(planner.chosen);
 }

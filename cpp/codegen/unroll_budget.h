@@ -23,8 +23,10 @@ namespace autosched {
 // four per lane, and a loop one. At this budget the copies compile in well
 // under a second.
 constexpr int64_t kUnrollBudget = 8192;
+constexpr int64_t kMatrixUnrollBudget = 32768;
 
 // The unrolled loops of `body` to copy out; the others stay loops.
-std::unordered_set<const ForNode*> LoopsToUnroll(const Stmt& body, int64_t budget = kUnrollBudget);
+std::unordered_set<const ForNode*> LoopsToUnroll(const Stmt& body, int64_t budget = kUnrollBudget,
+                                                 int64_t matrix_budget = kMatrixUnrollBudget);
 
 }  // namespace autosched

@@ -179,19 +179,49 @@ TEST(UnrollBudgetTest, ExpressionsOfUnrolledVariablesWeighAsOneConstant) {
     return For(j, 8, ForKind::Unrolled, store);
   };
   Stmt constant = For(i, 8, ForKind::Unrolled, transform(i));
-  EXPECT_EQ(LoopsToUnroll(constant, 600).size(), 2u);
+  EXPECT_EQ(LoopsToUnroll(constant, 600, 600).size(), 2u);
   // The same chain of a variable no unrolled loop binds weighs in full.
   Stmt varying = For(i, 8, ForKind::Unrolled, transform(outside));
-  EXPECT_TRUE(LoopsToUnroll(varying, 600).empty());
+  EXPECT_TRUE(LoopsToUnroll(varying, 600, 600).empty());
   // A loop nest that reads no constant matrix counts its addresses in full:
   // its inner loop fits, the outer one's copies do not.
   Expr address = (((i * 8 + j) * 3 + outside) * 5 + outside * 7) * 2 + outside;
   Stmt plain = For(i, 8, ForKind::Unrolled,
                    For(j, 8, ForKind::Unrolled,
                        BufferStoreNode::make(c, BufferLoadNode::make(a, {address}) * 2.0f, {address})));
-  auto chosen = LoopsToUnroll(plain, 600);
+  auto chosen = LoopsToUnroll(plain, 600, 600);
   ASSERT_EQ(chosen.size(), 1u);
   EXPECT_TRUE(chosen.count(plain.as<ForNode>()->body.as<ForNode>()));
+}
+
+// The loops that read a constant matrix draw on a budget of their own: a
+// kernel whose other loops spent theirs (Winograd's products, fused into the
+// same kernel as its transforms) still copies its transforms out.
+TEST(UnrollBudgetTest, ConstantMatrixLoopsHaveTheirOwnBudget) {
+  Buffer a = MakeBuffer("A", f32, {64}), c = MakeBuffer("C", f32, {64});
+  Expr i = VarNode::make("i"), j = VarNode::make("j"), k = VarNode::make("k");
+  Stmt plain = For(k, 64, ForKind::Unrolled, BufferStoreNode::make(c, BufferLoadNode::make(a, {k}) * 2.0f, {k}));
+  Expr coef = FloatImmNode::make(f32, 0.0);
+  for (int r = 0; r < 8; ++r) {
+    for (int col = 0; col < 8; ++col) {
+      Expr at = BinaryNode::make(BinOp::EQ, i, make_const(i32, r)) &&
+                BinaryNode::make(BinOp::EQ, j, make_const(i32, col));
+      coef = SelectNode::make(at, FloatImmNode::make(f32, r + col + 1), coef);
+    }
+  }
+  Stmt transform = For(i, 8, ForKind::Unrolled,
+                       For(j, 8, ForKind::Unrolled,
+                           BufferStoreNode::make(c, BufferLoadNode::make(a, {j}) * coef, {i * 8 + j})));
+  Stmt kernel = SeqNode::make({plain, transform});
+  // The plain loop's 63 copies do not fit 100; the transform's still fit its own 600.
+  auto chosen = LoopsToUnroll(kernel, 100, 600);
+  EXPECT_FALSE(chosen.count(plain.as<ForNode>()));
+  EXPECT_TRUE(chosen.count(transform.as<ForNode>()));
+  EXPECT_TRUE(chosen.count(transform.as<ForNode>()->body.as<ForNode>()));
+  // And the other way round: a spent matrix budget leaves the plain loop its own.
+  auto other = LoopsToUnroll(kernel, 1000, 0);
+  EXPECT_TRUE(other.count(plain.as<ForNode>()));
+  EXPECT_FALSE(other.count(transform.as<ForNode>()));
 }
 
 TEST_F(CodegenSemanticsTest, LoopsPastTheUnrollBudgetStayCorrect) {

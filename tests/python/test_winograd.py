@@ -129,6 +129,25 @@ def test_row_fused_states_equal_a_direct_convolution(shape):
         _assert_conv(out, want, shape[5])
 
 
+def test_row_fused_transforms_fold_their_coefficients():
+    """ResNet-18's layer-1 convolution fused per row of tiles: its products' register block and its transforms
+    share one kernel, and the transforms' coefficients still fold to constants (no float compare is left of
+    their select chains), with the right results."""
+    shape = (1, 64, 56, 56, 64, 4, 16, (1, 1, 1, 1))
+    dag = _dag(shape)
+    task = _fused_task(dag, 2 << 20)
+    fused = [s for s in search.generate_sketches(task) if _is_row_fused(s)]
+    states, _ = search.sample_init_population(task, 3, seed=5, sketches=fused)
+    assert states
+    inputs, want = _arrays(shape)
+    for state in states:
+        mod = ans.build(dag, state, "llvm")
+        assert "= fcmp" not in mod.get_source("ll"), str(state)
+        out = np.zeros_like(want)
+        mod(*inputs, out)
+        _assert_conv(out, want, shape[5])
+
+
 def test_row_fusion_is_not_offered_where_the_weights_do_not_fit():
     dag = _dag((1, 64, 12, 12, 64, 4, 16, (1, 1, 1, 1)))  # weights 6 x 6 x 64 x 64 floats: 590 KB
     assert any(_is_row_fused(s) for s in search.generate_sketches(_fused_task(dag, 2 << 20)))
