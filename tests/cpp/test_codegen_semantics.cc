@@ -200,7 +200,8 @@ TEST(UnrollBudgetTest, ExpressionsOfUnrolledVariablesWeighAsOneConstant) {
 TEST(UnrollBudgetTest, ConstantMatrixLoopsHaveTheirOwnBudget) {
   Buffer a = MakeBuffer("A", f32, {64}), c = MakeBuffer("C", f32, {64});
   Expr i = VarNode::make("i"), j = VarNode::make("j"), k = VarNode::make("k");
-  Stmt plain = For(k, 64, ForKind::Unrolled, BufferStoreNode::make(c, BufferLoadNode::make(a, {k}) * 2.0f, {k}));
+  Stmt plain =
+      For(k, 64, ForKind::Unrolled, BufferStoreNode::make(c, BufferLoadNode::make(a, {k}) * 2.0f, {k}));
   Expr coef = FloatImmNode::make(f32, 0.0);
   for (int r = 0; r < 8; ++r) {
     for (int col = 0; col < 8; ++col) {
