@@ -185,9 +185,11 @@ def tune_and_build(name, g, args, log_dir):
     weight_mb = constant_bytes(g) / 1e6
     cache_mib = last_level_cache_bytes("llvm") / 2**20
     cold = sum(t.cold_constants for t in tasks)
+    network_caches = sum(t.network_caches for t in tasks)
     print(f"  weights {weight_mb:.1f} MB, last-level cache {cache_mib:.0f} MiB: "
           + (f"{cold} of {len(tasks)} tasks timed with their weights evicted before each run" if cold
-             else "tasks timed with warm weights"), flush=True)
+             else "tasks timed with warm weights")
+          + f"; {network_caches} of {len(tasks)} with the caches as the network leaves them", flush=True)
     curve = TuningCurve(tasks, weights)
     checkpoints = LogCheckpoints(log, args.checkpoints_s)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,

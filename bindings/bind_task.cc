@@ -161,17 +161,19 @@ void bind_task(py::module_& m) {
   py::class_<SearchTask>(m, "SearchTask", "A DAG to tune for a target.")
       .def(py::init([](const ComputeDAG& dag, const Target& target, const std::string& workload_key,
                        py::object hardware_params, const std::string& desc, std::vector<int> constant_args,
-                       bool cold_constants) {
+                       bool cold_constants, bool network_caches) {
              HardwareParams params = hardware_params.is_none() ? DefaultHardwareParams(target)
                                                                : hardware_params.cast<HardwareParams>();
              SearchTask task(dag, workload_key, target, params, desc);
              task.SetConstantArgs(std::move(constant_args));
              task.cold_constants = cold_constants;
+             task.network_caches = network_caches;
              return task;
            }),
            py::arg("compute_dag"), py::arg("target"), py::arg("workload_key") = "",
            py::arg("hardware_params") = py::none(), py::arg("desc") = "",
-           py::arg("constant_args") = std::vector<int>{}, py::arg("cold_constants") = false)
+           py::arg("constant_args") = std::vector<int>{}, py::arg("cold_constants") = false,
+           py::arg("network_caches") = false)
       .def_readonly("compute_dag", &SearchTask::compute_dag)
       .def_readonly("workload_key", &SearchTask::workload_key)
       .def_readonly("target", &SearchTask::target)
@@ -181,6 +183,8 @@ void bind_task(py::module_& m) {
                     "positions in compute_dag.tensors of the inputs constant where the kernel is deployed")
       .def_readonly("cold_constants", &SearchTask::cold_constants,
                     "the constants are evicted from the caches before each timed run")
+      .def_readonly("network_caches", &SearchTask::network_caches,
+                    "each timed run starts with the caches as a network leaves them")
       .def("to_json", [](const SearchTask& t) { return t.ToJson().dump(); })
       .def_static("_core_from_json", [](const std::string& text) {
         return SearchTask::FromJson(ParseJson(text, "SearchTask.from_json"));

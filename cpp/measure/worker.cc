@@ -37,6 +37,19 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Runs a repeat times with network caches (SearchTask::network_caches).
+constexpr int kNetworkCachesRuns = 20;
+// Bytes each pool thread writes to refill its core's private caches: four
+// times L2 (caches are not strictly LRU), 8 MiB where L2's size is unknown.
+constexpr int64_t kRefillPerL2 = 4;
+constexpr size_t kRefillUnknownL2Bytes = size_t{8} << 20;
+
+int64_t ArgBytes(const CallArg& arg) {
+  int64_t elements = 1;
+  for (int64_t extent : arg.shape) elements *= extent;
+  return elements * arg.dtype.bytes();
+}
+
 // A built candidate. With constant arguments (SearchTask::constant_args), the
 // stages computed only from them are split off as the deployed network does:
 // `prepacks` compute them once per run request, before the kernel is timed.
@@ -58,6 +71,7 @@ class Worker {
   json BuildOne(const json& msg);
   json RunOne(const json& msg);
   BuiltCandidate Build(const State& state, std::vector<Candidate::Prepack>* prepacks);
+  void SetNetworkCaches(const std::vector<CallArg>& args, TimeOptions* options) const;
   std::vector<double> Time(const Module& mod, const std::vector<CallArg>& args, const json& msg,
                            double first_run_seconds);
   std::string FirstRun(const Candidate& c, std::vector<AlignedBuffer>* packed, std::vector<CallArg>* args,
@@ -169,6 +183,22 @@ BuiltCandidate Worker::Build(const State& state, std::vector<Candidate::Prepack>
   return LowerAndBuild(split.state, target, task_->hardware_params);
 }
 
+// The caches as a network leaves them before each run: the private caches
+// refilled, and the task's inputs that are neither constants nor outputs
+// (the previous kernels' results) rewritten by the pool's threads.
+void Worker::SetNetworkCaches(const std::vector<CallArg>& args, TimeOptions* options) const {
+  const int64_t l2 = task_->hardware_params.l2_cache_bytes;
+  options->refill_private_caches_bytes =
+      l2 > 0 ? static_cast<size_t>(kRefillPerL2 * l2) : kRefillUnknownL2Bytes;
+  const auto& tensors = task_->compute_dag.tensors();
+  const auto& constants = task_->constant_args;
+  for (size_t i = 0; i < tensors.size() && i < args.size(); ++i) {
+    if (!tensors[i]->is_placeholder()) continue;
+    if (std::binary_search(constants.begin(), constants.end(), static_cast<int>(i))) continue;
+    options->produce_before_run.emplace_back(args[i].data, static_cast<size_t>(ArgBytes(args[i])));
+  }
+}
+
 // Seconds per run, one per repeat; `number` grows until a repeat lasts
 // min_repeat_ms (at most max_repeat runs). The verification run, which took
 // first_run_seconds, was the warm-up; a kernel that alone fills min_repeat_ms
@@ -179,6 +209,11 @@ BuiltCandidate Worker::Build(const State& state, std::vector<Candidate::Prepack>
 // On an OpenCL target the runs of all repeats together are capped at
 // max_device_runs (RunnerOptions): `repeat` at it, each repeat at
 // max(1, max_device_runs / repeat) runs.
+//
+// A task timed with network caches (SearchTask::network_caches) times each
+// run alone after setting the caches up, kNetworkCachesRuns runs a repeat:
+// growing `number` to min_repeat_ms would repeat the set-up (a few hundred
+// microseconds) thousands of times for a small kernel.
 std::vector<double> Worker::Time(const Module& mod, const std::vector<CallArg>& args, const json& msg,
                                  double first_run_seconds) {
   int64_t number = std::max<int64_t>(1, msg.at("number").get<int64_t>());
@@ -192,11 +227,13 @@ std::vector<double> Worker::Time(const Module& mod, const std::vector<CallArg>& 
     number = std::min(number, max_number);
   }
   const bool flush = msg.at("flush_cache").get<bool>();
+  const bool cpu = task_->target.kind != TargetKind::OpenCL;  // a GPU's times are its events', not wall time
+  const bool network_caches = cpu && task_->network_caches;
+  if (network_caches) number = kNetworkCachesRuns;
   if (first_run_seconds * 1e3 >= min_ms) number = 1;
   // Many times slower than the task's best: the verification run is its
   // time (timing it in full would only confirm it is slow).
   const double cut_short = msg.value("cut_short_seconds", 0.0);
-  const bool cpu = task_->target.kind != TargetKind::OpenCL;  // a GPU's times are its events', not wall time
   if (cpu && cut_short > 0 && first_run_seconds > cut_short) return {first_run_seconds};
   // Cold constants: the task's constant arguments and the arrays prepacked
   // from them (after the task's own arguments) leave the caches before each run.
@@ -206,22 +243,20 @@ std::vector<double> Worker::Time(const Module& mod, const std::vector<CallArg>& 
     for (size_t i = 0; i < args.size(); ++i) {
       bool constant = i >= own_args || std::binary_search(task_->constant_args.begin(),
                                                           task_->constant_args.end(), static_cast<int>(i));
-      if (!constant) continue;
-      int64_t elements = 1;
-      for (int64_t extent : args[i].shape) elements *= extent;
-      evict.emplace_back(args[i].data, static_cast<size_t>(elements) * args[i].dtype.bytes());
+      if (constant) evict.emplace_back(args[i].data, static_cast<size_t>(ArgBytes(args[i])));
     }
   }
+  TimeOptions options;
+  options.flush_cache = flush;
+  options.warm_up = false;
+  options.evict_before_run = evict;
+  if (network_caches) SetNetworkCaches(args, &options);
   std::vector<double> costs;
   while (static_cast<int>(costs.size()) < repeat) {
-    TimeOptions options;
     options.number = static_cast<int>(number);
-    options.flush_cache = flush;
-    options.warm_up = false;
-    options.evict_before_run = evict;
     double per_run = mod.TimeEvaluate(args, options).at(0);
     double ms = per_run * static_cast<double>(number) * 1e3;
-    if (ms < min_ms && number < max_number) {
+    if (ms < min_ms && number < max_number && !network_caches) {
       double scale = ms > 0 ? min_ms / ms * 1.1 : 10.0;
       number = std::min<int64_t>(max_number, static_cast<int64_t>(std::ceil(number * std::max(scale, 2.0))));
       continue;

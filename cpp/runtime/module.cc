@@ -10,6 +10,7 @@
 #endif
 
 #include "runtime/aligned_alloc.h"
+#include "runtime/thread_pool.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -36,6 +37,43 @@ void FlushCaches() {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// TimeOptions::refill_private_caches_bytes and produce_before_run. The
+// buffers are the process's, one per pool thread, used by one evaluation at
+// a time.
+void SetUpNetworkCaches(const TimeOptions& options) {
+  static std::mutex mutex;
+  static std::vector<AlignedBuffer> buffers;
+  static size_t buffer_bytes = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  ThreadPool& pool = ThreadPool::Global();
+  const int threads = pool.max_tasks();
+  const size_t bytes = options.refill_private_caches_bytes;
+  if (bytes > 0) {
+    if (buffers.size() != static_cast<size_t>(threads) || buffer_bytes != bytes) {
+      buffers.clear();
+      for (int t = 0; t < threads; ++t) buffers.emplace_back(AlignedAlloc(bytes));
+      buffer_bytes = bytes;
+    }
+    pool.ParallelFor(threads, threads, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        auto* p = static_cast<volatile char*>(buffers[t].get());
+        for (size_t i = 0; i < bytes; i += 64) p[i] = static_cast<char>(i);
+      }
+    });
+  }
+  for (const auto& [data, size] : options.produce_before_run) {
+    const int64_t lines = static_cast<int64_t>((size + 63) / 64);
+    auto* p = static_cast<volatile char*>(data);
+    pool.ParallelFor(threads, threads, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        for (int64_t line = lines * t / threads; line < lines * (t + 1) / threads; ++line) {
+          p[line * 64] = p[line * 64];  // the line is written: this core owns it, modified
+        }
+      }
+    });
+  }
+}
 
 }  // namespace
 
@@ -215,10 +253,13 @@ std::vector<double> Module::TimeEvaluate(const std::vector<CallArg>& args, const
   while (static_cast<int>(results.size()) < options.repeat) {
     if (options.flush_cache) FlushCaches();
     double seconds = -1;
-    if (!options.evict_before_run.empty()) {  // each run timed alone, after its evictions
+    const bool network_caches =
+        options.refill_private_caches_bytes > 0 || !options.produce_before_run.empty();
+    if (!options.evict_before_run.empty() || network_caches) {  // each run timed alone, after its evictions
       seconds = 0;
       for (int i = 0; i < number; ++i) {
         for (const auto& [data, bytes] : options.evict_before_run) EvictFromCaches(data, bytes);
+        if (network_caches) SetUpNetworkCaches(options);
         auto start = Clock::now();
         run();
         synchronize();

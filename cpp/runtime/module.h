@@ -114,6 +114,13 @@ struct TimeOptions {
   // Memory evicted from the caches before each run (a network's weights);
   // each run is then timed alone, the evictions left out of the time.
   std::vector<std::pair<const void*, size_t>> evict_before_run;
+  // Before each run (timed alone, like evictions): every thread of the pool
+  // writes this many bytes of a buffer of its own, pushing the kernel's data
+  // out of its core's private caches, ...
+  size_t refill_private_caches_bytes = 0;
+  // ... then these arrays are rewritten in place, in equal contiguous shares
+  // by the pool's threads, as a producing kernel leaves them.
+  std::vector<std::pair<void*, size_t>> produce_before_run;
 };
 
 // Writes [data, data + bytes) back to memory and drops it from every cache

@@ -59,6 +59,7 @@ nlohmann::json SearchTask::ToJson() const {
                         {"compute_dag", compute_dag.ToJson()}};
   if (!constant_args.empty()) doc["constant_args"] = constant_args;  // absent: none (older records)
   if (cold_constants) doc["cold_constants"] = true;                  // absent: warm
+  if (network_caches) doc["network_caches"] = true;                  // absent: warm
   return doc;
 }
 
@@ -101,6 +102,11 @@ SearchTask SearchTask::FromJson(const nlohmann::json& doc) {
     AS_CHECK(doc.at("cold_constants").is_boolean(),
              "search task field 'cold_constants' must be true or false");
     task.cold_constants = doc.at("cold_constants").get<bool>();
+  }
+  if (doc.contains("network_caches")) {
+    AS_CHECK(doc.at("network_caches").is_boolean(),
+             "search task field 'network_caches' must be true or false");
+    task.network_caches = doc.at("network_caches").get<bool>();
   }
   return task;
 }

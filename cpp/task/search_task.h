@@ -36,6 +36,13 @@ struct SearchTask {
   // and the schedule that is fastest with warm weights may not be fastest
   // with cold ones. extract_tasks sets it for such networks.
   bool cold_constants = false;
+  // Each timed run starts with the caches as a network leaves them (CPU
+  // targets): every core's private caches refilled with other data, then the
+  // non-constant inputs written anew in equal shares by the pool's threads,
+  // as the kernel before it wrote them. The weights are then in the shared
+  // cache at best and the inputs split between the cores, where a warm
+  // timing loop finds all of them in each core's L2. extract_tasks sets it.
+  bool network_caches = false;
 
   // An empty workload_key takes the DAG's. Throws Error when a hardware
   // parameter is negative.

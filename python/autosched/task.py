@@ -23,7 +23,10 @@ class SearchTask(_core.SearchTask):
     extract_tasks sets them): the stages computed only from them (a packed copy of a weight) are then timed
     apart from the kernel, once, as graph.build runs them. cold_constants=True evicts those inputs (and their
     packed copies) from the CPU's caches before each timed run, as a network whose weights exceed the last-level
-    cache reads them (extract_tasks sets it for such networks). The workload key is the DAG's
+    cache reads them (extract_tasks sets it for such networks). network_caches=True starts each timed run with
+    the caches as a network leaves them: every core's private caches refilled with other data, then the inputs
+    that are not constants rewritten by the CPU's threads in equal shares, as the kernel before would have
+    written them (extract_tasks sets it on CPU targets). The workload key is the DAG's
     structural key unless one is given. to_json()/from_json() carry the DAG, so a task is re-created in another
     process with or without the workload function.
     """
@@ -31,7 +34,8 @@ class SearchTask(_core.SearchTask):
     def __init__(self, func: Any = None, args: Sequence[Any] = (), compute_dag: Optional[ComputeDAG] = None,
                  workload_key: Optional[str] = None, target: Union[str, Target, None] = None,
                  hardware_params: Optional[HardwareParams] = None, desc: str = "",
-                 constant_args: Sequence[int] = (), cold_constants: bool = False) -> None:
+                 constant_args: Sequence[int] = (), cold_constants: bool = False,
+                 network_caches: bool = False) -> None:
         if target is None:
             raise TypeError("SearchTask needs target= (e.g. 'llvm' for the host CPU)")
         target = check_target("SearchTask", target)
@@ -56,8 +60,9 @@ class SearchTask(_core.SearchTask):
                 isinstance(p, int) and not isinstance(p, bool) for p in constant_args):
             raise TypeError(f"SearchTask: constant_args must be a sequence of ints, got {constant_args!r}")
         check_type("SearchTask", "cold_constants", cold_constants, bool, "True or False")
+        check_type("SearchTask", "network_caches", network_caches, bool, "True or False")
         call_core("SearchTask", super().__init__, compute_dag, target, workload_key or "", hardware_params, desc,
-                  list(constant_args), cold_constants)
+                  list(constant_args), cold_constants, network_caches)
 
     def to_json(self):
         doc = json.loads(super().to_json())
@@ -82,7 +87,7 @@ class SearchTask(_core.SearchTask):
                               "recorded; using the recorded DAG")
         task = cls(compute_dag=dag, workload_key=core.workload_key, target=core.target,
                    hardware_params=core.hardware_params, desc=core.desc, constant_args=core.constant_args,
-                   cold_constants=core.cold_constants)
+                   cold_constants=core.cold_constants, network_caches=core.network_caches)
         task.workload = stored
         return task
 

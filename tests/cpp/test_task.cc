@@ -153,6 +153,20 @@ TEST(SearchTask, ColdConstantsRoundTrip) {
   EXPECT_NE(message.find("'cold_constants' must be true or false"), std::string::npos) << message;
 }
 
+TEST(SearchTask, NetworkCachesRoundTrip) {
+  SearchTask task(SmallMatmul(8), Target::Parse("llvm"));
+  EXPECT_FALSE(task.ToJson().contains("network_caches"));  // older records read as before
+  task.network_caches = true;
+  SearchTask back = SearchTask::FromJson(nlohmann::json::parse(task.ToJson().dump()));
+  EXPECT_TRUE(back.network_caches);
+  EXPECT_FALSE(back.cold_constants);
+
+  nlohmann::json bad = task.ToJson();
+  bad["network_caches"] = "yes";
+  const std::string message = test::ErrorOf([&] { SearchTask::FromJson(bad); });
+  EXPECT_NE(message.find("'network_caches' must be true or false"), std::string::npos) << message;
+}
+
 TEST(SearchTask, RejectsBadJson) {
   nlohmann::json doc = SearchTask(SmallMatmul(4), Target::Parse("llvm")).ToJson();
   nlohmann::json future = doc;

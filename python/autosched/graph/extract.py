@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from .. import _core, te
-from .._check import check_hardware_params, check_target, describe
+from .._check import check_hardware_params, check_target, check_type, describe
 from ..compute_dag import ComputeDAG
 from ..task import SearchTask
 from . import registry
@@ -131,12 +131,15 @@ def _check_cold_constants(where, cold_constants):
         raise ValueError(f"{where}: cold_constants must be True, False or 'auto', got {cold_constants!r}")
 
 
-def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constants=False, winograd="auto"):
+def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constants=False, winograd="auto",
+                network_caches=False):
     """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto"; winograd: True, False or
     "auto"; see graph/layout.py), partitions into fused groups and makes one SearchTask per distinct group.
-    cold_constants (True, False or "auto": constants_exceed_cache) sets the tasks' SearchTask.cold_constants."""
+    cold_constants (True, False or "auto": constants_exceed_cache) sets the tasks' SearchTask.cold_constants,
+    network_caches (on CPU targets) their SearchTask.network_caches."""
     target = check_target("lower_graph", target)
     _check_cold_constants("lower_graph", cold_constants)
+    check_type("lower_graph", "network_caches", network_caches, bool, "True or False")
     block = resolve_block(layout, target, hardware_params)
     winograd = resolve_winograd(winograd, block)
     folded = fold_batch_norm(graph)
@@ -159,7 +162,8 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
             constant_args = [i for i, v in enumerate(group.inputs) if v in folded.constants]
             tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params, desc=desc,
                                     constant_args=constant_args if target.kind == "llvm" else (),
-                                    cold_constants=bool(cold_constants and constant_args and target.kind == "llvm")))
+                                    cold_constants=bool(cold_constants and constant_args and target.kind == "llvm"),
+                                    network_caches=network_caches and target.kind == "llvm"))
             weights.append(0)
         weights[by_key[key]] += 1
         group_tasks.append(tasks[by_key[key]])
@@ -195,7 +199,8 @@ def check_graph_args(where: str, graph: Any, target: Any, hardware_params: Any,
 def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout: str = "auto", *,
                   params: Optional[Dict[str, Any]] = None,
                   cold_constants: Union[bool, str] = "auto",
-                  winograd: Union[bool, str] = "auto") -> Tuple[List[SearchTask], List[int]]:
+                  winograd: Union[bool, str] = "auto",
+                  network_caches: bool = True) -> Tuple[List[SearchTask], List[int]]:
     """(tasks, task_weights): one SearchTask per distinct fused group of `graph` for `target` (a Target or its
     text) and the number of times each group occurs. Nodes listed by graph.problems() are not compiled: one
     UnsupportedGraphWarning names them all, and the other groups are still extracted. layout: "NCHW" (as the
@@ -209,12 +214,16 @@ def extract_tasks(graph: Graph, target: Any, hardware_params: Any = None, layout
     winograd: whether the blocked layout runs 3x3 convolutions of stride 1 by Winograd (conv2d_winograd_nchwc):
     True (every one, by F(2x2, 3x3)), False, or "auto" (F(4x4, 3x3) or F(2x2, 3x3) where it is faster, by the
     channels, the output tiles and the block: graph/layout.py's winograd_tile); graph.build must be given the
-    same value."""
+    same value.
+    network_caches: whether the tasks (on CPU targets) time each run with the caches as the network leaves them
+    (SearchTask.network_caches): the private caches refilled with other data and the inputs rewritten by all
+    cores, instead of a warm loop that finds weights and inputs in each core's L2."""
     _check_cold_constants("extract_tasks", cold_constants)
+    check_type("extract_tasks", "network_caches", network_caches, bool, "True or False")
     target, hardware_params = check_graph_args("extract_tasks", graph, target, hardware_params, params)
     problems = graph.problems()
     if problems:
         warnings.warn(f"graph '{graph.name}': {len(problems)} node(s) cannot be compiled and are left out of "
                       f"the tasks:\n{format_problems(problems)}", UnsupportedGraphWarning, stacklevel=2)
-    lowered = lower_graph(graph, target, hardware_params, layout, cold_constants, winograd)
+    lowered = lower_graph(graph, target, hardware_params, layout, cold_constants, winograd, network_caches)
     return lowered.tasks, lowered.weights
