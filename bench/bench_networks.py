@@ -188,8 +188,8 @@ def tune_and_build(name, g, args, log_dir):
     network_caches = sum(t.network_caches for t in tasks)
     print(f"  weights {weight_mb:.1f} MB, last-level cache {cache_mib:.0f} MiB: "
           + (f"{cold} of {len(tasks)} tasks timed with their weights evicted before each run" if cold
-             else "tasks timed with warm weights")
-          + f"; {network_caches} of {len(tasks)} with the caches as the network leaves them", flush=True)
+             else "no task evicts its weights")
+          + f"; {network_caches} of {len(tasks)} timed with the caches as the network leaves them", flush=True)
     curve = TuningCurve(tasks, weights)
     checkpoints = LogCheckpoints(log, args.checkpoints_s)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,
