@@ -106,8 +106,12 @@ void BindModels(py::module_& m) {
                     "cost model to a share of its time decides when)")
       .def_property_readonly("untrained_programs", &XGBModel::untrained_programs,
                              "programs added since the last training")
-      .def("train_pending", &XGBModel::TrainPending, py::call_guard<InterruptibleRelease>(),
-           "Trains on all programs when some are untrained and the warm-up is over; returns whether it did.");
+      .def("train_pending", &XGBModel::TrainPending, py::arg("threads") = -1,
+           py::call_guard<InterruptibleRelease>(),
+           "Trains on all programs when some are untrained and the warm-up is over; returns whether it did. "
+           "threads: XGBoost's threads for this training (-1: xgboost_threads; 0: all cores); predictions "
+           "keep "
+           "xgboost_threads.");
 }
 
 }  // namespace

@@ -110,6 +110,7 @@ py::dict RoundStats(const SearchRoundStats& r) {
   d["transfer_seeds"] = r.transfer_seeds;
   d["picked_transfer"] = r.picked_transfer;
   d["tries"] = r.tries;
+  d["sample_seconds"] = r.sample_seconds;
   d["search_seconds"] = r.search_seconds();
   d["cost_model_seconds"] = r.cost_model_seconds();
   return d;

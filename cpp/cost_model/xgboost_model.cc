@@ -182,11 +182,13 @@ void XGBModel::Update(const std::vector<MeasuredProgram>& programs) {
   if (!defer_training_) TrainPending();
 }
 
-bool XGBModel::TrainPending() {
+bool XGBModel::TrainPending(int threads) {
+  AS_CHECK(threads >= -1,
+           "XGBModel.train_pending: threads must be -1, 0 (all cores) or more, got " << threads);
   if (untrained_programs() == 0 ||
       impl_->data.num_programs() < static_cast<size_t>(params_.num_warmup_samples))
     return false;
-  Train();
+  Train(threads);
   trained_programs_ = impl_->data.num_programs();
   return true;
 }
@@ -241,8 +243,10 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
 
 }  // namespace
 
-void XGBModel::Train() {
+void XGBModel::Train(int threads) {
   auto start = std::chrono::steady_clock::now();
+  XGBModelParams train_params = params_;
+  if (threads >= 0) train_params.xgboost_threads = threads;
   std::vector<size_t> ids = impl_->data.TrainablePrograms();
   if (ids.empty()) return;
   std::vector<size_t> valid_ids;
@@ -257,11 +261,11 @@ void XGBModel::Train() {
   }
   PackedRows train = impl_->data.Pack(ids, params_.label_octaves);
   PackedRows valid = impl_->data.Pack(valid_ids, params_.label_octaves);
-  DMatrix dtrain(train.values, train.num_rows(), params_.xgboost_threads);
+  DMatrix dtrain(train.values, train.num_rows(), train_params.xgboost_threads);
   std::unique_ptr<DMatrix> dvalid;
   std::vector<DMatrixHandle> cache{dtrain.get()};
   if (valid.num_rows() > 0) {
-    dvalid = std::make_unique<DMatrix>(valid.values, valid.num_rows(), params_.xgboost_threads);
+    dvalid = std::make_unique<DMatrix>(valid.values, valid.num_rows(), train_params.xgboost_threads);
     cache.push_back(dvalid->get());
   }
   // A training that does not finish (an error, an interrupt) leaves the
@@ -278,8 +282,12 @@ void XGBModel::Train() {
     }
   }
   try {
-    impl_->Create(params_, cache);
+    impl_->Create(train_params, cache);
     report_ = Boost(impl_->booster, params_, dtrain, dvalid.get(), train, valid, train_offset, valid_offset);
+    if (train_params.xgboost_threads != params_.xgboost_threads) {
+      Check(XGBoosterSetParam(impl_->booster, "nthread", std::to_string(params_.xgboost_threads).c_str()),
+            "nthread");
+    }
   } catch (...) {
     impl_->Reset();
     report_ = TrainingReport();
@@ -386,8 +394,8 @@ bool XGBModel::trained() const { return false; }
 bool XGBModel::has_base() const { return false; }
 void XGBModel::SetBase(const std::string&) { NoXGBoost(); }
 void XGBModel::Update(const std::vector<MeasuredProgram>&) { NoXGBoost(); }
-void XGBModel::Train() { NoXGBoost(); }
-bool XGBModel::TrainPending() { NoXGBoost(); }
+void XGBModel::Train(int) { NoXGBoost(); }
+bool XGBModel::TrainPending(int) { NoXGBoost(); }
 std::vector<double> XGBModel::Predict(const SearchTask&, const std::vector<State>&) { NoXGBoost(); }
 std::vector<double> XGBModel::PredictLowered(const SearchTask&, const std::vector<State>&,
                                              const std::vector<LoweredPtr>&) {

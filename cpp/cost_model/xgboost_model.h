@@ -79,12 +79,14 @@ class XGBModel : public CostModel {
     return num_samples() > trained_programs_ ? num_samples() - trained_programs_ : 0;
   }
   // Trains on all programs when some are untrained and the warm-up is over;
-  // returns whether it trained.
-  bool TrainPending();
+  // returns whether it trained. threads: XGBoost's threads for this training
+  // (-1: params().xgboost_threads; 0: all cores), for a caller that knows the
+  // cores are otherwise idle; predictions keep params().xgboost_threads.
+  bool TrainPending(int threads = -1);
 
  private:
   struct Impl;  // the XGBoost booster and the training data
-  void Train();
+  void Train(int threads);
 
   XGBModelParams params_;
   TrainingReport report_;

@@ -39,13 +39,57 @@ std::vector<Expr> Children(const Expr& e) {
 
 namespace {
 
-// Rebuilds e with new children (same order as Children(e)); returns e itself
-// when every child is unchanged.
-Expr WithChildren(const Expr& e, const std::vector<Expr>& kids) {
-  std::vector<Expr> old = Children(e);
-  bool changed = false;
-  for (size_t i = 0; i < kids.size(); ++i) changed |= !kids[i].same_as(old[i]);
-  if (!changed) return e;
+// Calls fn on each direct child of e, in the order of Children(e), without
+// copying them: the rewriters below visit every node of large expressions.
+template <typename Fn>
+void ForEachChild(const Expr& e, Fn&& fn) {
+  switch (e.kind()) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::Var: return;
+    case ExprKind::Binary:
+      fn(e.as<BinaryNode>()->a);
+      fn(e.as<BinaryNode>()->b);
+      return;
+    case ExprKind::Not: return fn(e.as<NotNode>()->a);
+    case ExprKind::Select: {
+      auto* n = e.as<SelectNode>();
+      fn(n->condition);
+      fn(n->true_value);
+      fn(n->false_value);
+      return;
+    }
+    case ExprKind::Cast: return fn(e.as<CastNode>()->value);
+    case ExprKind::Call:
+      for (const Expr& a : e.as<CallNode>()->args) fn(a);
+      return;
+    case ExprKind::TensorLoad:
+      for (const Expr& i : e.as<TensorLoadNode>()->indices) fn(i);
+      return;
+    case ExprKind::Reduce: {
+      auto* n = e.as<ReduceNode>();
+      for (const IterVar& iv : n->axis) fn(iv.var);
+      fn(n->source);
+      if (n->condition.defined()) fn(n->condition);
+      return;
+    }
+    case ExprKind::BufferLoad:
+      for (const Expr& i : e.as<BufferLoadNode>()->indices) fn(i);
+      return;
+    case ExprKind::Ramp: return fn(e.as<RampNode>()->base);
+    case ExprKind::Broadcast: return fn(e.as<BroadcastNode>()->value);
+    case ExprKind::Let: {
+      auto* n = e.as<LetNode>();
+      fn(n->var);
+      fn(n->value);
+      fn(n->body);
+      return;
+    }
+  }
+}
+
+// e rebuilt with new children (same order as Children(e)).
+Expr Rebuild(const Expr& e, const std::vector<Expr>& kids) {
   switch (e.kind()) {
     case ExprKind::Binary: return BinaryNode::make(e.as<BinaryNode>()->op, kids[0], kids[1]);
     case ExprKind::Not: return NotNode::make(kids[0]);
@@ -68,6 +112,32 @@ Expr WithChildren(const Expr& e, const std::vector<Expr>& kids) {
     case ExprKind::Let: return LetNode::make(kids[0], kids[1], kids[2]);
     default: return e;
   }
+}
+
+size_t NumBinders(const Expr& e) {
+  return e.kind() == ExprKind::Reduce ? e.as<ReduceNode>()->axis.size() : e.kind() == ExprKind::Let ? 1 : 0;
+}
+
+// e with every child but the binders replaced by map(child); e itself when
+// each child maps to itself. Children are copied only once one changes.
+template <typename Map>
+Expr MapChildren(const Expr& e, Map&& map) {
+  const size_t binders = NumBinders(e);
+  std::vector<Expr> kids;
+  bool changed = false;
+  size_t index = 0;
+  ForEachChild(e, [&](const Expr& kid) {
+    const size_t at = index++;
+    if (at < binders) return;
+    Expr mapped = map(kid);
+    if (!changed) {
+      if (mapped.same_as(kid)) return;
+      kids = Children(e);
+      changed = true;
+    }
+    kids[at] = std::move(mapped);
+  });
+  return changed ? Rebuild(e, kids) : e;
 }
 
 }  // namespace
@@ -142,51 +212,36 @@ Expr ExprMutator::Mutate(const Expr& e) {
   return e;
 }
 
-namespace {
-// Default mutation: mutate every child except the binders of Reduce / Let.
-Expr MutateChildren(ExprMutator*, const Expr& e, size_t num_binders,
-                    const std::function<Expr(const Expr&)>& mutate) {
-  std::vector<Expr> kids = Children(e);
-  for (size_t i = num_binders; i < kids.size(); ++i) kids[i] = mutate(kids[i]);
-  return WithChildren(e, kids);
-}
-}  // namespace
-
-#define AS_DEFAULT_MUTATE(Node, Method, binders)                                          \
-  Expr ExprMutator::Method(const Expr& e, const Node* n) {                                \
-    (void)n;                                                                              \
-    return MutateChildren(this, e, binders, [this](const Expr& x) { return Mutate(x); }); \
+#define AS_DEFAULT_MUTATE(Node, Method)                                 \
+  Expr ExprMutator::Method(const Expr& e, const Node* n) {              \
+    (void)n;                                                            \
+    return MapChildren(e, [this](const Expr& x) { return Mutate(x); }); \
   }
-AS_DEFAULT_MUTATE(BinaryNode, MutateBinary, 0)
-AS_DEFAULT_MUTATE(NotNode, MutateNot, 0)
-AS_DEFAULT_MUTATE(SelectNode, MutateSelect, 0)
-AS_DEFAULT_MUTATE(CastNode, MutateCast, 0)
-AS_DEFAULT_MUTATE(CallNode, MutateCall, 0)
-AS_DEFAULT_MUTATE(TensorLoadNode, MutateTensorLoad, 0)
-AS_DEFAULT_MUTATE(BufferLoadNode, MutateBufferLoad, 0)
-AS_DEFAULT_MUTATE(RampNode, MutateRamp, 0)
-AS_DEFAULT_MUTATE(BroadcastNode, MutateBroadcast, 0)
-AS_DEFAULT_MUTATE(LetNode, MutateLet, 1)
+AS_DEFAULT_MUTATE(BinaryNode, MutateBinary)
+AS_DEFAULT_MUTATE(NotNode, MutateNot)
+AS_DEFAULT_MUTATE(SelectNode, MutateSelect)
+AS_DEFAULT_MUTATE(CastNode, MutateCast)
+AS_DEFAULT_MUTATE(CallNode, MutateCall)
+AS_DEFAULT_MUTATE(TensorLoadNode, MutateTensorLoad)
+AS_DEFAULT_MUTATE(BufferLoadNode, MutateBufferLoad)
+AS_DEFAULT_MUTATE(RampNode, MutateRamp)
+AS_DEFAULT_MUTATE(BroadcastNode, MutateBroadcast)
+AS_DEFAULT_MUTATE(LetNode, MutateLet)
 #undef AS_DEFAULT_MUTATE
 
-Expr ExprMutator::MutateReduce(const Expr& e, const ReduceNode* n) {
-  return MutateChildren(this, e, n->axis.size(), [this](const Expr& x) { return Mutate(x); });
+Expr ExprMutator::MutateReduce(const Expr& e, const ReduceNode*) {
+  return MapChildren(e, [this](const Expr& x) { return Mutate(x); });
 }
 
 void PostOrderVisit(const Expr& e, const std::function<void(const Expr&)>& fn) {
-  for (const Expr& kid : Children(e)) PostOrderVisit(kid, fn);
+  ForEachChild(e, [&](const Expr& kid) { PostOrderVisit(kid, fn); });
   fn(e);
 }
 
 Expr Rewrite(const Expr& e, const std::function<Expr(const Expr&)>& fn) {
   Expr r = fn(e);
   if (r.defined()) return r;
-  size_t binders = e.kind() == ExprKind::Reduce ? e.as<ReduceNode>()->axis.size()
-                   : e.kind() == ExprKind::Let  ? 1
-                                                : 0;
-  std::vector<Expr> kids = Children(e);
-  for (size_t i = binders; i < kids.size(); ++i) kids[i] = Rewrite(kids[i], fn);
-  return WithChildren(e, kids);
+  return MapChildren(e, [&](const Expr& kid) { return Rewrite(kid, fn); });
 }
 
 Expr Substitute(const Expr& e, const VarMap& map) {

@@ -12,7 +12,8 @@ seconds may go to choosing, split between two accounts:
 - the cost model: an XGBModel trains only when its account covers the training (its last one, scaled by the
   data grown since) or when a quarter more programs than it was trained on wait (STALE_GROWTH), so it never
   falls far behind. The model defers training meanwhile (XGBModel.defer_training) and takes it up again after
-  the session, when each policy gets its own population back.
+  the session, when each policy gets its own population back. These trainings run between rounds, while the
+  workers wait, so they use every core (train_pending(threads=0)).
 
 An account may go below zero (a floor-sized search, a forced training); the next rounds then pay it back. The
 time of resuming logs and of transfer (before the first round) is not counted.
@@ -151,7 +152,8 @@ class SearchShare:
             return
         forced = bool(trained) and estimate > left
         t0 = time.monotonic()
-        if model.train_pending():
+        # Between rounds nothing else runs here: the training takes every core.
+        if model.train_pending(threads=0):
             spent = time.monotonic() - t0
             self.train_s += spent
             self.trainings += 1

@@ -133,6 +133,34 @@ TEST(LowerPassesTest, AutoUnrollRespectsMaxStep) {
   EXPECT_EQ(CountLoops(AutoUnroll(nest), ForKind::Unrolled), 0);
 }
 
+TEST(LowerPassesTest, NestedUnitLoopsReadTheirValuesEverywhere) {
+  // for i < 3: for u in [i + 1]: for v in [2u]: for k < v - u: C[i, k] = v + k.
+  // Each unit loop's value reaches the inner loop's bounds and the store,
+  // also where one unit loop's value depends on another's.
+  const int rows = 3, cols = 4;
+  Buffer c = MakeBuffer("C", f32, {rows, cols});
+  Expr i = VarNode::make("i"), u = VarNode::make("u"), v = VarNode::make("v"), k = VarNode::make("k");
+  Stmt store = BufferStoreNode::make(c, CastNode::make(f32, v + k), {i, k});
+  Stmt nest = Loop(i, rows, ForKind::Serial,
+                   ForNode::make(u, i + 1, 1, ForKind::Serial,
+                                 ForNode::make(v, u * 2, 1, ForKind::Serial,
+                                               ForNode::make(k, 0, v - u, ForKind::Serial, store))));
+  Stmt simplified = SimplifyStmt(nest);
+  EXPECT_FALSE(StmtUsesVar(simplified, u.as<VarNode>())) << ToString(simplified);
+  EXPECT_FALSE(StmtUsesVar(simplified, v.as<VarNode>())) << ToString(simplified);
+  EXPECT_EQ(CountLoops(simplified, ForKind::Serial), 2) << ToString(simplified);
+  if (!HasLLVMBackend()) return;
+  LoweredFunc lowered = RunLoweringPasses(LoweredFunc{"unit_loops", {c}, nest});
+  std::vector<float> cv(rows * cols, -1);
+  Build(lowered, Target::Parse("llvm")).Call({Arg(cv, {rows, cols})});
+  for (int r = 0; r < rows; ++r) {
+    for (int col = 0; col < cols; ++col) {
+      const float want = col < r + 1 ? static_cast<float>(2 * (r + 1) + col) : -1.0f;
+      EXPECT_FLOAT_EQ(cv[r * cols + col], want) << "C[" << r << ", " << col << "]";
+    }
+  }
+}
+
 TEST(LowerPassesTest, FlatteningHonoursStridesAndUnitLoopsVanish) {
   const int rows = 3, cols = 5, pitch = 8;
   Buffer a = MakeBuffer("A", f32, {rows, cols}),

@@ -1,6 +1,8 @@
 """TuningOptions.search_time_share: the session sizes each round's search population to the share left, and a
 deferred XGBModel trains when its turn comes (search_share.SearchShare); the pieces it uses
 (SketchPolicy.set_population, XGBModel.defer_training / untrained_programs / train_pending) on their own."""
+import math
+
 import pytest
 
 import autosched as ans
@@ -121,3 +123,22 @@ def test_population_follows_the_seconds_left():
     tt.result.seconds["search"] = 1000.0  # far over the account: the floor
     share.before_round(tt, 16)
     assert policy.params.evolutionary_search_population == POPULATION_FLOOR
+
+
+def test_train_pending_on_every_core_keeps_the_prediction_threads():
+    inputs, results = _measured_pairs()
+    model = XGBModel(params=XGBModelParams(num_warmup_samples=10))
+    model.defer_training = True
+    model.update(inputs, results)
+    assert model.train_pending(threads=0) and model.trained
+    assert model.params.xgboost_threads == 1
+    single = XGBModel(params=XGBModelParams(num_warmup_samples=10))
+    single.update(inputs, results)
+    task = inputs[0].task
+    states = [i.state for i in inputs if i.task.workload_key == task.workload_key][:50]
+    a, b = model.predict(task, states), single.predict(task, states)
+    assert len(a) == len(states) and all(math.isfinite(x) for x in a)
+    # the same data and trees up to the order of floating-point sums
+    assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-3 * max(1.0, max(abs(y) for y in b))
+    with pytest.raises(ValueError, match="threads"):
+        model.train_pending(threads=-2)

@@ -8,7 +8,7 @@ namespace {
 
 class StmtSimplifier : public StmtMutator {
  protected:
-  Expr MutateExpr(const Expr& e) override { return Simplify(e, ranges_); }
+  Expr MutateExpr(const Expr& e) override { return Simplify(Substitute(e, unit_loops_), ranges_); }
 
   Stmt MutateFor(const Stmt& s, const ForNode* n) override {
     Expr min = MutateExpr(n->min), extent = MutateExpr(n->extent);
@@ -17,7 +17,12 @@ class StmtSimplifier : public StmtMutator {
     if (const_extent && extent_value <= 0) return Stmt();
     const VarNode* var = n->loop_var.as<VarNode>();
     if (const_extent && extent_value == 1 && !IsGpuBinding(n->for_kind)) {
-      return Mutate(SubstituteStmt(n->body, {{var, min}}));
+      // The body reads the variable as `min`: nested unit loops share one
+      // substitution instead of rewriting the body once each.
+      unit_loops_[var] = min;
+      Stmt body = Mutate(n->body);
+      unit_loops_.erase(var);
+      return body;
     }
     if (const_min && const_extent) ranges_[var] = Interval::FromExtent(min_value, extent_value);
     Stmt body = Mutate(n->body);
@@ -62,6 +67,7 @@ class StmtSimplifier : public StmtMutator {
 
  private:
   VarRanges ranges_;
+  VarMap unit_loops_;  // variables of the enclosing loops of extent 1 -> their value
 };
 
 }  // namespace
