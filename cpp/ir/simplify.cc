@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 
 #include "ir/functor.h"
 #include "ir/printer.h"
@@ -125,6 +126,35 @@ struct LinearForm {
   }
 };
 
+// The printed forms of the atoms met during one Simplify call. A sum's linear
+// form is taken again at each level of the sum as it is rebuilt bottom-up,
+// and printing its atoms was most of that. Each entry holds its expression,
+// so no node's address is reused while the entry lives; the entries go when
+// the outermost Simplify call returns.
+struct AtomKeys {
+  std::unordered_map<const ExprNode*, std::pair<Expr, std::string>> keys;
+  int depth = 0;  // Simplify calls running on this thread
+};
+thread_local AtomKeys atom_keys;
+
+class AtomKeyScope {
+ public:
+  AtomKeyScope() { ++atom_keys.depth; }
+  ~AtomKeyScope() {
+    if (--atom_keys.depth == 0) atom_keys.keys.clear();
+  }
+  AtomKeyScope(const AtomKeyScope&) = delete;
+  AtomKeyScope& operator=(const AtomKeyScope&) = delete;
+};
+
+std::string AtomKey(const Expr& e) {
+  if (const auto* var = e.as<VarNode>()) return var->name;  // a variable prints as its name
+  if (atom_keys.depth == 0) return ToString(e);
+  auto [it, fresh] = atom_keys.keys.try_emplace(e.get());
+  if (fresh) it->second = {e, ToString(e)};
+  return it->second.second;
+}
+
 LinearForm ToLinear(const Expr& e) {
   LinearForm f{e.dtype(), {}, 0};
   if (const auto* imm = e.as<IntImmNode>()) {
@@ -146,7 +176,7 @@ LinearForm ToLinear(const Expr& e) {
       }
     }
   }
-  f.terms.push_back({e, ToString(e), 1});
+  f.terms.push_back({e, AtomKey(e), 1});
   return f;
 }
 
@@ -528,6 +558,7 @@ class Simplifier : public ExprMutator {
 
 Expr Simplify(const Expr& e, const VarRanges& ranges) {
   AS_CHECK(e.defined(), "Simplify of an undefined expression");
+  AtomKeyScope scope;
   return Simplifier(ranges).Mutate(e);
 }
 
