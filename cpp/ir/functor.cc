@@ -4,42 +4,9 @@
 
 namespace autosched {
 
-std::vector<Expr> Children(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::IntImm:
-    case ExprKind::FloatImm:
-    case ExprKind::Var: return {};
-    case ExprKind::Binary: return {e.as<BinaryNode>()->a, e.as<BinaryNode>()->b};
-    case ExprKind::Not: return {e.as<NotNode>()->a};
-    case ExprKind::Select: {
-      auto* n = e.as<SelectNode>();
-      return {n->condition, n->true_value, n->false_value};
-    }
-    case ExprKind::Cast: return {e.as<CastNode>()->value};
-    case ExprKind::Call: return e.as<CallNode>()->args;
-    case ExprKind::TensorLoad: return e.as<TensorLoadNode>()->indices;
-    case ExprKind::Reduce: {
-      auto* n = e.as<ReduceNode>();
-      std::vector<Expr> kids;
-      for (const IterVar& iv : n->axis) kids.push_back(iv.var);
-      kids.push_back(n->source);
-      if (n->condition.defined()) kids.push_back(n->condition);
-      return kids;
-    }
-    case ExprKind::BufferLoad: return e.as<BufferLoadNode>()->indices;
-    case ExprKind::Ramp: return {e.as<RampNode>()->base};
-    case ExprKind::Broadcast: return {e.as<BroadcastNode>()->value};
-    case ExprKind::Let: {
-      auto* n = e.as<LetNode>();
-      return {n->var, n->value, n->body};
-    }
-  }
-  return {};
-}
-
 namespace {
 
-// Calls fn on each direct child of e, in the order of Children(e), without
+// Calls fn on each direct child of e, in the order Children(e) lists, without
 // copying them: the rewriters below visit every node of large expressions.
 template <typename Fn>
 void ForEachChild(const Expr& e, Fn&& fn) {
@@ -87,6 +54,16 @@ void ForEachChild(const Expr& e, Fn&& fn) {
     }
   }
 }
+
+}  // namespace
+
+std::vector<Expr> Children(const Expr& e) {
+  std::vector<Expr> kids;
+  ForEachChild(e, [&](const Expr& kid) { kids.push_back(kid); });
+  return kids;
+}
+
+namespace {
 
 // e rebuilt with new children (same order as Children(e)).
 Expr Rebuild(const Expr& e, const std::vector<Expr>& kids) {

@@ -40,6 +40,9 @@ def test_set_population_changes_the_next_rounds_and_rejects_zero():
     assert policy.params.evolutionary_search_population == 70
     with pytest.raises(ValueError, match="at least 1"):
         policy.set_population(0)
+    policy.continue_search_one_round(4)
+    stats = policy.last_round  # the sampling is a part of the search's seconds
+    assert stats["sampled"] > 0 and 0 < stats["sample_seconds"] <= stats["search_seconds"]
 
 
 def test_deferred_model_adds_programs_and_trains_when_asked():
