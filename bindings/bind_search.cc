@@ -108,6 +108,7 @@ py::dict RoundStats(const SearchRoundStats& r) {
   d["picked_best"] = r.picked_best;
   d["picked_random"] = r.picked_random;
   d["transfer_seeds"] = r.transfer_seeds;
+  d["carried"] = r.carried;
   d["picked_transfer"] = r.picked_transfer;
   d["tries"] = r.tries;
   d["sample_seconds"] = r.sample_seconds;
@@ -155,6 +156,11 @@ void BindPolicy(py::module_& m) {
       .def_property_readonly("params", &SketchPolicy::params)
       .def("set_population", &SketchPolicy::SetPopulation, py::arg("population"),
            "The evolutionary search's population from the next round on (params shows it).")
+      .def("set_generations", &SketchPolicy::SetGenerations, py::arg("num_iters"),
+           "The generations of selection and mutation per round from the next round on.")
+      .def("set_carry_over", &SketchPolicy::SetCarryOver, py::arg("carry_over"),
+           "Whether the next rounds go on from the last generation of the round before "
+           "(SearchParams.evolutionary_search_carry_over).")
       .def_property_readonly("sketch_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.sketch_rules()); })
       .def(

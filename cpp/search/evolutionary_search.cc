@@ -190,7 +190,7 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
                                       int num_out, CostModel* model,
                                       const std::unordered_set<std::string>& measured,
                                       const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats,
-                                      const std::vector<LoweredPtr>& init_lowered) {
+                                      const std::vector<LoweredPtr>& init_lowered, Generation* last) {
   AS_CHECK(num_out >= 1, "the evolutionary search needs to return at least 1 state, got " << num_out);
   AS_ICHECK(model != nullptr && stats != nullptr);
   BestHeap heap(static_cast<size_t>(num_out), measured);
@@ -198,6 +198,7 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
   std::vector<LoweredPtr> lowered = init_lowered;
   lowered.resize(pop.size());
   const int64_t num_iters = std::max<int64_t>(0, ctx.params.evolutionary_search_num_iters);
+  bool bred = false;
   for (int k = 0; k <= num_iters && !pop.empty(); ++k) {
     auto start = Clock::now();
     std::vector<std::string> keys(pop.size());
@@ -215,7 +216,12 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
     if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
     start = Clock::now();
     pop = Breed(ctx, pop, &lowered, weights, rules, seed, k, stats);
+    bred = true;
     stats->search_seconds += SecondsSince(start);
+  }
+  if (last != nullptr) {
+    // Only a bred generation (of the population's size) is worth going on from.
+    *last = bred ? Generation{std::move(pop), std::move(lowered)} : Generation{};
   }
   return heap.BestFirst();
 }

@@ -43,16 +43,26 @@ struct EvolutionStats {
   double cost_model_seconds = 0;                        // CostModel::Predict
 };
 
+// The last generation a search scored, with what each state lowers to (null
+// where not known): where a later search may go on from.
+struct Generation {
+  std::vector<State> states;
+  std::vector<LoweredPtr> lowered;
+};
+
 // Up to num_out distinct states whose keys are not in `measured`, best
 // predicted first. init_lowered[i], where given and not null, is what
 // init_population[i] lowers to; like the states that mutation makes (and
 // lowers to check them), the cost model then reads it instead of lowering
-// the state again. Throws Error when num_out < 1.
+// the state again. *last, where given, receives the last generation scored
+// when it was bred (empty when the search bred none).
+// Throws Error when num_out < 1.
 std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vector<State>& init_population,
                                       int num_out, CostModel* model,
                                       const std::unordered_set<std::string>& measured,
                                       const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats,
-                                      const std::vector<LoweredPtr>& init_lowered = {});
+                                      const std::vector<LoweredPtr>& init_lowered = {},
+                                      Generation* last = nullptr);
 
 // Selection weights of a population from its scores: max(score, 0) for
 // finite scores; when none is positive, the rank among the finite scores

@@ -62,6 +62,14 @@ using Int64List = std::vector<int64_t>;
   X(int64_t, evolutionary_search_num_iters, 4, AtLeast(0), "generations of selection and mutation per round") \
   X(double, evolutionary_search_mutation_prob, 0.85, Share(),                                                  \
     "chance that a selected parent is mutated rather than copied")                                             \
+  X(bool, evolutionary_search_carry_over, false, AnyValue(),                                                   \
+    "a round's initial population also holds the last generation of the task's round before (scored again "   \
+    "by the cost model as it is then), and only carry_over_fresh_share of the population is sampled at "       \
+    "random: the search goes on where it stopped instead of starting anew (a session that keeps the search "  \
+    "to its share of the time does so in the rounds it can afford only at the floor population)")             \
+  X(double, carry_over_fresh_share, 0.25, Share(),                                                             \
+    "with evolutionary_search_carry_over, the share of the population sampled at random each round (at "      \
+    "least one state)")                                                                                        \
   X(int64_t, sample_init_min_population, 50, AtLeast(0),                                                       \
     "random states sampled at least for a round's initial population")                                        \
   X(double, sample_init_use_measured_ratio, 0.2, Share(),                                                      \

@@ -194,8 +194,10 @@ const ExpertSchedule& SketchPolicy::Expert() {
 }
 
 // Random states from the sketches (at least sample_init_min_population, up
-// to the population size), the expert schedule, and the best measured states;
-// *lowered holds what the random states lower to (their check lowered them).
+// to the population size; carry_over_fresh_share of it when going on from the
+// last generation of the round before, which follows them), the expert
+// schedule, and the best measured states; *lowered holds what the random and
+// carried states lower to (their checks lowered them).
 std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_states,
                                                    std::vector<LoweredPtr>* lowered) {
   const auto start = Clock::now();
@@ -203,8 +205,12 @@ std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_st
   const int64_t use_measured = std::min(
       static_cast<int64_t>(measured_good_.size()),
       static_cast<int64_t>(params_.sample_init_use_measured_ratio * static_cast<double>(population)));
+  const bool carry = params_.evolutionary_search_carry_over && !last_generation_.states.empty();
   const int64_t num_random =
-      std::max<int64_t>(std::max<int64_t>(1, params_.sample_init_min_population), population - use_measured);
+      carry ? std::max<int64_t>(
+                  1, std::llround(params_.carry_over_fresh_share * static_cast<double>(population)))
+            : std::max<int64_t>(std::max<int64_t>(1, params_.sample_init_min_population),
+                                population - use_measured);
   std::vector<State> pop;
   if (!Sketches().empty()) {
     InitPopulation sampled = autosched::SampleInitPopulation(
@@ -215,6 +221,12 @@ std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_st
     *lowered = std::move(sampled.lowered);
   }
   *random_states = pop;
+  if (carry) {
+    lowered->resize(pop.size());
+    pop.insert(pop.end(), last_generation_.states.begin(), last_generation_.states.end());
+    lowered->insert(lowered->end(), last_generation_.lowered.begin(), last_generation_.lowered.end());
+    last_round_.carried += static_cast<int64_t>(last_generation_.states.size());
+  }
   if (!Sketches().empty() && Expert().state) pop.push_back(*Expert().state);
   pop.insert(pop.end(), transfer_seeds_.begin(), transfer_seeds_.end());
   last_round_.transfer_seeds += static_cast<int64_t>(transfer_seeds_.size());
@@ -280,8 +292,9 @@ std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
     const std::vector<State> init = InitialPopulation(&random_states, &lowered);
     std::vector<State> best;
     if (!init.empty()) {
-      best = EvolutionarySearch(ctx, init, 2 * num_measure, cost_model_.get(), measured_keys_,
-                                mutation_rules_, SeedFor(seed_, rounds_, 2), &last_round_.evolution, lowered);
+      best =
+          EvolutionarySearch(ctx, init, 2 * num_measure, cost_model_.get(), measured_keys_, mutation_rules_,
+                             SeedFor(seed_, rounds_, 2), &last_round_.evolution, lowered, &last_generation_);
     }
     std::mt19937 rng = RngFor(seed_, rounds_, 3);
     Shuffle(&random_states, &rng);
@@ -296,6 +309,13 @@ void SketchPolicy::SetPopulation(int64_t population) {
   AS_CHECK(population >= 1, "the search population must be at least 1, got " << population);
   params_.evolutionary_search_population = population;
 }
+
+void SketchPolicy::SetGenerations(int64_t num_iters) {
+  AS_CHECK(num_iters >= 0, "the search's generations per round must be at least 0, got " << num_iters);
+  params_.evolutionary_search_num_iters = num_iters;
+}
+
+void SketchPolicy::SetCarryOver(bool carry_over) { params_.evolutionary_search_carry_over = carry_over; }
 
 bool SketchPolicy::IsMeasured(const State& state) const { return measured_keys_.count(StateKey(state)) != 0; }
 

@@ -41,6 +41,7 @@ struct SearchRoundStats {
   int64_t picked_best = 0;                      // states picked from the search's best
   int64_t picked_random = 0;                    // states picked at random (epsilon-greedy)
   int64_t transfer_seeds = 0;                   // seeds of similar tasks in the initial population
+  int64_t carried = 0;                          // states of the round before's last generation in it
   int64_t picked_transfer = 0;                  // seeds measured directly (transfer_seeds_measured)
   int tries = 0;                                // 1 + retries of a round that found nothing new
   double sample_seconds = 0;                    // sketches and sampling
@@ -64,6 +65,11 @@ class SketchPolicy {
   // 1): a session that keeps the search to a share of its time sizes each
   // round's search with it.
   void SetPopulation(int64_t population);
+  // The generations of selection and mutation per round from the next round
+  // on (at least 0), and whether a round goes on from the last generation of
+  // the round before (SearchParams::evolutionary_search_carry_over).
+  void SetGenerations(int64_t num_iters);
+  void SetCarryOver(bool carry_over);
   // The ordered rules: the preloaded custom rules, then the built-in ones.
   SketchRuleList& sketch_rules() { return sketch_rules_; }
   const SketchRuleList& sketch_rules() const { return sketch_rules_; }
@@ -158,6 +164,7 @@ class SketchPolicy {
   std::optional<std::vector<State>> sketches_;  // generated on the first round
   std::optional<ExpertSchedule> expert_;        // made on the first round
   std::vector<State> transfer_seeds_;           // re-fitted seeds of similar tasks
+  Generation last_generation_;                  // of the last round's search
   std::unordered_set<std::string> measured_keys_;
   std::vector<std::pair<double, State>> measured_good_;  // (throughput, state) of successful measurements
   std::unordered_set<std::string> good_keys_;            // their keys

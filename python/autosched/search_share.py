@@ -8,7 +8,9 @@ seconds may go to choosing, split between two accounts:
 
 - the search: before each round the task's population is sized to what is left of the search's account, from
   the seconds per state the task's last rounds took (at least POPULATION_FLOOR states, or 3 per state to
-  measure, and at most the population the policy was made with);
+  measure, and at most the population the policy was made with). A round the account affords only at that
+  floor goes on from the task's last generation (SearchParams.evolutionary_search_carry_over: a quarter of the
+  population sampled anew instead of all of it) with the generations the account affords, at least one;
 - the cost model: an XGBModel trains only when its account covers the training (its last one, scaled by the
   data grown since) or when a quarter more programs than it was trained on wait (STALE_GROWTH), so it never
   falls far behind. The model defers training meanwhile (XGBModel.defer_training) and takes it up again after
@@ -24,7 +26,7 @@ import time
 from .search import SearchParams
 
 __all__ = ["SearchShare", "POPULATION_FLOOR", "TRAINING_PART", "STALE_GROWTH", "round_search_params",
-           "ROUND_POPULATION_PER_STATE", "ROUND_POPULATION_MIN"]
+           "ROUND_POPULATION_PER_STATE", "ROUND_POPULATION_MIN", "CARRIED_FIRST_GENERATION"]
 
 # The evolutionary search of a round measuring n states keeps a population of n * ROUND_POPULATION_PER_STATE
 # states, at least ROUND_POPULATION_MIN and at most the SearchParams default (2048): a round of 16 searches
@@ -34,6 +36,10 @@ ROUND_POPULATION_MIN = 512
 
 # The smallest population a round's search is given, whatever is left of the account.
 POPULATION_FLOOR = 48
+# A round at the floor goes on from the task's last generation (SearchParams.evolutionary_search_carry_over): its
+# initial population (that generation, a quarter of it sampled anew, measured seeds) is about this many
+# generations' worth of states.
+CARRIED_FIRST_GENERATION = 1.5
 # The cost model's part of the share (training); the search gets the rest.
 TRAINING_PART = 0.25
 # A deferred model trains anyway when this share more programs than it was trained on wait.
@@ -62,6 +68,8 @@ class SearchShare:
         self.trials0 = sum(tt.result.trials for tt in tuners)
         self.train_s = 0.0  # deferred trainings this session
         self.max_population = {}  # id(tuner) -> the population its policy was made with
+        self.max_num_iters = {}  # id(tuner) -> the generations per round its policy was made with
+        self.carry_over = {}  # id(tuner) -> whether its policy was made to carry its population over
         self.seconds_per_state = {}  # id(tuner) -> seconds per state and generation of its last searched round
         self.models = []
         self.trained_at = {}  # id(model) -> (programs, seconds) of its last training
@@ -80,6 +88,8 @@ class SearchShare:
         for tt in self.tuners:
             if id(tt) in self.max_population:
                 tt.policy.set_population(self.max_population[id(tt)])
+                tt.policy.set_generations(self.max_num_iters[id(tt)])
+                tt.policy.set_carry_over(self.carry_over[id(tt)])
         for model in self.models:
             model.defer_training = False
 
@@ -112,6 +122,8 @@ class SearchShare:
             return
         key = id(tt)
         limit = self.max_population.setdefault(key, tt.policy.params.evolutionary_search_population)
+        self.max_num_iters.setdefault(key, tt.policy.params.evolutionary_search_num_iters)
+        self.carry_over.setdefault(key, tt.policy.params.evolutionary_search_carry_over)
         floor = min(limit, max(POPULATION_FLOOR, 3 * n))
         rate = self.seconds_per_state.get(key)
         if rate is None and self.seconds_per_state:
@@ -122,11 +134,22 @@ class SearchShare:
         per_trial = (self._measure_seconds() - self.measure0) / max(1, trials)
         spent = self._choose_seconds() - self.choose0 - self.train_s
         left = self._allowed(1 - TRAINING_PART, n * per_trial) - spent
-        generations = tt.policy.params.evolutionary_search_num_iters + 1
-        population = int(left / (rate * generations)) if left > 0 else 0
+        num_iters = self.max_num_iters[key]
+        population = int(left / (rate * (num_iters + 1))) if left > 0 else 0
         self.rounds += 1
-        self.floor_rounds += population <= floor
-        tt.policy.set_population(max(floor, min(limit, population)))
+        if population > floor:
+            self.floor_rounds += population <= floor
+            tt.policy.set_population(max(floor, min(limit, population)))
+            tt.policy.set_generations(num_iters)
+            tt.policy.set_carry_over(self.carry_over[key])
+            return
+        # A round the account affords only at the floor goes on from the task's last generation instead of
+        # sampling and breeding anew, with as many generations as the account affords (at least one).
+        self.floor_rounds += 1
+        affordable = int(left / (rate * floor) - CARRIED_FIRST_GENERATION) if left > 0 else 0
+        tt.policy.set_population(floor)
+        tt.policy.set_generations(max(1, min(num_iters, affordable)))
+        tt.policy.set_carry_over(True)
 
     def after_round(self, tt):
         """Learns the seconds per state of task `tt`'s round, then trains the models whose turn it is."""

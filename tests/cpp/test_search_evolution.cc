@@ -247,6 +247,7 @@ class LoweredCountingModel : public RandomModel {
   using RandomModel::RandomModel;
   std::vector<double> PredictLowered(const SearchTask& task, const std::vector<State>& states,
                                      const std::vector<LoweredPtr>& lowered) override {
+    const int without_before = without;
     for (size_t i = 0; i < states.size(); ++i) {
       if (i < lowered.size() && lowered[i]) {
         ++with;
@@ -255,9 +256,11 @@ class LoweredCountingModel : public RandomModel {
         ++without;
       }
     }
+    if (calls++ == 0) first_call_without = without - without_before;
     return Predict(task, states);
   }
   int with = 0, without = 0, checked = 0;
+  int calls = 0, first_call_without = 0;  // the first call: a search's initial population
 };
 
 // Every state the search scores was lowered once, by the check that admitted
@@ -371,6 +374,56 @@ TEST(Interrupt, ParallelLoopStopsAtAnInterruptOfTheCallingThread) {
   done = 0;
   RunParallel(100, 2, [&](int64_t) { ++done; });
   EXPECT_EQ(done.load(), 100);
+}
+
+// With carry-over a round goes on from the last generation of the round
+// before: those states join its initial population with what their checks
+// lowered them to, and fewer states are sampled at random. The states it
+// proposes stay new and compute what the reference computes (prime extents).
+TEST(SketchPolicyRounds, CarryOverGoesOnFromTheLastGeneration) {
+  SearchParams params = SmallParams();
+  params.evolutionary_search_carry_over = true;
+  params.carry_over_fresh_share = 0.25;
+  auto model = std::make_shared<LoweredCountingModel>(3);
+  SketchPolicy policy(MakeTask(Matmul(7, 13, 29)), model, params, 5);
+  std::set<std::string> seen;
+  for (int round = 0; round < 3; ++round) {
+    model->calls = 0;
+    const std::vector<State> batch = policy.ContinueSearchOneRound(6);
+    ASSERT_EQ(batch.size(), 6u);
+    const SearchRoundStats& stats = policy.last_round();
+    if (round == 0) {  // nothing to go on from yet: sampled as without carry-over
+      EXPECT_EQ(stats.carried, 0);
+      EXPECT_GT(stats.sampled, 12);
+    } else {
+      EXPECT_EQ(stats.carried, params.evolutionary_search_population);
+      EXPECT_GT(stats.sampled, 0);
+      EXPECT_LE(stats.sampled, 12);
+      // In the initial population only the expert schedule and the measured
+      // seeds come without a lowered function.
+      EXPECT_LE(model->first_call_without, 1 + stats.seeded_measured);
+    }
+    std::vector<MeasureResult> results;
+    for (const State& s : batch) {
+      EXPECT_TRUE(seen.insert(StateKey(s)).second);
+      results.push_back(FakeResult(1e-3 * (1 + results.size())));
+    }
+    ExpectMatchesReference(batch.front());
+    ExpectMatchesReference(batch.back());
+    policy.RecordMeasured(batch, results);
+  }
+  // A round that breeds no generation leaves nothing to go on from.
+  policy.SetGenerations(0);
+  policy.ContinueSearchOneRound(4);
+  policy.SetGenerations(2);
+  policy.ContinueSearchOneRound(4);
+  EXPECT_EQ(policy.last_round().carried, 0);
+  EXPECT_THROW(policy.SetGenerations(-1), Error);
+  // Without carry-over the last generation is not used.
+  policy.SetCarryOver(false);
+  policy.ContinueSearchOneRound(4);
+  EXPECT_EQ(policy.last_round().carried, 0);
+  EXPECT_GT(policy.last_round().sampled, 12);
 }
 
 TEST(SketchPolicyRounds, TinyTaskRunsOutOfStates) {

@@ -9,7 +9,8 @@ import autosched as ans
 from autosched import te
 from autosched.cost_model import XGBModel, XGBModelParams
 from autosched.search import SearchParams, SketchPolicy
-from autosched.search_share import POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART, SearchShare
+from autosched.search_share import (CARRIED_FIRST_GENERATION, POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART,
+                                    SearchShare)
 import cost_model_data as data
 
 pytestmark = pytest.mark.skipif(not ans._core.has_xgboost(), reason="needs XGBoost")
@@ -80,16 +81,21 @@ def _session(share, trials=64, per_round=16):
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round, verbose=0,
                              search_time_share=share,
                              measure_callbacks=[lambda p, i, r: populations.append(
-                                 p.params.evolutionary_search_population)])
+                                 (p.params.evolutionary_search_population, p.params.evolutionary_search_num_iters,
+                                  p.last_round["carried"]))])
     result = ans.tuner.tune(task, opts, search_policy=policy)
     return policy, model, result, populations
 
 
 def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
     policy, model, result, populations = _session(share=1e-6)
-    # the baselines and the first round take the policy's population; the later rounds the floor
-    assert populations[0] == 400 and populations[-1] == POPULATION_FLOOR
-    assert policy.params.evolutionary_search_population == 400  # given back after the session
+    # the baselines and the first round take the policy's population; the later rounds the floor, each going on
+    # from the task's last generation with one generation of its own
+    assert populations[0] == (400, 4, 0) and populations[-1][:2] == (POPULATION_FLOOR, 1)
+    assert populations[-1][2] == POPULATION_FLOOR
+    # given back after the session
+    assert policy.params.evolutionary_search_population == 400
+    assert policy.params.evolutionary_search_num_iters == 4 and not policy.params.evolutionary_search_carry_over
     assert result.best_cost is not None
     assert not model.defer_training  # the session gave the model back
     # trained although the share left nothing: a quarter more programs forces a training
@@ -98,7 +104,7 @@ def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
 
 def test_share_one_keeps_the_policys_population_and_trains_every_round():
     policy, model, _, populations = _session(share=1.0)
-    assert set(populations) == {400} and policy.params.evolutionary_search_population == 400
+    assert set(populations) == {(400, 4, 0)} and policy.params.evolutionary_search_population == 400
     assert model.untrained_programs == 0 and not model.defer_training
 
 
@@ -123,9 +129,22 @@ def test_population_follows_the_seconds_left():
     share.before_round(tt, 16)  # (100 + 16) s measured: 29 s, of which the search has its part
     want = int((0.25 * 116 * (1 - TRAINING_PART)) / (1e-4 * 5))
     assert policy.params.evolutionary_search_population == min(2000, want)
-    tt.result.seconds["search"] = 1000.0  # far over the account: the floor
+    assert policy.params.evolutionary_search_num_iters == 4 and not policy.params.evolutionary_search_carry_over
+    tt.result.seconds["search"] = 1000.0  # far over the account: the floor, going on from the last generation
     share.before_round(tt, 16)
     assert policy.params.evolutionary_search_population == POPULATION_FLOOR
+    assert policy.params.evolutionary_search_carry_over and policy.params.evolutionary_search_num_iters == 1
+    # a little left, not enough for the floor population bred anew: more generations going on from the last
+    tt.result.seconds["search"] = 0.0
+    left = 0.25 * 116 * (1 - TRAINING_PART)
+    share.seconds_per_state[id(tt)] = left / (POPULATION_FLOOR * (CARRIED_FIRST_GENERATION + 2.5))
+    share.before_round(tt, 16)
+    assert policy.params.evolutionary_search_population == POPULATION_FLOOR
+    assert policy.params.evolutionary_search_num_iters == 2 and policy.params.evolutionary_search_carry_over
+    share.seconds_per_state[id(tt)] = 1e-4  # plenty again: the policy's own search
+    share.before_round(tt, 16)
+    assert policy.params.evolutionary_search_population > POPULATION_FLOOR
+    assert policy.params.evolutionary_search_num_iters == 4 and not policy.params.evolutionary_search_carry_over
 
 
 def test_train_pending_on_every_core_keeps_the_prediction_threads():
