@@ -49,6 +49,7 @@ Resume: the records of the tasks in the options' RecordToFile logs and in `load_
 (the log is read once); no state of them is measured again, and the cost model starts from them. A run
 killed at any moment resumes from its log.
 """
+import collections
 import math
 import numbers
 import os
@@ -64,6 +65,10 @@ from .tuner import TaskSchedulerResult, TuningOptions, TuningSession, round_sear
 __all__ = ["TaskScheduler", "TaskSchedulerResult"]
 
 STRATEGIES = ("gradient", "round-robin")
+# A task's latency scale is the least of its last this many network timings: a machine shared with other work
+# can run everything at half speed for tens of seconds, and a timing that falls in such a spell would
+# otherwise double a task's latency until the next one.
+SCALE_TIMINGS = 3
 
 
 def _positive_number(name, value):
@@ -149,6 +154,7 @@ class TaskScheduler:
             raise TypeError("TaskScheduler: network_timing must be a graph.NetworkTiming (measure and due), got "
                             f"{type(network_timing).__name__}")
         self.network_timing = network_timing
+        self._forget_timings()
         self.signatures = [_similarity_signature(t) for t in self.tasks]
         self.result = None
 
@@ -239,6 +245,7 @@ class TaskScheduler:
     def session(self, options, policies, runners):
         """The TuningSession of these tasks, whose rounds this scheduler gives out (pick)."""
         self._rng = random.Random(self.seed)
+        self._forget_timings()
         self._next_robin = 0
         session = TuningSession(self.tasks, options, policies, runners, scheduler=self)
         session.result.outside_kernels_s = self.outside_seconds()
@@ -252,11 +259,16 @@ class TaskScheduler:
         return sum(self.task_weights) * dispatch_seconds(self.tasks[0].target)
 
     # ---- the network's own timing ----
+    def _forget_timings(self):
+        self._recent_scales = {}  # task index -> its scales of the last SCALE_TIMINGS network timings
+        self._recent_between = collections.deque(maxlen=SCALE_TIMINGS)
+
     def time_network(self, session):
         """When network_timing is due and every task not done has a valid schedule: builds the network from the best
         schedules, times its kernels in it, and scales each task's latency (the estimate and the rounds) by
-        what its kernels took there per second of its tuner-timed latency; the time between the kernels
-        replaces outside_kernels_s. A failure is reported once and ends the timing, never the session."""
+        what its kernels took there per second of its tuner-timed latency, the least of its last
+        SCALE_TIMINGS timings; the time between the kernels (the least of as many) replaces outside_kernels_s.
+        A failure is reported once and ends the timing, never the session."""
         timing, result = self.network_timing, session.result
         elapsed = time.monotonic() - session.start
         if timing is None or not timing.due(elapsed):
@@ -276,9 +288,12 @@ class TaskScheduler:
         timed = kernels = 0.0  # of the tasks scaled: tuner-timed and in-network seconds
         for i, (w, r, seconds) in enumerate(zip(self.task_weights, tuned, times.task_seconds)):
             if seconds is not None and seconds > 0 and r.best_cost:
-                result.latency_scales[i] = seconds / (w * r.best_cost)
+                recent = self._recent_scales.setdefault(i, collections.deque(maxlen=SCALE_TIMINGS))
+                recent.append(seconds / (w * r.best_cost))
+                result.latency_scales[i] = min(recent)
                 timed, kernels = timed + w * r.best_cost, kernels + seconds
-        result.outside_kernels_s = times.between_s
+        self._recent_between.append(times.between_s)
+        result.outside_kernels_s = min(self._recent_between)
         kernel_scale = kernels / timed if timed else 1.0
         result.network_timings.append(dict(at_s=elapsed, run_s=times.run_s, between_s=times.between_s,
                                            kernel_scale=kernel_scale, seconds=times.seconds))

@@ -1,13 +1,18 @@
 """NetworkTiming: a network built from given schedules has its kernels timed inside runs of it (a time per task,
 the time between the kernels); a TaskScheduler given one scales each task's latency by its time in the network
-per tuner-timed second, in its estimate, its rounds and its summary, replaces the time outside the kernels by
-the measured one, and a timing that fails ends the timing, never the session."""
+per tuner-timed second (the least of its last timings, so that one timed while the machine was slowed does not
+count), in its estimate, its rounds and its summary, replaces the time outside the kernels by the measured one,
+and a timing that fails ends the timing, never the session."""
+import time
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import autosched as ans
 from autosched import graph as agraph
 from autosched.search import baseline_states
+from autosched.task_scheduler import SCALE_TIMINGS
 from test_graph_build import cnn
 
 pytestmark = pytest.mark.needs_llvm
@@ -97,3 +102,44 @@ def test_a_failing_network_timing_ends_the_timing_not_the_session(capsys):
     assert "Network timing failed (RuntimeError: no network here)" in out.out + out.err
     assert result.trials == 40 and not result.network_timings
     assert result.latency_scales == [1.0] * len(tasks) and scheduler.network_timing is None
+
+
+class _Scripted:
+    """A NetworkTiming whose kernels take `factors[k]` times their tuner-timed latency at its k-th timing."""
+
+    def __init__(self, weights, factors, between):
+        self.weights, self.factors, self.between = weights, list(factors), list(between)
+
+    def due(self, elapsed_s):
+        return True
+
+    def measure(self, tasks, states, costs, elapsed_s=0.0):
+        factor, between = self.factors.pop(0), self.between.pop(0)
+        seconds = [factor * w * c for w, c in zip(self.weights, costs)]
+        return agraph.NetworkTimes(seconds, between, sum(seconds) + between, 0.1, len(tasks))
+
+
+class _Session:
+    """What TaskScheduler.time_network reads of a TuningSession: every task has a schedule of 1 ms."""
+
+    def __init__(self, n):
+        self.start, self.verbose = time.monotonic(), 0
+        self.result = SimpleNamespace(latency_scales=[1.0] * n, done=set(), network_timings=[],
+                                      outside_kernels_s=0.0)
+        self.tuners = [SimpleNamespace(result=SimpleNamespace(best_state="a state", best_cost=1e-3))
+                       for _ in range(n)]
+
+
+def test_a_timing_in_a_slow_spell_of_the_machine_does_not_double_the_estimate():
+    tasks, weights = agraph.extract_tasks(cnn(), "llvm")
+    # the third timing falls in a spell where everything runs at half speed
+    factors, between = [1.3, 1.2, 2.6, 1.25, 1.4, 1.5, 1.6], [2e-5, 3e-5, 9e-5, 3e-5, 4e-5, 5e-5, 6e-5]
+    scheduler = ans.TaskScheduler(tasks, weights, network_timing=_Scripted(weights, factors, between))
+    session = _Session(len(tasks))
+    assert SCALE_TIMINGS == 3
+    expected = [1.3, 1.2, 1.2, 1.2, 1.25, 1.25, 1.4]  # the least of the last three
+    for want, factor in zip(expected, factors):
+        scheduler.time_network(session)
+        assert session.result.latency_scales == pytest.approx([want] * len(tasks))
+        assert session.result.network_timings[-1]["kernel_scale"] == pytest.approx(factor)  # reported as timed
+    assert session.result.outside_kernels_s == pytest.approx(4e-5)
