@@ -102,7 +102,7 @@ class SearchShare:
         return (f"{chosen:.1f}s of search and cost model for {measured:.1f}s of measuring "
                 f"({chosen / max(measured + chosen, 1e-9):.0%} of both; the share allows "
                 f"{self.ratio / (1 + self.ratio):.0%}); {self.floor_rounds} of {self.rounds} sized rounds at the "
-                f"floor population; {self.trainings} trainings ({self.forced_trainings} forced by waiting "
+                f"floor population, going on from their task's last generation; {self.trainings} trainings ({self.forced_trainings} forced by waiting "
                 f"programs) took {self.train_s:.1f}s")
 
     def _measure_seconds(self):
@@ -138,17 +138,17 @@ class SearchShare:
         population = int(left / (rate * (num_iters + 1))) if left > 0 else 0
         self.rounds += 1
         if population > floor:
-            self.floor_rounds += population <= floor
-            tt.policy.set_population(max(floor, min(limit, population)))
+            tt.policy.set_population(min(limit, population))
             tt.policy.set_generations(num_iters)
             tt.policy.set_carry_over(self.carry_over[key])
             return
         # A round the account affords only at the floor goes on from the task's last generation instead of
-        # sampling and breeding anew, with as many generations as the account affords (at least one).
+        # sampling and breeding anew, with as many generations as the account affords (at least one, at most
+        # the policy's own).
         self.floor_rounds += 1
         affordable = int(left / (rate * floor) - CARRIED_FIRST_GENERATION) if left > 0 else 0
         tt.policy.set_population(floor)
-        tt.policy.set_generations(max(1, min(num_iters, affordable)))
+        tt.policy.set_generations(min(num_iters, max(1, affordable)))
         tt.policy.set_carry_over(True)
 
     def after_round(self, tt):
