@@ -100,10 +100,13 @@ bool HasExpensiveCall(const Expr& body) {
   return found;
 }
 
-// Some load misses a spatial axis: its data is reused across that axis.
-bool HasReuseAcrossSpatialAxes(const TensorNode* op, const std::vector<const TensorLoadNode*>& loads) {
+// Some load misses a spatial axis (of more than one iteration unless
+// `unit_axes`): its data is reused across that axis.
+bool HasReuseAcrossSpatialAxes(const TensorNode* op, const std::vector<const TensorLoadNode*>& loads,
+                               bool unit_axes) {
   for (const TensorLoadNode* load : loads) {
     for (const IterVar& iv : op->axis) {
+      if (iv.extent == 1 && !unit_axes) continue;
       bool used = std::any_of(load->indices.begin(), load->indices.end(),
                               [&](const Expr& idx) { return UsesVar(idx, iv.var_node()); });
       if (!used) return true;
@@ -133,7 +136,8 @@ std::vector<OpAccessInfo> AnalyzeAccess(const std::vector<Tensor>& tensors, cons
     bool has_reduce = !op->reduce_axis.empty();
     info.is_strictly_inlineable =
         info.is_simple_access && !has_reduce && !info.is_output && !HasExpensiveCall(op->body);
-    info.needs_multi_level_tiling = has_reduce && HasReuseAcrossSpatialAxes(op, loads);
+    info.needs_multi_level_tiling = has_reduce && HasReuseAcrossSpatialAxes(op, loads, true);
+    info.tiling_optional = info.needs_multi_level_tiling && !HasReuseAcrossSpatialAxes(op, loads, false);
   }
   return access;
 }

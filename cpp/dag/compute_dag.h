@@ -26,6 +26,10 @@ struct OpAccessInfo {
   // Has a reduction and reuse of its inputs across spatial axes (matmul,
   // conv): worth multi-level tiling.
   bool needs_multi_level_tiling = false;
+  // Needs multi-level tiling only for reuse across axes of extent 1 (a
+  // reduction that keeps a dimension, as softmax's row maximum): the tiled
+  // loop nest is one sketch of it, the plain one another.
+  bool tiling_optional = false;
   bool is_output = false;
   std::vector<int> producers;  // op indices (placeholders included)
   std::vector<int> consumers;  // op indices

@@ -267,8 +267,10 @@ class MultiLevelTilingRule : public SketchRule {
   explicit MultiLevelTilingRule(bool gpu) : gpu_(gpu) {}
   std::string name() const override { return "multi-level-tiling"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
-    return IsFreshRootStage(s, stage_id) && NeedsMultiLevelTiling(s, stage_id) ? Condition::ApplyAndSkipRest
-                                                                               : Condition::Skip;
+    if (!IsFreshRootStage(s, stage_id) || !NeedsMultiLevelTiling(s, stage_id)) return Condition::Skip;
+    // CPU: a stage whose reuse is only across axes of extent 1 keeps its
+    // plain loop nest as a sketch too (Apply lets the later rules see it).
+    return !gpu_ && s.dag().access(stage_id).tiling_optional ? Condition::Apply : Condition::ApplyAndSkipRest;
   }
   Results Apply(const SketchContext& ctx, const State& s, int stage_id) const override {
     return {{MultiLevelTile(s, stage_id, TilingStructure(ctx, gpu_)).state, stage_id - 1}};

@@ -275,6 +275,34 @@ TEST(SketchPolicy, ReductionGivesRfactorSketches) {
   EXPECT_EQ(CountSteps(sketches[0], "RF") + CountSteps(sketches[1], "RF") + CountSteps(sketches[2], "RF"), 2);
 }
 
+// S[i, 0] = sum over k of X[i, k]: a row sum that keeps its last dimension
+// (extent 1), as softmax's row maximum and layer_norm's mean do.
+ComputeDAG RowSumKeepingDim(int64_t n, int64_t k) {
+  Tensor x = placeholder({n, k}, DataType::Float(32), "X");
+  IterVar i = Axis("i", n), j = Axis("j", 1);
+  IterVar r = MakeReduceAxis(0, k, "k");
+  return ComputeDAG({x, compute("S", {i, j}, ReduceNode::make(Combiner::Sum, x({i.var, r.var}), {r}))});
+}
+
+// A load that misses only an axis of extent 1 reuses nothing: the plain loop
+// nest is a sketch beside the tiled ones. A matmul keeps only tiled sketches.
+TEST(SketchPolicy, ReuseOnlyAcrossAUnitAxisKeepsThePlainSketchToo) {
+  const SearchTask task = MakeTask(RowSumKeepingDim(67, 129));
+  EXPECT_TRUE(task.compute_dag.access(1).needs_multi_level_tiling);
+  EXPECT_TRUE(task.compute_dag.access(1).tiling_optional);
+  SketchPolicy policy(task);
+  const auto sketches = policy.GenerateSketches();
+  int plain = 0;
+  for (const State& s : sketches) plain += CountSteps(s, "SP") == 0 && CountSteps(s, "CHW") == 0;
+  EXPECT_EQ(plain, 1);
+  EXPECT_GT(sketches.size(), 1u);
+  for (const State& s : policy.SampleInitPopulation(12, 3).states) sched_test::ExpectMatchesReference(s);
+  EXPECT_FALSE(MakeTask(Matmul(64, 64, 64)).compute_dag.access(2).tiling_optional);
+  for (const State& s : SketchPolicy(MakeTask(Matmul(64, 64, 64))).GenerateSketches()) {
+    EXPECT_GT(CountSteps(s, "SP"), 0);
+  }
+}
+
 TEST(SketchPolicy, ElementWiseOpIsInlinedAndLeftAlone) {
   SketchPolicy policy(MakeTask(ElementWise(8, 8)));
   const auto sketches = policy.GenerateSketches();
