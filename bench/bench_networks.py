@@ -3,15 +3,16 @@
 Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
                                      [--log-dir DIR] [--time-budget-s S] [--threads N]
                                      [--cost-model auto|scratch] [--no-transfer-seeds] [--checkpoints-s 600]
-                                     [--network-timing-s 120] [--rounds 3]
+                                     [--network-timing-s 120] [--rounds 3] [--round-gap-s 10]
 
 For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
 (num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
 network with the log (graph.build), check its output against onnxruntime (the graph exported with
 Graph.to_onnx, same weights) and PyTorch (the same graph run op by op with torch.nn.functional), then time
 all three in this process on the same input, in turn over --rounds alternating rounds (the best of each is
-reported, and the range of the per-round ratios beside it). Prints the trial budget and wall time of tuning, and latency
-ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported and
+reported, and the range of the per-round ratios beside it), --round-gap-s seconds apart: a shared host that
+slows down for tens of seconds then slows one round, not all of them. Prints the trial budget and wall time of
+tuning, and latency ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported and
 skipped (`pip install onnx onnxruntime torch==2.13.0`). --cost-model scratch and --no-transfer-seeds turn off
 the pretrained cost model and the seeds from similar tasks, for a run to compare with; the estimated total
 latency after each scheduler round is printed against the tuning time (the curve). Not a test: figures vary
@@ -73,12 +74,14 @@ def best_of(fn, min_seconds=1.0, min_runs=5):
     return min(times)
 
 
-def alternate(runs, rounds, min_seconds=1.0):
-    """Times each of runs (name -> fn) with best_of, in turn, `rounds` times over: a machine that drifts between
-    the first and the last timing (other tenants of a VM, clock changes) then weighs on all of them alike.
-    Returns name -> [the best time of each round]."""
+def alternate(runs, rounds, min_seconds=1.0, gap_seconds=0.0):
+    """Times each of runs (name -> fn) with best_of, in turn, `rounds` times over, gap_seconds between rounds: a
+    machine that drifts between the first and the last timing (other tenants of a VM, clock changes) then weighs
+    on all of them alike. Returns name -> [the best time of each round]."""
     times = {name: [] for name in runs}
-    for _ in range(rounds):
+    for r in range(rounds):
+        if r > 0 and gap_seconds > 0:
+            time.sleep(gap_seconds)
         for name, fn in runs.items():
             times[name].append(best_of(fn, min_seconds))
     return times
@@ -328,7 +331,7 @@ def bench_model(name, args, log_dir):
         print(f"  output vs {peer}: max abs difference {err:.2e} of the output's largest magnitude"
               + ("" if err < 1e-3 else "  ** MISMATCH **"), flush=True)
         runs[peer] = run
-    times = alternate(runs, args.rounds)
+    times = alternate(runs, args.rounds, gap_seconds=args.round_gap_s)
     for key, per_round in times.items():
         row[key] = min(per_round)
         row[f"{key} rounds"] = per_round
@@ -363,6 +366,8 @@ def main():
                              "task takes there (graph.NetworkTiming); 0: never")
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating rounds in which the built networks and the peers are timed in turn")
+    parser.add_argument("--round-gap-s", type=float, default=10.0,
+                        help="seconds between two alternating rounds (0: none)")
     parser.add_argument("--checkpoints-s", default="600",
                         help="comma-separated tuning times (s) at which the network built from the log so far is "
                              "timed too; '' for none")

@@ -310,8 +310,11 @@ std::shared_ptr<const SketchRule> MakeMultiLevelTilingRule(bool gpu) {
 std::shared_ptr<const SketchRule> MakeSkipStageRule() { return std::make_shared<SkipStageRule>(); }
 
 SketchRuleList DefaultCpuSketchRules() {
+  // One rule per line, in order.
+  // clang-format off
   return {MakeAlwaysInlineRule(),
           MakeWinogradRowFusionRule(),
+          MakeRowFusionRule(),
           MakeSimplifyComputeWithConstTensorRule(),
           MakeInlineWindowPaddingRule(),
           MakeAddRfactorRule(),
@@ -323,6 +326,7 @@ SketchRuleList DefaultCpuSketchRules() {
           MakePaddingAtTileRule(),
           MakeWindowVectorizeRule(),
           MakeSkipStageRule()};
+  // clang-format on
 }
 
 bool IsGpuTask(const SearchTask& task) { return task.target.kind == TargetKind::OpenCL; }

@@ -17,6 +17,10 @@
 //   winograd-row-fusion               a Winograd inverse whose transformed weights fit in half
 //                                     of L2: also a sketch computing data_pack, bgemm and inverse
 //                                     per output row of tiles (rule_winograd.cc)
+//   row-fusion                        an element-wise output reading reductions along its
+//                                     innermost axis (softmax, layer_norm): also a sketch
+//                                     computing them per output row, vectorized over a factored
+//                                     part of the axis (rule_row_fusion.cc)
 //   simplify-compute-with-const-tensor  reads a constant tensor: unroll its indices, tile the rest
 //   inline-window-padding             a window stage (depthwise, pooling) reading a padding
 //                                     stage: also a sketch with the padding inlined
@@ -102,6 +106,8 @@ std::shared_ptr<const SketchRule> MakePackOperandRule();
 std::shared_ptr<const SketchRule> MakePackConvLayoutRule();
 // rule_winograd.cc: the Winograd convolution's stages fused per row of tiles.
 std::shared_ptr<const SketchRule> MakeWinogradRowFusionRule();
+// rule_row_fusion.cc: row reductions (softmax, layer_norm) computed per row of their output.
+std::shared_ptr<const SketchRule> MakeRowFusionRule();
 // rule_window_ops.cc: sliding-window reductions (depthwise convolution, pooling).
 std::shared_ptr<const SketchRule> MakeInlineWindowPaddingRule();
 std::shared_ptr<const SketchRule> MakeWindowVectorizeRule();

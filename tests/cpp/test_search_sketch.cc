@@ -303,6 +303,76 @@ TEST(SketchPolicy, ReuseOnlyAcrossAUnitAxisKeepsThePlainSketchToo) {
   }
 }
 
+// softmax over the innermost axis of an n x m input, its reductions keeping
+// that axis at extent 1 (as ops.softmax writes it); `max_is_output` makes the
+// row maximum an output of the DAG too.
+ComputeDAG SoftmaxKeepingDim(int64_t n, int64_t m, bool max_is_output = false) {
+  Tensor x = placeholder({n, m}, kF32, "X");
+  IterVar i1 = Axis("i", n), j1 = Axis("j", 1), k1 = MakeReduceAxis(0, m, "k");
+  Tensor mx = compute("max", {i1, j1}, ReduceNode::make(Combiner::Max, x({i1.var, k1.var}), {k1}));
+  IterVar i2 = Axis("i", n), j2 = Axis("j", m);
+  Tensor e =
+      compute("exp", {i2, j2}, CallNode::make(Intrinsic::Exp, {x({i2.var, j2.var}) - mx({i2.var, Expr(0)})}));
+  IterVar i3 = Axis("i", n), j3 = Axis("j", 1), k3 = MakeReduceAxis(0, m, "k");
+  Tensor s = compute("sum", {i3, j3}, ReduceNode::make(Combiner::Sum, e({i3.var, k3.var}), {k3}));
+  IterVar i4 = Axis("i", n), j4 = Axis("j", m);
+  Tensor out = compute("softmax", {i4, j4}, e({i4.var, j4.var}) / s({i4.var, Expr(0)}));
+  if (max_is_output) return ComputeDAG({x, mx, out});
+  return ComputeDAG({x, out});
+}
+
+// The sketch of the row-fusion rule: both reductions factored ("RF") and
+// every stage before the output computed inside its row loop.
+bool IsRowFusionSketch(const State& s) {
+  const int out = s.StageIndex("softmax");
+  for (const char* name : {"max", "max.rf", "exp", "sum", "sum.rf"}) {
+    const Stage& st = s.stage(s.StageIndex(name));
+    if (st.loc != ComputeLocKind::At || st.attach_stage != out) return false;
+  }
+  return CountSteps(s, "RF") == 2;
+}
+
+// Softmax's stages are computed per row of its output, the reductions
+// vectorized over a factored part of the row; on awkward shapes (a prime row
+// length, a single row) every sampled state computes what the reference does.
+// Not offered where a row's values are needed elsewhere (the maximum an
+// output) or the reduction is not along the innermost axis.
+TEST(SketchPolicy, RowFusionComputesSoftmaxPerRowOfItsOutput) {
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{7, 131}, {1, 5}, {12, 64}}) {
+    SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(m));
+    SketchPolicy policy(MakeTask(SoftmaxKeepingDim(n, m)));
+    const auto sketches = policy.GenerateSketches();
+    EXPECT_TRUE(policy.rule_failures().empty());
+    const auto fused = std::find_if(sketches.begin(), sketches.end(), IsRowFusionSketch);
+    ASSERT_NE(fused, sketches.end());
+    EXPECT_EQ(std::count_if(sketches.begin(), sketches.end(), IsRowFusionSketch), 1);
+    EXPECT_GT(sketches.size(), 1u);  // the other sketches are kept
+    const int out = fused->StageIndex("softmax");
+    EXPECT_EQ(fused->stage(out).iters().back().annotation, IteratorAnnotation::Vectorize);
+    for (const char* rf : {"max.rf", "sum.rf"}) {
+      EXPECT_EQ(fused->stage(fused->StageIndex(rf)).iters().back().annotation, IteratorAnnotation::Vectorize);
+    }
+    SketchPolicy one(MakeTask(SoftmaxKeepingDim(n, m)));
+    const InitPopulation population = one.SampleInitPopulation(16, 5);
+    int sampled_fused = 0;
+    for (const State& s : population.states) {
+      sched_test::ExpectMatchesReference(s);
+      sampled_fused += IsRowFusionSketch(s);
+    }
+    EXPECT_GT(sampled_fused, 0);
+  }
+  for (const State& s : SketchPolicy(MakeTask(SoftmaxKeepingDim(7, 131, true))).GenerateSketches()) {
+    EXPECT_NE(s.stage(s.StageIndex("exp")).loc, ComputeLocKind::At) << s.ToString();
+  }
+  const SearchTask task = MakeTask(SoftmaxKeepingDim(7, 131));
+  const SearchParams params;
+  const SketchContext ctx{task, params};
+  const State init(task.compute_dag);
+  auto rule = MakeRowFusionRule();
+  EXPECT_EQ(rule->MeetCondition(ctx, init, init.StageIndex("softmax")), Condition::Apply);
+  EXPECT_EQ(rule->MeetCondition(ctx, init, init.StageIndex("sum")), Condition::Skip);
+}
+
 TEST(SketchPolicy, ElementWiseOpIsInlinedAndLeftAlone) {
   SketchPolicy policy(MakeTask(ElementWise(8, 8)));
   const auto sketches = policy.GenerateSketches();

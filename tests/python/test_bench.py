@@ -79,7 +79,8 @@ def test_network_bench_gives_each_onnxruntime_node_to_the_task_holding_it():
 
 
 def test_network_bench_times_networks_and_peers_in_alternating_rounds(monkeypatch):
-    """The built networks and the peers are timed in turn, round after round; the ratios per round are shown."""
+    """The built networks and the peers are timed in turn, round after round, the rounds apart; the ratios per round
+    are shown."""
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         import bench_networks
@@ -89,8 +90,11 @@ def test_network_bench_times_networks_and_peers_in_alternating_rounds(monkeypatc
     monkeypatch.setattr(bench_networks, "best_of", lambda fn, min_seconds=1.0: fn())
     clock = iter(range(1, 100))
     runs = {name: (lambda name=name: calls.append(name) or next(clock) / 1000) for name in ("ours", "ort", "torch")}
-    times = bench_networks.alternate(runs, rounds=2)
+    sleeps = []
+    monkeypatch.setattr(bench_networks.time, "sleep", lambda s: sleeps.append((s, len(calls))))
+    times = bench_networks.alternate(runs, rounds=2, gap_seconds=7.5)
     assert calls == ["ours", "ort", "torch", "ours", "ort", "torch"]
+    assert sleeps == [(7.5, 3)]  # between the rounds only
     assert times == {"ours": [0.001, 0.004], "ort": [0.002, 0.005], "torch": [0.003, 0.006]}
     row = {"autosched rounds": times["ours"], "onnxruntime rounds": times["ort"]}
     assert bench_networks.round_ratios(row, "onnxruntime", "autosched") == "1.25-2.00"

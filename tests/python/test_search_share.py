@@ -46,6 +46,17 @@ def test_set_population_changes_the_next_rounds_and_rejects_zero():
     assert stats["sampled"] > 0 and 0 < stats["sample_seconds"] <= stats["search_seconds"]
 
 
+def test_set_generations_and_carry_over_change_the_next_rounds_and_reject_a_negative_count():
+    policy = SketchPolicy(_matmul_task(), params=SearchParams(evolutionary_search_num_iters=4))
+    policy.set_generations(1)
+    assert policy.params.evolutionary_search_num_iters == 1
+    with pytest.raises(ValueError, match="generation"):
+        policy.set_generations(-1)
+    assert policy.params.evolutionary_search_num_iters == 1
+    policy.set_carry_over(True)
+    assert policy.params.evolutionary_search_carry_over
+
+
 def test_deferred_model_adds_programs_and_trains_when_asked():
     inputs, results = _measured_pairs()
     inputs, results = inputs[:40], results[:40]

@@ -257,10 +257,45 @@ def test_a_gather_not_read_element_wise_keeps_its_stage():
     check(both, search.sample_init_population(_task(both), 1, seed=0)[0][0])
 
 
+def _row_fused_sketches(outputs):
+    """The sketches whose every stage before the output is computed inside the output's loops (the row-fusion
+    rule's)."""
+    dag = ans.ComputeDAG(outputs)
+    inputs = {t.name for t in outputs[:-1]}
+    fused = []
+    for s in search.generate_sketches(_task(dag)):
+        before = [st for st in s.stages[:-1] if st.name not in inputs]
+        if all(st.compute_at in ("at", "inlined") for st in before) and any(st.name.endswith(".rf") for st in before):
+            fused.append(s)
+    return dag, fused
+
+
+def test_row_reductions_are_computed_per_row_of_their_output():
+    """softmax, log_softmax and layer_norm along the innermost axis get one sketch computing every stage per
+    row of the output (the reductions factored, the lanes vectorized), whose sampled states match the
+    reference; a reduction along another axis, or over two axes, does not."""
+    for shape in [(5, 13), (1, 7), (24, 128)]:
+        x = te.placeholder(shape, name="x")
+        gamma, beta = te.placeholder(shape[-1:], name="gamma"), te.placeholder(shape[-1:], name="beta")
+        for outputs in ([x, ops.softmax(x)], [x, ops.log_softmax(x)],
+                        [x, gamma, beta, ops.layer_norm(x, gamma, beta)]):
+            dag, fused = _row_fused_sketches(outputs)
+            assert len(fused) == 1, (shape, outputs[-1].name)
+            assert fused[0][outputs[-1].name].iters[-1].annotation == "vectorize"
+            states, _ = search.sample_init_population(_task(dag), 4, seed=1, sketches=fused)
+            assert states
+            for state in states:
+                check(dag, state)
+    x3 = te.placeholder((7, 3, 5), name="x")
+    assert _row_fused_sketches([x3, ops.softmax(x3, axis=0)])[1] == []
+    g2, b2 = te.placeholder((3, 5), name="gamma"), te.placeholder((3, 5), name="beta")
+    assert _row_fused_sketches([x3, g2, b2, ops.layer_norm(x3, g2, b2, axis=[1, 2])])[1] == []
+
+
 def test_rules_are_listed_in_order():
     policy = search.SketchPolicy(_task(_matmul_dag()))
     assert policy.sketch_rule_names == [
-        "always-inline", "winograd-row-fusion", "simplify-compute-with-const-tensor", "inline-window-padding",
+        "always-inline", "winograd-row-fusion", "row-fusion", "simplify-compute-with-const-tensor", "inline-window-padding",
         "add-rfactor",
         "pack-operand", "pack-conv-layout", "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling",
         "padding-at-tile", "window-vectorize", "skip-stage"]
