@@ -372,6 +372,10 @@ def main():
                         help="comma-separated tuning times (s) at which the network built from the log so far is "
                              "timed too; '' for none")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if not args.round_gap_s >= 0:  # NaN too
+        parser.error(f"--round-gap-s must be 0 or more seconds, got {args.round_gap_s}")
     args.checkpoints_s = [float(x) for x in args.checkpoints_s.split(",") if x.strip()]
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in zoo.MODELS]

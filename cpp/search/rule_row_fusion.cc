@@ -36,12 +36,6 @@ struct RowStages {
   std::vector<int> per_row;     // other element-wise producers: computed per row
 };
 
-std::vector<int64_t> RootExtents(const Stage& st) {
-  std::vector<int64_t> extents;
-  for (const IterVar& iv : st.op->axis) extents.push_back(iv.extent);
-  return extents;
-}
-
 // The rows' extents followed by the innermost's, or by 1 (a value per row).
 bool RowShaped(const std::vector<int64_t>& extents, const std::vector<int64_t>& output) {
   if (extents.size() != output.size()) return false;
@@ -57,7 +51,7 @@ bool RowShaped(const std::vector<int64_t>& extents, const std::vector<int64_t>& 
 std::optional<RowStages> FindRowStages(const State& s, int output) {
   const Stage& out = s.stage(output);
   if (!IsFreshRootStage(s, output) || HasReduceIter(out) || out.op->axis.size() < 2) return std::nullopt;
-  const std::vector<int64_t> extents = RootExtents(out);
+  const std::vector<int64_t>& extents = out.op->shape;
   if (extents.back() < 2) return std::nullopt;
   std::set<int> members;
   std::vector<int> stack = {output};
@@ -79,13 +73,13 @@ std::optional<RowStages> FindRowStages(const State& s, int output) {
     }
     if (HasReduceIter(st)) {
       // A reduction of one axis keeping the innermost at extent 1.
-      if (!access.tiling_optional || st.op->reduce_axis.size() != 1 || RootExtents(st).back() != 1 ||
-          !RowShaped(RootExtents(st), extents))
+      if (!access.tiling_optional || st.op->reduce_axis.size() != 1 || !RowShaped(st.op->shape, extents) ||
+          st.op->shape.back() != 1)
         return std::nullopt;
       rows.reductions.push_back(id);
     } else if (access.is_strictly_inlineable) {
       rows.inlined.push_back(id);
-    } else if (RowShaped(RootExtents(st), extents)) {
+    } else if (RowShaped(st.op->shape, extents)) {
       rows.per_row.push_back(id);
     } else {
       return std::nullopt;

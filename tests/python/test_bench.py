@@ -98,3 +98,11 @@ def test_network_bench_times_networks_and_peers_in_alternating_rounds(monkeypatc
     assert times == {"ours": [0.001, 0.004], "ort": [0.002, 0.005], "torch": [0.003, 0.006]}
     row = {"autosched rounds": times["ours"], "onnxruntime rounds": times["ort"]}
     assert bench_networks.round_ratios(row, "onnxruntime", "autosched") == "1.25-2.00"
+
+
+@pytest.mark.parametrize("flag, value, problem", [("--rounds", "0", "--rounds must be at least 1"),
+                                                  ("--round-gap-s", "-1", "--round-gap-s must be 0 or more")])
+def test_network_bench_refuses_bad_rounds(flag, value, problem):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_networks.py"), flag, value], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and problem in result.stderr, result.stderr
