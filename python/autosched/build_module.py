@@ -6,10 +6,11 @@
     print(mod.get_source("asm"))          # "ll", "asm" or "lowered" (mod.source_formats lists them)
     gpu = ans.build(dag, state, target="opencl")   # OpenCL C (docs/opencl.md); gpu.get_source() is the "cl"
 """
+import numbers
 from typing import Any, Union
 
 from . import _core, artifact
-from ._check import check_target, describe
+from ._check import check_target, check_type, describe, fail
 from ._core import Target
 from .state import State
 
@@ -53,6 +54,22 @@ class TimeResult(tuple):
         return f"TimeResult(mean={self.mean:.3e} s, results=({times}))"
 
 
+def _check_time_evaluator_args(number, repeat, min_repeat_ms, flush_cache):
+    where = "Module.time_evaluator"
+    if isinstance(number, str):  # TVM's mod.time_evaluator(mod.entry_name, dev, number=...)
+        raise TypeError(f"{where}: number must be an int, got {describe(number)}; a Module holds one function, "
+                        "so it takes no function name (nor device): mod.time_evaluator(number=10, "
+                        "repeat=3)(*arrays)")
+    for arg, value in (("number", number), ("repeat", repeat)):
+        check_type(where, arg, value, numbers.Integral, "an int >= 1")
+        if value < 1:
+            fail(where, arg, "an int >= 1", value, ValueError)
+    check_type(where, "min_repeat_ms", min_repeat_ms, numbers.Real, "a number of milliseconds >= 0")
+    if not min_repeat_ms >= 0:  # NaN too
+        fail(where, "min_repeat_ms", "a number of milliseconds >= 0", min_repeat_ms, ValueError)
+    check_type(where, "flush_cache", flush_cache, bool, "True or False")
+
+
 class Module:
     """A compiled kernel. Arguments follow the DAG's tensor order. export_library(path) writes it as one file
     that autosched.runtime.load_module(path) loads without compiling; it pickles the same way."""
@@ -76,7 +93,10 @@ class Module:
     def time_evaluator(self, number=1, repeat=1, min_repeat_ms=0, flush_cache=False):
         """A function that runs the kernel on its arguments and returns a TimeResult: `repeat` times in
         seconds per run (each the mean of `number` runs; `number` grows until a repeat takes at least
-        `min_repeat_ms`), after one warm-up run. A run that fails raises ValueError."""
+        `min_repeat_ms`), after one warm-up run. A run that fails raises ValueError. A module holds one
+        function: TVM's leading function name and device arguments are refused with the call to write."""
+        _check_time_evaluator_args(number, repeat, min_repeat_ms, flush_cache)
+
         def evaluate(*arrays):
             return TimeResult(self._mod.time_evaluate(list(arrays), number, repeat, float(min_repeat_ms),
                                                       flush_cache))
