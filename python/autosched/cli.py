@@ -11,7 +11,9 @@ under one trial budget (its table after every round) and appends every measureme
 the same log to resume. `run` builds the model with the best record of each task in the log (tasks without
 one get the baseline schedule and are listed), runs it on random inputs, checks the outputs against the
 graph's reference evaluation and prints the end-to-end latency. Errors in the input (a missing file, an
-operator that cannot be imported, a dynamic dimension left unbound) end with a message and exit status 2.
+operator that cannot be imported, a dynamic dimension left unbound, a missing optional package) end with one
+line and exit status 2; Ctrl-C ends a command with exit status 130 (`tune` says how many records its log
+keeps). Checks of the files read and written: cli_files.py.
 """
 import argparse
 import importlib.util
@@ -24,6 +26,7 @@ import warnings
 import numpy as np
 
 from . import __version__, _core, plot
+from .cli_files import CommandError, check_input_file, check_output_path, count_records, read_inputs
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
@@ -35,8 +38,13 @@ from .records import RecordToFile
 from .torch_backend import parse_duration
 
 
-class CommandError(Exception):
-    """A problem with the command's input, reported as one message."""
+# Exit status after Ctrl-C: 128 + SIGINT, as shells report a process that SIGINT ended.
+INTERRUPTED = 130
+INSTALL_ONNX = "pip install 'autosched[onnx]'"
+
+
+class Interrupted(Exception):
+    """Ctrl-C, with what the command had done by then."""
 
 
 def _shape_dict(items):
@@ -55,13 +63,20 @@ def _shape_dict(items):
     return out
 
 
+def _onnx_module():
+    try:
+        return _import_onnx()
+    except ImportError:
+        raise CommandError(f"reading ONNX models needs the 'onnx' package, which is not installed: "
+                           f"{INSTALL_ONNX}") from None
+
+
 def _load_graph(path, shapes):
-    if not os.path.exists(path):
-        raise CommandError(f"model file '{path}' does not exist")
+    check_input_file(path, "model file")
     if not path.endswith(".onnx"):
         raise CommandError(f"'{path}': only ONNX models (.onnx) are read from the command line; import other "
                            "models from Python (autosched.frontends.from_torch)")
-    onnx = _import_onnx()
+    onnx = _onnx_module()
     model = _load(onnx, path)
     # Inputs take their shape as a tuple, dynamic dims their value as an int; both are bound at import, so
     # shape arithmetic on them folds (docs/frontends.md).
@@ -110,7 +125,10 @@ def cmd_tasks(args):
 
 def cmd_tune(args):
     if args.plot and importlib.util.find_spec("matplotlib") is None:
-        raise CommandError("--plot needs matplotlib (pip install matplotlib)")
+        raise CommandError("--plot needs matplotlib, which is not installed: pip install 'autosched[plot]'")
+    check_output_path(args.log, "--log")
+    if args.plot:
+        check_output_path(args.plot, "--plot")
     if args.network_timing_s is not None and not args.network_timing_s >= 0:
         raise CommandError(f"--network-timing-s must be seconds >= 0, got {args.network_timing_s:g}")
     _check_target_here(args.target, "tune")
@@ -128,8 +146,13 @@ def cmd_tune(args):
     timing = NetworkTiming(graph, args.target, every_s=every) if every > 0 else None
     scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind,
                               outside_kernels_s=outside_kernels_seconds(graph, args.target), network_timing=timing)
-    start = time.perf_counter()
-    result = scheduler.tune(options)
+    start, records_before = time.perf_counter(), count_records(args.log)
+    try:
+        result = scheduler.tune(options)
+    except KeyboardInterrupt:
+        records = count_records(args.log)
+        raise Interrupted(f"interrupted after {records - records_before} trials; {records} records in {args.log}; "
+                          "the same command resumes") from None
     print(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.0f} s; records in {args.log}")
     if result.latency_after is not None:
         # Four significant digits: a small network's time outside its kernels is tens of nanoseconds.
@@ -199,28 +222,60 @@ def _check_target_here(text, command):
 
 def _onnx_names(path):
     """(input names, output names) of an ONNX model, as the model names them."""
-    onnx = _import_onnx()
+    onnx = _onnx_module()
     model = _load(onnx, path)
     constants = {t.name for t in model.graph.initializer}
     return ([vi.name for vi in model.graph.input if vi.name not in constants],
             [o.name for o in model.graph.output])
 
 
-def _build_from_onnx(args):
+def _graph_to_build(args):
+    """The ONNX model's graph, once the target, the model and the log are known to be usable."""
     _check_target_here(args.target, args.command)
     graph = _load_graph(args.model, _shape_dict(args.shape))
-    if args.log is not None and not os.path.exists(args.log):
-        raise CommandError(f"log '{args.log}' does not exist (tune first: autosched tune {args.model} "
-                           f"--log {args.log}, or leave out --log for the untuned network)")
+    if args.log is not None:
+        if not os.path.exists(args.log):
+            raise CommandError(f"log '{args.log}' does not exist (tune first: autosched tune {args.model} "
+                               f"--log {args.log}, or leave out --log for the untuned network)")
+        check_input_file(args.log, "log")
+    return graph
+
+
+def _build(graph, args):
     net = build_graph(graph, args.target, args.log, verbose=False)
     net.output_labels = _onnx_names(args.model)[1]
     net.source = os.path.abspath(args.model)
-    return graph, net
+    note = _untuned_note(net, args.log, args.target)
+    if note:
+        print(note)
+    return net
+
+
+def _untuned_note(net, log, target):
+    """With a log, the groups that run untuned (no record of their task for the target: the baseline
+    schedule), by task; when no group found a record, that the log's records did not apply at all."""
+    if log is None or not net.untuned:
+        return ""
+    if len(net.untuned) == len(net.groups):
+        records = count_records(log)
+        head = (f"the records of {log} did not apply ({records} record{'' if records == 1 else 's'}, none of this "
+                f"model's tasks for target '{target}': a log of another model, shape or target?); "
+                + ("the one group runs" if len(net.groups) == 1 else f"all {len(net.groups)} groups run")
+                + " untuned (their baseline schedule):")
+    else:
+        head = (f"{len(net.untuned)} of {len(net.groups)} groups run untuned (their baseline schedule): {log} "
+                "has no record of their task for this target:")
+    by_task = {}
+    for info in net.untuned:
+        by_task[info.task.desc] = by_task.get(info.task.desc, 0) + 1
+    return "\n".join([head] + [f"  {desc} x{count}" for desc, count in by_task.items()])
 
 
 def cmd_compile(args):
     start = time.perf_counter()
-    graph, net = _build_from_onnx(args)
+    check_output_path(args.output, "-o")
+    graph = _graph_to_build(args)
+    net = _build(graph, args)
     tuned = len(net.groups) - len(net.untuned)
     try:
         net.export_library(args.output)
@@ -231,33 +286,9 @@ def cmd_compile(args):
     print(f"compiled {graph.name}: {len(net.groups)} groups ({kernels} kernels), {tuned} tuned"
           + ("" if args.log else " (no --log: baseline schedules)")
           + f", target {args.target}")
-    if net.note and args.log:
-        print(net.note)
     print(f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s; run it with: "
           f"autosched run {args.output}")
     return 0
-
-
-def _read_inputs(path, names, graph_like):
-    if not os.path.exists(path):
-        raise CommandError(f"--inputs '{path}' does not exist")
-    with np.load(path) as data:
-        given = set(data.files)
-        missing = [n for n in names if n not in given]
-        if missing:
-            raise CommandError(f"--inputs '{path}' lacks input(s) {missing} (it has {sorted(given)}); the "
-                               f"model's inputs are {names}")
-        extra = sorted(given - set(names))
-        if extra:
-            raise CommandError(f"--inputs '{path}' has array(s) {extra} that are no input of the model "
-                               f"(its inputs are {names})")
-        arrays = []
-        for n in names:
-            a, dtype, shape = data[n], np.dtype(graph_like.dtype(n)), tuple(graph_like.shape(n))
-            if a.shape != shape:
-                raise CommandError(f"--inputs: '{n}' has shape {a.shape}, the model takes {shape}")
-            arrays.append(a.astype(dtype, copy=False))
-        return arrays
 
 
 def _profile_table(net, arrays, number, repeat):
@@ -279,7 +310,8 @@ def _compare_onnxruntime(model, input_names, arrays, outputs, labels, number, re
     try:
         import onnxruntime
     except ImportError:
-        raise CommandError("--compare onnxruntime needs onnxruntime: pip install onnxruntime") from None
+        raise CommandError(f"--compare onnxruntime needs onnxruntime, which is not installed: {INSTALL_ONNX}") \
+            from None
     session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
     feed = dict(zip(input_names, arrays))
     expected = session.run(labels, feed)
@@ -302,20 +334,23 @@ def _compare_onnxruntime(model, input_names, arrays, outputs, labels, number, re
 
 def cmd_run(args):
     is_artifact = not args.model.endswith(".onnx")
+    if args.outputs:
+        check_output_path(args.outputs, "--outputs")
     if is_artifact:
         if args.log is not None:
             raise CommandError(f"--log applies to ONNX models; '{args.model}' is compiled already")
-        if not os.path.exists(args.model):
-            raise CommandError(f"artifact '{args.model}' does not exist")
+        check_input_file(args.model, "artifact")
         net, graph = load_module(args.model), None
         onnx_model = args.onnx or getattr(net, "source", None)
+        signature = net.graph
     else:
-        graph, net = _build_from_onnx(args)
+        graph = signature = _graph_to_build(args)
         onnx_model = args.model
-    signature = graph if graph is not None else net.graph
-    input_names = list(net.input_names)
-    arrays = (_read_inputs(args.inputs, input_names, signature) if args.inputs
+    # The inputs are read before the build, so that a file that does not fit ends the command at once.
+    arrays = (read_inputs(args.inputs, list(signature.inputs), signature) if args.inputs
               else _random_inputs(signature))
+    if graph is not None:
+        net = _build(graph, args)
     outputs = net(*arrays)
     labels = list(net.output_labels)
     if graph is not None:
@@ -360,7 +395,9 @@ def _add_compile_and_run(sub, common):
     p.add_argument("--shape", action="append", metavar="NAME=D1,D2,...",
                    help="an ONNX model's input shape or dynamic dimension (repeatable)")
     p.add_argument("--log", help="an ONNX model's record log (default: none, the untuned network)")
-    p.add_argument("--inputs", help="a .npz of the inputs by name (default: random inputs)")
+    p.add_argument("--inputs", help="a .npz of the inputs by name (default: random inputs); an array of another "
+                                    "dtype is converted only where no value changes (float64 -> float32 is, "
+                                    "complex -> float and float -> int are refused)")
     p.add_argument("--outputs", help="write the outputs, by the model's names, to this .npz")
     p.add_argument("--profile", action="store_true",
                    help="print a table of the time of every group's kernel, alone and inside the network")
@@ -414,12 +451,23 @@ def _parser():
 
 
 def main(argv=None):
+    """The command's exit status: 0 done, 2 an error in its input (one message), 130 interrupted (Ctrl-C)."""
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
-    except (CommandError, ValueError) as e:
+    except (CommandError, ValueError, ImportError) as e:
         print(f"autosched {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file that cannot be read or written, past the checks above
+        where = f": '{e.filename}'" if e.filename else ""
+        print(f"autosched {args.command}: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
+    except Interrupted as e:
+        print(f"autosched {args.command}: {e}", file=sys.stderr)
+        return INTERRUPTED
+    except KeyboardInterrupt:
+        print(f"autosched {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("autosched.plot needs matplotlib: pip install matplotlib") from None
+        raise ImportError("autosched.plot needs matplotlib, which is not installed: "
+                          "pip install 'autosched[plot]' (or pip install matplotlib)") from None
     if not os.environ.get("DISPLAY") and "inline" not in str(matplotlib.get_backend()).lower():
         matplotlib.use("Agg")  # no screen: draw into files only
     import matplotlib.pyplot as plt

@@ -53,8 +53,8 @@ def _import_ray():
     try:
         import ray
     except ImportError as err:
-        raise ImportError("RayRunner needs the Python package 'ray', which is not installed (pip install ray)"
-                          ) from err
+        raise ImportError("RayRunner needs the Python package 'ray', which is not installed: "
+                          "pip install 'autosched[ray]' (or pip install ray)") from err
     return ray
 
 

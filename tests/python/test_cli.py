@@ -1,11 +1,14 @@
 """The command line (`python -m autosched`, installed as `autosched`): tasks, tune and run on a small ONNX model
 with a dynamic batch dimension bound by --shape; resuming a log; clear errors (exit status 2) for a missing
-file, an unbound dynamic dimension and an operator that cannot be imported."""
+file, an unbound dynamic dimension and an operator that cannot be imported; Ctrl-C during tune (exit status
+130, the records kept named)."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -96,3 +99,37 @@ def test_shape_of_an_input_and_of_its_dim_agree_in_either_order(tmp_path):
         code, out = _cli("tasks", model, *[a for s in shapes for a in ("--shape", s)])
         assert code == 2 and "--shape data=1,8" in out and "--shape N=3" in out, (shapes, out)
         assert "Traceback" not in out and "neither" not in out, out
+
+
+def _records(path):
+    with open(path) as f:
+        return sum(1 for line in f if line.strip())
+
+
+def test_ctrl_c_during_tune_ends_with_one_line_and_status_130(tmp_path):
+    """SIGINT once the first round's records are in the log: exit status 130 and one line saying how many
+    trials were kept, no traceback; the same command then resumes from the log."""
+    model = _dense_relu_model(str(tmp_path / "m.onnx"))
+    log = tmp_path / "m.json"
+    command = [sys.executable, "-m", "autosched", "tune", model, "--shape", "N=5", "--per-round", "2", "--log",
+               str(log), "--network-timing-s", "0"]
+    proc = subprocess.Popen(command + ["--trials", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (log.exists() and _records(log) > 0) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    kept = _records(log)
+    assert lines[-1] == (f"autosched tune: interrupted after {kept} trials; {kept} records in {log}; the same "
+                         "command resumes"), err
+    code, out = _cli(*command[3:], "--trials", str(kept + 2))
+    assert code == 0 and "resumed" in out, out

@@ -1,8 +1,11 @@
 """The command line's deploy path: `autosched compile model.onnx -o model.so` (untuned without a log), then
 `autosched run model.so` with given inputs, outputs named as the ONNX model names them, a per-group profile and
 a comparison with onnxruntime; `--version`; durations for --time-budget; a target that no device here runs
-refused at once (exit status 2) with a message saying where to run the command."""
+refused at once (exit status 2) with a message saying where to run the command; inputs converted only where no
+value changes; files that do not fit, a log of other tasks and a missing optional package, each named in one
+line."""
 import os
+import re
 import subprocess
 import sys
 
@@ -99,3 +102,124 @@ def test_a_target_no_device_here_runs_fails_at_once(tmp_path, capsys):
     assert "names no OpenCL device of this machine" in err and "on a machine that has it" in err, err
     assert not log.exists()  # nothing was tuned
     assert main(["run", model, "--target", "opencl -device=no-such-gpu"]) == 2
+
+
+def _error_line(capsys, command):
+    """The one line a refused command writes to stderr."""
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"autosched {command}: error: "), lines
+    return lines[0]
+
+
+def _gather_model(path):
+    """out[3, 4] = W[idx] with idx an int64 input: an input that is no float."""
+    weight = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "W")
+    graph = helper.make_graph([helper.make_node("Gather", ["W", "idx"], ["out"], name="take", axis=0)], "gather",
+                              [helper.make_tensor_value_info("idx", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [3, 4])], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_run_converts_inputs_only_where_no_value_changes(tmp_path, capsys):
+    """--inputs arrays of another dtype: a complex array for a float32 input, floats with fractions or any float
+    for an int64 input, and floats beyond float32's range are refused, naming the input, both dtypes and shapes;
+    float64 -> float32 (rounding) and int32 -> int64 (safe) are taken."""
+    model, gather = _two_output_model(str(tmp_path / "m.onnx")), _gather_model(str(tmp_path / "g.onnx"))
+    x = np.random.default_rng(0).standard_normal((4, 8))
+    refused = [(model, {"data": x + 1j}, "'data' is complex128 (4, 8); the model takes float32 (4, 8)",
+                "imaginary part"),
+               (model, {"data": x * 1e300}, "'data' is float64 (4, 8)", "beyond float32's range"),
+               (gather, {"idx": np.array([1.5, 2.0, 3.7])}, "'idx' is float64 (3,); the model takes int64 (3,)",
+                "fractions would be truncated"),
+               (gather, {"idx": np.array([1.0, 2.0, 3.0])}, "'idx' is float64 (3,)", "save 'idx' as int64")]
+    for path, arrays, names, why in refused:
+        np.savez(tmp_path / "x.npz", **arrays)
+        assert main(["run", path, "--inputs", str(tmp_path / "x.npz"), "--number", "1", "--repeat", "1"]) == 2
+        line = _error_line(capsys, "run")
+        assert names in line and why in line, line
+    for path, arrays in ((model, {"data": x}), (gather, {"idx": np.array([9, 0, 4], np.int32)})):
+        np.savez(tmp_path / "x.npz", **arrays)
+        assert main(["run", path, "--inputs", str(tmp_path / "x.npz"), "--outputs", str(tmp_path / "y.npz"),
+                     "--number", "1", "--repeat", "1"]) == 0
+    with np.load(tmp_path / "y.npz") as got:  # the int32 indices, taken as int64
+        np.testing.assert_array_equal(got["out"], np.arange(40, dtype=np.float32).reshape(10, 4)[[9, 0, 4]])
+
+
+def test_files_that_do_not_fit_end_with_one_line(tmp_path, capsys):
+    """A folder given as the artifact, -o into a missing folder or onto a folder, --inputs that is a .npy, a
+    torn zip or no numpy file at all, --outputs or tune's --log into a missing folder: exit status 2 and one line,
+    before any build."""
+    model = _two_output_model(str(tmp_path / "m.onnx"))
+    (tmp_path / "folder").mkdir()
+    assert main(["run", str(tmp_path / "folder")]) == 2
+    assert "is a directory, not a file" in _error_line(capsys, "run")
+    assert main(["compile", model, "-o", str(tmp_path / "missing" / "m.so")]) == 2
+    assert "the directory" in _error_line(capsys, "compile") and not (tmp_path / "missing").exists()
+    assert main(["compile", model, "-o", str(tmp_path / "folder")]) == 2
+    assert "is a directory; give the file to write" in _error_line(capsys, "compile")
+    np.save(tmp_path / "x.npy", np.zeros((4, 8), np.float32))
+    assert main(["run", model, "--inputs", str(tmp_path / "x.npy")]) == 2
+    assert "is a .npy file" in _error_line(capsys, "run")
+    (tmp_path / "x.txt").write_text("data 1 2 3\n")
+    assert main(["run", model, "--inputs", str(tmp_path / "x.txt")]) == 2
+    assert "is not a .npz file" in _error_line(capsys, "run")
+    (tmp_path / "torn.npz").write_bytes(b"PK\x03\x04 not a whole zip")
+    assert main(["run", model, "--inputs", str(tmp_path / "torn.npz")]) == 2
+    assert "is not a readable .npz file" in _error_line(capsys, "run")
+    assert main(["run", model, "--inputs", str(tmp_path / "folder")]) == 2
+    assert "is a directory" in _error_line(capsys, "run")
+    assert main(["run", model, "--outputs", str(tmp_path / "missing" / "y.npz")]) == 2
+    assert "--outputs" in _error_line(capsys, "run")
+    assert main(["tune", model, "--log", str(tmp_path / "missing" / "log.json")]) == 2
+    assert "--log" in _error_line(capsys, "tune") and not (tmp_path / "missing").exists()
+
+
+def test_a_log_of_other_tasks_is_named_by_run_and_compile(tmp_path, capsys):
+    """run and compile with --log say which groups run untuned, and that the log's records did not apply when
+    none of them is of the model's tasks."""
+    model = _two_output_model(str(tmp_path / "m.onnx"))
+    tasks, _ = ans.extract_tasks(ans.frontends.from_onnx(model), "llvm")
+    a = ans.te.placeholder((16, 16), name="A")
+    other = ans.SearchTask(compute_dag=ans.ComputeDAG([a, ans.ops.relu(a)]), target="llvm")
+    other_log, partial_log = str(tmp_path / "other.json"), str(tmp_path / "partial.json")
+    for log, task in ((other_log, other), (partial_log, tasks[0])):
+        ans.records.save_records(log, [ans.MeasureInput(task, task.compute_dag.get_init_state())],
+                                 [ans.MeasureResult(costs=[1e-3])])
+    for command in (["run", model, "--number", "1", "--repeat", "1"], ["compile", model, "-o", str(tmp_path / "m.so")]):
+        assert main(command + ["--log", other_log]) == 0
+        out = capsys.readouterr().out
+        assert f"the records of {other_log} did not apply (1 record, none of" in out, out
+        assert "all 2 groups run untuned" in out and f"  {tasks[1].desc} x1" in out, out
+        assert main(command + ["--log", partial_log]) == 0
+        out = capsys.readouterr().out
+        assert "did not apply" not in out and "1 of 2 groups run untuned" in out, out
+        assert f"  {tasks[1].desc} x1" in out and f"  {tasks[0].desc} x1" not in out, out
+        assert main(command) == 0  # without a log, nothing to say about one
+        assert "untuned (their" not in capsys.readouterr().out
+
+
+def test_a_missing_optional_package_names_its_extra(tmp_path, monkeypatch, capsys):
+    model = _two_output_model(str(tmp_path / "m.onnx"))
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
+    assert main(["run", model, "--compare", "onnxruntime", "--number", "1", "--repeat", "1"]) == 2
+    assert "pip install 'autosched[onnx]'" in _error_line(capsys, "run")
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    assert main(["tasks", model]) == 2
+    assert "needs the 'onnx' package, which is not installed: pip install 'autosched[onnx]'" in \
+        _error_line(capsys, "tasks")
+
+
+def test_every_extra_an_error_message_names_exists():
+    """pip install 'autosched[X]' in a message names an extra of pyproject.toml; 'all' holds every other."""
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    named = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, "python", "autosched")):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name)) as f:
+                    named.update(re.findall(r"autosched\[(\w+)\]", f.read()))
+    assert {"onnx", "torch", "ray"} <= named and named <= set(extras), (named, sorted(extras))
+    assert extras["all"] == [f"autosched[{','.join(e for e in extras if e not in ('all', 'test'))}]"]

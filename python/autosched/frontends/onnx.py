@@ -28,7 +28,8 @@ def _import_onnx():
     try:
         import onnx
     except ImportError as e:
-        raise ImportError("from_onnx needs the 'onnx' package: pip install onnx") from e
+        raise ImportError("from_onnx needs the 'onnx' package, which is not installed: "
+                          "pip install 'autosched[onnx]' (or pip install onnx)") from e
     return onnx
 
 

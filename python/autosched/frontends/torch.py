@@ -25,7 +25,8 @@ def _import_torch():
     try:
         import torch
     except ImportError as e:
-        raise ImportError("from_torch needs PyTorch: pip install torch==2.13.0") from e
+        raise ImportError("from_torch needs PyTorch, which is not installed: pip install 'autosched[torch]' "
+                          "(or pip install torch==2.13.0)") from e
     return torch
 
 

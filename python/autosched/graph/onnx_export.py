@@ -19,7 +19,8 @@ def _import_onnx():
         import onnx
         from onnx import helper, numpy_helper
     except ImportError as e:
-        raise ImportError("Graph.to_onnx needs the 'onnx' package (pip install onnx)") from e
+        raise ImportError("Graph.to_onnx needs the 'onnx' package, which is not installed: "
+                          "pip install 'autosched[onnx]' (or pip install onnx)") from e
     return onnx, helper, numpy_helper
 
 

@@ -16,7 +16,8 @@ class TorchGraph:
         try:
             import torch
         except ImportError as err:
-            raise ImportError("TorchGraph needs PyTorch: pip install torch==2.13.0") from err
+            raise ImportError("TorchGraph needs PyTorch, which is not installed: pip install 'autosched[torch]' "
+                              "(or pip install torch==2.13.0)") from err
         self.torch = torch
         self.graph = graph
         self.table = {op: registry.get(op).torch for op in {n.op for n in graph.nodes}}
