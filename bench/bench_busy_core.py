@@ -1,7 +1,7 @@
 """Benchmark: a tuned network's latency when another process keeps one of its cores busy, beside onnxruntime.
 
 Run: python3 bench/bench_busy_core.py [--models mobilenet_v2] [--log-dir DIR] [--threads N] [--seconds 2]
-                                      [--rounds 3] [--pieces 8]
+                                      [--rounds 3] [--pieces 8] [--tiny]
 
 Builds each zoo network from DIR/<model>.json (a log of bench/bench_networks.py; default schedules where there
 is none) and times it with `--threads` threads beside onnxruntime (same graph, same input, same thread count),
@@ -11,7 +11,8 @@ best and the median run of each and the ratio onnxruntime / autosched of the med
 faster). A busy core is the usual state of a shared machine (a data loader, a second model, a VM's neighbour):
 the kernels' parallel loops cut their work into pieces that a free thread takes over from a held-up one
 (`--pieces`: autosched.runtime.set_parallel_pieces_per_task), and a kernel never waits for a thread whose
-core has not run it yet. Not a test: figures vary with the machine's load.
+core has not run it yet. Not a test: figures vary with the machine's load. --tiny runs the models at
+bench_networks.py's tiny size: a check that the script works, whose figures mean nothing.
 """
 import argparse
 import multiprocessing
@@ -27,8 +28,7 @@ import numpy as np  # noqa: E402
 
 from autosched import graph as agraph  # noqa: E402
 from autosched import runtime  # noqa: E402
-from autosched.graph import zoo  # noqa: E402
-from bench_networks import cpu_text, onnxruntime_peer  # noqa: E402
+from bench_networks import cpu_text, onnxruntime_peer, zoo_model  # noqa: E402
 
 
 def busy_loop(core, stop):
@@ -63,6 +63,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pieces", type=int, default=8, help="pieces per thread's share of a parallel loop")
+    parser.add_argument("--tiny", action="store_true", help="tiny models (a check that the script works)")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     if args.threads < 2 or len(cores) < args.threads:
@@ -73,7 +74,7 @@ def main():
     print(f"CPU: {cpu_text()}; {args.threads} threads on cores {cores[:args.threads]}, busy core {busy_core}, "
           f"pieces per thread {args.pieces}")
     for name in args.models.split(","):
-        g = zoo.get_model(name)
+        g = zoo_model(name, args.tiny)
         log = os.path.join(args.log_dir, f"{name}.json") if args.log_dir else None
         if log is not None and not os.path.exists(log):
             print(f"{name}: no log {log}; default schedules")

@@ -2,11 +2,11 @@
 the layout pass (extract_tasks(layout=...)), as graph.build runs them: kernel time of the baseline schedule
 (what an untuned build runs), of the expert schedule, and of the best of a brief tuning.
 
-Run: python3 bench/bench_conv_layout.py [--trials 32] [--layers layer1.0.conv1,layer3.0.conv2]
+Run: python3 bench/bench_conv_layout.py [--trials 32] [--layers layer1.0.conv1,layer3.0.conv2] [--tiny]
 
 The layers are named as in the zoo (layer1.0.conv1: 64 channels at 56x56, 3x3). The blocked kernels exclude the
 layout transforms, which the pass puts only at the network's boundaries. Not a test: figures vary with the
-machine and its load (printed).
+machine and its load (printed). --tiny takes ResNet-18 on 32x32 images: a check that the script works.
 """
 import argparse
 import os
@@ -42,11 +42,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=32, help="tuning trials per kernel (0: untuned only)")
     parser.add_argument("--layers", default="layer1.0.conv1,layer3.0.conv2")
+    parser.add_argument("--tiny", action="store_true", help="32x32 images (a check that the script works)")
     args = parser.parse_args()
     target = ans.Target("llvm")
     print(f"CPU: {target.describe()}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    graph = zoo.get_model("resnet18")
+    graph = zoo.get_model("resnet18", image_size=32 if args.tiny else 224)
     print(f"{'layer':>16}{'layout':>8}{'task':>36}{'baseline ms':>13}{'expert ms':>11}{'tuned ms':>10}"
           f"{'GFLOP/s':>9}")
     for layout in ("NCHW", "NCHWc"):

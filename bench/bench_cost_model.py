@@ -1,10 +1,10 @@
 """Benchmark of the cost model: ranking accuracy on measured schedules, and the time to score a population.
 
-Run: python3 bench/bench_cost_model.py [--states 1100] [--data /tmp/cost_model_data.jsonl]
+Run: python3 bench/bench_cost_model.py [--states 1100] [--data /tmp/cost_model_data.jsonl] [--population 1024]
 Measures --states random schedules of a matmul and of a conv2d (tests/python/cost_model_data.py, the
 generator the CI test uses; measured data is kept in --data and reused by later runs), trains XGBModel on a
 random 80% of each task and prints the pairwise ranking accuracy on the other 20% (pairs within a task)
-next to RandomModel's; then times features + prediction of 2,048 states. Not a test: figures vary with the
+next to RandomModel's; then times features + prediction of --population states of each task (2,048 in all). Not a test: figures vary with the
 machine and its load.
 """
 import argparse
@@ -80,6 +80,7 @@ def main():
     parser.add_argument("--data", default="/tmp/autosched_cost_model_data.jsonl",
                         help="JSON lines of measured states, reused and extended ('' to keep nothing)")
     parser.add_argument("--seeds", type=int, default=3, help="train / test splits to average over")
+    parser.add_argument("--population", type=int, default=1024, help="states of each task scored at once")
     args = parser.parse_args()
     print(f"CPU: {cpu_description()}")
 
@@ -104,8 +105,8 @@ def main():
           f"XGBModel {sum(xgb_acc) / len(xgb_acc):.3f}, RandomModel {sum(rnd_acc) / len(rnd_acc):.3f}")
 
     # Scoring a population: what the search does every round.
-    population = data.random_states(tasks[0], 1024, seed=99) + data.random_states(tasks[1], 1024, seed=99)
-    halves = [(tasks[0], population[:1024]), (tasks[1], population[1024:])]
+    halves = [(task, data.random_states(task, args.population, seed=99)) for task in tasks]
+    population = [s for _, states in halves for s in states]
     best, best_cpu = float("inf"), float("inf")
     for _ in range(3):
         start, start_cpu = time.perf_counter(), time.process_time()

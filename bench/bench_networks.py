@@ -3,7 +3,7 @@
 Run: python3 bench/bench_networks.py [--models resnet18,mobilenet_v2,bert_layer] [--trials-per-task 64]
                                      [--log-dir DIR] [--time-budget-s S] [--threads N]
                                      [--cost-model auto|scratch] [--no-transfer-seeds] [--checkpoints-s 600]
-                                     [--network-timing-s 120] [--rounds 3] [--round-gap-s 10]
+                                     [--network-timing-s 120] [--rounds 3] [--round-gap-s 10] [--tiny]
 
 For each model of the zoo (random weights, batch 1): extract its tasks, tune them with the TaskScheduler
 (num_measure_trials = trials-per-task x tasks, resumed from DIR/<model>.json when it is there), build the
@@ -25,6 +25,9 @@ went (measuring, search, cost model), the tasks' table (weight, trials, best ker
 and onnxruntime's profile of the same graph by operator type, the per-task comparison behind the ratio; and
 per task, its share of the estimate beside its kernels' time inside runs of the built network (what the
 estimate misses: caches as the other kernels leave them, each weight read once per run).
+
+--tiny runs the models at a tiny size (TINY_OPTIONS) with timings of a few runs: a check that the script works
+(tests/python/test_bench.py), whose figures mean nothing.
 """
 import argparse
 import collections
@@ -46,6 +49,17 @@ import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
 from autosched.graph.extract import constant_bytes, last_level_cache_bytes  # noqa: E402
+
+
+# zoo.get_model options of each model for --tiny: a few channels and tokens, so a run takes seconds.
+TINY_OPTIONS = {"resnet18": dict(image_size=32, num_classes=10), "resnet50": dict(image_size=32, num_classes=10),
+                "mobilenet_v2": dict(image_size=32, num_classes=10),
+                "bert_layer": dict(seq_len=8, hidden=32, heads=2, ffn=64),
+                "lightglue_block": dict(num_keypoints=8, dim=16, heads=2)}
+
+
+def zoo_model(name, tiny=False):
+    return zoo.get_model(name, **(TINY_OPTIONS[name] if tiny else {}))
 
 
 def cpu_text():
@@ -306,14 +320,14 @@ def onnxruntime_profile(g, inputs, threads, runs=20):
 
 
 def bench_model(name, args, log_dir):
-    g = zoo.get_model(name)
+    g = zoo_model(name, args.tiny)
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
     net, result, tune_s, num_tasks, estimate, copies = tune_and_build(name, g, args, log_dir)
     ours = net(*inputs)
     row = {"model": name, "tasks": num_tasks, "trials": result.trials, "tune_s": tune_s}
     if estimate:
-        built = best_of(lambda: net(*inputs))
+        built = best_of(lambda: net(*inputs), args.min_seconds)
         print(f"  built network {built * 1e3:.3f} ms; the estimate is {estimate / built:.2f} of it", flush=True)
     ort_nodes = onnxruntime_profile(g, inputs, args.threads)
     in_network_table(net, inputs, result, ort_nodes)
@@ -331,7 +345,7 @@ def bench_model(name, args, log_dir):
         print(f"  output vs {peer}: max abs difference {err:.2e} of the output's largest magnitude"
               + ("" if err < 1e-3 else "  ** MISMATCH **"), flush=True)
         runs[peer] = run
-    times = alternate(runs, args.rounds, gap_seconds=args.round_gap_s)
+    times = alternate(runs, args.rounds, min_seconds=args.min_seconds, gap_seconds=args.round_gap_s)
     for key, per_round in times.items():
         row[key] = min(per_round)
         row[f"{key} rounds"] = per_round
@@ -371,7 +385,10 @@ def main():
     parser.add_argument("--checkpoints-s", default="600",
                         help="comma-separated tuning times (s) at which the network built from the log so far is "
                              "timed too; '' for none")
+    parser.add_argument("--tiny", action="store_true",
+                        help="tiny models and timings (a check that the script works; the figures mean nothing)")
     args = parser.parse_args()
+    args.min_seconds = 0.01 if args.tiny else 1.0  # each timing: the best of runs over this long
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if not args.round_gap_s >= 0:  # NaN too

@@ -7,7 +7,8 @@ once (the start states and search rounds of a random-model policy), measures the
 RayRunner(resources={"bench_device": 1}, num_actors=k), and prints candidates per minute, the ratio to
 LocalRunner and the load average. Actors on one machine share its cores: their timings overlap each other's
 (on a cluster each actor holds its own device), so this measures the runner's throughput and overhead, not a
-farm's. Not a test: figures vary with the machine and what else runs on it.
+farm's. Not a test: figures vary with the machine and what else runs on it. --actors '' (or ray not installed:
+pip install 'autosched[ray]') measures with LocalRunner only.
 """
 import argparse
 import os
@@ -53,25 +54,9 @@ def rate(task, states, builder, runner):
     return len(states) / seconds * 60, seconds, ok
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=128)
-    ap.add_argument("--candidates", type=int, default=48)
-    ap.add_argument("--actors", default="1,2,4")
-    ap.add_argument("--min-repeat-ms", type=float, default=20)
-    args = ap.parse_args()
-    counts = [int(x) for x in args.actors.split(",")]
-    import ray
-    print(f"CPU: {ans.Target('llvm').describe()}; {os.cpu_count()} cores; {platform.machine()}; ray "
-          f"{ray.__version__}")
-    task = matmul_task(args.n)
-    states = candidates(task, args.candidates)
-    options = dict(min_repeat_ms=args.min_repeat_ms, timeout=20)
-    builder = ans.LocalBuilder(n_parallel=1)
+def ray_rows(ray, counts, task, states, builder, options):
+    """(name, candidates per minute, seconds, verified) with RayRunner on each count of local actors."""
     rows = []
-    load_before = os.getloadavg()
-    per_min, seconds, ok = rate(task, states, builder, ans.LocalRunner(**options))
-    rows.append(("LocalRunner", per_min, seconds, ok))
     t0 = time.monotonic()
     ray.init(num_cpus=max(counts), resources={"bench_device": max(counts)}, include_dashboard=False,
              logging_level="warning")
@@ -87,6 +72,33 @@ def main():
             runner.close()
     finally:
         ray.shutdown()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=128)
+    ap.add_argument("--candidates", type=int, default=48)
+    ap.add_argument("--actors", default="1,2,4", help="comma-separated actor counts ('': LocalRunner only)")
+    ap.add_argument("--min-repeat-ms", type=float, default=20)
+    args = ap.parse_args()
+    counts = [int(x) for x in args.actors.split(",") if x.strip()]
+    try:
+        import ray
+    except ImportError:
+        ray, counts = None, []
+    ray_text = f"ray {ray.__version__}" if ray else "ray not installed (pip install 'autosched[ray]'): LocalRunner only"
+    print(f"CPU: {ans.Target('llvm').describe()}; {os.cpu_count()} cores; {platform.machine()}; {ray_text}")
+    task = matmul_task(args.n)
+    states = candidates(task, args.candidates)
+    options = dict(min_repeat_ms=args.min_repeat_ms, timeout=20)
+    builder = ans.LocalBuilder(n_parallel=1)
+    rows = []
+    load_before = os.getloadavg()
+    per_min, seconds, ok = rate(task, states, builder, ans.LocalRunner(**options))
+    rows.append(("LocalRunner", per_min, seconds, ok))
+    if counts:
+        rows += ray_rows(ray, counts, task, states, builder, options)
     base = rows[0][1]
     print(f"{len(states)} candidates of {task.desc}, LocalBuilder(n_parallel=1), min_repeat_ms={args.min_repeat_ms:g}")
     print(f"| {'runner':<34} | candidates/min | x LocalRunner | seconds | verified")

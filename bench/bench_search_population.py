@@ -1,12 +1,13 @@
 """Benchmark: the evolutionary search's population per round against what a fixed wall-clock budget buys.
 
 Run: python3 bench/bench_search_population.py [--budget-s 90] [--per-round 16] [--tasks 2,7]
-                                              [--configs 2048x4,512x4,256x4]
+                                              [--configs 2048x4,512x4,256x4] [--tiny]
 
 Tunes ResNet-18 tasks (zoo, batch 1) with task.tune-like rounds of --per-round measurements, a fresh XGBModel
 and SearchParams(evolutionary_search_population=P, evolutionary_search_num_iters=I) for each config PxI, for
 --budget-s seconds of wall clock each; prints the trials measured, trials per minute, the time spent in
-search and cost model, and the best latency found. Not a test: figures vary with the machine's load.
+search and cost model, and the best latency found. Not a test: figures vary with the machine's load. --tiny
+takes ResNet-18 on 32x32 images: a check that the script works.
 """
 import argparse
 import time
@@ -37,8 +38,9 @@ def main():
     parser.add_argument("--per-round", type=int, default=16)
     parser.add_argument("--tasks", default="2,7", help="indices among ResNet-18's extracted tasks")
     parser.add_argument("--configs", default="2048x4,512x4,256x4", help="population x iterations, comma-separated")
+    parser.add_argument("--tiny", action="store_true", help="32x32 images (a check that the script works)")
     args = parser.parse_args()
-    tasks, _ = ans.extract_tasks(zoo.get_model("resnet18"), "llvm")
+    tasks, _ = ans.extract_tasks(zoo.get_model("resnet18", image_size=32 if args.tiny else 224), "llvm")
     configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
     print(f"{'task':34}{'config':>10}{'trials':>8}{'per min':>9}{'search+model':>14}{'best (ms)':>11}")
     for i in (int(t) for t in args.tasks.split(",")):

@@ -1,7 +1,7 @@
 """Benchmark: tune three CPU kernels and compare them with numpy, PyTorch and Halide's autoschedulers in one run.
 
 Run: python3 bench/bench_tune_ops.py [--trials 1000] [--ops matmul,conv2d,depthwise] [--log-dir DIR]
-     [--model auto|xgb|random] [--no-halide] [--no-torch]
+     [--model auto|xgb|random] [--no-halide] [--no-torch] [--tiny]
 
 The kernels (float32, batch 1):
   matmul     1024 x 1024 x 1024
@@ -14,6 +14,8 @@ thread per core), and Halide's Adams2019, Li2018 and Mullapudi2016 autoscheduler
 one's scheduling time is printed too; each runs in a child process, given up after --halide-timeout seconds). The table gives milliseconds, GFLOP/s, % of the target's estimated peak
 and each peer's time divided by the tuned time (above 1: autosched is faster), then the tuning wall time, the
 time per trial and the share spent outside measurement. Not a test: timings vary with the machine and its load.
+--tiny takes the kernels at a tiny size (matmul 32^3, 8x8x8 convolutions): a check that the script works.
+A peer that is not installed (pip install 'autosched[torch]' halide) is reported and skipped.
 """
 import argparse
 import multiprocessing
@@ -78,10 +80,12 @@ def matmul_kernel(rng, n=1024):
             p.set_estimates([(0, n), (0, n)])
         return f, [(Ai, a), (Bi, b)], (n, n)
 
-    return Kernel("matmul 1024^3", 2.0 * n ** 3, [A, B, C], [a, b], a @ b, torch_fn, halide_fn)
+    return Kernel(f"matmul {n}^3", 2.0 * n ** 3, [A, B, C], [a, b], a @ b, torch_fn, halide_fn)
 
 
-def conv_kernel(rng, name, size, channels, depthwise):
+def conv_kernel(rng, network, size, channels, depthwise):
+    name = f"{'depthwise' if depthwise else 'conv2d'} {network} {size}x{size}x{channels}" + \
+        ("" if depthwise else f"->{channels}") + " 3x3"
     h = w = size
     kh = kw = 3
     data = te.placeholder((1, h, w, channels), name="data")
@@ -138,12 +142,13 @@ def conv_kernel(rng, name, size, channels, depthwise):
 
 
 # Each kernel draws its inputs from its own seeded generator, so a child process rebuilds the same ones.
+# tiny: the sizes of --tiny.
 KERNELS = {
-    "matmul": lambda: matmul_kernel(np.random.default_rng(1)),
-    "conv2d": lambda: conv_kernel(np.random.default_rng(2), "conv2d resnet50 56x56x64->64 3x3", 56, 64,
-                                  depthwise=False),
-    "depthwise": lambda: conv_kernel(np.random.default_rng(3), "depthwise mobilenetv2 56x56x144 3x3", 56, 144,
-                                     depthwise=True),
+    "matmul": lambda tiny=False: matmul_kernel(np.random.default_rng(1), 32 if tiny else 1024),
+    "conv2d": lambda tiny=False: conv_kernel(np.random.default_rng(2), "resnet50", 8 if tiny else 56,
+                                             8 if tiny else 64, depthwise=False),
+    "depthwise": lambda tiny=False: conv_kernel(np.random.default_rng(3), "mobilenetv2", 8 if tiny else 56,
+                                                8 if tiny else 144, depthwise=True),
 }
 
 
@@ -153,7 +158,7 @@ def torch_seconds(kernel, threads):
     try:
         import torch
     except ImportError:
-        return None, "not installed"
+        return None, "not installed (pip install 'autosched[torch]')"
     torch.set_num_threads(threads)
     with torch.no_grad():
         fn = kernel.torch_fn(torch)
@@ -176,12 +181,12 @@ def load_halide():
     return hl
 
 
-def halide_in_child(op, autoscheduler, cores, timeout_s, memory_gib):
+def halide_in_child(op, tiny, autoscheduler, cores, timeout_s, memory_gib):
     """halide_seconds in a child process bounded in time and memory (an autoscheduler can run for many
     minutes or take all the memory on a large reduction); returns (seconds or None, note)."""
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_halide_child, args=(sender, op, autoscheduler, cores, memory_gib))
+    child = ctx.Process(target=_halide_child, args=(sender, op, tiny, autoscheduler, cores, memory_gib))
     child.start()
     sender.close()
     try:
@@ -197,10 +202,10 @@ def halide_in_child(op, autoscheduler, cores, timeout_s, memory_gib):
         child.join()
 
 
-def _halide_child(sender, op, autoscheduler, cores, memory_gib):
+def _halide_child(sender, op, tiny, autoscheduler, cores, memory_gib):
     resource.setrlimit(resource.RLIMIT_AS, (memory_gib << 30, memory_gib << 30))
     try:
-        sender.send(halide_seconds(load_halide(), KERNELS[op](), autoscheduler, cores))
+        sender.send(halide_seconds(load_halide(), KERNELS[op](tiny), autoscheduler, cores))
     except Exception as e:  # a Halide error or MemoryError: reported, not fatal
         sender.send((None, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"))
 
@@ -271,6 +276,7 @@ def main():
     parser.add_argument("--no-halide", action="store_true")
     parser.add_argument("--halide-timeout", type=int, default=300, help="seconds per Halide autoscheduler")
     parser.add_argument("--halide-memory-gib", type=int, default=8, help="address-space limit of its process")
+    parser.add_argument("--tiny", action="store_true", help="tiny kernels (a check that the script works)")
     args = parser.parse_args()
     unknown = [o for o in args.ops.split(",") if o not in KERNELS]
     if unknown:
@@ -280,12 +286,14 @@ def main():
     print(f"CPU: {ans.Target(args.target)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
           f"load average {os.getloadavg()[0]:.2f}")
     halide = not args.no_halide and load_halide() is not None
+    if not args.no_halide and not halide:
+        print("Halide: not installed (pip install halide); its autoschedulers are skipped")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = args.log_dir or tmp
         os.makedirs(log_dir, exist_ok=True)
         for op in args.ops.split(","):
-            kernel = KERNELS[op]()
+            kernel = KERNELS[op](args.tiny)
             print(f"\n==== {kernel.name}: tuning for {args.trials} trials")
             task, result, wall, ours, err = tune(kernel, args, log_dir)
             peak = tuner.peak_gflops(task)
@@ -298,8 +306,8 @@ def main():
                 peers.append(("PyTorch",) + torch_seconds(kernel, cores))
             for name in ("Adams2019", "Li2018", "Mullapudi2016") if halide else ():
                 print(f"Halide {name} ...", flush=True)
-                peers.append((f"Halide {name}",) + halide_in_child(op, name, cores, args.halide_timeout,
-                                                                   args.halide_memory_gib))
+                peers.append((f"Halide {name}",) + halide_in_child(op, args.tiny, name, cores,
+                                                                   args.halide_timeout, args.halide_memory_gib))
             rows.append((kernel, result, wall, ours, err, peak, peers))
     print_table(rows)
 

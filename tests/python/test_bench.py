@@ -1,6 +1,8 @@
-"""The benchmarks: bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS may misread
-them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper; the network bench gives
-onnxruntime's profiled nodes to the tasks of its table and times networks and peers in alternating rounds."""
+"""The benchmarks: every script runs at its smallest size (SMOKE_ARGS) and finishes without an error, or is
+listed with the reason it cannot run here; bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS
+may misread them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper; the network
+bench gives onnxruntime's profiled nodes to the tasks of its table and times networks and peers in alternating
+rounds."""
 import importlib.util
 import os
 import pathlib
@@ -10,6 +12,57 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# Each script's smallest run: a check that it works (seconds each), never a figure. Missing peers (halide,
+# torch, onnxruntime, ray) are reported by the scripts and skipped.
+SMOKE_ARGS = {
+    "bench_busy_core.py": ["--models", "bert_layer", "--tiny", "--seconds", "0.02", "--rounds", "1"],
+    "bench_conv_layout.py": ["--tiny", "--trials", "0", "--layers", "layer1.0.conv1"],
+    "bench_conv_weight_layout.py": ["--trials", "2", "--shapes", "8x6x3x1"],
+    "bench_cost_model.py": ["--states", "12", "--seeds", "1", "--population", "16", "--data", ""],
+    "bench_matmul.py": ["--n", "128", "--repeat", "1"],
+    "bench_networks.py": ["--models", "bert_layer", "--tiny", "--trials-per-task", "1", "--per-round", "1",
+                          "--rounds", "1", "--round-gap-s", "0", "--checkpoints-s", "", "--network-timing-s", "0",
+                          "--threads", "1"],
+    "bench_nondividing.py": ["--sizes", "37"],
+    # On PoCL (the CPU's OpenCL) where no GPU is there.
+    "bench_opencl_gpu.py": ["--target", "opencl", "--kernels", "matmul256", "--trials", "2", "--per-round", "2",
+                            "--number", "1", "--time-budget-s", "60"],
+    # LocalRunner only: test_ray_runner.py starts Ray itself.
+    "bench_ray_runner.py": ["--n", "16", "--candidates", "2", "--actors", "", "--min-repeat-ms", "0"],
+    "bench_search_cost_model.py": ["--trials", "2", "--seeds", "1", "--tasks", "matmul16", "--per-round", "2"],
+    "bench_search_population.py": ["--tiny", "--budget-s", "1", "--tasks", "2", "--configs", "16x1",
+                                   "--per-round", "2"],
+    "bench_task_scheduler.py": ["--trials", "8", "--per-round", "2", "--model", "random"],
+    "bench_tune_matmul.py": ["--n", "32", "--trials", "2", "--per-round", "2", "--model", "random"],
+    "bench_tune_ops.py": ["--tiny", "--ops", "matmul,depthwise", "--trials", "2", "--per-round", "2", "--model",
+                          "random", "--halide-timeout", "60"],
+}
+
+
+def _cannot_run_here(script):
+    """Why `script` cannot run on this machine ('' when it can)."""
+    import autosched as ans
+    if script == "bench_opencl_gpu.py" and not ans.opencl.available():
+        return "no OpenCL device (nor PoCL) on this machine"
+    if script == "bench_busy_core.py" and len(os.sched_getaffinity(0)) < 2:
+        return "it keeps one of two cores busy: this process has one core"
+    return ""
+
+
+def test_every_bench_script_has_a_smoke_run():
+    assert sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")) == sorted(SMOKE_ARGS)
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE_ARGS))
+def test_bench_script_runs_at_its_smallest_size(script):
+    why = _cannot_run_here(script)
+    if why:
+        pytest.skip(why)
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / script), *SMOKE_ARGS[script]], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, (result.stdout[-2000:]
+                                                                         + result.stderr[-3000:])
 
 
 def load_bench_env():
