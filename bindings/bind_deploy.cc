@@ -103,7 +103,22 @@ Module LoadOpenCL(const Target& target, const std::string& name, const std::vect
 void bind_deploy(py::module_& m) {
   py::class_<KernelLibrary, std::shared_ptr<KernelLibrary>>(
       m, "KernelLibrary", "A shared library of exported kernels, opened with dlopen (no compiler).")
-      .def_static("open", &KernelLibrary::Open, py::arg("path"))
+      .def_static(
+          "load",
+          [](const py::bytes& image, const std::string& name, const std::string& copy) {
+            static const std::map<std::string, LibraryCopy> copies = {{"auto", LibraryCopy::kAuto},
+                                                                      {"memfd", LibraryCopy::kMemoryFile},
+                                                                      {"file", LibraryCopy::kTempFile}};
+            auto it = copies.find(copy);
+            AS_CHECK(it != copies.end(), "copy must be 'auto', 'memfd' or 'file', got '" << copy << "'");
+            return KernelLibrary::Load(std::string(image), name, it->second);
+          },
+          py::arg("image"), py::arg("name"), py::arg("copy") = "auto",
+          "The library whose bytes are `image`, named `name` in messages, loaded from a private copy (copy: "
+          "'memfd' a memory file, 'file' a temporary file unlinked after dlopen, 'auto' the first that "
+          "works), "
+          "so a library re-exported under a name this process loaded before gives its new code.")
+      .def_static("open", &KernelLibrary::Open, py::arg("path"), "load() of the bytes of the file at `path`.")
       .def_property_readonly("path", &KernelLibrary::path);
   m.def(
       "load_library_module",

@@ -27,23 +27,39 @@ constexpr const char* kLibraryRuntimePrefix = "autosched_runtime_slot_";
 constexpr const char* kLibraryRuntimeEntryPoints[] = {"autosched_parallel_for", "autosched_alloc",
                                                       "autosched_free"};
 
+// Where a private copy of a library lives while dlopen maps it.
+enum class LibraryCopy {
+  kAuto,        // a memory file, else a temporary file
+  kMemoryFile,  // memfd_create, opened through /proc/self/fd
+  kTempFile,    // a file in the temporary directory, unlinked after dlopen
+};
+
 class KernelLibrary {
  public:
-  // Throws Error naming the path when it cannot be opened or is not a
-  // kernel library of this version.
+  // The library whose bytes are `image` (the head of an artifact), named
+  // `name` in messages. Throws Error naming it when it cannot be loaded or is
+  // not a kernel library of this version.
+  static std::shared_ptr<KernelLibrary> Load(const std::string& image, const std::string& name,
+                                             LibraryCopy copy = LibraryCopy::kAuto);
+  // Load of the bytes of the file at `path`.
   static std::shared_ptr<KernelLibrary> Open(const std::string& path);
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary&) = delete;
   KernelLibrary& operator=(const KernelLibrary&) = delete;
 
+  // The name given to Load (the artifact's path).
   const std::string& path() const { return path_; }
   // The kernel exported as `symbol`; Error when there is none.
   PackedKernel Lookup(const std::string& symbol) const;
 
  private:
-  KernelLibrary(std::string path, void* handle) : path_(std::move(path)), handle_(handle) {}
+  KernelLibrary(std::string path, void* handle, int memory_file)
+      : path_(std::move(path)), handle_(handle), memory_file_(memory_file) {}
   std::string path_;
   void* handle_;
+  // The memory file dlopen mapped (-1 for a temporary file), kept open while
+  // the library is: its /proc/self/fd name then names no other library.
+  int memory_file_;
 };
 
 Module LoadLibraryModule(const std::shared_ptr<KernelLibrary>& library, const std::string& symbol,

@@ -15,13 +15,22 @@ An artifact is one file:
     driver's binary where the driver gives one (loaded on the same device and driver without compiling,
     else built from the source).
 The archive holds `autosched.json` (the metadata: format version, kind, target, CPU and features, each
-kernel's symbol, arguments and sources; for a network its inputs, outputs, groups, memory plan and the
-records used), and arrays as .npy members (weights, pre-packed constants).
+kernel's symbol, arguments and sources, the size and SHA-256 of the shared library; for a network its inputs,
+outputs, groups, memory plan and the records used), and arrays as .npy members (weights, pre-packed
+constants).
 
 Loading refuses, naming what is wrong: a file that is not an artifact, another format version, another
 architecture, a CPU that lacks features the code uses (the exporting target's, e.g. avx512f: export for a
-CPU both have, such as `llvm -mcpu=x86-64-v3`), and an opencl artifact without the OpenCL runtime.
+CPU both have, such as `llvm -mcpu=x86-64-v3`), an opencl artifact without the OpenCL runtime, a shared
+library whose bytes differ from the hash the metadata records, and a damaged archive member (named). An
+artifact written before the hash was recorded loads with a warning that its library goes unchecked.
+
+The library is loaded from a private copy of its bytes (a memory file, else a temporary file unlinked after
+dlopen; cpp/runtime/library_module.cc), so a file re-exported under a path this process loaded before gives
+its new code, and the artifact's directory may be read-only.
 """
+import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -31,6 +40,7 @@ import sys
 import tempfile
 import warnings
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -45,6 +55,17 @@ _META = "autosched.json"
 
 class ArtifactError(ValueError):
     """A file that cannot be loaded as an autosched artifact here; the message says why."""
+
+
+# What reading a damaged archive member raises: a CRC mismatch or bad header (BadZipFile), a damaged deflate
+# stream (zlib.error, EOFError), an unknown compression method (NotImplementedError), a bad .npy header
+# (ValueError; the metadata's JSON too).
+_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError, OSError)
+
+
+def library_hash(library):
+    """The SHA-256 (hex) the metadata records of an artifact's shared library."""
+    return hashlib.sha256(library).hexdigest()
 
 
 def compile_counts():
@@ -138,17 +159,19 @@ class KernelSet:
             meta.update(cpu=self.target.cpu, features=sorted(f for f in self.target.features if f in isa))
         return meta
 
-    def load(self, path, zf, meta):
+    def load(self, path, meta):
         """Core Modules of the kernels of an opened artifact."""
         if meta["target_info"]["kind"] == "llvm":
-            library = _core.KernelLibrary.open(os.path.abspath(path))  # a bare name would be searched for
+            # The bytes checked against the metadata's hash are the ones mapped: a private copy, never the
+            # library dlopen may hold already under this path.
+            library = _core.KernelLibrary.load(self.library, os.path.abspath(path))
             return [_core.load_library_module(library, k["symbol"], k["name"], _args(k), k["sources"])
                     for k in self.kernels]
         if not _core.has_opencl():
             raise ArtifactError(f"{path}: an OpenCL artifact, and this autosched was built without the OpenCL "
                                 "runtime")
         return [_core.load_opencl_module(self.target, k["name"], _args(k), k["sources"], json.dumps(k["opencl"]),
-                                         zf.read(k["binary"]) if k.get("binary") else b"")
+                                         self.blobs[k["binary"]] if k.get("binary") else b"")
                 for k in self.kernels]
 
 
@@ -181,6 +204,8 @@ def write_artifact(path, meta, kernel_set, arrays=(), compress_sources=True):
     path = os.fspath(path)
     meta = dict(meta, format=FORMAT, version=VERSION, target_info=kernel_set.target_meta(),
                 kernels=kernel_set.kernels, library_size=len(kernel_set.library or b""))
+    if kernel_set.library:
+        meta["library_sha256"] = library_hash(kernel_set.library)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".autosched_", dir=directory)
     try:
@@ -214,11 +239,22 @@ class Artifact:
         if not zipfile.is_zipfile(self.path):
             raise ArtifactError(f"{self.path} is not an autosched artifact (no archive in it): make one with "
                                 "export_library")
-        self.zip = zipfile.ZipFile(self.path)
         try:
-            meta = json.loads(self.zip.read(_META))
-        except KeyError:
-            raise ArtifactError(f"{self.path} is not an autosched artifact (no {_META})") from None
+            self.zip = zipfile.ZipFile(self.path)
+        except _DAMAGE as e:
+            raise ArtifactError(f"{self.path}: its archive's directory is damaged ({type(e).__name__}: {e}); "
+                                "export the artifact again") from None
+        try:
+            self._open(expect_kind)
+        except BaseException:
+            self.zip.close()
+            raise
+
+    def _open(self, expect_kind):
+        if _META not in self.zip.namelist():
+            raise ArtifactError(f"{self.path} is not an autosched artifact (no {_META})")
+        with self._reading(_META):
+            meta = json.loads(self.read(_META))  # JSONDecodeError is a ValueError
         if meta.get("format") != FORMAT:
             raise ArtifactError(f"{self.path} is not an autosched artifact (format {meta.get('format')!r})")
         if meta.get("version") != VERSION:
@@ -231,17 +267,48 @@ class Artifact:
         self.meta = meta
         check_host(meta, self.path)
         self.kernel_set = KernelSet(_target(meta["target_info"]["target"]), meta["kernels"],
-                                    blobs={k["binary"]: self.zip.read(k["binary"]) for k in meta["kernels"]
+                                    blobs={k["binary"]: self.read(k["binary"]) for k in meta["kernels"]
                                            if k.get("binary")})
         if meta.get("library_size"):
-            with open(self.path, "rb") as f:
-                self.kernel_set.library = f.read(meta["library_size"])
+            self.kernel_set.library = self._library(meta)
+
+    def _library(self, meta):
+        """The shared library at the head of the file, checked against the metadata's hash."""
+        with open(self.path, "rb") as f:
+            library = f.read(meta["library_size"])
+        recorded = meta.get("library_sha256")
+        if recorded is None:
+            warnings.warn(f"{self.path} was exported before artifacts recorded a hash of their shared library: "
+                          "damage to its code goes undetected (a crash at the first call); export it again",
+                          stacklevel=5)
+        elif len(library) != meta["library_size"] or library_hash(library) != recorded:
+            raise ArtifactError(f"{self.path}: its shared library (the file's first {meta['library_size']} bytes) "
+                                "does not match the SHA-256 its metadata records: the file is damaged or was "
+                                "altered after export; export it again")
+        return library
+
+    @contextlib.contextmanager
+    def _reading(self, name):
+        """Turns what reading the archive member `name` raises into an ArtifactError naming it."""
+        try:
+            yield
+        except KeyError:
+            raise ArtifactError(f"{self.path}: the archive has no member {name!r} that its metadata names; "
+                                "export the artifact again") from None
+        except _DAMAGE as e:
+            raise ArtifactError(f"{self.path}: the archive member {name!r} is damaged ({type(e).__name__}: {e}); "
+                                "export the artifact again") from None
+
+    def read(self, name):
+        """The bytes of the archive member `name`."""
+        with self._reading(name):
+            return self.zip.read(name)
 
     def modules(self):
-        return self.kernel_set.load(self.path, self.zip, self.meta)
+        return self.kernel_set.load(self.path, self.meta)
 
     def array(self, name):
-        with self.zip.open(name) as member:
+        with self._reading(name), self.zip.open(name) as member:
             return np.lib.format.read_array(member, allow_pickle=False)
 
     def close(self):

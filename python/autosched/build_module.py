@@ -185,7 +185,9 @@ def lower(state: Any, log_passes: bool = False) -> str:
 
 def load_module(path):
     """The kernel exported with Module.export_library(path), ready to call; nothing is compiled (llvm: dlopen
-    of the library; opencl: the driver's binary, or the source where the device or driver differs)."""
+    of a private copy of the library, checked against the hash the metadata records, so a file re-exported to
+    the same path gives its new code; opencl: the driver's binary, or the source where the device or driver
+    differs). ArtifactError for a file that cannot be loaded here, naming why."""
     art = artifact.Artifact(path, "kernel")
     try:
         core, = art.modules()

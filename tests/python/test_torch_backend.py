@@ -1,7 +1,8 @@
 """PyTorch integration: torch.compile(model, backend="autosched") registered by `import autosched` without
 importing torch; compiled models equal eager ones; a graph with an operator autosched cannot import runs
-eagerly with a warning; a changed parameter sends the graph back to eager; TorchModule(net) takes and
-returns torch tensors."""
+eagerly with a warning; a changed parameter or buffer sends the graph back to eager, including writes that
+move no version counter (through `.data`, BatchNorm's running statistics in train mode); TorchModule(net)
+takes and returns torch tensors."""
 import os
 import subprocess
 import sys
@@ -72,6 +73,60 @@ def test_torch_compile_equals_eager():
         with pytest.warns(AutoschedFallbackWarning, match="changed since the graph was compiled"):
             changed = compiled(x)
         torch.testing.assert_close(changed, model(x), rtol=1e-4, atol=1e-4)
+
+
+class ConvBN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def _compiled_conv_bn(x):
+    """An eval-mode ConvBN and its compiled form, called once (autosched folds the batch norm's statistics into
+    the convolution)."""
+    torch.manual_seed(0)
+    model = ConvBN().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="autosched")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AutoschedFallbackWarning)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    return model, compiled
+
+
+def test_a_weight_changed_through_data_is_seen():
+    x = torch.randn(2, 3, 8, 8)
+    model, compiled = _compiled_conv_bn(x)
+    version = model.conv.weight._version
+    model.conv.weight.data.mul_(3)
+    assert model.conv.weight._version == version  # nothing but the content tells of the change
+    with torch.no_grad():
+        with pytest.warns(AutoschedFallbackWarning, match="changed since the graph was compiled"):
+            got = compiled(x)
+        torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("through", ["model", "compiled"])
+def test_batch_norm_statistics_moved_by_a_train_mode_forward_are_seen(through):
+    x = torch.randn(2, 3, 8, 8)
+    model, compiled = _compiled_conv_bn(x)
+    before = model.bn.running_mean.clone()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", AutoschedFallbackWarning)  # the train-mode graph runs eagerly
+        runner = model if through == "model" else compiled
+        runner.train()
+        runner(x * 2 + 1)
+        runner.eval()
+    assert not torch.equal(model.bn.running_mean, before)
+    with torch.no_grad():
+        with pytest.warns(AutoschedFallbackWarning, match="changed since the graph was compiled"):
+            got = compiled(x)
+        torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
 
 
 def test_an_operator_autosched_cannot_import_runs_eagerly_with_a_warning():
