@@ -5,7 +5,9 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
-packages=(cmake ninja-build g++ llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
+# ccache: setup.py compiles through it, so the wheel's build (scripts/build_wheel.sh) reuses the source
+# build's objects.
+packages=(cmake ninja-build g++ ccache llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
           pocl-opencl-icd clinfo nlohmann-json3-dev libgtest-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
