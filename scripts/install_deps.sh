@@ -5,7 +5,9 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
-packages=(cmake ninja-build g++ llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
+# ccache: setup.py compiles through it, so the wheel's build (scripts/build_wheel.sh) reuses the source
+# build's objects.
+packages=(cmake ninja-build g++ ccache llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
           pocl-opencl-icd clinfo nlohmann-json3-dev libgtest-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
@@ -17,9 +19,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # onnx, onnxruntime and torch serve the network importers and their tests (tests/python/test_frontends.py);
-# ray serves RayRunner (measuring on a Ray cluster; tests/python/test_ray_runner.py starts one on loopback);
+# ray serves RayRunner (measuring on a Ray cluster; tests/python/test_ray_runner.py starts one on loopback):
+# pinned, as Ray's defaults change between releases (2.60 turns token authentication on by itself: docs/ray.md);
 # torch==2.13.0 is the CPU build this machine kind keeps on disk (another version would download a CUDA build).
 # tqdm draws the progress bar, matplotlib the plots (autosched.plot); mypy checks the type hints
 # (tests/python/test_typing.py); nbclient, nbformat and ipykernel run the tutorials (tests/python/test_docs.py).
 python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel \
-  onnx onnxruntime "torch==2.13.0" ray tqdm matplotlib mypy nbclient nbformat ipykernel
+  onnx onnxruntime "torch==2.13.0" "ray==2.60.0" tqdm matplotlib mypy nbclient nbformat ipykernel

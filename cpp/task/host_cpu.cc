@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "support/error.h"
+#include "task/llvm_targets.h"
 
 #ifdef AUTOSCHED_HAS_LLVM
 #include <llvm/ADT/StringMap.h>
@@ -20,6 +21,18 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
+
+// What a backend registers for code generation: its triples and CPUs, its code generator, its machine
+// code layer and its assembly printer (which writes both assembly and object files). CMake defines
+// AUTOSCHED_LLVM_<ARCH> for each supported architecture whose backend this LLVM has; only those backends'
+// functions are named, so only they are linked into a build with LLVM's static libraries.
+#define AUTOSCHED_INITIALIZE_LLVM_BACKEND(Arch) \
+  do {                                          \
+    LLVMInitialize##Arch##TargetInfo();         \
+    LLVMInitialize##Arch##Target();             \
+    LLVMInitialize##Arch##TargetMC();           \
+    LLVMInitialize##Arch##AsmPrinter();         \
+  } while (false)
 #endif
 
 namespace autosched {
@@ -197,7 +210,42 @@ std::string ReadWord(const std::string& path) {
   return word;
 }
 
+#ifdef AUTOSCHED_HAS_LLVM
+// The architectures of kSupportedArchitectures, as LLVM names them.
+bool IsSupportedArch(llvm::Triple::ArchType arch) {
+  return arch == llvm::Triple::x86_64 || arch == llvm::Triple::aarch64 || arch == llvm::Triple::riscv64;
+}
+#endif
+
 }  // namespace
+
+const char* const kSupportedArchitectures = "x86_64 (x86-64), aarch64 (AArch64) and riscv64 (RISC-V)";
+
+void InitializeLLVMTargets() {
+#ifdef AUTOSCHED_HAS_LLVM
+  static std::once_flag once;
+  std::call_once(once, [] {
+#ifdef AUTOSCHED_LLVM_X86
+    AUTOSCHED_INITIALIZE_LLVM_BACKEND(X86);
+#endif
+#ifdef AUTOSCHED_LLVM_AARCH64
+    AUTOSCHED_INITIALIZE_LLVM_BACKEND(AArch64);
+#endif
+#ifdef AUTOSCHED_LLVM_RISCV
+    AUTOSCHED_INITIALIZE_LLVM_BACKEND(RISCV);
+#endif
+  });
+#endif
+}
+
+std::vector<std::string> RegisteredLLVMTargets() {
+  std::vector<std::string> names;
+#ifdef AUTOSCHED_HAS_LLVM
+  for (const llvm::Target& target : llvm::TargetRegistry::targets()) names.push_back(target.getName());
+  std::sort(names.begin(), names.end());
+#endif
+  return names;
+}
 
 void InitializeLLVMNativeTarget() {
 #ifdef AUTOSCHED_HAS_LLVM
@@ -238,7 +286,13 @@ bool IsForeignTriple(const std::string& text) {
   llvm::Triple host(llvm::sys::getProcessTriple());
   AS_CHECK(given.getArch() != llvm::Triple::UnknownArch,
            "-mtriple=" << text << " names no architecture that LLVM knows");
-  if (given.getArch() != host.getArch()) return true;
+  if (given.getArch() != host.getArch()) {
+    AS_CHECK(IsSupportedArch(given.getArch()),
+             "-mtriple=" << text << " names the architecture " << given.getArchName().str()
+                         << ", which autosched does not compile for: it compiles for "
+                         << kSupportedArchitectures);
+    return true;
+  }
   AS_CHECK(given.getOS() == host.getOS() || given.getOS() == llvm::Triple::UnknownOS,
            "-mtriple=" << text << " names the operating system " << given.getOSName().str()
                        << ", but kernels of this architecture are compiled to run in this process on "
@@ -257,18 +311,13 @@ CpuSpec ResolveForeignCpu(const std::string& text, const std::string& mcpu, cons
   CheckMattrSyntax(mattr);
   CpuSpec spec;
 #ifdef AUTOSCHED_HAS_LLVM
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeAllTargetInfos();
-    llvm::InitializeAllTargets();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmPrinters();
-  });
+  InitializeLLVMTargets();
   spec.triple = llvm::Triple::normalize(text);
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, error);
-  AS_CHECK(target != nullptr, "-mtriple=" << text << ": this LLVM cannot build for that architecture ("
-                                          << error << "); `llvm-config --targets-built` lists those it can");
+  AS_CHECK(target != nullptr, "-mtriple=" << text
+                                          << ": the LLVM autosched was built with has no backend for it ("
+                                          << error << "); `llvm-config --targets-built` lists those it has");
   spec.name = mcpu.empty() || mcpu == "native" || mcpu == "host" ? "generic" : mcpu;
   AS_CHECK(mcpu != "native" && mcpu != "host",
            "-mcpu=" << mcpu << " means this host's CPU, which cannot run code for " << text

@@ -95,3 +95,10 @@ def test_another_backend_and_the_host_triple():
 def test_a_foreign_cpu_must_be_one_of_that_architecture():
     with pytest.raises(ValueError, match="unknown -mcpu 'skylake' for aarch64"):
         ans.Target("llvm -mtriple=aarch64-linux-gnu -mcpu=skylake")
+
+
+@pytest.mark.parametrize("triple", ["armv7-linux-gnueabihf", "i686-linux-gnu", "powerpc64le-linux-gnu"])
+def test_an_architecture_autosched_does_not_compile_for_is_refused(triple):
+    """Only the backends of x86-64, AArch64 and RISC-V are registered (and linked into the wheel)."""
+    with pytest.raises(ValueError, match="which autosched does not compile for: .*aarch64.*riscv64"):
+        ans.Target("llvm -mtriple=" + triple)

@@ -1,8 +1,11 @@
-"""The self-contained wheel: built with scripts/build_wheel.sh's command, installed into a fresh venv, it
-imports, tunes a small task with the XGBoost cost model and builds it, with none of the Debian packages'
-libraries (LLVM, XGBoost, the OpenCL ICD loader) reachable.
+"""The self-contained wheel: built by scripts/build_wheel.sh, installed into a fresh venv, it imports, tunes a
+small task with the XGBoost cost model and builds it, and cross-compiles for AArch64 and RISC-V, with none of
+the Debian packages' libraries (LLVM, XGBoost, the OpenCL ICD loader) reachable. LLVM is in the wheel once
+(in libautosched_core.so, which the extension and the worker share) and the wheel stays under WHEEL_MAX_MIB.
 
-Long (the wheel's build is a full build of the C++ core), so it runs only with AUTOSCHED_TEST_WHEEL=1:
+CI (.ci/run) runs it on every submission, after the other tests. It is long (the wheel's build links LLVM
+statically, and compiles the core again where ccache does not have it), so elsewhere it runs only with
+AUTOSCHED_TEST_WHEEL=1:
 
     AUTOSCHED_TEST_WHEEL=1 python3 -m pytest tests/python/test_wheel.py -s
     AUTOSCHED_TEST_WHEEL=1 AUTOSCHED_WHEEL_FILE=dist/autosched-...whl python3 -m pytest ...  # a built wheel
@@ -10,8 +13,8 @@ Long (the wheel's build is a full build of the C++ core), so it runs only with A
 It needs the network (PyPI) to install the wheel's dependencies. Where the test can make a mount namespace
 (root, `unshare -m`), the installed package runs in one where /usr/lib/llvm-19 is empty and Debian's
 libxgboost, libLLVM and libOpenCL are empty files, as on a machine without those packages; everywhere, ldd
-and the process's own memory map must show none of them. Prints the figures: the wheel's size, its build
-time, the install time and the tuning time.
+and the process's own memory map must show none of them, and LD_LIBRARY_PATH and LD_PRELOAD are unset.
+Prints the figures: the wheel's size, its build time, the install time and the tuning time.
 """
 import glob
 import json
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +33,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(os.environ.get("AUTOSCHED_TEST_WHEEL", "0") != "1",
                                 reason="long: set AUTOSCHED_TEST_WHEEL=1 to build, install and try the wheel")
+
+WHEEL_MAX_MIB = 35
+# The package's binaries: the core (with LLVM), and the two small ones that link it.
+CORE = "libautosched_core.so"
+SMALL_MAX_MIB = {"_core": 8, "autosched_worker": 1}
 
 # Libraries of the build machine's packages that the installed wheel must never load. An OpenCL driver,
 # where one is loaded, brings its own (PoCL: libLLVM-15, libxml2, libz3): those are checked only in the
@@ -86,10 +95,26 @@ TUNE = textwrap.dedent("""
     else:
         print("opencl devices:", [d["name"] for d in devices])
 
+    # Cross-compiling: the wheel has LLVM's AArch64 and RISC-V backends (ELF e_machine 183 and 243), and
+    # refuses an architecture that autosched does not compile for.
+    for triple, machine in (("aarch64-linux-gnu", 183), ("riscv64-linux-gnu", 243)):
+        foreign = ans.SearchTask(compute_dag=task.compute_dag, target="llvm -mtriple=" + triple, desc="cross")
+        path = ans.build(foreign).export_object(os.path.join(tempfile.mkdtemp(), "k.o"))
+        head = open(path, "rb").read(20)
+        assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == machine, (triple, head)
+    try:
+        ans.Target("llvm -mtriple=armv7-linux-gnueabihf")
+    except ValueError as e:
+        assert "does not compile for" in str(e), str(e)
+    else:
+        raise AssertionError("-mtriple=armv7-linux-gnueabihf was accepted")
+
     forbidden = json.loads(os.environ["FORBIDDEN"])
     maps = open("/proc/self/maps").read()
     bad = sorted({line.split()[-1] for line in maps.splitlines() if any(f in line for f in forbidden)})
     assert not bad, bad
+    cores = {line.split()[-1] for line in maps.splitlines() if line.endswith("/libautosched_core.so")}
+    assert cores == {os.path.join(os.path.dirname(ans.__file__), "libautosched_core.so")}, cores
     print(json.dumps({"tune_s": tune_s, "trials": result.trials, "stop": result.stop_reason}))
 """)
 
@@ -111,11 +136,26 @@ def _hidden(command, hide_loader):
 
 
 def _build_wheel(out_dir):
-    env = dict(os.environ, AUTOSCHED_WHEEL="1", CCACHE_BASEDIR=str(ROOT))
+    # AUTOSCHED_BUILD_DIR of a test run from the tree names the folder holding _core, not a build folder.
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTOSCHED_BUILD_DIR", "AUTOSCHED_BUILD_TESTS")}
+    env["AUTOSCHED_WHEEL_DIR"] = str(out_dir)
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out_dir), str(ROOT)],
-                   check=True, env=env, timeout=3600)
+    subprocess.run(["bash", str(ROOT / "scripts" / "build_wheel.sh"), "-q"], check=True, env=env, timeout=3600)
     return time.monotonic() - start
+
+
+def _check_contents(wheel):
+    """The wheel's size, and LLVM in it once: only libautosched_core.so is large."""
+    size_mib = wheel.stat().st_size / 2**20
+    assert size_mib < WHEEL_MAX_MIB, f"{wheel.name}: {size_mib:.1f} MiB"
+    with zipfile.ZipFile(wheel) as z:
+        sizes = {os.path.basename(i.filename): i.file_size / 2**20 for i in z.infolist()
+                 if i.filename.startswith("autosched/") and "/" not in i.filename[len("autosched/"):]}
+    assert CORE in sizes, sorted(sizes)
+    for stem, limit in SMALL_MAX_MIB.items():
+        (name,) = [n for n in sizes if n == stem or n.startswith(stem + ".")]
+        assert sizes[name] < limit, f"{name} is {sizes[name]:.1f} MiB: does it link LLVM again?"
+    return size_mib
 
 
 def test_wheel_installs_into_a_fresh_venv_and_tunes(tmp_path):
@@ -125,27 +165,31 @@ def test_wheel_installs_into_a_fresh_venv_and_tunes(tmp_path):
     else:
         build_s = _build_wheel(tmp_path / "dist")
         (wheel,) = (tmp_path / "dist").glob("autosched-*.whl")
+    size_mib = _check_contents(wheel)
+    # The venv sees nothing of the tree or of the test's run (PYTHONPATH=python would show pip the tree's
+    # autosched as installed already), nor libraries of the machine's through the loader's variables.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHON", "AUTOSCHED_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300, env=env)
     python = str(venv / "bin" / "python")
     start = time.monotonic()
-    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=1800)
+    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=1800, env=env)
     install_s = time.monotonic() - start
 
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    binaries = glob.glob(os.path.join(site, "autosched", "_core*.so")) + [os.path.join(site, "autosched",
-                                                                                      "autosched_worker")]
+                          check=True, capture_output=True, text=True, env=env).stdout.strip()
+    binaries = glob.glob(os.path.join(site, "autosched", "_core*.so")) + [
+        os.path.join(site, "autosched", name) for name in (CORE, "autosched_worker")]
     for binary in binaries:
         assert os.access(binary, os.X_OK) or binary.endswith(".so"), binary
-        ldd = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
+        ldd = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True, env=env).stdout
         assert "not found" not in ldd, ldd
         libxgboost = [line for line in ldd.splitlines() if "libxgboost" in line]
         assert libxgboost and os.path.realpath(libxgboost[0].split("=>")[1].split()[0]).startswith(site), ldd
         bad = [line for line in ldd.splitlines() if any(f in line for f in NOT_WITHOUT_DRIVER)]
         assert not bad, bad
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AUTOSCHED_"))}
     script = TUNE
     hide = _can_hide()
     figures = None
@@ -159,7 +203,6 @@ def test_wheel_installs_into_a_fresh_venv_and_tunes(tmp_path):
         assert run.returncode == 0, run.stdout + run.stderr
         print(run.stdout.strip())
         figures = figures or run.stdout.strip().splitlines()[-1]
-    size_mb = wheel.stat().st_size / 2**20
-    print(f"\nwheel {wheel.name}: {size_mb:.1f} MiB; build "
+    print(f"\nwheel {wheel.name}: {size_mib:.1f} MiB; build "
           + (f"{build_s:.0f} s" if build_s is not None else "(given)")
           + f"; install {install_s:.0f} s; tune and build: {figures}; Debian libraries hidden: {bool(hide)}")
