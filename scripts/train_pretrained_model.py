@@ -13,7 +13,8 @@
    and RandomModel's; the same for the --fixture log (a task in no corpus: tests/records/).
 3. Trains on every task and writes the model into python/autosched/data/ (cost_model_llvm.<feature set>.json,
    the feature set being autosched.pretrained.feature_set_id()) with its entry in pretrained_models.json: the
-   feature set, the corpus (records, tasks, CPUs), the date, the parameters and the accuracies of step 2.
+   feature set, the file's SHA-256 (the package verifies the file by it before XGBoost reads it), the corpus
+   (records, tasks, CPUs), the date, the parameters and the accuracies of step 2.
    --no-write stops after step 2.
 """
 import argparse
@@ -176,8 +177,10 @@ def write_model(model, groups, report, out_dir):
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
             manifest = json.load(f)
-    old = (manifest.get("llvm") or {}).get("file")
-    if old and old != name and os.path.exists(os.path.join(out_dir, old)):
+        if not isinstance(manifest, dict):  # a damaged manifest: written anew
+            manifest = {}
+    old = manifest.get("llvm", {}).get("file") if isinstance(manifest.get("llvm"), dict) else None
+    if isinstance(old, str) and old and os.path.basename(old) == old and old != name and os.path.exists(os.path.join(out_dir, old)):
         os.remove(os.path.join(out_dir, old))
     cpus = {}
     for g in groups:
@@ -192,7 +195,7 @@ def write_model(model, groups, report, out_dir):
         "records": sum(len(g.states) for g in groups), "tasks": len(groups), "cpus": cpus,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "params": {k: getattr(model.params, k) for k in MODEL_PARAMS}, "size_bytes": os.path.getsize(path),
-        **report}
+        "sha256": pretrained.file_sha256(path), **report}
     with open(manifest_path + ".tmp", "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")

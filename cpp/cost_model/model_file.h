@@ -18,4 +18,13 @@ void WriteModelFile(const std::string& path, const std::string& model, nlohmann:
 // problem (missing, not JSON, another format, version or model kind).
 nlohmann::json ReadModelFile(const std::string& path, const std::string& model);
 
+// Checks an XGBoost model in its JSON form (the "booster" of a model file)
+// before XGBoost reads it, and returns its number of trees. XGBoost trusts the
+// indices it loads: a child index outside its tree, a child that leads back up
+// the tree, a split on a feature past the last, or two trees of one id make
+// predicting crash or never end. Error naming the path and the first problem;
+// what is checked is what XGBoost follows when it predicts, so a file that
+// passes still holds whatever values it holds.
+size_t CheckXGBoostTrees(const nlohmann::json& booster, const std::string& path, size_t num_features);
+
 }  // namespace autosched

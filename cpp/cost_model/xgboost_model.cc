@@ -113,7 +113,8 @@ struct XGBModel::Impl {
 namespace {
 
 // The booster of a model file's document (nullptr when it holds none); Error
-// naming the file when it was trained on other features. threads: XGBoost's
+// naming the file when it was trained on other features or its trees are
+// damaged (CheckXGBoostTrees). threads: XGBoost's
 // threads for predictions (0: its default, all cores).
 BoosterHandle LoadBooster(const nlohmann::json& doc, const std::string& path, int threads) {
   AS_CHECK(doc.at("feature_names") == nlohmann::json(FeatureNames()),
@@ -121,6 +122,14 @@ BoosterHandle LoadBooster(const nlohmann::json& doc, const std::string& path, in
                                << doc.at("feature_names").size() << " features, this autosched has "
                                << NumFeatures() << "); train a new model from the records");
   if (doc.at("booster").is_null()) return nullptr;
+  // XGBoost follows the indices of its trees unchecked (a damaged file makes
+  // it crash or loop): they are checked first, and the rounds used of them.
+  const size_t trees = CheckXGBoostTrees(doc.at("booster"), path, NumFeatures());
+  const nlohmann::json& best_round = doc.at("best_round");
+  AS_CHECK(best_round.is_number_integer() && best_round.get<long long>() >= 0 &&
+               best_round.get<long long>() < static_cast<long long>(trees),
+           "cost model file '" << path << "' is damaged (best_round " << best_round.dump() << " of " << trees
+                               << " trees): train the model again, or start from another file");
   std::string text = doc.at("booster").dump();
   BoosterHandle booster = nullptr;
   Check(XGBoosterCreate(nullptr, 0, &booster), "create a booster");

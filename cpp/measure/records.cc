@@ -1,9 +1,11 @@
 #include "measure/records.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -158,6 +160,54 @@ Record ParseRecord(const nlohmann::json& doc, std::map<std::string, std::shared_
   return Record{it->second, (*task_docs)[key], state, result, 0, ""};
 }
 
+// The start of the JSON object that ends at text[end - 1] (a '}'), found by
+// matching brackets backwards outside strings (a quote is inside a string's
+// text when an odd number of backslashes precede it); npos when there is none.
+size_t ObjectStartBefore(const std::string& text, size_t end) {
+  if (end == 0 || text[end - 1] != '}') return std::string::npos;
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = end; i-- > 0;) {
+    const char c = text[i];
+    if (c == '"') {
+      size_t backslashes = 0;
+      while (backslashes < i && text[i - 1 - backslashes] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) in_string = !in_string;
+    } else if (!in_string && (c == '}' || c == ']')) {
+      ++depth;
+    } else if (!in_string && (c == '{' || c == '[')) {
+      if (depth == 0) return std::string::npos;
+      if (--depth == 0) return c == '{' ? i : std::string::npos;
+    }
+  }
+  return std::string::npos;
+}
+
+// A record that an older writer appended right after a torn line (it did not
+// start each record on a fresh line) shares that line: "<torn part>{record}".
+// The records such a line ends with, each with its span, found from the end
+// of the line: each is the object that ends where the next one starts, in
+// time linear in the line; empty when the line ends with none.
+struct GluedRecord {
+  size_t begin = 0, end = 0;
+  nlohmann::json doc;
+};
+
+std::vector<GluedRecord> RecordsAfterATornPart(const std::string& text) {
+  std::vector<GluedRecord> found;
+  const size_t line_end = text.find_last_not_of(" \t\r") + 1;
+  for (size_t end = line_end; end > 0;) {
+    const size_t start = ObjectStartBefore(text, end);
+    if (start == std::string::npos || (start == 0 && end == line_end)) break;  // the whole line did not parse
+    nlohmann::json doc = nlohmann::json::parse(text.begin() + start, text.begin() + end, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("version")) break;
+    found.push_back({start, end, std::move(doc)});
+    end = start;
+  }
+  std::reverse(found.begin(), found.end());
+  return found;
+}
+
 }  // namespace
 
 nlohmann::json RecordToJson(const nlohmann::json& task_json, const State& state,
@@ -171,22 +221,14 @@ nlohmann::json RecordToJson(const nlohmann::json& task_json, const State& state,
 RecordWriter::RecordWriter(const std::string& path, bool fsync) : path_(path), fsync_(fsync) { Open(); }
 
 void RecordWriter::Open() {
-  fd_ = OpenRegular(path_, O_WRONLY | O_APPEND | O_CREAT, "appending");
+  // Read access lets Write look at the last byte through the same descriptor;
+  // a file this process may only write is appended to without that check.
+  const bool readable = access(path_.c_str(), F_OK) != 0 || access(path_.c_str(), R_OK) == 0;
+  fd_ = OpenRegular(path_, (readable ? O_RDWR : O_WRONLY) | O_APPEND | O_CREAT, "appending");
   struct stat st {};
   if (fstat(fd_, &st) != 0) return;
   dev_ = st.st_dev;
   ino_ = st.st_ino;
-  // A torn last line (a writer killed mid-line) must not swallow the next
-  // record: start on a fresh line.
-  if (st.st_size > 0) {
-    int rd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    char last = '\n';
-    if (rd >= 0) {
-      if (pread(rd, &last, 1, st.st_size - 1) != 1) last = '\n';
-      close(rd);
-    }
-    if (last != '\n') WriteFully(fd_, "\n");
-  }
 }
 
 // Records written to a file no longer at the path would be lost to whoever
@@ -214,11 +256,58 @@ RecordWriter::~RecordWriter() {
 
 std::vector<std::string> RecordWriter::TakeNotices() { return std::exchange(notices_, {}); }
 
+namespace {
+
+// Holds an exclusive flock on a log while one record is appended, so that
+// the check of the last byte and the write are one step for every writer of
+// the file, also in other processes. A file system without flock (some
+// network mounts) is written without it. Another writer holds the lock for
+// one write at a time (a dead one holds none): waiting for it polls, so that
+// an interrupt still stops the waiting writer.
+class AppendLock {
+ public:
+  explicit AppendLock(int fd) : fd_(fd) {
+    for (;;) {
+      if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+        locked_ = true;
+        return;
+      }
+      if (errno != EWOULDBLOCK && errno != EINTR) return;
+      PollInterrupt();
+      usleep(1000);
+    }
+  }
+  ~AppendLock() {
+    if (locked_) flock(fd_, LOCK_UN);
+  }
+  AppendLock(const AppendLock&) = delete;
+  AppendLock& operator=(const AppendLock&) = delete;
+
+ private:
+  int fd_;
+  bool locked_ = false;
+};
+
+// Whether the file ends in the middle of a line: another writer was killed
+// while appending. False when it is empty or cannot be read.
+bool EndsMidLine(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size == 0) return false;
+  char last = '\n';
+  return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+}
+
+}  // namespace
+
 void RecordWriter::Write(const nlohmann::json& task_json, const State& state, const MeasureResult& result) {
   FollowPath();
   std::string line =
       RecordToJson(task_json, state, result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += '\n';
+  AppendLock lock(fd_);
+  // A torn last line (a writer killed mid-record, here or in another
+  // process) must not swallow this record: it starts on a fresh line.
+  if (EndsMidLine(fd_)) line.insert(line.begin(), '\n');
   // One write() of the whole line: nothing stays in a buffer of this process.
   AS_CHECK(WriteFully(fd_, line),
            "cannot append to the record file '" << path_ << "': " << std::strerror(errno));
@@ -249,26 +338,40 @@ LoadedRecords LoadRecords(const std::string& path) {
       continue;
     }
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto take = [&](const nlohmann::json& doc, std::string record_text) {
+      try {
+        std::string implausible;
+        Record r = ParseRecord(doc, &tasks, &task_docs, &implausible);
+        if (!implausible.empty()) {
+          out.warnings.push_back(path + ":" + std::to_string(line_no) + ": a record without error, but " +
+                                 implausible + "; loaded as an 'implausible' failure");
+        }
+        r.line = line_no;
+        r.text = std::move(record_text);
+        out.records.push_back(std::move(r));
+      } catch (const std::exception& e) {
+        warn(e.what());
+      }
+    };
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception&) {
-      warn(last_without_newline ? "incomplete last line (its writer was interrupted)" : "not valid JSON");
+      std::vector<GluedRecord> glued = RecordsAfterATornPart(text);
+      if (glued.empty()) {
+        warn(last_without_newline ? "incomplete last line (its writer was interrupted)" : "not valid JSON");
+        continue;
+      }
+      if (text.find_first_not_of(" \t\r") < glued.front().begin) {
+        out.warnings.push_back(
+            path + ":" + std::to_string(line_no) + ": the line starts with a torn record (" +
+            std::to_string(glued.front().begin) + " bytes, its writer was interrupted), " + "skipped; the " +
+            std::to_string(glued.size()) + " record(s) appended after it on the same line are read");
+      }
+      for (GluedRecord& g : glued) take(g.doc, text.substr(g.begin, g.end - g.begin));
       continue;
     }
-    try {
-      std::string implausible;
-      Record r = ParseRecord(doc, &tasks, &task_docs, &implausible);
-      if (!implausible.empty()) {
-        out.warnings.push_back(path + ":" + std::to_string(line_no) + ": a record without error, but " +
-                               implausible + "; loaded as an 'implausible' failure");
-      }
-      r.line = line_no;
-      r.text = std::move(text);
-      out.records.push_back(std::move(r));
-    } catch (const std::exception& e) {
-      warn(e.what());
-    }
+    take(doc, std::move(text));
   }
   return out;
 }

@@ -4,10 +4,13 @@
 //    "result": {"costs": [s, ...], "error": "none", "error_msg": "", "all_cost": s, "timestamp": t}}
 // Writing appends one whole line with a single write() and no user-space
 // buffer, so a writer killed at any moment leaves every earlier line intact;
-// fsync after each line is optional. Loading skips, with a warning naming the
-// line number, a torn last line, lines that are not JSON, lines longer than
-// kMaxRecordLineBytes, lines of another format or version, and schedules that
-// no longer replay on their task. A record without error whose time is not
+// fsync after each line is optional. Writers of one file take an exclusive
+// flock for each record, and under it start the record on a fresh line when
+// the file ends in a line torn by a writer killed mid-record. Loading skips,
+// with a warning naming the line number, torn lines (the records an older
+// writer appended after a torn part on its line are read), lines that are
+// not JSON, lines longer than kMaxRecordLineBytes, lines of another format or
+// version, and schedules that no longer replay on their task. A record without error whose time is not
 // plausible (verifier.h: what measurement would have refused, e.g. a cost
 // edited to -1) loads as an "implausible" failure, with a warning, so it is
 // never taken as the best. A log is a regular file: a directory, a

@@ -1,9 +1,11 @@
-// The record log: round trip, torn and foreign lines, lines too long, logs
-// that are not regular files, best record, distill.
+// The record log: round trip, torn and foreign lines, records glued after a
+// torn one, lines too long, logs that are not regular files, best record,
+// distill.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -134,6 +136,110 @@ TEST(MeasureRecords, BadLinesAreSkippedWithTheirLineNumber) {
   }
   loaded = LoadRecords(path);
   EXPECT_EQ(loaded.records.size(), 3u);
+  unlink(path.c_str());
+}
+
+// The lines of `count` records of costs 1, 2, ... ms, without their newlines.
+std::vector<std::string> RecordLines(const SearchTask& task, int count) {
+  std::string path = TempPath("source");
+  unlink(path.c_str());
+  {
+    RecordWriter w(path);
+    for (int i = 0; i < count; ++i) w.Write(task, State(task.compute_dag), Result(1e-3 * (i + 1)));
+  }
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  unlink(path.c_str());
+  return lines;
+}
+
+std::vector<double> Costs(const LoadedRecords& loaded) {
+  std::vector<double> costs;
+  for (const Record& r : loaded.records) costs.push_back(r.result.costs.at(0));
+  return costs;
+}
+
+TEST(MeasureRecords, AWriterOpenBeforeAnotherTornALineStartsOnAFreshLine) {
+  std::string path = TempPath("torn_by_another");
+  unlink(path.c_str());
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  std::vector<std::string> lines = RecordLines(task, 2);
+  RecordWriter w(path);
+  w.Write(task, State(task.compute_dag), Result(1e-3));
+  {
+    std::ofstream out(path, std::ios::app);
+    out << lines[1].substr(0, 40);  // another writer, killed mid-record
+  }
+  w.Write(task, State(task.compute_dag), Result(3e-3));
+  LoadedRecords loaded = LoadRecords(path);
+  EXPECT_EQ(Costs(loaded), std::vector<double>({1e-3, 3e-3}));
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find(path + ":2: not valid JSON"), std::string::npos) << loaded.warnings[0];
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, RecordsGluedAfterATornRecordAreRead) {
+  std::string path = TempPath("glued");
+  SearchTask task(MatmulRelu(4, 4, 4), Target::Parse("llvm"));
+  std::vector<std::string> r = RecordLines(task, 5);
+  const std::string torn = r[0].substr(0, r[0].size() / 3);
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << r[0] << "\n"
+        << torn << r[1] << "\n"
+        << torn << torn << r[2] << "\n"
+        << r[3] << r[4] << "\n"
+        << torn;
+  }
+  LoadedRecords loaded = LoadRecords(path);
+  EXPECT_EQ(Costs(loaded), std::vector<double>({1e-3, 2e-3, 3e-3, 4e-3, 5e-3}));
+  std::vector<int> line_numbers;
+  for (size_t i = 0; i < loaded.records.size(); ++i) {
+    line_numbers.push_back(loaded.records[i].line);
+    EXPECT_EQ(loaded.records[i].text, r[i]);  // as written, so that distill keeps it whole
+  }
+  EXPECT_EQ(line_numbers, std::vector<int>({1, 2, 3, 4, 4}));
+  ASSERT_EQ(loaded.warnings.size(), 3u);
+  EXPECT_NE(loaded.warnings[0].find(":2: the line starts with a torn record"), std::string::npos)
+      << loaded.warnings[0];
+  EXPECT_NE(loaded.warnings[1].find(":3: the line starts with a torn record"), std::string::npos)
+      << loaded.warnings[1];
+  EXPECT_NE(loaded.warnings[2].find(":5: incomplete last line"), std::string::npos) << loaded.warnings[2];
+  // Brackets and quotes inside the strings of a record do not hide its start.
+  MeasureResult failed = Result(0, MeasureError::Runtime);
+  failed.error_msg = R"(a "quoted} {"brace" [\"}])";
+  unlink(path.c_str());
+  {
+    RecordWriter w(path);
+    w.Write(task, State(task.compute_dag), failed);
+  }
+  std::string line;
+  std::getline(std::ifstream(path), line);
+  std::ofstream(path, std::ios::trunc) << torn << line << "\n";
+  loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 1u);
+  EXPECT_EQ(loaded.records[0].result.error_msg, failed.error_msg);
+  EXPECT_EQ(loaded.records[0].text, line);
+  unlink(path.c_str());
+}
+
+TEST(MeasureRecords, LinesOfGarbageBracesCostLittle) {
+  std::string path = TempPath("braces");
+  {
+    std::ofstream out(path, std::ios::trunc);
+    for (int i = 0; i < 200000; ++i) out << "{\"a\":";
+    out << "\n";
+    for (int i = 0; i < 200000; ++i) out << "{\"a\":";
+    out << 1 << std::string(200001, '}') << "\n";
+  }
+  auto start = std::chrono::steady_clock::now();
+  LoadedRecords loaded = LoadRecords(path);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(loaded.records.empty());
+  ASSERT_EQ(loaded.warnings.size(), 2u);
+  EXPECT_NE(loaded.warnings[0].find(":1: not valid JSON"), std::string::npos) << loaded.warnings[0];
+  EXPECT_NE(loaded.warnings[1].find(":2: not valid JSON"), std::string::npos) << loaded.warnings[1];
   unlink(path.c_str());
 }
 

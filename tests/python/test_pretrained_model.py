@@ -5,11 +5,14 @@ pretrained_holdout.json.gz holds the measured schedules of a conv2d and a matmul
 (scripts/make_cost_model_records.py --holdout; scripts/train_pretrained_model.py leaves them out), measured
 once, so the bar holds on any CPU. The rest: "scratch" and the default per target kind, continued boosting
 on top of the base (save / load keep it), the fallback of a feature-set mismatch, and a tuning session that
-starts from the shipped model.
+starts from the shipped model. Damaged files (the shipped model, its manifest, a user's model file whose trees
+XGBoost would crash on) are refused, and "auto" falls back with a warning.
 """
 import functools
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import types
 import warnings
@@ -149,3 +152,166 @@ def test_tuning_starts_from_the_shipped_model(monkeypatch):
         result = task.tune(ans.TuningOptions(num_measure_trials=10, num_measures_per_round=4, verbose=0))
     assert made == [True]
     assert result.trials >= 5 and result.best_cost is not None
+
+
+# ---- damaged files: the shipped model, its manifest, a user's model file ----
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _trees(doc):
+    return doc["booster"]["learner"]["gradient_booster"]["model"]["trees"]
+
+
+# Damage that leaves the file valid JSON of the right shape, each in the indices XGBoost follows unchecked: a
+# child outside its tree (SIGSEGV), a child leading back to the root (an endless walk), two trees of one id
+# (SIGSEGV), a split on a feature past the last (a read outside the row).
+TREE_DAMAGE = {
+    "child outside the tree": lambda trees: trees[0]["left_children"].__setitem__(1, 10 ** 6),
+    "child looping to the root": lambda trees: trees[0]["left_children"].__setitem__(1, 0),
+    "child reached twice": lambda trees: trees[0]["right_children"].__setitem__(1, trees[0]["left_children"][1]),
+    "two trees of one id": lambda trees: trees[1].__setitem__("id", 0),
+    "feature past the last": lambda trees: trees[0]["split_indices"].__setitem__(0, 10 ** 6),
+}
+
+
+def _damaged_model(path, damage):
+    with open(pretrained.model_path("llvm")) as f:
+        doc = json.load(f)
+    damage(_trees(doc))
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def _shipped_copy(folder, entry_change=None, model_damage=None, manifest_doc=None):
+    """A data folder like the package's: the shipped model (damaged by `model_damage`) and a manifest whose entry
+    `entry_change` edits (or `manifest_doc` instead)."""
+    os.makedirs(folder, exist_ok=True)
+    entry = dict(pretrained.manifest("llvm"))
+    model = os.path.join(folder, entry["file"])
+    if model_damage:
+        _damaged_model(model, model_damage)
+    else:
+        with open(pretrained.model_path("llvm"), "rb") as src, open(model, "wb") as dst:
+            dst.write(src.read())
+    if entry_change:
+        entry_change(entry)
+    with open(os.path.join(folder, "pretrained_models.json"), "w") as f:
+        json.dump({"llvm": entry} if manifest_doc is None else manifest_doc, f)
+    return folder
+
+
+def _use_data_folder(monkeypatch, folder):
+    monkeypatch.setattr(pretrained, "DATA_DIR", str(folder))
+    monkeypatch.setattr(pretrained, "MANIFEST", os.path.join(str(folder), "pretrained_models.json"))
+
+
+def test_the_manifest_holds_the_sha256_of_the_shipped_file():
+    assert pretrained.manifest("llvm")["sha256"] == pretrained.file_sha256(pretrained.model_path("llvm"))
+
+
+def _tune_small(**kwargs):
+    A = ans.te.placeholder((24, 40), name="A")
+    B = ans.te.placeholder((40, 17), name="B")
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG([A, B, ans.ops.matmul(A, B)]), target="llvm -num-cores=1")
+    return task.tune(ans.TuningOptions(num_measure_trials=8, num_measures_per_round=4, verbose=0, **kwargs))
+
+
+def _drop_file(entry):
+    del entry["file"]
+
+
+@pytest.mark.parametrize("damage", ["manifest []", "entry without file", "entry a list", "file a path",
+                                    "no sha256", "bytes changed"])
+def test_a_damaged_manifest_or_shipped_file_falls_back_with_a_warning(tmp_path, monkeypatch, damage):
+    folder = str(tmp_path / "data")
+    if damage == "manifest []":
+        _shipped_copy(folder, manifest_doc=[])
+    elif damage == "entry without file":
+        _shipped_copy(folder, entry_change=_drop_file)
+    elif damage == "entry a list":
+        _shipped_copy(folder, manifest_doc={"llvm": []})
+    elif damage == "file a path":
+        _shipped_copy(folder, entry_change=lambda e: e.update(file="../" + e["file"]))
+    elif damage == "no sha256":
+        _shipped_copy(folder, entry_change=lambda e: e.pop("sha256"))
+    else:  # a leaf value edited: the trees still well formed, the bytes not those shipped
+        _shipped_copy(folder, model_damage=lambda trees: trees[0]["split_conditions"].__setitem__(30, 1e9))
+    _use_data_folder(monkeypatch, folder)
+    with pytest.raises(ValueError, match="is damaged"):
+        XGBModel(pretrained=True)
+    with pytest.warns(PretrainedModelWarning, match="learns from scratch.*damaged"):
+        model = search.make_cost_model("auto", target="llvm")
+    assert isinstance(model, XGBModel) and not model.has_base
+    if damage in ("manifest []", "entry without file") and ans._core.has_llvm():
+        with pytest.warns(PretrainedModelWarning, match="damaged"):
+            result = _tune_small()
+        assert result.trials >= 5 and result.best_cost is not None
+
+
+# Runs in a child process: before the trees were checked, XGBoost crashed or never returned on these files.
+DAMAGED_CHILD = """
+import json, os, sys, warnings
+sys.path[:0] = [{tests!r}]
+import autosched as ans
+from autosched import pretrained, search
+from autosched.cost_model import XGBModel
+from schedule_helpers import matmul_bias_relu
+dag = matmul_bias_relu(16, 16, 16)[0]
+task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
+user_file, shipped = sys.argv[1], sys.argv[2]
+def load_saved(path):
+    model = XGBModel()
+    model.load(path)
+    return model
+for load in (lambda: XGBModel(pretrained=user_file), lambda: load_saved(user_file)):
+    try:
+        print("predicted", load().predict(task, [dag.get_init_state()]))
+    except ValueError as err:
+        print("refused:", err)
+pretrained.DATA_DIR, pretrained.MANIFEST = shipped, os.path.join(shipped, "pretrained_models.json")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model = search.make_cost_model("auto", target="llvm")
+    model.predict(task, [dag.get_init_state()])
+    if ans._core.has_llvm():
+        A = ans.te.placeholder((24, 40), name="A")
+        B = ans.te.placeholder((40, 17), name="B")
+        small = ans.SearchTask(compute_dag=ans.ComputeDAG([A, B, ans.ops.matmul(A, B)]),
+                               target="llvm -num-cores=1")
+        result = small.tune(ans.TuningOptions(num_measure_trials=8, num_measures_per_round=4, verbose=0))
+        assert result.trials >= 5 and result.best_cost is not None
+        print("tuned", result.trials)
+print("fallback:", [str(w.message) for w in caught if issubclass(w.category, pretrained.PretrainedModelWarning)])
+"""
+
+
+@pytest.mark.parametrize("damage", sorted(TREE_DAMAGE))
+def test_a_model_file_with_bad_tree_indices_is_refused_and_tuning_falls_back(tmp_path, damage):
+    user_file = _damaged_model(str(tmp_path / "user.json"), TREE_DAMAGE[damage])
+    shipped = _shipped_copy(str(tmp_path / "data"), model_damage=TREE_DAMAGE[damage])
+    proc = subprocess.run([sys.executable, "-c", DAMAGED_CHILD.format(tests=os.path.dirname(__file__)),
+                           user_file, shipped], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    lines = proc.stdout.splitlines()
+    refused = [line for line in lines if line.startswith("refused:")]
+    assert len(refused) == 2 and all(f"'{user_file}' is damaged" in line for line in refused), lines
+    assert not any(line.startswith("predicted") for line in lines)
+    fallback = [line for line in lines if line.startswith("fallback:")]
+    assert len(fallback) == 1 and "learns from scratch" in fallback[0] and "is damaged" in fallback[0], lines
+    assert any(line.startswith("tuned") for line in lines) or not ans._core.has_llvm()
+
+
+def test_the_training_script_writes_the_sha256_the_package_verifies(tmp_path, monkeypatch):
+    out = tmp_path / "data"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "train_pretrained_model.py"),
+                           "--corpus", data.recorded_log(HOLDOUT, str(tmp_path / "records_x_job0.json")),
+                           "--fixture", "", "--holdout-network", "", "--max-rounds", "20", "--out-dir", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(out / "pretrained_models.json") as f:
+        entry = json.load(f)["llvm"]
+    assert entry["sha256"] == pretrained.file_sha256(out / entry["file"])
+    _use_data_folder(monkeypatch, out)
+    assert XGBModel(pretrained=True).has_base
