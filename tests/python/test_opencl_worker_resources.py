@@ -204,6 +204,33 @@ def test_the_kernel_work_group_maximum_reported_after_build_is_learned_by_the_se
     assert new and all(r["limit"] == 64 and r["items"] <= 64 and not r["refused"] for r in new), new
 
 
+def _is_pocl():
+    return any("Portable Computing Language" in d["platform"] for d in ans.opencl.devices())
+
+
+@pytest.mark.skipif(not _is_pocl(), reason="PoCL's POCL_EXTRA_BUILD_FLAGS makes its compiler reject the kernel")
+def test_the_device_compilers_messages_go_into_the_candidates_error_not_the_terminal():
+    # A macro that PoCL adds to every build breaks the kernel's name: its compiler rejects the program and prints
+    # "1 error generated." on the worker's stderr (NVIDIA's prints on stdout). The message belongs to the
+    # candidate's error, not to the terminal of the tuning session.
+    out, err = _run("""
+        task, y = tiny_task()
+        states = bound_states(task, y, (32, 64))
+        builder = am.LocalBuilder(n_parallel=1, timeout=60)
+        runner = am.LocalRunner(number=1, repeat=1, min_repeat_ms=0, timeout=60)
+        for r in am.measure(task, states, builder, runner):
+            print("RESULT", r.error, repr(r.error_msg))
+    """, timeout=300, prelude=PRELUDE, with_stderr=True,
+        env={"POCL_EXTRA_BUILD_FLAGS": "-Ddefault_function_kernel0=1"})
+    results = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    assert len(results) == 2, out
+    for line in results:
+        assert line.startswith("RESULT compile ") and "printed by the device's compiler" in line, line
+        assert "1 error generated." in line, line
+    others = "\n".join(line for line in out.splitlines() if not line.startswith("RESULT ")) + err
+    assert "error generated" not in others, others
+
+
 def test_a_rounds_measurements_stop_at_the_time_budget(tmp_path):
     # Each candidate sleeps 0.5 s before its run (cooldown_s): a round of 32 would take 16 s; the budget of 3 s
     # ends it within a candidate or two of the budget, and the states left are neither recorded nor counted.
