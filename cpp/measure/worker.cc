@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -83,6 +84,60 @@ class Worker {
   bool out_of_resources_ = false;  // the injected fault resource_error happened here
 };
 
+// What the process writes to its stdout and stderr while it lives: a device's
+// compiler prints its diagnostics there ("1 error generated."), which from a
+// worker would reach the terminal of the tuning session. They go to a
+// temporary file instead, and Take() returns them (the first kMaxBytes).
+class CapturedOutput {
+ public:
+  static constexpr size_t kMaxBytes = 4096;
+
+  CapturedOutput() {
+    file_ = std::tmpfile();
+    if (file_ == nullptr) return;  // nowhere to capture to: the output goes where it went
+    Flush();
+    saved_out_ = dup(STDOUT_FILENO);
+    saved_err_ = dup(STDERR_FILENO);
+    if (saved_out_ < 0 || saved_err_ < 0) {  // no descriptor left to restore them from
+      if (saved_out_ >= 0) close(saved_out_);
+      if (saved_err_ >= 0) close(saved_err_);
+      std::fclose(file_);
+      file_ = nullptr;
+      return;
+    }
+    dup2(fileno(file_), STDOUT_FILENO);
+    dup2(fileno(file_), STDERR_FILENO);
+  }
+  ~CapturedOutput() { Take(); }
+  CapturedOutput(const CapturedOutput&) = delete;
+  CapturedOutput& operator=(const CapturedOutput&) = delete;
+
+  // Restores stdout and stderr; what was written meanwhile.
+  std::string Take() {
+    if (file_ == nullptr) return "";
+    Flush();
+    dup2(saved_out_, STDOUT_FILENO);
+    dup2(saved_err_, STDERR_FILENO);
+    close(saved_out_);
+    close(saved_err_);
+    std::string text(kMaxBytes, '\0');
+    const ssize_t n = pread(fileno(file_), text.data(), text.size(), 0);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    std::fclose(file_);
+    file_ = nullptr;
+    return text;
+  }
+
+ private:
+  static void Flush() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+
+  std::FILE* file_ = nullptr;
+  int saved_out_ = -1, saved_err_ = -1;
+};
+
 json Reply(const json& id, MeasureError error, const std::string& msg) {
   return {{"id", id}, {"error", MeasureErrorName(error)}, {"msg", msg}};
 }
@@ -141,7 +196,12 @@ json Worker::BuildOne(const json& msg) {
         "CL_OUT_OF_HOST_MEMORY (-6) (injected fault resource_error)";
     built.resource_error = true;
   } else {
+    CapturedOutput output;
     built = Build(*state, &prepacks);
+    const std::string printed = output.Take();
+    // The compiler's messages belong to the candidate's error, not the terminal.
+    if (built.error != MeasureError::None && printed.find_first_not_of(" \n") != std::string::npos)
+      built.error_msg += "\nprinted by the device's compiler:\n" + printed;
   }
   json reply = Reply(id, built.error, built.error_msg);
   if (built.kernel_max_threads > 0) reply["kernel_max_threads"] = built.kernel_max_threads;

@@ -55,6 +55,40 @@ std::vector<int> SpatialTileSplits(const State& s, const std::string& name) {
   return ids;
 }
 
+int64_t SmallestPrimeFactor(int64_t n) {
+  for (int64_t d = 2; d * d <= n; ++d) {
+    if (n % d == 0) return d;
+  }
+  return n;
+}
+
+// `s` with the work items of each GPU-tiled stage within the task's
+// max_threads_per_block (learned lower from the device's refusals,
+// SketchPolicy::RecordMeasured): while their product exceeds it, a prime
+// factor of a level-2 length drawn at random moves to the blockIdx level (the
+// part the lengths leave). Sampling then proposes no group the device refuses.
+State FitTileThreads(const SketchContext& ctx, const State& s, std::mt19937* rng) {
+  const int64_t limit = ctx.task.hardware_params.max_threads_per_block;
+  if (limit <= 0) return s;
+  std::vector<Step> steps = s.steps();
+  bool changed = false;
+  for (const auto& [stage, ids] : GpuTileSplits(ctx, s)) {
+    while (TileThreads(steps, ids) > limit) {
+      std::vector<int> divisible;
+      for (int id : ids) {
+        if (std::get<SplitStep>(steps[id]).lengths[kThreadTileLevel - 1].value_or(1) > 1)
+          divisible.push_back(id);
+      }
+      if (divisible.empty()) break;
+      const int id = divisible[RandomIndex(rng, static_cast<int64_t>(divisible.size()))];
+      std::optional<int64_t>& length = std::get<SplitStep>(steps[id]).lengths[kThreadTileLevel - 1];
+      *length /= SmallestPrimeFactor(*length);
+      changed = true;
+    }
+  }
+  return changed ? State::FromSteps(s.init_dag(), steps) : s;
+}
+
 State FuseRange(const State& s, int stage_id, int first, int count) {
   if (count <= 1) return s;
   std::vector<int> ids(count);
@@ -148,7 +182,7 @@ class ThreadBinder {
       : ctx_(ctx), choices_(choices), rng_(rng) {}
 
   State Bind(const State& state) const {
-    State s = state;
+    State s = FitTileThreads(ctx_, state, rng_);
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       if (HasLoops(s, id) && s.stage(id).loc == ComputeLocKind::Root) s = BindRoot(s, id);
     }
@@ -308,6 +342,30 @@ int64_t MaxVThreadExtent(const Stmt& body) {
 }
 
 }  // namespace
+
+std::map<std::string, std::vector<int>> GpuTileSplits(const SketchContext& ctx, const State& s) {
+  const std::string& structure = ctx.params.gpu_tiling_structure;
+  const auto levels = std::count(structure.begin(), structure.end(), 'S');
+  std::map<std::string, std::vector<int>> out;
+  if (levels <= kThreadTileLevel) return out;
+  const size_t lengths = static_cast<size_t>(levels - 1);
+  State r(s.init_dag());
+  for (int j = 0; j < static_cast<int>(s.steps().size()); ++j) {
+    const auto* sp = std::get_if<SplitStep>(&s.steps()[j]);
+    if (sp != nullptr && sp->inner_to_outer && sp->lengths.size() == lengths &&
+        r.stage(sp->stage_id).iter(sp->iter_id).kind == IteratorKind::Spatial)
+      out[r.stage(sp->stage_id).name()].push_back(j);
+    r = r.Apply(s.steps()[j]);
+  }
+  return out;
+}
+
+int64_t TileThreads(const std::vector<Step>& steps, const std::vector<int>& split_ids) {
+  int64_t threads = 1;
+  for (int id : split_ids)
+    threads *= std::get<SplitStep>(steps[id]).lengths[kThreadTileLevel - 1].value_or(1);
+  return threads;
+}
 
 std::shared_ptr<const InitRule> MakeThreadBindRule() { return std::make_shared<ThreadBindRule>(); }
 

@@ -41,8 +41,10 @@
 // "device_limits" (CheckGpuState).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lower/stmt.h"
 #include "search/init_rules.h"
@@ -128,6 +130,18 @@ inline constexpr int64_t kSwizzleWidths[] = {1, 2, 4, 8};
 int SwizzleLoop(const State& s, int id);
 // The id of the step that set pragma block_swizzle on stage `id`; -1 if none.
 int SwizzleStep(const State& s, int id);
+
+// Work items per group of the GPU tiling. A stage tiled by
+// gpu_tiling_structure splits each spatial axis into its 'S' levels (the
+// split's lengths are the levels from 1 on, inner_to_outer); thread-bind
+// binds level 2 (after blockIdx.x and vthread) to threadIdx.x, so the
+// group's work items are the product of the tiling splits' level-2 lengths.
+// GpuTileSplits: the ids of those split steps of `s`, by the stage they tile.
+// TileThreads: that product with the lengths of `steps` (s's steps, or a copy
+// with other lengths).
+inline constexpr int kThreadTileLevel = 2;
+std::map<std::string, std::vector<int>> GpuTileSplits(const SketchContext& ctx, const State& s);
+int64_t TileThreads(const std::vector<Step>& steps, const std::vector<int>& split_ids);
 
 // The rule lists of the task's kind (CPU or GPU).
 SketchRuleList DefaultSketchRules(const SearchTask& task);

@@ -98,12 +98,15 @@ class MutateTileSizeRule : public MutationRule {
     const int n = static_cast<int>(parts.size());
     const int64_t max_inner = ctx.params.max_innermost_split_factor;
     std::optional<bool> vector_axis;  // whether the split is a CPU stage's vector axis (asked once)
+    const auto [thread_part, threads] = GpuThreadPart(ctx, s, picked);
     for (int attempt = 0; attempt < 8; ++attempt) {
       const int src = static_cast<int>(RandomIndex(rng, n));
       const int dst = static_cast<int>((src + 1 + RandomIndex(rng, n - 1)) % n);
       if (parts[src] == 1) continue;
       const int64_t factor = Pick(DivisorsAbove1(parts[src]), rng);
       if (dst == n - 1 && parts[dst] * factor > max_inner) continue;
+      // GPU: no more work items per group than max_threads_per_block.
+      if (dst == thread_part && threads * factor > ctx.task.hardware_params.max_threads_per_block) continue;
       // The innermost tile of a contiguous axis keeps at least 2 lanes to vectorize.
       if (src == n - 1 && parts[src] == factor && split.inner_to_outer && !IsGpuTask(ctx.task)) {
         if (!vector_axis) vector_axis = IsVectorAxisSplit(ctx, s, picked);
@@ -119,6 +122,30 @@ class MutateTileSizeRule : public MutationRule {
   }
 
  private:
+  // The part of split step `id` bound to threadIdx.x and the work items per
+  // group it is a factor of, when the task limits them: a GPU tiling split
+  // (its part kThreadTileLevel; the product over the stage's tiling splits)
+  // or the split thread-bind gives a stage it binds plainly (its inner part,
+  // bound by the annotation steps right after); {-1, 0} for any other split.
+  static std::pair<int, int64_t> GpuThreadPart(const SketchContext& ctx, const State& s, int id) {
+    if (!IsGpuTask(ctx.task) || ctx.task.hardware_params.max_threads_per_block <= 0) return {-1, 0};
+    const std::vector<Step>& steps = s.steps();
+    const auto& split = std::get<SplitStep>(steps[id]);
+    if (!split.inner_to_outer) return {-1, 0};
+    for (const auto& [stage, ids] : GpuTileSplits(ctx, s)) {
+      if (std::find(ids.begin(), ids.end(), id) != ids.end())
+        return {kThreadTileLevel, TileThreads(steps, ids)};
+    }
+    for (int j = id + 1; split.lengths.size() == 1 && j <= id + 2 && j < static_cast<int>(steps.size());
+         ++j) {
+      const auto* bind = std::get_if<AnnotationStep>(&steps[j]);
+      if (bind != nullptr && bind->stage_id == split.stage_id && bind->iter_id == split.iter_id + 1 &&
+          bind->annotation == IteratorAnnotation::ThreadIdxX)
+        return {1, split.lengths[0].value_or(1)};
+    }
+    return {-1, 0};
+  }
+
   // Whether step `id` is a tiling split of the vector axis of its stage.
   static bool IsVectorAxisSplit(const SketchContext& ctx, const State& s, int id) {
     const auto roles = TilingSplitRoles(s, CpuTilingLevels(ctx.params));

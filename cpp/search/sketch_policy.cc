@@ -34,6 +34,7 @@
 #include <unordered_set>
 
 #include "cost_model/random_model.h"
+#include "lower/lower.h"
 #include "search/gpu_rules.h"
 #include "search/parallel.h"
 #include "search/search_util.h"
@@ -169,6 +170,19 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Whether `state` (which lowers to `lowered`, where known) generates code
+// within the task's limits (CheckGpuState; always for a CPU task).
+bool WithinLimits(const SketchContext& ctx, const State& state, LoweredPtr lowered) {
+  if (!IsGpuTask(ctx.task)) return true;
+  std::string message;
+  try {
+    if (!lowered) lowered = std::make_shared<const LoweredFunc>(Lower(state));
+    return CheckGpuState(ctx, state, *lowered, &message).empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 void Shuffle(std::vector<State>* v, std::mt19937* rng) {
   for (int64_t i = static_cast<int64_t>(v->size()) - 1; i > 0; --i) {
     std::swap((*v)[i], (*v)[RandomIndex(rng, i + 1)]);
@@ -260,7 +274,18 @@ std::vector<State> SketchPolicy::PickEpsGreedy(const std::vector<State>& best,
 
 TransferReport SketchPolicy::SetTransferSeeds(const std::vector<State>& sources, int64_t max_seeds) {
   TransferReport report;
-  transfer_seeds_ = RefitSeeds(SketchContext{task_, params_}, sources, max_seeds, &report);
+  const SketchContext ctx{task_, params_};
+  transfer_seeds_ = RefitSeeds(ctx, sources, max_seeds, &report);
+  // Seeds of another device may exceed this task's limits (its work groups,
+  // shared memory): they would be proposed and refused.
+  const size_t before = transfer_seeds_.size();
+  transfer_seeds_.erase(std::remove_if(transfer_seeds_.begin(), transfer_seeds_.end(),
+                                       [&](const State& seed) { return !WithinLimits(ctx, seed, nullptr); }),
+                        transfer_seeds_.end());
+  if (transfer_seeds_.size() < before) {
+    report.drops["device_limits"] += static_cast<int64_t>(before - transfer_seeds_.size());
+    report.kept = static_cast<int64_t>(transfer_seeds_.size());
+  }
   return report;
 }
 
@@ -340,11 +365,38 @@ void SketchPolicy::RecordMeasured(const std::vector<State>& states,
   // groups than the one refused, but none above every reported maximum is
   // proposed again.
   int64_t& limit = task_.hardware_params.max_threads_per_block;
-  if (learned_max_threads_ > 0 && (limit <= 0 || learned_max_threads_ < limit)) limit = learned_max_threads_;
+  if (learned_max_threads_ > 0 && (limit <= 0 || learned_max_threads_ < limit)) {
+    limit = learned_max_threads_;
+    DropStatesBeyondLimits();
+  }
   if (programs.empty()) return;
   const auto start = Clock::now();
   cost_model_->Update(programs);
   model_update_seconds_ += SecondsSince(start);
+}
+
+// The states kept from before the limits changed were checked against the
+// old ones: the last generation (which a carried-over round goes on from),
+// the transfer seeds and the expert schedule. Those beyond the limits now
+// would be proposed, and refused by the measurement, again and again.
+void SketchPolicy::DropStatesBeyondLimits() {
+  const SketchContext ctx{task_, params_};
+  Generation kept;
+  for (size_t i = 0; i < last_generation_.states.size(); ++i) {
+    const LoweredPtr lowered = i < last_generation_.lowered.size() ? last_generation_.lowered[i] : nullptr;
+    if (!WithinLimits(ctx, last_generation_.states[i], lowered)) continue;
+    kept.states.push_back(last_generation_.states[i]);
+    kept.lowered.push_back(lowered);
+  }
+  last_generation_ = std::move(kept);
+  transfer_seeds_.erase(std::remove_if(transfer_seeds_.begin(), transfer_seeds_.end(),
+                                       [&](const State& seed) { return !WithinLimits(ctx, seed, nullptr); }),
+                        transfer_seeds_.end());
+  if (expert_ && expert_->state && !WithinLimits(ctx, *expert_->state, nullptr)) {
+    expert_->state.reset();
+    expert_->reason = "the expert schedule exceeds the work-group limit learned from the device (" +
+                      std::to_string(task_.hardware_params.max_threads_per_block) + " work items)";
+  }
 }
 
 namespace {

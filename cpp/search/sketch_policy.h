@@ -133,8 +133,11 @@ class SketchPolicy {
   // A result refused by its kernel's own work-group maximum
   // (MeasureResult::kernel_max_threads) teaches the policy a limit: its
   // task's hardware_params.max_threads_per_block becomes at most the largest
-  // such maximum reported so far, so the GPU init and mutation rules (which
-  // check states against it) do not propose larger work groups again.
+  // such maximum reported so far. From then on the GPU init and mutation
+  // rules draw work groups within it, the states kept from before (the last
+  // generation, the transfer seeds, the expert schedule) that exceed it are
+  // dropped, and a tuning round records it in its records' task
+  // (tune/tuning_round.h), so that no larger work group is proposed again.
   bool IsMeasured(const State& state) const;
   // The work-group limit learned from the measurements (0: none yet).
   int64_t learned_max_threads_per_block() const { return learned_max_threads_; }
@@ -151,6 +154,7 @@ class SketchPolicy {
   std::vector<State> PickEpsGreedy(const std::vector<State>& best, const std::vector<State>& random,
                                    int num_measure);
   std::vector<State> PickTransferSeeds(int num_measure);
+  void DropStatesBeyondLimits();
 
   SearchTask task_;
   SearchParams params_;

@@ -13,6 +13,20 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The task as this round's records store it: with the work-group limit the
+// round was measured and searched under, where the policy learned a lower one
+// from the device's refusals than the task gives (SketchPolicy::RecordMeasured).
+// The workload key and target, which records are matched by, stay the same.
+nlohmann::json TaskInForce(const nlohmann::json& task_json, const SketchPolicy& policy) {
+  const int64_t limit = policy.task().hardware_params.max_threads_per_block;
+  if (policy.learned_max_threads_per_block() <= 0 || !task_json.contains("hardware_params")) return task_json;
+  const nlohmann::json& hw = task_json["hardware_params"];
+  if (!hw.is_object() || hw.value("max_threads_per_block", int64_t{0}) == limit) return task_json;
+  nlohmann::json in_force = task_json;
+  in_force["hardware_params"]["max_threads_per_block"] = limit;
+  return in_force;
+}
+
 }  // namespace
 
 TuningRound MeasureRound(SketchPolicy& policy, std::vector<State> states, const RoundIo& io) {
@@ -53,9 +67,10 @@ TuningRound RecordRound(SketchPolicy& policy, std::vector<State> states, std::ve
   round.results = std::move(results);
   if (round.states.empty()) return round;
   // Records first: a session killed during the model's update keeps them.
+  const nlohmann::json task_json = TaskInForce(io.task_json, policy);
   for (RecordWriter* writer : io.writers) {
     for (size_t i = 0; i < round.states.size(); ++i)
-      writer->Write(io.task_json, round.states[i], round.results[i]);
+      writer->Write(task_json, round.states[i], round.results[i]);
     for (std::string& notice : writer->TakeNotices()) round.notices.push_back(std::move(notice));
   }
   const double update_before = policy.model_update_seconds();

@@ -72,6 +72,30 @@ TEST(OpenCLCodegen, SharedBuffersGetBarriersAndUnboundStoresAGuard) {
   EXPECT_NE(source.find("if (get_local_id(0) == 0) out[8]"), std::string::npos) << source;
 }
 
+// One buffer allocated twice in a sequence (the copies of a partitioned loop
+// once their extent-1 loops are removed): a private buffer is declared in a
+// block of its own the second time, a shared one once for the kernel.
+TEST(OpenCLCodegen, BuffersAllocatedTwiceInASequenceAreDeclaredOncePerScope) {
+  Buffer in = MakeBuffer("in", f32, {8}), out = MakeBuffer("out", f32, {8});
+  Buffer tile = MakeBuffer("tile", f32, {4}, MemScope::Local);
+  Buffer group = MakeBuffer("group", f32, {8}, MemScope::Shared);
+  Expr t = VarNode::make("t");
+  auto part = [&](int half) {
+    Expr i = t + Expr(4 * half);
+    Stmt fetch = BufferStoreNode::make(group, BufferLoadNode::make(in, {i}), {i});
+    Stmt copy = BufferStoreNode::make(tile, BufferLoadNode::make(group, {i}), {Expr(0)});
+    Stmt store = BufferStoreNode::make(out, BufferLoadNode::make(tile, {Expr(0)}), {i});
+    return AllocateNode::make(group,
+                              SeqNode::make({fetch, AllocateNode::make(tile, SeqNode::make({copy, store}))}));
+  };
+  LoweredFunc f{
+      "f", {in, out}, ForNode::make(t, 0, 4, ForKind::ThreadIdxX, SeqNode::make({part(0), part(1)}))};
+  const std::string source = GenerateOpenCL(f).source;
+  EXPECT_EQ(Count(source, "float tile[4];"), 2) << source;
+  EXPECT_EQ(Count(source, "  {\n      float tile[4];"), 1) << source;  // the second in a block
+  EXPECT_EQ(Count(source, "__local float group[8]"), 1) << source;
+}
+
 TEST(OpenCLCodegen, RefusesNestsThatCannotRunAsWritten) {
   Buffer out = MakeBuffer("out", f32, {16});
   Expr a = VarNode::make("a"), b = VarNode::make("b");

@@ -17,13 +17,14 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import autosched as ans
 from autosched import _core, ops, te
 
-from schedule_helpers import (cache_write_matmul, check, cooperative_fetch, gpu_matmul_state, matmul,
-                              register_block_matmul)
+from schedule_helpers import (assert_close, cache_write_matmul, check, cooperative_fetch, gpu_matmul_state,
+                              matmul, register_block_matmul)
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("AUTOSCHED_UPDATE_GOLDEN") == "1"
@@ -209,6 +210,74 @@ def test_double_buffered_gpu_matmul_equals_the_reference_on_awkward_shapes(shape
     """Primes, 1 and reductions that 4 does not divide (a partial last tile fetched ahead)."""
     dag, s = vector_fetch_matmul(*shape, double_buffer=True)
     check(dag, s, target="opencl")
+
+
+def dense_layer_gpu_matmul():
+    """A transformer's dense layer, 128 x 768 by 768 x 3072, as the GPU search sampled it (its steps as
+    print_python_steps gives them): the reduction split 192 x 2 x 2, B's register tile computed at the middle
+    reduce loop and double-buffered, its loads vectorized by 2 along rows of 3 (guarded). Loop partitioning
+    splits the middle loop into its two iterations, each allocating the register tile."""
+    a, b = te.placeholder((128, 768), name="A"), te.placeholder((768, 3072), name="B")
+    dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
+    s = dag.get_init_state()
+    s.cache_write("T_matmul", "local")
+    s.split("T_matmul.local", 0, [1, 1, 1, 8])
+    s.split("T_matmul.local", 5, [2, 16, 1, 3])
+    s.split("T_matmul.local", 10, [2, 2])
+    s.reorder("T_matmul.local", [0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9])
+    s.follow_split("T_matmul", 0, 1, 3)
+    s.follow_split("T_matmul", 4, 2, 3)
+    s.reorder("T_matmul", [0, 4, 1, 5, 2, 6, 3, 7])
+    s.compute_at("T_matmul.local", "T_matmul", 5)
+    s.cache_read("B", "shared", ["T_matmul.local"])
+    s.cache_read("B.shared", "local", ["T_matmul.local"])
+    s.compute_at("B.shared.local", "T_matmul.local", 10)
+    s.compute_at("B.shared", "T_matmul.local", 6)
+    s.cache_read("A", "shared", ["T_matmul.local"])
+    s.cache_read("A.shared", "local", ["T_matmul.local"])
+    s.compute_at("A.shared.local", "T_matmul.local", 10)
+    s.compute_at("A.shared", "T_matmul.local", 6)
+    s.fuse("T_matmul", [0, 1])
+    s.bind("T_matmul", 0, "blockIdx.x")
+    s.fuse("T_matmul", [1, 2])
+    s.bind("T_matmul", 1, "vthread")
+    s.fuse("T_matmul", [2, 3])
+    s.bind("T_matmul", 2, "threadIdx.x")
+    s.pragma("T_matmul", 0, "block_swizzle$4")
+    s.compute_inline("A.shared.local")
+    s.fuse("B.shared.local", [0, 1])
+    s.split("B.shared.local", 0, [2])
+    s.unroll("B.shared.local", 0)
+    s.vectorize("B.shared.local", 1)
+    s.pragma("B.shared.local", 0, "double_buffer")
+    s.storage_align("A.shared", 0, 32, 4)
+    for cache in ("A.shared", "B.shared"):
+        s.fuse(cache, [0, 1])
+        s.split(cache, 0, [4])
+        s.follow_fused_split(cache, 0, [1, 2], 1, True)
+        s.bind(cache, 1, "threadIdx.x")
+        s.vectorize(cache, 2)
+    s.pragma("T_matmul.local", 0, "auto_unroll_max_step$1024")
+    return dag, s
+
+
+@pytest.mark.skipif(not ans.opencl.available(), reason="needs an OpenCL device (PoCL runs on the CPU)")
+def test_dense_layer_gpu_matmul_declares_each_register_tile_once_per_scope_and_matches_golden():
+    """The loop nest allocates B's register tile twice in one sequence (the two iterations of the partitioned
+    reduce loop): the second declaration has a block of its own, the kernel builds and equals numpy's product."""
+    from test_opencl_declarations import repeated_allocations, repeated_declarations
+    dag, s = dense_layer_gpu_matmul()
+    assert repeated_allocations(s) == ["B.shared.local"]
+    mod = ans.build(dag, s, target="opencl")
+    source = mod.get_source("cl")
+    assert source.count("float B_shared_local[12];") == 2, source  # one per iteration of the partitioned loop
+    assert repeated_declarations(source) == [], source
+    check_golden("gpu_matmul_dense_layer", source, suffix=".cl")
+    rng = np.random.default_rng(0)
+    a, b = (rng.random((128, 768)) - 0.5).astype("float32"), (rng.random((768, 3072)) - 0.5).astype("float32")
+    out = np.zeros((128, 3072), "float32")
+    mod(a, b, out)
+    assert_close(out, a.astype("float64") @ b.astype("float64"), out.dtype)
 
 
 # ---- vector width in the LLVM IR ----

@@ -24,16 +24,16 @@ TARGET = os.environ.get("AUTOSCHED_TEST_OPENCL_MEASURE_TARGET", "opencl -device=
 CANDIDATES = int(os.environ.get("AUTOSCHED_TEST_OPENCL_WORKER_CANDIDATES", "300"))
 
 
-def _run(code, timeout, env=None, prelude=""):
-    """Runs prelude + `code` in a fresh Python (this tree's autosched) and returns its stdout; fails with its
-    output."""
+def _run(code, timeout, env=None, prelude="", with_stderr=False):
+    """Runs prelude + `code` in a fresh Python (this tree's autosched) and returns its stdout (and its stderr, with
+    `with_stderr`); fails with its output."""
     full_env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT + os.pathsep + os.path.join(ROOT, "tests",
                                                                                                     "python"))
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=timeout, env=full_env)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+    return (proc.stdout, proc.stderr) if with_stderr else proc.stdout
 
 
 PRELUDE = f"""
@@ -135,35 +135,100 @@ def test_a_resource_error_replaces_the_worker_and_the_candidates_after_it_measur
     assert int(lines["started"]) == 1 + 2 * len(faulty), out
 
 
+LEARNED_LIMIT_RUN = """
+    import json
+    from autosched import ops
+    data = te.placeholder((1, 8, 10, 10), name="data")
+    kernel = te.placeholder((16, 8, 3, 3), name="kernel")
+    dag = ans.ComputeDAG([data, kernel, ops.conv2d_nchw(data, kernel, stride=1, padding=1)])
+    hw = ans.HardwareParams(target=TARGET, max_threads_per_block=1024)
+    task = ans.SearchTask(compute_dag=dag, target=ans.Target(TARGET), hardware_params=hw)
+    log = os.path.join(os.environ["OUT_DIR"], "log.json")
+    rounds = []
+    def count(policy, inputs, results):
+        rounds.append(len(inputs))
+    runner = am.LocalRunner(number=1, repeat=1, min_repeat_ms=0, timeout=60)
+    result = task.tune(ans.TuningOptions(num_measure_trials=int(os.environ["TRIALS"]), num_measures_per_round=16,
+                                         runner=runner, measure_callbacks=[ans.RecordToFile(log), count], verbose=0))
+
+    def work_items(state):  # the largest work group of the state's kernels
+        bounded = dag.infer_bound(state)
+        sizes = [1]
+        for st in bounded.stages:
+            threads = [it.extent for it in st.iters if it.annotation == "threadIdx.x"]
+            sizes.append(threads[0] if threads else 1)
+        return max(sizes)
+
+    rows = []
+    for line in open(log):
+        rec = json.loads(line)
+        state = ans.State.from_json(dag, json.dumps(rec["state"]))
+        rows.append({"items": work_items(state), "limit": rec["task"]["hardware_params"]["max_threads_per_block"],
+                     "learned": rec["result"].get("kernel_max_threads", 0),
+                     "refused": "exceeds the device's limits" in rec["result"]["error_msg"]})
+    inp, res = ans.load_best_record(log, task.workload_key, task.target)
+    replayed = ans.State.from_json(dag, inp.state.to_json())
+    print(json.dumps({"rows": rows, "rounds": rounds, "resumed": result.resumed_trials, "trials": result.trials,
+                      "best_key": inp.task.workload_key == task.workload_key, "best": res.mean_cost}))
+"""
+
+
 def test_the_kernel_work_group_maximum_reported_after_build_is_learned_by_the_search(tmp_path):
     # PoCL runs every kernel with the device's maximum: the variable caps what the driver reports, as a kernel's
-    # register use does on a GPU. The task allows 256 work items per group; the kernels run at most 64, so the
-    # first round's candidates of 128 and 256 work items are refused, and none is proposed after it.
-    out = _run("""
-        import json
-        A = te.placeholder((256, 256), name="A")
-        C = te.compute((256, 256), lambda i, j: A[i, j] * 2.0 + 1.0, name="C")
-        dag = ans.ComputeDAG([A, C])
-        hw = ans.HardwareParams(target=TARGET, max_threads_per_block=256)
-        task = ans.SearchTask(compute_dag=dag, target=ans.Target(TARGET), hardware_params=hw)
-        log = os.path.join(os.environ["OUT_DIR"], "log.json")
+    # register use does on a GPU. The task allows 1024 work items per group; the kernels run at most 64. A padded
+    # convolution: the padding's kernel is bound by thread-bind's rule for plain stages, the convolution's by its
+    # tiles. The first search round's candidates above 64 are refused; from the round after on, no candidate
+    # (sampled, mutated or carried over from the round before) has more than 64 work items, none is refused, and
+    # every record carries the limit in force when it was measured: 1024 up to the round that taught it, 64
+    # after. The records stay the task's (its workload key: the best loads and replays); a session resuming the
+    # log takes all of them, learns the limit again from them, and proposes nothing above it.
+    import json
+    env = {"AUTOSCHED_TEST_OPENCL_KERNEL_WORK_GROUP_LIMIT": "64", "OUT_DIR": str(tmp_path)}
+    first = json.loads(_run(LEARNED_LIMIT_RUN, timeout=600, prelude=PRELUDE, env=dict(env, TRIALS="48")))
+    rows, rounds = first["rows"], first["rounds"]
+    assert sum(rounds) == len(rows) == first["trials"], first
+    refused = [i for i, r in enumerate(rows) if r["refused"]]
+    assert refused, f"no candidate above the kernel's maximum was proposed at all: {first}"
+    ends = [sum(rounds[:k + 1]) for k in range(len(rounds))]
+    taught = next(end for end in ends if end > refused[0])  # the first record of the round after the refusal
+    assert all(r["learned"] in (0, 64) for r in rows), rows
+    assert [r["limit"] for r in rows[:taught]] == [1024] * taught, rows
+    after = rows[taught:]
+    assert after, f"nothing measured after the limit was learned: {first}"
+    assert all(r["limit"] == 64 and r["items"] <= 64 and not r["refused"] for r in after), after
+    assert first["best_key"] and first["best"] > 0, first
+    # Resumed: every record is the task's, the limit is learned from them before the first new round.
+    second = json.loads(_run(LEARNED_LIMIT_RUN, timeout=600, prelude=PRELUDE, env=dict(env, TRIALS="64")))
+    assert second["resumed"] == len(rows), second
+    new = second["rows"][len(rows):]
+    assert new and all(r["limit"] == 64 and r["items"] <= 64 and not r["refused"] for r in new), new
+
+
+def _is_pocl():
+    return any("Portable Computing Language" in d["platform"] for d in ans.opencl.devices())
+
+
+@pytest.mark.skipif(not _is_pocl(), reason="PoCL's POCL_EXTRA_BUILD_FLAGS makes its compiler reject the kernel")
+def test_the_device_compilers_messages_go_into_the_candidates_error_not_the_terminal():
+    # A macro that PoCL adds to every build breaks the kernel's name: its compiler rejects the program and prints
+    # "1 error generated." on the worker's stderr (NVIDIA's prints on stdout). The message belongs to the
+    # candidate's error, not to the terminal of the tuning session.
+    out, err = _run("""
+        task, y = tiny_task()
+        states = bound_states(task, y, (32, 64))
+        builder = am.LocalBuilder(n_parallel=1, timeout=60)
         runner = am.LocalRunner(number=1, repeat=1, min_repeat_ms=0, timeout=60)
-        result = task.tune(ans.TuningOptions(num_measure_trials=48, num_measures_per_round=16, runner=runner,
-                                             measure_callbacks=[ans.RecordToFile(log)], verbose=0))
-        messages = [json.loads(line)["result"]["error_msg"] for line in open(log)]
-        refused = [i for i, m in enumerate(messages) if "CL_KERNEL_WORK_GROUP_SIZE" in m]
-        print("trials", len(messages), "refused", ",".join(map(str, refused)) or "-", "best", result.best_cost)
-        print("stop", result.stop_reason)
-    """, timeout=600, prelude=PRELUDE, env={"AUTOSCHED_TEST_OPENCL_KERNEL_WORK_GROUP_LIMIT": "64",
-                                             "OUT_DIR": str(tmp_path)})
-    words = out.split()
-    refused = words[3]
-    assert refused != "-", f"no candidate above the kernel's maximum was proposed at all: {out}"
-    assert words[5] != "None", out
-    # The refusals are all in the first search round (after the baseline): later rounds propose at most 64 work
-    # items, until the search has nothing new to offer within that limit.
-    assert max(int(i) for i in refused.split(",")) <= 16, out
-    assert "exhausted" in out or int(words[1]) == 48, out
+        for r in am.measure(task, states, builder, runner):
+            print("RESULT", r.error, repr(r.error_msg))
+    """, timeout=300, prelude=PRELUDE, with_stderr=True,
+        env={"POCL_EXTRA_BUILD_FLAGS": "-Ddefault_function_kernel0=1"})
+    results = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    assert len(results) == 2, out
+    for line in results:
+        assert line.startswith("RESULT compile ") and "printed by the device's compiler" in line, line
+        assert "1 error generated." in line, line
+    others = "\n".join(line for line in out.splitlines() if not line.startswith("RESULT ")) + err
+    assert "error generated" not in others, others
 
 
 def test_a_rounds_measurements_stop_at_the_time_budget(tmp_path):

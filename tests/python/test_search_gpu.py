@@ -700,3 +700,51 @@ def test_gpu_expert_leaves_nhwc_and_grouped_convolutions_to_the_search():
     for dag in (nhwc, grouped):
         state, reason, note = search.expert_schedule_info(_task(dag))
         assert state is None or "convolution tiles" not in note, note
+
+
+# ---- work-group limits: sampled, mutated, learned ----
+
+WIDE = dict(max_shared_memory_per_block=1 << 20, max_vthread_extent=64, max_local_memory_per_block=1 << 20)
+
+
+@pytest.mark.parametrize("case", ["matmul64", "conv2d"])
+def test_sampling_and_tile_mutations_draw_work_groups_within_max_threads_per_block(case):
+    """With every other limit out of reach, no sampled state is dropped for its work groups (thread-bind moves
+    factors of the tiles' threadIdx level to blockIdx until they fit), and no tile-size mutation proposes more
+    work items than the limit."""
+    dag = _matmul_task(64, 64, 64)[0] if case == "matmul64" else _conv_dag(32, 16, 14, 14)
+    task = _task(dag, ans.HardwareParams(target="opencl", max_threads_per_block=32, **WIDE))
+    states, drops = search.sample_init_population(task, 16, seed=3)
+    assert states and drops.get("device_limits", 0) == 0, drops
+    for n, state in enumerate(states):
+        assert _within_limits(dag, state)[0] <= 32, dag.print_python_steps(state)
+        for k in range(6):
+            new, failure, message = search.mutate(task, state, seed=10 * n + k, rule="tile-size")
+            assert "work items per group" not in (message or ""), (failure, message)
+            if new is not None:
+                assert _within_limits(dag, new)[0] <= 32
+
+
+def _refused_by_the_kernel(limit):
+    return _core.MeasureResult.from_json(json.dumps({"costs": [], "error": "compile", "error_msg": "refused",
+                                                     "all_cost": 0, "timestamp": 0, "kernel_max_threads": limit}))
+
+
+def test_a_learned_work_group_limit_holds_for_every_later_proposal():
+    """A refusal teaches the policy its kernel's maximum: every state proposed from the next round on fits it,
+    those of the generation the search carries over from the round before included."""
+    dag = _conv_dag(16, 8, 8, 8)
+    task = _task(dag, ans.HardwareParams(target="opencl", max_threads_per_block=1024, **WIDE))
+    params = search.SearchParams(evolutionary_search_population=48, evolutionary_search_num_iters=2,
+                                 evolutionary_search_carry_over=True, carry_over_fresh_share=0.25)
+    policy = search.SketchPolicy(task, params, seed=1)
+    first = policy.continue_search_one_round(16)
+    assert max(_within_limits(dag, s)[0] for s in first) > 32
+    ok = _core.MeasureResult.from_json(json.dumps({"costs": [1e-3], "error": "none", "error_msg": "",
+                                                   "all_cost": 0, "timestamp": 0}))
+    policy.record_measured(first, [_refused_by_the_kernel(32)] + [ok] * (len(first) - 1))
+    for _ in range(3):
+        batch = policy.continue_search_one_round(16)
+        assert batch
+        assert all(_within_limits(dag, s)[0] <= 32 for s in batch), [_within_limits(dag, s) for s in batch]
+        policy.record_measured(batch, [ok] * len(batch))

@@ -3,6 +3,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <unordered_set>
 
 #include "codegen/source/c_printer.h"
@@ -144,13 +145,61 @@ const ForNode* BindingAroundStore(const Stmt& s, const BufferNode* b) {
 
 enum class BufferKind : uint8_t { Param, Shared, Private };
 
+// Words of OpenCL C no identifier of the generated code may take: qualifiers,
+// types (the vector types among them), and the built-in functions and macros
+// the printers call (a buffer named `exp` would hide the function exp).
+std::set<std::string> OpenCLWords() {
+  std::set<std::string> words = {"kernel",
+                                 "global",
+                                 "local",
+                                 "constant",
+                                 "private",
+                                 "read_only",
+                                 "write_only",
+                                 "image2d_t",
+                                 "event_t",
+                                 "sampler_t",
+                                 "size_t",
+                                 "ptrdiff_t",
+                                 "barrier",
+                                 "get_group_id",
+                                 "get_local_id",
+                                 "vload_half",
+                                 "vstore_half_rte",
+                                 "exp",
+                                 "log",
+                                 "sqrt",
+                                 "tanh",
+                                 "erf",
+                                 "pow",
+                                 "fabs",
+                                 "abs",
+                                 "floor",
+                                 "ceil",
+                                 "round",
+                                 "fmod",
+                                 "fmax",
+                                 "fmin",
+                                 "isnan",
+                                 "NAN",
+                                 "INFINITY",
+                                 "CLK_LOCAL_MEM_FENCE"};
+  for (const char* base :
+       {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "float", "double"}) {
+    for (const char* n : {"2", "3", "4", "8", "16"}) words.insert(std::string(base) + n);
+  }
+  for (const char* n : {"2", "3", "4", "8", "16"}) {
+    words.insert(std::string("vload") + n);
+    words.insert(std::string("vstore") + n);
+  }
+  return words;
+}
+
 class OpenCLPrinter : public CPrinter {
  public:
   OpenCLPrinter(const std::vector<Buffer>& params, std::unordered_set<const ForNode*> unroll)
       : unroll_(std::move(unroll)) {
-    reserved_ = {"kernel",    "global",  "local",     "constant", "private",   "read_only", "write_only",
-                 "image2d_t", "event_t", "sampler_t", "size_t",   "ptrdiff_t", "barrier",   "float2",
-                 "float3",    "float4",  "float8",    "float16",  "int2",      "int4"};
+    reserved_ = OpenCLWords();
     for (const Buffer& b : params) kinds_[b.get()] = BufferKind::Param;
   }
 
@@ -219,6 +268,7 @@ class OpenCLPrinter : public CPrinter {
   std::string staging_name_;
   int staging_counter_ = 0;
   std::vector<std::string> local_decls_;
+  std::unordered_set<const BufferNode*> shared_declared_;  // in local_decls_ (this kernel's)
   int64_t local_bytes_ = 0;
   bool uses_fp64_ = false;
   std::streamoff barrier_end_ = -1;
@@ -637,15 +687,28 @@ void OpenCLPrinter::PrintAllocate(const AllocateNode* n) {
                     "its loops");
   }
   kinds_[b] = shared ? BufferKind::Shared : BufferKind::Private;
-  const std::string decl = StorageType(b) + " " + BufferName(b) + "[" + std::to_string(count) + "]";
+  const std::string name = BufferName(b);
+  const std::string decl = StorageType(b) + " " + name + "[" + std::to_string(count) + "]";
   if (shared) {
-    local_decls_.push_back("__local " + decl + " __attribute__((aligned(" +
-                           std::to_string(kSharedAlignBytes) + ")));");
-    local_bytes_ += count * (b->dtype.is_bool() ? 1 : b->dtype.bits == 16 ? 4 : b->dtype.bytes());
-  } else {
-    Line(decl + ";");
+    // Allocated again later in the kernel (in sequence, so never live twice):
+    // the group's one __local array serves every allocation.
+    if (shared_declared_.insert(b).second) {
+      local_decls_.push_back("__local " + decl + " __attribute__((aligned(" +
+                             std::to_string(kSharedAlignBytes) + ")));");
+      local_bytes_ += count * (b->dtype.is_bool() ? 1 : b->dtype.bits == 16 ? 4 : b->dtype.bytes());
+    }
+    PrintStmt(n->body);
+    return;
   }
+  // A private buffer allocated again in the same C scope (the copies of a
+  // partitioned loop whose extent-1 loops were removed) is declared in a
+  // block of its own.
+  const bool again = DeclaredInScope(name);
+  if (again) Open("");
+  Declare(name);
+  Line(decl + ";");
   PrintStmt(n->body);
+  if (again) Close();
 }
 
 std::string OpenCLPrinter::PrintKernel(const std::string& name, const Stmt& body,
@@ -653,6 +716,8 @@ std::string OpenCLPrinter::PrintKernel(const std::string& name, const Stmt& body
                                        const Launch& launch, int64_t* local_bytes) {
   launch_ = launch;
   local_decls_.clear();
+  shared_declared_.clear();
+  ResetScopes();
   local_bytes_ = 0;
   barrier_end_ = -1;
   TakeBody();

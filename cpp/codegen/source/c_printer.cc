@@ -85,11 +85,19 @@ void CPrinter::Line(const std::string& text) { body_ << std::string(2 * indent_,
 void CPrinter::Open(const std::string& text) {
   Line(text.empty() ? "{" : text + " {");
   ++indent_;
+  scopes_.emplace_back();
 }
 
 void CPrinter::Close() {
   --indent_;
   Line("}");
+  if (scopes_.size() > 1) scopes_.pop_back();
+}
+
+void CPrinter::Reopen(const std::string& text) {
+  --indent_;
+  if (scopes_.size() > 1) scopes_.pop_back();
+  Open("} " + text);
 }
 
 std::string CPrinter::TakeBody() {
@@ -373,8 +381,7 @@ void CPrinter::PrintStmt(const Stmt& s) {
       Open("if (" + PrintIndex(n->condition) + ")");  // guards: index arithmetic
       PrintStmt(n->then_case);
       if (n->else_case.defined()) {
-        --indent_;
-        Open("} else");
+        Reopen("else");
         PrintStmt(n->else_case);
       }
       Close();

@@ -74,10 +74,18 @@ class CPrinter {
   // constant prints as C's / and %.
   void NoteNonNegative(const VarNode* v) { non_negative_.insert(v); }
   bool KnownNonNegative(const Expr& e) const;
-  void Line(const std::string& text);  // one indented line
-  void Open(const std::string& text);  // "text {" and indent
-  void Close();                        // "}" and dedent
-  std::string TakeBody();              // the printed statements so far
+  void Line(const std::string& text);    // one indented line
+  void Open(const std::string& text);    // "text {", indent, and a new scope
+  void Close();                          // "}", dedent, and the scope ends
+  void Reopen(const std::string& text);  // "} text {": the scope ends and a sibling opens
+  std::string TakeBody();                // the printed statements so far
+  // Declares `name` in the innermost brace scope; false when it is declared
+  // there already. The IR may allocate one buffer twice in a sequence (the
+  // copies of a partitioned loop, once its extent-1 loops are removed), which
+  // C allows only in separate scopes.
+  bool Declare(const std::string& name) { return scopes_.back().insert(name).second; }
+  bool DeclaredInScope(const std::string& name) const { return scopes_.back().count(name) > 0; }
+  void ResetScopes() { scopes_.assign(1, {}); }  // a new function body
 
   std::ostringstream body_;
   int indent_ = 0;
@@ -97,6 +105,7 @@ class CPrinter {
   std::map<const VarNode*, std::string> var_names_;
   std::map<const BufferNode*, std::string> buffer_names_;
   std::set<std::string> used_names_;
+  std::vector<std::set<std::string>> scopes_{1};  // names declared per open brace scope, innermost last
   std::vector<std::pair<std::string, std::string>> helpers_;  // in order of first use
   std::string lane_;       // the lane variable while a vector store is printed
   bool in_index_ = false;  // printing index arithmetic
