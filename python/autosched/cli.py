@@ -221,7 +221,7 @@ def _build_from_onnx(args):
 def cmd_compile(args):
     start = time.perf_counter()
     graph, net = _build_from_onnx(args)
-    tuned = len(net.groups) - len(net.untuned)
+    tuned = len(net.groups) - len(net.untuned) - len(net.default_faster)
     try:
         net.export_library(args.output)
     except RuntimeError as e:  # no linker, or the linker failed
@@ -312,6 +312,8 @@ def cmd_run(args):
     else:
         graph, net = _build_from_onnx(args)
         onnx_model = args.model
+        if net.default_faster:  # the note's last line says which groups and their times
+            print(net.note.splitlines()[-1])
     signature = graph if graph is not None else net.graph
     input_names = list(net.input_names)
     arrays = (_read_inputs(args.inputs, input_names, signature) if args.inputs
