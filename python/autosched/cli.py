@@ -9,7 +9,7 @@
 (`python -m autosched ...` is the same.) `tune` extracts the model's tasks, tunes them with the task scheduler
 under one trial budget (its table after every round) and appends every measurement to --log; run it again with
 the same log to resume. `run` builds the model with the best record of each task in the log (tasks without
-one get the baseline schedule and are listed), runs it on random inputs, checks the outputs against the
+one get the default schedule and are listed), runs it on random inputs, checks the outputs against the
 graph's reference evaluation and prints the end-to-end latency. Errors in the input (a missing file, an
 operator that cannot be imported, a dynamic dimension left unbound) end with a message and exit status 2.
 """
@@ -137,7 +137,7 @@ def cmd_tune(args):
               f"{result.outside_kernels_s * 1e3:.4g} ms outside the tuned kernels)")
     failed = [tasks[i].desc for i in result.failed_tasks]
     if failed:
-        print(f"{len(failed)} task(s) without a valid schedule (they run with the baseline schedule): "
+        print(f"{len(failed)} task(s) without a valid schedule (they run with the default schedule): "
               f"{'; '.join(failed)}")
     if args.plot:
         plot.tuning_curve(args.log, args.plot)
@@ -229,7 +229,7 @@ def cmd_compile(args):
     size = os.path.getsize(args.output)
     kernels = len({id(info.module) for info in net.groups})
     print(f"compiled {graph.name}: {len(net.groups)} groups ({kernels} kernels), {tuned} tuned"
-          + ("" if args.log else " (no --log: baseline schedules)")
+          + ("" if args.log else " (no --log: default schedules)")
           + f", target {args.target}")
     if net.note and args.log:
         print(net.note)

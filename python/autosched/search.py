@@ -263,9 +263,10 @@ def default_schedules(task, params=None):
     has measured its default), and reports its speed-up over it.
 
     The expert schedule is no default: it is measured right after the default, and a tuned build takes it
-    where it is faster, but it is not faster everywhere. On a 2-core AVX-512 Xeon it ran ResNet-18's
-    convolutions (64 x 64 images) 2-11x faster than the parallel nests down to 4 x 4 outputs, and the
-    convolutions of 2 x 2 outputs (512 channels) 5-9x slower (a register block of one accumulator)."""
+    where it is faster, but it is not faster everywhere: on a 2-core AMD EPYC (Zen 3, AVX2; shared, load
+    average 16) it ran ResNet-18's convolutions of 64 x 64 images 2-11x faster than the parallel nests down to
+    4 x 4 outputs, and those of 2 x 2 outputs (512 channels) 5-9x slower (a register block of one accumulator),
+    the weighted sum of the network's kernel times about the same either way (64 and 66 ms)."""
     states = baseline_states(task, params or SearchParams())
     named = list(zip(baseline_names(states), states))
     return named[:0:-1] + named[:1]

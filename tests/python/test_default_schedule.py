@@ -140,3 +140,30 @@ def test_build_runs_the_default_where_the_logs_record_is_slower(tmp_path, capsys
     trusting = ans.graph.build(g, "llvm", log=log, verbose=False, check_defaults=False)
     group = next(info for info in trusting.groups if info.task.workload_key == conv.workload_key)
     assert group.tuned and _key(group.state) == _key(plain) and not trusting.default_faster
+
+
+def test_cli_run_says_which_groups_run_the_default(tmp_path, capsys):
+    """`autosched run model.onnx --log` with a log whose only record of the matmul is its plain loop nest: the
+    network runs the default, and the command says so in one line."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from autosched.cli import main
+    from autosched.frontends import from_onnx
+
+    model = str(tmp_path / "mm.onnx")
+    weight = numpy_helper.from_array((RNG.standard_normal((256, 256)) * 0.1).astype("float32"), "W")
+    graph = helper.make_graph([helper.make_node("MatMul", ["data", "W"], ["out"])], "mm",
+                              [helper.make_tensor_value_info("data", TensorProto.FLOAT, [64, 256])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [64, 256])], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    task, = ans.extract_tasks(from_onnx(model), "llvm")[0]
+    plain = dict(search.default_schedules(task))["plain"]
+    res, = measure(task, [plain], runner=LocalRunner(timeout=30, min_repeat_ms=2))
+    assert res.ok, res.error_msg
+    log = str(tmp_path / "old.json")
+    ans.RecordToFile(log)([ans.MeasureInput(task, plain)], [res])
+
+    assert main(["run", model, "--log", log, "--number", "1", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"1 group(s) run the default schedule, faster than the log's best record: {task.desc} x1 (" in out, out
