@@ -9,7 +9,7 @@
 (`python -m autosched ...` is the same.) `tune` extracts the model's tasks, tunes them with the task scheduler
 under one trial budget (its table after every round) and appends every measurement to --log; run it again with
 the same log to resume. `run` builds the model with the best record of each task in the log (tasks without
-one get the baseline schedule and are listed), runs it on random inputs, checks the outputs against the
+one get the default schedule and are listed), runs it on random inputs, checks the outputs against the
 graph's reference evaluation and prints the end-to-end latency. Errors in the input (a missing file, an
 operator that cannot be imported, a dynamic dimension left unbound, a missing optional package) end with one
 line and exit status 2; Ctrl-C ends a command with exit status 130 (`tune` says how many records its log
@@ -160,7 +160,7 @@ def cmd_tune(args):
               f"{result.outside_kernels_s * 1e3:.4g} ms outside the tuned kernels)")
     failed = [tasks[i].desc for i in result.failed_tasks]
     if failed:
-        print(f"{len(failed)} task(s) without a valid schedule (they run with the baseline schedule): "
+        print(f"{len(failed)} task(s) without a valid schedule (they run with the default schedule): "
               f"{'; '.join(failed)}")
     if args.plot:
         plot.tuning_curve(args.log, args.plot)
@@ -248,11 +248,13 @@ def _build(graph, args):
     note = _untuned_note(net, args.log, args.target)
     if note:
         print(note)
+    if net.default_faster:  # the build note's last line names these groups and both times
+        print(net.note.splitlines()[-1])
     return net
 
 
 def _untuned_note(net, log, target):
-    """With a log, the groups that run untuned (no record of their task for the target: the baseline
+    """With a log, the groups that run untuned (no record of their task for the target: the default
     schedule), by task; when no group found a record, that the log's records did not apply at all."""
     if log is None or not net.untuned:
         return ""
@@ -261,9 +263,9 @@ def _untuned_note(net, log, target):
         head = (f"the records of {log} did not apply ({records} record{'' if records == 1 else 's'}, none of this "
                 f"model's tasks for target '{target}': a log of another model, shape or target?); "
                 + ("the one group runs" if len(net.groups) == 1 else f"all {len(net.groups)} groups run")
-                + " untuned (their baseline schedule):")
+                + " untuned (their default schedule):")
     else:
-        head = (f"{len(net.untuned)} of {len(net.groups)} groups run untuned (their baseline schedule): {log} "
+        head = (f"{len(net.untuned)} of {len(net.groups)} groups run untuned (their default schedule): {log} "
                 "has no record of their task for this target:")
     by_task = {}
     for info in net.untuned:
@@ -276,7 +278,7 @@ def cmd_compile(args):
     check_output_path(args.output, "-o")
     graph = _graph_to_build(args)
     net = _build(graph, args)
-    tuned = len(net.groups) - len(net.untuned)
+    tuned = len(net.groups) - len(net.untuned) - len(net.default_faster)
     try:
         net.export_library(args.output)
     except RuntimeError as e:  # no linker, or the linker failed
@@ -284,7 +286,7 @@ def cmd_compile(args):
     size = os.path.getsize(args.output)
     kernels = len({id(info.module) for info in net.groups})
     print(f"compiled {graph.name}: {len(net.groups)} groups ({kernels} kernels), {tuned} tuned"
-          + ("" if args.log else " (no --log: baseline schedules)")
+          + ("" if args.log else " (no --log: default schedules)")
           + f", target {args.target}")
     print(f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s; run it with: "
           f"autosched run {args.output}")

@@ -187,7 +187,7 @@ def main(argv=None):
     start = time.monotonic()
     net = agraph.build(g, target, log, verbose=False)
     print(f"\nbuilt {name} in {time.monotonic() - start:.1f} s"
-          + (f" ({len(net.untuned)} groups without a tuned schedule run their baseline)" if net.untuned else ""))
+          + (f" ({len(net.untuned)} groups without a tuned schedule run their default)" if net.untuned else ""))
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(g.shape(i)).astype(g.dtype(i)) for i in g.inputs]
     ours = _as_list(net(*inputs))

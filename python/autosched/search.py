@@ -33,8 +33,11 @@ from .pretrained import PretrainedModelWarning
 from .state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
-           "generate_sketches", "sample_init_population", "mutate", "baseline_states", "expert_schedule",
-           "expert_schedule_info", "make_cost_model"]
+           "generate_sketches", "sample_init_population", "mutate", "baseline_states", "default_schedules",
+           "expert_schedule", "expert_schedule_info", "make_cost_model", "EXPERT"]
+
+# The name of the expert schedule among the default schedules (default_schedules) and tuning's start states.
+EXPERT = "expert"
 
 
 def make_cost_model(spec=None, default="random", target=None):
@@ -242,8 +245,51 @@ def expert_schedule_info(task, params=None):
 
 
 def baseline_states(task, params=None):
-    """What tuning measures first: the plain loop nest and its parallel + vectorized variant."""
+    """The plain loop nest and its parallel + vectorized variants (see default_schedules)."""
     return _core.baseline_states(task, params or SearchParams())
+
+
+def baseline_names(states):
+    """The names of baseline_states' states: "plain", "parallel", "parallel 2"."""
+    return ["plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}" for i in range(len(states))]
+
+
+def default_schedules(task, params=None):
+    """The schedules an untuned build runs, [(name, State)] in the order it tries them: the parallel +
+    vectorized loop nests of baseline_states ("parallel 2", whose reductions' loops are outside their last
+    spatial loop, then "parallel"; on OpenCL the nest with the default GPU schedule), the plain loop nest
+    ("plain") last. The first that compiles is the task's default: what graph.build runs for a task the log
+    has no record of, or whose best record ran slower. Tuning measures it first (a task given a single trial
+    has measured its default), and reports its speed-up over it.
+
+    The expert schedule is no default: it is measured right after the default, and a tuned build takes it
+    where it is faster, but it is not faster everywhere: on a 2-core AMD EPYC (Zen 3, AVX2; shared, load
+    average 16) it ran ResNet-18's convolutions of 64 x 64 images 2-11x faster than the parallel nests down to
+    4 x 4 outputs, and those of 2 x 2 outputs (512 channels) 5-9x slower (a register block of one accumulator),
+    the weighted sum of the network's kernel times about the same either way (64 and 66 ms)."""
+    states = baseline_states(task, params or SearchParams())
+    named = list(zip(baseline_names(states), states))
+    return named[:0:-1] + named[:1]
+
+
+def tuning_start_states(policy):
+    """What tuning measures before searching the policy's task, [(name, State)]: its default (the first of
+    default_schedules), the policy's expert schedule (EXPERT, where the task has one), the other parallel
+    default, the policy's own baselines where its SearchParams make them differ from the defaults (named
+    "... (policy)"), and the plain loop nest last (unless it is the default)."""
+    defaults = default_schedules(policy.task)
+    own = baseline_states(policy.task, policy.params)
+    extra = [(EXPERT, policy.expert_schedule())] + [(f"{n} (policy)", s) for n, s in
+                                                     list(zip(baseline_names(own), own))[::-1]]
+    known = {_core.state_key(s) for _, s in defaults}
+    added = []
+    for name, state in extra:
+        if state is not None and _core.state_key(state) not in known:
+            known.add(_core.state_key(state))
+            added.append((name, state))
+    rest = [(name, s) for name, s in defaults[1:] if name != "plain"]
+    plain = [(name, s) for name, s in defaults[1:] if name == "plain"]
+    return defaults[:1] + added[:1] + rest + added[1:] + plain
 
 
 def generate_sketches(task, params=None, sketch_rules=None):

@@ -12,8 +12,8 @@ are tuned by one tuner.TuningSession, the same driver `task.tune` runs with one 
 search rounds of one core call each, the same measurement, records, stop reasons and summary), and the
 scheduler decides which task gets the next round (pick):
 
-1. Warm-up: every task first measures its baseline schedules (so each has a valid schedule early), then every
-   task gets one search round. A task whose search space is exhausted (a tiny task) is done, not an error.
+1. Warm-up: every task first measures its start states, its default schedule first (what an untuned build
+   runs; so each has a valid schedule early), then every task gets one search round. A task whose search space is exhausted (a tiny task) is done, not an error.
 2. Then, with strategy "gradient", the task whose next round is expected to lower the objective most: its
    gradient is weight x (alpha x backward + (1 - alpha) x forward) where backward is the latency it gained per
    round over its last `backward_window` rounds, and forward an optimistic guess of the next round's gain:

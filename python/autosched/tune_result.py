@@ -1,7 +1,9 @@
 """What a tuning session hands back (TuneResult per task, TaskSchedulerResult for the session) and the short
 texts its output uses about records and the cost model. autosched.tuner re-exports the results."""
+import math
 from collections import Counter
 
+from .search import EXPERT
 from .text import format_time
 
 __all__ = ["TuneResult", "TaskSchedulerResult"]
@@ -22,14 +24,36 @@ class TuneResult:
         self.rounds = 0
         self.best_cost = None
         self.best_state = None
-        self.baseline_cost = None  # the better of the baseline schedules
-        self.baseline_costs = {}   # "plain" / "parallel" / "parallel 2" -> cost (None: failed)
+        # The default's cost: what an untuned build runs (search.default_schedules: the first of them that
+        # did not fail), None until measured; default_name: which schedule that is ("expert", "parallel 2", ...).
+        self.baseline_cost = None
+        self.default_name = None
+        self.baseline_costs = {}   # "parallel 2" / "parallel" / "plain" ... -> cost (None: failed)
         self.expert_cost = None    # the expert schedule's (None: none, or not measured)
+        self.start_costs = {}      # start state name -> its best cost (inf: every measurement of it failed)
         self.errors = Counter()    # error name -> count, over every trial
         self.error_messages = {}   # error name -> the first message of that error
         self.seconds = Counter()   # "search", "cost_model", "measure", "total"
         self.stop_reason = ""
         self.history = []          # (trials, best cost) after every batch
+
+    def note_start_state(self, name, cost, default_order):
+        """A measurement of the start state `name` (cost None: it failed). `default_order`: the names of
+        search.default_schedules, in the order a build tries them; the default is the first of them that did
+        not fail, and its cost is the baseline (None while it is not measured)."""
+        self.start_costs[name] = min(self.start_costs.get(name, math.inf), math.inf if cost is None else cost)
+        costs = {n: c for n, c in self.start_costs.items() if math.isfinite(c)}
+        experts = [c for n, c in costs.items() if n.startswith(EXPERT)]
+        self.expert_cost = min(experts) if experts else None
+        if not name.startswith(EXPERT):
+            self.baseline_costs[name] = costs.get(name)
+        self.baseline_cost = self.default_name = None
+        for candidate in default_order:
+            if candidate not in self.start_costs:
+                break
+            if candidate in costs:
+                self.baseline_cost, self.default_name = costs[candidate], candidate
+                break
 
     @property
     def speedup(self):

@@ -10,10 +10,11 @@ resume.
 `TaskScheduler.tune` (task_scheduler.py) runs the same session over many tasks, choosing the task of each round;
 `task.tune` is that session with one task. Either way:
 
-- Start states: before searching, a task measures the plain loop nest and simple parallel + vectorized variants
-  of it (the baseline, see search.baseline_states), and with them the expert schedule (search.expert_schedule:
-  register blocks, packing and cache tiles from the target's hardware parameters): the best schedule is never
-  slower than any of them, and the summary reports the speed-up over the baseline and the expert schedule's time.
+- Start states: before searching, a task measures its default schedule, what an untuned build runs (the
+  parallel + vectorized loop nest, search.default_schedules), then the expert schedule (search.expert_schedule:
+  register blocks, packing and cache tiles from the target's hardware parameters) and the other baselines, the
+  plain loop nest last: a task given one trial has measured its default, the best schedule is never slower
+  than it, and the summary reports the speed-up over it (the baseline) and the expert schedule's time.
 - A round is one call into the core (`_core.tuning_round`): the task's search policy (SketchPolicy) proposes up
   to ``num_measures_per_round`` states never measured, the workers measure them (LocalBuilder / LocalRunner:
   verified, plausible times only), the RecordToFile logs of the options get their records, and the cost model
@@ -44,7 +45,7 @@ from . import _core
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
-from .search import SketchPolicy, baseline_states, make_cost_model
+from .search import SketchPolicy, default_schedules, make_cost_model, tuning_start_states
 from .search_share import (ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, SearchShare,  # noqa: F401
                            round_search_params)
 from .text import format_time
@@ -54,10 +55,6 @@ from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_
 
 __all__ = ["TuningOptions", "TuneResult", "TaskSchedulerResult", "TaskTuner", "TuningSession", "tune",
            "peak_gflops", "format_time", "round_search_params"]
-
-# The name of the expert schedule among the states measured before the search (TaskTuner.start_states).
-EXPERT = "expert"
-
 
 class TuningOptions(_core.TuningParams):
     """How long and how to tune. The scalar fields, their defaults and checks are those of the core's
@@ -147,7 +144,7 @@ class TaskTuner:
         self.result = TuneResult(task)
         self.start = time.monotonic() if start is None else start
         self.last_improvement = 0  # trial count at the last better schedule
-        self.baseline_keys = {}    # state key -> "plain" / "parallel" / "parallel 2" / EXPERT
+        self.baseline_keys = {}    # state key -> its name among the start states ("expert", "plain", ...)
         self._start_states = None
         self._task_json = None     # the task as its records store it, made once
         self._measurer = None      # the runner's supervisor for this builder, taken once per session
@@ -175,13 +172,8 @@ class TaskTuner:
             if not res.ok:
                 r.errors[res.error] += 1
                 r.error_messages.setdefault(res.error, res.error_msg)
-            name = self.baseline_keys.get(key)
-            if name == EXPERT and cost is not None:
-                r.expert_cost = cost if r.expert_cost is None else min(r.expert_cost, cost)
-            elif name is not None and cost is not None:
-                old = r.baseline_costs.get(name)
-                r.baseline_costs[name] = cost if old is None else min(old, cost)
-                r.baseline_cost = min(c for c in r.baseline_costs.values() if c is not None)
+            if key in self.baseline_keys:
+                r.note_start_state(self.baseline_keys[key], cost, self.default_names)
             if cost is not None and math.isfinite(cost) and (r.best_cost is None or cost < r.best_cost):
                 r.best_cost, r.best_state = cost, state
                 self.last_improvement = r.trials
@@ -297,19 +289,17 @@ class TaskTuner:
         return results
 
     def start_states(self):
-        """(name, State) of what tuning measures first: the baselines ("plain", "parallel", "parallel 2") and
-        the expert schedule (EXPERT) where the task has one."""
+        """(name, State) of what tuning measures first, in order (search.tuning_start_states): the task's
+        default (what an untuned build runs), the other parallel default, the expert schedule, the plain loop
+        nest last. default_names: search.default_schedules' names, the order in which a build takes its default."""
         if self._start_states is None:
-            states = [("plain" if i == 0 else "parallel" if i == 1 else f"parallel {i}", s)
-                      for i, s in enumerate(baseline_states(self.task, self.policy.params))]
-            expert = self.policy.expert_schedule()
-            if expert is not None:
-                states.append((EXPERT, expert))
-            self._start_states = states
+            self._start_states = tuning_start_states(self.policy)
+            self.default_names = [name for name, _ in default_schedules(self.task)]
         return self._start_states
 
     def baseline(self, limit):
-        """Measures the start states not measured yet, at most `limit` of them; returns how many."""
+        """Measures the start states not measured yet, in order (the default first), at most `limit` of them;
+        returns how many."""
         todo = [s for _, s in self.start_states() if not self.policy.is_measured(s)][:max(0, limit)]
         if todo:
             self.run_round(states=todo)
@@ -396,10 +386,11 @@ class TaskTuner:
                 peak += "; above 100: the CPU ran faster than that clock (a boost clock the OS does not report)"
         speedup = f"{r.speedup:.3g}x" if r.speedup else "-"
         if r.speedup is not None and r.best_state is not None and r.best_cost >= r.baseline_cost:
-            speedup += " (the budget found nothing faster than the baseline: the best schedule is a baseline)"
+            speedup += " (the budget found nothing faster than the baseline: the best schedule is the default)"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
+        baseline = format_time(r.baseline_cost) + (f" (the default: {r.default_name})" if r.default_name else "")
         rows = [("task", self.task.desc or self.task.workload_key), ("trials", f"{r.trials} ({r.resumed_trials} "
-                f"resumed, {r.rounds} rounds)"), ("baseline", format_time(r.baseline_cost)), ("best", format_time(r.best_cost)),
+                f"resumed, {r.rounds} rounds)"), ("baseline", baseline), ("best", format_time(r.best_cost)),
                 ("GFLOP/s", gflops), ("% of peak", peak), ("speed-up", speedup), ("errors", errors)]
         if r.expert_cost is not None:
             rows.insert(3, ("expert seed", self.speed_text(r.expert_cost)))

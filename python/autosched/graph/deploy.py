@@ -4,14 +4,18 @@
     out, = net(x)                      # or net(data=x): numpy arrays in, a list of numpy outputs back
     t = net.time_evaluator(number=10, repeat=3)(x)     # t.mean: seconds per run of the whole network
 
-Each group takes the best record of its task (workload key and THIS target) from the log, else the baseline
-schedule (the parallel + vectorized default); net.untuned lists those groups and build prints a note. Identical
-groups share one compiled module. Intermediate values live in buffers allocated once at build time and shared
-between values whose lifetimes do not overlap (plan_memory); constants are converted once at build time. A
-stage of a schedule that computes only from constants (the packed copy of a weight of the pack-operand rule, a
-cache_read of a weight) runs once at build time (prepack=True): the kernel reads its result instead of
-computing it on every call. The buffers are the module's own, so calls from several threads take turns (a
-lock): each gets its own outputs, one network run at a time.
+Each group takes the best record of its task (workload key and THIS target) from the log, else its default
+schedule, what the untuned network runs (search.default_schedules: the parallel + vectorized loop nest);
+net.untuned lists those groups and build prints a note. A tuned network is never slower than the untuned one:
+tuning measures each task's default first and keeps no record slower than it as the best, and where the log has no
+measurement of a task's default (a log of an older version, records made elsewhere) build times the record's
+kernel against the default's and runs the faster (net.default_faster lists the groups where that was the default,
+and the note says so). Identical groups share one compiled module. Intermediate values live in buffers allocated
+once at build time and shared between values whose lifetimes do not overlap (plan_memory); constants are converted
+once at build time. A stage of a schedule that computes only from constants (the packed copy of a weight of the
+pack-operand rule, a cache_read of a weight) runs once at build time (prepack=True): the kernel reads its result
+instead of computing it on every call. The buffers are the module's own, so calls from several threads take turns
+(a lock): each gets its own outputs, one network run at a time.
 """
 import os
 import threading
@@ -26,7 +30,8 @@ from .. import _core, artifact
 from .._check import check_path
 from ..build_module import Module, TimeResult, build as build_kernel
 from ..records import applied_log, load_best_state, read_log
-from ..search import baseline_states
+from ..search import default_schedules
+from ..text import format_time
 from . import export
 from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError
@@ -102,9 +107,12 @@ class GroupInfo:
         self.inputs = list(group.inputs)
         self.task, self.state, self.tuned, self.module = task, state, tuned, module
         self.prepacked, self.prepacked_arrays = list(prepacked), list(prepacked_arrays)
-        # The measured seconds of the record the schedule came from (None: baseline). A group of a loaded
+        # The measured seconds of the record the schedule came from (None: the default). A group of a loaded
         # network has no task or state: `record` holds what the artifact says of them.
         self.mean_cost, self.record = mean_cost, None
+        # (record seconds, default seconds) as build timed them, where the log's best record of the task ran
+        # slower than its default schedule, which the group runs instead; None otherwise.
+        self.default_faster = None
 
     def __repr__(self):
         return f"GroupInfo({self.name}, output={self.output!r}, tuned={self.tuned})"
@@ -192,8 +200,14 @@ class GraphModule:
 
     @property
     def untuned(self):
-        """The groups that run their baseline schedule (no record of their task for this target)."""
-        return [g for g in self.groups if not g.tuned]
+        """The groups that run their default schedule for want of a record of their task for this target."""
+        return [g for g in self.groups if not g.tuned and not getattr(g, "default_faster", None)]
+
+    @property
+    def default_faster(self):
+        """The groups that run their default schedule because the log's best record ran slower (build timed
+        both)."""
+        return [g for g in self.groups if getattr(g, "default_faster", None)]
 
     @property
     def intermediate_bytes(self):
@@ -325,16 +339,98 @@ def _tuned_state(task, log, loaded):
     return state, (None if result is None else result.mean_cost)
 
 
-def _baseline_module(task):
-    """The parallel + vectorized default when it compiles, else the plain loop nest."""
-    states = baseline_states(task)
-    for state in reversed(states[1:]):
+def _default_logged(task, loaded):
+    """Whether the log measured the task's default: of search.default_schedules in order, the first state
+    that has a record of the task without error, before any that has none (the ones before it failed)."""
+    measured = {}  # state key -> whether one of its records has no error
+    for rec in loaded.records:
+        if rec.task.workload_key == task.workload_key and rec.task.target.text == task.target.text:
+            key = _core.state_key(rec.state)
+            measured[key] = measured.get(key, False) or rec.result.ok
+    for _, state in default_schedules(task):
+        ok = measured.get(_core.state_key(state))
+        if ok is not None:
+            if ok:
+                return True
+            continue
+        return False
+    return False
+
+
+def _first_default(task, build):
+    """build(state) of the task's default: the first of search.default_schedules for which it does not raise
+    ValueError (a schedule that does not compile), each one that does warned about. Returns (name, state,
+    what build returned)."""
+    candidates = default_schedules(task)
+    for i, (name, state) in enumerate(candidates):
         try:
-            return state, build_kernel(task, state)
+            return name, state, build(state)
         except ValueError as err:
-            warnings.warn(f"task '{task.desc}': the default parallel schedule does not compile ({err}); using "
-                          "the plain loop nest")
-    return states[0], build_kernel(task, states[0])
+            if i + 1 == len(candidates):
+                raise
+            warnings.warn(f"task '{task.desc}': its default schedule '{name}' does not compile ({err}); using "
+                          f"'{candidates[i + 1][0]}'")
+
+
+def _runs_here(target):
+    return not (target.kind == "llvm" and (target.foreign or target.missing_features))
+
+
+class _Choice:
+    """What the groups of a task run: the best record of the log (`record`, measured `mean_cost` seconds), or
+    the task's default (search.default_schedules), where the log has no record of the task or where the
+    record's kernel ran slower than the default's when timed here (`timed`: (record seconds, default
+    seconds)). `default` and `record_module`: the default (name, state, whole kernel) and the record's whole
+    kernel, built to time them."""
+
+    def __init__(self, task, record, mean_cost):
+        self.task, self.record, self.mean_cost = task, record, mean_cost
+        self.default, self.record_module, self.timed = None, None, None
+
+    @property
+    def tuned(self):
+        return self.record is not None and self.timed is None
+
+
+def _choose(task, log, loaded, check_defaults):
+    """The task's _Choice, before any timing: where the record is to be timed against the default, both
+    kernels are built whole."""
+    record, mean_cost = _tuned_state(task, log, loaded)
+    choice = _Choice(task, record, mean_cost)
+    if record is None or not check_defaults or not _runs_here(task.target) or _default_logged(task, loaded):
+        return choice
+    choice.default = _first_default(task, lambda state: build_kernel(task, state))
+    if _core.state_key(choice.default[1]) == _core.state_key(record):
+        choice.default = None  # the record is the default
+    else:
+        choice.record_module = build_kernel(task, record)
+    return choice
+
+
+def _timing_arrays(module):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(tuple(shape)).astype(dtype) if np.dtype(dtype).kind == "f"
+            else np.zeros(tuple(shape), dtype) for _, dtype, shape in module.arg_specs]
+
+
+def _time_against_default(choice):
+    """Times the record's kernel against the default's on random inputs, the default first (the least of
+    3 runs, after a warm-up), the record then as long as it is not twice as slow (a loop nest far slower
+    than the default takes one run and its warm-up); choice.timed is set when the default was faster."""
+    _, _, default = choice.default
+    arrays = _timing_arrays(default)
+    try:
+        default_s = min(default.time_evaluator(number=1, repeat=3, min_repeat_ms=2)(*arrays).results)
+        record_s = min(choice.record_module.time_evaluator(number=1, repeat=1, min_repeat_ms=2)(*arrays).results)
+        if record_s <= 2 * default_s:
+            record_s = min(record_s, *choice.record_module.time_evaluator(number=1, repeat=3,
+                                                                          min_repeat_ms=2)(*arrays).results)
+    except ValueError as err:  # a kernel that cannot run here: the record stays
+        warnings.warn(f"task '{choice.task.desc}': its kernels could not be timed against its default "
+                      f"schedule ({err}); it runs its best record")
+        return
+    if record_s > default_s:
+        choice.timed = (record_s, default_s)
 
 
 class _Kernel:
@@ -342,9 +438,9 @@ class _Kernel:
     kernel without them and `prepack` holds, per split stage, (its name, the module computing it alone,
     the positions among the group's inputs of the constants it reads)."""
 
-    def __init__(self, state, tuned, module, prepack=(), mean_cost=None):
+    def __init__(self, state, tuned, module, prepack=(), mean_cost=None, timed=None):
         self.state, self.tuned, self.module, self.prepack = state, tuned, module, list(prepack)
-        self.mean_cost = mean_cost
+        self.mean_cost, self.timed = mean_cost, timed
 
 
 def _split_kernel(task, state, constant_args):
@@ -360,11 +456,9 @@ def _split_kernel(task, state, constant_args):
     return module, prepack
 
 
-def _kernel(task, log, loaded, constant_args, prepack):
-    state, mean_cost = _tuned_state(task, log, loaded)
-    tuned = state is not None
-    if not tuned:
-        state, module = _baseline_module(task)
+def _group_kernel(task, state, constant_args, prepack, whole=None):
+    """(module, prepack) of `state` for a group: its constant stages split off (prepack), else the whole kernel
+    (`whole` where it is built already). ValueError when the state does not compile."""
     if prepack and constant_args:
         try:
             split = _split_kernel(task, state, constant_args)
@@ -373,8 +467,21 @@ def _kernel(task, log, loaded, constant_args, prepack):
                           "computes them on every call")
             split = None
         if split is not None:
-            return _Kernel(state, tuned, *split, mean_cost=mean_cost)
-    return _Kernel(state, tuned, build_kernel(task, state) if tuned else module, mean_cost=mean_cost)
+            return split
+    return whole or build_kernel(task, state), []
+
+
+def _kernel(choice, constant_args, prepack):
+    task = choice.task
+    if choice.tuned:
+        module, pre = _group_kernel(task, choice.record, constant_args, prepack, choice.record_module)
+        return _Kernel(choice.record, True, module, pre, mean_cost=choice.mean_cost)
+    if choice.default is not None:
+        _, state, whole = choice.default
+        module, pre = _group_kernel(task, state, constant_args, prepack, whole)
+        return _Kernel(state, False, module, pre, timed=choice.timed)
+    _, state, (module, pre) = _first_default(task, lambda s: _group_kernel(task, s, constant_args, prepack))
+    return _Kernel(state, False, module, pre)
 
 
 def _prepacked_arrays(kernel, group, constants):
@@ -388,17 +495,25 @@ def _prepacked_arrays(kernel, group, constants):
     return arrays
 
 
-def _compile(lowered, log, constants, prepack):
+def _compile(lowered, log, constants, prepack, check_defaults):
     """A GroupInfo per group. Groups with the same task and the same inputs that are constants share one
-    kernel; groups that also read the same constants share the prepacked arrays. The log is read once, and
-    the kernels build in parallel (building releases the GIL)."""
+    kernel; groups that also read the same constants share the prepacked arrays. The log is read once, the
+    kernels build in parallel (building releases the GIL), and the records to time against their default
+    are timed one at a time, while nothing else runs."""
     loaded = read_log(log) if log is not None else None
-    jobs = {}
+    tasks, jobs = {}, {}
     for group, task in zip(lowered.groups, lowered.group_tasks):
         constant_args = [i for i, v in enumerate(group.inputs) if v in constants]
+        tasks.setdefault(task.workload_key, task)
         jobs.setdefault((task.workload_key, tuple(constant_args)), (task, constant_args))
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
-        futures = {key: pool.submit(_kernel, task, log, loaded, args, prepack) for key, (task, args) in jobs.items()}
+        futures = {key: pool.submit(_choose, task, log, loaded, check_defaults) for key, task in tasks.items()}
+        choices = {key: future.result() for key, future in futures.items()}
+        for choice in choices.values():
+            if choice.default is not None:
+                _time_against_default(choice)
+        futures = {key: pool.submit(_kernel, choices[task.workload_key], args, prepack)
+                   for key, (task, args) in jobs.items()}
         kernels = {key: future.result() for key, future in futures.items()}
     arrays, infos = {}, []
     for group, task in zip(lowered.groups, lowered.group_tasks):
@@ -411,8 +526,10 @@ def _compile(lowered, log, constants, prepack):
             if data_key not in arrays:
                 arrays[data_key] = _prepacked_arrays(kernel, group, constants)
             packed = arrays[data_key]
-        infos.append(GroupInfo(group, task, kernel.state, kernel.tuned, kernel.module,
-                               [name for name, _, _ in kernel.prepack], packed, kernel.mean_cost))
+        info = GroupInfo(group, task, kernel.state, kernel.tuned, kernel.module,
+                         [name for name, _, _ in kernel.prepack], packed, kernel.mean_cost)
+        info.default_faster = kernel.timed
+        infos.append(info)
     return infos
 
 
@@ -433,29 +550,44 @@ def _plan(graph, groups):
 
 
 def _note(infos):
-    untuned = {}
+    untuned, faster = {}, {}
     for info in infos:
-        if not info.tuned:
+        if info.default_faster:
+            faster.setdefault(info.task.desc, (info.default_faster, []))[1].append(info.output)
+        elif not info.tuned:
             untuned.setdefault(info.task.desc, []).append(info.output)
-    if not untuned:
-        return ""
-    count = sum(len(v) for v in untuned.values())
-    lines = [f"{count} group(s) without a tuned schedule (running the baseline schedule):"]
-    lines += [f"  {desc} x{len(outs)}" for desc, outs in untuned.items()]
+    lines = []
+    if untuned:
+        count = sum(len(v) for v in untuned.values())
+        lines += [f"{count} group(s) without a tuned schedule (running the default schedule):"]
+        lines += [f"  {desc} x{len(outs)}" for desc, outs in untuned.items()]
+    if faster:
+        lines.append(f"{sum(len(outs) for _, outs in faster.values())} group(s) run the default schedule, faster "
+                     "than the log's best record: " + "; ".join(
+                         f"{desc} x{len(outs)} ({format_time(default_s)} against {format_time(record_s)})"
+                         for desc, ((record_s, default_s), outs) in faster.items()))
     return "\n".join(lines)
 
 
 def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None, verbose: bool = True,
           prepack: bool = True, layout: str = "auto", *, params: Optional[Dict[str, Any]] = None,
-          winograd: Union[bool, str] = "auto") -> "GraphModule":
+          winograd: Union[bool, str] = "auto", check_defaults: bool = True) -> "GraphModule":
     """Compiles `graph` for `target` (a Target or its text) with the best schedules of `log` (a record file;
-    None: baseline schedules only) and returns a GraphModule. A graph with problems() (unsupported ops,
-    dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them. verbose: print the
-    note about groups without a tuned schedule (also in net.note). prepack: compute the stages of a schedule
-    that read only constants (a packed weight) once here, not in every call of the kernel. layout and
-    winograd: as for extract_tasks (give both the same values, or the tuned tasks are not the kernels built).
-    Inside ``with autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's
-    argument, accepted when it names the graph's own constants."""
+    None: the default schedules only, the untuned network) and returns a GraphModule. A graph with problems()
+    (unsupported ops, dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them.
+    verbose: print the note about groups without a tuned schedule, and about groups whose default schedule
+    ran faster than their record (also in net.note). prepack: compute the stages of a schedule that read
+    only constants (a packed weight) once here, not in every call of the kernel. layout and winograd: as for
+    extract_tasks (give both the same values, or the tuned tasks are not the kernels built). Inside
+    ``with autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's
+    argument, accepted when it names the graph's own constants.
+
+    check_defaults: where the log holds a task's best record but no measurement of its default schedule
+    (search.default_schedules), which tuning measures first, the record is not known to be faster: build
+    then times both kernels on random inputs (a few runs each, one at a time; a record far slower takes one
+    run) and runs the faster, so that a tuned network is not slower than the untuned one. A log written by
+    tuning holds the default's measurement, and nothing is timed. False runs the best records as they are
+    (the code of a target that does not run on this machine is never timed)."""
     target, hardware_params = check_graph_args("graph.build", graph, target, hardware_params, params)
     if log is None:
         log = applied_log()
@@ -469,7 +601,7 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
     constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
-    infos = _compile(lowered, None if log is None else str(log), constants, prepack)
+    infos = _compile(lowered, None if log is None else str(log), constants, prepack, check_defaults)
     plan, sizes = _plan(folded, lowered.groups)
     note = _note(infos)
     if note and verbose:
@@ -505,6 +637,8 @@ def load_module(path):
             info.prepacked = list(spec["prepacked"])
             info.prepacked_arrays = [array(n) for n in spec["prepacked_arrays"]]
             info.record = spec.get("record")
+            faster = spec.get("default_faster")
+            info.default_faster = tuple(faster) if faster else None
             infos.append(info)
         constants = {v: array(n) for v, n in g["constants"].items()}
         net = GraphModule(graph, art.kernel_set.target, infos, constants, dict(g["memory_plan"]),

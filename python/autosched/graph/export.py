@@ -70,7 +70,8 @@ def _layout(net):
             kernel_of[id(core)] = len(modules)
             modules.append(core)
         groups.append({"name": info.name, "nodes": info.nodes, "inputs": info.inputs, "output": info.output,
-                       "tuned": info.tuned, "kernel": kernel_of[id(core)], "prepacked": info.prepacked,
+                       "tuned": info.tuned, "default_faster": getattr(info, "default_faster", None),
+                       "kernel": kernel_of[id(core)], "prepacked": info.prepacked,
                        "prepacked_arrays": [array_name("prepacked", a) for a in info.prepacked_arrays],
                        "record": _record(info)})
     plan = net.memory_plan
