@@ -5,6 +5,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
 #include "bind.h"
 #include "bind_options.h"
 #include "cost_model/cost_model.h"
@@ -61,6 +66,7 @@ void BindParams(py::module_& m) {
       .def_readonly("programs", &TrainingReport::programs)
       .def_readonly("rows", &TrainingReport::rows)
       .def_readonly("seconds", &TrainingReport::seconds)
+      .def_readonly("cut_at_deadline", &TrainingReport::cut_at_deadline)
       .def("__repr__", [](const TrainingReport& r) {
         std::ostringstream text;
         text << "TrainingReport(rounds=" << r.rounds << ", best_round=" << r.best_round
@@ -106,12 +112,25 @@ void BindModels(py::module_& m) {
                     "cost model to a share of its time decides when)")
       .def_property_readonly("untrained_programs", &XGBModel::untrained_programs,
                              "programs added since the last training")
-      .def("train_pending", &XGBModel::TrainPending, py::arg("threads") = -1,
-           py::call_guard<InterruptibleRelease>(),
-           "Trains on all programs when some are untrained and the warm-up is over; returns whether it did. "
-           "threads: XGBoost's threads for this training (-1: xgboost_threads; 0: all cores); predictions "
-           "keep "
-           "xgboost_threads.");
+      .def(
+          "train_pending",
+          [](XGBModel& model, int threads, std::optional<double> deadline_s) {
+            auto deadline = std::chrono::steady_clock::time_point::max();
+            if (deadline_s) {
+              AS_CHECK(!std::isnan(*deadline_s), "train_pending: deadline_s must be a number, got NaN");
+              // Seconds from now; clamped so that the time point does not overflow.
+              deadline = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(std::clamp(*deadline_s, 0.0, 1e9)));
+            }
+            InterruptibleRelease release;
+            return model.TrainPending(threads, deadline);
+          },
+          py::arg("threads") = -1, py::arg("deadline_s") = py::none(),
+          "Trains on all programs when some are untrained and the warm-up is over; returns whether it did. "
+          "threads: XGBoost's threads for this training (-1: xgboost_threads; 0: all cores); predictions "
+          "keep xgboost_threads. deadline_s: seconds from now after which no training starts and boosting "
+          "stops after its first round (last_training.cut_at_deadline; the programs stay untrained).");
 }
 
 }  // namespace

@@ -4,6 +4,11 @@
 // arguments, the user's rules in the callables PySketchRule calls).
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
 #include "bind.h"
 #include "bind_options.h"
 #include "search/expert_schedule.h"
@@ -111,6 +116,7 @@ py::dict RoundStats(const SearchRoundStats& r) {
   d["carried"] = r.carried;
   d["picked_transfer"] = r.picked_transfer;
   d["tries"] = r.tries;
+  d["cut_at_deadline"] = r.cut_at_deadline;
   d["sample_seconds"] = r.sample_seconds;
   d["search_seconds"] = r.search_seconds();
   d["cost_model_seconds"] = r.cost_model_seconds();
@@ -161,6 +167,22 @@ void BindPolicy(py::module_& m) {
       .def("set_carry_over", &SketchPolicy::SetCarryOver, py::arg("carry_over"),
            "Whether the next rounds go on from the last generation of the round before "
            "(SearchParams.evolutionary_search_carry_over).")
+      .def(
+          "set_deadline",
+          [](SketchPolicy& p, std::optional<double> seconds) {
+            auto deadline = std::chrono::steady_clock::time_point::max();
+            if (seconds) {
+              AS_CHECK(!std::isnan(*seconds), "set_deadline: seconds must be a number, got NaN");
+              // Seconds from now; clamped so that the time point does not overflow.
+              deadline = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(std::clamp(*seconds, 0.0, 1e9)));
+            }
+            p.SetDeadline(deadline);
+          },
+          py::arg("seconds"),
+          "Rounds stop searching `seconds` from now (None: never): sampling, breeding and scoring are cut "
+          "short there, and a round cut so proposes nothing (last_round['cut_at_deadline']).")
       .def_property_readonly("sketch_rule_names",
                              [](const SketchPolicy& p) { return RuleNames(p.sketch_rules()); })
       .def(

@@ -113,16 +113,19 @@ void bind_tune(py::module_& m) {
       .def_readonly("cost_model_seconds", &TuningRound::cost_model_seconds)
       .def_readonly("measure_seconds", &TuningRound::measure_seconds)
       .def_readonly("notices", &TuningRound::notices)
-      .def_readonly("skipped", &TuningRound::skipped);
+      .def_readonly("skipped", &TuningRound::skipped)
+      .def_readonly("search_cut", &TuningRound::search_cut)
+      .def_readonly("training_deferred", &TuningRound::training_deferred);
   m.def(
       "tuning_round", &Round, py::arg("policy"), py::arg("measurer"), py::arg("writers"),
       py::arg("task_json"), py::arg("num_measure") = 0, py::arg("states") = py::none(),
       py::arg("deadline_s") = py::none(),
       "One round in the core: the given states, or up to num_measure states the policy's search proposes, "
       "measured, appended to every record writer (task_json: the task as records store it) and given to the "
-      "policy and its cost model. deadline_s: seconds from now after which no build or run starts; the "
-      "states not measured by then are left out of the round (counted in skipped). The GIL is released; "
-      "Ctrl-C raises KeyboardInterrupt.");
+      "policy and its cost model. deadline_s: seconds from now at which the round stops: the search is cut "
+      "short (search_cut), builds and runs in progress are abandoned, the states not measured by then are "
+      "left out of the round (counted in skipped), and an XGBModel defers its training (training_deferred). "
+      "The GIL is released; Ctrl-C raises KeyboardInterrupt.");
   m.def(
       "record_round", &Record, py::arg("policy"), py::arg("writers"), py::arg("task_json"), py::arg("states"),
       py::arg("results"),

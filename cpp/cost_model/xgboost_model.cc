@@ -191,14 +191,15 @@ void XGBModel::Update(const std::vector<MeasuredProgram>& programs) {
   if (!defer_training_) TrainPending();
 }
 
-bool XGBModel::TrainPending(int threads) {
+bool XGBModel::TrainPending(int threads, std::chrono::steady_clock::time_point deadline) {
   AS_CHECK(threads >= -1,
            "XGBModel.train_pending: threads must be -1, 0 (all cores) or more, got " << threads);
   if (untrained_programs() == 0 ||
-      impl_->data.num_programs() < static_cast<size_t>(params_.num_warmup_samples))
+      impl_->data.num_programs() < static_cast<size_t>(params_.num_warmup_samples) ||
+      std::chrono::steady_clock::now() >= deadline)
     return false;
-  Train(threads);
-  trained_programs_ = impl_->data.num_programs();
+  Train(threads, deadline);
+  if (!report_.cut_at_deadline) trained_programs_ = impl_->data.num_programs();
   return true;
 }
 
@@ -208,9 +209,11 @@ namespace {
 // `train`) stops improving for early_stopping_rounds, or max_rounds.
 // offset: per program of train / valid, the base model's prediction the
 // trees add to (empty: none).
+// A round that would start after `deadline` is not run (the first always is).
 TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const DMatrix& dtrain,
                      const DMatrix* dvalid, const PackedRows& train, const PackedRows& valid,
-                     const std::vector<double>& train_offset, const std::vector<double>& valid_offset) {
+                     const std::vector<double>& train_offset, const std::vector<double>& valid_offset,
+                     std::chrono::steady_clock::time_point deadline) {
   auto add = [](std::vector<double> sums, const std::vector<double>& offset) {
     for (size_t i = 0; i < offset.size(); ++i) sums[i] += offset[i];
     return sums;
@@ -241,6 +244,10 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
       }
     }
     if (round == params.max_rounds) break;
+    if (round > 0 && std::chrono::steady_clock::now() >= deadline) {
+      report.cut_at_deadline = true;
+      break;
+    }
     PackSumGradients(sums, train, params.label_weight_power, params.min_label_weight, &grad, &hess);
     Check(XGBoosterBoostOneIter(booster, dtrain.get(), grad.data(), hess.data(), grad.size()),
           "train a round");
@@ -252,7 +259,7 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
 
 }  // namespace
 
-void XGBModel::Train(int threads) {
+void XGBModel::Train(int threads, std::chrono::steady_clock::time_point deadline) {
   auto start = std::chrono::steady_clock::now();
   XGBModelParams train_params = params_;
   if (threads >= 0) train_params.xgboost_threads = threads;
@@ -292,7 +299,8 @@ void XGBModel::Train(int threads) {
   }
   try {
     impl_->Create(train_params, cache);
-    report_ = Boost(impl_->booster, params_, dtrain, dvalid.get(), train, valid, train_offset, valid_offset);
+    report_ = Boost(impl_->booster, params_, dtrain, dvalid.get(), train, valid, train_offset, valid_offset,
+                    deadline);
     if (train_params.xgboost_threads != params_.xgboost_threads) {
       Check(XGBoosterSetParam(impl_->booster, "nthread", std::to_string(params_.xgboost_threads).c_str()),
             "nthread");
@@ -403,8 +411,8 @@ bool XGBModel::trained() const { return false; }
 bool XGBModel::has_base() const { return false; }
 void XGBModel::SetBase(const std::string&) { NoXGBoost(); }
 void XGBModel::Update(const std::vector<MeasuredProgram>&) { NoXGBoost(); }
-void XGBModel::Train(int) { NoXGBoost(); }
-bool XGBModel::TrainPending(int) { NoXGBoost(); }
+void XGBModel::Train(int, std::chrono::steady_clock::time_point) { NoXGBoost(); }
+bool XGBModel::TrainPending(int, std::chrono::steady_clock::time_point) { NoXGBoost(); }
 std::vector<double> XGBModel::Predict(const SearchTask&, const std::vector<State>&) { NoXGBoost(); }
 std::vector<double> XGBModel::PredictLowered(const SearchTask&, const std::vector<State>&,
                                              const std::vector<LoweredPtr>&) {

@@ -19,6 +19,7 @@
 // XGBoost; xgboost_model.cc is the only file that does.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <random>
 
@@ -39,6 +40,9 @@ struct TrainingReport {
   size_t programs = 0;  // programs trained on
   size_t rows = 0;      // their feature rows
   double seconds = 0;   // wall time of the training
+  // Boosting stopped at TrainPending's deadline: the trees of `rounds` rounds
+  // serve until the next training, which the programs still wait for.
+  bool cut_at_deadline = false;
 };
 
 class XGBModel : public CostModel {
@@ -82,11 +86,15 @@ class XGBModel : public CostModel {
   // returns whether it trained. threads: XGBoost's threads for this training
   // (-1: params().xgboost_threads; 0: all cores), for a caller that knows the
   // cores are otherwise idle; predictions keep params().xgboost_threads.
-  bool TrainPending(int threads = -1);
+  // deadline (a time budget's end): no training starts after it, and
+  // boosting stops there after its first round (last_training().
+  // cut_at_deadline; the programs then count as untrained still).
+  bool TrainPending(int threads = -1, std::chrono::steady_clock::time_point deadline =
+                                          std::chrono::steady_clock::time_point::max());
 
  private:
   struct Impl;  // the XGBoost booster and the training data
-  void Train(int threads);
+  void Train(int threads, std::chrono::steady_clock::time_point deadline);
 
   XGBModelParams params_;
   TrainingReport report_;

@@ -29,6 +29,9 @@ class BuildPhase {
   // candidate then has the error).
   bool PrepareIdle(const std::vector<int>& workers);
   bool Dispatch(int w);  // false when the task cannot be prepared
+  // At the deadline: the builds in progress are abandoned (their workers
+  // killed; the candidates stay ToBuild, as do those the workers had built).
+  void AbandonAtDeadline();
   void WaitForReplies();
   void Collect(int w);
   void LoseWorker(int w) {
@@ -64,7 +67,7 @@ void BuildPhase::Run() {
   };
   while (!queue_.empty() || busy()) {
     if (interrupt_ && interrupt_()) throw MeasureInterrupted();
-    if (SteadyClock::now() >= deadline_) queue_.clear();  // they stay ToBuild: not measured
+    if (SteadyClock::now() >= deadline_) return AbandonAtDeadline();  // they stay ToBuild: not measured
     for (int w = 0; w < n; ++w) {
       if (flight_[w].id < 0 && !queue_.empty() && !Dispatch(w)) return;
     }
@@ -72,6 +75,15 @@ void BuildPhase::Run() {
     for (int w = 0; w < n; ++w) {
       if (flight_[w].id >= 0) Collect(w);
     }
+  }
+}
+
+void BuildPhase::AbandonAtDeadline() {
+  queue_.clear();
+  for (int w = 0; w < static_cast<int>(flight_.size()); ++w) {
+    if (flight_[w].id < 0) continue;
+    flight_[w].id = -1;
+    for (int id : pool_->Lose(w)) batch_[id].phase = Candidate::Phase::ToBuild;
   }
 }
 
@@ -83,7 +95,7 @@ bool BuildPhase::PrepareIdle(const std::vector<int>& workers) {
   }
   MeasureError error = MeasureError::Unknown;
   std::string msg;
-  if (slots.empty() || pool_->Prepare(slots, &error, &msg, interrupt_)) return true;
+  if (slots.empty() || pool_->Prepare(slots, &error, &msg, interrupt_, deadline_)) return true;
   // The task itself cannot be prepared: no candidate of it can be measured.
   for (Candidate& c : batch_) {
     if (c.phase == Candidate::Phase::ToBuild) Finish(&c, error, msg);
@@ -98,6 +110,7 @@ bool BuildPhase::PrepareIdle(const std::vector<int>& workers) {
 bool BuildPhase::Dispatch(int w) {
   if (!pool_->ready(w) || !pool_->proc(w)->Alive()) {
     if (!PrepareIdle({w})) return false;
+    if (!pool_->ready(w)) return true;  // the deadline passed while preparing it
   }
   int id = queue_.front();
   queue_.pop_front();
@@ -117,7 +130,7 @@ bool BuildPhase::Dispatch(int w) {
 
 void BuildPhase::WaitForReplies() {
   std::vector<pollfd> fds;
-  auto wake = SteadyClock::now() + std::chrono::milliseconds(100);
+  auto wake = std::min(deadline_, SteadyClock::now() + std::chrono::milliseconds(100));
   for (const InFlight& f : flight_) {
     if (f.id < 0) continue;
     wake = std::min(wake, f.deadline);

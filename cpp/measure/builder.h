@@ -10,8 +10,9 @@
 //
 // A worker that reports a device resource error (its driver ran out of host
 // memory or resources) is replaced; the candidate is built again in the fresh
-// one once, then the error is its own. No build starts after `deadline`
-// (those in progress finish): the candidates left stay ToBuild.
+// one once, then the error is its own. No build starts after `deadline`, and
+// those in progress then are abandoned (their workers killed, which is no
+// candidate's fault): the candidates left stay ToBuild.
 #pragma once
 
 #include <vector>

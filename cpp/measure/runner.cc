@@ -1,5 +1,6 @@
 #include "measure/runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <thread>
@@ -59,14 +60,24 @@ void RunWorkerCandidates(WorkerPool* pool, int w, const RunnerOptions& options,
     if (SteadyClock::now() >= deadline) return;  // the rest stay built, not measured
     int id = pool->built(w).front();
     Candidate& c = (*batch)[id];
-    if (options.cooldown_s > 0) Sleep(options.cooldown_s, interrupt);
+    if (options.cooldown_s > 0) {
+      const double left = std::chrono::duration<double>(deadline - SteadyClock::now()).count();
+      Sleep(std::min(options.cooldown_s, left), interrupt);
+      if (SteadyClock::now() >= deadline) return;
+    }
     auto start = SteadyClock::now();
     if (!pool->proc(w)->Send(RunMessage(id, c, options, best_seconds)))
       return lose();  // died while idle: no blame
     nlohmann::json reply;
     auto reply_by = start + std::chrono::duration_cast<SteadyClock::duration>(
                                 std::chrono::duration<double>(options.timeout));
-    WorkerProcess::Status status = WaitReply(pool->proc(w), reply_by, &reply, interrupt);
+    WorkerProcess::Status status = WaitReply(pool->proc(w), std::min(reply_by, deadline), &reply, interrupt);
+    if (status == WorkerProcess::Status::Timeout && SteadyClock::now() < reply_by) {
+      // The deadline passed during the run: it is abandoned (the worker killed),
+      // and the candidate with those the worker had built is not measured.
+      for (int other : pool->Lose(w)) (*batch)[other].phase = Candidate::Phase::ToBuild;
+      return;
+    }
     c.seconds += std::chrono::duration<double>(SteadyClock::now() - start).count();
     pool->built(w).erase(pool->built(w).begin());
     if (status == WorkerProcess::Status::Ok) {

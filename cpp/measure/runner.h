@@ -29,8 +29,10 @@
 namespace autosched {
 
 // best_seconds: the task's best time so far (0: none), for cut_short_factor.
-// Stops before a run that would start after `deadline`; the candidates left
-// stay built.
+// Stops before a run that would start after `deadline` (a cooldown ends
+// there too); the candidates left stay built. A run in progress at the
+// deadline is abandoned: its worker is killed, and it and the candidates that
+// worker had built go back to ToBuild.
 void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const PlausibilityBound& bound,
               std::vector<Candidate>* batch, const InterruptCheck& interrupt, double best_seconds = 0,
               SteadyClock::time_point deadline = kNoDeadline);
@@ -44,7 +46,8 @@ class LocalMeasurer {
 
   // One result per state, in order. Throws Error only for problems of the
   // setup (the worker cannot start), MeasureInterrupted when `interrupt` asks.
-  // No build or run starts after `deadline` (those in progress finish):
+  // No build or run starts after `deadline`, and those in progress then are
+  // abandoned (their workers killed; so is the preparation of a worker):
   // the states not measured by then get an Unknown error saying so, and
   // false in *measured (one flag per state, when given).
   std::vector<MeasureResult> Measure(const SearchTask& task, const std::vector<State>& states,

@@ -62,7 +62,7 @@ void WorkerPool::SetTask(nlohmann::json init_msg) {
 }
 
 bool WorkerPool::Prepare(const std::vector<int>& slots, MeasureError* error, std::string* msg,
-                         const InterruptCheck& interrupt) {
+                         const InterruptCheck& interrupt, SteadyClock::time_point deadline) {
   std::vector<int> pending;
   for (int i : slots) {
     Slot& s = slots_[i];
@@ -81,14 +81,18 @@ bool WorkerPool::Prepare(const std::vector<int>& slots, MeasureError* error, std
   }
   // Every pending worker's reply is read, even after a failure, so that none
   // is left in the socket to be taken for the reply of a later request.
-  auto deadline = SteadyClock::now() + std::chrono::seconds(static_cast<int64_t>(kPrepareTimeoutS));
+  const auto timeout = SteadyClock::now() + std::chrono::seconds(static_cast<int64_t>(kPrepareTimeoutS));
   bool ok = true;
   for (int i : pending) {
     Slot& s = slots_[i];
     nlohmann::json reply;
-    WorkerProcess::Status status = WaitReply(s.proc.get(), deadline, &reply, interrupt);
+    WorkerProcess::Status status = WaitReply(s.proc.get(), std::min(timeout, deadline), &reply, interrupt);
     if (status == WorkerProcess::Status::Ok && reply.value("ok", false)) {
       s.ready = true;
+      continue;
+    }
+    if (status == WorkerProcess::Status::Timeout && SteadyClock::now() < timeout) {
+      s.proc.reset();  // the deadline passed first: killed, not the task's fault
       continue;
     }
     std::string why;

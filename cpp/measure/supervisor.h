@@ -66,9 +66,11 @@ class WorkerPool {
   void SetTask(nlohmann::json init_msg);
   // Starts and initialises the given workers (in parallel). False when the
   // task cannot be prepared; *error and *msg say why (every candidate of the
-  // batch gets that error). Throws Error when the executable cannot start.
+  // batch gets that error). A worker not ready at `deadline` is killed and
+  // left not ready, which is no error. Throws Error when the executable
+  // cannot start.
   bool Prepare(const std::vector<int>& slots, MeasureError* error, std::string* msg,
-               const InterruptCheck& interrupt);
+               const InterruptCheck& interrupt, SteadyClock::time_point deadline = kNoDeadline);
   bool ready(int i) const { return slots_[i].ready; }
   WorkerProcess* proc(int i) { return slots_[i].proc.get(); }
   // Candidates whose module worker i holds, in build order.

@@ -1,6 +1,7 @@
 #include "search/evolutionary_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -60,12 +61,18 @@ class BestHeap {
   std::unordered_set<std::string> kept_;
 };
 
+// States scored at once when the search has a deadline: the deadline is
+// checked between slices (a slice takes tens of milliseconds).
+constexpr size_t kScoreSlice = 128;
+
 // Scores every state, asking the model once per distinct state (with the
-// function it lowered to, where known).
+// function it lowered to, where known). With a deadline the distinct states
+// are scored a slice at a time; those left when it passes get
+// kInvalidScore, and *cut is set.
 std::vector<double> ScorePopulation(const SketchContext& ctx, const std::vector<State>& pop,
                                     const std::vector<LoweredPtr>& lowered,
                                     const std::vector<std::string>& keys, CostModel* model,
-                                    EvolutionStats* stats) {
+                                    EvolutionStats* stats, Clock::time_point deadline, bool* cut) {
   std::unordered_map<std::string, size_t> slot;
   std::vector<State> distinct;
   std::vector<LoweredPtr> distinct_lowered;
@@ -81,7 +88,25 @@ std::vector<double> ScorePopulation(const SketchContext& ctx, const std::vector<
     index[i] = it->second;
   }
   const auto start = Clock::now();
-  std::vector<double> distinct_scores = model->PredictLowered(ctx.task, distinct, distinct_lowered);
+  std::vector<double> distinct_scores;
+  if (deadline == Clock::time_point::max()) {
+    distinct_scores = model->PredictLowered(ctx.task, distinct, distinct_lowered);
+  } else {
+    distinct_scores.assign(distinct.size(), kInvalidScore);
+    for (size_t begin = 0; begin < distinct.size(); begin += kScoreSlice) {
+      if (Clock::now() >= deadline) {
+        *cut = true;
+        break;
+      }
+      const size_t end = std::min(distinct.size(), begin + kScoreSlice);
+      const std::vector<State> slice(distinct.begin() + begin, distinct.begin() + end);
+      const std::vector<LoweredPtr> slice_lowered(distinct_lowered.begin() + begin,
+                                                  distinct_lowered.begin() + end);
+      const std::vector<double> slice_scores = model->PredictLowered(ctx.task, slice, slice_lowered);
+      AS_ICHECK(slice_scores.size() == slice.size());
+      std::copy(slice_scores.begin(), slice_scores.end(), distinct_scores.begin() + begin);
+    }
+  }
   stats->cost_model_seconds += SecondsSince(start);
   AS_ICHECK(distinct_scores.size() == distinct.size());
   stats->scored += static_cast<int64_t>(distinct.size());
@@ -137,15 +162,22 @@ Slot BreedSlot(const SketchContext& ctx, const std::vector<State>& pop,
 
 // The next generation; *lowered (what each state of `pop` lowers to) becomes
 // that of the next.
+// A slot whose turn comes after `deadline` copies the first state instead
+// (the caller drops a generation cut so), and *cut is set.
 std::vector<State> Breed(const SketchContext& ctx, const std::vector<State>& pop,
                          std::vector<LoweredPtr>* lowered, const std::vector<double>& weights,
-                         const MutationRuleList& rules, uint64_t seed, int generation,
-                         EvolutionStats* stats) {
+                         const MutationRuleList& rules, uint64_t seed, int generation, EvolutionStats* stats,
+                         Clock::time_point deadline, bool* cut) {
   std::vector<double> cumulative(weights.size());
   std::partial_sum(weights.begin(), weights.end(), cumulative.begin());
   const int64_t size = std::max<int64_t>(1, ctx.params.evolutionary_search_population);
   std::vector<Slot> slots(size, Slot{pop.front(), nullptr, false, 0, {}});
+  std::atomic<bool> late{false};
   RunParallel(size, static_cast<int>(ctx.params.num_threads), [&](int64_t i) {
+    if (late.load(std::memory_order_relaxed) || Clock::now() >= deadline) {
+      late.store(true, std::memory_order_relaxed);
+      return;
+    }
     std::mt19937 rng = RngFor(seed, static_cast<uint64_t>(generation), static_cast<uint64_t>(i));
     slots[i] = BreedSlot(ctx, pop, *lowered, cumulative, rules, &rng);
   });
@@ -162,6 +194,7 @@ std::vector<State> Breed(const SketchContext& ctx, const std::vector<State>& pop
     }
     next.push_back(std::move(s.state));
   }
+  if (late.load()) *cut = true;
   return next;
 }
 
@@ -190,7 +223,8 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
                                       int num_out, CostModel* model,
                                       const std::unordered_set<std::string>& measured,
                                       const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats,
-                                      const std::vector<LoweredPtr>& init_lowered, Generation* last) {
+                                      const std::vector<LoweredPtr>& init_lowered, Generation* last,
+                                      Clock::time_point deadline) {
   AS_CHECK(num_out >= 1, "the evolutionary search needs to return at least 1 state, got " << num_out);
   AS_ICHECK(model != nullptr && stats != nullptr);
   BestHeap heap(static_cast<size_t>(num_out), measured);
@@ -199,29 +233,31 @@ std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vecto
   lowered.resize(pop.size());
   const int64_t num_iters = std::max<int64_t>(0, ctx.params.evolutionary_search_num_iters);
   bool bred = false;
-  for (int k = 0; k <= num_iters && !pop.empty(); ++k) {
+  bool cut = false;  // the deadline passed: the search stops where it is
+  for (int k = 0; k <= num_iters && !pop.empty() && Clock::now() < deadline; ++k) {
     auto start = Clock::now();
     std::vector<std::string> keys(pop.size());
     RunParallel(static_cast<int64_t>(pop.size()), static_cast<int>(ctx.params.num_threads),
                 [&](int64_t i) { keys[i] = StateKey(pop[i]); });
     stats->search_seconds += SecondsSince(start);
-    const std::vector<double> scores = ScorePopulation(ctx, pop, lowered, keys, model, stats);
+    const std::vector<double> scores = ScorePopulation(ctx, pop, lowered, keys, model, stats, deadline, &cut);
     ++stats->generations;
     for (size_t i = 0; i < pop.size(); ++i) {
       heap.Offer(scores[i], keys[i], pop[i]);
       if (std::isfinite(scores[i])) stats->best_score = std::max(stats->best_score, scores[i]);
     }
-    if (k == num_iters) break;
+    if (k == num_iters || cut) break;
     const std::vector<double> weights = SelectionWeights(scores);
     if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
     start = Clock::now();
-    pop = Breed(ctx, pop, &lowered, weights, rules, seed, k, stats);
+    pop = Breed(ctx, pop, &lowered, weights, rules, seed, k, stats, deadline, &cut);
     bred = true;
     stats->search_seconds += SecondsSince(start);
+    if (cut) break;  // a generation bred in part is not scored
   }
   if (last != nullptr) {
-    // Only a bred generation (of the population's size) is worth going on from.
-    *last = bred ? Generation{std::move(pop), std::move(lowered)} : Generation{};
+    // Only a whole bred generation (of the population's size) is worth going on from.
+    *last = bred && !cut ? Generation{std::move(pop), std::move(lowered)} : Generation{};
   }
   return heap.BestFirst();
 }

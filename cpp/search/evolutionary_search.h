@@ -19,6 +19,7 @@
 // cost model is called from the calling thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -55,14 +56,15 @@ struct Generation {
 // init_population[i] lowers to; like the states that mutation makes (and
 // lowers to check them), the cost model then reads it instead of lowering
 // the state again. *last, where given, receives the last generation scored
-// when it was bred (empty when the search bred none).
+// when it was bred (empty when the search bred none). At `deadline` (a time
+// budget's end) the search stops within one mutation or one slice of
+// scoring: the states it returns then are those scored before it.
 // Throws Error when num_out < 1.
-std::vector<State> EvolutionarySearch(const SketchContext& ctx, const std::vector<State>& init_population,
-                                      int num_out, CostModel* model,
-                                      const std::unordered_set<std::string>& measured,
-                                      const MutationRuleList& rules, uint64_t seed, EvolutionStats* stats,
-                                      const std::vector<LoweredPtr>& init_lowered = {},
-                                      Generation* last = nullptr);
+std::vector<State> EvolutionarySearch(
+    const SketchContext& ctx, const std::vector<State>& init_population, int num_out, CostModel* model,
+    const std::unordered_set<std::string>& measured, const MutationRuleList& rules, uint64_t seed,
+    EvolutionStats* stats, const std::vector<LoweredPtr>& init_lowered = {}, Generation* last = nullptr,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // Selection weights of a population from its scores: max(score, 0) for
 // finite scores; when none is positive, the rank among the finite scores

@@ -390,12 +390,14 @@ struct Attempt {
   LoweredPtr lowered;
   std::string reason;  // "" when kept
   std::string message;
+  bool started = true;  // false: the deadline had passed (neither kept nor dropped)
 };
 
 }  // namespace
 
 InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<State>& sketches, int n,
-                                    uint64_t seed, const SearchParams& params, const InitRuleList& rules) {
+                                    uint64_t seed, const SearchParams& params, const InitRuleList& rules,
+                                    std::chrono::steady_clock::time_point deadline) {
   AS_CHECK(n >= 1, "the initial population needs a size of at least 1, got " << n);
   AS_CHECK(!sketches.empty(),
            "no sketch to sample the initial population of task '" << task.desc << "' from");
@@ -405,13 +407,18 @@ InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<St
   const int64_t max_attempts =
       static_cast<int64_t>(n) * std::max<int64_t>(1, params.sample_init_attempts_per_state);
   int64_t done = 0;
-  while (done < max_attempts && static_cast<int>(pop.states.size()) < n) {
+  auto before_deadline = [&] { return std::chrono::steady_clock::now() < deadline; };
+  while (done < max_attempts && static_cast<int>(pop.states.size()) < n && before_deadline()) {
     // A batch of what is missing (at least 16), tried in parallel; kept in
     // attempt order.
     const int64_t batch =
         std::min(max_attempts - done, std::max<int64_t>(16, n - static_cast<int64_t>(pop.states.size())));
     std::vector<Attempt> tries(batch, Attempt{State(task.compute_dag), nullptr, "", ""});
     RunParallel(batch, static_cast<int>(params.num_threads), [&](int64_t i) {
+      if (!before_deadline()) {
+        tries[i].started = false;
+        return;
+      }
       std::mt19937 rng = RngFor(seed, static_cast<uint64_t>(done + i));
       tries[i].reason =
           TryOne(ctx, sketches, rules, &rng, &tries[i].state, &tries[i].lowered, &tries[i].message);
@@ -419,6 +426,7 @@ InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<St
     done += batch;
     for (Attempt& a : tries) {
       if (static_cast<int>(pop.states.size()) >= n) break;
+      if (!a.started) continue;
       if (a.reason.empty() && !seen.insert(StateKey(a.state)).second) a.reason = "duplicate";
       if (a.reason.empty()) {
         pop.states.push_back(std::move(a.state));

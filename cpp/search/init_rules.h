@@ -21,6 +21,7 @@
 // dropped attempt by reason.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,10 +74,13 @@ struct InitPopulation {
 // n * params.sample_init_attempts_per_state attempts), on params.num_threads
 // threads (0: all cores): attempt a draws from its own generator, seeded from
 // (seed, a), and states are kept in attempt order, so a seed gives the same
-// population with any number of threads, one included. Throws Error when
-// n < 1 or there is no sketch.
-InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<State>& sketches, int n,
-                                    uint64_t seed, const SearchParams& params = {},
-                                    const InitRuleList& rules = DefaultCpuInitRules());
+// population with any number of threads, one included. No attempt starts
+// after `deadline` (a time budget's end): the population is then what the
+// attempts made before it kept. Throws Error when n < 1 or there is no
+// sketch.
+InitPopulation SampleInitPopulation(
+    const SearchTask& task, const std::vector<State>& sketches, int n, uint64_t seed,
+    const SearchParams& params = {}, const InitRuleList& rules = DefaultCpuInitRules(),
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace autosched

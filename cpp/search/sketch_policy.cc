@@ -227,8 +227,9 @@ std::vector<State> SketchPolicy::InitialPopulation(std::vector<State>* random_st
                                 population - use_measured);
   std::vector<State> pop;
   if (!Sketches().empty()) {
-    InitPopulation sampled = autosched::SampleInitPopulation(
-        task_, Sketches(), static_cast<int>(num_random), SeedFor(seed_, rounds_, 1), params_, init_rules_);
+    InitPopulation sampled =
+        autosched::SampleInitPopulation(task_, Sketches(), static_cast<int>(num_random),
+                                        SeedFor(seed_, rounds_, 1), params_, init_rules_, deadline_);
     last_round_.sampled += static_cast<int64_t>(sampled.states.size());
     for (const auto& [reason, count] : sampled.drops) last_round_.sample_drops[reason] += count;
     pop = std::move(sampled.states);
@@ -310,6 +311,10 @@ std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
   std::vector<State> batch;
   const int64_t tries = 1 + std::max<int64_t>(0, params_.retry_search_one_round_on_empty);
   for (int64_t t = 0; t < tries && batch.empty(); ++t) {
+    if (Clock::now() >= deadline_) {
+      last_round_.cut_at_deadline = true;
+      break;
+    }
     ++rounds_;
     ++last_round_.tries;
     std::vector<State> random_states;
@@ -317,9 +322,13 @@ std::vector<State> SketchPolicy::ContinueSearchOneRound(int num_measure) {
     const std::vector<State> init = InitialPopulation(&random_states, &lowered);
     std::vector<State> best;
     if (!init.empty()) {
-      best =
-          EvolutionarySearch(ctx, init, 2 * num_measure, cost_model_.get(), measured_keys_, mutation_rules_,
-                             SeedFor(seed_, rounds_, 2), &last_round_.evolution, lowered, &last_generation_);
+      best = EvolutionarySearch(ctx, init, 2 * num_measure, cost_model_.get(), measured_keys_,
+                                mutation_rules_, SeedFor(seed_, rounds_, 2), &last_round_.evolution, lowered,
+                                &last_generation_, deadline_);
+    }
+    if (Clock::now() >= deadline_) {  // no measurement follows: pick nothing, so nothing counts as measured
+      last_round_.cut_at_deadline = true;
+      break;
     }
     std::mt19937 rng = RngFor(seed_, rounds_, 3);
     Shuffle(&random_states, &rng);

@@ -12,6 +12,7 @@
 // mutation_rules.h and evolutionary_search.h for the search.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,6 +45,7 @@ struct SearchRoundStats {
   int64_t carried = 0;                          // states of the round before's last generation in it
   int64_t picked_transfer = 0;                  // seeds measured directly (transfer_seeds_measured)
   int tries = 0;                                // 1 + retries of a round that found nothing new
+  bool cut_at_deadline = false;                 // the policy's deadline passed: the round returned nothing
   double sample_seconds = 0;                    // sketches and sampling
   // Search time without the cost model: sampling, breeding, mutation, checks.
   double search_seconds() const { return sample_seconds + evolution.search_seconds; }
@@ -70,6 +72,12 @@ class SketchPolicy {
   // the round before (SearchParams::evolutionary_search_carry_over).
   void SetGenerations(int64_t num_iters);
   void SetCarryOver(bool carry_over);
+  // Rounds stop searching at `deadline` (a time budget's end; the default,
+  // time_point::max(), is none): sampling, breeding and scoring are cut
+  // short there, and a round cut so returns no state, none counted as
+  // measured (last_round().cut_at_deadline).
+  void SetDeadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   // The ordered rules: the preloaded custom rules, then the built-in ones.
   SketchRuleList& sketch_rules() { return sketch_rules_; }
   const SketchRuleList& sketch_rules() const { return sketch_rules_; }
@@ -176,6 +184,7 @@ class SketchPolicy {
   SearchRoundStats last_round_;
   double model_update_seconds_ = 0;
   int64_t learned_max_threads_ = 0;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
 };
 
 // What a tuning run measures before searching: the plain loop nest of the

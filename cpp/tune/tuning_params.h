@@ -22,8 +22,10 @@ using OptionalDouble = std::optional<double>;
   X(OptionalInt64, early_stopping, std::nullopt, AtLeast(1),                                                  \
     "stop a task after this many trials without a better schedule (None: never)")                            \
   X(OptionalDouble, time_budget_s, std::nullopt, Positive(),                                                  \
-    "the session's budget in seconds (None: no limit): no round starts after it, and a round's builds and "  \
-    "runs stop at it (the states left are not measured, recorded nor counted)")                               \
+    "the tuning call's wall time in seconds, from the call to its summary (None: no limit): no round "       \
+    "starts after it, a round's search, builds and runs stop at it (the states left are not measured, "      \
+    "recorded nor counted), trainings and network timings that would end after it are skipped, and the "     \
+    "stop reason says what it cut")                                                                           \
   X(int64_t, verbose, 1, AtLeast(0),                                                                          \
     "0 warnings only, 1 a progress bar and the summary, 2 also a line per round and the search's own "       \
     "statistics (logging levels WARNING, INFO, DEBUG of the \"autosched\" logger)")                          \

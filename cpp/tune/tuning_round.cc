@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cost_model/xgboost_model.h"
 #include "search/search_util.h"
 #include "support/error.h"
 
@@ -25,6 +26,38 @@ nlohmann::json TaskInForce(const nlohmann::json& task_json, const SketchPolicy& 
   nlohmann::json in_force = task_json;
   in_force["hardware_params"]["max_threads_per_block"] = limit;
   return in_force;
+}
+
+// Gives the policy a deadline for the scope of one round.
+class PolicyDeadline {
+ public:
+  PolicyDeadline(SketchPolicy* policy, SteadyClock::time_point deadline)
+      : policy_(policy), before_(policy->deadline()) {
+    policy_->SetDeadline(deadline);
+  }
+  ~PolicyDeadline() { policy_->SetDeadline(before_); }
+  PolicyDeadline(const PolicyDeadline&) = delete;
+  PolicyDeadline& operator=(const PolicyDeadline&) = delete;
+
+ private:
+  SketchPolicy* policy_;
+  SteadyClock::time_point before_;
+};
+
+// Gives states and results to the policy; past the deadline an XGBModel keeps
+// the programs for its next update rather than training now (true then).
+bool LearnRound(SketchPolicy& policy, const TuningRound& round, SteadyClock::time_point deadline) {
+  auto* xgb = dynamic_cast<XGBModel*>(&policy.cost_model());
+  const bool defer = xgb != nullptr && !xgb->defer_training() && SteadyClock::now() >= deadline;
+  if (defer) xgb->set_defer_training(true);
+  try {
+    policy.RecordMeasured(round.states, round.results);
+  } catch (...) {
+    if (defer) xgb->set_defer_training(false);
+    throw;
+  }
+  if (defer) xgb->set_defer_training(false);
+  return defer;
 }
 
 }  // namespace
@@ -74,7 +107,7 @@ TuningRound RecordRound(SketchPolicy& policy, std::vector<State> states, std::ve
     for (std::string& notice : writer->TakeNotices()) round.notices.push_back(std::move(notice));
   }
   const double update_before = policy.model_update_seconds();
-  policy.RecordMeasured(round.states, round.results);
+  round.training_deferred = LearnRound(policy, round, io.deadline);
   round.cost_model_seconds += policy.model_update_seconds() - update_before;
   round.keys.reserve(round.states.size());
   for (const State& s : round.states) round.keys.push_back(StateKey(s));
@@ -82,11 +115,16 @@ TuningRound RecordRound(SketchPolicy& policy, std::vector<State> states, std::ve
 }
 
 TuningRound SearchRound(SketchPolicy& policy, int num_measure, const RoundIo& io) {
-  std::vector<State> states = policy.ContinueSearchOneRound(num_measure);
+  std::vector<State> states;
+  {
+    PolicyDeadline deadline(&policy, std::min(io.deadline, policy.deadline()));
+    states = policy.ContinueSearchOneRound(num_measure);
+  }
   const SearchRoundStats& stats = policy.last_round();
   const double search = stats.search_seconds(), model = stats.cost_model_seconds();
   TuningRound round = MeasureRound(policy, std::move(states), io);
   round.searched = true;
+  round.search_cut = stats.cut_at_deadline;
   round.search_seconds += search;
   round.cost_model_seconds += model;
   return round;

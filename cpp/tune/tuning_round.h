@@ -31,6 +31,12 @@ struct TuningRound {
   // States proposed but not measured: the deadline passed first. They are
   // not recorded, not counted and may be proposed again.
   int skipped = 0;
+  // The deadline passed during the search: it was cut short and proposed
+  // nothing (not an exhausted search space).
+  bool search_cut = false;
+  // The deadline had passed when the cost model learned the round: an
+  // XGBModel kept the programs for its next update instead of training now.
+  bool training_deferred = false;
 };
 
 // Where a round's measurements go: the workers that measure, the logs that
@@ -39,20 +45,24 @@ struct RoundIo {
   LocalMeasurer* measurer = nullptr;
   std::vector<RecordWriter*> writers;
   nlohmann::json task_json;
-  // No build or run of the round starts after it (a time budget's end).
+  // A time budget's end: the search stops there (SketchPolicy::SetDeadline),
+  // builds and runs in progress are abandoned (LocalMeasurer::Measure), and
+  // the cost model's training after it is deferred.
   SteadyClock::time_point deadline = kNoDeadline;
 };
 
-// Up to num_measure states from policy.ContinueSearchOneRound, measured,
-// recorded and learned from (MeasureRound). An exhausted search measures
-// nothing: states is empty, and policy.last_round() says why.
+// Up to num_measure states from policy.ContinueSearchOneRound (searching
+// until io.deadline at most), measured, recorded and learned from
+// (MeasureRound). An exhausted search measures nothing: states is empty,
+// and policy.last_round() says why (search_cut: the deadline passed).
 TuningRound SearchRound(SketchPolicy& policy, int num_measure, const RoundIo& io);
 
 // Measures `states` of the policy's task (those measured before io.deadline;
 // the others only count in `skipped`), appends one record per state to
 // every writer, then gives states and results to policy.RecordMeasured (the
-// cost model's update). Throws what LocalMeasurer::Measure throws, before
-// anything is recorded.
+// cost model's update; an XGBModel defers its training once io.deadline has
+// passed). Throws what LocalMeasurer::Measure throws, before anything is
+// recorded.
 TuningRound MeasureRound(SketchPolicy& policy, std::vector<State> states, const RoundIo& io);
 
 // The second half of MeasureRound, for states measured elsewhere (a runner

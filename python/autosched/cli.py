@@ -27,6 +27,7 @@ import numpy as np
 
 from . import __version__, _core, plot
 from .cli_files import CommandError, check_input_file, check_output_path, count_records, read_inputs
+from .budget import process_start
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
@@ -146,14 +147,15 @@ def cmd_tune(args):
     timing = NetworkTiming(graph, args.target, every_s=every) if every > 0 else None
     scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind,
                               outside_kernels_s=outside_kernels_seconds(graph, args.target), network_timing=timing)
-    start, records_before = time.perf_counter(), count_records(args.log)
+    start, records_before = process_start(), count_records(args.log)  # the budget counts from the command's start
     try:
-        result = scheduler.tune(options)
+        result = scheduler.tune(options, start=start)
     except KeyboardInterrupt:
         records = count_records(args.log)
         raise Interrupted(f"interrupted after {records - records_before} trials; {records} records in {args.log}; "
                           "the same command resumes") from None
-    print(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.0f} s; records in {args.log}")
+    print(f"tuned {len(tasks)} tasks in {time.monotonic() - start:.1f} s since the command started; records in "
+          f"{args.log}")
     if result.latency_after is not None:
         # Four significant digits: a small network's time outside its kernels is tens of nanoseconds.
         print(f"estimated latency of the network {result.latency_after * 1e3:.4g} ms (of which "
@@ -432,9 +434,11 @@ def _parser():
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--trials", type=int, help="measurements in all (default: 64 per task)")
     budget.add_argument("--trials-per-task", type=int, default=64)
-    p.add_argument("--time-budget-s", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--time-budget-s", type=float, default=None,
+                   help="the command's wall time in seconds, from its start (loading the model included) to the "
+                        "summary")
     p.add_argument("--time-budget", type=_duration, dest="time_budget_s", metavar="DURATION",
-                   help="stop after this long: 90s, 30m, 1h (or seconds)")
+                   help="the same as a duration: 90s, 30m, 1h (or seconds)")
     p.add_argument("--per-round", type=int, default=16, help="measurements per task scheduler round")
     p.add_argument("--cost-model", dest="model_kind", default="auto",
                    choices=["auto", "pretrained", "scratch", "xgb", "random"],

@@ -15,7 +15,9 @@ seconds may go to choosing, split between two accounts:
   data grown since) or when a quarter more programs than it was trained on wait (STALE_GROWTH), so it never
   falls far behind. The model defers training meanwhile (XGBModel.defer_training) and takes it up again after
   the session, when each policy gets its own population back. These trainings run between rounds, while the
-  workers wait, so they use every core (train_pending(threads=0)).
+  workers wait, so they use every core (train_pending(threads=0)). Near the end of the session's time budget
+  (budget.TimeBudget) a training starts only when its estimate fits in what is left, and its boosting stops at
+  the end (the programs then wait for the model's next training); the stop reason says so.
 
 An account may go below zero (a floor-sized search, a forced training); the next rounds then pay it back. The
 time of resuming logs and of transfer (before the first round) is not counted.
@@ -56,10 +58,12 @@ def round_search_params(num_measures_per_round):
 
 
 class SearchShare:
-    """The budget of one TuningSession (its tuners); inactive (every method a no-op) when share >= 1."""
+    """The budget of one TuningSession (its tuners); inactive (every method a no-op) when share >= 1. time_budget:
+    the session's budget.TimeBudget (None: no time budget)."""
 
-    def __init__(self, tuners, share):
+    def __init__(self, tuners, share, time_budget=None):
         self.tuners = tuners
+        self.time_budget = time_budget
         self.active = share < 1
         self.ratio = share / (1 - share) if self.active else float("inf")
         # the seconds already spent (resume, transfer) are not the rounds' to pay back
@@ -174,12 +178,22 @@ class SearchShare:
         if trained and estimate > left and pending < STALE_GROWTH * trained:
             return
         forced = bool(trained) and estimate > left
+        budget = self.time_budget
+        if budget is not None and not budget.fits(estimate):
+            budget.note("training", "a cost model's training that would end after it was deferred to the model's "
+                                    "next update")
+            return
         t0 = time.monotonic()
-        # Between rounds nothing else runs here: the training takes every core.
-        if model.train_pending(threads=0):
+        # Between rounds nothing else runs here: the training takes every core. Its boosting stops at the end
+        # of the time budget (the programs then wait for the model's next training).
+        if model.train_pending(threads=0, deadline_s=None if budget is None else budget.seconds_left()):
             spent = time.monotonic() - t0
             self.train_s += spent
             self.trainings += 1
             self.forced_trainings += forced
             tt.result.seconds["cost_model"] += spent
+            if model.last_training.cut_at_deadline:  # not a whole training: no estimate of the next
+                budget.note("training", f"the budget's end stopped a cost model's training after "
+                                        f"{model.last_training.rounds} boosting rounds")
+                return
             self.trained_at[id(model)] = (total, spent)

@@ -226,28 +226,31 @@ class TaskScheduler:
                              "this machine, where tasks measured at once would disturb each other's timings")
         return chosen
 
-    def tune(self, options, search_policy=None, search_policy_params=None, runners=None):
+    def tune(self, options, search_policy=None, search_policy_params=None, runners=None, start=None):
         """Tunes the tasks; returns a TaskSchedulerResult (also kept as self.result).
 
         options: TuningOptions (num_measure_trials is the total over all tasks). search_policy: None (a
         SketchPolicy per task, sharing the cost model) or a list of SketchPolicy, one per task.
         search_policy_params: SearchParams (or a dict of its fields) for the default policies. runners:
         {task index: LocalRunner} for tasks measured otherwise than with options.runner (e.g. a longer timeout
-        for one large task).
+        for one large task). start: the time.monotonic() value options.time_budget_s counts from (None: this
+        call; the command line passes its process's start, budget.process_start).
         """
+        start = time.monotonic() if start is None else start
         if not isinstance(options, TuningOptions):
             raise TypeError(f"TaskScheduler.tune needs TuningOptions, got {type(options).__name__}")
         session = self.session(options, self._policies(options, search_policy, search_policy_params),
-                               self._runners(options, runners))
+                               self._runners(options, runners), start=start)
         self.result = session.result
         return session.run()
 
-    def session(self, options, policies, runners):
-        """The TuningSession of these tasks, whose rounds this scheduler gives out (pick)."""
+    def session(self, options, policies, runners, start=None):
+        """The TuningSession of these tasks, whose rounds this scheduler gives out (pick); its time budget counts
+        from `start` (None: now)."""
         self._rng = random.Random(self.seed)
         self._forget_timings()
         self._next_robin = 0
-        session = TuningSession(self.tasks, options, policies, runners, scheduler=self)
+        session = TuningSession(self.tasks, options, policies, runners, scheduler=self, start=start)
         session.result.outside_kernels_s = self.outside_seconds()
         return session
 
@@ -268,7 +271,8 @@ class TaskScheduler:
         schedules, times its kernels in it, and scales each task's latency (the estimate and the rounds) by
         what its kernels took there per second of its tuner-timed latency, the least of its last
         SCALE_TIMINGS timings; the time between the kernels (the least of as many) replaces outside_kernels_s.
-        A failure is reported once and ends the timing, never the session."""
+        A failure is reported once and ends the timing, never the session. A timing expected to end after the
+        session's time budget is skipped (timing_seconds), and the stop reason says so."""
         timing, result = self.network_timing, session.result
         elapsed = time.monotonic() - session.start
         if timing is None or not timing.due(elapsed):
@@ -276,6 +280,12 @@ class TaskScheduler:
         tuned = [tt.result for tt in session.tuners]
         # Every task that may still get one has a valid schedule (one given up runs its baseline there).
         if any(r.best_state is None and i not in result.done for i, r in enumerate(tuned)):
+            return
+        budget = session.budget
+        expected = self.timing_seconds(session) if budget.seconds is not None else 0.0
+        if not budget.fits(expected):
+            budget.note("network timing", f"the network timing due at {elapsed:.0f} s was skipped: it takes about "
+                                          f"{expected:.1f} s, {max(0.0, budget.seconds_left()):.1f} s were left")
             return
         try:
             times = timing.measure(self.tasks, [r.best_state for r in tuned], [r.best_cost for r in tuned],
@@ -303,6 +313,21 @@ class TaskScheduler:
                 f"{times.run_s * 1e3:.3f} ms; its kernels take {kernel_scale:.2f}x their "
                 f"tuner-timed latency there, {times.between_s * 1e3:.3f} ms between them "
                 f"(built and timed in {times.seconds:.1f} s)")
+
+    def timing_seconds(self, session):
+        """The seconds a network timing is expected to take: the last one's, or before the first, a build of
+        each task's kernel (what a measurement of the task took, on average) and the timed runs of the network
+        at twice the estimated latency (its kernels are slower in the network, see graph/network_timing.py)."""
+        if session.result.network_timings:
+            return session.result.network_timings[-1]["seconds"]
+        builds = 0.0
+        for tt in session.tuners:
+            measured = tt.result.trials - tt.result.resumed_trials
+            builds += tt.result.seconds["measure"] / measured if measured > 0 else 0.0
+        latency, _ = session.estimated_latency()
+        timing = self.network_timing
+        runs = (getattr(timing, "number", 10) * getattr(timing, "repeat", 3) + 2) * 2 * latency
+        return builds + runs
 
     # ---- allocation ----
     def pick(self, session, exclude=()):

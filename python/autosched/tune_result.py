@@ -1,8 +1,10 @@
 """What a tuning session hands back (TuneResult per task, TaskSchedulerResult for the session) and the short
-texts its output uses about records and the cost model. autosched.tuner re-exports the results."""
+texts its output uses about records, the cost model and the hardware's peak. autosched.tuner re-exports the
+results and peak_gflops."""
 import math
 from collections import Counter
 
+from . import _core
 from .search import EXPERT
 from .text import format_time
 
@@ -160,3 +162,23 @@ def _model_seconds_text(seconds, measured):
     """'search + cost model 0.11 s per measured trial' (the share of tuning the search itself costs)."""
     spent = seconds.get("search", 0.0) + seconds.get("cost_model", 0.0)
     return f"search + cost model {spent / max(1, measured):.3g} s per measured trial"
+
+
+def peak_gflops(task, describe=False):
+    """Estimated peak GFLOP/s of the task's hardware, from the core's one estimate (cpp/task/peak.h, which the
+    measurement's plausibility bound also uses): CPU cores x FMA units (HardwareParams.fma_units) x 2 FLOP x SIMD
+    lanes of the DAG's narrowest type x the clock the OS reports (under a hypervisor often the base clock, below
+    the boost clock: pass TuningOptions(peak_gflops=...) for the real figure); a GPU's compute units x lanes x 2
+    x HardwareParams.clock_mhz; HardwareParams.peak_gflops where given. None where it cannot be estimated (a GPU
+    of unknown clock, where the target selects no device of this machine whose clock is known). With
+    describe=True, (value, how it was estimated), or (None, why there is no estimate)."""
+    flops, how = _core.estimate_peak_flops(task, "estimate")
+    if flops <= 0:
+        return (None, how) if describe else None
+    value = flops / 1e9
+    return (value, f"{value:.4g} GFLOP/s = {how}") if describe else value
+
+
+def _rows_text(title, rows):
+    width = max(len(k) for k, _ in rows)
+    return "\n".join([title] + [f"| {k:<{width}} | {v}" for k, v in rows])

@@ -23,7 +23,8 @@ resume.
   core's search, the runner's measurement, then the records and the update in one core call
   (`_core.record_round`); TaskScheduler(parallel_tasks=k) measures the rounds of k tasks at once that way.
 - Stop: after ``num_measure_trials`` trials, after ``early_stopping`` trials of a task without improvement,
-  when ``time_budget_s`` has passed, or when the search finds no schedule it has not measured (tiny tasks).
+  when ``time_budget_s`` has passed (counted from the call; every phase stops at its end, budget.py), or when
+  the search finds no schedule it has not measured (tiny tasks).
 - Resume: the records of a task (same workload key and target) in the options' RecordToFile logs count as
   trials; the logs are read once, none of their states is measured again, and the cost model starts from them.
 - Transfer: ``TuningOptions(transfer_logs=["earlier.json"])`` trains each cost model first on the successful
@@ -42,6 +43,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
+from .budget import TimeBudget
 from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
@@ -51,7 +53,7 @@ from .search_share import (ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, Sea
 from .text import format_time
 from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
-                          _network_timing_text, _transfer_text)
+                          _network_timing_text, _rows_text, _transfer_text, peak_gflops)
 
 __all__ = ["TuningOptions", "TuneResult", "TaskSchedulerResult", "TaskTuner", "TuningSession", "tune",
            "peak_gflops", "format_time", "round_search_params"]
@@ -110,27 +112,13 @@ class TuningOptions(_core.TuningParams):
         self.__dict__.update(extra)
 
 
-def peak_gflops(task, describe=False):
-    """Estimated peak GFLOP/s of the task's hardware, from the core's one estimate (cpp/task/peak.h, which the
-    measurement's plausibility bound also uses): CPU cores x FMA units (HardwareParams.fma_units) x 2 FLOP x SIMD
-    lanes of the DAG's narrowest type x the clock the OS reports (under a hypervisor often the base clock, below
-    the boost clock: pass TuningOptions(peak_gflops=...) for the real figure); a GPU's compute units x lanes x 2
-    x HardwareParams.clock_mhz; HardwareParams.peak_gflops where given. None where it cannot be estimated (a GPU
-    of unknown clock, where the target selects no device of this machine whose clock is known). With
-    describe=True, (value, how it was estimated), or (None, why there is no estimate)."""
-    flops, how = _core.estimate_peak_flops(task, "estimate")
-    if flops <= 0:
-        return (None, how) if describe else None
-    value = flops / 1e9
-    return (value, f"{value:.4g} GFLOP/s = {how}") if describe else value
-
-
 class TaskTuner:
     """One task of a tuning session: its search policy, its measurements (a round is one core call, see
     _core.tuning_round), its bookkeeping (TuneResult) and its progress line. TuningSession drives the tuners.
 
     builder, runner: override the options' (a session shares one runner between its tasks). start: the
-    monotonic time the time budget counts from. verbose: overrides options.verbose for this task's own lines.
+    monotonic time the time budget counts from (budget.TimeBudget: the session's, shared by its tuners).
+    verbose: overrides options.verbose for this task's own lines.
     reporter: the session's progress.Progress, through which the tuner's lines go (set by TuningSession.run).
     """
 
@@ -143,6 +131,7 @@ class TaskTuner:
         self.verbose = options.verbose if verbose is None else verbose
         self.result = TuneResult(task)
         self.start = time.monotonic() if start is None else start
+        self.budget = TimeBudget(options.time_budget_s, self.start)
         self.last_improvement = 0  # trial count at the last better schedule
         self.baseline_keys = {}    # state key -> its name among the start states ("expert", "plain", ...)
         self._start_states = None
@@ -193,11 +182,10 @@ class TaskTuner:
                 self._measurer = self.runner._measurer_for(self.builder)
             # Candidates many times slower than this task's best are timed by one run (cut_short_factor).
             self._measurer.best_seconds_hint = self.result.best_cost or 0.0
-            budget = self.options.time_budget_s
-            # The round's measurements stop at the end of the time budget (the states left are not measured).
-            deadline_s = None if budget is None else self.start + budget - time.monotonic()
+            # The round stops at the end of the time budget (budget.py: search, builds, runs, training).
             rnd = _core.tuning_round(self.policy, self._measurer, [log._writer for log in self._logs],
-                                     self._json(), n, states, deadline_s=deadline_s)
+                                     self._json(), n, states, deadline_s=self.budget.seconds_left())
+            self.budget.note_round(self.task.desc or "the task", rnd)
             if rnd.searched:
                 self.result.seconds["search"] += rnd.search_seconds
             self.result.seconds["measure"] += rnd.measure_seconds
@@ -212,8 +200,13 @@ class TaskTuner:
         return self._task_json
 
     def propose_round(self, n):
-        """The search of a round, in the core: up to n States never measured ([]: nothing new)."""
-        states = self.policy.continue_search_one_round(int(n))
+        """The search of a round, in the core: up to n States never measured ([]: nothing new, or the end of the
+        time budget cut it short)."""
+        self.policy.set_deadline(self.budget.seconds_left())
+        try:
+            states = self.policy.continue_search_one_round(int(n))
+        finally:
+            self.policy.set_deadline(None)
         stats = self.policy.last_round
         self.result.seconds["search"] += stats["search_seconds"]
         self.result.seconds["cost_model"] += stats["cost_model_seconds"]
@@ -325,7 +318,9 @@ class TaskTuner:
 
     def end_search_round(self, rnd):
         """The progress of a search round that measured rnd.states; False when it measured nothing."""
-        if not rnd.states and rnd.skipped:
+        if self.policy.last_round["cut_at_deadline"]:
+            self.budget.note_search_cut(self.task.desc or "the task")
+        if not rnd.states and (rnd.skipped or self.policy.last_round["cut_at_deadline"]):
             return True  # the time budget ended before any state was measured: not an exhausted search
         if not rnd.states:
             self.set_empty_reason()
@@ -406,11 +401,6 @@ class TaskTuner:
         return rows
 
 
-def _rows_text(title, rows):
-    width = max(len(k) for k, _ in rows)
-    return "\n".join([title] + [f"| {k:<{width}} | {v}" for k, v in rows])
-
-
 class TuningSession:
     """One tuning session: the tasks' TaskTuners, the warm-up, the rounds, the stop reasons, transfer, resume,
     the time accounting and the output, for one task (task.tune) or many (TaskScheduler.tune).
@@ -420,16 +410,19 @@ class TuningSession:
     goes through one progress.Progress (the bar, the tables, the summary), made by run.
     """
 
-    def __init__(self, tasks, options, policies, runners, scheduler=None):
+    def __init__(self, tasks, options, policies, runners, scheduler=None, start=None):
         self.scheduler = scheduler
         self.options = options
-        self.start = time.monotonic()
+        self.start = time.monotonic() if start is None else start
         self.single = scheduler is None
         builder = options.builder or LocalBuilder()
         # a task's own lines: always for a task tuned alone; among many, only at verbose >= 2
         verbose = options.verbose if self.single else max(0, options.verbose - 1)
         self.tuners = [TaskTuner(t, options, p, builder=builder, runner=r, start=self.start, verbose=verbose)
                        for t, p, r in zip(tasks, policies, runners)]
+        self.budget = TimeBudget(options.time_budget_s, self.start)  # the tuners' too: one account of the end
+        for tt in self.tuners:
+            tt.budget = self.budget
         for tt in self.tuners:
             check_runs_here(tt.task, tt.runner)
         # TaskScheduler(parallel_tasks=k): the rounds of k tasks measured at once (runners that measure
@@ -442,7 +435,7 @@ class TuningSession:
         self.give_up_after = None if self.single else scheduler.failed_rounds_to_give_up
         self.verbose = options.verbose
         self.reporter = None
-        self.share = SearchShare(self.tuners, 1.0)  # inactive; run() makes the session's
+        self.share = SearchShare(self.tuners, 1.0, self.budget)  # inactive; run() makes the session's
 
     @property
     def n(self):
@@ -481,7 +474,7 @@ class TuningSession:
     def _run(self):
         self.transfer()
         self.seeds = SeedSources.of_session(self, self.resume())
-        self.share = SearchShare(self.tuners, self.options.search_time_share)
+        self.share = SearchShare(self.tuners, self.options.search_time_share, self.budget)
         try:
             reason = self.warm_up()
             with ThreadPoolExecutor(self.parallel) if self.parallel > 1 else contextlib.nullcontext() as pool:
@@ -506,8 +499,8 @@ class TuningSession:
         o = self.options
         if self.remaining() <= 0:
             return f"reached num_measure_trials ({o.num_measure_trials}{'' if self.single else ' in all'})"
-        if o.time_budget_s is not None and time.monotonic() - self.start >= o.time_budget_s:
-            return f"time budget of {o.time_budget_s} s used"
+        if self.budget.passed():
+            return self.budget.stop_reason()
         if not self.active():
             if self.single:
                 return self.result.done[0]
@@ -763,7 +756,9 @@ def tune(task, options, search_policy=None, cost_model=None):
     """Tunes `task` in a session of its own (see the module docstring); returns a TuneResult. cost_model: a
     CostModel, "xgb", "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is
     given to the default SketchPolicy, so it cannot be combined with search_policy. "auto" (None) starts from
-    the pretrained model shipped in the package on llvm targets; "scratch" learns from the session alone."""
+    the pretrained model shipped in the package on llvm targets; "scratch" learns from the session alone. The
+    time budget counts from this call (budget.py)."""
+    start = time.monotonic()
     if not isinstance(options, TuningOptions):
         raise TypeError(f"tune needs TuningOptions, got {type(options).__name__}")
     if search_policy is None:
@@ -778,5 +773,5 @@ def tune(task, options, search_policy=None, cost_model=None):
         raise ValueError("search_policy was made for another task (workload key "
                          f"{search_policy.task.workload_key}, not {task.workload_key})")
     search_policy.cost_model.check_target(task.target)
-    session = TuningSession([task], options, [search_policy], [options.runner or LocalRunner()])
+    session = TuningSession([task], options, [search_policy], [options.runner or LocalRunner()], start=start)
     return session.run().task_results[0]

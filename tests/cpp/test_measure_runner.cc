@@ -2,6 +2,8 @@
 // wrong results become typed errors of that candidate only.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "codegen/build.h"
 #include "measure/runner.h"
 #include "schedule_test_util.h"
@@ -93,6 +95,29 @@ TEST(MeasureRunner, InjectedFaultsAreRecordedAndTheBatchGoesOn) {
     EXPECT_GT(seen[e], 0) << MeasureErrorName(e);
   }
   EXPECT_EQ(seen[MeasureError::Unknown], 0);
+}
+
+// A time budget's end abandons a run in progress (its worker is killed): the
+// batch returns at the deadline, not at the run's timeout, nothing measured.
+TEST(MeasureRunner, ARunInProgressAtTheDeadlineIsAbandoned) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  SearchTask task(MatmulRelu(8, 8, 8), Target::Parse("llvm"));
+  RunnerOptions r = Runner();
+  r.timeout = 60;
+  r.faults.hang = 1;  // every run loops until its timeout
+  LocalMeasurer m(Builder(), r, AUTOSCHED_WORKER_PATH);
+  const auto start = SteadyClock::now();
+  std::vector<bool> measured;
+  std::vector<MeasureResult> results =
+      m.Measure(task, Candidates(task.compute_dag, 3), start + std::chrono::milliseconds(1500), &measured);
+  const double took = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  EXPECT_LT(took, 1.5 + 1.0);
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_FALSE(measured[i]);
+    EXPECT_EQ(results[i].error, MeasureError::Unknown);
+    EXPECT_NE(results[i].error_msg.find("deadline"), std::string::npos) << results[i].error_msg;
+  }
 }
 
 TEST(MeasureRunner, MissingWorkerIsAClearError) {

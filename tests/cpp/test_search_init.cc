@@ -3,6 +3,7 @@
 // the reference evaluator computes, and a seed gives the same states.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
 
 #include "lower/lower.h"
@@ -166,6 +167,19 @@ TEST(SampleInitPopulation, SameSeedSameStates) {
     differs = differs || i >= c.states.size() || !a.states[i].SameSteps(c.states[i]);
   }
   EXPECT_TRUE(differs);
+}
+
+// No attempt starts after the deadline (a time budget's end): a deadline
+// already past samples nothing, and counts no attempt as dropped.
+TEST(SampleInitPopulation, NoAttemptStartsAfterTheDeadline) {
+  const SearchTask task = MakeTask(MatmulRelu(32, 32, 32));
+  const std::vector<State> sketches = SketchPolicy(task).GenerateSketches();
+  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const InitPopulation none = SampleInitPopulation(task, sketches, 50, 5, {}, DefaultCpuInitRules(), past);
+  EXPECT_TRUE(none.states.empty());
+  EXPECT_TRUE(none.drops.empty());
+  const auto later = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  EXPECT_EQ(SampleInitPopulation(task, sketches, 50, 5, {}, DefaultCpuInitRules(), later).states.size(), 50u);
 }
 
 // One sampler: one thread (what the public sample_init_population of a

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "codegen/build.h"
 #include "cost_model/random_model.h"
+#include "cost_model/xgboost_model.h"
 #include "measure/verifier.h"
 #include "schedule_test_util.h"
 #include "search/search_util.h"
@@ -111,6 +114,76 @@ TEST(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
   EXPECT_EQ(LoadRecords(path).records.size(), 3u);
   EXPECT_EQ(model->num_samples(), 3u);
   std::remove(path.c_str());
+}
+
+double SecondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+// A time budget's end cuts the search short wherever it is (sampling,
+// breeding, scoring): the round proposes nothing, counts nothing as measured,
+// and says it was cut rather than exhausted.
+TEST(TuneRound, TheDeadlineCutsTheSearchShortAndNothingCountsAsMeasured) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  SearchTask task(MatmulRelu(64, 64, 64), Target::Parse("llvm -num-cores=2"));
+  SearchParams params;
+  params.evolutionary_search_population = 2048;  // seconds of search on two cores
+  params.evolutionary_search_num_iters = 4;
+  SketchPolicy policy(task, std::make_shared<RandomModel>(1), params, 3);
+  LocalMeasurer measurer(BuilderOptions{}, RunnerOptions{}, AUTOSCHED_WORKER_PATH);
+  for (double seconds : {-1.0, 0.3}) {
+    RoundIo io{&measurer, {}, task.ToJson()};
+    io.deadline = SteadyClock::now() +
+                  std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+    const auto start = SteadyClock::now();
+    TuningRound round = SearchRound(policy, 16, io);
+    EXPECT_LT(SecondsSince(start), std::max(0.0, seconds) + 0.5) << seconds;
+    EXPECT_TRUE(round.searched);
+    EXPECT_TRUE(round.search_cut) << seconds;
+    EXPECT_TRUE(policy.last_round().cut_at_deadline);
+    EXPECT_TRUE(round.states.empty());
+    EXPECT_EQ(round.skipped, 0);
+    EXPECT_EQ(policy.num_measured(), 0u);
+  }
+  // The round's deadline was the round's only: the next one without a deadline searches to its end.
+  EXPECT_EQ(policy.deadline(), SteadyClock::time_point::max());
+  std::vector<State> states = policy.ContinueSearchOneRound(2);
+  EXPECT_EQ(states.size(), 2u);
+  EXPECT_FALSE(policy.last_round().cut_at_deadline);
+}
+
+// Past the deadline an XGBModel keeps a round's programs for its next update
+// instead of training (a session's end is no time for a training).
+TEST(TuneRound, PastTheDeadlineAnXGBModelDefersTheRoundsTraining) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  if (!HasXGBoost()) GTEST_SKIP() << "built without XGBoost";
+  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
+  SearchParams params;
+  params.evolutionary_search_population = 64;
+  params.evolutionary_search_num_iters = 1;
+  params.sample_init_min_population = 16;
+  XGBModelParams model_params;
+  model_params.num_warmup_samples = 2;
+  auto model = std::make_shared<XGBModel>(model_params);
+  SketchPolicy policy(task, model, params, 3);
+  RunnerOptions r;
+  r.min_repeat_ms = 1;
+  LocalMeasurer measurer(BuilderOptions{}, r, AUTOSCHED_WORKER_PATH);
+  std::vector<State> states = policy.ContinueSearchOneRound(4);
+  ASSERT_EQ(states.size(), 4u);
+  std::vector<MeasureResult> results = measurer.Measure(task, states);
+  RoundIo past{nullptr, {}, task.ToJson()};
+  past.deadline = SteadyClock::now() - std::chrono::seconds(1);
+  TuningRound late = RecordRound(policy, {states[0], states[1]}, {results[0], results[1]}, past);
+  EXPECT_TRUE(late.training_deferred);
+  EXPECT_FALSE(model->trained());
+  EXPECT_EQ(model->untrained_programs(), 2u);
+  EXPECT_FALSE(model->defer_training());  // deferred for that update only
+  RoundIo open{nullptr, {}, task.ToJson()};
+  TuningRound next = RecordRound(policy, {states[2], states[3]}, {results[2], results[3]}, open);
+  EXPECT_FALSE(next.training_deferred);
+  EXPECT_TRUE(model->trained());
+  EXPECT_EQ(model->untrained_programs(), 0u);
 }
 
 TEST(TunePeak, CpuEstimateIsCoresTimesFmaTimesLanesTimesTheReportedClock) {

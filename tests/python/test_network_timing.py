@@ -11,6 +11,7 @@ import pytest
 
 import autosched as ans
 from autosched import graph as agraph
+from autosched.budget import TimeBudget
 from autosched.search import baseline_states
 from autosched.task_scheduler import SCALE_TIMINGS
 from test_graph_build import cnn
@@ -124,6 +125,7 @@ class _Session:
 
     def __init__(self, n):
         self.start, self.verbose = time.monotonic(), 0
+        self.budget = TimeBudget(None, self.start)
         self.result = SimpleNamespace(latency_scales=[1.0] * n, done=set(), network_timings=[],
                                       outside_kernels_s=0.0)
         self.tuners = [SimpleNamespace(result=SimpleNamespace(best_state="a state", best_cost=1e-3))

@@ -2,11 +2,13 @@
 deferred XGBModel trains when its turn comes (search_share.SearchShare); the pieces it uses
 (SketchPolicy.set_population, XGBModel.defer_training / untrained_programs / train_pending) on their own."""
 import math
+import time
 
 import pytest
 
 import autosched as ans
 from autosched import te
+from autosched.budget import TimeBudget
 from autosched.cost_model import XGBModel, XGBModelParams
 from autosched.search import SearchParams, SketchPolicy
 from autosched.search_share import (CARRIED_FIRST_GENERATION, POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART,
@@ -175,3 +177,39 @@ def test_train_pending_on_every_core_keeps_the_prediction_threads():
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-3 * max(1.0, max(abs(y) for y in b))
     with pytest.raises(ValueError, match="threads"):
         model.train_pending(threads=-2)
+
+
+def test_no_training_starts_that_would_end_after_the_time_budget():
+    inputs, results = _measured_pairs()
+    model = XGBModel(params=XGBModelParams(num_warmup_samples=10))
+    policy = SketchPolicy(_matmul_task(), model, SearchParams(evolutionary_search_population=64))
+    policy.continue_search_one_round(4)
+    tt = _FakeTuner(policy)
+    tt.result.seconds["measure"], tt.result.trials = 100.0, 100  # the share's account has plenty left
+    past = TimeBudget(1.0, start=time.monotonic() - 2)
+    share = SearchShare([tt], 0.5, past)
+    model.update(inputs[:40], results[:40])
+    assert model.defer_training and model.untrained_programs == 40
+    share.after_round(tt)
+    assert not model.trained and model.untrained_programs == 40
+    assert share.trainings == 0 and "training that would end after it was deferred" in past.stop_reason()
+    share.time_budget = TimeBudget(3600.0)  # within the budget: trained
+    share.after_round(tt)
+    assert model.trained and share.trainings == 1
+    share.close()
+    assert not model.defer_training
+
+
+def test_a_training_stops_boosting_at_its_deadline_and_its_programs_wait():
+    inputs, results = _measured_pairs()
+    model = XGBModel(params=XGBModelParams(num_warmup_samples=10))
+    model.defer_training = True
+    model.update(inputs, results)
+    assert not model.train_pending(deadline_s=0.0) and not model.trained  # past it: no training starts
+    # Packing the data and the first round take longer than a millisecond: boosting stops after that round.
+    assert model.train_pending(deadline_s=0.001)
+    report = model.last_training
+    assert report.cut_at_deadline and report.rounds == 1 and model.trained, report
+    assert model.untrained_programs == model.num_samples  # they wait for a whole training
+    assert model.train_pending() and not model.last_training.cut_at_deadline and model.last_training.rounds > 1
+    assert model.untrained_programs == 0
