@@ -13,6 +13,8 @@ import autosched as ans
 from autosched import te
 from autosched.frontends import UnsupportedOperatorWarning
 from autosched.graph import Graph, GraphError, OpDef, OpError, fusion, op_table, registry
+from autosched.graph.layout import BLOCKED_OPS, convert_layout
+from autosched.graph.opdef import FUSION_KINDS, LAYOUT_KINDS
 
 RNG = np.random.default_rng(11)
 
@@ -27,8 +29,9 @@ def _softsign_te(node, x):
 
 
 # The whole definition of a new op: x / (1 + |x|).
-SOFTSIGN = OpDef("softsign", 1, _same_shape, float_only=True, reference=lambda node, x: x / (1 + np.abs(x)),
-                 te=_softsign_te, onnx="Softsign", torch=lambda torch, node, x: torch.nn.functional.softsign(x))
+SOFTSIGN = OpDef("softsign", 1, _same_shape, fusion="injective", layout="elementwise", float_only=True,
+                 reference=lambda node, x: x / (1 + np.abs(x)), te=_softsign_te, onnx="Softsign",
+                 torch=lambda torch, node, x: torch.nn.functional.softsign(x))
 
 
 @pytest.fixture
@@ -101,8 +104,8 @@ def test_an_unregistered_op_is_gone():
 
 def test_the_aten_name_of_a_new_op_is_imported():
     torch = pytest.importorskip("torch")
-    registry.register(OpDef("sin", 1, _same_shape, float_only=True, reference=lambda node, x: np.sin(x),
-                            aten="sin"))
+    registry.register(OpDef("sin", 1, _same_shape, fusion="injective", layout="elementwise", float_only=True,
+                            reference=lambda node, x: np.sin(x), aten="sin"))
     try:
         class Net(torch.nn.Module):
             def forward(self, x):
@@ -119,7 +122,7 @@ def test_the_aten_name_of_a_new_op_is_imported():
 
 
 def test_what_an_op_lacks_is_named():
-    registry.register(OpDef("halve", 1, _same_shape))  # inference only
+    registry.register(OpDef("halve", 1, _same_shape, fusion="injective", layout="nchw"))  # inference only
     try:
         g = Graph("g")
         g.set_outputs([g.add_node("halve", [g.add_input("x", (3,))], name="h")])
@@ -140,6 +143,8 @@ def test_what_an_op_lacks_is_named():
 
 def test_every_built_in_op_is_defined_completely():
     for name, op_def in registry.OPS.items():
+        assert op_def.fusion in FUSION_KINDS, f"op '{name}' has no fusion kind"
+        assert callable(op_def.layout) or op_def.layout in LAYOUT_KINDS, f"op '{name}' has no layout facet"
         if name == "unsupported":
             continue
         missing = [f for f in ("infer_fn", "reference", "te", "onnx", "torch") if getattr(op_def, f) is None]
@@ -155,6 +160,15 @@ def test_op_table_and_fusion_keep_their_names():
                                  "max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc",
                                  "conv2d_winograd_nchwc"}
     assert fusion.REDUCE_OPS == {"reduce_mean", "reduce_sum", "reduce_max"}
+    assert registry.ops_of_layout("elementwise") == {"relu", "clip", "sigmoid", "tanh", "gelu", "abs", "negative",
+                                                     "erf", "add", "subtract", "multiply", "maximum", "minimum"}
+    assert registry.ops_of_layout("elementwise-unpadded") == {"exp", "log", "sqrt", "divide", "power"}
+    assert registry.ops_of_layout("blocked") == BLOCKED_OPS == {
+        "layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "max_pool2d_nchwc", "avg_pool2d_nchwc",
+        "global_avg_pool2d_nchwc", "conv2d_winograd_nchwc"}
+    assert {op for op, d in registry.OPS.items() if callable(d.layout)} == {"conv2d", "max_pool2d", "avg_pool2d",
+                                                                            "global_avg_pool2d", "concat"}
+    assert {op for op, d in registry.OPS.items() if d.bias_input is not None} == {"conv2d", "dense"}
     assert op_table.infer is registry.infer and op_table.OpError is OpError is registry.OpError
     with pytest.raises(OpError, match="unknown op 'nope'"):
         registry.get("nope")
@@ -164,18 +178,70 @@ def test_op_table_and_fusion_keep_their_names():
 
 def test_registering_what_would_be_ambiguous_is_refused():
     with pytest.raises(ValueError, match="op 'relu' is already registered"):
-        registry.register(OpDef("relu", 1, _same_shape))
+        registry.register(OpDef("relu", 1, _same_shape, fusion="injective", layout="elementwise"))
     with pytest.raises(ValueError, match="ONNX op 'Relu' already is op 'relu'"):
-        registry.register(OpDef("my_relu", 1, _same_shape, onnx="Relu"))
+        registry.register(OpDef("my_relu", 1, _same_shape, fusion="injective", layout="elementwise", onnx="Relu"))
     with pytest.raises(ValueError, match="ATen op 'exp' already is op 'exp'"):
-        registry.register(OpDef("my_exp", 1, _same_shape, aten=("exp",)))
+        registry.register(OpDef("my_exp", 1, _same_shape, fusion="injective", layout="elementwise-unpadded",
+                                aten=("exp",)))
     assert "my_relu" not in registry.OPS and "my_exp" not in registry.OPS
     with pytest.raises(TypeError, match="expected an OpDef"):
         registry.register("softsign")
     with pytest.raises(ValueError, match="an op with attrs exports through a function"):
-        OpDef("scaled", 1, _same_shape, {"scale": (1.0, float)}, onnx="Mul")
+        OpDef("scaled", 1, _same_shape, {"scale": (1.0, float)}, fusion="injective", layout="elementwise",
+              onnx="Mul")
     with pytest.raises(ValueError, match="fusion must be one of"):
-        OpDef("odd", 1, _same_shape, fusion="elementwise")
+        OpDef("odd", 1, _same_shape, fusion="elementwise", layout="elementwise")
+    with pytest.raises(ValueError, match="layout must be one of .* or a converter function"):
+        OpDef("odd", 1, _same_shape, fusion="injective", layout="any")
+
+
+def test_an_op_must_state_its_fusion_kind_and_layout_facet():
+    with pytest.raises(TypeError, match=r"OpDef 'sine': layout is required: how the layout pass treats the op "
+                                        r"in the channel-blocked layout, one of \('elementwise', "):
+        OpDef("sine", 1, _same_shape, fusion="injective", reference=lambda node, x: np.sin(x))
+    with pytest.raises(TypeError, match=r"OpDef 'sine': fusion is required: how fusion treats the op, one of "
+                                        r"\('anchor', 'reduce', 'injective'\)"):
+        OpDef("sine", 1, _same_shape, layout="elementwise", reference=lambda node, x: np.sin(x))
+    assert "sine" not in registry.OPS
+
+
+def test_a_new_elementwise_op_runs_inside_the_blocked_layout(softsign):
+    """conv2d -> softsign -> conv2d: softsign stays between the blocked convolutions, also with a padded
+    channel block (6 channels in blocks of 4), and computes what it computed in NCHW."""
+    g = Graph("net")
+    x = g.add_input("x", (1, 3, 6, 6))
+    w1 = g.add_constant("w1", RNG.standard_normal((6, 3, 3, 3)).astype(np.float32))
+    w2 = g.add_constant("w2", RNG.standard_normal((4, 6, 3, 3)).astype(np.float32))
+    y = g.add_node("conv2d", [x, w1], dict(pads=1), name="conv1")
+    a = g.add_node("softsign", [y], name="act")
+    g.set_outputs([g.add_node("conv2d", [a, w2], dict(pads=1), name="conv2")])
+    blocked = convert_layout(g, block=4)
+    assert [n.op for n in blocked.nodes] == ["layout_transform", "conv2d_nchwc", "softsign", "conv2d_nchwc",
+                                             "layout_transform"]
+    act = blocked.node("act")
+    assert blocked.producer(act.inputs[0]).op == "conv2d_nchwc" and act.shape == (1, 2, 6, 6, 4)
+    data = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    (want,) = g.evaluate(data)
+    np.testing.assert_allclose(blocked.evaluate(data)[0], want, rtol=1e-5, atol=1e-5)
+    (got,) = ans.graph.build(g, "llvm", verbose=False, layout="NCHWc")(data)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_an_nchw_only_op_gets_its_input_back_in_nchw():
+    registry.register(OpDef("halve", 1, _same_shape, fusion="injective", layout="nchw",
+                            reference=lambda node, x: x / 2))
+    try:
+        g = Graph("net")
+        w = g.add_constant("w", RNG.standard_normal((4, 3, 3, 3)).astype(np.float32))
+        y = g.add_node("conv2d", [g.add_input("x", (1, 3, 6, 6)), w], dict(pads=1), name="conv")
+        g.set_outputs([g.add_node("halve", [y], name="h")])
+        blocked = convert_layout(g, block=4)
+        assert [n.op for n in blocked.nodes] == ["layout_transform", "conv2d_nchwc", "layout_transform", "halve"]
+        data = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+        np.testing.assert_allclose(blocked.evaluate(data)[0], g.evaluate(data)[0], rtol=1e-5, atol=1e-5)
+    finally:
+        registry.unregister("halve")
 
 
 def test_onnx_ops_that_are_graph_ops_are_mapped_through_the_registry():

@@ -48,10 +48,12 @@ class FusedGroup:
 
     @property
     def name(self):
-        """The ops joined by '_' (a conv2d or dense with a bias input reads 'conv2d_bias'), e.g. 'conv2d_bias_relu'."""
+        """The ops joined by '_' (an op given its optional bias input, the OpDef's bias_input, reads
+        'conv2d_bias'), e.g. 'conv2d_bias_relu'."""
         parts = []
         for n in self.nodes:
-            part = n.op + ("_bias" if n.op in ("conv2d", "dense") and len(n.inputs) == 3 else "")
+            bias = registry.bias_input(n.op)
+            part = n.op + ("_bias" if bias is not None and len(n.inputs) > bias else "")
             if not parts or parts[-1] != part:
                 parts.append(part)
         if len(parts) > 6:
@@ -166,6 +168,8 @@ def _is_const(graph, value):
     return value in graph.constants
 
 
+# fold_batch_norm is a rewrite of one pattern, conv2d (OIHW weights, an optional bias) followed by batch_norm,
+# and names those two ops: what it relies on is how this pattern computes, not a fact of either op alone.
 def _foldable(graph, bn):
     if bn.op != "batch_norm" or not all(_is_const(graph, v) for v in bn.inputs[1:]):
         return None

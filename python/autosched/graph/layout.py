@@ -8,16 +8,21 @@ every convolution (groups = 1, and depthwise) in that layout, and with it the op
 residual adds, activations, pooling, global average pooling and concat along channel blocks. Values stay
 blocked from one such op to the next; a layout_transform appears only at the graph's boundaries (its inputs
 and outputs keep their NCHW shapes and names) and before an op that cannot take the blocked layout (flatten,
-dense, ...). Each value is transformed at most once per layout, always from where it was computed, so no
-transform ever reads another. Weights and constant operands are rearranged here, once, in numpy: the
-graph holds them blocked. Which block a value gets depends only on its channel count C (x = `block`, or C
-itself when C < block), so the two operands of a residual add always agree.
+dense, ...). What the pass does with an op is its OpDef's layout facet (opdef.LAYOUT_KINDS, asked of the
+registry): an element-wise op ("elementwise", "elementwise-unpadded") runs blocked on a blocked operand; an op
+with a converter function (conv2d, the pools, concat: in their families' modules of graph/ops/) is rewritten
+by it through this pass's _Rewriter; an "nchw" op gets its inputs back in NCHW. Each value is transformed at
+most once per layout, always from where it was computed, so no transform ever reads another. Weights and
+constant operands are rearranged here, once, in numpy: the graph holds them blocked. Which block a value gets
+depends only on its channel count C (x = `block`, or C itself when C < block), so the two operands of a
+residual add always agree.
 
 Channels are padded with zeros up to a whole block (24 channels in NCHW16c are two blocks, the last half
 padding); padded weights and biases are zero, so padded channels of a convolution's output are zero, and
-the ops that may run on padded values keep them finite (relu, clip, sigmoid, tanh, gelu, abs, negative,
-erf, add, subtract, multiply, maximum, minimum); the others (exp, log, sqrt, divide, power) run blocked only
-on values without padding. A padded channel never reaches a real one: the weights that read it are zero.
+the "elementwise" ops, which may run on padded values, keep them finite (relu, clip, sigmoid, tanh, gelu, abs,
+negative, erf, add, subtract, multiply, maximum, minimum); the "elementwise-unpadded" ones (exp, log, sqrt,
+divide, power) run blocked only on values without padding. A padded channel never reaches a real one: the
+weights that read it are zero.
 
 Winograd: with `winograd` on, a 3x3 convolution of stride 1 (groups = 1, no dilation) becomes
 conv2d_winograd_nchwc (autosched/ops/winograd.py), its weights transformed here once. True converts every
@@ -38,9 +43,9 @@ import numbers
 import numpy as np
 
 from .._core import Target
+from . import registry
 from .ir import Graph
 from .ops import layout as L
-from ..ops.winograd import winograd_weight
 
 __all__ = ["convert_layout", "block_for_target", "resolve_block", "resolve_winograd", "winograd_tile", "LAYOUTS",
            "BLOCKED_OPS", "WINOGRAD_MIN_CHANNELS", "WINOGRAD4_MIN_CHANNELS", "WINOGRAD4_MIN_BLOCK",
@@ -66,18 +71,11 @@ WINOGRAD_MIN_TILES = 32
 # winograd=True: the tile of every convolution converted.
 WINOGRAD_TILE = 2
 
-# The ops the pass writes.
-BLOCKED_OPS = frozenset({"layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "max_pool2d_nchwc",
-                         "avg_pool2d_nchwc", "global_avg_pool2d_nchwc", "conv2d_winograd_nchwc"})
-
-# Ops that run blocked on any blocked value (they keep padded channels finite) ...
-_UNARY = {"relu", "clip", "sigmoid", "tanh", "gelu", "abs", "negative", "erf"}
-_BINARY = {"add", "subtract", "multiply", "maximum", "minimum"}
-# ... and ops that run blocked only on values without padded channels (log(0), 0 / 0).
-_UNARY_UNPADDED = {"exp", "log", "sqrt"}
-_BINARY_UNPADDED = {"divide", "power"}
-_POOLS = {"max_pool2d": "max_pool2d_nchwc", "avg_pool2d": "avg_pool2d_nchwc",
-          "global_avg_pool2d": "global_avg_pool2d_nchwc"}
+def __getattr__(name):
+    # BLOCKED_OPS: the ops the pass writes (layout facet "blocked"), read from the registry on each access.
+    if name == "BLOCKED_OPS":
+        return registry.ops_of_layout("blocked")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Blocked:
@@ -107,9 +105,26 @@ def _static(shape):
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-class _Converter:
+class _Rewriter:
+    """The pass over one graph. An op's layout converter (its OpDef's `layout` function) writes the node's
+    blocked form through these methods:
+
+        graph                      the graph being converted (shapes, constants, producers)
+        layout_of(value)           the blocked layout `value` is computed in, or None (NCHW)
+        layout_for(channels, block=None)   the blocked layout of a value of `channels` channels: the pass's
+                                   block (`block` to ask for one), or the channel count itself when smaller
+        get(value, layout)         the name of `value` in `layout` (None: NCHW) in the new graph: where it
+                                   was computed, or one layout_transform of it
+        derived(constant, how, fn) a constant computed once by fn from constant `constant` (blocked weights),
+                                   named after `how` and shared by every user
+        emit(node, op, inputs, attrs, layout)   adds the node's replacement, computed in `layout`
+        winograd_tile(node, channels, out_channels)   the pass's Winograd tile for a convolution, 0 for none
+
+    and returns True, or False (writing nothing) to leave the node in NCHW. The element-wise facets are
+    handled here (elementwise, broadcast_operand)."""
+
     def __init__(self, graph, block, winograd):
-        self.src, self.block, self.winograd_option = graph, block, winograd
+        self.graph, self.block, self.winograd_option = graph, block, winograd
         self.out = Graph(graph.name)
         self.taken = set(graph.inputs) | set(graph.constants) | {n.name for n in graph.nodes}
         self.home = {}  # original value -> (value in self.out, _Blocked or None for NCHW)
@@ -129,13 +144,15 @@ class _Converter:
         self.taken.add(name)
         return name
 
-    def layout_of(self, channels):
-        return _Blocked(self.block if channels >= self.block else channels, channels)
+    def layout_for(self, channels, block=None):
+        if block is None:
+            block = self.block if channels >= self.block else channels
+        return _Blocked(block, channels)
 
     def constant(self, name):
         """The original constant `name` in the new graph (NCHW, as it was)."""
         if name not in self.out.constants:
-            self.out.add_constant(name, self.src.constants[name])
+            self.out.add_constant(name, self.graph.constants[name])
         return name
 
     def derived(self, name, how, fn):
@@ -143,12 +160,12 @@ class _Converter:
         key = (name, how)
         if key not in self.const_memo:
             self.const_memo[key] = self.out.add_constant(self.fresh(f"{name}.{how}"),
-                                                         fn(self.src.constants[name]))
+                                                         fn(self.graph.constants[name]))
         return self.const_memo[key]
 
     def get(self, value, layout):
         """`value` in `layout` (None: NCHW) in the new graph: where it was computed, or one layout_transform of it."""
-        if value in self.src.constants and value not in self.home:
+        if value in self.graph.constants and value not in self.home:
             self.home[value] = (self.constant(value), None)
         name, have = self.home[value]
         if have == layout:
@@ -166,7 +183,7 @@ class _Converter:
                 src_layout=src, dst_layout=dst, channels=channels), name=out_name)
         return self.memo[key]
 
-    def blocked_home(self, value):
+    def layout_of(self, value):
         return self.home[value][1] if value in self.home else None
 
     def emit(self, node, op, inputs, attrs, layout):
@@ -180,10 +197,22 @@ class _Converter:
         if layout is not None:
             self.converted += 1
 
-    # ---------------- the ops ----------------
+    def winograd_tile(self, node, channels, out_channels):
+        """The Winograd tile of the (groups = 1) convolution `node`, 0 for the direct one: only 3x3 of stride
+        1 and no dilation; the option True gives every such one WINOGRAD_TILE, "auto" asks winograd_tile."""
+        a, option = node.attrs, self.winograd_option
+        if option is False or tuple(self.graph.shape(node.inputs[1])[2:]) != (3, 3):
+            return 0
+        if tuple(a["strides"]) != (1, 1) or tuple(a["dilations"]) != (1, 1):
+            return 0
+        if option is True:
+            return WINOGRAD_TILE
+        return winograd_tile(channels, out_channels, node.shape[2:], self.block)
+
+    # ---------------- the nodes ----------------
 
     def run(self):
-        g = self.src
+        g = self.graph
         for v in g.inputs:
             self.out.add_input(v, g.shape(v), g.dtype(v))
             self.home[v] = (v, None)
@@ -202,110 +231,50 @@ class _Converter:
         return self.out
 
     def try_blocked(self, node):
-        g = self.src
+        """Writes the node's blocked form as its op's layout facet says; False leaves it to NCHW."""
+        g = self.graph
         if not _static(node.shape) or not all(_static(g.shape(v)) for v in node.inputs):
             return False
         if node.dtype is None or not node.dtype.startswith("float"):
             return False
-        if node.op == "conv2d":
-            return self.conv(node)
-        if node.op in _POOLS:
-            return self.pool(node)
-        if node.op in _UNARY or node.op in _UNARY_UNPADDED:
-            return self.unary(node)
-        if node.op in _BINARY or node.op in _BINARY_UNPADDED:
-            return self.binary(node)
-        if node.op == "concat":
-            return self.concat(node)
-        return False
+        kind = registry.layout_kind(node.op)
+        if callable(kind):
+            return bool(kind(self, node))
+        if kind in ("elementwise", "elementwise-unpadded"):
+            return self.elementwise(node, padding_ok=kind == "elementwise")
+        return False  # "nchw", and "blocked" ops already in their layout
 
-    def conv(self, node):
-        g, a = self.src, node.attrs
-        data, weight = node.inputs[0], node.inputs[1]
-        bias = node.inputs[2] if len(node.inputs) == 3 else None
-        if weight not in g.constants or (bias is not None and bias not in g.constants):
-            return False
-        channels, out_channels = g.shape(data)[1], g.shape(weight)[0]
-        conv_attrs = {k: a[k] for k in ("strides", "pads", "dilations")}
-        if a["groups"] == 1:
-            x, y = self.layout_of(channels), self.layout_of(out_channels)
-            tile = self.winograd(node, channels, out_channels)
-            if tile:
-                w = self.derived(weight, f"winograd{tile}_{x.block}i{y.block}o",
-                                 lambda arr: winograd_weight(arr, tile, x.block, y.block))
-                ins = [self.get(data, x), w]
-                if bias is not None:
-                    ins.append(self.derived(bias, f"nchw{y.block}o", lambda arr: L.block_vector(arr, y.block)))
-                self.emit(node, "conv2d_winograd_nchwc", ins, dict(pads=a["pads"], tile=tile), y)
-                return True
-            w = self.derived(weight, f"nchw{x.block}i{y.block}o",
-                             lambda arr: L.block_weight(arr, x.block, y.block))
-            ins = [self.get(data, x), w]
-            if bias is not None:
-                ins.append(self.derived(bias, f"nchw{y.block}o", lambda arr: L.block_vector(arr, y.block)))
-            self.emit(node, "conv2d_nchwc", ins, conv_attrs, y)
+    def elementwise(self, node, padding_ok):
+        """An element-wise op on a blocked operand of the output's shape runs blocked; the other operands are
+        then blocked too (transformed, or constants rearranged) or broadcast over channels. padding_ok: it may
+        run on values with padded channels."""
+        if len(node.inputs) == 1:  # the output has the input's shape
+            layout = self.layout_of(node.inputs[0])
+            if layout is None or (layout.padded and not padding_ok):
+                return False
+            self.emit(node, node.op, [self.get(node.inputs[0], layout)], node.attrs, layout)
             return True
-        if a["groups"] == channels == out_channels and g.shape(weight)[1] == 1:
-            x = self.layout_of(channels)
-            ins = [self.get(data, x), self.derived(weight, f"nchw{x.block}c",
-                                                   lambda arr: L.block_depthwise_weight(arr, x.block))]
-            if bias is not None:
-                ins.append(self.derived(bias, f"nchw{x.block}c", lambda arr: L.block_vector(arr, x.block)))
-            self.emit(node, "depthwise_conv2d_nchwc", ins, conv_attrs, x)
-            return True
-        return False
-
-    def winograd(self, node, channels, out_channels):
-        """The Winograd tile of the (groups = 1) convolution `node`, 0 for the direct one: only 3x3 of stride
-        1 and no dilation; the option True gives every such one WINOGRAD_TILE, "auto" asks winograd_tile."""
-        a, option = node.attrs, self.winograd_option
-        if option is False or tuple(self.src.shape(node.inputs[1])[2:]) != (3, 3):
-            return 0
-        if tuple(a["strides"]) != (1, 1) or tuple(a["dilations"]) != (1, 1):
-            return 0
-        if option is True:
-            return WINOGRAD_TILE
-        return winograd_tile(channels, out_channels, node.shape[2:], self.block)
-
-    def pool(self, node):
-        layout = self.blocked_home(node.inputs[0])
-        if layout is None:
-            return False
-        self.emit(node, _POOLS[node.op], [self.get(node.inputs[0], layout)], node.attrs, layout)
-        return True
-
-    def unary(self, node):
-        layout = self.blocked_home(node.inputs[0])
-        if layout is None or (node.op in _UNARY_UNPADDED and layout.padded):
-            return False
-        self.emit(node, node.op, [self.get(node.inputs[0], layout)], node.attrs, layout)
-        return True
-
-    def binary(self, node):
-        """Blocked when an operand is blocked and has the output's shape; the other operand is then blocked
-        too (transformed, or a constant rearranged), or broadcasts over channels."""
-        g = self.src
-        shape = node.shape
+        g, shape = self.graph, node.shape
         if len(shape) != 4:
             return False
-        layout = next((self.blocked_home(v) for v in node.inputs
-                       if self.blocked_home(v) is not None and g.shape(v) == shape), None)
-        if layout is None or (node.op in _BINARY_UNPADDED and layout.padded):
+        layout = next((self.layout_of(v) for v in node.inputs
+                       if self.layout_of(v) is not None and g.shape(v) == shape), None)
+        if layout is None or (layout.padded and not padding_ok):
             return False
         ins = []
         for v in node.inputs:
-            operand = self.operand(v, shape, layout)
+            operand = self.broadcast_operand(v, shape, layout)
             if operand is None:
                 return False
             ins.append(operand)
         self.emit(node, node.op, ins, node.attrs, layout)
         return True
 
-    def operand(self, value, shape, layout):
-        """`value` as an operand of a blocked binary op of NCHW output `shape`, or None."""
-        g = self.src
+    def broadcast_operand(self, value, shape, layout):
+        """`value` as an operand of a blocked element-wise op of NCHW output `shape`, or None."""
+        g = self.graph
         vshape = g.shape(value)
-        if self.blocked_home(value) == layout:
+        if self.layout_of(value) == layout:
             return self.get(value, layout)
         if value in g.constants:
             if len(vshape) > 4:
@@ -320,20 +289,6 @@ class _Converter:
         if len(vshape) == 4 and vshape[1] == layout.channels:
             return self.get(value, layout)
         return None
-
-    def concat(self, node):
-        g = self.src
-        if node.attrs["axis"] != 1 or len(node.shape) != 4:
-            return False
-        if all(self.blocked_home(v) is None for v in node.inputs):
-            return False
-        layout = self.layout_of(node.shape[1])
-        counts = [g.shape(v)[1] for v in node.inputs]
-        if any(c % layout.block for c in counts[:-1]):
-            return False  # padding inside the result: only the last input may be padded
-        ins = [self.get(v, _Blocked(layout.block, c)) for v, c in zip(node.inputs, counts)]
-        self.emit(node, "concat", ins, node.attrs, layout)
-        return True
 
 
 def winograd_tile(channels, out_channels, out_hw, block):
@@ -358,7 +313,7 @@ def convert_layout(graph, block, winograd=False):
     of stride 1, by F(2x2, 3x3)) or "auto" (the tile of winograd_tile for each, or none)."""
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
         raise ValueError(f"convert_layout: block must be a positive int (the vector lanes), got {block!r}")
-    return _Converter(graph, int(block), _check_winograd("convert_layout", winograd)).run()
+    return _Rewriter(graph, int(block), _check_winograd("convert_layout", winograd)).run()
 
 
 def _check_winograd(where, winograd):

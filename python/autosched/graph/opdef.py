@@ -1,11 +1,11 @@
 """What a graph op is: an OpDef carries everything about one op, and each op is defined once, in its family's
 module of graph/ops/ (elementwise.py, nn.py, pool.py, shape.py, reduce.py). graph/registry.py maps names to
 OpDefs; everything that handles ops (Graph.add_node, the numpy evaluator, task extraction, fusion, to_onnx,
-TorchGraph, the importers) looks the op up there. docs/graph_ops.md says how to add one.
+TorchGraph, the importers, the layout pass) looks the op up there. docs/graph_ops.md says how to add one.
 """
 from .errors import OpError
 
-__all__ = ["OpDef", "REQUIRED", "FUSION_KINDS", "same_dtypes"]
+__all__ = ["OpDef", "REQUIRED", "FUSION_KINDS", "LAYOUT_KINDS", "same_dtypes"]
 
 # The default of an attr that must be given.
 REQUIRED = object()
@@ -13,6 +13,22 @@ REQUIRED = object()
 # How fusion treats an op: an anchor (a complex op) starts a group and takes no producer's group; a reduction
 # starts a group or follows an injective one; an injective op joins its producer's group.
 FUSION_KINDS = ("anchor", "reduce", "injective")
+
+# How the layout pass (graph/layout.py) treats an op in the channel-blocked layout NCHW[x]c, where channels are
+# padded with zeros up to a whole block:
+#   "elementwise": each output element is computed from the inputs' elements at the same (broadcast) position,
+#       and zeros give finite values (relu, add, sigmoid): the op runs blocked on any blocked value, padded
+#       channel blocks included;
+#   "elementwise-unpadded": element-wise, but zeros may give inf or NaN (exp, log, sqrt, divide, power): the op
+#       runs blocked only on values whose channels fill whole blocks;
+#   "nchw": the op runs in NCHW only; the pass transforms its blocked inputs back before it;
+#   "blocked": the op is itself in the blocked layout (the ops the pass writes: conv2d_nchwc, layout_transform);
+# or a converter, a function to_blocked(rewriter, node) -> bool that writes the node's blocked form through the
+# pass's rewriter (conv2d -> conv2d_nchwc, max_pool2d -> max_pool2d_nchwc), or returns False to leave it NCHW.
+LAYOUT_KINDS = ("elementwise", "elementwise-unpadded", "nchw", "blocked")
+
+# The default of `fusion` and `layout`, which every op must state.
+_UNSTATED = object()
 
 
 def same_dtypes(dtypes, what="inputs"):
@@ -32,7 +48,10 @@ class OpDef:
     infer(attrs, shapes, dtypes) -> (shape, dtype): the output of inputs whose ranks are known (dims may be
     str or None); it may finish the normal form of attrs in place (negative axes made non-negative).
     out_dtype(attrs, dtypes): the output dtype when an input's rank is unknown, if it is not the inputs' one
-    dtype. float_only: integer inputs are refused. fusion: one of FUSION_KINDS.
+    dtype. float_only: integer inputs are refused.
+    fusion (required): one of FUSION_KINDS. layout (required): one of LAYOUT_KINDS, or a converter function
+    to_blocked(rewriter, node) -> bool (see LAYOUT_KINDS above and graph/layout.py).
+    bias_input: the index of an optional bias input that fused-group names show ('conv2d_bias'), or None.
     reference(node, *arrays) -> numpy array: the numpy reference (Graph.evaluate).
     te(node, *te_tensors) -> te.Tensor: the computation compiled for the node (task extraction, graph.build).
     onnx: the ONNX op type the op is, with the same inputs and no attributes (exported as it is, and the ONNX
@@ -46,12 +65,24 @@ class OpDef:
     A node passed to these functions has op, name, inputs, attrs (normalised), shape and dtype.
     """
 
-    def __init__(self, name, inputs, infer, attrs=None, *, out_dtype=None, float_only=False, fusion="injective",
-                 reference=None, te=None, onnx=None, torch=None, aten=()):
+    def __init__(self, name, inputs, infer, attrs=None, *, fusion=_UNSTATED, layout=_UNSTATED, out_dtype=None,
+                 float_only=False, bias_input=None, reference=None, te=None, onnx=None, torch=None, aten=()):
         if not isinstance(name, str) or not name:
             raise ValueError(f"OpDef: a name must be a non-empty str, got {name!r}")
+        if fusion is _UNSTATED:
+            raise TypeError(f"OpDef '{name}': fusion is required: how fusion treats the op, one of {FUSION_KINDS} "
+                            "(docs/graph_ops.md)")
         if fusion not in FUSION_KINDS:
             raise ValueError(f"OpDef '{name}': fusion must be one of {FUSION_KINDS}, got {fusion!r}")
+        if layout is _UNSTATED:
+            raise TypeError(f"OpDef '{name}': layout is required: how the layout pass treats the op in the "
+                            f"channel-blocked layout, one of {LAYOUT_KINDS} or a converter function "
+                            "to_blocked(rewriter, node) (docs/graph_ops.md)")
+        if not callable(layout) and layout not in LAYOUT_KINDS:
+            raise ValueError(f"OpDef '{name}': layout must be one of {LAYOUT_KINDS} or a converter function "
+                             f"to_blocked(rewriter, node), got {layout!r}")
+        if bias_input is not None and (isinstance(bias_input, bool) or not isinstance(bias_input, int)):
+            raise ValueError(f"OpDef '{name}': bias_input must be an input index or None, got {bias_input!r}")
         attrs = dict(attrs or {})
         if isinstance(onnx, str) and attrs:
             raise ValueError(f"OpDef '{name}': an op with attrs exports through a function, not as the bare ONNX "
@@ -60,7 +91,8 @@ class OpDef:
         self.min_inputs, self.max_inputs = inputs if isinstance(inputs, tuple) else (inputs, inputs)
         self.attrs = attrs
         self.infer_fn, self.out_dtype = infer, out_dtype
-        self.float_only, self.fusion = bool(float_only), fusion
+        self.float_only, self.fusion, self.layout = bool(float_only), fusion, layout
+        self.bias_input = bias_input
         self.reference, self.te, self.onnx, self.torch = reference, te, onnx, torch
         self.aten = (aten,) if isinstance(aten, str) else tuple(aten)
 

@@ -1,9 +1,11 @@
 """The registry of graph ops: op name -> OpDef (opdef.py). The op families of graph/ops/ define the ops; this
 module registers them, and every user of an op looks it up here: Graph.add_node (infer), Graph.evaluate
-(reference), task extraction (te_builder), fusion (fusion_kind), to_onnx and TorchGraph (get), and the
-importers (by_onnx, by_aten) for foreign ops that are a graph op as they are.
+(reference), task extraction (te_builder), fusion (fusion_kind, bias_input), the layout pass (layout_kind),
+to_onnx and TorchGraph (get), and the importers (by_onnx, by_aten) for foreign ops that are a graph op as
+they are.
 
-    registry.register(OpDef("softsign", 1, infer, reference=..., te=..., onnx="Softsign", torch=...))
+    registry.register(OpDef("softsign", 1, infer, fusion="injective", layout="elementwise", reference=...,
+                            te=..., onnx="Softsign", torch=...))
 
 is all it takes to add an op (docs/graph_ops.md).
 """
@@ -12,7 +14,7 @@ from .opdef import REQUIRED, OpDef
 from .ops import elementwise, layout, nn, pool, reduce, shape, winograd
 
 __all__ = ["OPS", "OpDef", "OpError", "register", "unregister", "get", "infer", "reference", "te_builder",
-           "fusion_kind", "by_onnx", "by_aten"]
+           "fusion_kind", "layout_kind", "bias_input", "ops_of_layout", "by_onnx", "by_aten"]
 
 OPS = {}  # name -> OpDef, in order of registration
 _BY_ONNX = {}  # ONNX op type -> OpDef whose `onnx` is that type
@@ -82,6 +84,22 @@ def fusion_kind(op):
     return get(op).fusion
 
 
+def layout_kind(op):
+    """How the layout pass treats `op` in the channel-blocked layout: "elementwise", "elementwise-unpadded",
+    "nchw", "blocked" (opdef.LAYOUT_KINDS) or its converter function to_blocked(rewriter, node)."""
+    return get(op).layout
+
+
+def bias_input(op):
+    """The index of `op`'s optional bias input that fused-group names show ('conv2d_bias'), or None."""
+    return get(op).bias_input
+
+
+def ops_of_layout(kind):
+    """The registered ops whose layout facet is `kind` (one of opdef.LAYOUT_KINDS), now."""
+    return frozenset(name for name, op_def in OPS.items() if op_def.layout == kind)
+
+
 def by_onnx(op_type):
     """The OpDef that ONNX op `op_type` is as it is (same inputs, no attributes), or None."""
     return _BY_ONNX.get(op_type)
@@ -97,5 +115,6 @@ for _family in (nn, pool, elementwise, shape, reduce, layout, winograd):
         register(_op_def)
 
 # A node the compiler cannot handle, kept so the graph is whole (Graph.add_unsupported); it has no inference,
-# reference, te, export or PyTorch evaluation.
-register(OpDef("unsupported", (0, None), None, {"op_type": (REQUIRED, str), "reason": ("", str)}))
+# reference, te, export or PyTorch evaluation. It is never compiled (fusion leaves it out) and stays NCHW.
+register(OpDef("unsupported", (0, None), None, {"op_type": (REQUIRED, str), "reason": ("", str)},
+               fusion="injective", layout="nchw"))

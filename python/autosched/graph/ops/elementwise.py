@@ -1,6 +1,9 @@
 """Elementwise graph ops: the broadcasting binary ops (add ... minimum), the unary ops (relu ... abs), gelu,
 clip and cast. Each OpDef below is everything about its op: attrs, inference, numpy reference, te, ONNX
-export, PyTorch evaluation."""
+export, PyTorch evaluation. All are injective (fusion joins them to their producer's group); in the
+channel-blocked layout they run on any blocked value ("elementwise") except those whose value on the zero
+padding of a channel block is not finite ("elementwise-unpadded": exp, log, sqrt, divide, power) and cast
+("nchw")."""
 import math
 
 import numpy as np
@@ -38,8 +41,8 @@ def _infer_broadcast(attrs, shapes, dtypes):
     return broadcast_shapes(shapes), same_dtypes(dtypes)
 
 
-def _binary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=False):
-    DEFS.append(OpDef(name, 2, _infer_broadcast, float_only=float_only,
+def _binary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=False, layout="elementwise"):
+    DEFS.append(OpDef(name, 2, _infer_broadcast, fusion="injective", layout=layout, float_only=float_only,
                       reference=lambda node, a, b: numpy_fn(a, b),
                       te=lambda node, a, b: te_fn(a, b, name=node.name),
                       onnx=onnx, torch=lambda torch, node, a, b: getattr(torch, torch_fn)(a, b)))
@@ -48,20 +51,21 @@ def _binary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=False):
 _binary("add", np.add, ops.add, "Add", "add")
 _binary("subtract", np.subtract, ops.subtract, "Sub", "sub")
 _binary("multiply", np.multiply, ops.multiply, "Mul", "mul")
-_binary("divide", np.divide, ops.divide, "Div", "div", float_only=True)
-_binary("power", np.power, ops.power, "Pow", "pow", float_only=True)
+_binary("divide", np.divide, ops.divide, "Div", "div", float_only=True, layout="elementwise-unpadded")  # 0 / 0
+_binary("power", np.power, ops.power, "Pow", "pow", float_only=True, layout="elementwise-unpadded")  # 0 ** -1
 _binary("maximum", np.maximum, ops.maximum, "Max", "maximum")
 _binary("minimum", np.minimum, ops.minimum, "Min", "minimum")
 
 # ---------------- unary ----------------
 
 
-def _unary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=True):
+def _unary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=True, layout="elementwise"):
     """te_fn(x, name=...) -> tensor; torch_fn and the ATen op are named alike."""
     def reference(node, x):
         with np.errstate(over="ignore"):  # sigmoid of a large negative number is 0
             return numpy_fn(x)
-    DEFS.append(OpDef(name, 1, _same_shape, float_only=float_only, reference=reference,
+    DEFS.append(OpDef(name, 1, _same_shape, fusion="injective", layout=layout, float_only=float_only,
+                      reference=reference,
                       te=lambda node, x: te_fn(x, name=node.name), onnx=onnx,
                       torch=lambda torch, node, x: getattr(torch, torch_fn)(x), aten=torch_fn))
 
@@ -69,9 +73,11 @@ def _unary(name, numpy_fn, te_fn, onnx, torch_fn, float_only=True):
 _unary("relu", lambda x: np.maximum(x, x.dtype.type(0)), ops.relu, "Relu", "relu", float_only=False)
 _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), ops.sigmoid, "Sigmoid", "sigmoid")
 _unary("tanh", np.tanh, ops.tanh, "Tanh", "tanh")
-_unary("exp", np.exp, ops.exp, "Exp", "exp")
-_unary("log", np.log, ops.log, "Log", "log")
-_unary("sqrt", np.sqrt, ops.sqrt, "Sqrt", "sqrt")
+# log(0) is -inf. exp(0) = 1 and sqrt(0) = 0 are finite, but exp and sqrt stay off padded blocks too: a change
+# of their facet changes the layouts (and so the tuning tasks) of the graphs that use them.
+_unary("exp", np.exp, ops.exp, "Exp", "exp", layout="elementwise-unpadded")
+_unary("log", np.log, ops.log, "Log", "log", layout="elementwise-unpadded")
+_unary("sqrt", np.sqrt, ops.sqrt, "Sqrt", "sqrt", layout="elementwise-unpadded")
 _unary("erf", _erf, lambda x, name: te.compute(x.shape, lambda *i: te.erf(x[i]), name=name, tag="elemwise"),
        "Erf", "erf")
 _unary("negative", np.negative, ops.negative, "Neg", "neg", float_only=False)
@@ -114,7 +120,8 @@ def _gelu_onnx(w, node):
 
 
 DEFS.append(OpDef("gelu", 1, _same_shape, {"approximate": ("none", choice("approximate", ("none", "tanh")))},
-                  float_only=True, reference=_gelu_reference, te=_gelu_te, onnx=_gelu_onnx,
+                  fusion="injective", layout="elementwise", float_only=True, reference=_gelu_reference,
+                  te=_gelu_te, onnx=_gelu_onnx,
                   torch=lambda torch, node, x: torch.nn.functional.gelu(x, approximate=node.attrs["approximate"])))
 
 # ---------------- clip: either bound may be absent ----------------
@@ -159,7 +166,7 @@ def _clip_onnx(w, node):
 
 
 DEFS.append(OpDef("clip", 1, _infer_clip, {"min": (None, float_or_none("min")), "max": (None, float_or_none("max"))},
-                  reference=_clip_reference, te=_clip_te, onnx=_clip_onnx,
+                  fusion="injective", layout="elementwise", reference=_clip_reference, te=_clip_te, onnx=_clip_onnx,
                   torch=lambda torch, node, x: torch.clamp(x, node.attrs["min"], node.attrs["max"])))
 
 # ---------------- cast ----------------
@@ -171,7 +178,9 @@ def _cast_onnx(w, node):
 
 
 DEFS.append(OpDef("cast", 1, lambda attrs, shapes, dtypes: (tuple(shapes[0]), attrs["dtype"]),
-                  {"dtype": (REQUIRED, dtype_attr)}, out_dtype=lambda attrs, dtypes: attrs["dtype"],
+                  {"dtype": (REQUIRED, dtype_attr)}, fusion="injective",
+                  layout="nchw",  # a new dtype has another lane count than the block was chosen for
+                  out_dtype=lambda attrs, dtypes: attrs["dtype"],
                   reference=lambda node, x: x.astype(node.attrs["dtype"]),
                   te=lambda node, x: ops.cast(x, node.attrs["dtype"], name=node.name), onnx=_cast_onnx,
                   torch=lambda torch, node, x: x.to(getattr(torch, node.attrs["dtype"]))))

@@ -2,7 +2,8 @@
 depthwise_conv2d_nchwc, max_pool2d_nchwc, avg_pool2d_nchwc, global_avg_pool2d_nchwc. The layout pass
 (graph/layout.py) writes them; a graph in which they appear is not exportable to ONNX (export the graph before
 the pass). Each OpDef below is everything about its op; the numpy helpers that move arrays between the layouts
-(the references here, the pass's weights) are here too.
+are in nchwc_arrays.py (and exported here too). Each op's layout facet is "blocked": it is the blocked form;
+the convolutions' bias_input is unset, so their fused-group names and task descriptions read the op alone.
 
 A blocked value is (N, C/x, H, W, x), channels padded with zeros up to a whole block; its real channel count
 is known to the pass and to layout_transform (attr `channels`), which drops the padding on the way back.
@@ -19,6 +20,8 @@ from . import nn as nn_ops
 from . import pool as pool_ops
 from .common import (REQUIRED, boolean, check_rank, fmt, int_attr, is_known, pads_attr, pair, same_dtypes,
                      window_out)
+from .nchwc_arrays import (_blocks, _unblock_weight, block_depthwise_weight, block_vector, block_weight, to_blocked,
+                           to_nchw)
 
 __all__ = ["DEFS", "layout_block", "layout_name", "to_blocked", "to_nchw", "block_weight", "block_depthwise_weight",
            "block_vector"]
@@ -42,61 +45,6 @@ def layout_block(layout):
 
 def layout_name(block):
     return f"NCHW{block}c" if block else "NCHW"
-
-
-def _blocks(channels, block):
-    return -(-channels // block)
-
-
-def to_blocked(a, block):
-    """(N, C, H, W) -> (N, ceil(C/x), H, W, x), the padded channels zero."""
-    n, c, h, w = a.shape
-    cb = _blocks(c, block)
-    if cb * block != c:
-        a = np.concatenate([a, np.zeros((n, cb * block - c, h, w), a.dtype)], axis=1)
-    return np.ascontiguousarray(a.reshape(n, cb, block, h, w).transpose(0, 1, 3, 4, 2))
-
-
-def to_nchw(a, channels=None):
-    """(N, C/x, H, W, x) -> (N, channels, H, W) (all lanes by default)."""
-    n, cb, h, w, x = a.shape
-    out = a.transpose(0, 1, 4, 2, 3).reshape(n, cb * x, h, w)
-    return np.ascontiguousarray(out if channels is None else out[:, :channels])
-
-
-def _pad_axis(a, axis, size):
-    if a.shape[axis] == size:
-        return a
-    widths = [(0, 0)] * a.ndim
-    widths[axis] = (0, size - a.shape[axis])
-    return np.pad(a, widths)
-
-
-def block_weight(w, x, y):
-    """OIHW (O, C, KH, KW) -> (O/y, C/x, KH, KW, x, y), padded with zeros."""
-    o, c, kh, kw = w.shape
-    ob, cb = _blocks(o, y), _blocks(c, x)
-    w = _pad_axis(_pad_axis(w, 0, ob * y), 1, cb * x)
-    return np.ascontiguousarray(w.reshape(ob, y, cb, x, kh, kw).transpose(0, 2, 4, 5, 3, 1))
-
-
-def _unblock_weight(w):
-    ob, cb, kh, kw, x, y = w.shape
-    return w.transpose(0, 5, 1, 4, 2, 3).reshape(ob * y, cb * x, kh, kw)
-
-
-def block_depthwise_weight(w, x):
-    """(C, 1, KH, KW) -> (C/x, KH, KW, x), padded with zeros."""
-    c, _, kh, kw = w.shape
-    cb = _blocks(c, x)
-    w = _pad_axis(w[:, 0], 0, cb * x)
-    return np.ascontiguousarray(w.reshape(cb, x, kh, kw).transpose(0, 2, 3, 1))
-
-
-def block_vector(b, y):
-    """(C,) -> (C/y, y), padded with zeros."""
-    cb = _blocks(b.shape[0], y)
-    return np.ascontiguousarray(_pad_axis(b, 0, cb * y).reshape(cb, y))
 
 
 def _as_node(node, op, shape, **attrs):
@@ -212,7 +160,8 @@ def _transform_torch(torch, node, x):
 DEFS.append(OpDef("layout_transform", 1, _transform_infer,
                   {"src_layout": (REQUIRED, _layout_attr("src_layout")),
                    "dst_layout": (REQUIRED, _layout_attr("dst_layout")), "channels": (None, _channels_attr)},
-                  reference=_transform_reference, te=_transform_te, onnx=_not_exportable, torch=_transform_torch))
+                  fusion="injective", layout="blocked", reference=_transform_reference, te=_transform_te,
+                  onnx=_not_exportable, torch=_transform_torch))
 
 # ---------------- conv2d_nchwc: data (N, C/x, H, W, x), weight (O/y, C/x, KH, KW, x, y), bias (O/y, y) ----------------
 
@@ -254,7 +203,7 @@ def _conv_torch(torch, node, x, w, b=None):
 _CONV_ATTRS = {"strides": ((1, 1), pair("strides")), "pads": ((0, 0, 0, 0), pads_attr),
                "dilations": ((1, 1), pair("dilations"))}
 
-DEFS.append(OpDef("conv2d_nchwc", (2, 3), _conv_infer, dict(_CONV_ATTRS), fusion="anchor",
+DEFS.append(OpDef("conv2d_nchwc", (2, 3), _conv_infer, dict(_CONV_ATTRS), fusion="anchor", layout="blocked",
                   reference=_conv_reference, te=_conv_te, onnx=_not_exportable, torch=_conv_torch))
 
 # ---------------- depthwise_conv2d_nchwc: data (N, C/x, H, W, x), weight (C/x, KH, KW, x), bias (C/x, x) ----------
@@ -305,6 +254,7 @@ def _depthwise_torch(torch, node, x, w, b=None):
 
 
 DEFS.append(OpDef("depthwise_conv2d_nchwc", (2, 3), _depthwise_infer, dict(_CONV_ATTRS), fusion="anchor",
+                  layout="blocked",
                   reference=_depthwise_reference, te=_depthwise_te, onnx=_not_exportable, torch=_depthwise_torch))
 
 # ---------------- pooling over H, W of (N, C/x, H, W, x) ----------------
@@ -345,11 +295,13 @@ def _pool_torch(kind):
 
 
 DEFS.append(OpDef("max_pool2d_nchwc", 1, _pool_infer, dict(pool_ops._POOL_ATTRS), fusion="anchor",
+                  layout="blocked",
                   reference=_pool_reference(pool_ops._max_pool2d_reference), te=_max_pool_te, onnx=_not_exportable,
                   torch=_pool_torch("max")))
 DEFS.append(OpDef("avg_pool2d_nchwc", 1, _pool_infer,
                   dict(pool_ops._POOL_ATTRS, count_include_pad=(False, boolean("count_include_pad"))),
-                  float_only=True, fusion="anchor", reference=_pool_reference(pool_ops._avg_pool2d_reference),
+                  float_only=True, fusion="anchor", layout="blocked",
+                  reference=_pool_reference(pool_ops._avg_pool2d_reference),
                   te=_avg_pool_te, onnx=_not_exportable, torch=_pool_torch("avg")))
 
 
@@ -360,6 +312,7 @@ def _global_pool_infer(attrs, shapes, dtypes):
 
 
 DEFS.append(OpDef("global_avg_pool2d_nchwc", 1, _global_pool_infer, float_only=True, fusion="anchor",
+                  layout="blocked",
                   reference=lambda node, x: x.mean(axis=(2, 3), keepdims=True),
                   te=lambda node, x: ops.global_avg_pool2d_nchwc(x, name=node.name), onnx=_not_exportable,
                   torch=lambda torch, node, x: torch.mean(x, (2, 3), keepdim=True)))

@@ -1,10 +1,13 @@
 """Neural-network graph ops: conv2d, dense, matmul, softmax, layer_norm, batch_norm. Layout NCHW, weights
-OIHW; each OpDef below is everything about its op."""
+OIHW; each OpDef below is everything about its op. conv2d's layout converter (the layout pass's rewrite of it
+into conv2d_nchwc, depthwise_conv2d_nchwc or conv2d_winograd_nchwc) is here too; the others run in NCHW."""
 import numpy as np
 
 from ... import ops, te
+from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef
+from .nchwc_arrays import block_depthwise_weight, block_vector, block_weight
 from .common import (broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis, pad_hw, pads_attr,
                      pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
 
@@ -101,10 +104,53 @@ def _conv2d_torch(torch, node, x, w, b=None):
                                       groups=a["groups"])
 
 
+def _conv2d_to_blocked(rewriter, node):
+    """conv2d's layout converter (graph/layout.py): with constant weights, groups = 1 becomes conv2d_nchwc, or
+    conv2d_winograd_nchwc where the rewriter picks a Winograd tile, and a depthwise one depthwise_conv2d_nchwc;
+    the weights and bias are rearranged once, in numpy. Other grouped convolutions stay NCHW."""
+    g, a = rewriter.graph, node.attrs
+    data, weight = node.inputs[0], node.inputs[1]
+    bias = node.inputs[2] if len(node.inputs) == 3 else None
+    if weight not in g.constants or (bias is not None and bias not in g.constants):
+        return False
+    channels, out_channels = g.shape(data)[1], g.shape(weight)[0]
+    conv_attrs = {k: a[k] for k in ("strides", "pads", "dilations")}
+
+    def blocked_bias(block, how):
+        return rewriter.derived(bias, how, lambda arr: block_vector(arr, block))
+
+    if a["groups"] == 1:
+        x, y = rewriter.layout_for(channels), rewriter.layout_for(out_channels)
+        tile = rewriter.winograd_tile(node, channels, out_channels)
+        if tile:
+            w = rewriter.derived(weight, f"winograd{tile}_{x.block}i{y.block}o",
+                                 lambda arr: winograd_weight(arr, tile, x.block, y.block))
+            op, attrs = "conv2d_winograd_nchwc", dict(pads=a["pads"], tile=tile)
+        else:
+            w = rewriter.derived(weight, f"nchw{x.block}i{y.block}o",
+                                 lambda arr: block_weight(arr, x.block, y.block))
+            op, attrs = "conv2d_nchwc", conv_attrs
+        ins = [rewriter.get(data, x), w]
+        if bias is not None:
+            ins.append(blocked_bias(y.block, f"nchw{y.block}o"))
+        rewriter.emit(node, op, ins, attrs, y)
+        return True
+    if a["groups"] == channels == out_channels and g.shape(weight)[1] == 1:
+        x = rewriter.layout_for(channels)
+        ins = [rewriter.get(data, x), rewriter.derived(weight, f"nchw{x.block}c",
+                                                       lambda arr: block_depthwise_weight(arr, x.block))]
+        if bias is not None:
+            ins.append(blocked_bias(x.block, f"nchw{x.block}c"))
+        rewriter.emit(node, "depthwise_conv2d_nchwc", ins, conv_attrs, x)
+        return True
+    return False
+
+
 DEFS.append(OpDef("conv2d", (2, 3), _conv2d_infer,
                   {"strides": ((1, 1), pair("strides")), "pads": ((0, 0, 0, 0), pads_attr),
                    "dilations": ((1, 1), pair("dilations")), "groups": (1, lambda v: ints([v], "groups", 1, 1)[0])},
-                  fusion="anchor", reference=_conv2d_reference, te=_conv2d_te, onnx=_conv2d_onnx,
+                  fusion="anchor", layout=_conv2d_to_blocked, bias_input=2, reference=_conv2d_reference,
+                  te=_conv2d_te, onnx=_conv2d_onnx,
                   torch=_conv2d_torch))
 
 # ---------------- dense: data (..., K) @ weight (N, K).T + bias (N) ----------------
@@ -156,7 +202,8 @@ def _dense_onnx(w, node):
     return w.node("Add", [product, ins[2]], out)
 
 
-DEFS.append(OpDef("dense", (2, 3), _dense_infer, fusion="anchor", reference=_dense_reference, te=_dense_te,
+DEFS.append(OpDef("dense", (2, 3), _dense_infer, fusion="anchor", layout="nchw", bias_input=2,
+                  reference=_dense_reference, te=_dense_te,
                   onnx=_dense_onnx, torch=lambda torch, node, x, w, b=None: torch.nn.functional.linear(x, w, b)))
 
 # ---------------- matmul: numpy matmul (1-D operands, batch broadcasting) ----------------
@@ -195,7 +242,8 @@ def _matmul_te(node, a, b):
     return te.compute(out_shape, fcompute, name=node.name, tag="batch_matmul")
 
 
-DEFS.append(OpDef("matmul", 2, _matmul_infer, fusion="anchor", reference=lambda node, a, b: np.matmul(a, b),
+DEFS.append(OpDef("matmul", 2, _matmul_infer, fusion="anchor", layout="nchw",
+                  reference=lambda node, a, b: np.matmul(a, b),
                   te=_matmul_te, onnx="MatMul", torch=lambda torch, node, a, b: torch.matmul(a, b)))
 
 # ---------------- softmax ----------------
@@ -214,7 +262,7 @@ def _softmax_reference(node, x):
 
 
 DEFS.append(OpDef("softmax", 1, _softmax_infer, {"axis": (-1, lambda v: int_attr(v, "axis"))}, float_only=True,
-                  fusion="anchor", reference=_softmax_reference,
+                  fusion="anchor", layout="nchw", reference=_softmax_reference,
                   te=lambda node, x: ops.softmax(x, node.attrs["axis"], name=node.name),
                   onnx=lambda w, node: w.node("Softmax", list(node.inputs), node.name, axis=node.attrs["axis"]),
                   torch=lambda torch, node, x: torch.softmax(x, node.attrs["axis"])))
@@ -256,7 +304,8 @@ def _layer_norm_torch(torch, node, x, gamma, beta):
 
 DEFS.append(OpDef("layer_norm", 3, _layer_norm_infer, {"axis": (-1, lambda v: int_attr(v, "axis")),
                                                        "epsilon": (1e-5, positive_float("epsilon"))},
-                  float_only=True, fusion="anchor", reference=_layer_norm_reference, te=_layer_norm_te,
+                  float_only=True, fusion="anchor", layout="nchw", reference=_layer_norm_reference,
+                  te=_layer_norm_te,
                   onnx=_layer_norm_onnx, torch=_layer_norm_torch))
 
 # ---------------- batch_norm: inference, channel axis 1 ----------------
@@ -290,7 +339,8 @@ def _batch_norm_torch(torch, node, x, gamma, beta, mean, var):
 
 
 DEFS.append(OpDef("batch_norm", 5, _batch_norm_infer, {"epsilon": (1e-5, positive_float("epsilon"))},
-                  float_only=True, reference=_batch_norm_reference, te=_batch_norm_te,
+                  float_only=True, fusion="injective", layout="nchw", reference=_batch_norm_reference,
+                  te=_batch_norm_te,
                   onnx=lambda w, node: w.node("BatchNormalization", list(node.inputs), node.name,
                                               epsilon=node.attrs["epsilon"]),
                   torch=_batch_norm_torch))

@@ -1,7 +1,8 @@
 """Pooling graph ops: max_pool2d, avg_pool2d (NCHW, torch semantics: with ceil_mode the last window may run
 past the padding but must start inside the input or the leading padding; the average divides by the window's
 taps inside the padded input (count_include_pad) or inside the input) and global_avg_pool2d. Each OpDef below
-is everything about its op."""
+is everything about its op, its layout converter included (the pool's blocked form, *_nchwc, where its input
+is blocked)."""
 import numpy as np
 
 from ... import ops, te
@@ -194,12 +195,25 @@ def _pool_torch(kind):
     return run
 
 
+def _pool_to_blocked(blocked_op):
+    """The layout converter of a pool: `blocked_op` (its *_nchwc form) where its input is blocked, as it is."""
+    def to_blocked(rewriter, node):
+        layout = rewriter.layout_of(node.inputs[0])
+        if layout is None:
+            return False
+        rewriter.emit(node, blocked_op, [rewriter.get(node.inputs[0], layout)], node.attrs, layout)
+        return True
+    return to_blocked
+
+
 DEFS.append(OpDef("max_pool2d", 1, _infer_pool, dict(_POOL_ATTRS), fusion="anchor",
+                  layout=_pool_to_blocked("max_pool2d_nchwc"),
                   reference=_max_pool2d_reference, te=_max_pool2d_te, onnx=_max_pool2d_onnx,
                   torch=_pool_torch("max")))
 DEFS.append(OpDef("avg_pool2d", 1, _infer_pool,
                   dict(_POOL_ATTRS, count_include_pad=(False, boolean("count_include_pad"))), float_only=True,
-                  fusion="anchor", reference=_avg_pool2d_reference, te=_avg_pool2d_te, onnx=_avg_pool2d_onnx,
+                  fusion="anchor", layout=_pool_to_blocked("avg_pool2d_nchwc"), reference=_avg_pool2d_reference,
+                  te=_avg_pool2d_te, onnx=_avg_pool2d_onnx,
                   torch=_pool_torch("avg")))
 
 # ---------------- global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1) ----------------
@@ -211,6 +225,7 @@ def _infer_global_pool(attrs, shapes, dtypes):
 
 
 DEFS.append(OpDef("global_avg_pool2d", 1, _infer_global_pool, float_only=True, fusion="anchor",
+                  layout=_pool_to_blocked("global_avg_pool2d_nchwc"),
                   reference=lambda node, x: x.mean(axis=(2, 3), keepdims=True),
                   te=lambda node, x: ops.global_avg_pool2d(x, name=node.name), onnx="GlobalAveragePool",
                   torch=lambda torch, node, x: torch.mean(x, (2, 3), keepdim=True)))

@@ -33,7 +33,7 @@ def _axes(value):
 
 def _reduce(name, numpy_fn, te_fn, torch_fn, onnx, float_only=False):
     DEFS.append(OpDef(name, 1, _infer_reduce, {"axes": (REQUIRED, _axes), "keepdims": (True, boolean("keepdims"))},
-                      float_only=float_only, fusion="reduce",
+                      float_only=float_only, fusion="reduce", layout="nchw",
                       reference=lambda node, x: numpy_fn(x, axis=node.attrs["axes"], keepdims=node.attrs["keepdims"]),
                       te=lambda node, x: te_fn(x, list(node.attrs["axes"]), keepdims=node.attrs["keepdims"],
                                                name=node.name),

@@ -1,6 +1,7 @@
 """Graph ops that move data without arithmetic: reshape, flatten, transpose, concat, strided_slice (ONNX
 Slice with positive steps) and take (ONNX Gather, out-of-range indices clamped). All are injective: fusion
-joins them to their producer's group. Each OpDef below is everything about its op."""
+joins them to their producer's group. Each OpDef below is everything about its op. In the channel-blocked
+layout only concat runs blocked (along channels, through its layout converter); the others run in NCHW."""
 import numpy as np
 
 from ... import ops
@@ -48,7 +49,8 @@ def _reshape_onnx(w, node):
 
 
 DEFS.append(OpDef("reshape", 1, _infer_reshape, {"shape": (REQUIRED, lambda v: ints(v, "shape"))},
-                  reference=lambda node, x: x.reshape(node.shape), te=_reshape_te, onnx=_reshape_onnx,
+                  fusion="injective", layout="nchw", reference=lambda node, x: x.reshape(node.shape),
+                  te=_reshape_te, onnx=_reshape_onnx,
                   torch=lambda torch, node, x: torch.reshape(x, node.shape)))
 
 
@@ -70,7 +72,7 @@ def _infer_flatten(attrs, shapes, dtypes):
 
 
 DEFS.append(OpDef("flatten", 1, _infer_flatten, {"axis": (1, lambda v: int_attr(v, "axis"))},
-                  reference=lambda node, x: x.reshape(node.shape), te=_reshape_te,
+                  fusion="injective", layout="nchw", reference=lambda node, x: x.reshape(node.shape), te=_reshape_te,
                   onnx=lambda w, node: w.node("Flatten", list(node.inputs), node.name, axis=node.attrs["axis"]),
                   torch=lambda torch, node, x: torch.reshape(x, node.shape)))
 
@@ -88,7 +90,7 @@ def _infer_transpose(attrs, shapes, dtypes):
 
 
 DEFS.append(OpDef("transpose", 1, _infer_transpose, {"perm": (None, any_ints("perm"))},
-                  reference=lambda node, x: x.transpose(node.attrs["perm"]),
+                  fusion="injective", layout="nchw", reference=lambda node, x: x.transpose(node.attrs["perm"]),
                   te=lambda node, x: ops.transpose(x, node.attrs["perm"], name=node.name),
                   onnx=lambda w, node: w.node("Transpose", list(node.inputs), node.name,
                                               perm=list(node.attrs["perm"])),
@@ -118,7 +120,25 @@ def _infer_concat(attrs, shapes, dtypes):
     return tuple(out), same_dtypes(dtypes)
 
 
+def _concat_to_blocked(rewriter, node):
+    """concat's layout converter (graph/layout.py): a concat along the channels of NCHW values, one of them
+    blocked, is blocked where only its last input has padded channels (padding inside the result would shift
+    the channels after it)."""
+    if node.attrs["axis"] != 1 or len(node.shape) != 4:
+        return False
+    if all(rewriter.layout_of(v) is None for v in node.inputs):
+        return False
+    layout = rewriter.layout_for(node.shape[1])
+    counts = [rewriter.graph.shape(v)[1] for v in node.inputs]
+    if any(c % layout.block for c in counts[:-1]):
+        return False
+    ins = [rewriter.get(v, rewriter.layout_for(c, layout.block)) for v, c in zip(node.inputs, counts)]
+    rewriter.emit(node, "concat", ins, node.attrs, layout)
+    return True
+
+
 DEFS.append(OpDef("concat", (1, None), _infer_concat, {"axis": (REQUIRED, lambda v: int_attr(v, "axis"))},
+                  fusion="injective", layout=_concat_to_blocked,
                   reference=lambda node, *xs: np.concatenate(xs, axis=node.attrs["axis"]),
                   te=lambda node, *xs: ops.concatenate(xs, node.attrs["axis"], name=node.name),
                   onnx=lambda w, node: w.node("Concat", list(node.inputs), node.name, axis=node.attrs["axis"]),
@@ -188,7 +208,8 @@ def _strided_slice_onnx(w, node):
 DEFS.append(OpDef("strided_slice", 1, _infer_strided_slice,
                   {"begin": (REQUIRED, lambda v: ints(v, "begin")), "end": (REQUIRED, lambda v: ints(v, "end")),
                    "strides": (None, any_ints("strides")), "axes": (None, any_ints("axes"))},
-                  reference=lambda node, x: x[_slices(node, x.ndim)], te=_strided_slice_te,
+                  fusion="injective", layout="nchw", reference=lambda node, x: x[_slices(node, x.ndim)],
+                  te=_strided_slice_te,
                   onnx=_strided_slice_onnx, torch=lambda torch, node, x: x[_slices(node, x.ndim)]))
 
 # ---------------- take: ONNX Gather; a negative index counts from the end, one still out of range is clamped ----
@@ -225,6 +246,7 @@ def _take_torch(torch, node, x, indices):
 
 
 DEFS.append(OpDef("take", 2, _infer_take, {"axis": (0, lambda v: int_attr(v, "axis"))},
-                  out_dtype=lambda attrs, dtypes: dtypes[0], reference=_take_reference, te=_take_te,
+                  out_dtype=lambda attrs, dtypes: dtypes[0], fusion="injective", layout="nchw",
+                  reference=_take_reference, te=_take_te,
                   onnx=lambda w, node: w.node("Gather", list(node.inputs), node.name, axis=node.attrs["axis"]),
                   torch=_take_torch))

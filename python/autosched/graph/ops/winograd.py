@@ -102,4 +102,5 @@ def _torch(torch, node, x, w, b=None):
 
 
 DEFS.append(OpDef("conv2d_winograd_nchwc", (2, 3), _infer,
-                  {"tile": (2, _tile_attr), "pads": ((0, 0, 0, 0), pads_attr)}, fusion="anchor", reference=_reference, te=_te, onnx=_not_exportable, torch=_torch))
+                  {"tile": (2, _tile_attr), "pads": ((0, 0, 0, 0), pads_attr)}, fusion="anchor",
+                  layout="blocked", reference=_reference, te=_te, onnx=_not_exportable, torch=_torch))
