@@ -26,8 +26,8 @@ import warnings
 import numpy as np
 
 from . import __version__, _core, plot
-from .cli_files import CommandError, check_input_file, check_output_path, count_records, read_inputs
 from .budget import process_start
+from .cli_files import CommandError, check_input_file, check_output_path, count_records, read_inputs
 from .frontends import from_onnx
 from .frontends.onnx import _import_onnx, _load
 from .graph import build as build_graph
