@@ -6,20 +6,41 @@ at its first matmul with SIGILL. scripts/run_demo.sh does the same in shell.
 
     import _env
     _env.set_openblas_coretype()   # before `import numpy`
+    print(_env.cpu_text(), _env.load_text())   # the CPU and its load, which every benchmark prints
 """
 import os
 
 
-def cpu_has_avx512f(cpuinfo="/proc/cpuinfo"):
-    """True when the CPU flags in `cpuinfo` list avx512f; False when they do not or the file is unreadable."""
+def _cpu_model_and_flags(cpuinfo="/proc/cpuinfo"):
+    """(model name, set of flags) of the first CPU in `cpuinfo`; ("unknown CPU", empty set) where unreadable."""
+    name, flags = "unknown CPU", set()
     try:
         with open(cpuinfo) as f:
             for line in f:
-                if line.startswith("flags") and "avx512f" in line.split(":", 1)[-1].split():
-                    return True
+                if line.startswith("model name") and name == "unknown CPU":
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return False
+    return name, flags
+
+
+def cpu_has_avx512f(cpuinfo="/proc/cpuinfo"):
+    """True when the CPU flags in `cpuinfo` list avx512f; False when they do not or the file is unreadable."""
+    return "avx512f" in _cpu_model_and_flags(cpuinfo)[1]
+
+
+def cpu_text(cpuinfo="/proc/cpuinfo"):
+    """The CPU's model name, hardware threads and vector extensions (AVX2, AVX-512 and the dot-product ones)."""
+    name, flags = _cpu_model_and_flags(cpuinfo)
+    vector = " ".join(sorted(f for f in flags if f.startswith(("avx2", "avx512", "avx_vnni", "amx"))))
+    return f"{name}, {os.cpu_count()} hardware threads, {vector or 'no AVX2'}"
+
+
+def load_text():
+    """The 1-, 5- and 15-minute load averages, as a benchmark quotes them."""
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def set_openblas_coretype(cpuinfo="/proc/cpuinfo"):

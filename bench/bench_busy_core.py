@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from autosched import graph as agraph  # noqa: E402
 from autosched import runtime  # noqa: E402
-from bench_networks import cpu_text, onnxruntime_peer, zoo_model  # noqa: E402
+from bench_networks import onnxruntime_peer, zoo_model  # noqa: E402
 
 
 def busy_loop(core, stop):
@@ -71,7 +71,7 @@ def main():
     runtime.set_parallel_pieces_per_task(args.pieces)
     os.sched_setaffinity(0, set(cores[:args.threads]))  # before the thread pool starts: its threads inherit it
     busy_core = cores[args.threads - 1]
-    print(f"CPU: {cpu_text()}; {args.threads} threads on cores {cores[:args.threads]}, busy core {busy_core}, "
+    print(f"CPU: {_env.cpu_text()}; {args.threads} threads on cores {cores[:args.threads]}, busy core {busy_core}, "
           f"pieces per thread {args.pieces}")
     for name in args.models.split(","):
         g = zoo_model(name, args.tiny)

@@ -62,21 +62,6 @@ def zoo_model(name, tiny=False):
     return zoo.get_model(name, **(TINY_OPTIONS[name] if tiny else {}))
 
 
-def cpu_text():
-    name, flags = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and name == "unknown CPU":
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    simd = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in ("avx2", "avx512f"))
-    return f"{name}, {os.cpu_count()} hardware threads, {simd}"
-
-
 def best_of(fn, min_seconds=1.0, min_runs=5):
     """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds."""
     fn()  # warm-up
@@ -399,7 +384,7 @@ def main():
     if unknown:
         raise SystemExit(f"unknown model(s) {', '.join(unknown)}: choose from {', '.join(zoo.MODELS)}")
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
-    print(f"CPU: {cpu_text()}; load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU: {_env.cpu_text()}; load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = args.log_dir or tmp
         os.makedirs(log_dir, exist_ok=True)

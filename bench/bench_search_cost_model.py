@@ -32,21 +32,6 @@ from autosched import ops, search, te  # noqa: E402
 MODELS = ("xgb", "random")
 
 
-def cpu_text():
-    name, flags = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and name == "unknown CPU":
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    simd = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in ("avx2", "avx512f"))
-    return f"{name}, {os.cpu_count()} hardware threads, {simd}"
-
-
 def make_task(name, target):
     m = re.fullmatch(r"matmul(\d+)", name)
     if m:
@@ -207,7 +192,7 @@ def main():
         raise SystemExit("--transfer needs two tasks in --tasks (the first is the source)")
 
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
-    print(f"CPU: {cpu_text()}; target {args.target}; XGBModel num_warmup_samples {args.warmup}; "
+    print(f"CPU: {_env.cpu_text()}; target {args.target}; XGBModel num_warmup_samples {args.warmup}; "
           f"load average {os.getloadavg()[0]:.1f}")
     tasks = [make_task(n, args.target) for n in names]
     with tempfile.TemporaryDirectory() as tmp:

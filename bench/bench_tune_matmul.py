@@ -21,20 +21,6 @@ from autosched import search, te  # noqa: E402
 from autosched.measure import measure  # noqa: E402
 
 
-def cpu_text():
-    name, flags = "unknown CPU", []
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and name == "unknown CPU":
-                    name = line.split(":", 1)[1].strip()
-                if line.startswith("flags") and not flags:
-                    flags = [x for x in line.split(":", 1)[1].split() if x.startswith(("avx", "fma"))]
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores, {' '.join(flags)}"
-
-
 def numpy_seconds(a, b, repeat=5):
     out = np.empty((a.shape[0], b.shape[1]), a.dtype)
     best = float("inf")
@@ -61,7 +47,7 @@ def main():
     k = te.reduce_axis((0, n), name="k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     task = ans.SearchTask(compute_dag=ans.ComputeDAG([A, B, C]), target=args.target, desc=f"matmul{n}")
-    print(f"CPU: {cpu_text()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    print(f"CPU: {_env.cpu_text()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
 
     builder, runner = ans.LocalBuilder(), ans.LocalRunner()
     with tempfile.TemporaryDirectory() as tmp:

@@ -28,22 +28,6 @@ import autosched as ans  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
-def load_text():
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min) on {os.cpu_count()} hardware threads"
-
-
 def best_round(net, x, seconds=0.5):
     """The fastest run of those made in `seconds` (at least 3), after one warm-up run."""
     net(x)
@@ -67,7 +51,7 @@ def main():
     if args.rounds < 1 or args.trials_per_task < 1:
         p.error("--rounds and --trials-per-task must be at least 1")
 
-    print(f"autosched {ans.__version__} on {cpu_name()}; load average {load_text()}")
+    print(f"autosched {ans.__version__} on {_env.cpu_text()}; {_env.load_text()}")
     options = dict(image_size=args.image_size, num_classes=10) if args.model.startswith("resnet") else {}
     graph = zoo.get_model(args.model, **options)
     tasks, weights = ans.extract_tasks(graph, "llvm")
@@ -96,7 +80,7 @@ def main():
     before, after = min(r[0] for r in rounds), min(r[1] for r in rounds)
     ratios = [t / u for u, t in rounds]
     print(f"untuned {before * 1e3:.3f} ms, tuned {after * 1e3:.3f} ms: tuned / untuned = {after / before:.3f} "
-          f"(per round {min(ratios):.3f} to {max(ratios):.3f}); load average {load_text()}")
+          f"(per round {min(ratios):.3f} to {max(ratios):.3f}); {_env.load_text()}")
 
 
 if __name__ == "__main__":
