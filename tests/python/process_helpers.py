@@ -72,3 +72,18 @@ def read_line(proc, timeout):
             return None
         line += chunk
     return line.decode().rstrip("\n")
+
+
+# The start of a child process's script that appends records of a small matmul task to a log: `cb(inp, [result])`
+# writes one. Format it with helpers= (the tests' folder) and path= (the log), then add what the child does.
+RECORD_WRITER_PRELUDE = """
+import sys, time
+sys.path[:0] = [{helpers!r}]
+import autosched as ans
+from autosched import _core, measure as am, records as ar
+from schedule_helpers import matmul_bias_relu
+dag = matmul_bias_relu(8, 8, 8)[0]
+task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
+cb = ar.RecordToFile({path!r})
+inp = [am.MeasureInput(task, dag.get_init_state())]
+"""

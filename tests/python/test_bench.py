@@ -35,6 +35,8 @@ SMOKE_ARGS = {
                                    "--per-round", "2"],
     "bench_task_scheduler.py": ["--trials", "8", "--per-round", "2", "--model", "random"],
     "bench_tune_matmul.py": ["--n", "32", "--trials", "2", "--per-round", "2", "--model", "random"],
+    "bench_tuned_vs_untuned.py": ["--image-size", "32", "--trials-per-task", "1", "--rounds", "1",
+                                  "--time-budget-s", "30"],
     "bench_tune_ops.py": ["--tiny", "--ops", "matmul,depthwise", "--trials", "2", "--per-round", "2", "--model",
                           "random", "--halide-timeout", "60"],
 }

@@ -13,6 +13,7 @@ from autosched import _core
 from autosched import measure as am
 from autosched import records as ar
 
+from process_helpers import RECORD_WRITER_PRELUDE
 from schedule_helpers import matmul_bias_relu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,17 +112,7 @@ def test_torn_and_foreign_lines_are_skipped_with_warnings(tmp_path):
         ar.load_records(tmp_path / "missing.json")
 
 
-WRITER = """
-import sys, time
-sys.path[:0] = [{helpers!r}]
-import autosched as ans
-from autosched import _core, measure as am, records as ar
-from schedule_helpers import matmul_bias_relu
-dag = matmul_bias_relu(8, 8, 8)[0]
-task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
-cb = ar.RecordToFile({path!r})
-inp = [am.MeasureInput(task, dag.get_init_state())]
-i = 0
+WRITER = RECORD_WRITER_PRELUDE + """i = 0
 while True:
     cb(inp, [_core.MeasureResult(costs=[1e-3 + i * 1e-9], error="none", all_cost=0.1, timestamp=time.time())])
     i += 1
@@ -301,7 +292,10 @@ def test_command_line_refuses_logs_that_are_not_files_with_a_message(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "autosched", *args], capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert f"'{args[-1]}' is a " in proc.stderr and "not a regular file" in proc.stderr, proc.stderr
+        # A folder is named as one by the command line's own check of its paths; another file that is not a
+        # regular one (a device) by the log's.
+        assert f"'{args[-1]}' is a " in proc.stderr, proc.stderr
+        assert ("is a directory" if os.path.isdir(args[-1]) else "not a regular file") in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr
 
 

@@ -16,22 +16,13 @@ from autosched import _core
 from autosched import measure as am
 from autosched import records as ar
 
+from process_helpers import RECORD_WRITER_PRELUDE
 from schedule_helpers import matmul_bias_relu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # A writer that appends records 0 and 1, then one record per line read on stdin, and says what it did.
-SURVIVOR = """
-import sys, time
-sys.path[:0] = [{helpers!r}]
-import autosched as ans
-from autosched import _core, measure as am, records as ar
-from schedule_helpers import matmul_bias_relu
-dag = matmul_bias_relu(8, 8, 8)[0]
-task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))
-cb = ar.RecordToFile({path!r})
-inp = [am.MeasureInput(task, dag.get_init_state())]
-def write(i):
+SURVIVOR = RECORD_WRITER_PRELUDE + """def write(i):
     cb(inp, [_core.MeasureResult(costs=[1e-3 * (i + 1)], error="none", all_cost=0.1, timestamp=time.time())])
 write(0)
 write(1)
