@@ -54,16 +54,22 @@ class TimeResult(tuple):
         return f"TimeResult(mean={self.mean:.3e} s, results=({times}))"
 
 
-def _check_time_evaluator_args(number, repeat, min_repeat_ms, flush_cache):
-    where = "Module.time_evaluator"
+def check_run_counts(where, number, repeat):
+    """The `number` and `repeat` of a time_evaluator (Module's, GraphModule's): ints >= 1, and no function
+    name where TVM's spelling puts one first."""
     if isinstance(number, str):  # TVM's mod.time_evaluator(mod.entry_name, dev, number=...)
-        raise TypeError(f"{where}: number must be an int, got {describe(number)}; a Module holds one function, "
+        raise TypeError(f"{where}: number must be an int, got {describe(number)}; a module holds one function, "
                         "so it takes no function name (nor device): mod.time_evaluator(number=10, "
                         "repeat=3)(*arrays)")
     for arg, value in (("number", number), ("repeat", repeat)):
         check_type(where, arg, value, numbers.Integral, "an int >= 1")
         if value < 1:
             fail(where, arg, "an int >= 1", value, ValueError)
+
+
+def _check_time_evaluator_args(number, repeat, min_repeat_ms, flush_cache):
+    where = "Module.time_evaluator"
+    check_run_counts(where, number, repeat)
     check_type(where, "min_repeat_ms", min_repeat_ms, numbers.Real, "a number of milliseconds >= 0")
     if not min_repeat_ms >= 0:  # NaN too
         fail(where, "min_repeat_ms", "a number of milliseconds >= 0", min_repeat_ms, ValueError)

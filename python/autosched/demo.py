@@ -15,7 +15,7 @@
 4. Exports the built network to DIR/<model>.so where this version of autosched can (GraphModule.export_library).
 
 Exits with status 1 when the output differs from a peer's. onnxruntime and PyTorch are optional peers: a
-missing one is reported and skipped (pip install onnx onnxruntime torch).
+missing one is reported and skipped (pip install 'autosched[onnx,torch]').
 """
 import argparse
 import os
@@ -132,7 +132,7 @@ def onnxruntime_peer(g, inputs, threads):
         import onnx  # noqa: F401 (Graph.to_onnx needs it)
         import onnxruntime as ort
     except ImportError:
-        return None, "not installed (pip install onnx onnxruntime)"
+        return None, "not installed (pip install 'autosched[onnx]')"
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(g.to_onnx().SerializeToString(), opts, providers=["CPUExecutionProvider"])
@@ -144,7 +144,7 @@ def torch_peer(g, inputs, threads):
     try:
         import torch
     except ImportError:
-        return None, "not installed (pip install torch)"
+        return None, "not installed (pip install 'autosched[torch]')"
     torch.set_num_threads(threads)
     net = TorchGraph(g)
     tensors = [torch.from_numpy(x) for x in inputs]

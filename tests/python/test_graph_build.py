@@ -114,6 +114,11 @@ def test_cnn_builds_with_baseline_schedules_and_matches_evaluate():
     np.testing.assert_array_equal(net(x)[0], net(data=x)[0])
     t = net.time_evaluator(number=2, repeat=2)(x)
     assert len(t.results) == 2 and t.mean > 0
+    # TVM's leading function name, and counts that are no ints >= 1, get one short line
+    with pytest.raises(TypeError, match=r"GraphModule.time_evaluator: .*takes no function name"):
+        net.time_evaluator("default_function")
+    with pytest.raises(ValueError, match=r"GraphModule.time_evaluator: repeat must be an int >= 1"):
+        net.time_evaluator(repeat=0)
 
 
 def test_attention_block_matches_evaluate():

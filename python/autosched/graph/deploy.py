@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _core, artifact
 from .._check import check_path
-from ..build_module import Module, TimeResult, build as build_kernel
+from ..build_module import Module, TimeResult, build as build_kernel, check_run_counts
 from ..records import applied_log, load_best_state, read_log
 from ..search import default_schedules
 from ..text import format_time
@@ -300,8 +300,7 @@ class GraphModule:
     def time_evaluator(self, number=10, repeat=3):
         """A function of the inputs (as for a call) returning a TimeResult: `repeat` times in seconds per run
         of the whole network, each the mean of `number` runs, after one warm-up run."""
-        if number < 1 or repeat < 1:
-            raise ValueError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+        check_run_counts("GraphModule.time_evaluator", number, repeat)
 
         def evaluate(*arrays, **named):
             env = self._bind_inputs(arrays, named)
