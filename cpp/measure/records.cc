@@ -14,6 +14,7 @@
 
 #include "measure/verifier.h"
 #include "support/error.h"
+#include "support/fd_io.h"
 #include "support/interrupt.h"
 
 namespace autosched {
@@ -108,17 +109,6 @@ class LineReader {
   size_t pos_ = 0;
   bool eof_ = false;
 };
-
-bool WriteFully(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Parses one line into a record; throws Error with the reason it is skipped.
 // A result without error whose time measurement would have refused (zero,
@@ -309,7 +299,7 @@ void RecordWriter::Write(const nlohmann::json& task_json, const State& state, co
   // process) must not swallow this record: it starts on a fresh line.
   if (EndsMidLine(fd_)) line.insert(line.begin(), '\n');
   // One write() of the whole line: nothing stays in a buffer of this process.
-  AS_CHECK(WriteFully(fd_, line),
+  AS_CHECK(WriteAllToFd(fd_, line),
            "cannot append to the record file '" << path_ << "': " << std::strerror(errno));
   if (fsync_) fdatasync(fd_);
 }

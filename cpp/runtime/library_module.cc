@@ -16,6 +16,7 @@
 #include "runtime/aligned_alloc.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "support/fd_io.h"
 
 namespace autosched {
 namespace {
@@ -42,17 +43,6 @@ class LibraryKernel final : public Kernel {
   PackedKernel fn_;
 };
 
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 std::string DlopenError() {
   const char* why = dlerror();
   return why != nullptr ? why : "dlopen failed";
@@ -73,7 +63,7 @@ MappedCopy MapMemoryFile(const std::string& image) {
     out.why = std::string("memfd_create: ") + std::strerror(errno);
     return out;
   }
-  if (!WriteAll(fd, image)) {
+  if (!WriteAllToFd(fd, image)) {
     out.why = std::string("writing the memory file: ") + std::strerror(errno);
     close(fd);
     return out;
@@ -108,7 +98,7 @@ MappedCopy MapTempFile(const std::string& image) {
     out.why = "creating a file in " + dir.string() + ": " + std::strerror(errno);
     return out;
   }
-  bool written = WriteAll(fd, image);
+  bool written = WriteAllToFd(fd, image);
   int write_errno = errno;
   close(fd);
   if (written) {
