@@ -18,7 +18,7 @@ _env.set_openblas_coretype()
 import numpy as np  # noqa: E402
 
 import autosched as ans  # noqa: E402
-from autosched.build_module import build  # noqa: E402
+from autosched.core.build import build  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
 from autosched.graph.extract import lower_graph  # noqa: E402
 from autosched.search import SketchPolicy, baseline_states, expert_schedule, make_cost_model  # noqa: E402

@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 
 import autosched as ans  # noqa: E402
-from autosched.cost_model import RandomModel, XGBModel, extract_features  # noqa: E402
+from autosched.search.cost_model import RandomModel, XGBModel, extract_features  # noqa: E402
 
 import cost_model_data as data  # noqa: E402
 

@@ -31,9 +31,10 @@ import time
 import types
 import warnings
 
-from autosched import _core, pretrained
-from autosched.cost_model import RandomModel, XGBModel, pairwise_accuracy
-from autosched.record_log import RecordWarning, read_log
+from autosched import _core
+from autosched.search import pretrained
+from autosched.search.cost_model import RandomModel, XGBModel, pairwise_accuracy
+from autosched.core.record_log import RecordWarning, read_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FIXTURE = os.path.join(ROOT, "tests", "records", "pretrained_holdout.json.gz")

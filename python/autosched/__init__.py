@@ -1,5 +1,6 @@
 """autosched: an auto-scheduler for tensor programs with a C++ core."""
 import os as _os
+import sys as _sys
 
 # Running from a CMake build tree instead of an installed package: point
 # AUTOSCHED_BUILD_DIR at the folder holding _core*.so.
@@ -7,30 +8,39 @@ if _os.environ.get("AUTOSCHED_BUILD_DIR"):
     __path__.append(_os.environ["AUTOSCHED_BUILD_DIR"])  # noqa: F821
 
 from . import _core  # noqa: E402
-from . import _target  # noqa: E402,F401  (checks and TVM spellings of Target)
-from . import te  # noqa: E402
+from .core import target as _target  # noqa: E402,F401  (checks and TVM spellings of Target)
+from .core import te  # noqa: E402
 from ._core import HardwareParams, InternalError, Target  # noqa: E402
-from .compute_dag import ComputeDAG  # noqa: E402
-from ._evaluate import evaluate, evaluate_points  # noqa: E402
-from .task import SearchTask  # noqa: E402
-from .state import State  # noqa: E402
-from .workload import register_workload  # noqa: E402
-from .build_module import build  # noqa: E402
-from . import opencl  # noqa: E402
+from .core.compute_dag import ComputeDAG  # noqa: E402
+from .core.evaluate import evaluate, evaluate_points  # noqa: E402
+from .core.task import SearchTask  # noqa: E402
+from .core.state import State  # noqa: E402
+from .core.workload import register_workload  # noqa: E402
+from .core.build import build  # noqa: E402
+from .deploy import opencl  # noqa: E402
 from . import plot  # noqa: E402  (matplotlib is imported when a plot is drawn)
-from . import runtime  # noqa: E402
+from .deploy import runtime  # noqa: E402
 from . import graph  # noqa: E402
 from . import frontends  # noqa: E402
 from .graph import extract_tasks  # noqa: E402
 from .measure import LocalBuilder, LocalRunner, MeasureInput, MeasureResult  # noqa: E402
-from .ray_runner import RayRunner  # noqa: E402
+from .measure.ray_runner import RayRunner  # noqa: E402
 from .records import ApplyHistoryBest, RecordReader, RecordToFile, load_records, load_best_record  # noqa: E402
-from .cost_model import RandomModel, XGBModel  # noqa: E402
+from .search.cost_model import RandomModel, XGBModel  # noqa: E402
 from .search import SearchParams, SketchPolicy  # noqa: E402
 from .tuner import TuneResult, TuningOptions  # noqa: E402
 from .task_scheduler import TaskScheduler, TaskSchedulerResult  # noqa: E402
 
-from . import torch_backend as _torch_backend  # noqa: E402
+from .frontends import torch_compile as _torch_backend  # noqa: E402
+from .search import cost_model, pretrained  # noqa: E402
+from .deploy import torch_module  # noqa: E402
+from .core import text  # noqa: E402
+
+# Module paths of the flat package that came before the layers (docs/architecture.md): `from
+# autosched.cost_model import XGBModel` and the like keep working.
+for _old_name, _module in {"te": te, "text": text, "cost_model": cost_model, "pretrained": pretrained, "runtime": runtime,
+                           "torch_module": torch_module, "opencl": opencl}.items():
+    _sys.modules[f"{__name__}.{_old_name}"] = _module
 
 # torch.compile(backend="autosched"): registered when TorchDynamo's registry loads (torch is not imported here).
 _torch_backend.register()

@@ -25,7 +25,7 @@ time of resuming logs and of transfer (before the first round) is not counted.
 
 import time
 
-from .search import SearchParams
+from .search.policy import SearchParams
 
 __all__ = ["SearchShare", "POPULATION_FLOOR", "TRAINING_PART", "STALE_GROWTH", "round_search_params",
            "ROUND_POPULATION_PER_STATE", "ROUND_POPULATION_MIN", "CARRIED_FIRST_GENERATION"]

@@ -58,8 +58,8 @@ import time
 
 from . import _core
 from .graph.overhead import dispatch_seconds
-from .measure import LocalRunner
-from .search import SearchParams, SketchPolicy, make_cost_model
+from .measure.local import LocalRunner
+from .search.policy import SearchParams, SketchPolicy, make_cost_model
 from .tuner import TaskSchedulerResult, TuningOptions, TuningSession, round_search_params
 
 __all__ = ["TaskScheduler", "TaskSchedulerResult"]

@@ -21,7 +21,7 @@ first few not measured yet are measured at once (SearchParams.transfer_seeds_mea
 import math
 
 from . import _core
-from .record_log import read_logs
+from .core.record_log import read_logs
 
 __all__ = ["similarity_key", "refit", "seeds_text", "note_seeds_measured", "SeedSources", "MAX_SEEDS", "RECORDS_PER_TASK"]
 

@@ -5,8 +5,8 @@ import math
 from collections import Counter
 
 from . import _core
-from .search import EXPERT
-from .text import format_time
+from .search.policy import EXPERT
+from .core.text import format_time
 
 __all__ = ["TuneResult", "TaskSchedulerResult"]
 

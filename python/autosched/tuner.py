@@ -44,13 +44,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
 from .budget import TimeBudget
-from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
-from .record_log import RecordToFile, RecordWarning, read_logs, replay
+from .measure.local import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
+from .core.record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
-from .search import SketchPolicy, default_schedules, make_cost_model, tuning_start_states
+from .search.policy import SketchPolicy, default_schedules, make_cost_model, tuning_start_states
 from .search_share import (ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, SearchShare,  # noqa: F401
                            round_search_params)
-from .text import format_time
+from .core.text import format_time
 from .transfer import SeedSources, note_seeds_measured, seeds_text
 from .tune_result import (TaskSchedulerResult, TuneResult, _failed_text, _model_seconds_text,  # noqa: F401
                           _network_timing_text, _rows_text, _transfer_text, peak_gflops)

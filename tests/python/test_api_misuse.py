@@ -95,7 +95,7 @@ def test_misuse_gives_a_short_message_naming_the_argument(index):
 
 
 def test_core_overload_errors_are_shortened():
-    from autosched._check import call_core
+    from autosched.core.checks import call_core
     with pytest.raises(TypeError) as info:
         call_core("Thing", _core.LoopState, BIG)
     message = str(info.value)
@@ -189,7 +189,7 @@ def test_iterating_a_state_stops_after_its_stages():
 # ---- words ----
 
 def test_speed_comparisons_are_phrased_one_way():
-    from autosched.text import compare_speed
+    from autosched.core.text import compare_speed
     assert compare_speed(0.58, 0.1, "onnxruntime") == "autosched is 5.8x slower than onnxruntime"
     assert compare_speed(0.1, 0.13, "numpy") == "autosched is 1.3x faster than numpy"
     assert compare_speed(0.1, 0.101, "numpy").startswith("autosched is as fast as numpy")

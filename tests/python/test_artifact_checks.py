@@ -1,4 +1,4 @@
-"""Loading artifacts safely (autosched/artifact.py, cpp/runtime/library_module.cc): an artifact re-exported to a
+"""Loading artifacts safely (autosched/core/artifact.py, cpp/runtime/library_module.cc): an artifact re-exported to a
 path this process loaded before gives its new code (the library is loaded from a private copy, nothing written
 beside the artifact); a shared library whose bytes differ from the hash the metadata records is refused before
 it is mapped; a damaged archive member is named; an artifact without the hash loads with a warning."""
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched import _core, artifact, te
-from autosched.runtime import ArtifactError
+from autosched import _core, te
+from autosched.core import artifact
+from autosched.deploy.runtime import ArtifactError
 
 needs_llvm = pytest.mark.skipif(not ans._core.has_llvm(), reason="needs the LLVM backend")
 

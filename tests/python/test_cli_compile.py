@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import autosched as ans  # noqa: E402
 from autosched.cli import main  # noqa: E402
-from autosched.torch_backend import parse_duration  # noqa: E402
+from autosched.frontends.torch_compile import parse_duration  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Children import the autosched this process imported: the tree's python/ in development, the installed

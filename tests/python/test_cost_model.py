@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched.cost_model import (RandomModel, XGBModel, XGBModelParams, extract_features, feature_names,
+from autosched.search.cost_model import (RandomModel, XGBModel, XGBModelParams, extract_features, feature_names,
                                   pairwise_accuracy)
 
 import cost_model_data as data

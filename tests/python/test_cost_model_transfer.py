@@ -14,7 +14,7 @@ import pytest
 
 import autosched as ans
 from autosched import search
-from autosched.cost_model import RandomModel, XGBModel, pairwise_accuracy
+from autosched.search.cost_model import RandomModel, XGBModel, pairwise_accuracy
 
 import cost_model_data as data
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import autosched as ans
-from autosched import demo
+from autosched.cli import demo
 
 if not ans._core.has_llvm():
     pytest.skip("built without the LLVM backend", allow_module_level=True)

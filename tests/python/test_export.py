@@ -1,4 +1,4 @@
-"""Deployable artifacts (autosched/runtime.py, graph/export.py): a built kernel or network written as one file
+"""Deployable artifacts (autosched/deploy/runtime.py, graph/export.py): a built kernel or network written as one file
 and loaded in a fresh process that compiles nothing (its JIT count stays 0), giving the same outputs; a file
 whose code uses CPU features this host lacks is refused, naming them; pickling goes through the same file;
 OpenCL modules load from the driver's binary; files that are not artifacts are refused clearly."""
@@ -16,7 +16,7 @@ import pytest
 import autosched as ans
 from autosched import te
 from autosched.graph import zoo
-from autosched.runtime import ArtifactError
+from autosched.deploy.runtime import ArtifactError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Children import the autosched this process imported: the tree's python/ in development, the installed

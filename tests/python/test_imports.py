@@ -142,25 +142,6 @@ def test_no_import_cycle_in_the_package():
     assert not hidden, "imports of package modules inside functions (import them at the top):\n" + "\n".join(hidden)
 
 
-def test_the_tuning_modules_sit_below_the_task():
-    """The order that keeps the package free of cycles: the tuner, the search, cost models and the record log
-    never import the Python SearchTask (task.py imports them for task.tune and task.apply_best), and the
-    public records module, which builds SearchTasks from records, is imported by none of them."""
-    edges, _ = import_graph()
-
-    def reaches(start, goal, seen=None):
-        seen = set() if seen is None else seen
-        for nxt in edges.get(start, ()):
-            if nxt == goal or (nxt not in seen and nxt != PACKAGE and not seen.add(nxt) and reaches(nxt, goal, seen)):
-                return True
-        return False
-
-    for low in ("tuner", "search", "cost_model", "record_log", "measure", "state"):
-        assert not reaches(f"{PACKAGE}.{low}", f"{PACKAGE}.task"), low
-        assert not reaches(f"{PACKAGE}.{low}", f"{PACKAGE}.records"), low
-    assert f"{PACKAGE}.tuner" in edges[f"{PACKAGE}.task"]
-
-
 def test_the_cycle_finder_finds_cycles():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     assert cycles(edges) == [["a", "b", "c"]]

@@ -25,3 +25,50 @@ def test_includes_in_cpp_never_reach_a_layer_above_their_own():
             if m and m.group(1) in rank and rank[m.group(1)] > rank[area]:
                 upward.append(f"{path.relative_to(ROOT)}:{number}: {area} includes {m.group(1)}")
     assert not upward, "\n".join(upward)
+
+
+# The Python package's layers, bottom to top: a module imports modules of its own layer or of layers below, never
+# above. The root package (__init__.py) assembles the public API from all of them; __main__.py runs the CLI.
+PYTHON_LAYERS = [["_core", "core"], ["ops"], ["search"], ["measure"], ["records"], ["tune"], ["deploy"], ["graph"],
+                 ["frontends"], ["plot"], ["cli", "demo"]]
+PACKAGE = ROOT / "python" / "autosched"
+
+
+def _imported_packages(path):
+    """(line number, top-level package under autosched) of every import in a module of the package."""
+    module_parts = path.relative_to(PACKAGE).with_suffix("").parts
+    package_parts = module_parts[:-1]
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        m = re.match(r"\s*from (\.+)([\w.]*) import (.+)", line)
+        if m:
+            up = len(m.group(1)) - 1
+            if up > len(package_parts):
+                continue
+            target = list(package_parts[:len(package_parts) - up]) + [p for p in m.group(2).split(".") if p]
+            if target:
+                yield number, target[0]
+            else:  # from <the package root> import names: each name is a module or package
+                for name in m.group(3).split("#")[0].split(","):
+                    yield number, name.split(" as ")[0].strip()
+            continue
+        m = re.match(r"\s*(?:import|from) autosched\.(\w+)", line)
+        if m:
+            yield number, m.group(1)
+
+
+def test_python_modules_never_import_a_layer_above_their_own():
+    rank = {name: i for i, names in enumerate(PYTHON_LAYERS) for name in names}
+    top = sorted(p.stem if p.suffix == ".py" else p.name for p in PACKAGE.iterdir()
+                 if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())))
+    placed = [name for name in top if name not in ("__init__", "__main__")]
+    assert sorted(set(placed) - set(rank)) == [], "python/autosched/ has modules outside the layers: place each in " \
+                                                   "a package of PYTHON_LAYERS"
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        if own in ("__init__", "__main__"):
+            continue
+        for number, name in _imported_packages(path):
+            if name in rank and rank[name] > rank[own]:
+                upward.append(f"{path.relative_to(ROOT)}:{number}: {own} imports {name}")
+    assert not upward, "\n".join(upward)

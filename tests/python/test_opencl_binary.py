@@ -5,7 +5,7 @@ import pytest
 
 import autosched as ans
 from autosched import ops, te
-from autosched.opencl import ptx_instruction_counts
+from autosched.deploy.opencl import ptx_instruction_counts
 
 needs_opencl = pytest.mark.skipif(not ans.opencl.available(),
                                   reason="no OpenCL platform on this machine (install pocl-opencl-icd)")

@@ -7,7 +7,7 @@ import pytest
 
 import autosched as ans
 from autosched import _core, search
-from autosched import cost_model as cm
+from autosched.search import cost_model as cm
 from autosched import measure as am
 from schedule_helpers import matmul
 

@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 
 import autosched as ans
-from autosched import pretrained, search
-from autosched.cost_model import RandomModel, XGBModel, pairwise_accuracy
-from autosched.pretrained import PretrainedModelWarning
-from autosched.record_log import read_log
+from autosched import search
+from autosched.search import pretrained
+from autosched.search.cost_model import RandomModel, XGBModel, pairwise_accuracy
+from autosched.search.pretrained import PretrainedModelWarning
+from autosched.core.record_log import read_log
 
 import cost_model_data as data
 
@@ -255,8 +256,9 @@ DAMAGED_CHILD = """
 import json, os, sys, warnings
 sys.path[:0] = [{tests!r}]
 import autosched as ans
-from autosched import pretrained, search
-from autosched.cost_model import XGBModel
+from autosched import search
+from autosched.search import pretrained
+from autosched.search.cost_model import XGBModel
 from schedule_helpers import matmul_bias_relu
 dag = matmul_bias_relu(16, 16, 16)[0]
 task = ans.SearchTask(compute_dag=dag, target=ans.Target("llvm"))

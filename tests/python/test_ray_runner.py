@@ -170,7 +170,7 @@ def test_bad_options_are_named():
 
 
 def test_target_architecture():
-    from autosched.ray_runner import target_arch
+    from autosched.measure.ray_runner import target_arch
     assert target_arch("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76") == "aarch64"
     assert target_arch("llvm -mtriple=arm64-apple-darwin") == "aarch64"
     assert target_arch("opencl -device=mali") is None

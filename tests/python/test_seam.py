@@ -9,7 +9,7 @@ import pytest
 
 import autosched as ans
 from autosched import _core, search
-from autosched import cost_model as cm
+from autosched.search import cost_model as cm
 from schedule_helpers import matmul
 
 HOLDER_NAMES = ("_core", "core", "_policy", "_model", "_state")

@@ -242,7 +242,7 @@ def test_gpu_search_round_proposes_new_states():
 
 
 def test_cost_model_features_see_the_gpu_bindings_and_shared_memory():
-    from autosched.cost_model import extract_features, feature_names
+    from autosched.search.cost_model import extract_features, feature_names
     a, b = _ph((64, 48), "A"), _ph((48, 32), "B")
     dag = ans.ComputeDAG([a, b, ops.matmul(a, b)])
     task = _task(dag)
@@ -554,7 +554,7 @@ def test_swizzled_groups_cover_every_tile_once(rows, cols, width):
 def test_cost_model_features_count_both_copies_of_a_double_buffered_stage():
     """shared_bytes_per_block (log2(1 + bytes) of the allocated shapes) grows when a shared stage is
     double-buffered, by at most the single-buffered total."""
-    from autosched.cost_model import extract_features, feature_names
+    from autosched.search.cost_model import extract_features, feature_names
     dag, task = _matmul_task(32, 24, 16)
     state = _double_buffered_states(dag, task, 1, seed=29)[0]
     single = ans.State.from_json(dag, json.dumps([r for r in _records(state)

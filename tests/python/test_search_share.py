@@ -9,7 +9,7 @@ import pytest
 import autosched as ans
 from autosched import te
 from autosched.budget import TimeBudget
-from autosched.cost_model import XGBModel, XGBModelParams
+from autosched.search.cost_model import XGBModel, XGBModelParams
 from autosched.search import SearchParams, SketchPolicy
 from autosched.search_share import (CARRIED_FIRST_GENERATION, POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART,
                                     SearchShare)

@@ -11,7 +11,7 @@ import pytest
 
 import autosched as ans
 from autosched import _core, te
-from autosched.state import lower_state, lower_state_text
+from autosched.core.state import lower_state, lower_state_text
 
 from schedule_helpers import (assert_close, cache_write_matmul, check, compute_at_inline, matmul, matmul_bias_relu,
                               random_inputs, vector_double)

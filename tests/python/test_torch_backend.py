@@ -15,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import autosched as ans  # noqa: E402
-from autosched.torch_backend import AutoschedFallbackWarning  # noqa: E402
-from autosched.torch_module import TorchModule  # noqa: E402
+from autosched.frontends.torch_compile import AutoschedFallbackWarning  # noqa: E402
+from autosched.deploy.torch_module import TorchModule  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Children import the autosched this process imported: the tree's python/ in development, the installed

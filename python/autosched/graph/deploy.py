@@ -26,12 +26,13 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _core, artifact
-from .._check import check_path
-from ..build_module import Module, TimeResult, build as build_kernel, check_run_counts
+from .. import _core
+from ..core import artifact
+from ..core.checks import check_path
+from ..core.build import Module, TimeResult, build as build_kernel, check_run_counts
 from ..records import applied_log, load_best_state, read_log
-from ..search import default_schedules
-from ..text import format_time
+from ..search.policy import default_schedules
+from ..core.text import format_time
 from . import export
 from .extract import check_graph_args, format_problems, lower_graph
 from .ir import GraphError

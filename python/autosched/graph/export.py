@@ -1,7 +1,7 @@
 """A built network as one file: what GraphModule.export_library(path) writes and graph.load_module(path)
 (deploy.py) reads (docs/deploy.md).
 
-The artifact (autosched/runtime.py) holds the network's distinct kernels, and beside them: the inputs and
+The artifact (autosched/deploy/runtime.py) holds the network's distinct kernels, and beside them: the inputs and
 outputs (names, shapes, dtypes), the shape and dtype of every value the groups pass, each group's inputs,
 output, kernel and pre-packed arrays, the memory plan, the constants the groups read, and per group the task
 and the record its schedule came from (workload key, target, state, measured time). Loading makes a
@@ -9,7 +9,7 @@ GraphModule that runs the same kernels in the same order on the same buffers; it
 """
 import numpy as np
 
-from .. import artifact
+from ..core import artifact
 
 __all__ = ["export_library", "ArtifactGraph"]
 

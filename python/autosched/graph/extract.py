@@ -17,10 +17,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _core, te
-from .._check import check_hardware_params, check_target, check_type, describe
-from ..compute_dag import ComputeDAG
-from ..task import SearchTask
+from .. import _core
+from ..core import te
+from ..core.checks import check_hardware_params, check_target, check_type, describe
+from ..core.compute_dag import ComputeDAG
+from ..core.task import SearchTask
 from . import registry
 from .fusion import fold_batch_norm, partition
 from .ir import Graph

@@ -24,8 +24,8 @@ from typing import List, NamedTuple, Optional
 import numpy as np
 
 from .. import _core
-from .._check import check_target
-from ..measure import MeasureResult
+from ..core.checks import check_target
+from ..measure.local import MeasureResult
 from .deploy import build
 
 __all__ = ["NetworkTiming", "NetworkTimes"]

@@ -21,12 +21,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import te
-from .._check import check_target
-from ..build_module import build as build_kernel
-from ..compute_dag import ComputeDAG
-from ..search import baseline_states
-from ..task import SearchTask
+from ..core import te
+from ..core.checks import check_target
+from ..core.build import build as build_kernel
+from ..core.compute_dag import ComputeDAG
+from ..search.policy import baseline_states
+from ..core.task import SearchTask
 from .deploy import KernelCalls
 from .extract import lower_graph
 

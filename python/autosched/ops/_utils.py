@@ -1,5 +1,5 @@
 """Argument checking and small helpers shared by the operator library."""
-from .. import te
+from ..core import te
 
 
 def is_tensor(x):

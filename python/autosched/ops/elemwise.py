@@ -6,7 +6,7 @@ inline them into their consumers.
 """
 import math
 
-from .. import te
+from ..core import te
 from ._utils import check_float, check_tensor, const, is_float, is_tensor
 
 

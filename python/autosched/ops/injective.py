@@ -4,7 +4,7 @@ values. Outputs are tagged "injective" (pad: "injective,pad"), so schedules may 
 Reads that could fall outside an input (pad, concatenate) are guarded with te.if_then_else, which evaluates
 only the chosen branch: no out-of-bounds load ever happens.
 """
-from .. import te
+from ..core import te
 from ._utils import check_tensor, const, elem_count, is_integer, normalize_axis
 
 

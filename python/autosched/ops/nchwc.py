@@ -14,7 +14,7 @@ of the blocked value, lane by lane.
 
 A block of 0 in layout_transform means plain NCHW.
 """
-from .. import te
+from ..core import te
 from . import reduction
 from ._utils import as_pair, check_tensor, const, is_float
 from .injective import pad

@@ -10,7 +10,7 @@ its own ("PaddedInput", tag "injective,pad") built with te.if_then_else, so no r
 FLOPs of a convolution: 2 * N * OH * OW * CO * KH * KW * CI / groups (one multiply and one add per step);
 dense / matmul: 2 * M * N * K (+ M * N with a bias); batch_matmul: 2 * B * M * N * K.
 """
-from .. import te
+from ..core import te
 from . import reduction
 from ._utils import (as_pair, check_float, check_tensor, const, conv_out_size, elem_count, is_float,
                      normalize_axes, normalize_axis, padding_2d)

@@ -11,7 +11,7 @@ of r (n / r outputs):
   softmax over rows of an (M, K) tensor: 5*M*K = max (1) + exp(x - max) (2) + sum (1) + divide (1)
   log_softmax: 7*M*K = max (1) + sum of exp(x - max) (3) + x - max - log(sum) (3)
 """
-from .. import te
+from ..core import te
 from ._utils import check_float, check_tensor, const, normalize_axes, normalize_axis
 
 _COMBINERS = {"sum": te.sum, "prod": te.prod, "max": te.max, "min": te.min}

@@ -23,7 +23,7 @@ past the output read zero padding and their extra outputs are dropped.
 """
 import numpy as np
 
-from .. import te
+from ..core import te
 from ._utils import const
 from .nn import _ConvGeometry, _as_out, _check_rank, _check_same_dtype
 from .nchwc import _conv_attrs, _padded

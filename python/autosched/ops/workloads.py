@@ -4,8 +4,8 @@ Each function takes plain arguments and returns the argument list of a task (inp
     ans.SearchTask(func="conv2d_nhwc", args=(1, 56, 56, 64, 64, 3, 3, 1, 1), target=...)
 Importing autosched.ops registers them.
 """
-from .. import te
-from ..workload import register_workload
+from ..core import te
+from ..core.workload import register_workload
 from . import elemwise, nn, reduction
 
 

@@ -19,11 +19,11 @@ from collections import Counter
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from .. import _core
-from .._check import check_path
-from ..measure import MeasureInput
-from ..record_log import RecordToFile, RecordWarning, load_best_state, read_log
-from ..task import SearchTask
-from ..text import format_time
+from ..core.checks import check_path
+from ..measure.local import MeasureInput
+from ..core.record_log import RecordToFile, RecordWarning, load_best_state, read_log
+from ..core.task import SearchTask
+from ..core.text import format_time
 
 __all__ = ["RecordWarning", "RecordToFile", "RecordReader", "load_records", "load_best_record", "load_best_state",
            "distill", "save_records", "summarize", "TaskSummary", "ApplyHistoryBest", "applied_log"]

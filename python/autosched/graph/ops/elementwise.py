@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from ... import ops, te
+from ... import ops
+from ...core import te
 from ..errors import OpError
 from ..opdef import OpDef
 from .common import REQUIRED, broadcast_shapes, choice, dtype_attr, float_or_none, same_dtypes

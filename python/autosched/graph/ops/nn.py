@@ -3,7 +3,8 @@ OIHW; each OpDef below is everything about its op. conv2d's layout converter (th
 into conv2d_nchwc, depthwise_conv2d_nchwc or conv2d_winograd_nchwc) is here too; the others run in NCHW."""
 import numpy as np
 
-from ... import ops, te
+from ... import ops
+from ...core import te
 from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef

@@ -5,7 +5,8 @@ is everything about its op, its layout converter included (the pool's blocked fo
 is blocked)."""
 import numpy as np
 
-from ... import ops, te
+from ... import ops
+from ...core import te
 from ..errors import GraphError
 from ..opdef import OpDef
 from .common import (REQUIRED, boolean, check_rank, check_windows_see_input, ints, pad_hw, pads_attr, pair,

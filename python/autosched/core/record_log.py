@@ -6,8 +6,8 @@ SearchTask, so the modules below the tuner can use it.
 import os
 import warnings
 
-from . import _core
-from ._check import check_path
+from .. import _core
+from .checks import check_path
 from .state import State
 
 __all__ = ["RecordWarning", "RecordToFile", "read_log", "read_logs", "replay", "load_best_state"]

@@ -11,8 +11,8 @@ no clock times, so its curves are drawn against trials only.
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import records as _records
-from ._check import describe
+from .. import records as _records
+from ..core.checks import describe
 
 __all__ = ["tuning_curve", "time_split", "curves_of_log"]
 

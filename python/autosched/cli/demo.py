@@ -30,7 +30,7 @@ from autosched import graph as agraph
 from autosched.frontends import from_onnx
 from autosched.graph import zoo
 from autosched.graph.torch_runner import TorchGraph
-from autosched.text import compare_speed
+from autosched.core.text import compare_speed
 
 TOLERANCE = 1e-3  # max |difference| over the largest magnitude of the peer's output
 

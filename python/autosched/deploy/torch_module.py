@@ -11,7 +11,7 @@ is refused (run it under torch.no_grad() or detach the input). This module impor
 """
 import torch
 
-from .torch_backend import to_numpy, to_torch
+from .torch_tensors import to_numpy, to_torch
 
 __all__ = ["TorchModule", "to_numpy", "to_torch"]
 

@@ -1,6 +1,6 @@
 """Deployable artifacts: a built module written to one file (Module.export_library) and loaded here in a
 process that compiles nothing (dlopen and the runtime for llvm; the driver's binary for opencl). Networks:
-GraphModule.export_library and autosched.graph.load_module. The format: autosched/artifact.py, docs/deploy.md.
+GraphModule.export_library and autosched.graph.load_module. The format: autosched/core/artifact.py, docs/deploy.md.
 
     mod.export_library("mm.so")
     mod = autosched.runtime.load_module("mm.so")
@@ -8,9 +8,9 @@ GraphModule.export_library and autosched.graph.load_module. The format: autosche
 
 The CPU thread pool of this process: set_parallel_pieces_per_task (docs/schedules.md, "Threads and processes").
 """
-from . import _core
-from .artifact import ArtifactError, compile_counts
-from .build_module import load_module
+from .. import _core
+from ..core.artifact import ArtifactError, compile_counts
+from ..core.build import load_module
 
 __all__ = ["load_module", "ArtifactError", "compile_counts", "set_parallel_pieces_per_task"]
 

@@ -33,8 +33,8 @@ before the error counts as its own.
 """
 import os
 
-from . import _core
-from ._core import FaultInjection, LocalBuilder, MeasureErrorNo, MeasureResult
+from .. import _core
+from .._core import FaultInjection, LocalBuilder, MeasureErrorNo, MeasureResult
 
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "FaultInjection",
            "measure", "worker_path"]

@@ -9,9 +9,10 @@
 import numbers
 from typing import Any, Union
 
-from . import _core, artifact
-from ._check import check_target, check_type, describe, fail
-from ._core import Target
+from .. import _core
+from . import artifact
+from .checks import check_target, check_type, describe, fail
+from .._core import Target
 from .state import State
 
 

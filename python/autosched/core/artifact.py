@@ -44,7 +44,7 @@ import zlib
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 __all__ = ["ArtifactError", "compile_counts", "Artifact", "KernelSet", "write_artifact", "export_module"]
 

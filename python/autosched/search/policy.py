@@ -25,12 +25,12 @@ import numbers
 import warnings
 import weakref
 
-from . import _core
+from .. import _core
 from . import cost_model as cm
-from ._check import check_type
-from ._core import SearchParams
+from ..core.checks import check_type
+from .._core import SearchParams
 from .pretrained import PretrainedModelWarning
-from .state import State
+from ..core.state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "default_schedules",

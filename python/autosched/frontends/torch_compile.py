@@ -39,12 +39,13 @@ import warnings
 
 import numpy as np
 
-from .frontends import from_torch
-from .graph import build, extract_tasks, outside_kernels_seconds
-from .graph.extract import format_problems
-from .records import RecordToFile
-from .task_scheduler import TaskScheduler
-from .tuner import TuningOptions
+from . import from_torch
+from ..graph import build, extract_tasks, outside_kernels_seconds
+from ..graph.extract import format_problems
+from ..deploy.torch_tensors import to_numpy, to_torch
+from ..records import RecordToFile
+from ..task_scheduler import TaskScheduler
+from ..tuner import TuningOptions
 
 __all__ = ["autosched_backend", "register", "AutoschedFallbackWarning", "parse_duration"]
 
@@ -207,25 +208,6 @@ def _build(torch, gm, example_inputs, constant, options, budget):
         TaskScheduler(tasks, weights, load_log_file=resume,
                       outside_kernels_s=outside_kernels_seconds(graph, target)).tune(tuning)
     return build(graph, target, log=log, verbose=bool(verbose))
-
-
-def to_numpy(tensor, what):
-    """A numpy view (or copy, where not contiguous) of a CPU tensor; TypeError naming `what` otherwise."""
-    import torch  # only where tensors are converted: importing autosched does not import torch
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
-        raise TypeError(f"{what} is on {tensor.device}; autosched networks built for the CPU take CPU tensors "
-                        "(use .cpu())")
-    if tensor.requires_grad and torch.is_grad_enabled():
-        raise TypeError(f"{what} requires grad: an autosched network has no backward pass; call it under "
-                        "torch.no_grad() or pass tensor.detach()")
-    return np.ascontiguousarray(tensor.detach().numpy())
-
-
-def to_torch(array):
-    import torch
-    return torch.from_numpy(np.ascontiguousarray(array))
 
 
 # Elements of each constant whose bytes every call compares: all of a smaller tensor (biases, BatchNorm

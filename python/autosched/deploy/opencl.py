@@ -5,8 +5,8 @@
     hw = ans.opencl.hardware_params("opencl -device=0", max_threads_per_block=128)
     mod = ans.build(dag, state, target="opencl -device=0")      # see docs/opencl.md
 """
-from . import _core
-from ._core import Target
+from .. import _core
+from .._core import Target
 
 
 def available():

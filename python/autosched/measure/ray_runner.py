@@ -40,8 +40,8 @@ import threading
 import time
 import warnings
 
-from . import _core
-from .measure import LocalRunner, worker_path
+from .. import _core
+from .local import LocalRunner, worker_path
 
 __all__ = ["RayRunner"]
 

@@ -2,8 +2,8 @@
 import warnings
 from typing import Any
 
-from . import _core
-from ._check import check_target, fail
+from .. import _core
+from .checks import check_target, fail
 
 
 class TargetKind(str):

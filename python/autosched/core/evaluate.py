@@ -8,7 +8,7 @@ a module given the same arrays computes). Counts and shapes are checked by the e
 """
 import numpy as np
 
-from . import _core
+from .. import _core
 
 __all__ = ["evaluate", "evaluate_points"]
 

@@ -4,7 +4,7 @@ import os
 import re
 from typing import Any, Callable, NoReturn, Optional, Tuple, Type, Union
 
-from . import _core
+from .. import _core
 
 MAX_MESSAGE = 400
 

@@ -13,7 +13,7 @@ import builtins as _builtins
 import inspect as _inspect
 import numbers as _numbers
 
-from . import _core
+from .. import _core
 
 Expr = _core.Expr
 IterVar = _core.IterVar

@@ -16,12 +16,12 @@ import hashlib
 import json
 import os
 
-from . import _core
+from .. import _core
 
 __all__ = ["PretrainedModelWarning", "feature_set_id", "file_sha256", "manifest", "model_path", "DATA_DIR",
            "MANIFEST"]
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")  # autosched/data
 MANIFEST = os.path.join(DATA_DIR, "pretrained_models.json")
 
 

@@ -20,8 +20,8 @@ import json
 import numbers
 from typing import Any, Iterator, Sequence
 
-from . import _core
-from ._check import call_core, describe
+from .. import _core
+from .checks import call_core, describe
 
 __all__ = ["State", "StageView", "BestState", "ComputeDAG", "lower_state", "lower_state_text"]
 

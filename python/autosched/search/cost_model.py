@@ -19,8 +19,9 @@ counted (`model.last_file_update`). A model that holds records of one target ref
 """
 import os
 
-from . import _core, pretrained as _pretrained
-from .record_log import read_log
+from .. import _core
+from . import pretrained as _pretrained
+from ..core.record_log import read_log
 
 __all__ = ["CostModel", "XGBModel", "RandomModel", "XGBModelParams", "FileUpdate", "feature_names",
            "extract_features", "pairwise_accuracy"]

@@ -4,10 +4,11 @@ import os
 import warnings
 from typing import Any, Optional, Sequence, Union
 
-from . import _core, tuner, workload
-from ._check import call_core, check_hardware_params, check_path, check_target, check_type
-from ._core import ComputeDAG, HardwareParams, Target
-from .build_module import build, lower
+from .. import _core, tuner
+from . import workload
+from .checks import call_core, check_hardware_params, check_path, check_target, check_type
+from .._core import ComputeDAG, HardwareParams, Target
+from .build import build, lower
 from .record_log import load_best_state
 from .state import BestState
 

@@ -1,0 +1,1 @@
+"""`python -m autosched.demo`: runs the demo of autosched.cli.demo."""

@@ -1,0 +1,5 @@
+import sys
+
+from ..cli.demo import main
+
+sys.exit(main())
