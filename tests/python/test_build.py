@@ -214,7 +214,7 @@ def test_sources_and_time_evaluator():
     times = mod.time_evaluator(number=2, repeat=3, min_repeat_ms=1, flush_cache=True)(*arrays)
     assert len(times) == 3 and all(t > 0 for t in times)
     assert mod.compile_seconds > 0
-    assert "after vectorization" in ans.build_module.lower(s, log_passes=True)
+    assert "after vectorization" in ans.core.build.lower(s, log_passes=True)
 
 
 def test_outputs_must_be_writeable_and_must_not_alias_inputs():

@@ -62,7 +62,7 @@ def test_bound_inference_after_compute_at():
     bounded = dag.infer_bound(s)
     assert [it.extent for it in bounded[C].iters] == [4, 5, 7]
     assert bounded[C].attach_point == ("D", "j.0")
-    ir = ans.state.lower_state_text(s)
+    ir = ans.core.state.lower_state_text(s)
     assert "allocate C: float32[4, 5]" in ir
 
 

@@ -143,9 +143,9 @@ def test_lower_state_returns_a_lowered_function():
     assert isinstance(f, _core.LoweredFunc)
     assert [(a.name, a.dtype, a.shape) for a in f.args] == \
         [("A", "float32", (6, 4)), ("B", "float32", (4, 5)), ("C", "float32", (6, 5))]
-    assert f.name and "for (i.0, 0, 3)" in str(f) and str(f) == ans.state.lower_state_text(s)
+    assert f.name and "for (i.0, 0, 3)" in str(f) and str(f) == ans.core.state.lower_state_text(s)
     lowered = _core.lower(s)
-    assert [a.name for a in lowered.args] == ["A", "B", "C"] and str(lowered) == ans.build_module.lower(s)
+    assert [a.name for a in lowered.args] == ["A", "B", "C"] and str(lowered) == ans.core.build.lower(s)
 
 
 # ---- the ComputeDAG class ----
@@ -205,9 +205,9 @@ def test_dag_state_and_tensor_pickle_to_equal_objects():
     assert isinstance(dag2, ans.ComputeDAG) and dag2.workload_key() == dag.workload_key()
     s2 = pickle.loads(pickle.dumps(s))
     assert isinstance(s2, ans.State) and s2 == s and str(s2) == str(s)
-    assert ans.build_module.lower(s2) == ans.build_module.lower(s)
-    best = pickle.loads(pickle.dumps(ans.state.BestState(s, dag.tensors)))
-    assert isinstance(best, ans.state.BestState) and best == s and len(best.args) == len(dag.tensors)
+    assert ans.core.build.lower(s2) == ans.core.build.lower(s)
+    best = pickle.loads(pickle.dumps(ans.core.state.BestState(s, dag.tensors)))
+    assert isinstance(best, ans.core.state.BestState) and best == s and len(best.args) == len(dag.tensors)
     C2 = pickle.loads(pickle.dumps(C))
     assert (str(C2), C2.shape, C2.dtype) == (str(C), C.shape, C.dtype)
     rebuilt = ans.ComputeDAG(C2.input_tensors() + [C2])

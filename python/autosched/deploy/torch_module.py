@@ -7,17 +7,35 @@
 Inputs are CPU tensors of the network's dtypes and shapes (they are read without a copy where contiguous);
 outputs are new CPU tensors that share memory with the arrays the network returned. The network runs
 outside autograd: outputs never require grad, and a call with grad enabled on an input that requires grad
-is refused (run it under torch.no_grad() or detach the input). This module imports torch.
+is refused (run it under torch.no_grad() or detach the input). torch is imported when TorchModule is first
+looked up, not when autosched is imported.
 """
-import torch
+import functools
 
 from .torch_tensors import to_numpy, to_torch
 
 __all__ = ["TorchModule", "to_numpy", "to_torch"]
 
 
-class TorchModule(torch.nn.Module):
-    """Wraps a GraphModule (built by autosched.graph.build or loaded by autosched.graph.load_module)."""
+def __getattr__(name):
+    if name == "TorchModule":
+        return _torch_module_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _torch_module_class():
+    import torch
+
+    class TorchModule(_Forward, torch.nn.Module):
+        """Wraps a GraphModule (built by autosched.graph.build or loaded by autosched.graph.load_module)."""
+
+    TorchModule.__module__, TorchModule.__qualname__ = __name__, "TorchModule"
+    return TorchModule
+
+
+class _Forward:
+    """TorchModule's methods (the class itself derives from torch.nn.Module, made when torch is imported)."""
 
     def __init__(self, net):
         super().__init__()
