@@ -301,7 +301,8 @@ class _Importer:
             computed = [v for v in outs if isinstance(v, str)]
             if computed:
                 scratch.g.set_outputs(computed)
-            results = iter(scratch.g.evaluate() if computed else [])
+            with np.errstate(all="ignore"):  # log(0) of T5's position buckets is -inf, as in onnxruntime
+                results = iter(scratch.g.evaluate() if computed else [])
         except (NotConvertible, GraphError, TypeError, ValueError, IndexError, KeyError):
             return None
         return [next(results) if isinstance(v, str) else v for v in outs]
@@ -324,6 +325,7 @@ class _Importer:
             if out not in live:
                 continue
             shape, dtype = self._inferred_type(out)
+            shape = None if shape is not None and 0 in shape else shape  # an empty value has no graph shape
             name = self.names.take(self._base if k == 0 else out)
             self.values[out] = self.g.add_unsupported(node.op_type, inputs, name, shape=shape, dtype=dtype,
                                                       reason=reason)

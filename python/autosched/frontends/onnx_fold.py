@@ -220,6 +220,12 @@ def _where(inputs, attrs):
     return np.where(inputs[0], inputs[1], inputs[2])
 
 
+def _trilu(inputs, attrs):
+    k = _opt(inputs, 1)
+    k = 0 if k is None else int(np.asarray(k).reshape(-1)[0])
+    return (np.triu if attrs.get("upper", 1) else np.tril)(inputs[0], k)
+
+
 def _transpose(inputs, attrs):
     perm = attrs.get("perm")
     return np.transpose(inputs[0], None if perm is None else tuple(perm))
@@ -230,7 +236,7 @@ FOLD = {
     "Identity": lambda i, a: i[0], "Dropout": _dropout,
     "Gather": _gather, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice, "Concat": _concat,
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Expand": _expand,
-    "Cast": _cast, "ConstantOfShape": _constant_of_shape, "Range": _range, "Where": _where,
+    "Cast": _cast, "ConstantOfShape": _constant_of_shape, "Range": _range, "Where": _where, "Trilu": _trilu,
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply), "Div": _div,
     "Pow": _pow, "Mod": _mod,
     "Max": _variadic(np.maximum), "Min": _variadic(np.minimum),

@@ -195,7 +195,8 @@ class _Importer:
 
     def _foldable(self, node, op):
         """Whether torch computes the node at import: a tensor result from constants and static dims only."""
-        if op in NEVER_FOLDED or op.endswith("_") or not isinstance(node.meta.get("val"), self.torch.Tensor):
+        in_place = op.endswith("_") and op != "detach_"  # detach_ changes no value
+        if op in NEVER_FOLDED or in_place or not isinstance(node.meta.get("val"), self.torch.Tensor):
             return False
         for a in self._flat_args(node):
             if isinstance(a, self.torch.fx.Node):
@@ -241,6 +242,7 @@ class _Importer:
         shape = dtype = None
         if isinstance(val, self.torch.Tensor):
             shape, dtype = tuple(self.dim(d) for d in val.shape), self.dtype_name(val.dtype)
+            shape = None if 0 in shape else shape  # an empty tensor (a cache's first state): no graph shape
         op_type = getattr(getattr(target, "_schema", None), "name", str(target))
         return self.g.add_unsupported(op_type, inputs, name, shape=shape, dtype=dtype, reason=reason)
 

@@ -236,7 +236,9 @@ def _t(ctx, x):
 
 
 def _cat(ctx, tensors, dim=0):
-    return ctx.emit("concat", [ctx.value(t) for t in tensors], axis=int(dim))
+    # torch.cat skips empty 1-D tensors (a key cache before its first update); no graph value is empty
+    kept = [t for t in tensors if ctx.const(t) is None or ctx.const(t).size]
+    return ctx.emit("concat", [ctx.value(t) for t in kept], axis=int(dim))
 
 
 def _unsqueeze(ctx, x, dim):
@@ -528,6 +530,13 @@ def _group_norm(ctx, x, num_groups, weight=None, bias=None, eps=1e-5, *unused):
     return ctx.emit("group_norm", [xv, gamma, beta], num_groups=int(num_groups), epsilon=float(eps))
 
 
+def _instance_norm(ctx, x, weight, bias, mean, var, use_input_stats, momentum, eps, *unused):
+    """Statistics of each sample and channel (group_norm with a group per channel), or the running ones."""
+    if not use_input_stats:
+        return _batch_norm(ctx, x, weight, bias, mean, var, False, momentum, eps)
+    return _group_norm(ctx, x, _static_int(ctx, ctx.shape(x)[1], "instance_norm over channels"), weight, bias, eps)
+
+
 def _native_group_norm(ctx, x, weight, bias, n, c, hw, groups, eps):
     return _group_norm(ctx, x, groups, weight, bias, eps)
 
@@ -572,7 +581,8 @@ ATEN = {
     "ones_like": _like_filled(1), "zeros_like": _like_filled(0), "full_like": _full_like, "arange": _arange,
     "index": _index, "gather": _gather, "split": _split, "split_with_sizes": _split, "chunk": _chunk,
     "unbind": _unbind, "unflatten": _unflatten, "conv1d": _conv1d, "group_norm": _group_norm,
-    "native_group_norm": _native_group_norm, "cumsum": _cumsum, "hardsigmoid": _hardsigmoid,
+    "native_group_norm": _native_group_norm, "instance_norm": _instance_norm, "cumsum": _cumsum,
+    "hardsigmoid": _hardsigmoid,
 }
 
 

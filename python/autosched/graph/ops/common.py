@@ -9,7 +9,8 @@ from ..opdef import REQUIRED, same_dtypes
 
 __all__ = ["REQUIRED", "same_dtypes", "int_attr", "ints", "pair", "pads_attr", "float_or_none", "real",
            "positive_float", "boolean", "choice", "dtype_attr", "any_ints", "is_known", "fmt", "same_dim", "unify",
-           "broadcast_shapes", "prod", "norm_axis", "check_rank", "window_out", "check_windows_see_input", "pad_hw", "tap_windows"]
+           "broadcast_shapes", "prod", "norm_axis", "check_rank", "window_out", "check_windows_see_input", "pad_hw",
+           "tap_windows"]
 
 # ---------------- attr converters (rank-independent) ----------------
 

@@ -1,9 +1,9 @@
 """Elementwise graph ops: the broadcasting binary ops (add ... minimum), the unary ops (relu ... abs), gelu,
-hard_sigmoid, hard_swish, silu, mish, clip and cast. Each OpDef below is everything about its op: attrs, inference, numpy reference, te, ONNX
-export, PyTorch evaluation. All are injective (fusion joins them to their producer's group); in the
-channel-blocked layout they run on any blocked value ("elementwise") except those whose value on the zero
-padding of a channel block is not finite ("elementwise-unpadded": exp, log, sqrt, divide, power) and cast
-("nchw")."""
+hard_sigmoid, hard_swish, silu, mish, clip and cast. Each OpDef below is everything about its op: attrs,
+inference, numpy reference, te, ONNX export, PyTorch evaluation. All are injective (fusion joins them to their
+producer's group); in the channel-blocked layout they run on any blocked value ("elementwise") except those
+whose value on the zero padding of a channel block is not finite ("elementwise-unpadded": exp, log, sqrt,
+divide, power) and cast ("nchw")."""
 import math
 
 import numpy as np

@@ -1,6 +1,7 @@
 """Neural-network graph ops: conv2d, dense, matmul, softmax, layer_norm, batch_norm, group_norm (instance norm
-is group_norm with a group per channel). Layout NCHW, weights OIHW; each OpDef below is everything about its op. conv2d's layout converter (the layout pass's rewrite of it
-into conv2d_nchwc, depthwise_conv2d_nchwc or conv2d_winograd_nchwc) is here too; the others run in NCHW."""
+is group_norm with a group per channel). Layout NCHW, weights OIHW; each OpDef below is everything about its
+op. conv2d's layout converter (the layout pass's rewrite of it into conv2d_nchwc, depthwise_conv2d_nchwc or
+conv2d_winograd_nchwc) is here too; the others run in NCHW."""
 import numpy as np
 
 from ... import ops
