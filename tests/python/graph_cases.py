@@ -8,12 +8,19 @@ RNG = np.random.default_rng(3)
 # Inputs that must be positive: (op, input index).
 POSITIVE = {("log", 0), ("sqrt", 0), ("power", 0), ("batch_norm", 4), ("divide", 1)}
 # Index inputs: (op, input index) -> dtype; their values are in [-3, 3) (the cases' gathered axes are >= 3).
-INDICES = {("take", 1): "int64"}
+INDICES = {("take", 1): "int64", ("gather_elements", 1): "int32"}
+# Truth-value inputs: (op, input index), random bools.
+BOOLS = {(op, i) for op in ("logical_and", "logical_or", "logical_xor") for i in (0, 1)} | {
+    ("logical_not", 0), ("where", 0)}
+# Inputs with NaN, +inf and -inf among their values.
+SPECIAL = {("isnan", 0), ("isinf", 0)}
+COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
 
 def one_node_graph(op, shapes, attrs=None, dtype="float32"):
     g = Graph(op)
-    names = [g.add_input(f"in{i}", s, INDICES.get((op, i), dtype)) for i, s in enumerate(shapes)]
+    names = [g.add_input(f"in{i}", s, "bool" if (op, i) in BOOLS else INDICES.get((op, i), dtype))
+             for i, s in enumerate(shapes)]
     g.set_outputs([g.add_node(op, names, attrs=attrs, name=f"{op}_out")])
     return g
 
@@ -24,7 +31,14 @@ def random_inputs(op, shapes, dtype="float32"):
         if (op, i) in INDICES:
             arrays.append(RNG.integers(-3, 3, size=s).astype(INDICES[(op, i)]))
             continue
+        if (op, i) in BOOLS:
+            arrays.append(RNG.integers(0, 2, size=s).astype(bool))
+            continue
         a = RNG.standard_normal(s).astype(dtype)
+        if (op, i) in SPECIAL:
+            a.reshape(-1)[::3] = np.asarray([np.nan, np.inf, -np.inf] * a.size, dtype)[:len(a.reshape(-1)[::3])]
+        if op in COMPARISONS:  # small integers: equal values are frequent
+            a = RNG.integers(-2, 3, size=s).astype(dtype)
         if (op, i) in POSITIVE:
             a = np.abs(a) + np.asarray(0.5, dtype)
         arrays.append(a)
@@ -118,4 +132,35 @@ CASES = [
                                                  count_include_pad=True)),
     ("avg_pool2d_nchwc", [(1, 2, 6, 6, 4)], dict(kernel=2)),
     ("global_avg_pool2d_nchwc", [(2, 3, 5, 7, 4)], {}),
-] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs")]
+    ("equal", [(3, 1, 5), (4, 1)], {}),
+    ("not_equal", [(), (2, 3)], {}),
+    ("greater", [(1,), (3,)], {}),
+    ("greater_equal", [(2, 3, 5), (5,)], {}),
+    ("less", [(3, 1), (1, 4)], {}),
+    ("less_equal", [(3, 4), (3, 4)], {}),
+    ("logical_and", [(3, 1, 5), (4, 1)], {}),
+    ("logical_or", [(2, 3), ()], {}),
+    ("logical_xor", [(1, 7), (3, 1)], {}),
+    ("logical_not", [(3, 7)], {}),
+    ("isnan", [(3, 7)], {}),
+    ("isinf", [(2, 1, 5)], {}),
+    ("where", [(3, 1, 5), (4, 1), (5,)], {}),
+    ("where", [(), (2, 3), ()], {}),
+    ("where", [(7, 1), (1,), (1, 3)], {}),
+    ("hard_sigmoid", [(3, 7)], {}),
+    ("hard_sigmoid", [(2, 11)], dict(alpha=1 / 6, beta=0.5)),
+    ("expand", [(3, 1)], dict(shape=(2, 3, 5))),
+    ("expand", [(2, 1, 5)], dict(shape=(7, 1))),
+    ("expand", [(1,)], dict(shape=(1,))),
+    ("gather_elements", [(5, 7), (5, 7)], dict(axis=0)),
+    ("gather_elements", [(3, 7, 4), (2, 3, 4)], dict(axis=-2)),
+    ("gather_elements", [(3, 5), (1, 2)], dict(axis=1)),
+    ("cumsum", [(3, 7)], dict(axis=1)),
+    ("cumsum", [(5, 2, 3)], dict(axis=0, exclusive=True)),
+    ("cumsum", [(2, 11)], dict(axis=-1, reverse=True)),
+    ("cumsum", [(4, 3)], dict(axis=0, exclusive=True, reverse=True)),
+    ("group_norm", [(2, 6, 5, 3), (6,), (6,)], dict(num_groups=3)),
+    ("group_norm", [(1, 5, 7), (5,), (5,)], dict(num_groups=5, epsilon=1e-3)),
+    ("group_norm", [(3, 4), (4,), (4,)], dict(num_groups=1)),
+] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs",
+                                   "hard_swish", "silu", "mish")]

@@ -78,6 +78,16 @@ BUILT = [
     ("clip", [(3, 7)], dict(min=0.0)),
     ("strided_slice", [(5, 7, 11)], dict(begin=(-4, 1), end=(100, -1), strides=(2, 3), axes=(0, -1))),
     ("take", [(5, 7), (2, 3)], dict(axis=0)),
+    ("where", [(3, 1, 5), (4, 1), (5,)], {}),
+    ("isnan", [(3, 7)], {}),
+    ("isinf", [(2, 1, 5)], {}),
+    ("greater_equal", [(2, 3, 5), (5,)], {}),
+    ("logical_xor", [(1, 7), (3, 1)], {}),
+    ("expand", [(2, 1, 5)], dict(shape=(7, 1))),
+    ("gather_elements", [(3, 7, 4), (2, 3, 4)], dict(axis=-2)),
+    ("cumsum", [(4, 3)], dict(axis=0, exclusive=True, reverse=True)),
+    ("group_norm", [(2, 6, 5, 3), (6,), (6,)], dict(num_groups=3)),
+    ("mish", [(3, 7)], {}),
 ]
 
 

@@ -154,14 +154,16 @@ def test_every_built_in_op_is_defined_completely():
 def test_op_table_and_fusion_keep_their_names():
     assert op_table.FLOAT_ONLY == {"sigmoid", "tanh", "exp", "log", "sqrt", "erf", "gelu", "softmax", "layer_norm",
                                    "batch_norm", "avg_pool2d", "global_avg_pool2d", "reduce_mean", "power", "divide",
-                                   "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"}
+                                   "avg_pool2d_nchwc", "global_avg_pool2d_nchwc", "isnan", "isinf", "hard_sigmoid",
+                                   "hard_swish", "silu", "mish", "group_norm"}
     assert fusion.ANCHOR_OPS == {"conv2d", "dense", "matmul", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
-                                 "softmax", "layer_norm", "conv2d_nchwc", "depthwise_conv2d_nchwc",
+                                 "softmax", "layer_norm", "group_norm", "conv2d_nchwc", "depthwise_conv2d_nchwc",
                                  "max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc",
                                  "conv2d_winograd_nchwc"}
-    assert fusion.REDUCE_OPS == {"reduce_mean", "reduce_sum", "reduce_max"}
+    assert fusion.REDUCE_OPS == {"reduce_mean", "reduce_sum", "reduce_max", "cumsum"}
     assert registry.ops_of_layout("elementwise") == {"relu", "clip", "sigmoid", "tanh", "gelu", "abs", "negative",
-                                                     "erf", "add", "subtract", "multiply", "maximum", "minimum"}
+                                                     "erf", "add", "subtract", "multiply", "maximum", "minimum",
+                                                     "hard_sigmoid", "hard_swish", "silu", "mish"}
     assert registry.ops_of_layout("elementwise-unpadded") == {"exp", "log", "sqrt", "divide", "power"}
     assert registry.ops_of_layout("blocked") == BLOCKED_OPS == {
         "layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "max_pool2d_nchwc", "avg_pool2d_nchwc",

@@ -1,11 +1,13 @@
 """What the ONNX and PyTorch importers share: the warning that lists what could not be imported, the error
-a converter raises for a node it cannot map, unique naming, and reshapes whose target has dynamic dims."""
+a converter raises for a node it cannot map, unique naming, reshapes whose target has dynamic dims, and the
+pieces of a split (ONNX Split, torch split / chunk / unbind)."""
 import re
 import warnings
 
 import numpy as np
 
-__all__ = ["UnsupportedOperatorWarning", "NotConvertible", "Names", "reshape", "warn_problems", "dim_name"]
+__all__ = ["UnsupportedOperatorWarning", "NotConvertible", "Names", "reshape", "warn_problems", "dim_name",
+           "split_sizes", "slices_of"]
 
 
 class UnsupportedOperatorWarning(UserWarning):
@@ -60,6 +62,34 @@ def reshape(graph, x, target, name):
             return graph.add_node("flatten", [x], attrs=dict(axis=1), name=name)
     raise NotConvertible(f"reshape to {tuple(target)}: the target has dynamic dims that cannot be expressed with "
                          f"static sizes; import with shape_dict binding them")
+
+
+def split_sizes(extent, sizes, parts, what):
+    """The extents of the pieces of an axis of ``extent``: ``sizes`` when given, else ``parts`` pieces of
+    ceil(extent / parts) (the last one smaller, as ONNX Split's num_outputs and torch.chunk have them)."""
+    if not isinstance(extent, int):
+        raise NotConvertible(f"{what} of a dynamic dim {extent}: bind it at import")
+    if sizes is None:
+        step = -(-extent // parts)
+        sizes = [min(step, extent - k) for k in range(0, extent, step)] if extent else []
+    if sum(sizes) != extent or any(s < 0 for s in sizes):
+        raise NotConvertible(f"{what} into {list(sizes)} does not cover the axis of extent {extent}")
+    return list(sizes)
+
+
+def slices_of(ctx, value, axis, sizes):
+    """One strided_slice per piece of ``sizes`` along ``axis`` (None for an empty piece, which no graph value
+    can hold)."""
+    out, start = [], 0
+    for size in sizes:
+        if size == 0:
+            out.append(None)
+        elif size == ctx.g.shape(value)[axis]:
+            out.append(value)
+        else:
+            out.append(ctx.emit("strided_slice", [value], begin=(start,), end=(start + size,), axes=(axis,)))
+        start += size
+    return out
 
 
 def _dynamic_dims(graph):

@@ -2,14 +2,18 @@
 
 Roadmap: ``from_onnx`` loads and checks the model (``_load``, ``_opset``), then ``_Importer`` walks the
 nodes that reach an output, in file order. Each node is either
-  - folded: every input is a constant and FOLD (onnx_fold.py) computes it in numpy; shape arithmetic ends
-    here, so Reshape targets arrive as constants and become int attrs;
+  - folded: every input is a constant and FOLD (onnx_fold.py) computes it in numpy, or else its converter
+    writes it into a graph of its own that the numpy reference evaluates (``_fold_by_reference``), so no
+    node over constants only becomes a task; shape arithmetic ends here, so Reshape and Expand targets arrive
+    as constants and become int attrs;
   - converted: CONVERTERS (onnx_ops.py) maps it onto graph ops through the helpers below (``const``,
-    ``value``, ``emit``...), or it is a graph op as it is (the graph's op registry names its ONNX op);
+    ``value``, ``emit``...), or it is a graph op as it is (the graph's op registry names its ONNX op); a
+    converter of MULTI_OUTPUT (Split) returns one value per output;
   - or added as an "unsupported" node (output shape from ONNX shape inference where it knows it), when no
     converter exists or the converter or the graph refuses it (NotConvertible, GraphError).
 The import never stops at the first problem: one UnsupportedOperatorWarning at the end lists them all.
 """
+import copy
 import os
 
 import numpy as np
@@ -17,7 +21,7 @@ import numpy as np
 from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
 from .onnx_fold import FoldError, fold
-from .onnx_ops import converter
+from .onnx_ops import MULTI_OUTPUT, converter
 
 __all__ = ["from_onnx", "MIN_OPSET"]
 
@@ -115,6 +119,7 @@ class _Importer:
         self.materialized = {}  # ONNX value name of a constant -> graph constant name
         self._inferred = None
         self._base = None
+        self.output_count = 1  # the number of outputs of the node being converted
         self._bind_inputs(shape_dict or {})
 
     # ---- inputs -------------------------------------------------------------------------------------
@@ -235,19 +240,26 @@ class _Importer:
         if convert is None:
             return self._unsupported(node, live, "no converter for this operator")
         extra = [o for o in node.output[1:] if o in live]
-        if extra:
+        if extra and node.op_type not in MULTI_OUTPUT:
             return self._unsupported(node, live, f"its extra output(s) {', '.join(extra)} are used; only the "
                                                  f"first output is supported")
+        self.output_count = len(node.output)
         try:
             out = convert(self, inputs, attrs)
         except (NotConvertible, GraphError) as e:
             return self._unsupported(node, live, str(e))
         except (TypeError, ValueError, IndexError, KeyError) as e:  # attrs or shapes the converter did not expect
             return self._unsupported(node, live, f"cannot convert it ({type(e).__name__}: {e})")
-        if isinstance(out, np.ndarray):
-            self.consts[node.output[0]] = out
-        else:
-            self.values[node.output[0]] = out
+        outs = out if isinstance(out, list) else [out]
+        empty = [o for o, v in zip(node.output, outs) if v is None and o in live]
+        if empty:
+            return self._unsupported(node, live, f"its output(s) {', '.join(empty)} are empty (a zero-size "
+                                                 f"value cannot be a graph value)")
+        for name, value in zip(node.output, outs):
+            if isinstance(value, np.ndarray):
+                self.consts[name] = value
+            elif value is not None:
+                self.values[name] = value
 
     def _fold(self, node, inputs, attrs):
         """Folds the node into constants; False when it cannot be (then it is converted)."""
@@ -264,10 +276,36 @@ class _Importer:
         except FoldError:
             if symbolic:
                 raise
-            return False
+            outs = self._fold_by_reference(node, inputs, attrs)
+            if outs is None:
+                return False
         for name, value in zip(node.output, outs):
             self.consts[name] = value
         return True
+
+    def _fold_by_reference(self, node, inputs, attrs):
+        """The outputs of a node on constants that FOLD does not know: its converter writes it into a graph of
+        its own, which the numpy reference evaluates (Graph.evaluate). None when that cannot be done (no
+        converter, a refusal, an op without a reference); the node is then converted as usual."""
+        convert = converter(node.op_type)
+        if convert is None:
+            return None
+        scratch = copy.copy(self)  # the same constants, a graph of its own
+        scratch.g, scratch.names, scratch.values, scratch.materialized = Graph("fold"), Names(), {}, {}
+        scratch.output_count = len(node.output)
+        try:
+            out = convert(scratch, inputs, attrs)
+            outs = out if isinstance(out, list) else [out]
+            if any(v is None for v in outs):
+                return None
+            computed = [v for v in outs if isinstance(v, str)]
+            if computed:
+                scratch.g.set_outputs(computed)
+            with np.errstate(all="ignore"):  # log(0) of T5's position buckets is -inf, as in onnxruntime
+                results = iter(scratch.g.evaluate() if computed else [])
+        except (NotConvertible, GraphError, TypeError, ValueError, IndexError, KeyError):
+            return None
+        return [next(results) if isinstance(v, str) else v for v in outs]
 
     def _constant(self, node, attrs):
         for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
@@ -287,6 +325,7 @@ class _Importer:
             if out not in live:
                 continue
             shape, dtype = self._inferred_type(out)
+            shape = None if shape is not None and 0 in shape else shape  # an empty value has no graph shape
             name = self.names.take(self._base if k == 0 else out)
             self.values[out] = self.g.add_unsupported(node.op_type, inputs, name, shape=shape, dtype=dtype,
                                                       reason=reason)

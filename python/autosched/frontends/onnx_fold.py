@@ -1,7 +1,8 @@
 """Constant folding for the ONNX importer: numpy versions of the operators that compute shapes (Shape, Gather,
-Unsqueeze, Slice, Concat, ConstantOfShape, arithmetic ...) and of cheap ones applied to weights (Transpose,
-Reshape, Cast). A node whose inputs are all constant is folded here when its type is in FOLD; its outputs
-stay numpy arrays and never enter the graph.
+Unsqueeze, Slice, Concat, ConstantOfShape, arithmetic, comparisons ...) and of cheap ones applied to weights
+(Transpose, Reshape, Cast). A node whose inputs are all constant is folded here when its type is in FOLD; its
+outputs stay numpy arrays and never enter the graph. Any other node on constants is folded by the importer
+through its converter and the graph's numpy reference (onnx.py, _fold_by_reference).
 
 Dynamic dims travel through folding as numpy object arrays holding ints and str (Shape of a value whose first
 dim is "batch" is array(["batch", 3, 224, 224], dtype=object)); gathering, slicing and concatenating keep
@@ -219,6 +220,12 @@ def _where(inputs, attrs):
     return np.where(inputs[0], inputs[1], inputs[2])
 
 
+def _trilu(inputs, attrs):
+    k = _opt(inputs, 1)
+    k = 0 if k is None else int(np.asarray(k).reshape(-1)[0])
+    return (np.triu if attrs.get("upper", 1) else np.tril)(inputs[0], k)
+
+
 def _transpose(inputs, attrs):
     perm = attrs.get("perm")
     return np.transpose(inputs[0], None if perm is None else tuple(perm))
@@ -229,11 +236,13 @@ FOLD = {
     "Identity": lambda i, a: i[0], "Dropout": _dropout,
     "Gather": _gather, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice, "Concat": _concat,
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Expand": _expand,
-    "Cast": _cast, "ConstantOfShape": _constant_of_shape, "Range": _range, "Where": _where,
+    "Cast": _cast, "ConstantOfShape": _constant_of_shape, "Range": _range, "Where": _where, "Trilu": _trilu,
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply), "Div": _div,
     "Pow": _pow, "Mod": _mod,
     "Max": _variadic(np.maximum), "Min": _variadic(np.minimum),
     "Equal": _binary(np.equal), "Less": _binary(np.less), "Greater": _binary(np.greater),
+    "LessOrEqual": _binary(np.less_equal), "GreaterOrEqual": _binary(np.greater_equal),
+    "Xor": _binary(np.logical_xor), "IsNaN": lambda i, a: np.isnan(i[0]),
     "And": _binary(np.logical_and), "Or": _binary(np.logical_or), "Not": lambda i, a: np.logical_not(i[0]),
     "Neg": lambda i, a: -i[0], "Abs": lambda i, a: np.abs(i[0]), "Sqrt": lambda i, a: np.sqrt(i[0]),
     "Floor": lambda i, a: np.floor(i[0]), "Ceil": lambda i, a: np.ceil(i[0]),

@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from ..graph import registry
-from ._common import NotConvertible, reshape
+from ._common import NotConvertible, reshape, slices_of, split_sizes
 
-__all__ = ["CONVERTERS", "converter"]
+__all__ = ["CONVERTERS", "MULTI_OUTPUT", "converter"]
 
 
 def _opt(inputs, i):
@@ -27,9 +27,9 @@ def _static(shape, what):
     return shape
 
 
-def _spatial_attrs(ctx, x, kernel, attrs):
-    """strides, dilations and (top, left, bottom, right) pads of a 2-D conv or pool, auto_pad resolved."""
-    shape = ctx.shape(x)
+def _spatial_attrs(shape, kernel, attrs):
+    """strides, dilations and (top, left, bottom, right) pads of a 2-D conv or pool on an input of ``shape``,
+    auto_pad resolved."""
     if shape is None or len(shape) != 4:
         raise NotConvertible(f"only 2-D windows (4-D NCHW input) are supported, the input has shape {shape}")
     strides = tuple(attrs.get("strides", (1, 1)))
@@ -50,19 +50,49 @@ def _spatial_attrs(ctx, x, kernel, attrs):
     return strides, dilations, tuple(begin + end)
 
 
+def _as_2d_attrs(attrs):
+    """The attrs of a 1-D window as those of a 2-D one over a unit height."""
+    out = dict(attrs)
+    for key in ("strides", "dilations", "kernel_shape"):
+        if key in attrs:
+            out[key] = [1] + list(attrs[key])
+    if "pads" in attrs:
+        begin, end = attrs["pads"]
+        out["pads"] = [0, begin, 0, end]
+    return out
+
+
+def _unit_height(ctx, name, hint):
+    """ONNX value ``name`` of shape (A, B, L) as a graph value (A, B, 1, L); a constant is reshaped in numpy."""
+    const = ctx.const(name)
+    if const is not None and const.dtype != object:
+        return ctx.add_const(const[:, :, None, :], hint)
+    a, b, length = ctx.shape(name)
+    return reshape(ctx.g, ctx.value(name), [a, b, 1, length], ctx.fresh_name("reshape"))
+
+
 def _conv(ctx, inputs, attrs):
-    kernel = ctx.shape(inputs[1])[2:]
-    strides, dilations, pads = _spatial_attrs(ctx, inputs[0], kernel, attrs)
-    args = [ctx.value(inputs[0]), ctx.value(inputs[1])]
-    if _opt(inputs, 2):
-        args.append(ctx.value(inputs[2]))
-    return ctx.emit("conv2d", args, strides=strides, pads=pads, dilations=dilations, groups=attrs.get("group", 1))
+    """Conv of 4-D NCHW input; a 1-D one (3-D input) runs as a 2-D one over a unit height."""
+    one_d = ctx.shape(inputs[0]) is not None and len(ctx.shape(inputs[0])) == 3
+    if one_d:
+        x, weight = _unit_height(ctx, inputs[0], "x2d"), _unit_height(ctx, inputs[1], "weight2d")
+        attrs = _as_2d_attrs(attrs)
+    else:
+        x, weight = ctx.value(inputs[0]), ctx.value(inputs[1])
+    kernel = ctx.g.shape(weight)[2:]
+    strides, dilations, pads = _spatial_attrs(ctx.g.shape(x), kernel, attrs)
+    args = [x, weight] + ([ctx.value(inputs[2])] if _opt(inputs, 2) else [])
+    out = ctx.emit("conv2d", args, strides=strides, pads=pads, dilations=dilations, groups=attrs.get("group", 1))
+    if not one_d:
+        return out
+    shape = ctx.g.shape(out)
+    return reshape(ctx.g, out, [shape[0], shape[1], shape[3]], ctx.fresh_name("reshape"))
 
 
 def _pool(op):
     def convert(ctx, inputs, attrs):
         kernel = tuple(attrs["kernel_shape"])
-        strides, dilations, pads = _spatial_attrs(ctx, inputs[0], kernel, attrs)
+        strides, dilations, pads = _spatial_attrs(ctx.shape(inputs[0]), kernel, attrs)
         extra = {}
         if op == "avg_pool2d":
             extra["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
@@ -267,11 +297,79 @@ def _identity(ctx, inputs, attrs):
 
 
 def _expand(ctx, inputs, attrs):
+    """Expand to a constant target (shape arithmetic folds to one when the input shapes are bound)."""
     target = tuple(_dims_of(ctx.const_or_fail(inputs[1], "the target shape")))
     shape = ctx.shape(inputs[0])
     if len(target) <= len(shape) and all(t == 1 or t == s for t, s in zip(target[::-1], shape[::-1])):
         return ctx.value(inputs[0])  # broadcasting to its own shape: nothing to do
-    raise NotConvertible(f"Expand of {shape} to {target} (only an Expand that keeps the shape is supported)")
+    return ctx.emit("expand", [ctx.value(inputs[0])], shape=target)
+
+
+def _split(ctx, inputs, attrs):
+    """Split along an axis by the `split` input (or attribute, before opset 13), into num_outputs pieces
+    (opset 18: the last one smaller) or into equal pieces, one per output."""
+    shape = ctx.shape(inputs[0])
+    axis = attrs.get("axis", 0)
+    axis = axis + len(shape) if axis < 0 else axis
+    name = _opt(inputs, 1)
+    sizes = attrs.get("split") if name is None else [int(v) for v in ctx.const_or_fail(name, "split").reshape(-1)]
+    parts = attrs.get("num_outputs", ctx.output_count)
+    if sizes is None and "num_outputs" not in attrs and isinstance(shape[axis], int) and shape[axis] % parts:
+        raise NotConvertible(f"Split of an axis of extent {shape[axis]} into {parts} equal pieces")
+    pieces = split_sizes(shape[axis], sizes, parts, "Split")
+    if len(pieces) != ctx.output_count:
+        raise NotConvertible(f"Split into {len(pieces)} pieces for {ctx.output_count} outputs")
+    return slices_of(ctx, ctx.value(inputs[0]), axis, pieces)
+
+
+def _gather_elements(ctx, inputs, attrs):
+    return ctx.emit("gather_elements", [ctx.value(inputs[0]), ctx.value(inputs[1])], axis=attrs.get("axis", 0))
+
+
+def _cumsum(ctx, inputs, attrs):
+    axis = int(ctx.const_or_fail(inputs[1], "axis").reshape(-1)[0])
+    return ctx.emit("cumsum", [ctx.value(inputs[0])], axis=axis, exclusive=bool(attrs.get("exclusive", 0)),
+                    reverse=bool(attrs.get("reverse", 0)))
+
+
+def _hard_sigmoid(ctx, inputs, attrs):
+    return ctx.emit("hard_sigmoid", [ctx.value(inputs[0])], alpha=attrs.get("alpha", 0.2),
+                    beta=attrs.get("beta", 0.5))
+
+
+def _isinf(ctx, inputs, attrs):
+    x = ctx.value(inputs[0])
+    found = ctx.emit("isinf", [x])
+    negative, positive = attrs.get("detect_negative", 1), attrs.get("detect_positive", 1)
+    if negative and positive:
+        return found
+    if not (negative or positive):
+        return ctx.emit("logical_and", [found, ctx.add_const(np.zeros((), bool), "false")])
+    zero = ctx.add_const(np.zeros((), ctx.dtype(inputs[0])), "zero")
+    sign = ctx.emit("greater" if positive else "less", [x, zero])
+    return ctx.emit("logical_and", [found, sign])
+
+
+def _instance_norm(ctx, inputs, attrs):
+    channels = ctx.shape(inputs[0])[1]
+    if not isinstance(channels, int):
+        raise NotConvertible(f"InstanceNormalization over a dynamic channel dim {channels}")
+    return ctx.emit("group_norm", [ctx.value(i) for i in inputs[:3]], num_groups=channels,
+                    epsilon=attrs.get("epsilon", 1e-5))
+
+
+def _group_norm(ctx, inputs, attrs):
+    """GroupNormalization: scale and bias per channel (opset 21) or per group (opset 18, repeated here)."""
+    groups, channels = attrs["num_groups"], ctx.shape(inputs[0])[1]
+    params = []
+    for name, what in ((inputs[1], "scale"), (inputs[2], "bias")):
+        if ctx.shape(name) == (groups,) and groups != channels:
+            const = ctx.const_or_fail(name, f"a per-group {what}")
+            params.append(ctx.add_const(np.repeat(const, _static((channels,), what)[0] // groups), what))
+        else:
+            params.append(ctx.value(name))
+    return ctx.emit("group_norm", [ctx.value(inputs[0])] + params, num_groups=groups,
+                    epsilon=attrs.get("epsilon", 1e-5))
 
 
 def _slice(ctx, inputs, attrs):
@@ -311,7 +409,12 @@ CONVERTERS = {
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand, "Slice": _slice, "Gather": _gather,
     "ReduceMean": _reduce("reduce_mean"), "ReduceSum": _reduce("reduce_sum"), "ReduceMax": _reduce("reduce_max"),
     "Cast": _cast, "Identity": _identity, "Dropout": _identity,
+    "Split": _split, "GatherElements": _gather_elements, "CumSum": _cumsum, "HardSigmoid": _hard_sigmoid,
+    "IsInf": _isinf, "InstanceNormalization": _instance_norm, "GroupNormalization": _group_norm,
 }
+
+# ONNX ops with several outputs whose converters return one value per output (None for an empty one)
+MULTI_OUTPUT = {"Split"}
 
 
 def _as_is(op):
@@ -321,6 +424,9 @@ def _as_is(op):
             raise NotConvertible(f"attribute(s) {', '.join(sorted(attrs))}: graph op '{op}' takes none")
         return ctx.emit(op, [ctx.value(i) for i in inputs])
     return convert
+
+
+CONVERTERS["Mish"] = _as_is("mish")  # exported as Softplus, Tanh and Mul (Mish arrives in opset 18)
 
 
 def converter(op_type):

@@ -3,7 +3,8 @@
 Roadmap: ``from_torch`` exports the module (eval mode) with ``torch.export.export``; ``_Importer`` walks the
 exported FX graph in order. Placeholders become graph inputs (user inputs) or lazily added constants
 (parameters, buffers, lifted constants). Each call_function node is
-  - folded with torch itself when all its tensor inputs are constants (a weight's ``t()``, ``permute``),
+  - folded with torch itself when all its tensor inputs are constants (a weight's ``t()``, an ``arange``, a
+    mask computed from constants), unless it is random or in-place (NEVER_FOLDED),
   - converted by ATEN (torch_ops.py), keyed by the ATen op name ("conv2d", "addmm", ...), or as the graph op
     it is (the graph's op registry names its ATen op: "relu", "exp", ...),
   - or added as an "unsupported" node with the shape torch.export recorded.
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
-from .torch_ops import FOLDABLE, converter
+from .torch_ops import NEVER_FOLDED, converter
 
 __all__ = ["from_torch"]
 
@@ -90,10 +91,14 @@ def _user_dim_names(module, program, dynamic_shapes):
 
 
 class _Multi:
-    """The result of an op returning a tuple: element 0 is a graph value; others are unsupported."""
+    """The result of an op returning a tuple or list: `values` holds the graph values of the elements that were
+    converted (element 0 only, for most ops; every piece of a split); the others are unsupported."""
 
-    def __init__(self, first, node, reason, inputs):
-        self.first, self.node, self.reason, self.inputs = first, node, reason, inputs
+    def __init__(self, values, node, reason, inputs):
+        self.values, self.node, self.reason, self.inputs = list(values), node, reason, inputs
+
+    def element(self, index):
+        return self.values[index] if index < len(self.values) else None
 
 
 class _Importer:
@@ -159,8 +164,7 @@ class _Importer:
         if op == "sym_size":
             self.env[node] = self.dim(node.meta["val"])
             return
-        tensors = [a for a in self._flat_args(node) if isinstance(a, self.torch.fx.Node)]
-        if op in FOLDABLE and tensors and all(isinstance(self.env.get(a), tuple) for a in tensors):
+        if self._foldable(node, op):
             return self._fold(node)
         convert = converter(op)
         inplace = convert is None and op.endswith("_") and converter(op[:-1]) is not None  # relu_, add_ ...
@@ -173,8 +177,12 @@ class _Importer:
             return self._unsupported(node, op, str(e))
         except (TypeError, ValueError, IndexError, KeyError) as e:  # arguments the converter did not expect
             return self._unsupported(node, op, f"cannot convert it ({type(e).__name__}: {e})")
-        if isinstance(node.meta.get("val"), (tuple, list)):
-            out = _Multi(out, node, f"only the first output of aten::{op} is supported", [])
+        if isinstance(out, self.torch.Tensor):  # a constant: later ops on it fold too
+            out = (node.name, out)
+        elif isinstance(out, list):
+            out = _Multi(out, node, f"an empty piece of aten::{op} cannot be a graph value", [])
+        elif isinstance(node.meta.get("val"), (tuple, list)):
+            out = _Multi([out], node, f"only the first output of aten::{op} is supported", [])
         self.env[node] = out
         if inplace and isinstance(node.args[0], self.torch.fx.Node):
             self.env[node.args[0]] = out  # later readers of the mutated tensor see the result
@@ -185,10 +193,23 @@ class _Importer:
             out.extend(a if isinstance(a, (list, tuple)) else [a])
         return out
 
+    def _foldable(self, node, op):
+        """Whether torch computes the node at import: a tensor result from constants and static dims only."""
+        in_place = op.endswith("_") and op != "detach_"  # detach_ changes no value
+        if op in NEVER_FOLDED or in_place or not isinstance(node.meta.get("val"), self.torch.Tensor):
+            return False
+        for a in self._flat_args(node):
+            if isinstance(a, self.torch.fx.Node):
+                value = self.env.get(a)
+                if not isinstance(value, tuple) and (isinstance(value, bool) or not isinstance(value, int)):
+                    return False
+        return True
+
     def _fold(self, node):
         def real(a):
             if isinstance(a, self.torch.fx.Node):
-                return self.env[a][1]
+                value = self.env[a]
+                return value[1] if isinstance(value, tuple) else value
             if isinstance(a, (list, tuple)):
                 return type(a)(real(x) for x in a)
             return a
@@ -202,8 +223,8 @@ class _Importer:
         value = self.env[src]
         if not isinstance(value, _Multi):
             raise ValueError(f"from_torch: getitem of {src.name}, which is not a tuple")
-        if index == 0 and value.first is not None:
-            self.env[node] = value.first
+        if value.element(index) is not None:
+            self.env[node] = value.element(index)
             return
         self.env[node] = self._add_unsupported(node, value.node.target, value.inputs, value.reason,
                                                self.names.take(value.node.name if index == 0 else node.name))
@@ -212,7 +233,7 @@ class _Importer:
         inputs = [self.env[a] for a in self._flat_args(node)
                   if isinstance(a, self.torch.fx.Node) and isinstance(self.env.get(a), str)]
         if isinstance(node.meta.get("val"), (tuple, list)):
-            self.env[node] = _Multi(None, node, reason, inputs)  # getitem adds one node per used element
+            self.env[node] = _Multi([], node, reason, inputs)  # getitem adds one node per used element
             return
         self.env[node] = self._add_unsupported(node, node.target, inputs, reason, self.names.take(node.name))
 
@@ -221,6 +242,7 @@ class _Importer:
         shape = dtype = None
         if isinstance(val, self.torch.Tensor):
             shape, dtype = tuple(self.dim(d) for d in val.shape), self.dtype_name(val.dtype)
+            shape = None if 0 in shape else shape  # an empty tensor (a cache's first state): no graph shape
         op_type = getattr(getattr(target, "_schema", None), "name", str(target))
         return self.g.add_unsupported(op_type, inputs, name, shape=shape, dtype=dtype, reason=reason)
 
@@ -235,8 +257,8 @@ class _Importer:
         value = self.env.get(arg) if isinstance(arg, self.torch.fx.Node) else None
         if isinstance(value, str):
             return value
-        if isinstance(value, _Multi):
-            return value.first
+        if isinstance(value, _Multi) and value.element(0) is not None:
+            return value.element(0)
         if isinstance(value, tuple):
             key = id(value[1])
             if key not in self.const_names:

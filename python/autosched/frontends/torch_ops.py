@@ -1,9 +1,11 @@
 """The ATen operator table of from_torch: ATEN maps an ATen op name (the schema name without "aten::", so
 conv2d.default and conv2d.padding share "conv2d") to a function called as ``convert(importer, *args,
-**kwargs)`` with the FX node's own arguments; it returns the graph value computing the op's (first) output.
-Both the ops torch.export emits by default (conv2d, linear, batch_norm, layer_norm ...) and their core ATen
-decompositions (convolution, addmm, _native_batch_norm_legit_no_training, native_layer_norm ...) are here.
-FOLDABLE ops on constants only (a weight's t(), permute, view) are computed by torch at import.
+**kwargs)`` with the FX node's own arguments; it returns the graph value computing the op's (first) output,
+a list of them for an op returning a list (split, chunk, unbind), or a torch.Tensor when the result is a
+constant (new_ones of a static shape). Both the ops torch.export emits by default (conv2d, linear, batch_norm,
+layer_norm ...) and their core ATen decompositions (convolution, addmm, _native_batch_norm_legit_no_training,
+native_layer_norm ...) are here. Any op whose tensor inputs are all constants (a weight's t(), an arange, a
+mask of constants) is computed by torch at import, except NEVER_FOLDED ones and in-place ones.
 
 ATEN holds the ATen ops that need translating. An ATen op that is a graph op with the same tensor inputs and
 no other arguments (the `aten` of its OpDef names it: relu, exp, ...) needs no entry: ``converter`` maps it
@@ -14,13 +16,14 @@ import math
 import numpy as np
 
 from ..graph import registry
-from ._common import NotConvertible, reshape
+from ._common import NotConvertible, reshape, slices_of, split_sizes
 
-__all__ = ["ATEN", "FOLDABLE", "converter"]
+__all__ = ["ATEN", "NEVER_FOLDED", "converter"]
 
-FOLDABLE = {"t", "permute", "transpose", "view", "reshape", "_unsafe_view", "clone", "contiguous", "detach",
-            "_to_copy", "to", "unsqueeze", "squeeze", "expand", "lift_fresh_copy", "alias", "mul", "add", "div",
-            "sub", "neg", "reciprocal", "sqrt", "rsqrt", "flatten", "cat", "select", "slice"}
+# Ops never computed at import even on constants: their results are random or uninitialised.
+NEVER_FOLDED = {"dropout", "native_dropout", "feature_dropout", "alpha_dropout", "bernoulli", "rand", "randn",
+                "randint", "rand_like", "randn_like", "randint_like", "normal", "uniform", "multinomial",
+                "randperm", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 
 
 def _pair(v, n=2):
@@ -56,6 +59,8 @@ def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
 def _convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     if transposed:
         raise NotConvertible("transposed convolution")
+    if _rank(ctx, x) == 3:
+        return _conv1d(ctx, x, weight, bias, stride, padding, dilation, groups)
     return _conv2d(ctx, x, weight, bias, stride, padding, dilation, groups)
 
 
@@ -231,7 +236,9 @@ def _t(ctx, x):
 
 
 def _cat(ctx, tensors, dim=0):
-    return ctx.emit("concat", [ctx.value(t) for t in tensors], axis=int(dim))
+    # torch.cat skips empty 1-D tensors (a key cache before its first update); no graph value is empty
+    kept = [t for t in tensors if ctx.const(t) is None or ctx.const(t).size]
+    return ctx.emit("concat", [ctx.value(t) for t in kept], axis=int(dim))
 
 
 def _unsqueeze(ctx, x, dim):
@@ -289,10 +296,13 @@ def _embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
 
 
 def _expand(ctx, x, size, implicit=False):
+    """expand / broadcast_to: a -1 keeps the input's dim."""
     shape, size = ctx.shape(x), ctx.dims(size)
-    if len(size) == len(shape) and all(s == -1 or s == d for s, d in zip(size, shape)):
+    offset = len(size) - len(shape)
+    target = [shape[d - offset] if s == -1 else s for d, s in enumerate(size)]
+    if tuple(target) == tuple(shape):
         return ctx.value(x)
-    raise NotConvertible(f"expand of {shape} to {tuple(size)} (only an expand that keeps the shape is supported)")
+    return ctx.emit("expand", [ctx.value(x)], shape=_static_dims(ctx, target, "expand"))
 
 
 def _identity(ctx, x, *unused, **kw):
@@ -314,16 +324,229 @@ def _to_copy(ctx, x, *args, dtype=None, **kw):
 
 
 def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    if attn_mask is not None or dropout_p or is_causal or enable_gqa:
-        raise NotConvertible("scaled_dot_product_attention with a mask, dropout, is_causal or enable_gqa")
+    """softmax(q @ k^T * scale + mask) @ v as its graph ops; a bool mask (or is_causal's lower triangle) keeps
+    the scores where it is true and puts -inf elsewhere, a float mask is added."""
+    if dropout_p or enable_gqa:
+        raise NotConvertible("scaled_dot_product_attention with dropout or enable_gqa")
     rank = _rank(ctx, k)
     perm = tuple(range(rank - 2)) + (rank - 1, rank - 2)
     kt = ctx.emit("transpose", [ctx.value(k)], perm=perm)
     scores = ctx.emit("matmul", [ctx.value(q), kt])
+    dtype = ctx.g.dtype(scores)
     head = ctx.shape(q)[-1]
     scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
-    scores = ctx.emit("multiply", [scores, ctx.operand(scale, ctx.g.dtype(scores))])
+    scores = ctx.emit("multiply", [scores, ctx.operand(scale, dtype)])
+    if is_causal:
+        rows, cols = _static_dims(ctx, ctx.g.shape(scores)[-2:], "is_causal")
+        causal = ctx.add_const(np.tril(np.ones((rows, cols), bool)), "causal")
+        scores = ctx.emit("where", [causal, scores, ctx.operand(-math.inf, dtype)])
+    if attn_mask is not None:
+        if ctx.g.dtype(ctx.value(attn_mask)) == "bool":
+            scores = ctx.emit("where", [ctx.value(attn_mask), scores, ctx.operand(-math.inf, dtype)])
+        else:
+            scores = ctx.emit("add", [scores, ctx.operand(attn_mask, dtype)])
     return ctx.emit("matmul", [ctx.emit("softmax", [scores], axis=-1), ctx.value(v)])
+
+
+# ---------------- comparisons, logic, where ----------------
+
+
+def _example(ctx, arg):
+    """A stand-in for ``arg`` in torch's type promotion: a tensor of its dtype and rank, or the number."""
+    val = arg.meta.get("val") if isinstance(arg, ctx.torch.fx.Node) else arg
+    if isinstance(val, ctx.torch.Tensor):
+        return ctx.torch.empty((1,) * val.dim(), dtype=val.dtype)
+    return val
+
+
+def _promoted(ctx, *args):
+    return ctx.dtype_name(ctx.torch.result_type(*[_example(ctx, a) for a in args[:2]]))
+
+
+def _compare(op):
+    def convert(ctx, a, b):
+        dtype = _promoted(ctx, a, b)  # an int tensor against 0.5 compares as float
+        return ctx.emit(op, [ctx.operand(a, dtype), ctx.operand(b, dtype)])
+    return convert
+
+
+def _as_bool(ctx, arg):
+    """``arg`` as a bool value: torch's logical ops read non-zero as true."""
+    return ctx.operand(arg, "bool")
+
+
+def _logical(op):
+    def convert(ctx, *args):
+        return ctx.emit(op, [_as_bool(ctx, a) for a in args])
+    return convert
+
+
+def _bitwise(op):
+    """bitwise and / or / xor / not of bool tensors are the logical ops (``mask_a & mask_b``)."""
+    def convert(ctx, *args):
+        if any(ctx.g.dtype(ctx.value(a)) != "bool" for a in args if isinstance(a, ctx.torch.fx.Node)):
+            raise NotConvertible("bitwise operations on integers (only bool tensors are supported)")
+        return ctx.emit(op, [_as_bool(ctx, a) for a in args])
+    return convert
+
+
+def _where(ctx, cond, x=None, y=None):
+    if x is None:
+        raise NotConvertible("where(cond) with one argument (the indices of the true elements)")
+    dtype = ctx.out_dtype()
+    return ctx.emit("where", [_as_bool(ctx, cond), ctx.operand(x, dtype), ctx.operand(y, dtype)])
+
+
+def _masked_fill(ctx, x, mask, value):
+    xv = ctx.value(x)
+    return ctx.emit("where", [_as_bool(ctx, mask), ctx.operand(value, ctx.g.dtype(xv)), xv])
+
+
+# ---------------- constants of a shape: new_ones, zeros_like ... ----------------
+
+
+def _static_dims(ctx, dims, what):
+    if any(not isinstance(d, int) for d in dims):
+        raise NotConvertible(f"{what} of the dynamic shape {tuple(dims)}: bind its dims when exporting")
+    return tuple(dims)
+
+
+def _filled(ctx, shape, value):
+    """A constant tensor (folded further by later ops) of the current node's dtype."""
+    dtype = getattr(ctx.torch, ctx.out_dtype())
+    return ctx.torch.full(_static_dims(ctx, shape, "a constant"), value, dtype=dtype)
+
+
+def _new_filled(value):
+    def convert(ctx, x, size, *args, **kwargs):
+        return _filled(ctx, ctx.dims(size), value)
+    return convert
+
+
+def _like_filled(value):
+    def convert(ctx, x, *args, **kwargs):
+        return _filled(ctx, ctx.shape(x), value)
+    return convert
+
+
+def _new_full(ctx, x, size, fill_value, *args, **kwargs):
+    return _filled(ctx, ctx.dims(size), fill_value)
+
+
+def _full_like(ctx, x, fill_value, *args, **kwargs):
+    return _filled(ctx, ctx.shape(x), fill_value)
+
+
+def _arange(ctx, *args, **kwargs):
+    raise NotConvertible("arange with a bound computed at run time or a dynamic dim (a constant arange is "
+                         "computed at import)")
+
+
+# ---------------- indexing, pieces ----------------
+
+
+def _index(ctx, x, indices):
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise NotConvertible(f"indexing with {len(given)} index tensors (only one is supported)")
+    axis, index = given[0]
+    if ctx.g.dtype(ctx.value(index)) == "bool":
+        raise NotConvertible("indexing with a bool mask (its result has a data-dependent shape)")
+    return ctx.emit("take", [ctx.value(x), ctx.value(index)], axis=axis)
+
+
+def _gather(ctx, x, dim, index, sparse_grad=False):
+    return ctx.emit("gather_elements", [ctx.value(x), ctx.value(index)], axis=int(dim))
+
+
+def _pieces(ctx, x, dim, sizes=None, parts=None, what="split"):
+    shape = ctx.shape(x)
+    dim = _axis(int(dim), len(shape))
+    sizes = split_sizes(shape[dim], sizes, parts, what)
+    return slices_of(ctx, ctx.value(x), dim, sizes)
+
+
+def _split(ctx, x, split_size, dim=0):
+    if isinstance(split_size, (list, tuple)):
+        return _pieces(ctx, x, dim, [int(s) for s in split_size])
+    extent = ctx.shape(x)[_axis(int(dim), _rank(ctx, x))]
+    if not isinstance(extent, int):
+        raise NotConvertible(f"split of a dynamic dim {extent}: bind it when exporting")
+    step = int(split_size)
+    return _pieces(ctx, x, dim, [min(step, extent - k) for k in range(0, extent, step)])
+
+
+def _chunk(ctx, x, chunks, dim=0):
+    return _pieces(ctx, x, dim, parts=int(chunks), what="chunk")
+
+
+def _unbind(ctx, x, dim=0):
+    shape = list(ctx.shape(x))
+    dim = _axis(int(dim), len(shape))
+    rows = _pieces(ctx, x, dim, parts=_static_int(ctx, shape[dim], "unbind of"), what="unbind")
+    return [reshape(ctx.g, r, shape[:dim] + shape[dim + 1:], ctx.fresh_name("reshape")) for r in rows]
+
+
+def _unflatten(ctx, x, dim, sizes):
+    shape = list(ctx.shape(x))
+    dim = _axis(int(dim), len(shape))
+    return reshape(ctx.g, ctx.value(x), shape[:dim] + ctx.dims(sizes) + shape[dim + 1:], ctx.fresh_name("reshape"))
+
+
+# ---------------- conv1d, group_norm, cumsum, activations ----------------
+
+
+def _unit_height(ctx, arg, hint):
+    """A 3-D tensor (A, B, L) as (A, B, 1, L); a constant one is reshaped in numpy."""
+    const = ctx.const(arg)
+    if const is not None:
+        return ctx.add_const(const[:, :, None, :], hint)
+    a, b, length = ctx.shape(arg)
+    return reshape(ctx.g, ctx.value(arg), [a, b, 1, length], ctx.fresh_name("reshape"))
+
+
+def _conv1d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A 1-D convolution as a 2-D one over a unit height."""
+    (stride,), (dilation,) = _pair(stride, 1), _pair(dilation, 1)
+    if isinstance(padding, str):
+        total = 0 if padding == "valid" else dilation * (ctx.shape(weight)[2] - 1)
+        begin, end = total // 2, total - total // 2
+    else:
+        (begin,) = _pair(padding, 1)
+        end = begin
+    args = [_unit_height(ctx, x, "x2d"), _unit_height(ctx, weight, "weight2d")]
+    args += [ctx.value(bias)] if bias is not None else []
+    out = ctx.emit("conv2d", args, strides=(1, stride), pads=(0, begin, 0, end), dilations=(1, dilation),
+                   groups=int(groups))
+    n, c, _, length = ctx.g.shape(out)
+    return reshape(ctx.g, out, [n, c, length], ctx.fresh_name("reshape"))
+
+
+def _group_norm(ctx, x, num_groups, weight=None, bias=None, eps=1e-5, *unused):
+    xv = ctx.value(x)
+    channels, dtype = ctx.shape(x)[1], ctx.g.dtype(xv)
+    gamma = ctx.value(weight) if weight is not None else ctx.add_const(np.ones(channels, dtype), "gamma")
+    beta = ctx.value(bias) if bias is not None else ctx.add_const(np.zeros(channels, dtype), "beta")
+    return ctx.emit("group_norm", [xv, gamma, beta], num_groups=int(num_groups), epsilon=float(eps))
+
+
+def _instance_norm(ctx, x, weight, bias, mean, var, use_input_stats, momentum, eps, *unused):
+    """Statistics of each sample and channel (group_norm with a group per channel), or the running ones."""
+    if not use_input_stats:
+        return _batch_norm(ctx, x, weight, bias, mean, var, False, momentum, eps)
+    return _group_norm(ctx, x, _static_int(ctx, ctx.shape(x)[1], "instance_norm over channels"), weight, bias, eps)
+
+
+def _native_group_norm(ctx, x, weight, bias, n, c, hw, groups, eps):
+    return _group_norm(ctx, x, groups, weight, bias, eps)
+
+
+def _cumsum(ctx, x, dim, dtype=None):
+    return ctx.emit("cumsum", [ctx.operand(x, ctx.out_dtype())], axis=int(dim))  # int32 sums in int64
+
+
+def _hardsigmoid(ctx, x):
+    return ctx.emit("hard_sigmoid", [ctx.value(x)], alpha=1.0 / 6.0, beta=0.5)
 
 
 ATEN = {
@@ -345,7 +568,21 @@ ATEN = {
     "expand": _expand, "clone": _identity, "contiguous": _identity, "alias": _identity, "detach": _identity,
     "lift_fresh_copy": _identity, "dropout": _dropout, "feature_dropout": _dropout, "_to_copy": _to_copy,
     "to": _to_copy, "scaled_dot_product_attention": _sdpa, "slice": _slice, "select": _select,
-    "index_select": _index_select, "embedding": _embedding,
+    "index_select": _index_select, "embedding": _embedding, "broadcast_to": _expand,
+    "eq": _compare("equal"), "ne": _compare("not_equal"), "gt": _compare("greater"),
+    "ge": _compare("greater_equal"), "lt": _compare("less"), "le": _compare("less_equal"),
+    "logical_and": _logical("logical_and"), "logical_or": _logical("logical_or"),
+    "logical_xor": _logical("logical_xor"), "logical_not": _logical("logical_not"),
+    "bitwise_and": _bitwise("logical_and"), "bitwise_or": _bitwise("logical_or"),
+    "bitwise_xor": _bitwise("logical_xor"), "bitwise_not": _bitwise("logical_not"),
+    "__and__": _bitwise("logical_and"), "__or__": _bitwise("logical_or"), "__xor__": _bitwise("logical_xor"),
+    "where": _where, "masked_fill": _masked_fill,
+    "new_ones": _new_filled(1), "new_zeros": _new_filled(0), "new_full": _new_full,
+    "ones_like": _like_filled(1), "zeros_like": _like_filled(0), "full_like": _full_like, "arange": _arange,
+    "index": _index, "gather": _gather, "split": _split, "split_with_sizes": _split, "chunk": _chunk,
+    "unbind": _unbind, "unflatten": _unflatten, "conv1d": _conv1d, "group_norm": _group_norm,
+    "native_group_norm": _native_group_norm, "instance_norm": _instance_norm, "cumsum": _cumsum,
+    "hardsigmoid": _hardsigmoid,
 }
 
 

@@ -7,9 +7,10 @@ import numpy as np
 from ..errors import OpError
 from ..opdef import REQUIRED, same_dtypes
 
-__all__ = ["REQUIRED", "same_dtypes", "int_attr", "ints", "pair", "pads_attr", "float_or_none", "positive_float",
-           "boolean", "choice", "dtype_attr", "any_ints", "is_known", "fmt", "same_dim", "unify", "broadcast_shapes",
-           "prod", "norm_axis", "check_rank", "window_out", "check_windows_see_input", "pad_hw", "tap_windows"]
+__all__ = ["REQUIRED", "same_dtypes", "int_attr", "ints", "pair", "pads_attr", "float_or_none", "real",
+           "positive_float", "boolean", "choice", "dtype_attr", "any_ints", "is_known", "fmt", "same_dim", "unify",
+           "broadcast_shapes", "prod", "norm_axis", "check_rank", "window_out", "check_windows_see_input", "pad_hw",
+           "tap_windows"]
 
 # ---------------- attr converters (rank-independent) ----------------
 
@@ -57,6 +58,14 @@ def float_or_none(what):
             return None
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise OpError(f"{what} must be a float or None, got {value!r}")
+        return float(value)
+    return convert
+
+
+def real(what):
+    def convert(value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise OpError(f"{what} must be a float, got {value!r}")
         return float(value)
     return convert
 

@@ -1,9 +1,9 @@
 """Elementwise graph ops: the broadcasting binary ops (add ... minimum), the unary ops (relu ... abs), gelu,
-clip and cast. Each OpDef below is everything about its op: attrs, inference, numpy reference, te, ONNX
-export, PyTorch evaluation. All are injective (fusion joins them to their producer's group); in the
-channel-blocked layout they run on any blocked value ("elementwise") except those whose value on the zero
-padding of a channel block is not finite ("elementwise-unpadded": exp, log, sqrt, divide, power) and cast
-("nchw")."""
+hard_sigmoid, hard_swish, silu, mish, clip and cast. Each OpDef below is everything about its op: attrs,
+inference, numpy reference, te, ONNX export, PyTorch evaluation. All are injective (fusion joins them to their
+producer's group); in the channel-blocked layout they run on any blocked value ("elementwise") except those
+whose value on the zero padding of a channel block is not finite ("elementwise-unpadded": exp, log, sqrt,
+divide, power) and cast ("nchw")."""
 import math
 
 import numpy as np
@@ -12,7 +12,7 @@ from ... import ops
 from ...core import te
 from ..errors import OpError
 from ..opdef import OpDef
-from .common import REQUIRED, broadcast_shapes, choice, dtype_attr, float_or_none, same_dtypes
+from .common import REQUIRED, broadcast_shapes, choice, dtype_attr, float_or_none, real, same_dtypes
 
 __all__ = ["DEFS"]
 
@@ -124,6 +124,80 @@ DEFS.append(OpDef("gelu", 1, _same_shape, {"approximate": ("none", choice("appro
                   fusion="injective", layout="elementwise", float_only=True, reference=_gelu_reference,
                   te=_gelu_te, onnx=_gelu_onnx,
                   torch=lambda torch, node, x: torch.nn.functional.gelu(x, approximate=node.attrs["approximate"])))
+
+# ---------------- hard_sigmoid, hard_swish, silu, mish ----------------
+
+
+def _hard_sigmoid_expr(v, alpha, beta):
+    zero, one = te.const(0.0, v.dtype), te.const(1.0, v.dtype)
+    return te.max(zero, te.min(one, te.const(alpha, v.dtype) * v + te.const(beta, v.dtype)))
+
+
+def _hard_sigmoid_reference(node, x):
+    alpha, beta = node.attrs["alpha"], node.attrs["beta"]
+    return np.clip(x.dtype.type(alpha) * x + x.dtype.type(beta), 0, 1)
+
+
+def _hard_sigmoid_onnx(w, node):
+    return w.node("HardSigmoid", list(node.inputs), node.name, alpha=node.attrs["alpha"], beta=node.attrs["beta"])
+
+
+def _hard_sigmoid_torch(torch, node, x):
+    return torch.clamp(node.attrs["alpha"] * x + node.attrs["beta"], 0.0, 1.0)
+
+
+# max(0, min(1, alpha * x + beta)): ONNX's defaults; PyTorch's hardsigmoid is alpha = 1/6 (relu6(x + 3) / 6).
+DEFS.append(OpDef("hard_sigmoid", 1, _same_shape, {"alpha": (0.2, real("alpha")),
+                                                   "beta": (0.5, real("beta"))},
+                  fusion="injective", layout="elementwise", float_only=True, reference=_hard_sigmoid_reference,
+                  te=lambda node, x: _elemwise(node, x, lambda v: _hard_sigmoid_expr(v, node.attrs["alpha"],
+                                                                                     node.attrs["beta"])),
+                  onnx=_hard_sigmoid_onnx, torch=_hard_sigmoid_torch))
+
+# x * hard_sigmoid(x) with alpha = 1/6, beta = 1/2 (ONNX HardSwish, PyTorch hardswish)
+DEFS.append(OpDef("hard_swish", 1, _same_shape, fusion="injective", layout="elementwise", float_only=True,
+                  reference=lambda node, x: x * np.clip(x / x.dtype.type(6) + x.dtype.type(0.5), 0, 1),
+                  te=lambda node, x: _elemwise(node, x, lambda v: v * _hard_sigmoid_expr(v, 1.0 / 6.0, 0.5)),
+                  onnx="HardSwish", torch=lambda torch, node, x: torch.nn.functional.hardswish(x),
+                  aten="hardswish"))
+
+
+def _silu_reference(node, x):
+    with np.errstate(over="ignore"):
+        return x / (1 + np.exp(-x))
+
+
+def _silu_onnx(w, node):
+    """x * Sigmoid(x): ONNX has no SiLU."""
+    x = node.inputs[0]
+    return w.node("Mul", [x, w.node("Sigmoid", [x], w.fresh(node.name + "_sigmoid"))], node.name)
+
+
+DEFS.append(OpDef("silu", 1, _same_shape, fusion="injective", layout="elementwise", float_only=True,
+                  reference=_silu_reference, te=lambda node, x: _elemwise(node, x, lambda v: v * te.sigmoid(v)),
+                  onnx=_silu_onnx, torch=lambda torch, node, x: torch.nn.functional.silu(x), aten="silu"))
+
+
+def _mish_reference(node, x):
+    return x * np.tanh(np.logaddexp(x.dtype.type(0), x))  # softplus without overflow
+
+
+def _mish_te(node, x):
+    one = te.const(1.0, x.dtype)
+    # softplus = log(1 + exp(x)); where exp overflows, tanh(inf) = 1 is still the limit
+    return _elemwise(node, x, lambda v: v * te.tanh(te.log(one + te.exp(v))))
+
+
+def _mish_onnx(w, node):
+    """x * Tanh(Softplus(x)): Mish only arrives in opset 18."""
+    x, out = node.inputs[0], node.name
+    soft = w.node("Softplus", [x], w.fresh(out + "_softplus"))
+    return w.node("Mul", [x, w.node("Tanh", [soft], w.fresh(out + "_tanh"))], out)
+
+
+DEFS.append(OpDef("mish", 1, _same_shape, fusion="injective", layout="elementwise", float_only=True,
+                  reference=_mish_reference, te=_mish_te, onnx=_mish_onnx,
+                  torch=lambda torch, node, x: torch.nn.functional.mish(x), aten="mish"))
 
 # ---------------- clip: either bound may be absent ----------------
 

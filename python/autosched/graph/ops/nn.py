@@ -1,6 +1,7 @@
-"""Neural-network graph ops: conv2d, dense, matmul, softmax, layer_norm, batch_norm. Layout NCHW, weights
-OIHW; each OpDef below is everything about its op. conv2d's layout converter (the layout pass's rewrite of it
-into conv2d_nchwc, depthwise_conv2d_nchwc or conv2d_winograd_nchwc) is here too; the others run in NCHW."""
+"""Neural-network graph ops: conv2d, dense, matmul, softmax, layer_norm, batch_norm, group_norm (instance norm
+is group_norm with a group per channel). Layout NCHW, weights OIHW; each OpDef below is everything about its
+op. conv2d's layout converter (the layout pass's rewrite of it into conv2d_nchwc, depthwise_conv2d_nchwc or
+conv2d_winograd_nchwc) is here too; the others run in NCHW."""
 import numpy as np
 
 from ... import ops
@@ -9,8 +10,8 @@ from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef
 from .nchwc_arrays import block_depthwise_weight, block_vector, block_weight
-from .common import (broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis, pad_hw, pads_attr,
-                     pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
+from .common import (REQUIRED, broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis, pad_hw,
+                     pads_attr, pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
 
 __all__ = ["DEFS"]
 
@@ -345,3 +346,89 @@ DEFS.append(OpDef("batch_norm", 5, _batch_norm_infer, {"epsilon": (1e-5, positiv
                   onnx=lambda w, node: w.node("BatchNormalization", list(node.inputs), node.name,
                                               epsilon=node.attrs["epsilon"]),
                   torch=_batch_norm_torch))
+
+# ---------------- group_norm: channels in num_groups groups, each normalised over its channels and space -------
+
+
+def _group_norm_infer(attrs, shapes, dtypes):
+    x = shapes[0]
+    check_rank(x, 2, "x (N, C, ...)", at_least=True)
+    groups = attrs["num_groups"]
+    if is_known(x[1]) and x[1] % groups:
+        raise OpError(f"num_groups={groups} does not divide the {x[1]} channels of x {fmt(x)}")
+    for what, s in (("gamma", shapes[1]), ("beta", shapes[2])):
+        if len(s) != 1 or not same_dim(s[0], x[1]):
+            raise OpError(f"{what} has shape {fmt(s)}, expected ({x[1]},) (the channels of x {fmt(x)})")
+    return tuple(x), same_dtypes(dtypes)
+
+
+def _group_norm_reference(node, x, gamma, beta):
+    n, c = x.shape[:2]
+    grouped = x.reshape(n, node.attrs["num_groups"], -1)
+    mean = grouped.mean(axis=2, keepdims=True)
+    var = ((grouped - mean) ** 2).mean(axis=2, keepdims=True)
+    normed = ((grouped - mean) / np.sqrt(var + x.dtype.type(node.attrs["epsilon"]))).reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return normed * gamma.reshape(shape) + beta.reshape(shape)
+
+
+def _group_norm_te(node, x, gamma, beta):
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    groups = node.attrs["num_groups"]
+    per_group = c // groups
+    count = per_group * int(np.prod(spatial, dtype=np.int64))
+
+    def over_group(body):
+        def fcompute(b, g):
+            rc = te.reduce_axis((0, per_group), name="rc")
+            rs = [te.reduce_axis((0, s), name=f"r{d}") for d, s in enumerate(spatial)]
+            return te.sum(body((b, g * per_group + rc) + tuple(rs), b, g), axis=[rc] + rs)
+        return fcompute
+
+    inv_count = te.const(1.0 / count, x.dtype)
+    total = te.compute((n, groups), over_group(lambda i, b, g: x[i]), name=node.name + "_sum", tag="comm_reduce")
+    mean = te.compute((n, groups), lambda b, g: total[b, g] * inv_count, name=node.name + "_mean", tag="elemwise")
+
+    def squared_dev(i, b, g):
+        d = x[i] - mean[b, g]
+        return d * d
+
+    dev = te.compute((n, groups), over_group(squared_dev), name=node.name + "_var_sum", tag="comm_reduce")
+    eps = te.const(node.attrs["epsilon"], x.dtype)
+    inv_std = te.compute((n, groups), lambda b, g: te.rsqrt(dev[b, g] * inv_count + eps),
+                         name=node.name + "_inv_std", tag="elemwise")
+
+    def fcompute(b, ch, *sp):
+        g = te.floordiv(ch, te.const(per_group, "int32"))
+        return (x[(b, ch) + sp] - mean[b, g]) * inv_std[b, g] * gamma[ch] + beta[ch]
+
+    return te.compute(x.shape, fcompute, name=node.name, tag="group_norm")
+
+
+def _group_norm_onnx(w, node):
+    """InstanceNormalization over (N, num_groups, -1), then the per-channel scale and shift (GroupNormalization
+    arrives in opset 18, with a per-group scale until opset 21)."""
+    x, gamma, beta = node.inputs
+    out, dtype = node.name, node.dtype
+    shape = w.graph.shape(x)
+    groups = node.attrs["num_groups"]
+    grouped = w.node("Reshape", [x, w.const(out + "_grouped", np.asarray([0, groups, -1], np.int64))],
+                     w.fresh(out + "_grouped"))
+    normed = w.node("InstanceNormalization", [grouped, w.const(out + "_ones", np.ones(groups, dtype)),
+                                              w.const(out + "_zeros", np.zeros(groups, dtype))],
+                    w.fresh(out + "_normed"), epsilon=node.attrs["epsilon"])
+    back = w.node("Reshape", [normed, w.const(out + "_shape", np.asarray([0] + list(shape[1:]), np.int64))],
+                  w.fresh(out + "_back"))
+    per_channel = np.asarray([-1] + [1] * (len(shape) - 2), np.int64)
+    g = w.node("Reshape", [gamma, w.const(out + "_cshape", per_channel)], w.fresh(out + "_gamma"))
+    b = w.node("Reshape", [beta, w.const(out + "_cshape2", per_channel)], w.fresh(out + "_beta"))
+    return w.node("Add", [w.node("Mul", [back, g], w.fresh(out + "_scaled")), b], out)
+
+
+DEFS.append(OpDef("group_norm", 3, _group_norm_infer, {"num_groups": (REQUIRED, lambda v: ints([v], "num_groups",
+                                                                                                1, 1)[0]),
+                                                      "epsilon": (1e-5, positive_float("epsilon"))},
+                  float_only=True, fusion="anchor", layout="nchw", reference=_group_norm_reference,
+                  te=_group_norm_te, onnx=_group_norm_onnx,
+                  torch=lambda torch, node, x, g, b: torch.nn.functional.group_norm(
+                      x, node.attrs["num_groups"], g, b, node.attrs["epsilon"])))

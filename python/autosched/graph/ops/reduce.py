@@ -1,13 +1,15 @@
-"""Reductions: reduce_mean, reduce_sum, reduce_max over the axes given (keepdims by default). Fusion starts a
+"""Reductions: reduce_mean, reduce_sum, reduce_max over the axes given (keepdims by default), and cumsum (the
+running sum along an axis). Fusion starts a
 group at a reduction (and takes the diamonds of a softmax or layer norm written as separate ops into it)."""
 import numbers
 
 import numpy as np
 
 from ... import ops
+from ...core import te
 from ..errors import OpError
 from ..opdef import OpDef
-from .common import REQUIRED, boolean, ints, norm_axis
+from .common import REQUIRED, boolean, check_rank, int_attr, ints, norm_axis
 
 __all__ = ["DEFS"]
 
@@ -56,3 +58,58 @@ def _reduce_sum_onnx(w, node):
 _reduce("reduce_mean", np.mean, ops.mean, "mean", _axes_attr_onnx("ReduceMean"), float_only=True)
 _reduce("reduce_sum", np.sum, ops.sum, "sum", _reduce_sum_onnx)
 _reduce("reduce_max", np.max, ops.max, "amax", _axes_attr_onnx("ReduceMax"))
+
+# ---------------- cumsum: running sums along an axis (ONNX CumSum: exclusive, reverse) ----------------
+
+
+def _infer_cumsum(attrs, shapes, dtypes):
+    check_rank(shapes[0], 1, "x", at_least=True)
+    attrs["axis"] = norm_axis(attrs["axis"], len(shapes[0]))
+    return tuple(shapes[0]), dtypes[0]
+
+
+def _cumsum_reference(node, x):
+    axis, exclusive, reverse = node.attrs["axis"], node.attrs["exclusive"], node.attrs["reverse"]
+    y = np.flip(x, axis) if reverse else x
+    out = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if exclusive:
+        out = out - y
+    return np.flip(out, axis) if reverse else out
+
+
+def _cumsum_te(node, x):
+    """Element i sums the elements k <= i (k < i exclusive; k >= i, k > i reversed) of its row: a reduction over
+    the whole axis with a condition, so the running sum is one te.sum."""
+    axis, exclusive, reverse = node.attrs["axis"], node.attrs["exclusive"], node.attrs["reverse"]
+
+    def fcompute(*i):
+        k = te.reduce_axis((0, x.shape[axis]), name="k")
+        if reverse:
+            keep = k > i[axis] if exclusive else k >= i[axis]
+        else:
+            keep = k < i[axis] if exclusive else k <= i[axis]
+        return te.sum(x[i[:axis] + (k,) + i[axis + 1:]], axis=k, where=keep)
+
+    return te.compute(x.shape, fcompute, name=node.name, tag="comm_reduce")
+
+
+def _cumsum_onnx(w, node):
+    axis = w.const(node.name + "_axis", np.asarray(node.attrs["axis"], np.int64))
+    return w.node("CumSum", [node.inputs[0], axis], node.name, exclusive=int(node.attrs["exclusive"]),
+                  reverse=int(node.attrs["reverse"]))
+
+
+def _cumsum_torch(torch, node, x):
+    axis, exclusive, reverse = node.attrs["axis"], node.attrs["exclusive"], node.attrs["reverse"]
+    y = x.flip(axis) if reverse else x
+    out = torch.cumsum(y, axis, dtype=x.dtype)
+    if exclusive:
+        out = out - y
+    return out.flip(axis) if reverse else out
+
+
+DEFS.append(OpDef("cumsum", 1, _infer_cumsum, {"axis": (REQUIRED, lambda v: int_attr(v, "axis")),
+                                               "exclusive": (False, boolean("exclusive")),
+                                               "reverse": (False, boolean("reverse"))},
+                  fusion="reduce", layout="nchw", reference=_cumsum_reference, te=_cumsum_te, onnx=_cumsum_onnx,
+                  torch=_cumsum_torch))

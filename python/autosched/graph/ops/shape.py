@@ -1,14 +1,17 @@
 """Graph ops that move data without arithmetic: reshape, flatten, transpose, concat, strided_slice (ONNX
-Slice with positive steps) and take (ONNX Gather, out-of-range indices clamped). All are injective: fusion
+Slice with positive steps), take (ONNX Gather, out-of-range indices clamped), expand (numpy broadcasting to
+a target shape) and gather_elements (ONNX GatherElements, indices read as take reads them). All are injective: fusion
 joins them to their producer's group. Each OpDef below is everything about its op. In the channel-blocked
 layout only concat runs blocked (along channels, through its layout converter); the others run in NCHW."""
 import numpy as np
 
 from ... import ops
+from ...core import te
+from ...ops.elemwise import broadcast_load
 from ..errors import OpError
 from ..opdef import OpDef
-from .common import (REQUIRED, any_ints, check_rank, fmt, int_attr, ints, is_known, norm_axis, prod, same_dim,
-                     same_dtypes, unify)
+from .common import (REQUIRED, any_ints, broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis,
+                     prod, same_dim, same_dtypes, unify)
 
 __all__ = ["DEFS", "INDEX_DTYPES"]
 
@@ -250,3 +253,80 @@ DEFS.append(OpDef("take", 2, _infer_take, {"axis": (0, lambda v: int_attr(v, "ax
                   reference=_take_reference, te=_take_te,
                   onnx=lambda w, node: w.node("Gather", list(node.inputs), node.name, axis=node.attrs["axis"]),
                   torch=_take_torch))
+
+# ---------------- expand: numpy broadcasting of the input to a target shape (ONNX Expand) ----------------
+
+
+def _infer_expand(attrs, shapes, dtypes):
+    # ONNX Expand: the output is the broadcast of the input's shape and the target (a 1 in the target keeps the
+    # input's dim; a target of lower rank is aligned to the right)
+    return broadcast_shapes([shapes[0], attrs["shape"]]), dtypes[0]
+
+
+def _expand_te(node, x):
+    shape = tuple(node.shape)
+    return te.compute(shape, lambda *i: broadcast_load(x, shape, i), name=node.name, tag="broadcast")
+
+
+def _expand_onnx(w, node):
+    shape = w.const(node.name + "_shape", np.asarray(node.attrs["shape"], np.int64))
+    return w.node("Expand", [node.inputs[0], shape], node.name)
+
+
+DEFS.append(OpDef("expand", 1, _infer_expand, {"shape": (REQUIRED, lambda v: ints(v, "shape", low=1))},
+                  fusion="injective", layout="nchw",
+                  reference=lambda node, x: np.broadcast_to(x, node.shape).copy(), te=_expand_te,
+                  onnx=_expand_onnx, torch=lambda torch, node, x: torch.broadcast_to(x, node.shape).contiguous()))
+
+# ---------------- gather_elements: ONNX GatherElements / torch.gather; indices as take reads them ----------------
+
+
+def _infer_gather_elements(attrs, shapes, dtypes):
+    data, indices = shapes
+    check_rank(data, 1, "data", at_least=True)
+    if len(indices) != len(data):
+        raise OpError(f"indices {fmt(indices)} must have the rank of data {fmt(data)}")
+    attrs["axis"] = axis = norm_axis(attrs["axis"], len(data))
+    if dtypes[1] is not None and dtypes[1] not in INDEX_DTYPES:
+        raise OpError(f"indices must be int32 or int64, got {dtypes[1]}")
+    for d, (i, s) in enumerate(zip(indices, data)):
+        if d != axis and is_known(i) and is_known(s) and i > s:
+            raise OpError(f"indices {fmt(indices)} are larger than data {fmt(data)} on axis {d}")
+    return tuple(indices), dtypes[0]
+
+
+def _gather_elements_reference(node, data, indices):
+    axis = node.attrs["axis"]
+    extent = data.shape[axis]
+    idx = indices.astype(np.int64)
+    idx = np.clip(np.where(idx < 0, idx + extent, idx), 0, extent - 1)
+    window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
+    return np.take_along_axis(data[window], idx, axis=axis)
+
+
+def _gather_elements_te(node, data, indices):
+    axis, extent, wide = node.attrs["axis"], data.shape[node.attrs["axis"]], indices.dtype
+
+    def fcompute(*i):
+        pos = indices[i]
+        pos = te.if_then_else(pos < te.const(0, wide), pos + te.const(extent, wide), pos)
+        pos = te.min(te.max(pos, te.const(0, wide)), te.const(extent - 1, wide))
+        if wide != "int32":
+            pos = te.cast(pos, "int32")
+        return data[i[:axis] + (pos,) + i[axis + 1:]]
+
+    return te.compute(tuple(node.shape), fcompute, name=node.name, tag="injective")
+
+
+def _gather_elements_torch(torch, node, x, indices):
+    axis, extent = node.attrs["axis"], x.shape[node.attrs["axis"]]
+    indices = indices.long()
+    return torch.gather(x, axis, torch.where(indices < 0, indices + extent, indices).clamp(0, extent - 1))
+
+
+DEFS.append(OpDef("gather_elements", 2, _infer_gather_elements, {"axis": (0, lambda v: int_attr(v, "axis"))},
+                  out_dtype=lambda attrs, dtypes: dtypes[0], fusion="injective", layout="nchw",
+                  reference=_gather_elements_reference, te=_gather_elements_te,
+                  onnx=lambda w, node: w.node("GatherElements", list(node.inputs), node.name,
+                                              axis=node.attrs["axis"]),
+                  torch=_gather_elements_torch))
