@@ -128,15 +128,9 @@ py::list OpenCLDevices() {
 }
 
 HardwareParams OpenCLDeviceParams(const Target& target) {
-  AS_CHECK(target.kind == TargetKind::OpenCL,
+  AS_CHECK(target.kind->query_device != nullptr || !target.kind->runs_in_host_process,
            "hardware parameters of an OpenCL device need an opencl target, got '" << target.str() << "'");
-#ifdef AUTOSCHED_HAS_OPENCL
-  HardwareParams p = OpenCLHardwareParams(SelectOpenCLDevice(target));
-  if (target.num_cores > 0) p.num_cores = target.num_cores;
-  return p;
-#else
-  throw Error("target '" + target.str() + "': autosched was built without OpenCL");
-#endif
+  return QueryTargetDevice(target);
 }
 
 // A KernelSequence with the arrays of its slots kept alive.

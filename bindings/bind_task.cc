@@ -10,6 +10,7 @@
 #include "bind_options.h"
 #include "ir/serialize.h"
 #include "support/error.h"
+#include "task/peak.h"
 #include "task/search_task.h"
 #include "task/target.h"
 
@@ -76,6 +77,8 @@ void BindHardwareParams(py::module_& m) {
         return FieldsFromJson<HardwareParams>(ParseJson(text, "HardwareParams.from_json"));
       });
   m.def("default_hardware_params", &DefaultHardwareParams, py::arg("target"));
+  m.def("target_kinds", &RegisteredTargetKindNames,
+        "The names of the registered target kinds (llvm, opencl, ...).");
 }
 
 // A UserWarning naming the CPU features that the target's -mcpu / -mattr ask
@@ -111,7 +114,30 @@ void BindTarget(py::module_& m) {
       "Target(str(t)) == t.")
       .def(py::init(&TargetFromText), py::arg("text"))
       .def_static("host", &Target::Host, "The host CPU as LLVM detects it, with all its cores.")
-      .def_property_readonly("kind", [](const Target& t) { return TargetKindName(t.kind); })
+      .def_property_readonly("kind", [](const Target& t) { return t.kind->name; })
+      .def_property_readonly(
+          "is_gpu", [](const Target& t) { return t.kind->is_gpu; },
+          "True when the search uses the GPU sketches, rules and thread bindings (opencl)")
+      .def_property_readonly(
+          "runs_in_host_process", [](const Target& t) { return t.kind->runs_in_host_process; },
+          "True when kernels are machine code called in this process (llvm): constant arguments are "
+          "prepacked, caches set up around runs, code exported as a shared library and possibly "
+          "cross-compiled; False when they are launched on a device (opencl)")
+      .def_property_readonly(
+          "runs_on_host_cpu", &TargetRunsOnCpu,
+          "True when the code runs on this machine's CPU cores (llvm; opencl on a CPU device such as PoCL)")
+      .def_property_readonly(
+          "fault_restarts_worker", [](const Target& t) { return t.kind->fault_restarts_worker; },
+          "True when a kernel's fault makes the measurement restart its worker (a GPU context is poisoned)")
+      .def_property_readonly(
+          "timed_by_device", [](const Target& t) { return t.kind->timing == RunTiming::kDeviceEvents; },
+          "True when runs are timed by the device's events, False by the host's wall clock")
+      .def_property_readonly(
+          "has_backend", [](const Target& t) { return t.kind->build != nullptr; },
+          "True when this build of autosched can compile code for the target's kind")
+      .def("device_hardware_params", &QueryTargetDevice,
+           "The HardwareParams of the device the target selects on this machine (ValueError when the kind "
+           "has no device to query, or none matches)")
       .def_readonly("mcpu", &Target::mcpu, "-mcpu as given ('' for the host CPU)")
       .def_readonly("mattr", &Target::mattr)
       .def_readonly("mtriple", &Target::mtriple)

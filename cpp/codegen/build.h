@@ -1,5 +1,6 @@
 // Building lowered functions into callable modules: the one entry point of
-// code generation, dispatching on the target's kind.
+// code generation, which calls the builder the target's kind has registered
+// (task/target_kind.h; codegen/llvm/jit.cc, codegen/opencl/build_opencl.cc).
 //
 // What code generation takes from a Target (task/target.h, parsed and checked
 // there): for llvm, the resolved CPU (target.cpu: name and features, those this
@@ -21,9 +22,11 @@ namespace autosched {
 
 class State;
 
-// True when this build of autosched has the LLVM CPU backend.
+// True when this build of autosched has the LLVM CPU backend (the llvm kind
+// has a builder).
 bool HasLLVMBackend();
-// True when this build of autosched has the OpenCL runtime.
+// True when this build of autosched has the OpenCL runtime (the opencl kind
+// has a builder).
 bool HasOpenCLBackend();
 
 // Compiles f for the target. Throws Error when the target's backend is not
@@ -32,7 +35,7 @@ bool HasOpenCLBackend();
 // than its device or `limits` allow (OpenCL).
 Module Build(const LoweredFunc& f, const Target& target, const DeviceLimits& limits = {});
 
-// The loop nest a state runs as on the target: for an opencl target, a state
+// The loop nest a state runs as on the target: for a GPU target, a state
 // without GPU bindings gets the default GPU schedule first
 // (schedule/default_gpu_schedule.h), then Lower.
 LoweredFunc LowerCandidate(const State& state, const Target& target);

@@ -178,8 +178,11 @@ std::vector<MeasureResult> LocalMeasurer::Measure(const SearchTask& task, const 
                                                   SteadyClock::time_point deadline,
                                                   std::vector<bool>* measured) {
   std::lock_guard<std::mutex> lock(mutex_);
-  AS_CHECK(runner_.faults.launch_error == 0 || task.target.kind == TargetKind::OpenCL,
-           "the injected fault launch_error needs an OpenCL target, got '" << task.target.str() << "'");
+  AS_CHECK(
+      runner_.faults.launch_error == 0 || !task.target.kind->runs_in_host_process,
+      "the injected fault launch_error needs an OpenCL target (or another whose kernels are launched on a "
+      "device), got '"
+          << task.target.str() << "'");
   const VerifyOptions v = runner_.verify();
   pool_.SetTask(
       {{"cmd", "init"},

@@ -8,9 +8,6 @@
 #include <thread>
 
 #include "dag/evaluator.h"
-#ifdef AUTOSCHED_HAS_OPENCL
-#include "runtime/opencl/opencl_device.h"
-#endif
 #include "support/error.h"
 #include "task/peak.h"
 
@@ -309,20 +306,6 @@ double PlausibilityBound::min_seconds() const {
 
 namespace {
 
-// True when the target's code runs on a CPU: llvm, and OpenCL on a CPU device
-// (PoCL, by family name or as the device the target selects here).
-bool RunsOnCpu(const Target& target) {
-  if (TargetRunsOnCpu(target)) return true;
-  if (target.device == "nvidia" || target.device == "mali") return false;
-#ifdef AUTOSCHED_HAS_OPENCL
-  try {
-    if (!ListOpenCLDevices().empty()) return !SelectOpenCLDevice(target).is_gpu;
-  } catch (const std::exception&) {  // no such device here: measuring it fails anyway
-  }
-#endif
-  return false;
-}
-
 // Memory bandwidth no run can beat: generous, as the FLOP/s of
 // EstimatePeakFlops(kUpperBound) are.
 double CpuBandwidthBound(const HardwareParams& hw) {
@@ -334,11 +317,10 @@ double CpuBandwidthBound(const HardwareParams& hw) {
   return std::max(1e12, cores * kVectorsPerCycle * vector_bytes * kClockHz);
 }
 
-double GpuBandwidthBound(const Target& target, const HardwareParams& hw) {
+double GpuBandwidthBound(const PeakModel& model, const HardwareParams& hw) {
   constexpr double kBytesPerCycle = 256;
   const double units = static_cast<double>(std::max<int64_t>(1, hw.num_cores));
-  const double clock =
-      hw.clock_mhz > 0 ? static_cast<double>(hw.clock_mhz) * 1e6 : (target.device == "mali" ? 1.5e9 : 3e9);
+  const double clock = hw.clock_mhz > 0 ? static_cast<double>(hw.clock_mhz) * 1e6 : model.assumed_clock_hz;
   return units * kBytesPerCycle * clock;
 }
 
@@ -349,13 +331,13 @@ PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_fl
   b.flop_ct = task.compute_dag.flop_ct();
   for (const Tensor& t : task.compute_dag.tensors()) b.min_bytes += static_cast<double>(TensorBytes(t));
   const HardwareParams& hw = task.hardware_params;
-  const bool cpu = RunsOnCpu(task.target);
+  const PeakModel model = TargetPeakModel(task.target);
   // FLOP/s: the one peak estimate of the core (task/peak.h), which takes the
   // task's peak_gflops when set.
-  const PeakFlops peak = EstimatePeakFlops(task, PeakUse::kUpperBound, cpu);
+  const PeakFlops peak = EstimatePeakFlops(task, PeakUse::kUpperBound);
   b.peak_flops = peak.flops;
   b.origin = peak.how;
-  b.peak_bandwidth = cpu ? CpuBandwidthBound(hw) : GpuBandwidthBound(task.target, hw);
+  b.peak_bandwidth = model.on_host_cpu ? CpuBandwidthBound(hw) : GpuBandwidthBound(model, hw);
   if (hw.peak_bandwidth_gbs > 0) {
     b.peak_bandwidth = static_cast<double>(hw.peak_bandwidth_gbs) * 1e9;
     b.origin += "; bandwidth: the task's hardware parameters (peak_bandwidth_gbs)";

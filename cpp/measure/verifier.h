@@ -90,8 +90,8 @@ struct PlausibilityBound {
 // runner's peak_flops / peak_bandwidth (> 0), then the task's
 // HardwareParams::peak_gflops / peak_bandwidth_gbs (> 0); otherwise derived
 // (the FLOP/s by EstimatePeakFlops(task, PeakUse::kUpperBound), task/peak.h):
-//  CPU (llvm, and OpenCL on a CPU device: -device=pocl, or a device of this
-//    machine that is not a GPU): num_cores x max(2, fma_units) x 2 FLOP x
+//  CPU (where the target kind's PeakModel says the code runs on the host CPU:
+//    llvm, and OpenCL on a CPU device, task/opencl_devices.h): num_cores x max(2, fma_units) x 2 FLOP x
 //    lanes x 6 GHz, lanes = vector_unit_bytes / the smallest element size of
 //    the DAG; bandwidth max(1 TB/s, num_cores x 3 vectors per cycle (two loads and a
 //    store from L1) x vector_unit_bytes x 6 GHz), since arguments may sit in
@@ -100,7 +100,8 @@ struct PlausibilityBound {
 //    (mali 64, others 128; x2 for 16-bit data) x 2 FLOP x clock; bandwidth
 //    num_cores x 256 bytes per cycle x clock (arguments may sit in the L2
 //    cache between runs). The clock is HardwareParams::clock_mhz (queried from
-//    a device of this machine), else mali 1.5 GHz, others 3 GHz.
+//    a device of this machine), else the PeakModel's assumed clock (mali
+//    1.5 GHz, others 3 GHz).
 PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_flops = 0,
                                           double peak_bandwidth = 0);
 

@@ -218,7 +218,8 @@ json Worker::BuildOne(const json& msg) {
 // (the initial schedule of its computation: it runs once per request).
 BuiltCandidate Worker::Build(const State& state, std::vector<Candidate::Prepack>* prepacks) {
   const Target& target = task_->target;
-  if (task_->constant_args.empty() || target.kind != TargetKind::LLVM) {
+  // Prepacking runs the constant stages in this process before the kernel.
+  if (task_->constant_args.empty() || !target.kind->runs_in_host_process) {
     return LowerAndBuild(state, target, task_->hardware_params);
   }
   std::optional<ConstantStageSplit> split_or;
@@ -280,25 +281,28 @@ std::vector<double> Worker::Time(const Module& mod, const std::vector<CallArg>& 
   int repeat = std::max(1, msg.at("repeat").get<int>());
   const double min_ms = msg.at("min_repeat_ms").get<double>();
   int64_t max_number = std::max<int64_t>(number, msg.at("max_repeat").get<int64_t>());
-  if (task_->target.kind == TargetKind::OpenCL) {
+  const TargetKind& kind = *task_->target.kind;
+  if (kind.timing == RunTiming::kDeviceEvents) {
     const int64_t cap = std::max<int64_t>(1, msg.value("max_device_runs", int64_t{1000}));
     repeat = static_cast<int>(std::min<int64_t>(repeat, cap));
     max_number = std::min<int64_t>(max_number, std::max<int64_t>(1, cap / repeat));
     number = std::min(number, max_number);
   }
   const bool flush = msg.at("flush_cache").get<bool>();
-  const bool cpu = task_->target.kind != TargetKind::OpenCL;  // a GPU's times are its events', not wall time
-  const bool network_caches = cpu && task_->network_caches;
+  // Caches around runs can be set up only where the kernel runs in this process.
+  const bool network_caches = kind.runs_in_host_process && task_->network_caches;
   if (network_caches) number = kNetworkCachesRuns;
   if (first_run_seconds * 1e3 >= min_ms) number = 1;
   // Many times slower than the task's best: the verification run is its
   // time (timing it in full would only confirm it is slow).
   const double cut_short = msg.value("cut_short_seconds", 0.0);
-  if (cpu && cut_short > 0 && first_run_seconds > cut_short) return {first_run_seconds};
+  // (The verification run's wall time is a run's time only where runs are timed by the wall clock.)
+  if (kind.timing == RunTiming::kHostWallClock && cut_short > 0 && first_run_seconds > cut_short)
+    return {first_run_seconds};
   // Cold constants: the task's constant arguments and the arrays prepacked
   // from them (after the task's own arguments) leave the caches before each run.
   std::vector<std::pair<const void*, size_t>> evict;
-  if (cpu && task_->cold_constants) {
+  if (kind.runs_in_host_process && task_->cold_constants) {
     const size_t own_args = task_->compute_dag.tensors().size();
     for (size_t i = 0; i < args.size(); ++i) {
       bool constant = i >= own_args || std::binary_search(task_->constant_args.begin(),
@@ -377,8 +381,9 @@ json Worker::RunOne(const json& msg) {
   Candidate candidate = std::move(it->second);
   modules_.erase(it);
   const std::string fault = msg.value("fault", "none");
-  AS_CHECK(fault != "launch_error" || task_->target.kind == TargetKind::OpenCL,
-           "the launch_error fault needs an OpenCL target");
+  AS_CHECK(
+      fault != "launch_error" || !task_->target.kind->runs_in_host_process,
+      "the launch_error fault needs an OpenCL target (or another whose kernels are launched on a device)");
   if (fault == "hang") {
     volatile uint64_t spins = 0;
     while (true) spins = spins + 1;
@@ -390,10 +395,10 @@ json Worker::RunOne(const json& msg) {
   std::string failed = FirstRun(candidate, &packed, &args, fault, &first_run_seconds, &resource);
   if (!failed.empty()) {
     json reply = Reply(id, MeasureError::Runtime, failed);
-    // A failed OpenCL run may leave the context unusable (an out-of-bounds
+    // A failed GPU run may leave the context unusable (an out-of-bounds
     // access on NVIDIA does): the supervisor replaces this worker. After a
     // resource error the candidate is tried again in the fresh one.
-    if (task_->target.kind == TargetKind::OpenCL || resource) reply["restart"] = true;
+    if (task_->target.kind->fault_restarts_worker || resource) reply["restart"] = true;
     if (resource) reply["resource_error"] = true;
     return reply;
   }
@@ -417,7 +422,7 @@ json Worker::RunOne(const json& msg) {
     reply["resource_error"] = true;
   } catch (const std::exception& e) {
     reply = Reply(id, MeasureError::Runtime, std::string("timing failed: ") + e.what());
-    if (task_->target.kind == TargetKind::OpenCL) reply["restart"] = true;
+    if (task_->target.kind->fault_restarts_worker) reply["restart"] = true;
   }
   return reply;
 }

@@ -188,7 +188,7 @@ std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, Ti
 
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
                                   const std::vector<State>& sketches) {
-  if (IsGpuTask(task)) return MakeGpuExpertSchedule(task, params, sketches);
+  if (task.target.kind->is_gpu) return MakeGpuExpertSchedule(task, params, sketches);
   ExpertSchedule out;
   const TilingLevels levels = CpuTilingLevels(params);
   std::vector<std::pair<double, size_t>> order;

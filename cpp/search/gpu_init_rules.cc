@@ -1,7 +1,6 @@
 // The GPU init rule thread-bind, the GPU rule lists, and the check of GPU
 // states against code generation and the device's limits.
 #include <algorithm>
-#include <cctype>
 #include <iterator>
 #include <sstream>
 
@@ -292,16 +291,13 @@ class ThreadBindRule : public InitRule {
   }
 };
 
-// Vectorization on GPUs: on mobile GPUs (Mali), or when the parameters ask.
+// Vectorization on GPUs: on those whose ALUs are vector units (mobile GPUs
+// such as Mali: the target's capability), or when the parameters ask.
 class GpuVectorizeRule : public InitRule {
  public:
   std::string name() const override { return "vectorize"; }
   State Apply(const SketchContext& ctx, const State& state, std::mt19937* rng) const override {
-    const std::string& device = ctx.task.target.device;
-    std::string lower(device.size(), ' ');
-    std::transform(device.begin(), device.end(), lower.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    if (!ctx.params.gpu_vectorize && lower.find("mali") == std::string::npos) return state;
+    if (!ctx.params.gpu_vectorize && !TargetPrefersExplicitVectors(ctx.task.target)) return state;
     return vectorize_->Apply(ctx, state, rng);
   }
 
@@ -386,16 +382,16 @@ MutationRuleList DefaultGpuMutationRules() {
 }
 
 InitRuleList DefaultInitRules(const SearchTask& task) {
-  return IsGpuTask(task) ? DefaultGpuInitRules() : DefaultCpuInitRules();
+  return task.target.kind->is_gpu ? DefaultGpuInitRules() : DefaultCpuInitRules();
 }
 
 MutationRuleList DefaultMutationRules(const SearchTask& task) {
-  return IsGpuTask(task) ? DefaultGpuMutationRules() : DefaultCpuMutationRules();
+  return task.target.kind->is_gpu ? DefaultGpuMutationRules() : DefaultCpuMutationRules();
 }
 
 std::string CheckGpuState(const SketchContext& ctx, const State&, const LoweredFunc& f,
                           std::string* message) {
-  if (!IsGpuTask(ctx.task)) return "";
+  if (!ctx.task.target.kind->is_gpu) return "";
   OpenCLProgramSpec spec;
   try {
     spec = GenerateOpenCL(f);

@@ -1,4 +1,4 @@
-// The GPU rules of the search policy (OpenCL targets), after Ansor's.
+// The GPU rules of the search policy (targets whose kind is a GPU: is_gpu), after Ansor's.
 //
 // Sketch rules, in order (DefaultGpuSketchRules):
 //   add-cache-read                    a producer read by one tiled consumer: copied into a

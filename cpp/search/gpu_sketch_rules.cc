@@ -237,7 +237,7 @@ SketchRuleList DefaultGpuSketchRules() {
 }
 
 SketchRuleList DefaultSketchRules(const SearchTask& task) {
-  return IsGpuTask(task) ? DefaultGpuSketchRules() : DefaultCpuSketchRules();
+  return task.target.kind->is_gpu ? DefaultGpuSketchRules() : DefaultCpuSketchRules();
 }
 
 }  // namespace autosched

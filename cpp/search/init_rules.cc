@@ -58,7 +58,7 @@ class FillTileSizeRule : public InitRule {
         const Stage& st = s.stage(split->stage_id);
         const int64_t extent = st.iter(split->iter_id).extent;
         AS_CHECK(extent > 0, "split of stage '" << st.name() << "' has no known extent");
-        if (!IsGpuTask(ctx.task) && IsTilingSplit(s, *split, levels, true)) {
+        if (!ctx.task.target.kind->is_gpu && IsTilingSplit(s, *split, levels, true)) {
           auto it = blocks.find(st.name());
           if (it == blocks.end()) it = blocks.emplace(st.name(), DrawBlock(ctx, st, levels, rng)).first;
           const int node = st.leaves[split->iter_id];
@@ -259,7 +259,7 @@ class VectorizeRule : public InitRule {
       const bool tiled = std::any_of(st.relations.begin(), st.relations.end(), [](const IterRelation& r) {
         return r.kind == IterRelation::Kind::Split;
       });
-      const bool cpu = !IsGpuTask(ctx.task);
+      const bool cpu = !ctx.task.target.kind->is_gpu;
       if (tiled && cpu && NeedsMultiLevelTiling(s, id)) {
         // A compute-heavy stage: the innermost tile of its contiguous axis
         // is vectorized whole, however many registers it takes (up to the

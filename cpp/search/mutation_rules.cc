@@ -81,7 +81,8 @@ class MutateTileSizeRule : public MutationRule {
     std::vector<Step> steps = s.steps();
     std::vector<int> candidates;
     // The fetch splits of shared stages keep their widths (shared-fetch changes them).
-    const std::vector<int> fetch = IsGpuTask(ctx.task) ? SharedStageSteps(s, true) : std::vector<int>();
+    const std::vector<int> fetch =
+        ctx.task.target.kind->is_gpu ? SharedStageSteps(s, true) : std::vector<int>();
     for (int id : StepsOfKind<SplitStep>(steps)) {
       if (std::find(fetch.begin(), fetch.end(), id) != fetch.end()) continue;
       if (!SplitParts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
@@ -90,7 +91,7 @@ class MutateTileSizeRule : public MutationRule {
     const int picked = Pick(candidates, rng);
     auto& split = std::get<SplitStep>(steps[picked]);
     std::vector<int64_t> parts = SplitParts(split);
-    if (!IsGpuTask(ctx.task) && RandomUnit(rng) < ctx.params.register_block_share &&
+    if (!ctx.task.target.kind->is_gpu && RandomUnit(rng) < ctx.params.register_block_share &&
         FamilyMove(ctx, s, steps, picked, &parts, rng)) {
       for (size_t k = 0; k < split.lengths.size(); ++k) split.lengths[k] = parts[1 + k];
       return State::FromSteps(s.init_dag(), steps);
@@ -108,7 +109,7 @@ class MutateTileSizeRule : public MutationRule {
       // GPU: no more work items per group than max_threads_per_block.
       if (dst == thread_part && threads * factor > ctx.task.hardware_params.max_threads_per_block) continue;
       // The innermost tile of a contiguous axis keeps at least 2 lanes to vectorize.
-      if (src == n - 1 && parts[src] == factor && split.inner_to_outer && !IsGpuTask(ctx.task)) {
+      if (src == n - 1 && parts[src] == factor && split.inner_to_outer && !ctx.task.target.kind->is_gpu) {
         if (!vector_axis) vector_axis = IsVectorAxisSplit(ctx, s, picked);
         if (*vector_axis) continue;
       }
@@ -128,7 +129,7 @@ class MutateTileSizeRule : public MutationRule {
   // or the split thread-bind gives a stage it binds plainly (its inner part,
   // bound by the annotation steps right after); {-1, 0} for any other split.
   static std::pair<int, int64_t> GpuThreadPart(const SketchContext& ctx, const State& s, int id) {
-    if (!IsGpuTask(ctx.task) || ctx.task.hardware_params.max_threads_per_block <= 0) return {-1, 0};
+    if (!ctx.task.target.kind->is_gpu || ctx.task.hardware_params.max_threads_per_block <= 0) return {-1, 0};
     const std::vector<Step>& steps = s.steps();
     const auto& split = std::get<SplitStep>(steps[id]);
     if (!split.inner_to_outer) return {-1, 0};
@@ -247,7 +248,7 @@ class MutateRegisterBlockRule : public MutationRule {
  public:
   std::string name() const override { return "register-block"; }
   std::optional<State> Apply(const SketchContext& ctx, const State& s, std::mt19937* rng) const override {
-    if (IsGpuTask(ctx.task)) return std::nullopt;
+    if (ctx.task.target.kind->is_gpu) return std::nullopt;
     std::map<std::string, std::map<int, int>> splits;  // stage -> op axis -> tiling split step
     for (const auto& [step, role] : TilingSplitRoles(s, CpuTilingLevels(ctx.params))) {
       splits[role.stage][role.node] = step;

@@ -173,7 +173,7 @@ double SecondsSince(Clock::time_point start) {
 // Whether `state` (which lowers to `lowered`, where known) generates code
 // within the task's limits (CheckGpuState; always for a CPU task).
 bool WithinLimits(const SketchContext& ctx, const State& state, LoweredPtr lowered) {
-  if (!IsGpuTask(ctx.task)) return true;
+  if (!ctx.task.target.kind->is_gpu) return true;
   std::string message;
   try {
     if (!lowered) lowered = std::make_shared<const LoweredFunc>(Lower(state));
@@ -440,7 +440,7 @@ std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& pa
   std::vector<State> out;
   std::string message;
   if (CheckState(plain, &message).empty()) out.push_back(plain);
-  if (task.target.kind == TargetKind::OpenCL) {
+  if (task.target.kind->is_gpu) {
     // On a GPU the CPU variants (parallel, vectorized loops) would run in one
     // work item; the nests without bindings get the default GPU schedule
     // instead (docs/opencl.md): the plain one and, where it differs, the one

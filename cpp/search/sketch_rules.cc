@@ -126,7 +126,8 @@ class SimplifyComputeWithConstTensorRule : public SketchRule {
     // transforms of channel-blocked data vectorize over the channel lanes).
     std::vector<int> innermost;
     const int last_axis = static_cast<int>(st.op->axis.size()) - 1;
-    if (!IsGpuTask(ctx.task) && last_spatial >= 0 && last_spatial == last_axis && !levels[2].empty()) {
+    if (!ctx.task.target.kind->is_gpu && last_spatial >= 0 && last_spatial == last_axis &&
+        !levels[2].empty()) {
       innermost.push_back(levels[2].back());
       levels[2].pop_back();
     }
@@ -329,10 +330,9 @@ SketchRuleList DefaultCpuSketchRules() {
   // clang-format on
 }
 
-bool IsGpuTask(const SearchTask& task) { return task.target.kind == TargetKind::OpenCL; }
-
 const std::vector<int64_t>& AutoUnrollCandidates(const SketchContext& ctx) {
-  return IsGpuTask(ctx.task) ? ctx.params.gpu_auto_unroll_candidates : ctx.params.auto_unroll_candidates;
+  return ctx.task.target.kind->is_gpu ? ctx.params.gpu_auto_unroll_candidates
+                                      : ctx.params.auto_unroll_candidates;
 }
 
 bool IsRfactorSplit(const std::vector<Step>& steps, int step_id) {

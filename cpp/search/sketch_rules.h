@@ -88,9 +88,6 @@ using SketchRuleList = std::vector<std::shared_ptr<const SketchRule>>;
 // The rules of the CPU policy, in the order above.
 SketchRuleList DefaultCpuSketchRules();
 
-// Whether the task's target is a GPU (OpenCL): the policy then uses the GPU
-// rules of gpu_rules.h.
-bool IsGpuTask(const SearchTask& task);
 // The auto_unroll_max_step values of the task's kind (CPU or GPU list).
 const std::vector<int64_t>& AutoUnrollCandidates(const SketchContext& ctx);
 

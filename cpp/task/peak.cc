@@ -39,19 +39,19 @@ PeakFlops CpuPeak(const HardwareParams& hw, int element_bytes, PeakUse use) {
   return p;
 }
 
-PeakFlops GpuPeak(const Target& target, const HardwareParams& hw, int element_bytes, PeakUse use) {
-  const bool mali = target.device == "mali";
+PeakFlops GpuPeak(const Target& target, const PeakModel& model, const HardwareParams& hw, int element_bytes,
+                  PeakUse use) {
   const double units = static_cast<double>(std::max<int64_t>(1, hw.num_cores));
-  const double lanes = (mali ? 64 : 128) * (element_bytes <= 2 ? 2 : 1);
+  const double lanes = model.fp32_lanes_per_unit * (element_bytes <= 2 ? 2 : 1);
   PeakFlops p;
   double clock = static_cast<double>(hw.clock_mhz) * 1e6;
   std::string clock_origin = hw.clock_mhz > 0 ? "" : " (clock_mhz unknown: assumed)";
   if (hw.clock_mhz <= 0 && use == PeakUse::kEstimate) {
     // Tuning measures on a device of this machine: where the target selects
     // one (a family name such as nvidia has no clock of its own), its clock.
-    if (OpenCLDeviceQuery query = InstalledOpenCLDeviceQuery()) {
+    if (target.kind->query_device != nullptr) {
       try {
-        clock = static_cast<double>(query(target).clock_mhz) * 1e6;
+        clock = static_cast<double>(target.kind->query_device(target).clock_mhz) * 1e6;
         clock_origin = " (the clock of the device the target selects on this machine)";
       } catch (const std::exception&) {  // no such device here
       }
@@ -63,7 +63,7 @@ PeakFlops GpuPeak(const Target& target, const HardwareParams& hw, int element_by
       return p;
     }
   } else if (hw.clock_mhz <= 0) {
-    clock = mali ? 1.5e9 : 3e9;
+    clock = model.assumed_clock_hz;
   }
   p.flops = units * lanes * kFlopPerFma * clock;
   p.how = "derived for " + std::to_string(hw.num_cores) + " compute units at " + Format(clock * 1e-6, 6) +
@@ -100,31 +100,22 @@ double ReportedCpuClockHz() {
   return best_mhz > 0 ? best_mhz * 1e6 : 3e9;
 }
 
-bool TargetRunsOnCpu(const Target& target) {
-  if (target.kind == TargetKind::LLVM || target.device == "pocl" || target.device == "cpu") return true;
-  if (target.device == "nvidia" || target.device == "mali" || target.device == "gpu") return false;
-  // A device of this machine, or the default one: ask it.
-  if (OpenCLDeviceOnCpuQuery query = InstalledOpenCLDeviceOnCpuQuery()) {
-    try {
-      return query(target);
-    } catch (const std::exception&) {  // no such device here
-    }
-  }
-  return false;
+PeakModel TargetPeakModel(const Target& target) {
+  return target.kind->peak_model != nullptr ? target.kind->peak_model(target) : PeakModel{};
 }
 
-PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use, bool on_cpu) {
+bool TargetRunsOnCpu(const Target& target) { return TargetPeakModel(target).on_host_cpu; }
+
+PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use) {
   const HardwareParams& hw = task.hardware_params;
   if (hw.peak_gflops > 0) {
     return {static_cast<double>(hw.peak_gflops) * 1e9,
             "the task's hardware parameters (peak_gflops " + std::to_string(hw.peak_gflops) + ")"};
   }
   const int element_bytes = NarrowestElementBytes(task.compute_dag);
-  return on_cpu ? CpuPeak(hw, element_bytes, use) : GpuPeak(task.target, hw, element_bytes, use);
-}
-
-PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use) {
-  return EstimatePeakFlops(task, use, TargetRunsOnCpu(task.target));
+  const PeakModel model = TargetPeakModel(task.target);
+  return model.on_host_cpu ? CpuPeak(hw, element_bytes, use)
+                           : GpuPeak(task.target, model, hw, element_bytes, use);
 }
 
 }  // namespace autosched

@@ -5,10 +5,12 @@
 //   CPU: cores x FMA units x 2 FLOP x SIMD lanes x clock, the lanes those of
 //        the narrowest element type the DAG computes (vector_unit_bytes /
 //        element bytes).
-//   GPU: compute units x FP32 lanes per unit (an NVIDIA SM has 128, a Mali
-//        core is counted as 64; 16-bit data twice as many) x 2 FLOP x clock
-//        (HardwareParams::clock_mhz; for the estimate, where it is 0, the
-//        clock of the device the target selects on this machine, if any).
+//   GPU: compute units x FP32 lanes per unit (the target kind's PeakModel:
+//        an NVIDIA SM has 128, a Mali core is counted as 64; 16-bit data
+//        twice as many) x 2 FLOP x clock (HardwareParams::clock_mhz; for the
+//        estimate, where it is 0, the clock of the device the target selects
+//        on this machine, if its kind can query one).
+// Which formula applies is the kind's answer (TargetKind::peak_model).
 //   HardwareParams::peak_gflops, when set, is the peak.
 #pragma once
 
@@ -26,7 +28,7 @@ enum class PeakUse {
   kEstimate,
   // What no run can beat, for the plausibility check: a clock of 6 GHz for a
   // CPU, at least 2 FMA units and 16-byte vectors; for a GPU without
-  // clock_mhz, 3 GHz (Mali: 1.5 GHz).
+  // clock_mhz, the PeakModel's assumed clock (3 GHz; Mali: 1.5 GHz).
   kUpperBound,
 };
 
@@ -36,14 +38,13 @@ struct PeakFlops {
   std::string how;
 };
 
-// The peak of `task`'s hardware. on_cpu: the code runs on CPU cores (llvm, or
-// OpenCL on a CPU device); TargetRunsOnCpu gives it where the target says.
-PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use, bool on_cpu);
+// The peak of `task`'s hardware.
 PeakFlops EstimatePeakFlops(const SearchTask& task, PeakUse use);
 
-// llvm targets, OpenCL targets of the device family "pocl" or "-device=cpu",
-// and OpenCL targets that select a CPU device of this machine (asked through
-// the runtime's installed query; false where there is none, or no match).
+// The target kind's answer (a CPU's where the kind gives none).
+PeakModel TargetPeakModel(const Target& target);
+// Whether the target's code runs on the host's CPU cores: llvm targets, and
+// OpenCL targets of a CPU device (task/opencl_devices.h).
 bool TargetRunsOnCpu(const Target& target);
 
 // Bytes of the narrowest element type among the DAG's operations (8 at most).

@@ -9,53 +9,18 @@
 
 namespace autosched {
 
-const char* TargetKindName(TargetKind kind) {
-  switch (kind) {
-    case TargetKind::LLVM: return "llvm";
-    case TargetKind::OpenCL: return "opencl";
-  }
-  return "?";
-}
-
 namespace {
 
-enum class OptionValue : uint8_t { Flag, Text, PositiveInt, OptLevel, OnOff };
-
-struct OptionSpec {
-  const char* name;
-  OptionValue value;
-  bool llvm, opencl;  // kinds that accept it
-};
-
-// Options each kind accepts; anything else is reported, so that a typo such as
-// "-numcores=2" is not silently ignored.
-constexpr OptionSpec kOptions[] = {
-    {"mcpu", OptionValue::Text, true, false},     // LLVM CPU name
-    {"mtriple", OptionValue::Text, true, false},  // another architecture: cross-compiled (IsForeignTriple)
-    {"mattr", OptionValue::Text, true, false},    // +feature,-feature
-    {"opt-level", OptionValue::OptLevel, true, false},  // LLVM's O0..O3
-    {"no-host-check", OptionValue::Flag, true, false},  // keep features this host lacks (no runs here)
-    {"device", OptionValue::Text, false, true},         // index or name (runtime/opencl/opencl_device.h)
-    {"platform", OptionValue::Text, false, true},       // OpenCL platform name
-    {"num-cores", OptionValue::PositiveInt, true, true},
-    {"fast-math", OptionValue::Flag, true, true},
-    {"fp-contract", OptionValue::OnOff, true, false},  // a * b + c as one FMA (default on)
-    {"prefetch", OptionValue::OnOff, true, false},     // software prefetch of streamed slices (default on)
-};
-
-const OptionSpec* FindOption(const std::string& name, TargetKind kind) {
-  for (const OptionSpec& spec : kOptions) {
-    if (name == spec.name && (kind == TargetKind::LLVM ? spec.llvm : spec.opencl)) return &spec;
+const TargetOption* FindOption(const std::string& name, const TargetKind& kind) {
+  for (const TargetOption& option : kind.options) {
+    if (name == option.name) return &option;
   }
   return nullptr;
 }
 
-std::string KnownOptions(TargetKind kind) {
+std::string KnownOptions(const TargetKind& kind) {
   std::string list;
-  for (const OptionSpec& spec : kOptions) {
-    if (kind == TargetKind::LLVM ? spec.llvm : spec.opencl)
-      list += (list.empty() ? "-" : ", -") + std::string(spec.name);
-  }
+  for (const TargetOption& option : kind.options) list += (list.empty() ? "-" : ", -") + option.name;
   return list;
 }
 
@@ -86,19 +51,19 @@ void ApplyOption(Target* target, const std::string& word) {
   std::string name = word.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
   bool has_value = eq != std::string::npos;
   std::string value = has_value ? word.substr(eq + 1) : "";
-  const OptionSpec* spec = FindOption(name, target->kind);
-  AS_CHECK(spec != nullptr, "unknown target option '-" << name << "' for " << TargetKindName(target->kind)
-                                                       << " (known: " << KnownOptions(target->kind) << ")");
+  const TargetOption* spec = FindOption(name, *target->kind);
+  AS_CHECK(spec != nullptr, "unknown target option '-" << name << "' for " << target->kind->name
+                                                       << " (known: " << KnownOptions(*target->kind) << ")");
   AS_CHECK(!target->HasOption(name), "target option -" << name << " given twice");
-  if (spec->value == OptionValue::Flag) {
+  if (spec->value == TargetOptionValue::kFlag) {
     AS_CHECK(!has_value, "target option -" << name << " is a flag and takes no value, got '" << word << "'");
   } else {
     AS_CHECK(has_value && !value.empty(),
              "target option -" << name << " needs a value (-" << name << "=...)");
   }
-  if (spec->value == OptionValue::PositiveInt) ParsePositiveInt(name, value);
-  if (spec->value == OptionValue::OptLevel) ParseOptLevel(value);
-  AS_CHECK(spec->value != OptionValue::OnOff || value == "on" || value == "off",
+  if (spec->value == TargetOptionValue::kPositiveInt) ParsePositiveInt(name, value);
+  if (spec->value == TargetOptionValue::kOptLevel) ParseOptLevel(value);
+  AS_CHECK(spec->value != TargetOptionValue::kOnOff || value == "on" || value == "off",
            "target option -" << name << " needs on or off, got '" << value << "'");
   target->options[name] = value;
 }
@@ -133,7 +98,7 @@ int FmaUnits(const CpuSpec& cpu) {
 // A Target that was not made by Parse (a default-constructed one) has no
 // resolved CPU: resolve it from its options.
 Target Resolved(const Target& target) {
-  if (target.kind != TargetKind::LLVM || !target.cpu.name.empty()) return target;
+  if (!target.cpu.name.empty()) return target;
   return Target::Parse(target.str());
 }
 
@@ -171,123 +136,34 @@ std::vector<std::string> NotableFirst(const std::vector<std::string>& names) {
   return ordered;
 }
 
-HardwareParams OpenCLDefaults(const std::string& device) {
-  HardwareParams p;
-  p.vector_unit_bytes = 16;
-  p.cache_line_bytes = 64;
-  p.max_local_memory_per_block = kGpuPrivateBytesPerWorkItem;
-  if (device == "nvidia") {
-    p.num_cores = 132;
-    p.warp_size = 32;
-    p.max_threads_per_block = 1024;
-    p.max_shared_memory_per_block = 48 * 1024;
-    p.max_vthread_extent = 8;
-    return p;
-  }
-  p.num_cores = device == "mali" ? 4 : device == "pocl" ? HostCores() : 16;
-  p.warp_size = 1;
-  p.max_threads_per_block = 256;
-  p.max_shared_memory_per_block = 32 * 1024;
-  p.max_vthread_extent = 4;
-  return p;
+// llvm: the CPU -mcpu / -mattr / -mtriple resolve to, and the machine's cores.
+void ResolveLLVM(Target* target) {
+  if (!target->mtriple.empty() && IsForeignTriple(target->mtriple))
+    target->cpu = ResolveForeignCpu(target->mtriple, target->mcpu, target->mattr);
+  else
+    target->cpu = ResolveCpu(target->mcpu, target->mattr, target->host_check);
+  if (target->num_cores == 0) target->num_cores = HostCores();
 }
 
-}  // namespace
-
-Target Target::Parse(const std::string& full_text) {
-  const std::string text = full_text.substr(0, full_text.find('#'));
-  std::istringstream words(text);
-  std::string kind_word;
-  AS_CHECK(static_cast<bool>(words >> kind_word), "empty target string: expected 'llvm ...' or 'opencl ...'");
-  Target target;
-  if (kind_word == "llvm") {
-    target.kind = TargetKind::LLVM;
-  } else if (kind_word == "opencl") {
-    target.kind = TargetKind::OpenCL;
-  } else {
-    AS_CHECK(false, "unknown target kind '" << kind_word << "' in '" << text << "': expected llvm or opencl");
-  }
-  for (std::string word; words >> word;) ApplyOption(&target, word);
-  auto option = [&](const char* name) { return target.HasOption(name) ? target.options.at(name) : ""; };
-  target.mcpu = option("mcpu");
-  target.mattr = option("mattr");
-  target.mtriple = option("mtriple");
-  target.device = option("device");
-  target.platform = option("platform");
-  target.fast_math = target.HasOption("fast-math");
-  target.fp_contract = option("fp-contract") != "off";
-  target.prefetch = option("prefetch") != "off";
-  target.host_check = !target.HasOption("no-host-check");
-  if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
-  if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));
-  if (target.kind == TargetKind::LLVM) {
-    if (!target.mtriple.empty() && IsForeignTriple(target.mtriple))
-      target.cpu = ResolveForeignCpu(target.mtriple, target.mcpu, target.mattr);
-    else
-      target.cpu = ResolveCpu(target.mcpu, target.mattr, target.host_check);
-    if (target.num_cores == 0) target.num_cores = HostCores();
-  }
-  return target;
-}
-
-Target Target::Host() { return Parse("llvm"); }
-
-std::string Target::str() const {
-  std::string text = TargetKindName(kind);
-  for (const auto& [name, value] : options) text += " -" + name + (value.empty() ? "" : "=" + value);
-  return text;
-}
-
-std::string Target::Describe() const {
-  const HardwareParams params = DefaultHardwareParams(*this);
+std::string DescribeLLVM(const Target& target) {
+  const HardwareParams params = DefaultHardwareParams(target);
   std::ostringstream os;
-  if (kind == TargetKind::OpenCL) {
-    os << "OpenCL " << (device.empty() ? "generic GPU" : "device " + device);
-    if (!platform.empty()) os << " on platform " << platform;
-    os << ", " << params.num_cores << " compute units";
-  } else {
-    const Target t = Resolved(*this);
-    os << (t.cpu.is_host && t.mattr.empty() ? "host CPU " : "CPU ") << t.cpu.name << " ("
-       << VectorIsaSummary(t.cpu) << ")";
-    if (!t.cpu.dropped.empty())
-      os << " without " << t.cpu.dropped.size() << " of its features this host lacks ("
-         << NameList(NotableFirst(t.cpu.dropped), 6) << ")";
-    if (!t.cpu.missing.empty())
-      os << " with " << t.cpu.missing.size() << " features this host lacks ("
-         << NameList(NotableFirst(t.cpu.missing), 6) << "): built code cannot run here";
-    if (t.cpu.foreign) os << ", cross-compiled for " << t.cpu.triple << " (not run here)";
-    os << ", " << params.num_cores << (params.num_cores == 1 ? " core" : " cores");
-  }
+  const Target t = Resolved(target);
+  os << (t.cpu.is_host && t.mattr.empty() ? "host CPU " : "CPU ") << t.cpu.name << " ("
+     << VectorIsaSummary(t.cpu) << ")";
+  if (!t.cpu.dropped.empty())
+    os << " without " << t.cpu.dropped.size() << " of its features this host lacks ("
+       << NameList(NotableFirst(t.cpu.dropped), 6) << ")";
+  if (!t.cpu.missing.empty())
+    os << " with " << t.cpu.missing.size() << " features this host lacks ("
+       << NameList(NotableFirst(t.cpu.missing), 6) << "): built code cannot run here";
+  if (t.cpu.foreign) os << ", cross-compiled for " << t.cpu.triple << " (not run here)";
+  os << ", " << params.num_cores << (params.num_cores == 1 ? " core" : " cores");
   os << ", vector_unit_bytes=" << params.vector_unit_bytes;
   return os.str();
 }
 
-namespace {
-OpenCLDeviceQuery opencl_device_query = nullptr;
-OpenCLDeviceOnCpuQuery opencl_device_on_cpu_query = nullptr;
-}  // namespace
-
-void SetOpenCLDeviceQuery(OpenCLDeviceQuery query) { opencl_device_query = query; }
-void SetOpenCLDeviceOnCpuQuery(OpenCLDeviceOnCpuQuery query) { opencl_device_on_cpu_query = query; }
-OpenCLDeviceQuery InstalledOpenCLDeviceQuery() { return opencl_device_query; }
-OpenCLDeviceOnCpuQuery InstalledOpenCLDeviceOnCpuQuery() { return opencl_device_on_cpu_query; }
-
-HardwareParams DefaultHardwareParams(const Target& target) {
-  if (target.kind == TargetKind::OpenCL) {
-    const std::string& d = target.device;
-    HardwareParams p = OpenCLDefaults(d);
-    // A device named by index or by other text than the three families is one
-    // of this machine's: its own parameters (Error when none matches).
-    if (!d.empty() && d != "nvidia" && d != "mali" && d != "pocl") {
-      AS_CHECK(opencl_device_query != nullptr,
-               "target '" << target.str()
-                          << "' names an OpenCL device of this machine, but autosched was built "
-                          << "without OpenCL (install ocl-icd-opencl-dev and opencl-headers, then rebuild)");
-      p = opencl_device_query(target);
-    }
-    if (target.num_cores > 0) p.num_cores = target.num_cores;
-    return p;
-  }
+HardwareParams LLVMDefaults(const Target& target) {
   const Target t = Resolved(target);
   HardwareParams p;
   p.num_cores = t.num_cores;
@@ -305,6 +181,78 @@ HardwareParams DefaultHardwareParams(const Target& target) {
     p.l3_cache_bytes = caches.l3_bytes;
   }
   return p;
+}
+
+PeakModel LLVMPeakModel(const Target&) { return PeakModel{}; }
+
+}  // namespace
+
+TargetKind LLVMTargetKind() {
+  TargetKind kind;
+  kind.name = "llvm";
+  kind.summary = "CPU code through LLVM";
+  kind.options = {
+      {"mcpu", TargetOptionValue::kText},           // LLVM CPU name
+      {"mtriple", TargetOptionValue::kText},        // another architecture: cross-compiled (IsForeignTriple)
+      {"mattr", TargetOptionValue::kText},          // +feature,-feature
+      {"opt-level", TargetOptionValue::kOptLevel},  // LLVM's O0..O3
+      {"no-host-check", TargetOptionValue::kFlag},  // keep features this host lacks (no runs here)
+      {"num-cores", TargetOptionValue::kPositiveInt},
+      {"fast-math", TargetOptionValue::kFlag},
+      {"fp-contract", TargetOptionValue::kOnOff},  // a * b + c as one FMA (default on)
+      {"prefetch", TargetOptionValue::kOnOff},     // software prefetch of streamed slices (default on)
+  };
+  kind.resolve = &ResolveLLVM;
+  kind.default_hardware_params = &LLVMDefaults;
+  kind.peak_model = &LLVMPeakModel;
+  kind.describe = &DescribeLLVM;
+  kind.missing_backend = "this autosched was built without LLVM 19 (the CPU backend)";
+  return kind;
+}
+
+Target Target::Parse(const std::string& full_text) {
+  const std::string text = full_text.substr(0, full_text.find('#'));
+  std::istringstream words(text);
+  std::string kind_word;
+  AS_CHECK(static_cast<bool>(words >> kind_word), "empty target string: expected a target kind (registered: "
+                                                      << NameList(RegisteredTargetKindNames(), 100)
+                                                      << ") and its options, e.g. 'llvm -num-cores=2'");
+  Target target;
+  const TargetKind* kind = LookupTargetKind(kind_word);
+  AS_CHECK(kind != nullptr, "unknown target kind '" << kind_word << "' in '" << text << "': expected one of "
+                                                    << NameList(RegisteredTargetKindNames(), 100));
+  target.kind = kind;
+  for (std::string word; words >> word;) ApplyOption(&target, word);
+  auto option = [&](const char* name) { return target.HasOption(name) ? target.options.at(name) : ""; };
+  target.mcpu = option("mcpu");
+  target.mattr = option("mattr");
+  target.mtriple = option("mtriple");
+  target.device = option("device");
+  target.platform = option("platform");
+  target.fast_math = target.HasOption("fast-math");
+  target.fp_contract = option("fp-contract") != "off";
+  target.prefetch = option("prefetch") != "off";
+  target.host_check = !target.HasOption("no-host-check");
+  if (target.HasOption("opt-level")) target.opt_level = ParseOptLevel(option("opt-level"));
+  if (target.HasOption("num-cores")) target.num_cores = ParsePositiveInt("num-cores", option("num-cores"));
+  if (kind->resolve != nullptr) kind->resolve(&target);
+  return target;
+}
+
+Target Target::Host() { return Parse("llvm"); }
+
+std::string Target::str() const {
+  std::string text = kind->name;
+  for (const auto& [name, value] : options) text += " -" + name + (value.empty() ? "" : "=" + value);
+  return text;
+}
+
+std::string Target::Describe() const { return kind->describe != nullptr ? kind->describe(*this) : str(); }
+
+HardwareParams DefaultHardwareParams(const Target& target) {
+  AS_CHECK(target.kind->default_hardware_params != nullptr,
+           "target kind '" << target.kind->name << "' gives no default hardware parameters");
+  return target.kind->default_hardware_params(target);
 }
 
 }  // namespace autosched

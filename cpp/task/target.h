@@ -2,10 +2,15 @@
 //   "llvm"                                      the host CPU, all its cores
 //   "llvm -mcpu=sapphirerapids -num-cores=2 -fast-math"
 //   "opencl -device=mali"
-// The first word is the kind (llvm: CPU code through LLVM; opencl: OpenCL C for
-// a GPU); each further word is an option "-name" or "-name=value"; a '#' starts
-// a comment that runs to the end. Unknown kinds, unknown options, malformed
-// values and options that cannot be honoured throw Error naming them.
+// The first word names the kind, an entry of the registry of target kinds
+// (task/target_kind.h: llvm, CPU code through LLVM; opencl, OpenCL C for a
+// GPU; and any other registered kind); each further word is an option "-name"
+// or "-name=value" of those the kind accepts; a '#' starts a comment that runs
+// to the end. Unknown kinds (the error lists the registered ones), unknown
+// options, malformed values and options that cannot be honoured throw Error
+// naming them. What a target can do (GPU or CPU, how runs are timed, whether
+// kernels run in this process, ...) is its kind's capabilities: code outside
+// cpp/task and the backends asks those, never the kind's name.
 //
 // llvm options:
 //   -mcpu=NAME      LLVM CPU name (default: the host's, as LLVM detects it);
@@ -25,13 +30,14 @@
 //                   lacks it: the built module can be read (get_source) but
 //                   refuses to run here, naming the missing features
 // opencl options: -device=INDEX or NAME (a device's index, or text its name,
-// vendor or platform contains; nvidia, mali and pocl also pick the default
-// HardwareParams below), -platform=NAME, -num-cores=N (compute units),
-// -fast-math. Which device a name selects is decided when code is built
-// (runtime/opencl/opencl_device.h); a name no device matches is an Error then.
+// vendor or platform contains; the family names nvidia, mali, pocl, cpu and
+// gpu also pick what the search presumes: task/opencl_devices.h),
+// -platform=NAME, -num-cores=N (compute units), -fast-math. Which device a
+// name selects is decided when code is built (runtime/opencl/
+// opencl_device.h); a name no device matches is an Error then.
 //
 // HardwareParams: the machine facts the search needs, one typed field each with
-// a documented default; DefaultHardwareParams(target) fills them per target.
+// a documented default; DefaultHardwareParams(target) asks the target's kind.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +46,9 @@
 
 #include "support/fields.h"
 #include "task/host_cpu.h"
+#include "task/target_kind.h"
 
 namespace autosched {
-
-enum class TargetKind : uint8_t { LLVM, OpenCL };
-const char* TargetKindName(TargetKind kind);  // "llvm", "opencl"
 
 // The private memory per work item that GPU defaults allow (HardwareParams::
 // max_local_memory_per_block). A GPU keeps at most about 1 KiB per work item
@@ -56,7 +60,8 @@ const char* TargetKindName(TargetKind kind);  // "llvm", "opencl"
 constexpr int64_t kGpuPrivateBytesPerWorkItem = 4 * 1024;
 
 struct Target {
-  TargetKind kind = TargetKind::LLVM;
+  // The registry's entry (never null); a default-constructed Target is llvm's.
+  const TargetKind* kind = &DefaultTargetKind();
   // llvm
   std::string mcpu;        // -mcpu= as given (empty: the host CPU)
   std::string mattr;       // -mattr= as given
@@ -87,7 +92,7 @@ struct Target {
   // Parse("llvm"): the host CPU with all its cores.
   static Target Host();
   bool HasOption(const std::string& name) const { return options.count(name) != 0; }
-  // Canonical text: kind, then the options sorted by name. Parse(str()) == *this.
+  // Canonical text: the kind's name, then the options sorted by name. Parse(str()) == *this.
   std::string str() const;
   // One line on what code is built for and what the search assumes, e.g.
   // "host CPU znver3 (avx2, fma), 2 cores, vector_unit_bytes=32".
@@ -135,48 +140,25 @@ struct HardwareParams {
   AUTOSCHED_OPTIONS_FIELDS(HardwareParams, AUTOSCHED_HARDWARE_PARAMS_FIELDS)
 };
 
-// Defaults per target:
+// Defaults per target, the kind's (TargetKind::default_hardware_params):
 //  llvm:   num_cores: the target's (given or the machine's); vector_unit_bytes
 //          from the features the target keeps: 64 with avx512f, 32 with avx2
 //          or avx, else 16; cache line and cache sizes as the OS reports them
-//          when the target's CPU is the host's (else line 64, sizes 0); GPU
-//          fields 0.
-//  opencl: cache line 64, vector unit 16 bytes (float4), and per device:
-//          nvidia: 132 compute units, warp 32, 1024 threads, 48 KiB shared,
-//                  64 KiB private, vthread 8;
-//          mali:   4 compute units (pass -num-cores= for the real count), warp 1
-//                  (no lock-step groups exposed), 256 threads, 32 KiB shared,
-//                  64 KiB private, vthread 4;
-//          pocl (OpenCL on the CPU) and generic (no -device): host cores
-//                  (generic: 16 units), warp 1, 256 threads, 32 KiB shared,
-//                  64 KiB private, vthread 4; clock_mhz 0 (unknown).
-//          a -device= naming a device of this machine otherwise (an index,
-//                  or other text, e.g. "opencl -device=0"): queried from it
-//                  (runtime/opencl/opencl_device.h, OpenCLHardwareParams).
-//          -num-cores= overrides the number of compute units.
+//          when the target's CPU is the host's (else line 64, sizes 0);
 //          num_vector_registers from the features too: 32 with avx512f (or on
 //          AArch64), 16 otherwise on x86-64; fma_units: 2 where full-width
 //          FMAs issue on two pipes (AVX-512 server parts, Zen, AVX2 cores
 //          since Haswell, AArch64), 1 on AVX-512 client parts (one 512-bit
-//          FMA pipe) and without FMA.
-//  opencl: num_vector_registers and fma_units 0 (no such unit is modelled).
+//          FMA pipe) and without FMA; GPU fields 0.
+//  opencl: the device family's presets, or the parameters of the device of
+//          this machine the target names (task/opencl_devices.h); -num-cores=
+//          overrides the number of compute units; num_vector_registers and
+//          fma_units 0 (no such unit is modelled).
 //  peak_gflops and peak_bandwidth_gbs are 0 everywhere: the measurement
 //  derives its bounds (measure/verifier.h) unless they are set.
 HardwareParams DefaultHardwareParams(const Target& target);
 
-// How DefaultHardwareParams learns the parameters of an OpenCL device of this
-// machine. Querying devices is the OpenCL runtime's (a layer above this one),
-// which installs the query when it is linked in (runtime/opencl/
-// opencl_device.cc); the driver is loaded only when a target names such a
-// device. Without it, such a target is refused with an Error.
-using OpenCLDeviceQuery = HardwareParams (*)(const Target& target);
-void SetOpenCLDeviceQuery(OpenCLDeviceQuery query);
-// Whether the OpenCL device the target selects on this machine is a CPU
-// (PoCL), installed with the device query; Error when none matches.
-using OpenCLDeviceOnCpuQuery = bool (*)(const Target& target);
-void SetOpenCLDeviceOnCpuQuery(OpenCLDeviceOnCpuQuery query);
-// The installed queries; nullptr in a build without the OpenCL runtime.
-OpenCLDeviceQuery InstalledOpenCLDeviceQuery();
-OpenCLDeviceOnCpuQuery InstalledOpenCLDeviceOnCpuQuery();
+// llvm's capabilities, which the registry registers first (target_kind.h).
+TargetKind LLVMTargetKind();
 
 }  // namespace autosched

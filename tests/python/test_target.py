@@ -284,3 +284,20 @@ def test_hardware_params_positional_errors_name_the_problem():
         ans.HardwareParams(-1, -2)
     with pytest.raises(TypeError, match="cache_line_bytes must be an int"):
         ans.HardwareParams(-1, 16, "64")
+
+
+def test_a_target_exposes_its_kinds_capabilities():
+    assert _core.target_kinds()[:2] == ["llvm", "opencl"]
+    cpu, gpu, pocl = ans.Target("llvm"), ans.Target("opencl -device=mali"), ans.Target("opencl -device=pocl")
+    assert cpu.kind == "llvm" and cpu.kind.name == "llvm" and gpu.kind.name == "opencl"
+    assert (cpu.is_gpu, cpu.runs_in_host_process, cpu.runs_on_host_cpu, cpu.timed_by_device) == (False, True, True,
+                                                                                                 False)
+    assert not cpu.fault_restarts_worker and cpu.has_backend == _core.has_llvm()
+    assert (gpu.is_gpu, gpu.runs_in_host_process, gpu.runs_on_host_cpu, gpu.timed_by_device) == (True, False, False,
+                                                                                                 True)
+    assert gpu.fault_restarts_worker and gpu.has_backend == _core.has_opencl()
+    assert pocl.is_gpu and pocl.runs_on_host_cpu  # OpenCL on the CPU: GPU rules, CPU peaks
+    with pytest.raises(ValueError, match="has no device of this machine to query"):
+        cpu.device_hardware_params()
+    with pytest.raises(ValueError, match="unknown target kind 'cuda'.*expected one of llvm, opencl"):
+        ans.Target("cuda")

@@ -88,8 +88,10 @@ void AddRuntimeTrampoline(llvm::Module& m, const std::string& name) {
 
 std::string EmitKernelLibraryObject(const std::vector<const Module*>& modules,
                                     const std::vector<std::string>& symbols, const Target& target) {
-  AS_CHECK(target.kind == TargetKind::LLVM,
-           "only llvm targets export object code, got '" << target.str() << "'");
+  // Object code is what kernels that run in the host process are.
+  AS_CHECK(target.kind->runs_in_host_process,
+           "only targets whose kernels run in this process (llvm) export object code, got '" << target.str()
+                                                                                             << "'");
   AS_ICHECK(modules.size() == symbols.size(), "one symbol per module");
   InitializeLLVMNativeTarget();
   Target resolved = target.cpu.name.empty() ? Target::Parse(target.str()) : target;

@@ -24,6 +24,7 @@
 #include "runtime/aligned_alloc.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "task/target_kind.h"
 
 namespace autosched {
 namespace {
@@ -244,5 +245,20 @@ Module BuildLLVM(const LoweredFunc& f, const Target& target) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Module(f.name, ArgSpecs(f), std::move(kernel), std::move(sources), seconds, std::move(cannot_run));
 }
+
+namespace {
+
+// The llvm kind's builder (task/target_kind.h). A Target made without Parse
+// has no resolved CPU yet.
+Module BuildForLLVMKind(const LoweredFunc& f, const Target& target, const DeviceLimits&) {
+  return BuildLLVM(f, target.cpu.name.empty() ? Target::Parse(target.str()) : target);
+}
+
+const bool kBuilderRegistered = [] {
+  SetTargetKindBuilder("llvm", &BuildForLLVMKind);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace autosched

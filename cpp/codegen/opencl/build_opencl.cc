@@ -7,6 +7,7 @@
 #include "lower/stmt_functor.h"
 #include "lower/stmt_printer.h"
 #include "runtime/opencl/opencl_module.h"
+#include "task/target_kind.h"
 
 namespace autosched {
 
@@ -32,5 +33,18 @@ Module BuildOpenCL(const LoweredFunc& f, const Target& target, const DeviceLimit
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Module(f.name, std::move(args), std::move(kernel), std::move(sources), seconds);
 }
+
+namespace {
+
+// The opencl kind's builder (task/target_kind.h), there when this file is
+// linked in (a build with the OpenCL runtime).
+const bool kBuilderRegistered = [] {
+  SetTargetKindBuilder("opencl", [](const LoweredFunc& f, const Target& target, const DeviceLimits& limits) {
+    return BuildOpenCL(f, target, limits);
+  });
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace autosched

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "support/error.h"
+#include "task/opencl_devices.h"
 
 namespace autosched {
 namespace {
@@ -445,11 +446,16 @@ HardwareParams OpenCLHardwareParams(const OpenCLDevice& device) {
 }
 
 namespace {
-// Lets the task layer's DefaultHardwareParams query devices of this machine
-// without including the runtime: installed when this file is linked in.
+// Lets the task layer (the opencl kind's device description, task/
+// opencl_devices.h) query devices of this machine without including the
+// runtime: installed when this file is linked in.
 const bool kDeviceQueryInstalled = [] {
-  SetOpenCLDeviceQuery([](const Target& target) { return OpenCLHardwareParams(SelectOpenCLDevice(target)); });
-  SetOpenCLDeviceOnCpuQuery([](const Target& target) { return SelectOpenCLDevice(target).is_cpu; });
+  SetOpenCLDeviceQuery([](const Target& target) {
+    const OpenCLDevice& device = SelectOpenCLDevice(target);
+    return DescribeQueriedOpenCLDevice(
+        device.name + " " + device.vendor + " " + device.platform_name + " " + device.platform_vendor,
+        OpenCLHardwareParams(device), device.is_cpu);
+  });
   return true;
 }();
 }  // namespace

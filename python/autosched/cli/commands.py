@@ -132,7 +132,7 @@ def cmd_tune(args):
         check_output_path(args.plot, "--plot")
     if args.network_timing_s is not None and not args.network_timing_s >= 0:
         raise CommandError(f"--network-timing-s must be seconds >= 0, got {args.network_timing_s:g}")
-    _check_target_here(args.target, "tune")
+    target = _check_target_here(args.target, "tune")
     graph = _load_graph(args.model, _shape_dict(args.shape))
     tasks, weights = extract_tasks(graph, args.target)
     _print_tasks(tasks, weights)
@@ -143,7 +143,8 @@ def cmd_tune(args):
     resume = args.log if os.path.exists(args.log) and os.path.getsize(args.log) > 0 else None
     every = args.network_timing_s
     if every is None:
-        every = 0.0 if args.target.strip().startswith("opencl") else 120.0
+        # The network's caches matter where its kernels run in this process (CPU targets).
+        every = 120.0 if target.runs_in_host_process else 0.0
     timing = NetworkTiming(graph, args.target, every_s=every) if every > 0 else None
     scheduler = TaskScheduler(tasks, weights, load_log_file=resume, cost_model=args.model_kind,
                               outside_kernels_s=outside_kernels_seconds(graph, args.target), network_timing=timing)
@@ -186,7 +187,7 @@ def _random_inputs(graph, seed=0):
 # ---- compile / run: artifacts (docs/deploy.md) ----
 
 def _version_text():
-    backends = [name for name, ok in (("llvm", _core.has_llvm()), ("opencl", _core.has_opencl())) if ok]
+    backends = [name for name in _core.target_kinds() if _core.Target(name).has_backend]
     return f"autosched {__version__} (backends: {', '.join(backends) or 'none'})"
 
 
@@ -198,8 +199,8 @@ def _duration(text):
 
 
 def _check_target_here(text, command):
-    """Ends the command at once when no device of this machine can run code for the target: every trial of
-    tune, and every build, needs one."""
+    """The target of --target; ends the command at once when no device of this machine can run code for it:
+    every trial of tune, and every build, needs one."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -210,16 +211,19 @@ def _check_target_here(text, command):
            "tuning measures every candidate on the device itself, and `autosched compile --log LOG -o "
            "model.so` there makes the artifact that `autosched run model.so` (or autosched.graph.load_module) "
            "runs on it")
-    if target.kind == "opencl":
-        if not _core.has_opencl():
-            raise CommandError(f"target '{text}': this autosched was built without the OpenCL runtime; {how}")
+    if not target.runs_in_host_process:  # kernels are launched on a device of this machine
+        if not target.has_backend:
+            raise CommandError(f"target '{text}': this autosched was built without the runtime of "
+                               f"{target.kind} targets; {how}")
         try:
-            _core.opencl_hardware_params(target)
+            target.device_hardware_params()
         except ValueError as e:
-            raise CommandError(f"target '{text}' names no OpenCL device of this machine ({e}); {how}") from None
+            raise CommandError(f"target '{text}' names no {target.kind} device of this machine ({e}); {how}") \
+                from None
     elif target.missing_features and command != "compile":  # compiling for another CPU needs no run here
         raise CommandError(f"target '{text}': this CPU lacks {', '.join(target.missing_features)}, so code "
                            f"built for it cannot run here; {how}")
+    return target
 
 
 def _onnx_names(path):

@@ -133,11 +133,12 @@ class KernelSet:
         """The kernels of built modules (core Modules) for `target` (a Target or its text)."""
         target = _target(target)
         for i, mod in enumerate(core_modules):
-            if target.kind == "opencl" and mod.cannot_run:
+            # A device's program binary comes from its driver: a module that cannot run here has none.
+            if not target.runs_in_host_process and mod.cannot_run:
                 raise ValueError(f"module '{mod.name}' cannot be exported: {mod.cannot_run}")
         kernels = [{"symbol": f"autosched_kernel_{i}", "name": mod.name, "args": _arg_info(mod),
                     "sources": _saved_sources(mod)} for i, mod in enumerate(core_modules)]
-        if target.kind == "llvm":
+        if target.runs_in_host_process:  # machine code: one shared library of every kernel
             obj = _core.emit_library_object(list(core_modules), [k["symbol"] for k in kernels], target)
             return cls(target, kernels, library=link_shared_library(obj))
         blobs = {}
@@ -152,7 +153,7 @@ class KernelSet:
     def target_meta(self):
         meta = {"target": self.target.text, "kind": self.target.kind, "machine": platform.machine(),
                 "os": sys.platform}
-        if self.target.kind == "llvm":
+        if self.target.runs_in_host_process:
             # The instruction sets the code may use: the target's features that host detection reports
             # (tuning flags such as prefer-256-bit are no requirement of the code).
             isa = set(_core.host_detectable_cpu_features())
@@ -161,13 +162,13 @@ class KernelSet:
 
     def load(self, path, meta):
         """Core Modules of the kernels of an opened artifact."""
-        if meta["target_info"]["kind"] == "llvm":
+        if self.target.runs_in_host_process:
             # The bytes checked against the metadata's hash are the ones mapped: a private copy, never the
             # library dlopen may hold already under this path.
             library = _core.KernelLibrary.load(self.library, os.path.abspath(path))
             return [_core.load_library_module(library, k["symbol"], k["name"], _args(k), k["sources"])
                     for k in self.kernels]
-        if not _core.has_opencl():
+        if not self.target.has_backend:
             raise ArtifactError(f"{path}: an OpenCL artifact, and this autosched was built without the OpenCL "
                                 "runtime")
         return [_core.load_opencl_module(self.target, k["name"], _args(k), k["sources"], json.dumps(k["opencl"]),

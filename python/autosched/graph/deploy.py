@@ -373,7 +373,7 @@ def _first_default(task, build):
 
 
 def _runs_here(target):
-    return not (target.kind == "llvm" and (target.foreign or target.missing_features))
+    return not (target.runs_in_host_process and (target.foreign or target.missing_features))
 
 
 class _Choice:

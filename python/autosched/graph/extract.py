@@ -121,7 +121,7 @@ def constants_exceed_cache(graph, target, hardware_params=None):
     (last_level_cache_bytes): each inference then reads a kernel's weights from memory. False on GPU targets
     and where the cache size is unknown (0)."""
     target = check_target("constants_exceed_cache", target)
-    if target.kind != "llvm":
+    if not target.runs_in_host_process:  # a device's own memory: the host's cache sizes do not apply
         return False
     cache = last_level_cache_bytes(target, hardware_params)
     return cache > 0 and constant_bytes(graph) > cache
@@ -160,11 +160,13 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
             descs[desc] = descs.get(desc, 0) + 1
             if descs[desc] > 1:  # another DAG with the same ops and output shape (e.g. another stride)
                 desc += f" ({descs[desc]})"
-            constant_args = [i for i, v in enumerate(group.inputs) if v in folded.constants]
+            # Prepacked constants and caches set up around runs need kernels that run in this process.
+            in_process = target.runs_in_host_process
+            constant_args = [i for i, v in enumerate(group.inputs) if v in folded.constants] if in_process else []
             tasks.append(SearchTask(compute_dag=dag, target=target, hardware_params=hardware_params, desc=desc,
-                                    constant_args=constant_args if target.kind == "llvm" else (),
-                                    cold_constants=bool(cold_constants and constant_args and target.kind == "llvm"),
-                                    network_caches=network_caches and target.kind == "llvm"))
+                                    constant_args=constant_args,
+                                    cold_constants=bool(cold_constants and constant_args),
+                                    network_caches=network_caches and in_process))
             weights.append(0)
         weights[by_key[key]] += 1
         group_tasks.append(tasks[by_key[key]])

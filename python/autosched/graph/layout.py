@@ -355,6 +355,6 @@ def resolve_block(layout, target, hardware_params=None):
     if layout == "NCHW":
         return None
     target = Target(target) if isinstance(target, str) else target
-    if layout == "auto" and target.kind != "llvm":
+    if layout == "auto" and target.is_gpu:
         return None
     return block_for_target(target, hardware_params)

@@ -110,7 +110,7 @@ class LocalRunner(_core.RunnerOptions):
 
 def check_runs_here(task, runner):
     """Refuses a runner that measures on this machine for a target cross-compiled for another architecture."""
-    if runner.measures_here and task.target.kind == "llvm" and task.target.foreign:
+    if runner.measures_here and task.target.runs_in_host_process and task.target.foreign:
         raise ValueError(f"target '{task.target.text}' is cross-compiled for {task.target.triple}: its code "
                          "cannot run on this machine; measure it on a machine of that architecture (RayRunner)")
 
