@@ -37,7 +37,7 @@ from .. import _core
 from .._core import FaultInjection, LocalBuilder, MeasureErrorNo, MeasureResult
 
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "LocalBuilder", "LocalRunner", "FaultInjection",
-           "measure", "worker_path"]
+           "measure", "worker_path", "FAULT_KINDS"]
 
 FAULT_KINDS = FaultInjection.field_names
 

@@ -34,7 +34,7 @@ from ..core.state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "default_schedules",
-           "expert_schedule", "expert_schedule_info", "make_cost_model", "EXPERT"]
+           "expert_schedule", "expert_schedule_info", "make_cost_model", "tuning_start_states", "EXPERT"]
 
 # The name of the expert schedule among the default schedules (default_schedules) and tuning's start states.
 EXPERT = "expert"
