@@ -67,9 +67,9 @@ def target_arch(target):
     """The CPU architecture an llvm target's code runs on (its -mtriple's, else this machine's); None for targets
     whose code is compiled on the device (opencl)."""
     text = target if isinstance(target, str) else target.text
-    words = text.split("#")[0].split()
-    if not words or words[0] != "llvm":
+    if not _core.Target(text).runs_in_host_process:
         return None
+    words = text.split("#")[0].split()
     for word in words[1:]:
         if word.startswith("-mtriple="):
             return _arch(word[len("-mtriple="):].split("-")[0])

@@ -29,7 +29,7 @@ from .. import _core
 from . import cost_model as cm
 from ..core.checks import check_type
 from .._core import SearchParams
-from .pretrained import PretrainedModelWarning
+from .pretrained import PretrainedModelWarning, manifest as _pretrained_manifest
 from ..core.state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
@@ -55,7 +55,7 @@ def make_cost_model(spec=None, default="random", target=None):
         if not _core.has_xgboost():
             return cm.RandomModel()
         kind = None if target is None else _core.Target(getattr(target, "text", target)).kind
-        if kind != "llvm":
+        if kind is None or _pretrained_manifest(kind) is None:  # no model shipped for this kind of target
             return cm.XGBModel()
         try:
             return cm.XGBModel(pretrained=True)
