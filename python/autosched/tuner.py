@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import _core
 from .budget import TimeBudget
-from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here, measure
+from .measure import LocalBuilder, LocalRunner, MeasureInput, check_runs_here
 from .record_log import RecordToFile, RecordWarning, read_logs, replay
 from .progress import Progress
 from .search import SketchPolicy, default_schedules, make_cost_model, tuning_start_states
@@ -171,64 +171,35 @@ class TaskTuner:
             self.last_improvement = r.trials
         r.history.append((r.trials, r.best_cost))
 
-    def run_round(self, n=0, states=None):
-        """One round: `states` (States) or up to n the search proposes, measured, recorded in the
-        RecordToFile logs, learned from; then the other callbacks and the bookkeeping. Returns the round
-        (a _core.TuningRound). With a runner that measures here it is one core call (_core.tuning_round); a
-        runner that measures elsewhere (measures_here False: RayRunner) gets the round split in three:
-        propose_round (the core's search), measure_states (the runner) and finish_round (_core.record_round)."""
-        if self.runner.measures_here:
-            if self._measurer is None:
-                self._measurer = self.runner._measurer_for(self.builder)
-            # Candidates many times slower than this task's best are timed by one run (cut_short_factor).
-            self._measurer.best_seconds_hint = self.result.best_cost or 0.0
-            # The round stops at the end of the time budget (budget.py: search, builds, runs, training).
-            rnd = _core.tuning_round(self.policy, self._measurer, [log._writer for log in self._logs],
-                                     self._json(), n, states, deadline_s=self.budget.seconds_left())
-            self.budget.note_round(self.task.desc or "the task", rnd)
-            if rnd.searched:
-                self.result.seconds["search"] += rnd.search_seconds
-            self.result.seconds["measure"] += rnd.measure_seconds
-            return self._take_round(rnd)
-        if states is None:
-            states = self.propose_round(n)
-        return self.finish_round(states, *self.measure_states(states))
+    def run_round(self, n=0, states=None, turns=None, turn=0):
+        """One round: `states` (States) or up to n the search proposes, measured by the runner's measurer
+        (a LocalMeasurer, or RayRunner's, a core Measurer written in Python), recorded in the RecordToFile
+        logs, learned from, in one core call (_core.tuning_round); then the other callbacks and the
+        bookkeeping. Returns the round (a _core.TuningRound). turns, turn: the round's turn among rounds run
+        at once in several threads (TaskScheduler's parallel_tasks, _core.RoundTurns)."""
+        if self._measurer is None:
+            self._measurer = self.runner._measurer_for(self.builder)
+        # Candidates many times slower than this task's best are timed by one run (cut_short_factor); the
+        # round stops at the end of the time budget (budget.py: search, builds, runs, training).
+        params = _core.RoundParams(num_measure=int(n), best_seconds=self.result.best_cost or 0.0,
+                                   deadline_s=self.budget.seconds_left())
+        rnd = _core.tuning_round(self.policy, self._measurer, [log._writer for log in self._logs], self._json(),
+                                 params, states, turns, turn)
+        return rnd
+
+    def take_round(self, rnd):
+        """What follows a round in the core, in the driver's thread: the budget's notes, the times, notices,
+        the other callbacks and the bookkeeping."""
+        self.budget.note_round(self.task.desc or "the task", rnd)
+        if rnd.searched:
+            self.result.seconds["search"] += rnd.search_seconds
+        self.result.seconds["measure"] += rnd.measure_seconds
+        return self._take_round(rnd)
 
     def _json(self):
         if self._task_json is None:
             self._task_json = self.task.to_json()
         return self._task_json
-
-    def propose_round(self, n):
-        """The search of a round, in the core: up to n States never measured ([]: nothing new, or the end of the
-        time budget cut it short)."""
-        self.policy.set_deadline(self.budget.seconds_left())
-        try:
-            states = self.policy.continue_search_one_round(int(n))
-        finally:
-            self.policy.set_deadline(None)
-        stats = self.policy.last_round
-        self.result.seconds["search"] += stats["search_seconds"]
-        self.result.seconds["cost_model"] += stats["cost_model_seconds"]
-        return states
-
-    def measure_states(self, states):
-        """The measurement of a round by a runner that measures elsewhere: (results, seconds). Tuners of
-        different tasks may call it at once from several threads (TaskScheduler's parallel_tasks); finish_round
-        then runs in the driver's thread."""
-        if not states:
-            return [], 0.0
-        t0 = time.monotonic()
-        results = measure(self.task, states, self.builder, self.runner)
-        return results, time.monotonic() - t0
-
-    def finish_round(self, states, results, seconds):
-        """The end of a round measured elsewhere, in the core as tuning_round ends one (records in the
-        RecordToFile logs, the policy and its cost model), then the callbacks and the bookkeeping."""
-        rnd = _core.record_round(self.policy, [log._writer for log in self._logs], self._json(),
-                                 states, results)
-        self.result.seconds["measure"] += seconds
-        return self._take_round(rnd)
 
     def _take_round(self, rnd):
         """What follows a round in the core: its time, notices, the other callbacks and the bookkeeping."""
@@ -295,7 +266,7 @@ class TaskTuner:
         returns how many."""
         todo = [s for _, s in self.start_states() if not self.policy.is_measured(s)][:max(0, limit)]
         if todo:
-            self.run_round(states=todo)
+            self.take_round(self.run_round(states=todo))
             self.progress("baseline", {})
         return len(todo)
 
@@ -306,7 +277,7 @@ class TaskTuner:
     def search_round(self, n):
         """One round of at most n states; False when the search found nothing new (the reason is in
         empty_reason)."""
-        return self.end_search_round(self.run_round(n))
+        return self.end_search_round(self.take_round(self.run_round(n)))
 
     def set_empty_reason(self):
         stats = self.policy.last_round
@@ -436,6 +407,7 @@ class TuningSession:
         self.verbose = options.verbose
         self.reporter = None
         self.share = SearchShare(self.tuners, 1.0, self.budget)  # inactive; run() makes the session's
+        self.turns = _core.RoundTurns()
 
     @property
     def n(self):
@@ -592,9 +564,10 @@ class TuningSession:
         self.end_round(i, before, found)
 
     def parallel_rounds(self, pool):
-        """The rounds of up to `parallel` tasks, in the order the scheduler ranks them: searched here one after
-        another, measured at once in `pool` (the runners measure elsewhere), then recorded and counted in that
-        order."""
+        """The rounds of up to `parallel` tasks, in the order the scheduler ranks them, each one core call in a
+        thread of `pool`: their searches and records take turns in that order (_core.RoundTurns: they share
+        cost models and logs), their measurements run at once (the runners measure elsewhere); the rounds are then counted in
+        rank order."""
         picks, budget = [], self.remaining()
         while len(picks) < self.parallel and budget > 0:
             i = self.pick(exclude=[j for j, _ in picks])
@@ -607,11 +580,10 @@ class TuningSession:
             tt = self.tuners[i]
             SeedSources.seed_task(self, i)
             self.share.before_round(tt, n)
-            states = tt.propose_round(n)
-            rounds.append((i, tt.result.trials, states, pool.submit(tt.measure_states, states)))
-        for i, before, states, measured in rounds:
+            rounds.append((i, tt.result.trials, pool.submit(tt.run_round, n, None, self.turns, self.turns.take())))
+        for i, before, running in rounds:
             tt = self.tuners[i]
-            found = tt.end_search_round(tt.finish_round(states, *measured.result()))
+            found = tt.end_search_round(tt.take_round(running.result()))
             self.share.after_round(tt)
             self.end_round(i, before, found)
 
