@@ -16,7 +16,7 @@ import pytest
 
 import autosched as ans
 from autosched import te
-from autosched.task_scheduler import _rounds_without_gain
+from autosched.tune.scheduler import _rounds_without_gain
 from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():

@@ -304,12 +304,12 @@ CTRL_C_SEARCH = textwrap.dedent("""
     sys.path[:0] = {paths!r}
     import autosched as ans
     import autosched.ops
-    from autosched import tuner
-    searching = tuner.TaskTuner.search_round
-    def announced(self, n):
+    from autosched.tune import task_tuner
+    searching = task_tuner.TaskTuner.search_round
+    def announced(self, params):
         print("searching", flush=True)
-        return searching(self, n)
-    tuner.TaskTuner.search_round = announced
+        return searching(self, params)
+    task_tuner.TaskTuner.search_round = announced
     task = ans.SearchTask(func="conv2d_nchw", args=(1, 64, 56, 56, 64, 3, 3, 1, 1), target=ans.Target("llvm"))
     try:
         task.tune(ans.TuningOptions(num_measure_trials=1000, measure_callbacks=[ans.RecordToFile({log!r})],
@@ -377,7 +377,7 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
     """A round (search, measure, record, cost-model update) is one call into the core: profiled, the second
     round of a task calls no other function of autosched._core. A callback after the RecordToFile log still
     gets the round's inputs (States) and results, after the log has them."""
-    from autosched import tuner
+    from autosched.tune import task_tuner as tuner
     task = make_task(matmul(32, 32, 32))
     log = str(tmp_path / "once.json")
     core_calls, seen = [], []
@@ -396,12 +396,12 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
 
     real = tuner.TaskTuner.search_round
 
-    def profiled(self, n):
+    def profiled(self, params):
         if self.result.rounds != 1:
-            return real(self, n)
+            return real(self, params)
         sys.setprofile(profile)
         try:
-            return real(self, n)
+            return real(self, params)
         finally:
             sys.setprofile(None)
 
@@ -422,9 +422,9 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
 
 
 def test_the_peak_of_progress_lines_is_the_cores_one_estimate():
-    """tuner.peak_gflops is the core's estimate (cpp/task/peak.h, the one the plausibility bound uses):
+    """tune.peak_gflops is the core's estimate (cpp/task/peak.h, the one the plausibility bound uses):
     cores x FMA units x 2 x lanes x the clock the OS reports on a CPU; a GPU's needs its clock."""
-    from autosched import tuner
+    from autosched import tune as tuner
     task = make_task(matmul(64, 64, 64))
     hw = task.hardware_params
     value, how = tuner.peak_gflops(task, describe=True)
@@ -478,7 +478,7 @@ def test_a_measurer_written_in_python_drives_the_same_round(tmp_path):
     """With a runner whose measurer is written in Python, a round is the same one core call (tuning_round):
     the core's search, the Python measure, then the records and the cost model's update; the log, the trials,
     the policy and the best are those of the results the Python measurer made up."""
-    from autosched import tuner as session
+    from autosched.tune import task_tuner as session
     task = make_task(matmul(32, 32, 32))
     log = str(tmp_path / "elsewhere.json")
     runner = _ElsewhereRunner(timeout=10, min_repeat_ms=1)

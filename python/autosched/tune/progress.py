@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, Callable, List, Optional, Sequence, TextIO, Tuple
 
-from .text import format_time
+from ..text import format_time
 
 __all__ = ["Progress", "logger", "level_of_verbose", "LINE_STEPS", "TABLE_CHANGE"]
 
