@@ -22,7 +22,7 @@ from autosched.core.build import build  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
 from autosched.graph.extract import lower_graph  # noqa: E402
 from autosched.search import SketchPolicy, baseline_states, expert_schedule, make_cost_model  # noqa: E402
-from autosched.tuner import round_search_params  # noqa: E402
+from autosched.tune.share import round_search_params  # noqa: E402
 
 
 def kernel_seconds(task, state):
@@ -35,7 +35,7 @@ def kernel_seconds(task, state):
 def tuned_seconds(task, trials):
     policy = SketchPolicy(task, make_cost_model("auto"), round_search_params(16), seed=0)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=16, verbose=0)
-    return ans.tuner.tune(task, opts, search_policy=policy).best_cost
+    return ans.tune.tune(task, opts, search_policy=policy).best_cost
 
 
 def main():

@@ -21,7 +21,7 @@ import autosched as ans  # noqa: E402
 from autosched import te  # noqa: E402
 from autosched.ops.injective import pad  # noqa: E402
 from autosched.search import SketchPolicy, make_cost_model  # noqa: E402
-from autosched.tuner import round_search_params  # noqa: E402
+from autosched.tune.share import round_search_params  # noqa: E402
 
 VC = 8
 
@@ -80,7 +80,7 @@ def tune(tensors, trials):
     task = ans.SearchTask(compute_dag=ans.ComputeDAG(tensors), target="llvm")
     policy = SketchPolicy(task, make_cost_model("auto"), round_search_params(16), seed=0)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=16, verbose=0)
-    return ans.tuner.tune(task, opts, search_policy=policy)
+    return ans.tune.tune(task, opts, search_policy=policy)
 
 
 def main():

@@ -30,7 +30,8 @@ import _env  # bench/, the script's folder, is on sys.path
 _env.set_openblas_coretype()  # before numpy loads OpenBLAS
 
 import autosched as ans  # noqa: E402
-from autosched import ops, te, tuner  # noqa: E402
+from autosched import ops, te  # noqa: E402
+from autosched import tune as tuner  # noqa: E402
 
 import numpy as np  # noqa: E402
 

@@ -35,8 +35,7 @@ def matmul_task(n):
 def candidates(task, count):
     policy = search.SketchPolicy(task, "random", search.SearchParams(evolutionary_search_population=256),
                                  seed=0)
-    tuner = ans.tuner.TaskTuner(task, ans.TuningOptions(verbose=0), policy)
-    states = [s for _, s in tuner.start_states()]
+    states = [s for _, s in search.tuning_start_states(policy)]
     while len(states) < count:
         found = policy.continue_search_one_round(min(32, count - len(states)))
         if not found:

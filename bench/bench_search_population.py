@@ -28,7 +28,7 @@ def run(task, per_round, budget_s, population, iters):
     opts = ans.TuningOptions(num_measure_trials=100000, num_measures_per_round=per_round, time_budget_s=budget_s,
                              verbose=0)
     start = time.monotonic()
-    result = ans.tuner.tune(task, opts, search_policy=policy)
+    result = ans.tune.tune(task, opts, search_policy=policy)
     return result, time.monotonic() - start
 
 

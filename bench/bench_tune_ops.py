@@ -32,7 +32,8 @@ _env.set_openblas_coretype()  # before numpy loads OpenBLAS
 import numpy as np  # noqa: E402
 
 import autosched as ans  # noqa: E402
-from autosched import ops, search, te, tuner  # noqa: E402
+from autosched import ops, search, te  # noqa: E402
+from autosched import tune as tuner  # noqa: E402
 
 
 def best_seconds(fn, repeat=5, min_seconds=0.1):

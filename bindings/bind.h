@@ -11,6 +11,10 @@
 #include "support/interrupt.h"
 #include "task/target.h"
 
+namespace autosched {
+struct TransferReport;  // search/transfer_seeds.h
+}  // namespace autosched
+
 namespace autosched::bindings {
 
 void bind_ir(pybind11::module_& m);          // dtypes, expressions, tensors
@@ -24,6 +28,9 @@ void bind_search(pybind11::module_& m);      // search params, sketch policy, se
 void bind_measure(pybind11::module_& m);     // measurement in worker processes, records
 void bind_cost_model(pybind11::module_& m);  // program features, cost models
 void bind_tune(pybind11::module_& m);        // a tuning round in one call, the peak estimate
+
+// SketchPolicy::SetTransferSeeds's report as a dict {given, kept, drops, messages}.
+pybind11::dict TransferReportDict(const TransferReport& report);
 
 // The Python error a signal handler raised, carried out of the core as an
 // Interrupted (which the core's failure handlers let pass); module.cc's

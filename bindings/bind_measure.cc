@@ -4,6 +4,9 @@
 // load_records, RecordToFile).
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <string>
+
 #include "bind.h"
 #include "bind_options.h"
 #include "measure/records.h"
@@ -100,22 +103,53 @@ std::vector<MeasureResult> MeasureStates(LocalMeasurer& measurer, const SearchTa
   return results;
 }
 
+// A Measurer written in Python (RayRunner's, a test's): its
+// measure(task, states, deadline_s) returns one MeasureResult per state.
+// Tuning rounds run with the GIL released, so the call takes it; what the
+// method raises propagates out of the round before anything is recorded.
+class PyMeasurer : public Measurer {
+ public:
+  std::vector<MeasureResult> Measure(const SearchTask& task, const std::vector<State>& states,
+                                     SteadyClock::time_point deadline, std::vector<bool>* measured) override {
+    py::gil_scoped_acquire gil;
+    py::function method = py::get_override(static_cast<const Measurer*>(this), "measure");
+    if (!method) throw py::type_error("a Measurer subclass must define measure(task, states, deadline_s)");
+    py::object seconds = py::none();
+    if (deadline != kNoDeadline)
+      seconds = py::float_(std::chrono::duration<double>(deadline - SteadyClock::now()).count());
+    py::object out = method(task, states, seconds);
+    if (measured != nullptr) measured->clear();  // every state counts as measured
+    try {
+      return out.cast<std::vector<MeasureResult>>();
+    } catch (const py::cast_error&) {
+      throw py::type_error("Measurer.measure must return a list of MeasureResult, got " +
+                           std::string(py::str(py::type::of(out).attr("__name__"))));
+    }
+  }
+};
+
 void BindMeasurer(py::module_& m) {
   BindOptions<BuilderOptions>(m, "LocalBuilder",
                               "Compiles candidates in parallel in worker processes; fields by keyword.");
   BindOptions<FaultInjection>(m, "FaultInjection", "Shares of candidates that get a fault injected (tests).");
   BindOptions<RunnerOptions>(m, "RunnerOptions",
                              "Options of verifying and timing candidates; fields by keyword.");
-  py::class_<LocalMeasurer>(m, "LocalMeasurer", "Builds and runs candidates in supervised worker processes.")
+  py::class_<Measurer, PyMeasurer>(
+      m, "Measurer",
+      "What a tuning round measures with (cpp/measure/measurer.h); subclass it in "
+      "Python with measure(task, states, deadline_s) -> [MeasureResult], one per "
+      "state (deadline_s: seconds left of the time budget, None: no limit).")
+      .def(py::init<>())
+      .def_readwrite("best_seconds_hint", &Measurer::best_seconds_hint,
+                     "the task's best time so far (0: none), set by the round before measuring");
+  py::class_<LocalMeasurer, Measurer>(m, "LocalMeasurer",
+                                      "Builds and runs candidates in supervised worker processes.")
       .def(py::init<BuilderOptions, RunnerOptions, std::string>(), py::arg("builder"), py::arg("runner"),
            py::arg("worker_path") = "")
       .def("measure", &MeasureStates, py::arg("task"), py::arg("states"),
            "One MeasureResult per state; the GIL is released while workers build and run.")
       .def_property_readonly("worker_path", &LocalMeasurer::worker_path)
-      .def_property_readonly("processes_started", &LocalMeasurer::processes_started)
-      .def_readwrite("best_seconds_hint", &LocalMeasurer::best_seconds_hint,
-                     "the task's best time so far (0: none): candidates cut_short_factor times slower are "
-                     "timed by their verification run alone");
+      .def_property_readonly("processes_started", &LocalMeasurer::processes_started);
   m.def("default_worker_path", &DefaultWorkerPath);
 }
 

@@ -21,15 +21,8 @@
 namespace py = pybind11;
 
 namespace autosched::bindings {
-namespace {
 
-SearchParams ParamsOrDefault(const py::object& params) {
-  return params.is_none() ? SearchParams() : params.cast<SearchParams>();
-}
-
-py::tuple PopulationTuple(const InitPopulation& pop) { return py::make_tuple(pop.states, pop.drops); }
-
-py::dict ReportDict(const TransferReport& r) {
+py::dict TransferReportDict(const TransferReport& r) {
   py::dict d;
   d["given"] = r.given;
   d["kept"] = r.kept;
@@ -37,6 +30,14 @@ py::dict ReportDict(const TransferReport& r) {
   d["messages"] = r.messages;
   return d;
 }
+
+namespace {
+
+SearchParams ParamsOrDefault(const py::object& params) {
+  return params.is_none() ? SearchParams() : params.cast<SearchParams>();
+}
+
+py::tuple PopulationTuple(const InitPopulation& pop) { return py::make_tuple(pop.states, pop.drops); }
 
 // A sketch rule whose condition and apply are Python callables:
 //   condition(state: LoopState, stage_id) -> 0 Skip, 1 Apply, 2 ApplyAndSkipRest
@@ -257,7 +258,7 @@ void BindPolicy(py::module_& m) {
               InterruptibleRelease release;
               report = p.SetTransferSeeds(sources, max_seeds);
             }
-            return ReportDict(report);
+            return TransferReportDict(report);
           },
           py::arg("sources"), py::arg("max_seeds") = 16,
           "Re-fits the best states of similar tasks (best first) to the policy's task; they join every "

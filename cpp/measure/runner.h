@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "measure/measurer.h"
 #include "measure/supervisor.h"
 #include "measure/verifier.h"
 
@@ -37,12 +38,12 @@ void RunBuilt(WorkerPool* pool, const RunnerOptions& options, const Plausibility
               std::vector<Candidate>* batch, const InterruptCheck& interrupt, double best_seconds = 0,
               SteadyClock::time_point deadline = kNoDeadline);
 
-class LocalMeasurer {
+class LocalMeasurer : public Measurer {
  public:
   // An empty worker_path takes DefaultWorkerPath(). Throws Error for invalid
   // options (the message names the option).
   LocalMeasurer(BuilderOptions builder, RunnerOptions runner, std::string worker_path = "");
-  ~LocalMeasurer();
+  ~LocalMeasurer() override;
 
   // One result per state, in order. Throws Error only for problems of the
   // setup (the worker cannot start), MeasureInterrupted when `interrupt` asks.
@@ -52,7 +53,7 @@ class LocalMeasurer {
   // false in *measured (one flag per state, when given).
   std::vector<MeasureResult> Measure(const SearchTask& task, const std::vector<State>& states,
                                      SteadyClock::time_point deadline = kNoDeadline,
-                                     std::vector<bool>* measured = nullptr);
+                                     std::vector<bool>* measured = nullptr) override;
 
   const BuilderOptions& builder_options() const { return builder_; }
   const RunnerOptions& runner_options() const { return runner_; }
@@ -61,10 +62,9 @@ class LocalMeasurer {
   int processes_started() const { return pool_.processes_started(); }
 
   InterruptCheck interrupt;
-  // The task's best time so far in seconds (0: none yet), set by the tuner
-  // before each round: with RunnerOptions::cut_short_factor, candidates many
-  // times slower than it are timed by their verification run alone.
-  double best_seconds_hint = 0;
+  // best_seconds_hint (Measurer): with RunnerOptions::cut_short_factor,
+  // candidates many times slower than it are timed by their verification
+  // run alone.
 
  private:
   std::string FaultFor(uint64_t sequence) const;

@@ -28,8 +28,8 @@ from .measure.ray_runner import RayRunner  # noqa: E402
 from .records import ApplyHistoryBest, RecordReader, RecordToFile, load_records, load_best_record  # noqa: E402
 from .search.cost_model import RandomModel, XGBModel  # noqa: E402
 from .search import SearchParams, SketchPolicy  # noqa: E402
-from .tuner import TuneResult, TuningOptions  # noqa: E402
-from .task_scheduler import TaskScheduler, TaskSchedulerResult  # noqa: E402
+from . import tune  # noqa: E402  (installs SearchTask.tune's session)
+from .tune import TaskScheduler, TaskSchedulerResult, TuneResult, TuningOptions  # noqa: E402
 
 from .frontends import torch_compile as _torch_backend  # noqa: E402
 from .search import cost_model, pretrained  # noqa: E402
@@ -51,5 +51,5 @@ __all__ = ["te", "InternalError", "ComputeDAG", "evaluate", "evaluate_points", "
            "HardwareParams", "State", "build", "LocalBuilder", "LocalRunner", "RayRunner", "MeasureInput", "MeasureResult",
            "RecordToFile", "RecordReader", "ApplyHistoryBest", "load_records", "load_best_record", "RandomModel", "XGBModel",
            "SearchParams", "SketchPolicy", "TuningOptions", "TuneResult", "TaskScheduler", "TaskSchedulerResult", "opencl",
-           "plot", "runtime", "graph",
+           "plot", "runtime", "graph", "tune",
            "frontends", "extract_tasks"]

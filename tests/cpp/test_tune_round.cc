@@ -1,4 +1,5 @@
-// A tuning round in one call (search, measure, record, learn), and the one
+// A tuning round in one call (search, measure, record, learn) with its
+// RoundParams, whoever measures (the Measurer interface), and the one
 // peak FLOP/s estimate of the core that the tuner's lines and the
 // measurement's plausibility bound share.
 #include <gtest/gtest.h>
@@ -7,10 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
 
 #include "codegen/build.h"
 #include "cost_model/random_model.h"
 #include "cost_model/xgboost_model.h"
+#include "measure/runner.h"
 #include "measure/verifier.h"
 #include "schedule_test_util.h"
 #include "search/search_util.h"
@@ -21,6 +26,12 @@ namespace autosched {
 namespace {
 
 using sched_test::MatmulRelu;
+
+RoundParams MeasureCount(int n) {
+  RoundParams p;
+  p.num_measure = n;
+  return p;
+}
 
 TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
@@ -41,9 +52,9 @@ TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   RecordWriter writer(path);
   RoundIo io{&measurer, {&writer}, task.ToJson()};
 
-  TuningRound first = MeasureRound(policy, BaselineStates(task, params), io);
+  TuningRound first = MeasureRound(policy, BaselineStates(task, params), RoundParams{}, io);
   EXPECT_FALSE(first.searched);
-  TuningRound round = SearchRound(policy, 4, io);
+  TuningRound round = SearchRound(policy, MeasureCount(4), io);
   EXPECT_TRUE(round.searched);
   ASSERT_EQ(round.states.size(), 4u);
   ASSERT_EQ(round.results.size(), 4u);
@@ -55,6 +66,8 @@ TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   }
   EXPECT_GT(round.measure_seconds, 0);
   EXPECT_GT(round.search_seconds, 0);
+  EXPECT_EQ(round.population, 64);  // the policy's own: the round set none
+  EXPECT_FALSE(round.transfer.has_value());
   // Every measured state is a record of the log, the round's after the baselines'.
   LoadedRecords loaded = LoadRecords(path);
   ASSERT_EQ(loaded.records.size(), first.states.size() + 4);
@@ -66,13 +79,38 @@ TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   // The cost model got every measurement, and the policy never proposes them again.
   EXPECT_EQ(model->num_samples(), first.states.size() + 4);
   // No states: nothing measured, nothing recorded.
-  TuningRound none = MeasureRound(policy, {}, io);
+  TuningRound none = MeasureRound(policy, {}, RoundParams{}, io);
   EXPECT_TRUE(none.results.empty());
   EXPECT_EQ(LoadRecords(path).records.size(), first.states.size() + 4);
   std::remove(path.c_str());
 }
 
-TEST(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
+// A measurer that is not this process's workers (as RayRunner is): it makes
+// up a time per state from the state's key, and counts its calls.
+class MadeUpMeasurer : public Measurer {
+ public:
+  std::vector<MeasureResult> Measure(const SearchTask&, const std::vector<State>& states,
+                                     SteadyClock::time_point deadline, std::vector<bool>* measured) override {
+    ++calls;
+    hints.push_back(best_seconds_hint);
+    deadlines.push_back(deadline);
+    std::vector<MeasureResult> results;
+    for (const State& s : states) {
+      MeasureResult r;
+      r.costs = {1e-3 * static_cast<double>(1 + std::hash<std::string>{}(StateKey(s)) % 7)};
+      results.push_back(r);
+    }
+    if (drop_last && !results.empty()) results.pop_back();
+    if (measured != nullptr) measured->clear();
+    return results;
+  }
+  int calls = 0;
+  bool drop_last = false;
+  std::vector<double> hints;
+  std::vector<SteadyClock::time_point> deadlines;
+};
+
+TEST(TuneRound, AMeasurerOfAnotherKindDrivesTheSameRound) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
   SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
   SearchParams params;
@@ -81,38 +119,115 @@ TEST(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
   params.sample_init_min_population = 16;
   auto model = std::make_shared<RandomModel>(1);
   SketchPolicy policy(task, model, params, 3);
-  BuilderOptions b;
-  b.n_parallel = 2;
-  RunnerOptions r;
-  r.min_repeat_ms = 1;
-  LocalMeasurer measurer(b, r, AUTOSCHED_WORKER_PATH);
-  const std::string path = testing::TempDir() + "/record_round_" + std::to_string(getpid()) + ".json";
+  MadeUpMeasurer measurer;
+  const std::string path = testing::TempDir() + "/made_up_round_" + std::to_string(getpid()) + ".json";
   std::remove(path.c_str());
   RecordWriter writer(path);
-  RoundIo io{nullptr, {&writer}, task.ToJson()};  // no measurer: the states were measured elsewhere
+  RoundIo io{&measurer, {&writer}, task.ToJson()};
 
-  std::vector<State> states = policy.ContinueSearchOneRound(3);
-  ASSERT_EQ(states.size(), 3u);
-  std::vector<MeasureResult> results = measurer.Measure(task, states);
-  TuningRound round = RecordRound(policy, states, results, io);
-  EXPECT_FALSE(round.searched);
-  EXPECT_EQ(round.measure_seconds, 0);
+  RoundParams round_params = MeasureCount(3);
+  round_params.best_seconds = 0.25;
+  TuningRound round = SearchRound(policy, round_params, io);
+  EXPECT_TRUE(round.searched);
+  EXPECT_EQ(measurer.calls, 1);
+  EXPECT_EQ(measurer.hints, std::vector<double>{0.25});  // the round's best time reaches the measurer
+  EXPECT_EQ(measurer.deadlines[0], kNoDeadline);
   ASSERT_EQ(round.keys.size(), 3u);
   LoadedRecords loaded = LoadRecords(path);
   ASSERT_EQ(loaded.records.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(round.keys[i], StateKey(states[i]));
     EXPECT_EQ(StateKey(loaded.records[i].state), round.keys[i]);
-    EXPECT_EQ(loaded.records[i].result.costs, results[i].costs);
-    EXPECT_TRUE(policy.IsMeasured(states[i]));
+    EXPECT_EQ(loaded.records[i].result.costs, round.results[i].costs);
+    EXPECT_TRUE(policy.IsMeasured(round.states[i]));
   }
   EXPECT_EQ(model->num_samples(), 3u);
   // Results that do not match the states are refused before anything is recorded.
-  std::vector<State> more = policy.ContinueSearchOneRound(2);
-  ASSERT_EQ(more.size(), 2u);
-  EXPECT_THROW(RecordRound(policy, more, {results[0]}, io), Error);
+  measurer.drop_last = true;
+  EXPECT_THROW(SearchRound(policy, MeasureCount(2), io), Error);
   EXPECT_EQ(LoadRecords(path).records.size(), 3u);
   EXPECT_EQ(model->num_samples(), 3u);
+  std::remove(path.c_str());
+}
+
+// The round's search parameters hold for that round only: the policy's own
+// SearchParams are the same after it.
+TEST(TuneRound, RoundParamsSizeThisRoundsSearchAndLeaveThePolicysParams) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
+  SearchParams params;
+  params.evolutionary_search_population = 96;
+  params.evolutionary_search_num_iters = 3;
+  params.sample_init_min_population = 16;
+  SketchPolicy policy(task, std::make_shared<RandomModel>(1), params, 3);
+  MadeUpMeasurer measurer;
+  RoundIo io{&measurer, {}, task.ToJson()};
+
+  RoundParams small = MeasureCount(2);
+  small.population = 20;
+  small.generations = 1;
+  small.carry_over = true;
+  TuningRound round = SearchRound(policy, small, io);
+  EXPECT_EQ(round.population, 20);
+  EXPECT_EQ(policy.last_round().evolution.generations, 2);  // the initial population scored, one bred
+  EXPECT_EQ(policy.params().evolutionary_search_population, 96);
+  EXPECT_EQ(policy.params().evolutionary_search_num_iters, 3);
+  EXPECT_FALSE(policy.params().evolutionary_search_carry_over);
+  // Out of range: refused before the search, the policy's params untouched.
+  RoundParams bad = MeasureCount(2);
+  bad.population = 0;
+  EXPECT_THROW(SearchRound(policy, bad, io), Error);
+  bad.population = std::nullopt;
+  bad.generations = -1;
+  EXPECT_THROW(SearchRound(policy, bad, io), Error);
+  EXPECT_EQ(policy.params().evolutionary_search_population, 96);
+  EXPECT_EQ(measurer.calls, 1);
+  // Seeds given with a round replace the policy's; the round reports what it kept.
+  RoundParams seeded = MeasureCount(2);
+  seeded.transfer_seeds = std::vector<State>{round.states[0]};
+  TuningRound next = SearchRound(policy, seeded, io);
+  ASSERT_TRUE(next.transfer.has_value());
+  EXPECT_EQ(next.transfer->given, 1);
+  EXPECT_EQ(next.population, 96);
+}
+
+// Rounds run at once in threads record in their turns' order, whichever
+// measurer finishes first.
+TEST(TuneRound, RoundsRunAtOnceRecordInTheirTurns) {
+  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
+  SearchParams params;
+  params.evolutionary_search_population = 32;
+  params.evolutionary_search_num_iters = 1;
+  params.sample_init_min_population = 16;
+  auto model = std::make_shared<RandomModel>(1);
+  SketchPolicy first(task, model, params, 3), second(task, model, params, 4);
+  struct SlowMeasurer : MadeUpMeasurer {
+    std::vector<MeasureResult> Measure(const SearchTask& t, const std::vector<State>& states,
+                                       SteadyClock::time_point deadline,
+                                       std::vector<bool>* measured) override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return MadeUpMeasurer::Measure(t, states, deadline, measured);
+    }
+  } slow;
+  MadeUpMeasurer quick;
+  const std::string path = testing::TempDir() + "/turns_" + std::to_string(getpid()) + ".json";
+  std::remove(path.c_str());
+  RecordWriter writer(path);
+  RoundTurns turns;
+  RoundIo slow_io{&slow, {&writer}, task.ToJson(), &turns, turns.Take()};
+  RoundIo quick_io{&quick, {&writer}, task.ToJson(), &turns, turns.Take()};
+  TuningRound slow_round, quick_round;
+  std::thread a([&] { slow_round = SearchRound(first, MeasureCount(2), slow_io); });
+  std::thread b([&] { quick_round = SearchRound(second, MeasureCount(3), quick_io); });
+  a.join();
+  b.join();
+  LoadedRecords loaded = LoadRecords(path);
+  ASSERT_EQ(loaded.records.size(), 5u);
+  std::vector<std::string> keys;
+  for (const Record& rec : loaded.records) keys.push_back(StateKey(rec.state));
+  std::vector<std::string> want = slow_round.keys;
+  want.insert(want.end(), quick_round.keys.begin(), quick_round.keys.end());
+  EXPECT_EQ(keys, want);  // the first turn's records first
   std::remove(path.c_str());
 }
 
@@ -133,10 +248,11 @@ TEST(TuneRound, TheDeadlineCutsTheSearchShortAndNothingCountsAsMeasured) {
   LocalMeasurer measurer(BuilderOptions{}, RunnerOptions{}, AUTOSCHED_WORKER_PATH);
   for (double seconds : {-1.0, 0.3}) {
     RoundIo io{&measurer, {}, task.ToJson()};
-    io.deadline = SteadyClock::now() +
-                  std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+    RoundParams round_params = MeasureCount(16);
+    round_params.deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                     std::chrono::duration<double>(seconds));
     const auto start = SteadyClock::now();
-    TuningRound round = SearchRound(policy, 16, io);
+    TuningRound round = SearchRound(policy, round_params, io);
     EXPECT_LT(SecondsSince(start), std::max(0.0, seconds) + 0.5) << seconds;
     EXPECT_TRUE(round.searched);
     EXPECT_TRUE(round.search_cut) << seconds;
@@ -166,21 +282,18 @@ TEST(TuneRound, PastTheDeadlineAnXGBModelDefersTheRoundsTraining) {
   model_params.num_warmup_samples = 2;
   auto model = std::make_shared<XGBModel>(model_params);
   SketchPolicy policy(task, model, params, 3);
-  RunnerOptions r;
-  r.min_repeat_ms = 1;
-  LocalMeasurer measurer(BuilderOptions{}, r, AUTOSCHED_WORKER_PATH);
+  MadeUpMeasurer measurer;  // measures whatever the deadline
   std::vector<State> states = policy.ContinueSearchOneRound(4);
   ASSERT_EQ(states.size(), 4u);
-  std::vector<MeasureResult> results = measurer.Measure(task, states);
-  RoundIo past{nullptr, {}, task.ToJson()};
+  RoundIo io{&measurer, {}, task.ToJson()};
+  RoundParams past;
   past.deadline = SteadyClock::now() - std::chrono::seconds(1);
-  TuningRound late = RecordRound(policy, {states[0], states[1]}, {results[0], results[1]}, past);
+  TuningRound late = MeasureRound(policy, {states[0], states[1]}, past, io);
   EXPECT_TRUE(late.training_deferred);
   EXPECT_FALSE(model->trained());
   EXPECT_EQ(model->untrained_programs(), 2u);
   EXPECT_FALSE(model->defer_training());  // deferred for that update only
-  RoundIo open{nullptr, {}, task.ToJson()};
-  TuningRound next = RecordRound(policy, {states[2], states[3]}, {results[2], results[3]}, open);
+  TuningRound next = MeasureRound(policy, {states[2], states[3]}, RoundParams{}, io);
   EXPECT_FALSE(next.training_deferred);
   EXPECT_TRUE(model->trained());
   EXPECT_EQ(model->untrained_programs(), 0u);

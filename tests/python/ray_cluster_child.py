@@ -34,7 +34,7 @@ def tune(task, runner, log, trials=16, per_round=8, callbacks=()):
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round, runner=runner,
                              builder=ans.LocalBuilder(n_parallel=1), verbose=0,
                              measure_callbacks=[ans.RecordToFile(log), *callbacks])
-    return ans.tuner.tune(task, opts, search_policy=policy)
+    return ans.tune.tune(task, opts, search_policy=policy)
 
 
 def record_shape(line):
@@ -113,8 +113,8 @@ def scenario_retries_spent(out, found):
     """With no retries, the chunk of a killed actor becomes runtime errors and the batch goes on."""
     task = matmul_task()
     rr = runner(cooldown_s=0.15, max_retries=0, batch_size=2)
-    states = [s for _, s in ans.tuner.TaskTuner(task, ans.TuningOptions(verbose=0), search.SketchPolicy(
-        task, "random", search.SearchParams(**FAST), seed=1)).start_states()][:4]
+    states = [s for _, s in search.tuning_start_states(search.SketchPolicy(
+        task, "random", search.SearchParams(**FAST), seed=1))][:4]
     rr._measurer_for(ans.LocalBuilder(n_parallel=1))  # starts the actors
     rr._ensure_actors(rr._measurer._options)
     victim = rr.actors[0].info["pid"]

@@ -278,7 +278,7 @@ def test_device_gpu_and_cpu_pick_a_device_by_its_type():
 
 
 def test_the_peak_of_an_opencl_target_follows_the_device_it_selects():
-    from autosched import tuner
+    from autosched import tune as tuner
     x = te.placeholder((64, 64), name="x")
     y = te.compute((64, 64), lambda i, j: x[i, j] * 2.0, name="y")
     dag = ans.ComputeDAG([x, y])

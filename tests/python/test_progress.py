@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 import autosched as ans
-from autosched import progress
+from autosched.tune import progress
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -1,11 +1,11 @@
 """The default search policies of TaskScheduler and task.tune size the evolutionary search to the round
-(tuner.round_search_params); SearchParams a user gives are used as given."""
+(tune.share.round_search_params); SearchParams a user gives are used as given."""
 import pytest
 
 import autosched as ans
 from autosched import te
 from autosched.search import SearchParams
-from autosched.tuner import ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, round_search_params
+from autosched.tune.share import ROUND_POPULATION_MIN, ROUND_POPULATION_PER_STATE, round_search_params
 
 DEFAULT = SearchParams().evolutionary_search_population
 
@@ -45,13 +45,13 @@ def test_task_scheduler_sizes_its_default_policies_and_keeps_given_params():
 
 def test_task_tune_sizes_its_default_policy(monkeypatch):
     seen = []
-    real = ans.tuner.SketchPolicy
+    real = ans.tune.scheduler.SketchPolicy
 
     def spy(task, model, params, *args, **kw):
         seen.append(params.evolutionary_search_population)
         return real(task, model, params, *args, **kw)
 
-    monkeypatch.setattr(ans.tuner, "SketchPolicy", spy)
-    ans.tuner.tune(_task(), ans.TuningOptions(num_measure_trials=2, num_measures_per_round=2, verbose=0),
+    monkeypatch.setattr(ans.tune.scheduler, "SketchPolicy", spy)
+    ans.tune.tune(_task(), ans.TuningOptions(num_measure_trials=2, num_measures_per_round=2, verbose=0),
                    cost_model="random")
     assert seen == [round_search_params(2).evolutionary_search_population]

@@ -1,5 +1,6 @@
 """TuningOptions.search_time_share: the session sizes each round's search population to the share left, and a
-deferred XGBModel trains when its turn comes (search_share.SearchShare); the pieces it uses
+deferred XGBModel trains when its turn comes (tune/share.py, SearchShare: the round's _core.RoundParams, the
+policy's own SearchParams never changed); the pieces it uses
 (SketchPolicy.set_population, XGBModel.defer_training / untrained_programs / train_pending) on their own."""
 import math
 import time
@@ -8,11 +9,12 @@ import pytest
 
 import autosched as ans
 from autosched import te
-from autosched.budget import TimeBudget
-from autosched.search.cost_model import XGBModel, XGBModelParams
+from autosched.tune.budget import TimeBudget
+from autosched.cost_model import XGBModel, XGBModelParams
 from autosched.search import SearchParams, SketchPolicy
-from autosched.search_share import (CARRIED_FIRST_GENERATION, POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART,
-                                    SearchShare)
+from autosched.tune import task_tuner
+from autosched.tune.share import (CARRIED_FIRST_GENERATION, POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART,
+                                  SearchShare)
 import cost_model_data as data
 
 pytestmark = pytest.mark.skipif(not ans._core.has_xgboost(), reason="needs XGBoost")
@@ -84,29 +86,38 @@ def test_deferred_model_keeps_the_warm_up():
     assert not model.train_pending() and not model.trained and model.untrained_programs == len(inputs)
 
 
-def _session(share, trials=64, per_round=16):
-    """Tunes a matmul with its own policy; returns (policy, model, result, the population of each round)."""
+def _session(monkeypatch, share, trials=64, per_round=16):
+    """Tunes a matmul with its own policy; returns (policy, model, result, (population, bred generations,
+    carried states) of each search round, the policy's SearchParams seen after each round)."""
     task = _matmul_task()
     model = XGBModel(params=XGBModelParams(num_warmup_samples=16))
     policy = SketchPolicy(task, model, SearchParams(evolutionary_search_population=400,
                                                     num_measures_per_round=per_round))
-    populations = []
+    populations, after = [], []
+    take = task_tuner.TaskTuner.take_round
+
+    def seen(self, rnd):
+        if rnd.searched:
+            stats = self.policy.last_round
+            populations.append((rnd.population, stats["generations"] - 1, stats["carried"]))
+        after.append(self.policy.params.to_dict())
+        return take(self, rnd)
+
+    monkeypatch.setattr(task_tuner.TaskTuner, "take_round", seen)
     opts = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round, verbose=0,
-                             search_time_share=share,
-                             measure_callbacks=[lambda p, i, r: populations.append(
-                                 (p.params.evolutionary_search_population, p.params.evolutionary_search_num_iters,
-                                  p.last_round["carried"]))])
-    result = ans.tuner.tune(task, opts, search_policy=policy)
-    return policy, model, result, populations
+                             search_time_share=share)
+    result = ans.tune.tune(task, opts, search_policy=policy)
+    return policy, model, result, populations, after
 
 
-def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
-    policy, model, result, populations = _session(share=1e-6)
-    # the baselines and the first round take the policy's population; the later rounds the floor, each going on
-    # from the task's last generation with one generation of its own
+def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway(monkeypatch):
+    policy, model, result, populations, after = _session(monkeypatch, share=1e-6)
+    # the first round takes the policy's population; the later rounds the floor, each going on from the task's
+    # last generation with one generation of its own
     assert populations[0] == (400, 4, 0) and populations[-1][:2] == (POPULATION_FLOOR, 1)
     assert populations[-1][2] == POPULATION_FLOOR
-    # given back after the session
+    # the rounds' parameters were the rounds' own: the policy's SearchParams never changed
+    assert all(p == policy.params.to_dict() for p in after)
     assert policy.params.evolutionary_search_population == 400
     assert policy.params.evolutionary_search_num_iters == 4 and not policy.params.evolutionary_search_carry_over
     assert result.best_cost is not None
@@ -115,8 +126,8 @@ def test_a_small_share_shrinks_the_population_to_the_floor_and_trains_anyway():
     assert model.trained and model.untrained_programs <= STALE_GROWTH * model.num_samples + 16
 
 
-def test_share_one_keeps_the_policys_population_and_trains_every_round():
-    policy, model, _, populations = _session(share=1.0)
+def test_share_one_keeps_the_policys_population_and_trains_every_round(monkeypatch):
+    policy, model, _, populations, _ = _session(monkeypatch, share=1.0)
     assert set(populations) == {(400, 4, 0)} and policy.params.evolutionary_search_population == 400
     assert model.untrained_programs == 0 and not model.defer_training
 
@@ -131,33 +142,33 @@ class _FakeTuner:
         self.result.trials = 0
 
 
-def test_population_follows_the_seconds_left():
+def test_round_params_follow_the_seconds_left_and_leave_the_policy_alone():
     policy = SketchPolicy(_matmul_task(), params=SearchParams(evolutionary_search_population=2000))
+    own = policy.params.to_dict()
     tt = _FakeTuner(policy)
     share = SearchShare([tt], 0.2)  # 0.25 s of choosing per measured second
-    share.before_round(tt, 16)  # nothing searched yet: the policy's own population
-    assert policy.params.evolutionary_search_population == 2000
+    params = share.round_params(tt, 16)  # nothing searched yet: the policy's own population
+    assert params.num_measure == 16 and params.population is None and params.generations is None
     share.seconds_per_state[id(tt)] = 1e-4  # 5 generations of a state: 0.5 ms
     tt.result.seconds["measure"], tt.result.trials = 100.0, 100
-    share.before_round(tt, 16)  # (100 + 16) s measured: 29 s, of which the search has its part
+    params = share.round_params(tt, 16)  # (100 + 16) s measured: 29 s, of which the search has its part
     want = int((0.25 * 116 * (1 - TRAINING_PART)) / (1e-4 * 5))
-    assert policy.params.evolutionary_search_population == min(2000, want)
-    assert policy.params.evolutionary_search_num_iters == 4 and not policy.params.evolutionary_search_carry_over
+    assert params.population == min(2000, want)
+    assert params.generations is None and params.carry_over is None  # the policy's own
     tt.result.seconds["search"] = 1000.0  # far over the account: the floor, going on from the last generation
-    share.before_round(tt, 16)
-    assert policy.params.evolutionary_search_population == POPULATION_FLOOR
-    assert policy.params.evolutionary_search_carry_over and policy.params.evolutionary_search_num_iters == 1
+    params = share.round_params(tt, 16)
+    assert params.population == POPULATION_FLOOR and params.carry_over and params.generations == 1
     # a little left, not enough for the floor population bred anew: more generations going on from the last
     tt.result.seconds["search"] = 0.0
     left = 0.25 * 116 * (1 - TRAINING_PART)
     share.seconds_per_state[id(tt)] = left / (POPULATION_FLOOR * (CARRIED_FIRST_GENERATION + 2.5))
-    share.before_round(tt, 16)
-    assert policy.params.evolutionary_search_population == POPULATION_FLOOR
-    assert policy.params.evolutionary_search_num_iters == 2 and policy.params.evolutionary_search_carry_over
+    params = share.round_params(tt, 16)
+    assert params.population == POPULATION_FLOOR and params.generations == 2 and params.carry_over
     share.seconds_per_state[id(tt)] = 1e-4  # plenty again: the policy's own search
-    share.before_round(tt, 16)
-    assert policy.params.evolutionary_search_population > POPULATION_FLOOR
-    assert policy.params.evolutionary_search_num_iters == 4 and not policy.params.evolutionary_search_carry_over
+    params = share.round_params(tt, 16)
+    assert params.population > POPULATION_FLOOR and params.generations is None and params.carry_over is None
+    # the parameters are the rounds': the policy's SearchParams are what it was made with
+    assert policy.params.to_dict() == own
 
 
 def test_train_pending_on_every_core_keeps_the_prediction_threads():
@@ -190,11 +201,11 @@ def test_no_training_starts_that_would_end_after_the_time_budget():
     share = SearchShare([tt], 0.5, past)
     model.update(inputs[:40], results[:40])
     assert model.defer_training and model.untrained_programs == 40
-    share.after_round(tt)
+    share.after_round(tt, 64)
     assert not model.trained and model.untrained_programs == 40
     assert share.trainings == 0 and "training that would end after it was deferred" in past.stop_reason()
     share.time_budget = TimeBudget(3600.0)  # within the budget: trained
-    share.after_round(tt)
+    share.after_round(tt, 64)
     assert model.trained and share.trainings == 1
     share.close()
     assert not model.defer_training

@@ -16,7 +16,7 @@ import pytest
 
 import autosched as ans
 from autosched import te
-from autosched.task_scheduler import _rounds_without_gain
+from autosched.tune.scheduler import _rounds_without_gain
 from schedule_helpers import matmul_tensors
 
 if not ans._core.has_llvm():
@@ -335,8 +335,8 @@ PARALLEL_RUN = textwrap.dedent("""
         def _measurer_for(self, builder):
             core, runner = super()._measurer_for(builder), self
 
-            class Measurer:
-                def measure(self, task, states):
+            class Measurer(ans._core.Measurer):
+                def measure(self, task, states, deadline_s=None):
                     runner.calls += 1
                     if runner.calls == 3:
                         Elsewhere.barrier.wait()

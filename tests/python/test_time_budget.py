@@ -12,7 +12,7 @@ import pytest
 
 import autosched as ans
 from autosched import graph as agraph
-from autosched.budget import TimeBudget, process_start
+from autosched.tune.budget import TimeBudget, process_start
 from schedule_helpers import matmul_tensors
 from test_task_scheduler import FAST, add2, rowprod
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 import autosched as ans
-from autosched import te, transfer
+from autosched import te
+from autosched.tune import transfer
 from autosched.ops import nn
 from schedule_helpers import check, matmul_tensors
 
@@ -195,9 +196,11 @@ def test_seed_sources_rank_the_closest_shape_first():
         tt.result.best_state, tt.result.best_cost = ans.search.expert_schedule(tt.task), cost
     sources = transfer.SeedSources(tuners)
     assert [s[0] for s in sources.sources(0)] == [tasks[2].workload_key, tasks[1].workload_key]
-    report = sources.update(0)
+    seeds = sources.seeds_for(0)
+    assert len(seeds) == 2
+    report = tuners[0].policy.set_transfer_seeds(seeds, transfer.MAX_SEEDS)  # what the round does with them
     assert report["given"] == 2 and report["kept"] >= 1, report
     assert report["kept"] + sum(report["drops"].values()) == 2, report  # e.g. both re-fit to one state
-    assert sources.update(0) is None  # unchanged: not given again
+    assert sources.seeds_for(0) is None  # unchanged: not given again
     tuners[0].policy.continue_search_one_round(2)
     assert tuners[0].policy.last_round["transfer_seeds"] == report["kept"]

@@ -304,12 +304,12 @@ CTRL_C_SEARCH = textwrap.dedent("""
     sys.path[:0] = {paths!r}
     import autosched as ans
     import autosched.ops
-    from autosched import tuner
-    searching = tuner.TaskTuner.search_round
-    def announced(self, n):
+    from autosched.tune import task_tuner
+    searching = task_tuner.TaskTuner.search_round
+    def announced(self, params):
         print("searching", flush=True)
-        return searching(self, n)
-    tuner.TaskTuner.search_round = announced
+        return searching(self, params)
+    task_tuner.TaskTuner.search_round = announced
     task = ans.SearchTask(func="conv2d_nchw", args=(1, 64, 56, 56, 64, 3, 3, 1, 1), target=ans.Target("llvm"))
     try:
         task.tune(ans.TuningOptions(num_measure_trials=1000, measure_callbacks=[ans.RecordToFile({log!r})],
@@ -377,7 +377,7 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
     """A round (search, measure, record, cost-model update) is one call into the core: profiled, the second
     round of a task calls no other function of autosched._core. A callback after the RecordToFile log still
     gets the round's inputs (States) and results, after the log has them."""
-    from autosched import tuner
+    from autosched.tune import task_tuner as tuner
     task = make_task(matmul(32, 32, 32))
     log = str(tmp_path / "once.json")
     core_calls, seen = [], []
@@ -396,12 +396,12 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
 
     real = tuner.TaskTuner.search_round
 
-    def profiled(self, n):
+    def profiled(self, params):
         if self.result.rounds != 1:
-            return real(self, n)
+            return real(self, params)
         sys.setprofile(profile)
         try:
-            return real(self, n)
+            return real(self, params)
         finally:
             sys.setprofile(None)
 
@@ -413,7 +413,7 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
     finally:
         tuner.TaskTuner.search_round = real
     assert result.rounds >= 2
-    assert core_calls == ["tuning_round"], core_calls
+    assert [c for c in core_calls if c != "RoundParams"] == ["tuning_round"], core_calls
     assert len(seen) == 1 + result.rounds  # the start states, then every round
     total = 0
     for in_log, types, n in seen:
@@ -422,9 +422,9 @@ def test_a_search_round_crosses_into_the_core_once(tmp_path):
 
 
 def test_the_peak_of_progress_lines_is_the_cores_one_estimate():
-    """tuner.peak_gflops is the core's estimate (cpp/task/peak.h, the one the plausibility bound uses):
+    """tune.peak_gflops is the core's estimate (cpp/task/peak.h, the one the plausibility bound uses):
     cores x FMA units x 2 x lanes x the clock the OS reports on a CPU; a GPU's needs its clock."""
-    from autosched import tuner
+    from autosched import tune as tuner
     task = make_task(matmul(64, 64, 64))
     hw = task.hardware_params
     value, how = tuner.peak_gflops(task, describe=True)
@@ -447,31 +447,38 @@ def test_the_peak_of_progress_lines_is_the_cores_one_estimate():
 
 
 class _ElsewhereRunner(LocalRunner):
-    """A runner that measures outside the tuning process's core round (as RayRunner does): its measurer is a
-    Python object, here one that hands the batch to a core LocalMeasurer and counts the calls."""
+    """A runner that measures outside this process's workers (as RayRunner does): its measurer is a core
+    Measurer written in Python, here one that makes the results up in Python (a time per state from its
+    steps) and counts the calls."""
 
     measures_here = False
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.batches = []
+        self.deadlines = []
 
     def _measurer_for(self, builder):
-        core = super()._measurer_for(builder)
         runner = self
 
-        class Measurer:
-            def measure(self, task, states):
+        class MadeUp(ans._core.Measurer):
+            def measure(self, task, states, deadline_s=None):
                 runner.batches.append(len(states))
-                return core.measure(task, states)
-        return Measurer()
+                runner.deadlines.append(deadline_s)
+                return [ans._core.MeasureResult(costs=[_made_up_cost(s.to_json())], timestamp=time.time())
+                        for s in states]
+        return MadeUp()
 
 
-def test_a_runner_that_measures_elsewhere_gets_the_round_split(tmp_path):
-    """With a runner whose measures_here is False, a round is the core's search, the runner's measure, then
-    one core call that writes the records and updates the cost model (record_round); the log, the trials, the
-    policy and the best are as with the one-call round."""
-    from autosched import tuner
+def _made_up_cost(steps):
+    return 1e-4 * (1 + sum(map(ord, steps)) % 97)
+
+
+def test_a_measurer_written_in_python_drives_the_same_round(tmp_path):
+    """With a runner whose measurer is written in Python, a round is the same one core call (tuning_round):
+    the core's search, the Python measure, then the records and the cost model's update; the log, the trials,
+    the policy and the best are those of the results the Python measurer made up."""
+    from autosched.tune import task_tuner as session
     task = make_task(matmul(32, 32, 32))
     log = str(tmp_path / "elsewhere.json")
     runner = _ElsewhereRunner(timeout=10, min_repeat_ms=1)
@@ -486,36 +493,38 @@ def test_a_runner_that_measures_elsewhere_gets_the_round_split(tmp_path):
     def callback(policy, inputs, results):
         seen.append((len(ans.load_records(log)), len(results)))
 
-    real = tuner.TaskTuner.search_round
+    real = session.TaskTuner.search_round
 
-    def profiled(self, n):
+    def profiled(self, *args):
         if self.result.rounds != 1:
-            return real(self, n)
+            return real(self, *args)
         sys.setprofile(profile)
         try:
-            return real(self, n)
+            return real(self, *args)
         finally:
             sys.setprofile(None)
 
     policy = fast_policy(task)
-    opts = ans.TuningOptions(num_measure_trials=30, num_measures_per_round=8, runner=runner,
+    opts = ans.TuningOptions(num_measure_trials=30, num_measures_per_round=8, runner=runner, time_budget_s=600,
                              measure_callbacks=[ans.RecordToFile(log), callback], verbose=0)
-    tuner.TaskTuner.search_round = profiled
+    session.TaskTuner.search_round = profiled
     try:
         result = task.tune(opts, search_policy=policy)
     finally:
-        tuner.TaskTuner.search_round = real
+        session.TaskTuner.search_round = real
     assert result.rounds >= 2 and result.trials == 30
-    assert "tuning_round" not in core_calls and core_calls.count("record_round") == 1, core_calls
-    assert "continue_search_one_round" in core_calls and "measure" in core_calls, core_calls
+    assert core_calls.count("tuning_round") == 1 and "continue_search_one_round" not in core_calls, core_calls
     assert sum(runner.batches) == 30 and len(runner.batches) == 1 + result.rounds
+    assert all(d is not None and 0 < d <= 600 for d in runner.deadlines)  # the budget's end reaches the measurer
     records = ans.load_records(log)
     assert len(records) == 30 and [n for _, n in seen] == runner.batches
     assert [n for n, _ in seen] == list(np.cumsum(runner.batches))  # the log has a round before its callbacks
     assert policy.num_measured == 30  # every state reached the policy (never proposed again)
+    for inp, res in records:
+        assert res.mean_cost == pytest.approx(_made_up_cost(inp.state.to_json()))
     best = ans.load_best_record(log, task.workload_key)[1]
-    assert result.best_cost is not None and best.mean_cost == pytest.approx(result.best_cost, rel=0, abs=1e-15)
-    assert result.seconds["measure"] > 0 and result.seconds["search"] > 0
+    assert result.best_cost == pytest.approx(min(res.mean_cost for _, res in records)) == pytest.approx(best.mean_cost)
+    assert result.seconds["search"] > 0
     # Resuming from that log measures nothing again.
     again = _ElsewhereRunner(timeout=10, min_repeat_ms=1)
     resumed = task.tune(ans.TuningOptions(num_measure_trials=30, runner=again, verbose=0,
@@ -523,9 +532,23 @@ def test_a_runner_that_measures_elsewhere_gets_the_round_split(tmp_path):
     assert resumed.resumed_trials == 30 and again.batches == []
 
 
-def test_record_round_refuses_results_that_do_not_match_the_states():
+def test_a_python_measurer_must_return_one_result_per_state():
     task = make_task(matmul(16, 16, 16))
     policy = fast_policy(task)
     state = task.compute_dag.get_init_state()
-    with pytest.raises(ValueError, match="one result per measured state, got 0 results for 1 states"):
-        ans._core.record_round(policy, [], task.to_json(), [state], [])
+
+    class Short(ans._core.Measurer):
+        def measure(self, task, states, deadline_s=None):
+            return []
+
+    class Wrong(ans._core.Measurer):
+        def measure(self, task, states, deadline_s=None):
+            return "fast"
+
+    params = ans._core.RoundParams()
+    with pytest.raises(ValueError, match="one result per state, got 0 results for 1 states"):
+        ans._core.tuning_round(policy, Short(), [], task.to_json(), params, [state])
+    with pytest.raises(TypeError, match="must return a list of MeasureResult, got str"):
+        ans._core.tuning_round(policy, Wrong(), [], task.to_json(), params, [state])
+    assert policy.num_measured == 0
+

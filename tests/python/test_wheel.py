@@ -54,7 +54,7 @@ TUNE = textwrap.dedent("""
     import autosched as ans
     from autosched import te
     from autosched.records import load_best_state
-    from autosched.tuner import tune
+    from autosched.tune import tune
 
     core = ans._core
     assert os.path.dirname(ans.__file__).startswith(sys.prefix), ans.__file__

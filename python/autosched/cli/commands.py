@@ -26,15 +26,14 @@ import warnings
 import numpy as np
 
 from .. import __version__, _core, plot
-from ..budget import process_start
+from ..tune.budget import process_start
 from .files import CommandError, check_input_file, check_output_path, count_records, read_inputs
 from ..frontends import from_onnx
 from ..frontends.onnx import _import_onnx, _load
 from ..graph import build as build_graph
 from ..graph import NetworkTiming, extract_tasks, load_module, outside_kernels_seconds
 from ..graph.extract import format_problems
-from ..task_scheduler import TaskScheduler
-from ..tuner import TuningOptions
+from ..tune import TaskScheduler, TuningOptions
 from ..records import RecordToFile
 from ..frontends.torch_compile import parse_duration
 

@@ -2,15 +2,26 @@
 import json
 import os
 import warnings
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
-from .. import _core, tuner
+from .. import _core
 from . import workload
 from .checks import call_core, check_hardware_params, check_path, check_target, check_type
 from .._core import ComputeDAG, HardwareParams, Target
 from .build import build, lower
 from .record_log import load_best_state
 from .state import BestState
+
+
+# The function SearchTask.tune runs: the tuning session sits above the task, so autosched.tune installs it
+# when it is imported (set_tuning_session), as the core's OpenCL device query is installed (cpp/task/target.h).
+_tuning_session: Optional[Callable[..., Any]] = None
+
+
+def set_tuning_session(tune: Callable[..., Any]) -> None:
+    """Installs tune(task, options, search_policy, cost_model) -> TuneResult, what SearchTask.tune calls."""
+    global _tuning_session
+    _tuning_session = tune
 
 
 class SearchTask(_core.SearchTask):
@@ -98,10 +109,12 @@ class SearchTask(_core.SearchTask):
     def __repr__(self):
         return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target.text}\")"
 
-    # ---- tuning (python/autosched/tuner.py) ----
+    # ---- tuning (python/autosched/tune/, which installs the session: set_tuning_session) ----
     def tune(self, options: Any, search_policy: Any = None, cost_model: Any = None) -> Any:
-        """Tunes the task (see autosched.tuner); returns a TuneResult."""
-        return tuner.tune(self, options, search_policy, cost_model)
+        """Tunes the task in a session of its own (see autosched.tune.session); returns a TuneResult."""
+        if _tuning_session is None:
+            raise RuntimeError("SearchTask.tune needs the tuning session: import autosched.tune")
+        return _tuning_session(self, options, search_policy, cost_model)
 
     def apply_best(self, log_file: Union[str, "os.PathLike[str]"]) -> BestState:
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of
@@ -162,4 +175,4 @@ def _rebuild_workload(stored):
         return None
 
 
-__all__ = ["SearchTask", "Target", "HardwareParams"]
+__all__ = ["SearchTask", "Target", "HardwareParams", "set_tuning_session"]

@@ -44,8 +44,7 @@ from ..graph import build, extract_tasks, outside_kernels_seconds
 from ..graph.extract import format_problems
 from ..deploy.torch_tensors import to_numpy, to_torch
 from ..records import RecordToFile
-from ..task_scheduler import TaskScheduler
-from ..tuner import TuningOptions
+from ..tune import TaskScheduler, TuningOptions
 
 __all__ = ["autosched_backend", "register", "AutoschedFallbackWarning", "parse_duration"]
 

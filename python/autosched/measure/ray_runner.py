@@ -406,14 +406,16 @@ class RayRunner(LocalRunner):
             results[i] = _core.MeasureResult(error="runtime", error_msg=message, timestamp=time.time())
 
 
-class _RayMeasurer:
-    """What measure() calls for a RayRunner: the runner with the options of one builder."""
+class _RayMeasurer(_core.Measurer):
+    """The runner with the options of one builder, as measure() and a tuning round (the core's Measurer
+    interface, cpp/measure/measurer.h) call it: a round is the same core call as with a LocalRunner."""
 
     def __init__(self, runner, options):
+        super().__init__()
         self._runner = runner
         self._options = options
 
-    def measure(self, task, states):
+    def measure(self, task, states, deadline_s=None):
         return self._runner._measure(task, states, self._options)
 
 

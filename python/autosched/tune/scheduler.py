@@ -8,7 +8,7 @@
 
 The objective is the estimated latency of the network: the sum over tasks of weight x best latency (plus
 `outside_kernels_s`, what the network spends outside the tasks' kernels: graph.outside_kernels_seconds). The tasks
-are tuned by one tuner.TuningSession, the same driver `task.tune` runs with one task (resume, start states,
+are tuned by one session.TuningSession, the same driver `task.tune` runs with one task (resume, start states,
 search rounds of one core call each, the same measurement, records, stop reasons and summary), and the
 scheduler decides which task gets the next round (pick):
 
@@ -49,26 +49,36 @@ Resume: the records of the tasks in the options' RecordToFile logs and in `load_
 (the log is read once); no state of them is measured again, and the cost model starts from them. A run
 killed at any moment resumes from its log.
 """
-import collections
 import math
 import numbers
 import os
 import random
 import time
 
-from . import _core
-from .graph.overhead import dispatch_seconds
-from .measure.local import LocalRunner
-from .search.policy import SearchParams, SketchPolicy, make_cost_model
-from .tuner import TaskSchedulerResult, TuningOptions, TuningSession, round_search_params
+from .. import _core
+from ..measure.local import LocalRunner
+from ..search.policy import SearchParams, SketchPolicy, make_cost_model
+from .network import NetworkTimingPhase
+from .options import TuningOptions
+from .results import TaskSchedulerResult
+from .session import TuningSession
+from .share import round_search_params
+from .views import ManyTasks, TaskAlone
 
-__all__ = ["TaskScheduler", "TaskSchedulerResult"]
+__all__ = ["TaskScheduler", "TaskSchedulerResult", "tune", "set_dispatch_seconds"]
 
 STRATEGIES = ("gradient", "round-robin")
-# A task's latency scale is the least of its last this many network timings: a machine shared with other work
-# can run everything at half speed for tens of seconds, and a timing that falls in such a spell would
-# otherwise double a task's latency until the next one.
-SCALE_TIMINGS = 3
+
+# What outside_kernels_s="measure" multiplies by the weights: the graph runtime's seconds per kernel call of a
+# target (graph.dispatch_seconds), installed by autosched.graph when it is imported: the tuning layer sits
+# below the graph runtime and never imports it.
+_dispatch_seconds = None
+
+
+def set_dispatch_seconds(measure):
+    """Installs measure(target) -> seconds per kernel call of the graph runtime (graph/__init__.py does)."""
+    global _dispatch_seconds
+    _dispatch_seconds = measure
 
 
 def _positive_number(name, value):
@@ -154,7 +164,6 @@ class TaskScheduler:
             raise TypeError("TaskScheduler: network_timing must be a graph.NetworkTiming (measure and due), got "
                             f"{type(network_timing).__name__}")
         self.network_timing = network_timing
-        self._forget_timings()
         self.signatures = [_similarity_signature(t) for t in self.tasks]
         self.result = None
 
@@ -244,96 +253,35 @@ class TaskScheduler:
         self.result = session.result
         return session.run()
 
-    def session(self, options, policies, runners, start=None):
+    def session(self, options, policies, runners, start=None, view=None, give_up_after="default"):
         """The TuningSession of these tasks, whose rounds this scheduler gives out (pick); its time budget counts
-        from `start` (None: now)."""
+        from `start` (None: now). view: how the session speaks (views.py; None: ManyTasks, a table per round).
+        give_up_after: rounds without a valid schedule before a task is given up (the default:
+        failed_rounds_to_give_up; None: never, early stopping ends it)."""
         self._rng = random.Random(self.seed)
-        self._forget_timings()
         self._next_robin = 0
-        session = TuningSession(self.tasks, options, policies, runners, scheduler=self, start=start)
+        timing = None if self.network_timing is None else NetworkTimingPhase(self.network_timing, self.tasks,
+                                                                           self.task_weights)
+        session = TuningSession(self.tasks, options, policies, runners, self, view or ManyTasks(),
+                                self.failed_rounds_to_give_up if give_up_after == "default" else give_up_after,
+                                network_timing=timing, start=start)
         session.result.outside_kernels_s = self.outside_seconds()
         return session
 
     def outside_seconds(self):
         """outside_kernels_s in seconds ("measure": one kernel call per weight unit, each with the graph
-        runtime's dispatch time of the first task's target)."""
+        runtime's dispatch time of the first task's target, set_dispatch_seconds)."""
         if self.outside_kernels_s != "measure":
             return float(self.outside_kernels_s or 0.0)
-        return sum(self.task_weights) * dispatch_seconds(self.tasks[0].target)
-
-    # ---- the network's own timing ----
-    def _forget_timings(self):
-        self._recent_scales = {}  # task index -> its scales of the last SCALE_TIMINGS network timings
-        self._recent_between = collections.deque(maxlen=SCALE_TIMINGS)
-
-    def time_network(self, session):
-        """When network_timing is due and every task not done has a valid schedule: builds the network from the best
-        schedules, times its kernels in it, and scales each task's latency (the estimate and the rounds) by
-        what its kernels took there per second of its tuner-timed latency, the least of its last
-        SCALE_TIMINGS timings; the time between the kernels (the least of as many) replaces outside_kernels_s.
-        A failure is reported once and ends the timing, never the session. A timing expected to end after the
-        session's time budget is skipped (timing_seconds), and the stop reason says so."""
-        timing, result = self.network_timing, session.result
-        elapsed = time.monotonic() - session.start
-        if timing is None or not timing.due(elapsed):
-            return
-        tuned = [tt.result for tt in session.tuners]
-        # Every task that may still get one has a valid schedule (one given up runs its baseline there).
-        if any(r.best_state is None and i not in result.done for i, r in enumerate(tuned)):
-            return
-        budget = session.budget
-        expected = self.timing_seconds(session) if budget.seconds is not None else 0.0
-        if not budget.fits(expected):
-            budget.note("network timing", f"the network timing due at {elapsed:.0f} s was skipped: it takes about "
-                                          f"{expected:.1f} s, {max(0.0, budget.seconds_left()):.1f} s were left")
-            return
-        try:
-            times = timing.measure(self.tasks, [r.best_state for r in tuned], [r.best_cost for r in tuned],
-                                   elapsed_s=elapsed)
-        except Exception as err:  # a network that does not build must not end the tuning
-            session.reporter.warning(f"Network timing failed ({type(err).__name__}: {err}); the estimate keeps "
-                                     "the kernels' tuner-timed latencies from now on")
-            self.network_timing = None
-            return
-        timed = kernels = 0.0  # of the tasks scaled: tuner-timed and in-network seconds
-        for i, (w, r, seconds) in enumerate(zip(self.task_weights, tuned, times.task_seconds)):
-            if seconds is not None and seconds > 0 and r.best_cost:
-                recent = self._recent_scales.setdefault(i, collections.deque(maxlen=SCALE_TIMINGS))
-                recent.append(seconds / (w * r.best_cost))
-                result.latency_scales[i] = min(recent)
-                timed, kernels = timed + w * r.best_cost, kernels + seconds
-        self._recent_between.append(times.between_s)
-        result.outside_kernels_s = min(self._recent_between)
-        kernel_scale = kernels / timed if timed else 1.0
-        result.network_timings.append(dict(at_s=elapsed, run_s=times.run_s, between_s=times.between_s,
-                                           kernel_scale=kernel_scale, seconds=times.seconds))
-        if session.verbose:
-            session.reporter.info(
-                f"Network timing at {elapsed:.0f} s: the network built from the best schedules runs in "
-                f"{times.run_s * 1e3:.3f} ms; its kernels take {kernel_scale:.2f}x their "
-                f"tuner-timed latency there, {times.between_s * 1e3:.3f} ms between them "
-                f"(built and timed in {times.seconds:.1f} s)")
-
-    def timing_seconds(self, session):
-        """The seconds a network timing is expected to take: the last one's, or before the first, a build of
-        each task's kernel (what a measurement of the task took, on average) and the timed runs of the network
-        at twice the estimated latency (its kernels are slower in the network, see graph/network_timing.py)."""
-        if session.result.network_timings:
-            return session.result.network_timings[-1]["seconds"]
-        builds = 0.0
-        for tt in session.tuners:
-            measured = tt.result.trials - tt.result.resumed_trials
-            builds += tt.result.seconds["measure"] / measured if measured > 0 else 0.0
-        latency, _ = session.estimated_latency()
-        timing = self.network_timing
-        runs = (getattr(timing, "number", 10) * getattr(timing, "repeat", 3) + 2) * 2 * latency
-        return builds + runs
+        if _dispatch_seconds is None:
+            raise ValueError("TaskScheduler: outside_kernels_s='measure' needs the graph runtime: import "
+                             "autosched.graph, or pass seconds (graph.outside_kernels_seconds(graph, target))")
+        return sum(self.task_weights) * _dispatch_seconds(self.tasks[0].target)
 
     # ---- allocation ----
     def pick(self, session, exclude=()):
         """The task of the session's next round, by the strategy, among the active tasks not in `exclude`
         (None: there is none)."""
-        self.time_network(session)
         active, n = [i for i in session.active() if i not in exclude], session.n
         if not active:
             return None
@@ -401,3 +349,31 @@ class TaskScheduler:
                 continue
             best = max(best or 0.0, flop_j / cost)
         return best
+
+
+def tune(task, options, search_policy=None, cost_model=None):
+    """Tunes `task` in a session of its own, a scheduler of one task with the view of a task alone (its bar,
+    its summary; never given up: early stopping ends it); returns a TuneResult. cost_model: a CostModel, "xgb",
+    "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is given to the
+    default SketchPolicy, so it cannot be combined with search_policy. "auto" (None) starts from the pretrained
+    model shipped in the package on llvm targets; "scratch" learns from the session alone. The time budget
+    counts from this call (budget.py)."""
+    start = time.monotonic()
+    if not isinstance(options, TuningOptions):
+        raise TypeError(f"tune needs TuningOptions, got {type(options).__name__}")
+    if search_policy is None:
+        params = round_search_params(options.num_measures_per_round)
+        model = make_cost_model(cost_model, default="auto", target=task.target)
+        search_policy = SketchPolicy(task, model, params)
+    elif cost_model is not None:
+        raise TypeError("give the cost model to the SketchPolicy (search_policy), not to tune()")
+    elif not isinstance(search_policy, SketchPolicy):
+        raise TypeError(f"search_policy must be a search.SketchPolicy, got {type(search_policy).__name__}")
+    elif search_policy.task.workload_key != task.workload_key:
+        raise ValueError("search_policy was made for another task (workload key "
+                         f"{search_policy.task.workload_key}, not {task.workload_key})")
+    search_policy.cost_model.check_target(task.target)
+    scheduler = TaskScheduler([task])
+    session = scheduler.session(options, [search_policy], scheduler._runners(options, None), start=start,
+                                view=TaskAlone(), give_up_after=None)
+    return session.run().task_results[0]

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, Callable, List, Optional, Sequence, TextIO, Tuple
 
-from .core.text import format_time
+from ..core.text import format_time
 
 __all__ = ["Progress", "logger", "level_of_verbose", "LINE_STEPS", "TABLE_CHANGE"]
 

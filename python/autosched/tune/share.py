@@ -6,7 +6,8 @@ lowered and scored) and a training of the cost model after every round, a networ
 wall time choosing. SearchShare budgets that time: of every second spent measuring, share / (1 - share)
 seconds may go to choosing, split between two accounts:
 
-- the search: before each round the task's population is sized to what is left of the search's account, from
+- the search: each round's population is sized to what is left of the search's account (round_params: the
+  round's _core.RoundParams, for that round only; the policy's own SearchParams never change), from
   the seconds per state the task's last rounds took (at least POPULATION_FLOOR states, or 3 per state to
   measure, and at most the population the policy was made with). A round the account affords only at that
   floor goes on from the task's last generation (SearchParams.evolutionary_search_carry_over: a quarter of the
@@ -14,7 +15,7 @@ seconds may go to choosing, split between two accounts:
 - the cost model: an XGBModel trains only when its account covers the training (its last one, scaled by the
   data grown since) or when a quarter more programs than it was trained on wait (STALE_GROWTH), so it never
   falls far behind. The model defers training meanwhile (XGBModel.defer_training) and takes it up again after
-  the session, when each policy gets its own population back. These trainings run between rounds, while the
+  the session. These trainings run between rounds, while the
   workers wait, so they use every core (train_pending(threads=0)). Near the end of the session's time budget
   (budget.TimeBudget) a training starts only when its estimate fits in what is left, and its boosting stops at
   the end (the programs then wait for the model's next training); the stop reason says so.
@@ -25,7 +26,8 @@ time of resuming logs and of transfer (before the first round) is not counted.
 
 import time
 
-from .search.policy import SearchParams
+from .. import _core
+from ..search.policy import SearchParams
 
 __all__ = ["SearchShare", "POPULATION_FLOOR", "TRAINING_PART", "STALE_GROWTH", "round_search_params",
            "ROUND_POPULATION_PER_STATE", "ROUND_POPULATION_MIN", "CARRIED_FIRST_GENERATION"]
@@ -71,9 +73,6 @@ class SearchShare:
         self.choose0 = self._choose_seconds()
         self.trials0 = sum(tt.result.trials for tt in tuners)
         self.train_s = 0.0  # deferred trainings this session
-        self.max_population = {}  # id(tuner) -> the population its policy was made with
-        self.max_num_iters = {}  # id(tuner) -> the generations per round its policy was made with
-        self.carry_over = {}  # id(tuner) -> whether its policy was made to carry its population over
         self.seconds_per_state = {}  # id(tuner) -> seconds per state and generation of its last searched round
         self.models = []
         self.trained_at = {}  # id(model) -> (programs, seconds) of its last training
@@ -87,13 +86,7 @@ class SearchShare:
                 self.models.append(model)
 
     def close(self):
-        """Gives each policy back the population it was made with, and ends the deferral: each model trains
-        at its next update, as outside a session."""
-        for tt in self.tuners:
-            if id(tt) in self.max_population:
-                tt.policy.set_population(self.max_population[id(tt)])
-                tt.policy.set_generations(self.max_num_iters[id(tt)])
-                tt.policy.set_carry_over(self.carry_over[id(tt)])
+        """Ends the deferral: each model trains at its next update, as outside a session."""
         for model in self.models:
             model.defer_training = False
 
@@ -120,50 +113,50 @@ class SearchShare:
         measured = self._measure_seconds() - self.measure0 + extra_measure_s
         return self.ratio * measured * part
 
-    def before_round(self, tt, n):
-        """Sizes the population of task `tt`'s next round of n measurements."""
+    def round_params(self, tt, n):
+        """The _core.RoundParams of task `tt`'s next round of n measurements: the population, generations and
+        carry-over its search can afford (unset where the policy's own apply: inactive, or nothing searched
+        yet). The policy's SearchParams are not changed: the round applies these for itself."""
+        params = _core.RoundParams(num_measure=int(n))
         if not self.active:
-            return
-        key = id(tt)
-        limit = self.max_population.setdefault(key, tt.policy.params.evolutionary_search_population)
-        self.max_num_iters.setdefault(key, tt.policy.params.evolutionary_search_num_iters)
-        self.carry_over.setdefault(key, tt.policy.params.evolutionary_search_carry_over)
+            return params
+        own = tt.policy.params
+        limit, num_iters = own.evolutionary_search_population, own.evolutionary_search_num_iters
         floor = min(limit, max(POPULATION_FLOOR, 3 * n))
-        rate = self.seconds_per_state.get(key)
+        rate = self.seconds_per_state.get(id(tt))
         if rate is None and self.seconds_per_state:
             rate = sorted(self.seconds_per_state.values())[len(self.seconds_per_state) // 2]
         if rate is None:
-            return  # nothing searched yet: the policy's own population
-        trials = sum(tt.result.trials for tt in self.tuners) - self.trials0
+            return params  # nothing searched yet: the policy's own population
+        trials = sum(t.result.trials for t in self.tuners) - self.trials0
         per_trial = (self._measure_seconds() - self.measure0) / max(1, trials)
         spent = self._choose_seconds() - self.choose0 - self.train_s
         left = self._allowed(1 - TRAINING_PART, n * per_trial) - spent
-        num_iters = self.max_num_iters[key]
         population = int(left / (rate * (num_iters + 1))) if left > 0 else 0
         self.rounds += 1
         if population > floor:
-            tt.policy.set_population(min(limit, population))
-            tt.policy.set_generations(num_iters)
-            tt.policy.set_carry_over(self.carry_over[key])
-            return
+            params.population = min(limit, population)
+            return params
         # A round the account affords only at the floor goes on from the task's last generation instead of
         # sampling and breeding anew, with as many generations as the account affords (at least one, at most
         # the policy's own).
         self.floor_rounds += 1
         affordable = int(left / (rate * floor) - CARRIED_FIRST_GENERATION) if left > 0 else 0
-        tt.policy.set_population(floor)
-        tt.policy.set_generations(min(num_iters, max(1, affordable)))
-        tt.policy.set_carry_over(True)
+        params.population = floor
+        params.generations = min(num_iters, max(1, affordable))
+        params.carry_over = True
+        return params
 
-    def after_round(self, tt):
-        """Learns the seconds per state of task `tt`'s round, then trains the models whose turn it is."""
+    def after_round(self, tt, population):
+        """Learns the seconds per state of task `tt`'s round (searched with `population` states), then trains
+        the models whose turn it is."""
         if not self.active:
             return
         stats = tt.policy.last_round
         generations = max(1, stats["generations"])
         seconds = stats["search_seconds"] + stats["cost_model_seconds"]
-        if stats["sampled"] and seconds > 0:
-            self.seconds_per_state[id(tt)] = seconds / (tt.policy.params.evolutionary_search_population * generations)
+        if stats["sampled"] and seconds > 0 and population:
+            self.seconds_per_state[id(tt)] = seconds / (population * generations)
         for model in self.models:
             self._maybe_train(model, tt)
 

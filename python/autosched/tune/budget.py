@@ -9,10 +9,11 @@ The clock starts at the call: TaskScheduler.tune and task.tune at their entry (m
 logs and transfer count), the command line `autosched tune` when its process started (process_start: loading
 the model and extracting its tasks count too). Every phase of a session honours the end:
 
-- a round is one core call with the end as its deadline (_core.tuning_round): its search stops there (sampling,
-  breeding, scoring), builds and runs in progress are abandoned, and the cost model's training is deferred;
-- between rounds, a training of a deferred cost model (search_share.SearchShare) and a timing of the network
-  (TaskScheduler.time_network) start only when their expected time fits in what is left;
+- a round is one core call with the end as its deadline (_core.tuning_round, RoundParams.deadline_s): its search
+  stops there (sampling, breeding, scoring), builds and runs in progress are abandoned, and the cost model's
+  training is deferred;
+- between rounds, a training of a deferred cost model (share.SearchShare) and a timing of the network
+  (network.NetworkTimingPhase) start only when their expected time fits in what is left;
 - no round starts after the end, and the summary follows at once.
 
 Whatever the end cut or skipped is said in the stop reason.

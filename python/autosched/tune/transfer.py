@@ -2,8 +2,9 @@
 
 Two tasks are similar when their DAGs have the same compute structure (`ComputeDAG.structure_key()`: the same
 ops, stages and access patterns, other shapes) and their targets the same kind (llvm, opencl). Before each
-search round of a task, a tuning session (tuner.TuningSession, with TuningOptions(transfer_seeds=True), the
-default) gives its search policy the best states of the similar tasks it knows, closest in FLOPs first:
+search round of a task, a tuning session (session.TuningSession, with TuningOptions(transfer_seeds=True), the
+default) gives the round (its _core.RoundParams.transfer_seeds) the best states of the similar tasks it knows,
+closest in FLOPs first, when they changed since the task's last round:
 
 - the best schedule so far of every other task of the session (so the second convolution of a ResNet starts
   where the first ended, and follows it as it improves);
@@ -15,15 +16,16 @@ lengths that no longer divide the new extents replaced by the nearest that do, t
 searched state is) and drops those that do not fit; the seeds join every round's initial population, and the
 first few not measured yet are measured at once (SearchParams.transfer_seeds_measured).
 
-    from autosched import transfer
+    from autosched.tune import transfer
     state, failure, message = transfer.refit(task, state_of_a_similar_task)   # None, "padding", "..."
 """
 import math
 
-from . import _core
-from .core.record_log import read_logs
+from .. import _core
+from ..core.record_log import read_logs
 
-__all__ = ["similarity_key", "refit", "seeds_text", "note_seeds_measured", "SeedSources", "MAX_SEEDS", "RECORDS_PER_TASK"]
+__all__ = ["similarity_key", "refit", "seeds_text", "note_seeds_measured", "SeedSources", "MAX_SEEDS",
+           "RECORDS_PER_TASK"]
 
 # Seeds a task's policy holds at most, and the fastest records of each other task a log contributes.
 MAX_SEEDS = 8
@@ -49,8 +51,8 @@ def _flop_distance(a, b):
 
 class SeedSources:
     """The sources of transfer seeds of one session: its tuners (their best states as they improve) and the
-    records of the logs it read. update(i) gives tuner i's policy the seeds of its similar tasks when they
-    changed since its last round."""
+    records of the logs it read. seeds_for(i): the seeds of tuner i's next round when they changed since its
+    last round (the round gives them to its policy), else None."""
 
     def __init__(self, tuners, records=(), max_seeds=MAX_SEEDS):
         self.tuners = tuners
@@ -76,17 +78,11 @@ class SeedSources:
 
     @classmethod
     def of_session(cls, session, records):
-        """The sources of a tuner.TuningSession whose options ask for transfer seeds (else None): its tuners
+        """The sources of a session.TuningSession whose options ask for transfer seeds (else None): its tuners
         and `records` (what it resumed) with those of its options' transfer_logs."""
         if not session.options.transfer_seeds:
             return None
         return cls(session.tuners, list(records) + read_logs(session.options.transfer_logs, stacklevel=4))
-
-    @staticmethod
-    def seed_task(session, i):
-        """Gives task i of a session the seeds of its similar tasks before its round (when they changed)."""
-        if getattr(session, "seeds", None) is not None:  # made by of_session when the run starts
-            session.seeds.seed(i, session.reporter if session.verbose else None, session.single)
 
     def sources(self, i):
         """The states of tasks similar to tuner i, best first: the same target before another of its kind,
@@ -104,34 +100,32 @@ class SeedSources:
         found.sort(key=lambda s: (s[1] != target, _flop_distance(s[2], flop), s[3]))
         return found[:self.max_seeds]
 
-    def seed(self, i, reporter=None, single=False):
-        """update(i), with the count in tuner i's TuneResult and a line through `reporter` (a
-        progress.Progress; INFO the first time the task gets seeds, then DEBUG)."""
-        report = self.update(i)
-        if report is None:
-            return
-        r = self.tuners[i].result
-        first, r.transfer_seeds = not r.transfer_seeds, report["kept"]
-        if reporter is not None and report["given"]:
-            drops = ", ".join(f"{k} {v}" for k, v in sorted(report["drops"].items()))
-            which = "" if single else f" task {i} ({r.task.desc or r.task.workload_key}):"
-            line = (f"Transfer:{which} {report['kept']} seeds of similar tasks in its search"
-                    + (f" (dropped: {drops})" if drops else ""))
-            (reporter.info if first and report["kept"] else reporter.debug)(line)
-
-    def update(self, i):
-        """Gives tuner i's policy the seeds of its similar tasks when they changed; returns the core's report
-        ({given, kept, drops, messages}) then, else None."""
+    def seeds_for(self, i):
+        """The states of tuner i's next round's transfer seeds (_core.RoundParams.transfer_seeds) when they
+        changed since they were last given, else None (the policy keeps the seeds it has)."""
         found = self.sources(i)
         ident = [(s[0], s[1], _core.state_key(s[4])) for s in found]
         if ident == self.given[i]:
             return None
         self.given[i] = ident
-        return self.tuners[i].policy.set_transfer_seeds([s[4] for s in found], self.max_seeds)
+        return [s[4] for s in found]
+
+
+def note_seeds_given(tuner, report, reporter=None, label=""):
+    """After a round given seeds: the count in the tuner's TuneResult, and a line through `reporter` (a
+    progress.Progress; INFO the first time the task gets seeds, then DEBUG). label: how the line names the
+    task ("" for a task alone)."""
+    r = tuner.result
+    first, r.transfer_seeds = not r.transfer_seeds, report["kept"]
+    if reporter is not None and report["given"]:
+        drops = ", ".join(f"{k} {v}" for k, v in sorted(report["drops"].items()))
+        line = f"Transfer:{label} {report['kept']} seeds of similar tasks in its search" + (
+            f" (dropped: {drops})" if drops else "")
+        (reporter.info if first and report["kept"] else reporter.debug)(line)
 
 
 def note_seeds_measured(tuner, rnd):
-    """After a search round of a tuner.TaskTuner: counts the seeds the round measured (its batch starts with
+    """After a search round of a task_tuner.TaskTuner: counts the seeds the round measured (its batch starts with
     them) and whether the task's best schedule is one of the seeds measured."""
     picked = tuner.policy.last_round["picked_transfer"]
     r = tuner.result

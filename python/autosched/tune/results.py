@@ -1,12 +1,11 @@
 """What a tuning session hands back (TuneResult per task, TaskSchedulerResult for the session) and the short
-texts its output uses about records, the cost model and the hardware's peak. autosched.tuner re-exports the
-results and peak_gflops."""
+texts its output uses about records, the cost model and the hardware's peak."""
 import math
 from collections import Counter
 
-from . import _core
-from .search.policy import EXPERT
-from .core.text import format_time
+from .. import _core
+from ..search.policy import EXPERT
+from ..core.text import format_time
 
 __all__ = ["TuneResult", "TaskSchedulerResult"]
 
