@@ -182,6 +182,7 @@ HardwareParams OpenCLDefaults(const std::string& device) {
     p.max_threads_per_block = 1024;
     p.max_shared_memory_per_block = 48 * 1024;
     p.max_vthread_extent = 8;
+    p.max_registers_per_thread = 255;  // the most a CUDA thread may address since Kepler
     return p;
   }
   p.num_cores = device == "mali" ? 4 : device == "pocl" ? HostCores() : 16;
@@ -189,6 +190,9 @@ HardwareParams OpenCLDefaults(const std::string& device) {
   p.max_threads_per_block = 256;
   p.max_shared_memory_per_block = 32 * 1024;
   p.max_vthread_extent = 4;
+  // Bifrost and Valhall give a work item 64 registers at full occupancy; a
+  // CPU device (PoCL) or an unnamed one: unknown.
+  p.max_registers_per_thread = device == "mali" ? 64 : 0;
   return p;
 }
 
