@@ -3,7 +3,7 @@
 Run (on a machine with an NVIDIA GPU whose OpenCL driver is registered with the ICD loader, docs/opencl.md):
   python3 bench/bench_opencl_gpu.py [--target "opencl -device=nvidia"] [--trials 256] [--time-budget-s 150]
          [--kernels matmul4096,conv_r50_56,conv_r50_14] [--log-dir DIR] [--model auto|xgb|random]
-         [--ptx-counts] [--show-source]
+         [--ptx-counts] [--show-source] [--no-expert]
 
 The kernels (float32, batch 1, NCHW):
   matmul4096   4096 x 4096 x 4096
@@ -16,7 +16,8 @@ in this process: the tuned kernel with OpenCL profiling events (module.time_eval
 CUDA events, TF32 off (cuBLAS for the matmul, cuDNN for the convolutions). The table gives milliseconds,
 TFLOP/s, % of the fp32 peak (--peak-tflops, default the GH100's 66.9) and PyTorch's time divided by the tuned
 time (above 1: autosched is faster), then the tuning wall time and trials. Without PyTorch's CUDA the peer
-columns are empty. Not a test: figures vary with the device and its clocks.
+columns are empty. --no-expert tunes without the expert schedule (SearchParams.use_expert_schedule=False: it
+is neither measured nor seeded); the header says which. Not a test: figures vary with the device and its clocks.
 """
 import argparse
 import os
@@ -30,7 +31,7 @@ import _env  # bench/, the script's folder, is on sys.path
 _env.set_openblas_coretype()  # before numpy loads OpenBLAS
 
 import autosched as ans  # noqa: E402
-from autosched import ops, te  # noqa: E402
+from autosched import ops, search, te  # noqa: E402
 from autosched import tune as tuner  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -124,7 +125,9 @@ def run_kernel(kernel, args, log_dir, torch):
                                   time_budget_s=args.time_budget_s, verbose=args.verbose,
                                   measure_callbacks=[ans.RecordToFile(log)])
     start = time.monotonic()
-    result = task.tune(options, cost_model=None if args.model == "auto" else args.model)
+    policy = search.SketchPolicy(task, search.make_cost_model(args.model, "auto"),
+                                 search.SearchParams(use_expert_schedule=not args.no_expert))
+    result = task.tune(options, search_policy=policy)
     tune_s = time.monotonic() - start
     row = {"kernel": kernel.name, "trials": result.trials, "tune_s": tune_s, "ms": None, "torch_ms": None,
            "errors": dict(result.errors), "max_err": None}
@@ -194,6 +197,8 @@ def main():
                         help="print the best kernel's PTX instruction counts (ld.local/st.local spills, "
                              "ld.shared, fma, vector accesses) from its device binary (NVIDIA)")
     parser.add_argument("--show-source", action="store_true", help="print the best kernel's OpenCL C")
+    parser.add_argument("--no-expert", action="store_true",
+                        help="tune without the expert schedule (SearchParams.use_expert_schedule=False)")
     args = parser.parse_args()
     names = [n.strip() for n in args.kernels.split(",") if n.strip()]
     unknown = [n for n in names if n not in KERNELS]
@@ -205,6 +210,8 @@ def main():
     print(f"host: {platform.processor() or platform.machine()}, {os.cpu_count()} hardware threads")
     for d in ans.opencl.devices():
         print(f"OpenCL device: {d}")
+    print("expert schedule: " + ("off (use_expert_schedule=False: not measured, not seeded)" if args.no_expert
+                                 else "on (measured first and seeded into every population)"))
     torch = load_torch()
     print("peer: " + (f"PyTorch {torch.__version__} on {torch.cuda.get_device_name()} (TF32 off)"
                       if torch else "none (no PyTorch with CUDA)"))

@@ -1,7 +1,7 @@
 """Benchmark: tune three CPU kernels and compare them with numpy, PyTorch and Halide's autoschedulers in one run.
 
 Run: python3 bench/bench_tune_ops.py [--trials 1000] [--ops matmul,conv2d,depthwise] [--log-dir DIR]
-     [--model auto|xgb|random] [--no-halide] [--no-torch] [--tiny]
+     [--model auto|xgb|random] [--no-halide] [--no-torch] [--no-expert] [--tiny]
 
 The kernels (float32, batch 1):
   matmul     1024 x 1024 x 1024
@@ -15,6 +15,8 @@ one's scheduling time is printed too; each runs in a child process, given up aft
 and each peer's time divided by the tuned time (above 1: autosched is faster), then the tuning wall time, the
 time per trial and the share spent outside measurement. Not a test: timings vary with the machine and its load.
 --tiny takes the kernels at a tiny size (matmul 32^3, 8x8x8 convolutions): a check that the script works.
+--no-expert tunes without the expert schedule (SearchParams.use_expert_schedule=False: not measured, not seeded)
+and times no expert seed; the header line says which.
 A peer that is not installed (pip install 'autosched[torch]' halide) is reported and skipped.
 """
 import argparse
@@ -240,7 +242,8 @@ def tune(kernel, args, log_dir):
     options = ans.TuningOptions(num_measure_trials=args.trials, num_measures_per_round=args.per_round,
                                 measure_callbacks=[ans.RecordToFile(log)], verbose=1)
     t0 = time.perf_counter()
-    policy = search.SketchPolicy(task, search.make_cost_model(args.model, "auto"))
+    params = search.SearchParams(use_expert_schedule=not args.no_expert)
+    policy = search.SketchPolicy(task, search.make_cost_model(args.model, "auto"), params)
     result = task.tune(options, search_policy=policy)
     wall = time.perf_counter() - t0
     module = task.build_best(log)
@@ -278,6 +281,8 @@ def main():
     parser.add_argument("--halide-timeout", type=int, default=300, help="seconds per Halide autoscheduler")
     parser.add_argument("--halide-memory-gib", type=int, default=8, help="address-space limit of its process")
     parser.add_argument("--tiny", action="store_true", help="tiny kernels (a check that the script works)")
+    parser.add_argument("--no-expert", action="store_true",
+                        help="tune without the expert schedule (SearchParams.use_expert_schedule=False)")
     args = parser.parse_args()
     unknown = [o for o in args.ops.split(",") if o not in KERNELS]
     if unknown:
@@ -286,6 +291,8 @@ def main():
     print(f"command: {' '.join(sys.argv)}")
     print(f"CPU: {ans.Target(args.target)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
           f"load average {os.getloadavg()[0]:.2f}")
+    print("expert schedule: " + ("off (use_expert_schedule=False: not measured, not seeded)" if args.no_expert
+                                 else "on (measured first and seeded into every population)"))
     halide = not args.no_halide and load_halide() is not None
     if not args.no_halide and not halide:
         print("Halide: not installed (pip install halide); its autoschedulers are skipped")
@@ -298,7 +305,7 @@ def main():
             print(f"\n==== {kernel.name}: tuning for {args.trials} trials")
             task, result, wall, ours, err = tune(kernel, args, log_dir)
             peak = tuner.peak_gflops(task)
-            peers = [("expert seed (ours)",) + expert_seed_seconds(task, kernel)]
+            peers = [] if args.no_expert else [("expert seed (ours)",) + expert_seed_seconds(task, kernel)]
             if op == "matmul":
                 a, b = kernel.inputs
                 out = np.empty_like(kernel.reference)

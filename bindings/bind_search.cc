@@ -293,7 +293,8 @@ void bind_search(py::module_& m) {
         return py::make_tuple(e.state ? py::cast(*e.state) : py::none(), e.reason, e.note);
       },
       py::arg("task"), py::arg("params") = py::none(),
-      "The analytic expert schedule of a CPU task: (state or None, why there is none, how it was made).");
+      "The analytic expert schedule of a task (CPU or GPU): (state or None, why there is none, how it was "
+      "made).");
   m.def(
       "refit_state",
       [](const SearchTask& task, const State& source, const py::object& params) {

@@ -188,8 +188,12 @@ std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, Ti
 
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
                                   const std::vector<State>& sketches) {
-  if (task.target.kind->is_gpu) return MakeGpuExpertSchedule(task, params, sketches);
   ExpertSchedule out;
+  if (!params.use_expert_schedule) {
+    out.reason = "SearchParams.use_expert_schedule is off";
+    return out;
+  }
+  if (task.target.kind->is_gpu) return MakeGpuExpertSchedule(task, params, sketches);
   const TilingLevels levels = CpuTilingLevels(params);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < sketches.size(); ++i) {
@@ -236,6 +240,7 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
 }
 
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params) {
+  if (!params.use_expert_schedule) return MakeExpertSchedule(task, params, {});
   try {
     SketchPolicy policy(task, params);
     return MakeExpertSchedule(task, params, policy.GenerateSketches());

@@ -39,10 +39,13 @@ struct ExpertSchedule {
 // task gets MakeGpuExpertSchedule's.
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
                                   const std::vector<State>& sketches);
-// The GPU version (gpu_expert_schedule.cc): a library GEMM kernel's tiles
-// (16 x 16 work items of 8 x 8 accumulators, reduction tiles of 8, smaller
-// where the extents or limits ask) on a GPU sketch's GEMM-like stage, the
-// other annotations from the GPU init rules.
+// The GPU version (gpu_expert_schedule.cc): each tiled stage of a GPU
+// sketch gets a group, a register tile and a reduction tile derived from the
+// HardwareParams (warp, thread limit, registers per work item, shared
+// memory, vector width) and the extents, its annotations fixed through the
+// thread-bind rule's choices.
+// Both give no state, with the reason, when params.use_expert_schedule is
+// off.
 ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
                                      const std::vector<State>& sketches);
 // Generates the sketches with the task's default rules first. Never throws for

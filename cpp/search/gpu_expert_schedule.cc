@@ -1,39 +1,55 @@
-// The GPU expert schedule (expert_schedule.h): the tiles of a classic GEMM
-// kernel written into a GPU sketch, the rest of its annotations chosen by
-// the GPU init rules.
+// The GPU expert schedule (expert_schedule.h): a GEMM-style kernel whose
+// every number is derived from the task's HardwareParams and extents,
+// written into a GPU sketch ("SSSRRSRS"), its annotations fixed through the
+// thread-bind rule's choices.
 //
-// A matrix product on a GPU runs fastest in the shape libraries give it: a
-// group of 16 x 16 work items computes a 128 x 128 tile of the output, each
-// work item an 8 x 8 block of accumulators in registers (an outer product of
-// 8 values of each operand per step of the reduction), and the group steps
-// through the reduction 8 at a time with both operands' tiles in shared
-// memory, fetched cooperatively with vector loads and double-buffered. Each
-// work item's 8 rows (and columns) are two runs of 4, half the group's tile
-// apart, so that a warp's float4 reads of a register tile cover contiguous
-// shared memory. In the sketch "SSSRRSRS" that is: spatial tiles (blocks, 2,
-// 16, 1, 4) on the two innermost spatial axes (the 2 bound to a virtual
-// thread, which lowering interleaves into the innermost body), every other
-// spatial axis on blocks, and (K/8, 8, 1) on the main reduction axis, so
-// that both register tiles are loaded once per reduction step; A's shared
-// copy stored transposed lets its values come in as vectors too. Then the
-// 8 x 8 tile without virtual threads (blocks, 1, 16, 1, 8), then one
-// operand's tile one level further out (1, 8 on that axis). Smaller work-item tiles and fewer
-// work items are tried when the extents or the device's limits refuse these.
-// Before all of them comes the placement of the fastest kernel found on an
-// H200 (ItemTiles::Runs, with its own annotations): on that device it ran
-// 1.3 times as fast as the library kernel's.
-// The annotations are the library kernel's too, fixed through the thread-
-// bind rule's choices (LibraryAnnotations); where the device's limits refuse
-// them, the best-scored of a fixed set of sampled ones is kept. The search
-// mutates the expert like any state.
-//
-// Only stages with at most three spatial axes of extent > 1 and one main
-// reduction axis are tiled this way (matmul, dense, batch_matmul). A direct
-// NCHW convolution (three wide spatial axes: channels, rows, columns; its
-// input channels and its window reduced) gets the tiles of the fastest
-// kernel a sweep around the search's best found on an H200 (ConvParts); a
-// task with neither gets no GPU expert schedule, with the reason.
+// Each tiled stage (multi-level tiling: matmul, dense, batch_matmul, direct
+// convolutions of either layout, ...) is planned on its own:
+//   - the column axis is the innermost spatial axis above 1 (contiguous
+//     outputs), the row axis the one the operands indexed by the columns do
+//     not depend on (PickRowAxis: A's rows of a matmul, the output channels of
+//     an NCHW convolution), so that a work item's register tile is an outer
+//     product of one column of values and one row per reduction step;
+//   - the register tile (accumulators per work item, rows x columns) is the
+//     largest of powers of two, columns first, whose accumulators and one
+//     step's operand values take at most half of max_registers_per_thread
+//     (the rest holds addresses, indices and the loads in flight), no longer
+//     than an extent, and within the private memory of a work item;
+//   - the group holds kWarpsPerGroup warps (warp_size; at least
+//     kMinGroupItems work items where there are no warps), at most
+//     max_threads_per_block; its prime factors go round the columns, the
+//     rows and then the other spatial axes, each taking no more work items
+//     than its extent needs;
+//   - where a work item's tile is several fetch widths long, it is split
+//     into interleaved virtual threads of one width each (within
+//     max_vthread_extent), so that a warp's vector reads of a register tile
+//     are contiguous in shared memory;
+//   - the main reduction (the longest reduce axis above 1; the others, a
+//     convolution's window, stay whole and innermost) is stepped by the
+//     largest power of two whose shared tiles, double-buffered, fit half of
+//     max_shared_memory_per_block (room for two resident groups): the bytes
+//     one reduction step takes are read off the sketch filled with a step of
+//     one (InferBound of its shared stages);
+//   - where a group tile (or the reduction tile) does not divide its extent,
+//     a tile down to half as long that divides it is taken, else the last
+//     groups run guarded (lowering guards a split that does not divide);
+//   - the fetches and register-tile loads are vectors of vector_unit_bytes
+//     (at most 4 lanes, where they divide a row), shared rows are padded by
+//     one fetch width (aligned for vectors, a row's banks shifted), both
+//     shared stages double-buffered, A's copy stored transposed so its
+//     register tile takes vectors too, the groups swizzled in bands about as
+//     wide as the square root of the groups in flight (two per compute unit)
+//     so that they share operand panels in cache, and the reduction unrolled
+//     at least over one shared tile's multiply-adds of a work item (and the
+//     stage storing the accumulators over its tile) so that the
+//     accumulators are indexed by constants and stay in registers.
+// Where the device's limits or the lowering refuse that, the same without
+// double buffering, then compact rows without the transposition; then the
+// reduction tile, the register tile and the group are halved in turn. The
+// note says where every number came from. The search mutates the expert
+// like any state.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <random>
@@ -51,54 +67,281 @@
 namespace autosched {
 namespace {
 
-// Where each work item's accumulator tile sits in the five spatial levels:
-// both axes in the innermost level (an outer product per reduction step),
-// first split in two virtual threads (so a work item's two halves lie half
-// a group tile apart, and the group's vector reads of a register tile are
-// contiguous across work items), or one axis there and the other one level
-// out.
-//
-// Runs: the placement of the fastest matmul kernel found on an H200: the
-// search's best (4096^3: 2.99 ms, against 3.92 ms for Interleaved), then
-// the fastest of a sweep around it (2.93 ms; docs/opencl.md). A work item's
-// rows are two interleaved virtual threads of 4 adjacent rows, its columns
-// two interleaved virtual threads of 2 runs of 2, and the reduction tile is
-// stepped as 2 x 4, so that A's register tile of a step (4 values of the
-// reduction for each of 8 rows) is loaded one step ahead (pipelined) while
-// B's small tile is read next to its use. Measured on that H200 with no
-// search, the search's kernel ran 1.25 to 1.4 times as fast as Interleaved
-// on five matmuls whose extents are multiples of 128 (128 x 768 x 3072 to
-// 4096^3); it is taken only where its tiles divide the extents exactly.
-enum class ItemTiles { Runs, Interleaved, BothInnermost, RowsInnermost, ColsInnermost };
-constexpr ItemTiles kItemTilePlacements[] = {ItemTiles::Runs, ItemTiles::Interleaved,
-                                             ItemTiles::BothInnermost, ItemTiles::RowsInnermost,
-                                             ItemTiles::ColsInnermost};
-const char* ItemTilesName(ItemTiles t) {
-  switch (t) {
-    case ItemTiles::Runs:
-      return "rows in two interleaved virtual threads of 4, columns in two interleaved virtual threads of "
-             "runs of 2";
-    case ItemTiles::Interleaved: return "both innermost, in two interleaved virtual threads";
-    case ItemTiles::BothInnermost: return "both innermost";
-    case ItemTiles::RowsInnermost: return "rows innermost";
-    case ItemTiles::ColsInnermost: return "columns innermost";
-  }
-  return "?";
+// Where HardwareParams leaves a field 0 (unknown), a value every device
+// family of task/target.cc meets: the generic OpenCL group limit, Mali's
+// register budget, half the 32 KiB of local memory OpenCL 1.2 guarantees.
+constexpr int64_t kUnknownMaxThreads = 256;
+constexpr int64_t kUnknownRegisters = 64;
+constexpr int64_t kUnknownSharedBytes = 16 * 1024;
+// Warps per group: while some wait on shared or global memory (hundreds of
+// cycles), others issue; 8 keep each of a compute unit's schedulers busy
+// with two. A device without warps (warp_size 1) still interleaves work
+// items to hide latency: at least kMinGroupItems.
+constexpr int64_t kWarpsPerGroup = 8;
+constexpr int64_t kMinGroupItems = 64;
+// Groups the shared memory of a compute unit must hold at once (one
+// computes while the other fetches), and the copies of each shared tile
+// (double buffering).
+constexpr int64_t kResidentGroups = 2;
+constexpr int64_t kSharedBuffers = 2;
+// Widest vector a fetch or a register-tile load takes (kFetchWidths).
+constexpr int64_t kMaxFetchLanes = 4;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t Pow2Floor(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
 }
 
-struct GpuRecipe {
-  int64_t item_tile;  // accumulators per work item along each of the two axes
-  int64_t items;      // work items along each of the two axes
-  int64_t k_tile;     // reduction steps per shared tile
-};
-constexpr GpuRecipe kRecipes[] = {{8, 16, 8}, {4, 16, 8}, {8, 8, 8}, {4, 8, 8}, {4, 8, 4}, {2, 8, 4}};
-constexpr int kAnnotationSeeds = 32;
+int64_t Pow2Ceil(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
 
-int64_t DivisorAtMost(int64_t n, int64_t cap) {
-  for (int64_t d = std::min(n, cap); d > 1; --d) {
-    if (n % d == 0) return d;
+std::vector<int64_t> PrimeFactors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t f = 2; f * f <= n; ++f) {
+    while (n % f == 0) out.push_back(f), n /= f;
   }
-  return 1;
+  if (n > 1) out.push_back(n);
+  return out;
+}
+
+// What the device allows, with the origin of each number for the note.
+// `shrink` halves the register budget and the group (the fallbacks).
+struct GpuBudget {
+  int64_t warp = 1;
+  int64_t group_items = 1;    // work items the group should hold
+  int64_t registers = 1;      // 32-bit registers a work item's tile may take
+  int64_t private_bytes = 0;  // bytes of private memory a work item may hold (0: no limit)
+  int64_t shared_bytes = 0;   // bytes of shared memory one group may take
+  int64_t vthreads = 0;       // most virtual threads (0: no limit)
+  int64_t vector_bytes = 4;
+  int64_t swizzle = 1;
+  std::string origin;
+};
+
+GpuBudget Budget(const HardwareParams& hw, int shrink) {
+  GpuBudget b;
+  std::ostringstream origin;
+  b.warp = std::max<int64_t>(1, hw.warp_size);
+  const int64_t max_threads = hw.max_threads_per_block > 0 ? hw.max_threads_per_block : kUnknownMaxThreads;
+  const int64_t wanted = std::max(kWarpsPerGroup * b.warp, kMinGroupItems);
+  // A multiple of the warp, not above the limit (one warp where the limit is
+  // below it).
+  b.group_items = std::max(b.warp, std::min(wanted, max_threads) / b.warp * b.warp);
+  origin << "group of " << b.group_items << " work items: " << kWarpsPerGroup << " warps of warp_size "
+         << hw.warp_size << " (at least " << kMinGroupItems << "), at most max_threads_per_block "
+         << (hw.max_threads_per_block > 0 ? std::to_string(hw.max_threads_per_block)
+                                          : "unknown, taken as " + std::to_string(kUnknownMaxThreads));
+  const int64_t registers = hw.max_registers_per_thread > 0 ? hw.max_registers_per_thread : kUnknownRegisters;
+  b.registers = registers / 2;
+  origin << "; register tile within half of max_registers_per_thread "
+         << (hw.max_registers_per_thread > 0 ? std::to_string(registers)
+                                             : "unknown, taken as " + std::to_string(registers));
+  b.private_bytes = hw.max_local_memory_per_block;
+  const int64_t shared =
+      hw.max_shared_memory_per_block > 0 ? hw.max_shared_memory_per_block : kUnknownSharedBytes;
+  b.shared_bytes = shared / kResidentGroups;
+  origin << "; shared tiles within max_shared_memory_per_block "
+         << (hw.max_shared_memory_per_block > 0 ? std::to_string(shared)
+                                                : "unknown, taken as " + std::to_string(shared))
+         << " / " << kResidentGroups << " resident groups";
+  b.vthreads = hw.max_vthread_extent;
+  b.vector_bytes = std::max<int64_t>(1, hw.vector_unit_bytes);
+  // Bands of about sqrt(groups in flight) groups, among kSwizzleWidths.
+  const double in_flight = static_cast<double>(std::max<int64_t>(1, hw.num_cores) * kResidentGroups);
+  for (int64_t w : kSwizzleWidths) {
+    if (static_cast<double>(w * w) <= in_flight) b.swizzle = w;
+  }
+  origin << "; groups swizzled in bands of " << b.swizzle << " (about sqrt of " << kResidentGroups
+         << " groups on each of num_cores " << hw.num_cores << ")";
+  if (shrink > 0) {
+    b.registers = std::max<int64_t>(2, b.registers >> shrink);
+    b.group_items = std::max(b.warp, (b.group_items >> (shrink - 1)) / b.warp * b.warp);
+    origin << "; register budget" << (shrink > 1 ? " and group" : "") << " halved (" << shrink
+           << "x) after the full ones failed";
+  }
+  b.origin = origin.str();
+  return b;
+}
+
+// One tiled spatial axis: work items along it, each computing `tile`
+// accumulators in `vthreads` interleaved runs.
+struct AxisTile {
+  int axis = -1;
+  int64_t items = 1;
+  int64_t tile = 1;
+  int64_t vthreads = 1;
+  bool guarded = false;  // the group tile does not divide the extent
+};
+
+struct StagePlan {
+  std::vector<AxisTile> axes;  // columns, rows, then the other spatial axes above 1
+  int main_reduce = -1;        // index into op->reduce_axis; -1 without a reduction above 1
+  int64_t k_tile = 1;
+  bool k_guarded = false;
+  int64_t lanes = 1;       // fetch width in elements
+  int64_t step_bytes = 0;  // shared bytes of one reduction step (both operands' tiles)
+  int64_t element_bytes = 4;
+};
+
+int64_t AccumulatorTile(const StagePlan& p) {
+  int64_t n = 1;
+  for (const AxisTile& t : p.axes) n *= t.tile;
+  return n;
+}
+
+int64_t GroupItems(const StagePlan& p) {
+  int64_t n = 1;
+  for (const AxisTile& t : p.axes) n *= t.items;
+  return n;
+}
+
+// `tile` shortened to a length down to half of it whose group tile divides
+// `extent`, or kept with a guarded edge.
+void FitExtent(int64_t extent, int64_t per_tile, int64_t* tile, bool* guarded) {
+  if (extent % (per_tile * *tile) == 0) return;
+  for (int64_t t = *tile - 1; 2 * t >= *tile && t >= 1; --t) {
+    if (extent % (per_tile * t) == 0) {
+      *tile = t;
+      return;
+    }
+  }
+  *guarded = true;
+}
+
+// The spatial part of a stage's plan (the reduction tile comes later, from
+// the shared bytes of a step).
+StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
+  StagePlan p;
+  p.element_bytes = std::max(1, st.op->dtype.bytes());
+  p.lanes = std::clamp<int64_t>(Pow2Floor(b.vector_bytes / p.element_bytes), 1, kMaxFetchLanes);
+  const int num_axes = static_cast<int>(st.op->axis.size());
+  std::vector<int> wide;  // innermost first
+  for (int a = num_axes - 1; a >= 0; --a) {
+    if (st.op->axis[a].extent > 1) wide.push_back(a);
+  }
+  int64_t longest = 1;
+  for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
+    if (st.op->reduce_axis[r].extent > longest) longest = st.op->reduce_axis[r].extent, p.main_reduce = r;
+  }
+  if (wide.empty()) return p;
+  const int cols = wide[0], rows = wide.size() > 1 ? PickRowAxis(st, cols) : -1;
+  p.axes.push_back({cols});
+  if (rows >= 0) p.axes.push_back({rows});
+  for (int a : wide) {
+    if (a != cols && a != rows) p.axes.push_back({a});
+  }
+  auto extent = [&](const AxisTile& t) { return st.op->axis[t.axis].extent; };
+  // Register tile on the columns and rows: accumulators plus one step's
+  // operand values (a column of rows and a row of columns) within the budget.
+  const int tiled = std::min<int>(2, static_cast<int>(p.axes.size()));
+  auto fits = [&](int64_t c, int64_t r) {
+    const bool registers = c * r + c + r <= b.registers;
+    const bool private_memory = b.private_bytes <= 0 || (c * r + c + r) * p.element_bytes <= b.private_bytes;
+    return registers && private_memory;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i = 0; i < tiled; ++i) {
+      AxisTile& t = p.axes[i];
+      const int64_t c = i == 0 ? 2 * t.tile : p.axes[0].tile;
+      const int64_t r = i == 1 ? 2 * t.tile : (tiled > 1 ? p.axes[1].tile : 1);
+      if (2 * t.tile <= std::min(Pow2Floor(extent(t)), max_inner) && fits(c, r)) t.tile *= 2, grew = true;
+    }
+  }
+  // Work items: the group's prime factors round the axes, each axis taking
+  // no more than its extent needs (rounded up to a power of two).
+  size_t next = 0;
+  for (int64_t f : PrimeFactors(b.group_items)) {
+    for (size_t tries = 0; tries < p.axes.size(); ++tries, next = (next + 1) % p.axes.size()) {
+      AxisTile& t = p.axes[next];
+      if (t.items * f <= Pow2Ceil(CeilDiv(extent(t), t.tile))) {
+        t.items *= f;
+        next = (next + 1) % p.axes.size();
+        break;
+      }
+    }
+  }
+  int64_t vthreads = 1;
+  for (int i = 0; i < static_cast<int>(p.axes.size()); ++i) {
+    AxisTile& t = p.axes[i];
+    FitExtent(extent(t), t.items, &t.tile, &t.guarded);
+    // Interleaved runs of one fetch width each (register-tile axes only).
+    const int64_t v = i < tiled && t.tile % p.lanes == 0 ? t.tile / p.lanes : 1;
+    if (v > 1 && (b.vthreads <= 0 || vthreads * v <= b.vthreads)) {
+      t.vthreads = v;
+      vthreads *= v;
+    }
+  }
+  return p;
+}
+
+// The reduction tile: the largest power of two whose double-buffered shared
+// tiles fit the group's share (the whole reduction where it fits), fitted to
+// the extent like a spatial tile.
+void PlanReduction(const Stage& st, const GpuBudget& b, int64_t max_inner, int shrink, StagePlan* p) {
+  if (p->main_reduce < 0) return;
+  const int64_t extent = st.op->reduce_axis[p->main_reduce].extent;
+  int64_t fit = max_inner;
+  if (p->step_bytes > 0) fit = std::min(fit, b.shared_bytes / (kSharedBuffers * p->step_bytes));
+  fit = std::max<int64_t>(1, fit >> shrink);
+  if (extent <= fit) {
+    p->k_tile = extent;
+    return;
+  }
+  p->k_tile = Pow2Floor(fit);
+  FitExtent(extent, 1, &p->k_tile, &p->k_guarded);
+}
+
+// The parts of every root node of a planned stage (op axes, then reduce
+// axes) for "SSSRRSRS": (groups, virtual threads, work items, 1, a run of
+// the tile) on tiled axes, every other spatial axis on groups; (steps, tile,
+// 1) on the main reduction, the other reduce axes whole and innermost.
+std::vector<int64_t> Parts(const Stage& st, const StagePlan& p, int node) {
+  const int num_axes = static_cast<int>(st.op->axis.size());
+  if (node < num_axes) {
+    const int64_t extent = st.op->axis[node].extent;
+    for (const AxisTile& t : p.axes) {
+      if (t.axis != node) continue;
+      const int64_t group_tile = t.items * t.tile;
+      return {CeilDiv(extent, group_tile), t.vthreads, t.items, 1, t.tile / t.vthreads};
+    }
+    return {extent, 1, 1, 1, 1};
+  }
+  const int r = node - num_axes;
+  const int64_t extent = st.op->reduce_axis[r].extent;
+  if (r == p.main_reduce) return {CeilDiv(extent, p.k_tile), p.k_tile, 1};
+  return {1, 1, extent};
+}
+
+std::string Describe(const Stage& st, const StagePlan& p, const GpuBudget& b) {
+  std::ostringstream os;
+  os << st.name() << ": ";
+  auto names = [&](auto value) {
+    std::ostringstream part;
+    for (size_t i = 0; i < p.axes.size(); ++i) part << (i ? " x " : "") << value(p.axes[i]);
+    return part.str();
+  };
+  os << "work items " << names([](const AxisTile& t) { return t.items; }) << " ("
+     << names([&](const AxisTile& t) { return st.op->axis[t.axis].name(); }) << ") = " << GroupItems(p)
+     << "; register tile " << names([](const AxisTile& t) { return t.tile; }) << " in "
+     << names([](const AxisTile& t) { return t.vthreads; }) << " virtual threads (runs of " << p.lanes
+     << "-lane vectors: vector_unit_bytes " << b.vector_bytes << ")";
+  if (p.main_reduce >= 0)
+    os << "; reduction tile " << p.k_tile << " of " << st.op->reduce_axis[p.main_reduce].name() << " ("
+       << p.step_bytes << " shared bytes a step, " << kSharedBuffers << " buffers)";
+  std::string guarded;
+  for (const AxisTile& t : p.axes) {
+    if (t.guarded) guarded += " " + st.op->axis[t.axis].name();
+  }
+  if (p.k_guarded) guarded += " " + st.op->reduce_axis[p.main_reduce].name();
+  if (!guarded.empty()) os << "; guarded edges on" << guarded;
+  return os.str();
 }
 
 TilingLevels GpuTilingLevels(const SearchParams& params) {
@@ -107,158 +350,40 @@ TilingLevels GpuTilingLevels(const SearchParams& params) {
           static_cast<int>(std::count(s.begin(), s.end(), 'R'))};
 }
 
-// The parts of each root node of a tiled stage (op axes, then reduce axes),
-// or an empty map when the stage is not GEMM-like or the levels are not the
-// five spatial and three reduce ones of "SSSRRSRS".
-std::map<int, std::vector<int64_t>> GemmParts(const Stage& st, const TilingLevels& levels, const GpuRecipe& r,
-                                              ItemTiles placement) {
-  std::map<int, std::vector<int64_t>> parts;
-  if (levels.space != 5 || levels.reduce != 3) return parts;
-  const int num_axes = static_cast<int>(st.op->axis.size());
-  std::vector<int> wide;
-  for (int a = 0; a < num_axes; ++a) {
-    if (st.op->axis[a].extent > 1) wide.push_back(a);
-  }
-  int main_reduce = -1, wide_reduce = 0;
-  for (int a = 0; a < static_cast<int>(st.op->reduce_axis.size()); ++a) {
-    if (st.op->reduce_axis[a].extent > 1) {
-      ++wide_reduce;
-      if (main_reduce < 0) main_reduce = a;
-    }
-  }
-  if (wide.empty() || wide.size() > 3 || wide_reduce != 1) return parts;
-  const int cols = wide.back(), rows = wide.size() >= 2 ? wide[wide.size() - 2] : -1;
-  for (int a = 0; a < num_axes; ++a) {
-    const int64_t extent = st.op->axis[a].extent;
-    std::vector<int64_t> p = {extent, 1, 1, 1, 1};
-    if (a == cols || a == rows) {
-      const int64_t tile = DivisorAtMost(extent, r.item_tile);
-      const int64_t items = DivisorAtMost(extent / tile, r.items);
-      const bool innermost = placement == ItemTiles::BothInnermost || placement == ItemTiles::Interleaved ||
-                             (a == rows) == (placement == ItemTiles::RowsInnermost);
-      const int64_t halves = placement == ItemTiles::Interleaved && tile % 2 == 0 && tile >= 4 ? 2 : 1;
-      p = {extent / tile / items, halves, items, innermost ? 1 : tile, innermost ? tile / halves : 1};
-      if (placement == ItemTiles::Runs) {
-        // Only the tiling that kernel was measured with (16 x 16 work items
-        // of 8 x 8, reduction tiles of 8): on a 1000^3 matmul, filled with
-        // divisors instead (5 x 5 work items), it ran 7 times as slow as the
-        // library kernel's placement.
-        if (rows < 0 || r.item_tile != 8 || r.items != 16 || r.k_tile != 8 || extent % 128 != 0) return {};
-        p = {extent / 128, 2, 16, a == cols ? 2 : 1, a == cols ? 2 : 4};
-      }
-    }
-    parts[a] = p;
-  }
-  for (int a = 0; a < static_cast<int>(st.op->reduce_axis.size()); ++a) {
-    const int64_t extent = st.op->reduce_axis[a].extent;
-    const int64_t k_tile = a == main_reduce ? DivisorAtMost(extent, r.k_tile) : 1;
-    if (placement == ItemTiles::Runs && a == main_reduce && k_tile != 8) return {};
-    const int64_t k_inner = placement == ItemTiles::Runs && a == main_reduce ? 4 : 1;
-    parts[num_axes + a] = {extent / k_tile, k_tile / k_inner, k_inner};
-  }
-  return parts;
-}
-
-// The sketch with its tiling splits filled from `parts_of` (a stage's parts
-// per root node, GemmParts or ConvParts; empty for a stage it does not
-// tile) by FillSketchSplits; nullopt when it tiles no stage.
-using PartsOf = std::function<std::map<int, std::vector<int64_t>>(const Stage&)>;
+// The sketch with its tiling splits filled from the plans (made on first
+// use, by stage name); nullopt when it tiles no stage.
 std::optional<State> FillTiles(const State& sketch, const TilingLevels& levels, const SearchParams& params,
-                               const PartsOf& parts_of) {
+                               const std::function<const StagePlan&(const Stage&)>& plan_of) {
   bool tiled = false;
   auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
-    const auto parts = parts_of(st);
-    if (!parts.count(node)) return std::nullopt;
     tiled = true;
-    return parts.at(node);
+    return Parts(st, plan_of(st), node);
   };
   std::optional<State> s = FillSketchSplits(sketch, levels, params.max_innermost_split_factor, tile_parts);
   if (!tiled) return std::nullopt;
   return s;
 }
 
-// Whether stage `st` computes a direct convolution of one group in the
-// NCHW layout (the attrs ops.conv2d_nchw gives it): its spatial axes are
-// then batch, channels, rows and columns, its first reduce axis the input
-// channels.
-bool IsNchwConvolution(const Stage& st) {
-  const auto& attrs = st.op->attrs;
-  const auto layout = attrs.find("layout"), groups = attrs.find("groups");
-  return layout != attrs.end() && layout->second == "NCHW" &&
-         (groups == attrs.end() || groups->second == "1");
-}
-
-// The tiles of a direct convolution: 64 work items, each computing 2 x 2
-// outputs of one channel (8 channels x 2 rows x 4 columns of work items, so
-// a group's tile is 8 channels x 4 rows x 8 columns), the input channels
-// stepped 8 at a time (as 2 x 4), the window whole and innermost. On the
-// 64 x 56 x 56 3x3 convolution of ResNet-50 on an H200, with the
-// annotations of ConvAnnotations, it ran 16.5 us, against 17.0-17.2 us for
-// cuDNN and 18.1 us for the best of a 1000-trial search. With the same
-// annotations, the next placements of a sweep of 64 to 256 work items of 2
-// to 8 outputs ran 16.6 and 16.9 us, the search's best one 17.1 us
-// (docs/opencl.md). Taken only for an NCHW convolution of one group whose
-// extents these tiles divide (channels, input channels and columns by 8,
-// rows by 4); an empty map otherwise.
-std::map<int, std::vector<int64_t>> ConvParts(const Stage& st, const TilingLevels& levels) {
-  std::map<int, std::vector<int64_t>> parts;
-  if (levels.space != 5 || levels.reduce != 3) return parts;
-  const int num_axes = static_cast<int>(st.op->axis.size());
-  std::vector<int> wide;
-  for (int a = 0; a < num_axes; ++a) {
-    if (st.op->axis[a].extent > 1) wide.push_back(a);
+// Shared bytes per step of the main reduction of each tiled stage: the
+// regions of the shared stages computed inside it, with a step of one, once
+// the group's loops are bound to threads (a shared region spans them).
+std::map<std::string, int64_t> SharedStepBytes(const SketchContext& ctx, const State& filled) {
+  std::mt19937 rng(0);
+  const ThreadBindChoices plain{.swizzle_width = 1,
+                                .pad_offset = 0,
+                                .fetch_width = 1,
+                                .double_buffer = false,
+                                .transpose = false,
+                                .pipeline_register_tiles = false};
+  const State bounded = InferBound(BindThreads(ctx, filled, plain, &rng));
+  std::map<std::string, int64_t> bytes;
+  for (const Stage& st : bounded.stages()) {
+    if (st.scope != MemScope::Shared || st.loc != ComputeLocKind::At || HasReduceIter(st)) continue;
+    int64_t elements = 1;
+    for (int i = 0; i < st.num_iters(); ++i) elements *= std::max<int64_t>(1, st.iter(i).extent);
+    bytes[bounded.stage(st.attach_stage).name()] += elements * std::max(1, st.op->dtype.bytes());
   }
-  std::vector<int> wide_reduce;
-  for (int a = 0; a < static_cast<int>(st.op->reduce_axis.size()); ++a) {
-    if (st.op->reduce_axis[a].extent > 1) wide_reduce.push_back(a);
-  }
-  if (!IsNchwConvolution(st) || wide.size() != 3 || wide_reduce.size() < 2) return parts;
-  const int channels = wide[0], rows = wide[1], cols = wide[2], in_channels = wide_reduce[0];
-  auto extent = [&](int a) { return st.op->axis[a].extent; };
-  const int64_t in_extent = st.op->reduce_axis[in_channels].extent;
-  if (extent(channels) % 8 != 0 || extent(rows) % 4 != 0 || extent(cols) % 8 != 0 || in_extent % 8 != 0)
-    return parts;
-  for (int a = 0; a < num_axes; ++a) parts[a] = {extent(a), 1, 1, 1, 1};
-  parts[channels] = {extent(channels) / 8, 1, 8, 1, 1};
-  parts[rows] = {extent(rows) / 4, 1, 2, 2, 1};
-  parts[cols] = {extent(cols) / 8, 1, 4, 1, 2};
-  for (int a = 0; a < static_cast<int>(st.op->reduce_axis.size()); ++a) {
-    const int64_t e = st.op->reduce_axis[a].extent;
-    parts[num_axes + a] =
-        a == in_channels ? std::vector<int64_t>{e / 8, 2, 4} : std::vector<int64_t>{1, 1, e};
-  }
-  return parts;
-}
-
-// How close the sampled annotations are to the library kernel's: shared
-// stages double-buffered, wide fetches and register-tile loads, a block
-// swizzle, rows padded by 4 (no bank conflicts, float4 loads stay aligned)
-// rather than 1.
-double AnnotationScore(const State& s) {
-  double score = 0;
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (DoubleBufferStep(s, id) >= 0) score += 2;
-    if (SwizzleStep(s, id) >= 0) score += 1;
-  }
-  // Unrolled enough for the 8 x 8 x 8 steps of a shared tile: the
-  // accumulators are indexed by constants, so they stay in registers.
-  for (const Step& step : s.steps()) {
-    const auto* pragma = std::get_if<PragmaStep>(&step);
-    const std::string prefix = "auto_unroll_max_step$";
-    if (pragma != nullptr && pragma->pragma_type.rfind(prefix, 0) == 0 &&
-        std::stoll(pragma->pragma_type.substr(prefix.size())) >= 512)
-      score += 8;  // outweighs the rest: without it the accumulators go to local memory
-  }
-  for (int j : SharedStageSteps(s, false)) {
-    const int64_t offset = std::get<StorageAlignStep>(s.steps()[j]).offset;
-    score += offset % 4 == 0 ? 1 : -1;
-  }
-  for (int j : SharedStageSteps(s, true)) {
-    const auto& split = std::get<SplitStep>(s.steps()[j]);
-    if (!split.lengths.empty() && split.lengths.back())
-      score += static_cast<double>(*split.lengths.back()) / 4;
-  }
-  return score;
+  return bytes;
 }
 
 // Why `s` cannot be the expert ("" when it can): a lowering error or a
@@ -298,18 +423,18 @@ std::optional<State> VectorizedIfValid(const SketchContext& ctx, State s, std::m
   return std::nullopt;
 }
 
-// The library kernel's annotations on the filled sketch: the widest vector
-// fetches and register-tile loads, A's shared copy transposed so its
-// register tile takes vectors, rows padded by 4, both shared stages double-
-// buffered, groups swizzled in bands of 8, and the smallest unroll depth
-// from 512 on among the useful ones for the reduction and for the stage
-// storing its accumulators (so they are indexed by constants); then the same without double
-// buffering, then compact rows without the transposition. The first that
-// lowers within the device's limits; nullopt (and why) when none does.
-std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& filled, std::string* failure) {
-  ThreadBindChoices full{.swizzle_width = 8,
-                         .pad_offset = 4,
+// The annotations on the filled sketch (see the top of this file): the
+// first of full, single-buffered and compact that lowers within the
+// device's limits; nullopt (and why) when none does. `plans`: the tiled
+// stages' plans by name.
+std::optional<State> Annotate(const SketchContext& ctx, const State& filled, const GpuBudget& b,
+                              const std::map<std::string, StagePlan>& plans, std::string* failure) {
+  int64_t lanes = kMaxFetchLanes;
+  for (const auto& [name, plan] : plans) lanes = std::min(lanes, plan.lanes);
+  ThreadBindChoices full{.swizzle_width = b.swizzle,
+                         .pad_offset = lanes,
                          .widest_vectors = true,
+                         .fetch_width = lanes,
                          .double_buffer = true,
                          .transpose = true,
                          .pipeline_register_tiles = false};
@@ -319,121 +444,19 @@ std::optional<State> LibraryAnnotations(const SketchContext& ctx, const State& f
   compact.pad_offset = 0;
   compact.transpose = false;
   for (const ThreadBindChoices& choices : {full, single, compact}) {
-    std::mt19937 rng(0);  // nothing left to sample on a GEMM-like sketch but the Mali vectorize rule's loops
+    std::mt19937 rng(0);  // nothing left to sample on a tiled sketch but the Mali vectorize rule's loops
     State s = BindThreads(ctx, filled, choices, &rng);
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-      // The reduction and the root stage that stores its accumulators (the
-      // loops over them must unroll too, or they go to local memory).
-      if (HasLoops(s, id) && (HasReduceIter(s.stage(id)) || s.stage(id).loc == ComputeLocKind::Root))
-        s = WithUnroll(ctx, s, id, 512);
+      if (!HasLoops(s, id)) continue;
+      const auto plan = plans.find(s.stage(id).name());
+      if (plan != plans.end() && HasReduceIter(s.stage(id)))
+        s = WithUnroll(ctx, s, id, AccumulatorTile(plan->second) * plan->second.k_tile);
+      else if (s.stage(id).loc == ComputeLocKind::Root)
+        s = WithUnroll(ctx, s, id, plans.empty() ? 1 : AccumulatorTile(plans.begin()->second));
     }
     if (std::optional<State> valid = VectorizedIfValid(ctx, s, &rng, failure)) return valid;
   }
   return std::nullopt;
-}
-
-// `s` with the copy into stage `id` (a register tile's load or a shared
-// stage's cooperative fetch) split by `width` lanes (the split the thread-
-// bind rule gave it), or `s` when it has no such split.
-State WithCopyWidth(const State& s, int id, int64_t width) {
-  std::vector<Step> steps = s.steps();
-  for (int j : SharedStageSteps(s, true)) {
-    auto& split = std::get<SplitStep>(steps[j]);
-    if (split.stage_id != id) continue;
-    split.lengths[0] = width;
-    return State::FromSteps(s.init_dag(), steps);
-  }
-  return s;
-}
-
-// The annotations of the Runs placement's kernel: fetches of 2 lanes (1
-// for A's: 2% faster with the rows in virtual threads), rows padded by 4,
-// A's shared copy transposed, both shared stages double-
-// buffered, groups swizzled in bands of 2; A's register tile (the one read
-// along the columns of the transposed copy) read lane by lane and pipelined
-// at the outermost reduce loop inside the shared tile; unroll depths of 64
-// for the reduction and 16 for the stage storing its accumulators.
-std::optional<State> RunsAnnotations(const SketchContext& ctx, const State& filled, std::string* failure) {
-  const ThreadBindChoices choices{.swizzle_width = 2,
-                                  .pad_offset = 4,
-                                  .widest_vectors = true,
-                                  .fetch_width = 2,
-                                  .double_buffer = true,
-                                  .transpose = true,
-                                  .pipeline_register_tiles = false};
-  std::mt19937 rng(0);
-  State s = BindThreads(ctx, filled, choices, &rng);
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (s.stage(id).scope == MemScope::Shared && s.stage(id).storage_transposed) s = WithCopyWidth(s, id, 1);
-  }
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (!IsRegisterTile(s, id) || !s.stage(s.dag().access(id).producers[0]).storage_transposed) continue;
-    s = WithCopyWidth(s, id, 1);
-    const std::vector<int> nodes = PipelineNodes(s, id);
-    if (nodes.empty()) continue;
-    if (std::optional<State> pipelined = PipelineRegisterTile(s, id, nodes.front())) s = *pipelined;
-  }
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (!HasLoops(s, id)) continue;
-    if (HasReduceIter(s.stage(id)))
-      s = WithUnroll(ctx, s, id, 64);
-    else if (s.stage(id).loc == ComputeLocKind::Root)
-      s = WithUnroll(ctx, s, id, 16);
-  }
-  return VectorizedIfValid(ctx, s, &rng, failure);
-}
-
-// The annotations of ConvParts' kernel: scalar fetches into compact shared
-// rows (on that H200, fetches of 2 or 4 lanes cost it 7 to 28%, rows padded
-// by 1 cost it 7%), no double buffering, register tiles loaded lane by lane
-// where the sketch puts them, groups swizzled in bands of 8, and an unroll
-// depth of 512 for the reduction.
-std::optional<State> ConvAnnotations(const SketchContext& ctx, const State& filled, std::string* failure) {
-  const ThreadBindChoices choices{.swizzle_width = 8,
-                                  .pad_offset = 0,
-                                  .widest_vectors = false,
-                                  .fetch_width = 1,
-                                  .double_buffer = false,
-                                  .transpose = false,
-                                  .pipeline_register_tiles = false};
-  std::mt19937 rng(0);
-  State s = BindThreads(ctx, filled, choices, &rng);
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (IsRegisterTile(s, id)) s = WithCopyWidth(s, id, 1);
-  }
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    if (HasLoops(s, id) && HasReduceIter(s.stage(id))) s = WithUnroll(ctx, s, id, 512);
-  }
-  return VectorizedIfValid(ctx, s, &rng, failure);
-}
-
-// Of the annotations the init rules sample with kAnnotationSeeds fixed
-// seeds, the state of the highest AnnotationScore that lowers within the
-// device's limits; nullopt (and why the last failed) when none does.
-std::optional<State> BestSampledAnnotations(const SketchContext& ctx, const State& filled,
-                                            const InitRuleList& rules, std::string* failure) {
-  std::optional<State> best;
-  double best_score = -1;
-  for (int seed = 0; seed < kAnnotationSeeds; ++seed) {
-    std::mt19937 rng(seed);
-    State s = filled;
-    try {
-      for (const auto& rule : rules) s = rule->Apply(ctx, s, &rng);
-    } catch (const std::exception& e) {
-      *failure = std::string("annotations: ") + e.what();
-      continue;
-    }
-    const std::string why = Failure(ctx, s);
-    if (!why.empty()) {
-      *failure = why;
-      continue;
-    }
-    if (AnnotationScore(s) > best_score) {
-      best_score = AnnotationScore(s);
-      best = s;
-    }
-  }
-  return best;
 }
 
 }  // namespace
@@ -443,63 +466,55 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   ExpertSchedule out;
   const SketchContext ctx{task, params};
   const TilingLevels levels = GpuTilingLevels(params);
-  InitRuleList rules = DefaultGpuInitRules();
-  rules.erase(rules.begin());  // the tiles are the expert's, not fill-tile-size's
-  std::string last_failure =
-      "no sketch has a GEMM-like tiled stage (at most 3 spatial axes, one reduction) or an NCHW convolution "
-      "whose channels, input channels and columns divide by 8 and rows by 4";
-  for (size_t i = 0; i < sketches.size(); ++i) {
-    std::optional<State> filled;
-    try {
-      filled = FillTiles(sketches[i], levels, params, [&](const Stage& st) { return ConvParts(st, levels); });
-    } catch (const std::exception& e) {
-      last_failure = "sketch " + std::to_string(i) + ": " + e.what();
-    }
-    if (!filled) continue;
-    std::string failure;
-    if (std::optional<State> best = ConvAnnotations(ctx, *filled, &failure)) {
-      out.state = *best;
-      out.note =
-          "convolution tiles: 8 x 2 x 4 work items (channels x rows x columns) of 1 x 2 x 2 outputs, input "
-          "channels in steps of 8; scalar fetches into compact shared rows\n";
-      return out;
-    }
-    last_failure = "sketch " + std::to_string(i) + " fails " + failure;
+  if (levels.space != 5 || levels.reduce != 3) {
+    out.reason =
+        "the GPU expert plans the tiling structure \"SSSRRSRS\", not \"" + params.gpu_tiling_structure + "\"";
+    return out;
   }
-  for (const GpuRecipe& recipe : kRecipes) {
-    for (ItemTiles placement : kItemTilePlacements) {
-      for (size_t i = 0; i < sketches.size(); ++i) {
-        std::optional<State> filled;
-        try {
-          filled = FillTiles(sketches[i], levels, params,
-                             [&](const Stage& st) { return GemmParts(st, levels, recipe, placement); });
-        } catch (const std::exception& e) {
-          last_failure = "sketch " + std::to_string(i) + ": " + e.what();
+  const int64_t max_inner = std::max<int64_t>(1, params.max_innermost_split_factor);
+  std::string last_failure = "no sketch has a stage to tile (a reduction with reuse)";
+  // Fallbacks: 0 = as planned; then the reduction tile, the register budget
+  // and the group halved together, once and twice.
+  for (int shrink = 0; shrink <= 2; ++shrink) {
+    const GpuBudget budget = Budget(task.hardware_params, shrink);
+    for (size_t i = 0; i < sketches.size(); ++i) {
+      std::map<std::string, StagePlan> plans;
+      auto plan_of = [&](const Stage& st) -> const StagePlan& {
+        auto it = plans.find(st.name());
+        if (it == plans.end()) it = plans.emplace(st.name(), PlanSpatial(st, budget, max_inner)).first;
+        return it->second;
+      };
+      std::optional<State> filled;
+      std::string failure;
+      try {
+        // A step of one first, to read off the shared bytes of a step.
+        const std::optional<State> one_step = FillTiles(sketches[i], levels, params, plan_of);
+        if (!one_step) continue;
+        for (const auto& [name, bytes] : SharedStepBytes(ctx, *one_step)) {
+          if (plans.count(name)) plans.at(name).step_bytes = bytes;
         }
-        if (!filled) continue;
-        std::string failure;
-        std::optional<State> best = placement == ItemTiles::Runs ? RunsAnnotations(ctx, *filled, &failure)
-                                                                 : LibraryAnnotations(ctx, *filled, &failure);
-        std::string annotations = placement == ItemTiles::Runs ? "the annotations of its H200 kernel"
-                                                               : "the library kernel's annotations";
-        if (!best && placement == ItemTiles::Runs) continue;  // the other placements come next
-        if (!best) {
-          best = BestSampledAnnotations(ctx, *filled, rules, &failure);
-          annotations = "sampled annotations (the library kernel's fail: " + failure + ")";
+        for (auto& [name, plan] : plans) {
+          const int id = one_step->StageIndex(name);
+          PlanReduction(one_step->stage(id), budget, max_inner, shrink, &plan);
         }
-        if (!best) {
-          last_failure = "sketch " + std::to_string(i) + " fails " + failure;
-          continue;
-        }
-        std::ostringstream note;
-        note << "GEMM tiles: at most " << recipe.items << " x " << recipe.items << " work items of at most "
-             << recipe.item_tile << " x " << recipe.item_tile << " accumulators (" << ItemTilesName(placement)
-             << "), reduction tiles of " << recipe.k_tile << "; " << annotations << ", score "
-             << AnnotationScore(*best) << "\n";
-        out.state = *best;
-        out.note = note.str();
-        return out;
+        filled = FillTiles(sketches[i], levels, params, plan_of);
+      } catch (const std::exception& e) {
+        last_failure = "sketch " + std::to_string(i) + ": " + e.what();
+        continue;
       }
+      std::optional<State> best = Annotate(ctx, *filled, budget, plans, &failure);
+      if (!best) {
+        last_failure = "sketch " + std::to_string(i) + " fails " + failure;
+        continue;
+      }
+      std::ostringstream note;
+      for (const auto& [name, plan] : plans) {
+        note << Describe(best->stage(best->StageIndex(name)), plan, budget) << "\n";
+      }
+      note << budget.origin << "\n";
+      out.state = *best;
+      out.note = note.str();
+      return out;
     }
   }
   out.reason = last_failure;

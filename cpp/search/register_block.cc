@@ -92,24 +92,6 @@ bool LoadUses(const TensorLoadNode* load, const VarNode* v) {
                      [&](const Expr& e) { return UsesVar(e, v); });
 }
 
-// The row axis: among the spatial axes other than the vector axis with extent
-// > 1, the one the most vector operands (loads indexed by the vector axis) do
-// not depend on, so that their registers serve every row; the innermost on a tie.
-int PickRowAxis(const Stage& st, int vec_axis) {
-  const std::vector<const TensorLoadNode*> loads = Loads(st);
-  const auto& uses = LoadUses;
-  const VarNode* vec = st.op->axis[vec_axis].var_node();
-  int best = -1, best_score = -1;
-  for (int a = 0; a < static_cast<int>(st.op->axis.size()); ++a) {
-    if (a == vec_axis || st.op->axis[a].extent <= 1) continue;
-    const VarNode* v = st.op->axis[a].var_node();
-    int score = 0;
-    for (const TensorLoadNode* load : loads) score += uses(load, vec) && !uses(load, v);
-    if (score >= best_score) best = a, best_score = score;
-  }
-  return best;
-}
-
 // The column axis: the outermost spatial axis other than the vector and row
 // axes, with extent > 1, that every vector operand (a load indexed by the
 // vector axis) depends on and no broadcast operand (one that is not) does,
@@ -176,6 +158,21 @@ std::vector<std::vector<int64_t>> ReduceParts(const Stage& st, int main_reduce, 
 }
 
 }  // namespace
+
+int PickRowAxis(const Stage& st, int vec_axis) {
+  const std::vector<const TensorLoadNode*> loads = Loads(st);
+  const auto& uses = LoadUses;
+  const VarNode* vec = st.op->axis[vec_axis].var_node();
+  int best = -1, best_score = -1;
+  for (int a = 0; a < static_cast<int>(st.op->axis.size()); ++a) {
+    if (a == vec_axis || st.op->axis[a].extent <= 1) continue;
+    const VarNode* v = st.op->axis[a].var_node();
+    int score = 0;
+    for (const TensorLoadNode* load : loads) score += uses(load, vec) && !uses(load, v);
+    if (score >= best_score) best = a, best_score = score;
+  }
+  return best;
+}
 
 int64_t VectorRegisterCount(const HardwareParams& hw) {
   if (hw.num_vector_registers > 0) return hw.num_vector_registers;

@@ -72,6 +72,13 @@ int64_t L2Bytes(const HardwareParams& hw);
 // Empty family for a stage without a spatial axis of extent > 1.
 RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& stage);
 
+// The row axis of a stage whose innermost tile runs along `vec_axis`: among
+// the spatial axes other than it with extent > 1, the one the most operands
+// indexed by `vec_axis` do not depend on, so that their values serve every
+// row (A's rows of a matmul whose vector axis is B's columns); the innermost
+// on a tie; -1 when there is none.
+int PickRowAxis(const Stage& stage, int vec_axis);
+
 // The parts (outermost first) of every axis split by MultiLevelTile with
 // n_space spatial and n_reduce reduce levels; parts[0] covers the rest
 // (ceil division) and the others are the split's lengths.

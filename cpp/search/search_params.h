@@ -49,6 +49,10 @@ using Int64List = std::vector<int64_t>;
     "the vector axis whole vectors, the main reduction's tile sized by L1, the level above by L2); the "      \
     "others are drawn from all divisors. Tile-size mutations keep to the family (or move into it) with the "  \
     "same share")                                                                                              \
+  X(bool, use_expert_schedule, true, AnyValue(),                                                               \
+    "make the expert schedule (expert_schedule.h: the analytic schedule derived from the task's "            \
+    "HardwareParams, on CPUs and GPUs), measure it among tuning's start states and seed it into every "       \
+    "initial population; false: none is made, measured or seeded")                                           \
   X(int64_t, max_const_unroll, 1024, AtLeast(0),                                                               \
     "iterators that index constant tensors are unrolled by the simplify-compute-with-const-tensor rule only " \
     "when their extents multiply to at most this")                                                             \

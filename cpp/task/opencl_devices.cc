@@ -21,15 +21,19 @@ struct Family {
   double assumed_clock_hz;
   int64_t compute_units;  // -1: the host's cores
   int64_t warp_size, max_threads_per_block, shared_kib, max_vthread_extent;
+  // Registers one work item may use: 255 on NVIDIA (the most a CUDA thread
+  // may address since Kepler), 64 on Mali (Bifrost and Valhall at full
+  // occupancy), 0 (unknown) on a CPU device or an unnamed one.
+  int64_t max_registers_per_thread;
 };
 
 constexpr Family kFamilies[] = {
-    {"nvidia", true, 0, false, 128, 3e9, 132, 32, 1024, 48, 8},
-    {"mali", true, 0, true, 64, 1.5e9, 4, 1, 256, 32, 4},
-    {"pocl", true, 1, false, 128, 3e9, -1, 1, 256, 32, 4},
-    {"cpu", false, 1, false, 128, 3e9, 0, 0, 0, 0, 0},
-    {"gpu", false, 0, false, 128, 3e9, 0, 0, 0, 0, 0},
-    {"", true, -1, false, 128, 3e9, 16, 1, 256, 32, 4},
+    {"nvidia", true, 0, false, 128, 3e9, 132, 32, 1024, 48, 8, 255},
+    {"mali", true, 0, true, 64, 1.5e9, 4, 1, 256, 32, 4, 64},
+    {"pocl", true, 1, false, 128, 3e9, -1, 1, 256, 32, 4, 0},
+    {"cpu", false, 1, false, 128, 3e9, 0, 0, 0, 0, 0, 0},
+    {"gpu", false, 0, false, 128, 3e9, 0, 0, 0, 0, 0, 0},
+    {"", true, -1, false, 128, 3e9, 16, 1, 256, 32, 4, 0},
 };
 
 const Family* FamilyNamed(const std::string& device) {
@@ -54,6 +58,7 @@ HardwareParams Presets(const Family& f) {
   p.max_threads_per_block = f.max_threads_per_block;
   p.max_shared_memory_per_block = f.shared_kib * 1024;
   p.max_vthread_extent = f.max_vthread_extent;
+  p.max_registers_per_thread = f.max_registers_per_thread;
   return p;
 }
 

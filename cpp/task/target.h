@@ -134,7 +134,9 @@ struct Target {
   X(int64_t, num_vector_registers, 0, CountOrFromTarget(),                                     \
     "CPU: SIMD registers per core (AVX-512: 32, AVX/AVX2: 16); 0 where unknown")               \
   X(int64_t, fma_units, 0, CountOrFromTarget(),                                                \
-    "CPU: vector multiply-add (FMA) pipes per core; 0 where unknown")
+    "CPU: vector multiply-add (FMA) pipes per core; 0 where unknown")                          \
+  X(int64_t, max_registers_per_thread, 0, CountOrFromTarget(),                                 \
+    "GPU: 32-bit registers one work item may hold (NVIDIA: 255); 0 where unknown")
 
 struct HardwareParams {
   AUTOSCHED_OPTIONS_FIELDS(HardwareParams, AUTOSCHED_HARDWARE_PARAMS_FIELDS)
@@ -153,7 +155,11 @@ struct HardwareParams {
 //  opencl: the device family's presets, or the parameters of the device of
 //          this machine the target names (task/opencl_devices.h); -num-cores=
 //          overrides the number of compute units; num_vector_registers and
-//          fma_units 0 (no such unit is modelled).
+//          fma_units 0 (no such unit is modelled); max_registers_per_thread
+//          255 on nvidia (the limit since Kepler), 64 on mali (Bifrost and
+//          Valhall at full occupancy), 0 (unknown) on pocl and generic, and
+//          on a device of this machine unless the driver names NVIDIA's
+//          attributes (cl_nv_device_attribute_query).
 //  peak_gflops and peak_bandwidth_gbs are 0 everywhere: the measurement
 //  derives its bounds (measure/verifier.h) unless they are set.
 HardwareParams DefaultHardwareParams(const Target& target);

@@ -2,8 +2,8 @@
 __local buffer, so the register tile of A (a column of the shared tile: several rows at one reduction step)
 is read with vector loads, as the register tile of B (a row) already is. Hand-written outer-product matmuls
 print vload from both shared buffers and equal the reference on awkward shapes; the thread-bind rule samples
-the transposition, the shared-fetch mutation keeps such states correct, and the GPU expert schedule of a
-large matmul uses it."""
+the transposition, and the shared-fetch mutation keeps such states correct (the GPU expert's use of it:
+test_gpu_expert.py)."""
 import json
 
 import pytest
@@ -138,19 +138,3 @@ def test_thread_bind_samples_transposed_shared_stages_for_vector_register_tiles(
         if new is not None:
             mutated.append(new)
     _check_states(dag, transposed[:4] + mutated)
-
-
-@needs_opencl
-def test_gpu_expert_matmul_reads_both_register_tiles_with_float4():
-    """The expert's 256 x 64 x 256 matmul: 8 x 8 accumulators per work item as an outer product of two
-    register tiles of 8, A's shared copy transposed, both tiles loaded as aligned float4: the library kernel's
-    placement, which the expert takes where the device's private memory refuses its first kernel's 528 bytes
-    per work item (test_gpu_vthreads.py)."""
-    dag, task = _matmul_task(256, 64, 256, max_local_memory_per_block=500)
-    state, reason, note = search.expert_schedule_info(task)
-    assert state is not None, reason
-    assert "both innermost" in note, note
-    assert _transposed(state) == ["A.shared"], _records(state)
-    source = ans.build(dag, state, target="opencl").get_source("cl")
-    assert "(*(__local float4*)(A_shared + " in source and "(*(__local float4*)(B_shared + " in source, source
-    _check_states(dag, [state])

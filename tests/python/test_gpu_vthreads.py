@@ -2,8 +2,7 @@
 work item's accumulators several runs, a group tile's part apart, updated in one innermost body. The shared
 tile covers every virtual thread and is fetched once; a register tile that every virtual thread reads alike
 is loaded once; the rest get one copy per virtual thread. Hand-written interleaved matmuls, sampled states
-with virtual threads and the GPU expert's interleaved matmul equal the reference on awkward shapes."""
-import json
+with virtual threads equal the reference on awkward shapes (the GPU expert's: test_gpu_expert.py)."""
 import re
 
 import pytest
@@ -85,11 +84,6 @@ def _matmul_task(n, k, m, **hardware):
     return dag, ans.SearchTask(compute_dag=dag, target="opencl", hardware_params=hw)
 
 
-# The expert's first kernel (rows in runs) keeps 800 bytes of private arrays per work item; a device allowing
-# 500 gets the library kernel's placement (both innermost, in two interleaved virtual threads).
-LIBRARY_PLACEMENT = dict(max_local_memory_per_block=500)
-
-
 def _vthreads(dag, state):
     extents = [it.extent for st in dag.infer_bound(state).stages for it in st.iters if it.annotation == "vthread"]
     return max(extents, default=1)
@@ -105,47 +99,3 @@ def test_sampled_states_with_vthreads_equal_the_reference(shape):
         assert with_vthreads, "no sampled state has a virtual thread"
     for state in with_vthreads[:4]:
         check(dag, state, target="opencl")
-
-
-@needs_opencl
-def test_gpu_expert_interleaves_each_work_items_tile_in_two_virtual_threads():
-    """The expert's 256 x 64 x 256 matmul: each work item's 8 x 8 accumulators are 2 x 2 virtual threads of
-    4 x 4, so its float4 reads of B's register tile lie 64 columns apart."""
-    dag, task = _matmul_task(256, 64, 256, **LIBRARY_PLACEMENT)
-    state, reason, note = search.expert_schedule_info(task)
-    assert state is not None, reason
-    assert "both innermost, in two interleaved virtual threads" in note, note
-    assert _vthreads(dag, state) == 4
-    source = ans.build(dag, state, target="opencl").get_source("cl")
-    assert re.search(r"\(\*\(__local float4\*\)\(B_shared \+ \(+\(\w+ % 2\) \* 64\)", source), source
-    check(dag, state, target="opencl")
-
-
-@needs_opencl
-def test_gpu_expert_places_rows_in_runs_and_pipelines_as_read_lane_by_lane():
-    """The expert's first kernel on a 256 x 64 x 256 matmul: each work item's 8 x 8 accumulators are rows in 2
-    virtual threads of 4 and columns in 2 virtual threads of 2 runs of 2 (64 columns apart); the reduction tile
-    of 8 is stepped 2 x 4, A's register tile of a step (4 x 8 values) read lane by lane from its transposed
-    shared copy one step ahead (two private copies per virtual thread), A fetched lane by lane and B 2 lanes at
-    a time, unroll depths 64 and 16, groups swizzled by 2."""
-    dag, task = _matmul_task(256, 64, 256)
-    state, reason, note = search.expert_schedule_info(task)
-    assert state is not None, reason
-    assert "rows in two interleaved virtual threads of 4" in note, note
-    assert _vthreads(dag, state) == 4
-    records = json.loads(state.to_json())
-    splits = [r[4] for r in records if r[0] == "SP" and r[1] == 2 and len(r[4]) > 1]
-    assert splits == [[2, 16, 1, 4], [2, 16, 2, 2], [2, 4]], splits
-    pragmas = sorted(r[3] for r in records if r[0] == "PR")
-    assert pragmas == sorted(["block_swizzle$2", "storage_transpose", "double_buffer", "double_buffer",
-                              "double_buffer", "auto_unroll_max_step$64", "auto_unroll_max_step$16"]), pragmas
-    source = ans.build(dag, state, target="opencl").get_source("cl")
-    assert "float A_shared_local[128];" in source, source  # 2 x 2 x 32: this step's tile and the next one's
-    assert re.search(r"A_shared_local\[[^\]]*\] = A_shared\[", source), source  # one lane at a time
-    assert re.search(r"A_shared\[[^\]]*\] = A\[", source), source  # fetched one lane at a time
-    assert "vload2(0, B + " in source and "__local float4" not in source, source
-    check(dag, state, target="opencl")
-    # Only where its 128 x 128 x 8 tiles divide the extents: a 96 x 40 x 136 matmul gets another placement.
-    _, other = _matmul_task(96, 40, 136)
-    state, reason, note = search.expert_schedule_info(other)
-    assert state is not None and "runs" not in note, (reason, note)

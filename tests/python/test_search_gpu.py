@@ -601,105 +601,11 @@ def test_gpu_defaults_keep_private_arrays_small():
     assert max(sizes) <= 4096, sizes
 
 
-def _batch_matmul_dag(b, n, k, m):
-    x, y = _ph((b, n, k), "X"), _ph((b, m, k), "Y")  # batch_matmul takes Y transposed
-    return ans.ComputeDAG([x, y, ops.batch_matmul(x, y)])
-
-
-@needs_opencl
-@pytest.mark.parametrize("shape", [(7, 13, 5), (1, 29, 7), (96, 40, 136), (256, 64, 256)])
-def test_gpu_expert_schedule_is_a_library_gemm_tiling_and_equals_the_reference(shape):
-    """The GPU expert's matmul: work items of up to 8 x 8 accumulators in groups of up to 16 x 16, reduction
-    tiles of up to 8 (divisors on awkward shapes), its outputs equal to the reference on PoCL; it seeds every
-    initial population of a GPU policy."""
-    dag, task = _matmul_task(*shape)
-    state, reason, note = search.expert_schedule_info(task)
-    assert state is not None, reason
-    assert "GEMM tiles" in note
-    n, k, m = shape
-    bounded = dag.infer_bound(state)
-    out = next(st for st in bounded.stages if st.scope == "global" and st.iters
-               and any(it.annotation == "threadIdx.x" for it in st.iters))
-    threads = int(np.prod([it.extent for it in out.iters if it.annotation == "threadIdx.x"]))
-    # A work item's accumulators: its own loops and its virtual threads.
-    tile = int(np.prod([it.extent for it in out.iters if it.annotation in ("none", "vthread")]))
-    assert threads <= 256 and tile <= 64 and (n * m) % (threads * tile) == 0, (threads, tile)
-    if shape == (256, 64, 256):
-        assert (threads, tile) == (256, 64)
-    _check_states(dag, task, [state])
-    policy = search.SketchPolicy(task, search.SearchParams(evolutionary_search_population=16), seed=0)
-    assert policy.expert_schedule() is not None
-
-
-@needs_opencl
-def test_gpu_expert_schedule_of_batch_matmul_and_its_absence_for_a_convolution():
-    dag = _batch_matmul_dag(3, 17, 9, 23)
-    state, reason, _ = search.expert_schedule_info(_task(dag))
-    assert state is not None, reason
-    _check_states(dag, _task(dag), [state])
-    conv = ans.ComputeDAG(_conv2d())
-    state, reason, _ = search.expert_schedule_info(_task(conv))
-    assert state is None and "GEMM-like" in reason
-
-
 def _conv_dag(channels, in_channels, height, width, window=3, stride=1, relu=False):
     data = _ph((1, in_channels, height * stride, width * stride), "data")
     kernel = _ph((channels, in_channels, window, window), "kernel")
     out = ops.conv2d_nchw(data, kernel, stride=stride, padding=window // 2)
     return ans.ComputeDAG([data, kernel, ops.relu(out) if relu else out])
-
-
-@needs_opencl
-@pytest.mark.parametrize("shape", [(16, 8, 8, 16, 3, 1, False), (8, 24, 4, 8, 5, 2, False),
-                                   (16, 16, 12, 8, 3, 1, True)])
-def test_gpu_expert_tiles_a_convolution_like_its_h200_kernel_and_equals_the_reference(shape):
-    """A direct convolution whose extents the tiles divide: 64 work items of 1 x 2 x 2 outputs (channels x rows
-    x columns), input channels stepped 8 at a time as 2 x 4, the window whole and innermost; scalar fetches
-    into compact shared rows, no double buffering; equal to the reference on PoCL (a 5x5 window with stride 2,
-    a fused relu)."""
-    dag = _conv_dag(*shape)
-    task = _task(dag)
-    state, reason, note = search.expert_schedule_info(task)
-    assert state is not None, reason
-    assert "convolution tiles" in note
-    records = _records(state)
-    splits = [r[4] for r in records if r[0] == "SP" and len(r[4]) == 4 and r[3] > 1]
-    assert splits == [[1, 8, 1, 1], [1, 2, 2, 1], [1, 4, 1, 2]], splits
-    reduce_splits = [r[4] for r in records if r[0] == "SP" and len(r[4]) == 2]
-    window = shape[4]
-    assert reduce_splits == [[2, 4], [1, window], [1, window]], reduce_splits
-    assert not any(r[0] == "SA" for r in records)  # compact rows
-    assert not any(r[0] == "PR" and r[3] == "double_buffer" for r in records)
-    fetch_widths = [r[4] for r in records if r[0] == "SP" and len(r[4]) == 1]
-    assert fetch_widths and all(w == [1] for w in fetch_widths), fetch_widths
-    bounded = dag.infer_bound(state)
-    out = next(st for st in bounded.stages if st.scope == "global" and st.iters
-               and any(it.annotation == "threadIdx.x" for it in st.iters))
-    assert int(np.prod([it.extent for it in out.iters if it.annotation == "threadIdx.x"])) == 64
-    _check_states(dag, task, [state])
-
-
-@needs_opencl
-@pytest.mark.parametrize("shape", [(12, 8, 8, 16), (16, 8, 6, 16), (16, 8, 8, 12), (16, 5, 8, 16)])
-def test_gpu_expert_leaves_a_convolution_its_tiles_do_not_divide(shape):
-    """Channels, input channels or columns not a multiple of 8, or rows not of 4: no GPU expert, and the
-    reason names the convolution's condition."""
-    state, reason, _ = search.expert_schedule_info(_task(_conv_dag(*shape)))
-    assert state is None and "NCHW convolution whose channels, input channels and columns divide by 8" in reason
-
-
-@needs_opencl
-def test_gpu_expert_leaves_nhwc_and_grouped_convolutions_to_the_search():
-    """The convolution tiles assume NCHW axes and one group: an NHWC convolution and a grouped one whose
-    extents the tiles would divide, read as NCHW (the NHWC one's first reduce axis is its 8-row window), get no
-    convolution expert."""
-    data, kernel = _ph((1, 15, 15, 16), "data"), _ph((8, 8, 16, 16), "kernel")
-    nhwc = ans.ComputeDAG([data, kernel, ops.conv2d_nhwc(data, kernel, stride=1, padding=4)])
-    data, kernel = _ph((1, 16, 8, 16), "data"), _ph((16, 8, 3, 3), "kernel")
-    grouped = ans.ComputeDAG([data, kernel, ops.conv2d_nchw(data, kernel, stride=1, padding=1, groups=2)])
-    for dag in (nhwc, grouped):
-        state, reason, note = search.expert_schedule_info(_task(dag))
-        assert state is None or "convolution tiles" not in note, note
 
 
 # ---- work-group limits: sampled, mutated, learned ----

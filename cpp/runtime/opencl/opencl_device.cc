@@ -442,6 +442,9 @@ HardwareParams OpenCLHardwareParams(const OpenCLDevice& device) {
   p.warp_size = device.warp_size;
   p.max_vthread_extent = device.warp_size >= 32 ? 8 : 4;
   p.clock_mhz = std::max<int64_t>(0, device.clock_mhz);
+  // Not queryable either; a warp of 32 comes from NVIDIA's attributes, and
+  // its threads address at most 255 registers. Elsewhere 0 (unknown).
+  p.max_registers_per_thread = device.is_gpu && device.warp_size == 32 ? 255 : 0;
   return p;
 }
 

@@ -232,9 +232,10 @@ def mutate(task, state, seed=0, params=None, rule=None):
 def expert_schedule(task, params=None):
     """The analytic expert schedule of a task (a State). CPU: register blocks of accumulators sized to the
     target's register file, vectorized along the contiguous output axis and unrolled, tiles sized by its caches,
-    operands packed, outer loops parallel. GPU: a library GEMM kernel's tiles (16 x 16 work items of 8 x 8
-    accumulators, reduction tiles of 8) on a GEMM-like stage (see docs/search.md). None where the task has none
-    (no stage to tile; on a GPU, none GEMM-like); expert_schedule_info says why."""
+    operands packed, outer loops parallel. GPU: the group, register and reduction tiles of each tiled stage
+    derived from the warp, the thread limit, the registers of a work item, the shared memory and the vector
+    width (see docs/search.md). None where the task has none (no stage to tile, or
+    SearchParams.use_expert_schedule is off); expert_schedule_info says why."""
     state, _, _ = expert_schedule_info(task, params)
     return state
 
