@@ -13,7 +13,7 @@ import pytest
 
 import autosched as ans
 from autosched import _core, ops, search, te
-from autosched.record_log import read_log
+from autosched.core.record_log import read_log
 
 needs_opencl = pytest.mark.skipif(not ans.opencl.available(),
                                   reason="no OpenCL platform on this machine (install pocl-opencl-icd)")

@@ -10,7 +10,7 @@ import pytest
 import autosched as ans
 from autosched import te
 from autosched.tune.budget import TimeBudget
-from autosched.cost_model import XGBModel, XGBModelParams
+from autosched.search.cost_model import XGBModel, XGBModelParams
 from autosched.search import SearchParams, SketchPolicy
 from autosched.tune import task_tuner
 from autosched.tune.share import (CARRIED_FIRST_GENERATION, POPULATION_FLOOR, STALE_GROWTH, TRAINING_PART,
