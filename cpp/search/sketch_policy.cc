@@ -35,9 +35,9 @@
 
 #include "cost_model/random_model.h"
 #include "lower/lower.h"
-#include "search/gpu_rules.h"
-#include "search/parallel.h"
-#include "search/search_util.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/parallel.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 #include "support/interrupt.h"
 

@@ -23,12 +23,12 @@
 
 #include "cost_model/cost_model.h"
 #include "measure/measure.h"
-#include "search/evolutionary_search.h"
-#include "search/expert_schedule.h"
-#include "search/init_rules.h"
+#include "search/evolution/evolutionary_search.h"
+#include "search/evolution/transfer_seeds.h"
+#include "search/expert/expert_schedule.h"
+#include "search/rules/init_rules.h"
+#include "search/rules/sketch_rules.h"
 #include "search/search_params.h"
-#include "search/sketch_rules.h"
-#include "search/transfer_seeds.h"
 #include "task/search_task.h"
 
 namespace autosched {

@@ -13,7 +13,7 @@
 #include "cost_model/xgboost_model.h"
 #include "measure/verifier.h"
 #include "schedule_test_util.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "task/peak.h"
 #include "tune/tuning_round.h"
 

@@ -47,9 +47,9 @@
 #include <vector>
 
 #include "lower/stmt.h"
-#include "search/init_rules.h"
-#include "search/mutation_rules.h"
-#include "search/sketch_rules.h"
+#include "search/rules/init_rules.h"
+#include "search/rules/mutation_rules.h"
+#include "search/rules/sketch_rules.h"
 
 namespace autosched {
 

@@ -8,8 +8,8 @@
 #include "codegen/opencl/codegen_opencl.h"
 #include "lower/stmt_functor.h"
 #include "schedule/infer_bound.h"
-#include "search/gpu_rules.h"
-#include "search/search_util.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

@@ -5,8 +5,8 @@
 #include <iterator>
 
 #include "schedule/infer_bound.h"
-#include "search/gpu_rules.h"
-#include "search/search_util.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/search_util.h"
 
 namespace autosched {
 namespace {

@@ -2,8 +2,8 @@
 // and the GPU rule list; the rules shared with CPUs are in sketch_rules.cc.
 #include <algorithm>
 
-#include "search/gpu_rules.h"
-#include "search/search_util.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "schedule/state.h"
-#include "search/register_block.h"
+#include "search/rules/cpu/register_block.h"
 #include "search/search_params.h"
 #include "task/search_task.h"
 
