@@ -13,7 +13,7 @@
 #include "bind_options.h"
 #include "search/evolution/transfer_seeds.h"
 #include "search/expert/expert_schedule.h"
-#include "search/rules/gpu/gpu_rules.h"
+#include "search/rule_sets.h"
 #include "search/rules/search_util.h"
 #include "search/sketch_policy.h"
 #include "support/error.h"

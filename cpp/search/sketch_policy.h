@@ -195,4 +195,9 @@ class SketchPolicy {
 // default GPU schedule (the CPU variants would run in one work item).
 std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params = {});
 
+// The expert schedule (expert/expert_schedule.h) of the sketches the task's
+// policy generates with its default rules. Never throws for a task it cannot
+// handle: the reason says why.
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
+
 }  // namespace autosched

@@ -6,6 +6,7 @@
 #include "schedule_test_util.h"
 #include "search/evolution/transfer_seeds.h"
 #include "search/expert/expert_schedule.h"
+#include "search/sketch_policy.h"
 
 namespace autosched {
 namespace {

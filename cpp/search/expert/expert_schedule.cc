@@ -12,7 +12,6 @@
 #include "search/rules/init_rules.h"
 #include "search/rules/mutation_rules.h"
 #include "search/rules/search_util.h"
-#include "search/sketch_policy.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -233,17 +232,6 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   }
   out.reason = last_failure;
   return out;
-}
-
-ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params) {
-  try {
-    SketchPolicy policy(task, params);
-    return MakeExpertSchedule(task, params, policy.GenerateSketches());
-  } catch (const std::exception& e) {
-    ExpertSchedule out;
-    out.reason = std::string("no sketches: ") + e.what();
-    return out;
-  }
 }
 
 }  // namespace autosched

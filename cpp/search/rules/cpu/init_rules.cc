@@ -8,7 +8,7 @@
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/rules/cpu/register_block.h"
-#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/gpu_state.h"
 #include "search/rules/parallel.h"
 #include "search/rules/search_util.h"
 #include "support/error.h"

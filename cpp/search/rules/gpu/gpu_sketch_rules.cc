@@ -236,8 +236,4 @@ SketchRuleList DefaultGpuSketchRules() {
           MakeSkipStageRule()};
 }
 
-SketchRuleList DefaultSketchRules(const SearchTask& task) {
-  return IsGpuTask(task) ? DefaultGpuSketchRules() : DefaultCpuSketchRules();
-}
-
 }  // namespace autosched
