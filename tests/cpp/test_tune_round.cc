@@ -22,26 +22,51 @@ namespace {
 
 using sched_test::MatmulRelu;
 
-TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
-  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 64;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
-  auto model = std::make_shared<RandomModel>(1);
-  SketchPolicy policy(task, model, params, 3);
-  BuilderOptions b;
-  b.n_parallel = 2;
-  RunnerOptions r;
-  r.min_repeat_ms = 1;
-  LocalMeasurer measurer(b, r, AUTOSCHED_WORKER_PATH);
-  const std::string path = testing::TempDir() + "/tune_round_" + std::to_string(getpid()) + ".json";
-  std::remove(path.c_str());
-  RecordWriter writer(path);
-  RoundIo io{&measurer, {&writer}, task.ToJson()};
+// The round tests' task and search: a 16^3 matmul with ReLU on two cores, a
+// population of 64 bred for one generation from at least 16 random states.
+class TuneRound : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+    params_.evolutionary_search_population = 64;
+    params_.evolutionary_search_num_iters = 1;
+    params_.sample_init_min_population = 16;
+  }
+  void TearDown() override {
+    if (!log_path_.empty()) std::remove(log_path_.c_str());
+  }
 
-  TuningRound first = MeasureRound(policy, BaselineStates(task, params), io);
+  // A record log of the test's own in the temporary folder, removed before and after the test.
+  const std::string& FreshLogPath(const std::string& name) {
+    log_path_ = testing::TempDir() + "/" + name + "_" + std::to_string(getpid()) + ".json";
+    std::remove(log_path_.c_str());
+    return log_path_;
+  }
+  static BuilderOptions TwoBuildsAtATime() {
+    BuilderOptions b;
+    b.n_parallel = 2;
+    return b;
+  }
+  static RunnerOptions QuickRuns() {
+    RunnerOptions r;
+    r.min_repeat_ms = 1;
+    return r;
+  }
+
+  SearchTask task_{MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2")};
+  SearchParams params_;
+  std::string log_path_;
+};
+
+TEST_F(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
+  auto model = std::make_shared<RandomModel>(1);
+  SketchPolicy policy(task_, model, params_, 3);
+  LocalMeasurer measurer(TwoBuildsAtATime(), QuickRuns(), AUTOSCHED_WORKER_PATH);
+  const std::string& path = FreshLogPath("tune_round");
+  RecordWriter writer(path);
+  RoundIo io{&measurer, {&writer}, task_.ToJson()};
+
+  TuningRound first = MeasureRound(policy, BaselineStates(task_, params_), io);
   EXPECT_FALSE(first.searched);
   TuningRound round = SearchRound(policy, 4, io);
   EXPECT_TRUE(round.searched);
@@ -69,31 +94,19 @@ TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   TuningRound none = MeasureRound(policy, {}, io);
   EXPECT_TRUE(none.results.empty());
   EXPECT_EQ(LoadRecords(path).records.size(), first.states.size() + 4);
-  std::remove(path.c_str());
 }
 
-TEST(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
-  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 64;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
+TEST_F(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
   auto model = std::make_shared<RandomModel>(1);
-  SketchPolicy policy(task, model, params, 3);
-  BuilderOptions b;
-  b.n_parallel = 2;
-  RunnerOptions r;
-  r.min_repeat_ms = 1;
-  LocalMeasurer measurer(b, r, AUTOSCHED_WORKER_PATH);
-  const std::string path = testing::TempDir() + "/record_round_" + std::to_string(getpid()) + ".json";
-  std::remove(path.c_str());
+  SketchPolicy policy(task_, model, params_, 3);
+  LocalMeasurer measurer(TwoBuildsAtATime(), QuickRuns(), AUTOSCHED_WORKER_PATH);
+  const std::string& path = FreshLogPath("record_round");
   RecordWriter writer(path);
-  RoundIo io{nullptr, {&writer}, task.ToJson()};  // no measurer: the states were measured elsewhere
+  RoundIo io{nullptr, {&writer}, task_.ToJson()};  // no measurer: the states were measured elsewhere
 
   std::vector<State> states = policy.ContinueSearchOneRound(3);
   ASSERT_EQ(states.size(), 3u);
-  std::vector<MeasureResult> results = measurer.Measure(task, states);
+  std::vector<MeasureResult> results = measurer.Measure(task_, states);
   TuningRound round = RecordRound(policy, states, results, io);
   EXPECT_FALSE(round.searched);
   EXPECT_EQ(round.measure_seconds, 0);
@@ -113,7 +126,6 @@ TEST(TuneRound, RecordRoundRecordsAndTeachesStatesMeasuredElsewhere) {
   EXPECT_THROW(RecordRound(policy, more, {results[0]}, io), Error);
   EXPECT_EQ(LoadRecords(path).records.size(), 3u);
   EXPECT_EQ(model->num_samples(), 3u);
-  std::remove(path.c_str());
 }
 
 double SecondsSince(SteadyClock::time_point start) {
@@ -123,8 +135,7 @@ double SecondsSince(SteadyClock::time_point start) {
 // A time budget's end cuts the search short wherever it is (sampling,
 // breeding, scoring): the round proposes nothing, counts nothing as measured,
 // and says it was cut rather than exhausted.
-TEST(TuneRound, TheDeadlineCutsTheSearchShortAndNothingCountsAsMeasured) {
-  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+TEST_F(TuneRound, TheDeadlineCutsTheSearchShortAndNothingCountsAsMeasured) {
   SearchTask task(MatmulRelu(64, 64, 64), Target::Parse("llvm -num-cores=2"));
   SearchParams params;
   params.evolutionary_search_population = 2048;  // seconds of search on two cores
@@ -154,32 +165,24 @@ TEST(TuneRound, TheDeadlineCutsTheSearchShortAndNothingCountsAsMeasured) {
 
 // Past the deadline an XGBModel keeps a round's programs for its next update
 // instead of training (a session's end is no time for a training).
-TEST(TuneRound, PastTheDeadlineAnXGBModelDefersTheRoundsTraining) {
-  if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
+TEST_F(TuneRound, PastTheDeadlineAnXGBModelDefersTheRoundsTraining) {
   if (!HasXGBoost()) GTEST_SKIP() << "built without XGBoost";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 64;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
   XGBModelParams model_params;
   model_params.num_warmup_samples = 2;
   auto model = std::make_shared<XGBModel>(model_params);
-  SketchPolicy policy(task, model, params, 3);
-  RunnerOptions r;
-  r.min_repeat_ms = 1;
-  LocalMeasurer measurer(BuilderOptions{}, r, AUTOSCHED_WORKER_PATH);
+  SketchPolicy policy(task_, model, params_, 3);
+  LocalMeasurer measurer(BuilderOptions{}, QuickRuns(), AUTOSCHED_WORKER_PATH);
   std::vector<State> states = policy.ContinueSearchOneRound(4);
   ASSERT_EQ(states.size(), 4u);
-  std::vector<MeasureResult> results = measurer.Measure(task, states);
-  RoundIo past{nullptr, {}, task.ToJson()};
+  std::vector<MeasureResult> results = measurer.Measure(task_, states);
+  RoundIo past{nullptr, {}, task_.ToJson()};
   past.deadline = SteadyClock::now() - std::chrono::seconds(1);
   TuningRound late = RecordRound(policy, {states[0], states[1]}, {results[0], results[1]}, past);
   EXPECT_TRUE(late.training_deferred);
   EXPECT_FALSE(model->trained());
   EXPECT_EQ(model->untrained_programs(), 2u);
   EXPECT_FALSE(model->defer_training());  // deferred for that update only
-  RoundIo open{nullptr, {}, task.ToJson()};
+  RoundIo open{nullptr, {}, task_.ToJson()};
   TuningRound next = RecordRound(policy, {states[2], states[3]}, {results[2], results[3]}, open);
   EXPECT_FALSE(next.training_deferred);
   EXPECT_TRUE(model->trained());
