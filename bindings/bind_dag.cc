@@ -123,7 +123,7 @@ void bind_dag(py::module_& m) {
       .def("workload_key", &ComputeDAG::workload_key)
       .def("structure_key", &ComputeDAG::structure_key,
            "The workload key without the sizes: DAGs with the same ops, stages and access patterns and "
-           "other shapes share it (their schedules transfer, see search/transfer_seeds.h).")
+           "other shapes share it (their schedules transfer, see search/evolution/transfer_seeds.h).")
       .def_property_readonly("tensors", &ComputeDAG::tensors)
       .def_property_readonly("ops", &ComputeDAG::ops)
       .def("element_wise_match", &ComputeDAG::ElementWiseMatch, py::arg("op"), py::arg("consumer"))

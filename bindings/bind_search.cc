@@ -11,11 +11,11 @@
 
 #include "bind.h"
 #include "bind_options.h"
-#include "search/expert_schedule.h"
-#include "search/gpu_rules.h"
-#include "search/search_util.h"
+#include "search/evolution/transfer_seeds.h"
+#include "search/expert/expert_schedule.h"
+#include "search/rule_sets.h"
+#include "search/rules/search_util.h"
 #include "search/sketch_policy.h"
-#include "search/transfer_seeds.h"
 #include "support/error.h"
 
 namespace py = pybind11;

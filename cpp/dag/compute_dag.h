@@ -83,7 +83,7 @@ class ComputeDAG {
   // sizes (shapes, loop extents and integer constants: see StructureHashOp).
   // DAGs of one structure have the same ops, stages, axes and access
   // patterns, so a schedule of one replays on the other once its split
-  // lengths are fitted to the new extents (search/transfer_seeds.h).
+  // lengths are fitted to the new extents (search/evolution/transfer_seeds.h).
   const std::string& structure_key() const { return node_->structure_key; }
   // The DAG as text, one line per op (see OpToString).
   std::string ToString() const;

@@ -35,9 +35,10 @@
 
 #include "cost_model/random_model.h"
 #include "lower/lower.h"
-#include "search/gpu_rules.h"
-#include "search/parallel.h"
-#include "search/search_util.h"
+#include "search/rule_sets.h"
+#include "search/rules/gpu_state.h"
+#include "search/rules/parallel.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 #include "support/interrupt.h"
 
@@ -464,6 +465,18 @@ std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& pa
     }
   }
   return out;
+}
+
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params) {
+  if (!params.use_expert_schedule) return MakeExpertSchedule(task, params, {});
+  try {
+    SketchPolicy policy(task, params);
+    return MakeExpertSchedule(task, params, policy.GenerateSketches());
+  } catch (const std::exception& e) {
+    ExpertSchedule out;
+    out.reason = std::string("no sketches: ") + e.what();
+    return out;
+  }
 }
 
 }  // namespace autosched

@@ -23,12 +23,12 @@
 
 #include "cost_model/cost_model.h"
 #include "measure/measure.h"
-#include "search/evolutionary_search.h"
-#include "search/expert_schedule.h"
-#include "search/init_rules.h"
+#include "search/evolution/evolutionary_search.h"
+#include "search/evolution/transfer_seeds.h"
+#include "search/expert/expert_schedule.h"
+#include "search/rules/init_rules.h"
+#include "search/rules/sketch_rules.h"
 #include "search/search_params.h"
-#include "search/sketch_rules.h"
-#include "search/transfer_seeds.h"
 #include "task/search_task.h"
 
 namespace autosched {
@@ -194,5 +194,10 @@ class SketchPolicy {
 // the plain nest and the one with reductions interchanged, both run with the
 // default GPU schedule (the CPU variants would run in one work item).
 std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params = {});
+
+// The expert schedule (expert/expert_schedule.h) of the sketches the task's
+// policy generates with its default rules. Never throws for a task it cannot
+// handle: the reason says why.
+ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
 
 }  // namespace autosched

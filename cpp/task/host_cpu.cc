@@ -155,16 +155,13 @@ const char* CompiledArch() {
 std::vector<std::string> ProcCpuinfoFeatures() {
   static const std::map<std::string, std::string> kRenamed = {
       {"sse4_1", "sse4.1"}, {"sse4_2", "sse4.2"}, {"pni", "sse3"}, {"bmi1", "bmi"}, {"asimd", "neon"}};
-  std::ifstream in("/proc/cpuinfo");
+  const std::vector<std::string> flags = CpuinfoValues({"flags", "Features"});  // x86, Arm
   std::vector<std::string> features;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
-    std::stringstream words(line.substr(line.find(':') + 1));
-    for (std::string w; words >> w;) {
-      auto it = kRenamed.find(w);
-      features.push_back(it == kRenamed.end() ? w : it->second);
-    }
-    break;
+  if (flags.empty()) return features;
+  std::stringstream words(flags.front());
+  for (std::string w; words >> w;) {
+    auto it = kRenamed.find(w);
+    features.push_back(it == kRenamed.end() ? w : it->second);
   }
   return features;
 }
@@ -336,6 +333,22 @@ CpuSpec ResolveForeignCpu(const std::string& text, const std::string& mcpu, cons
                               << (mcpu.empty() ? "" : " (-mcpu=" + mcpu + ")"));
 #endif
   return spec;
+}
+
+std::vector<std::string> CpuinfoValues(const std::vector<std::string>& keys, const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> values;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    for (const std::string& key : keys) {
+      if (line.rfind(key, 0) == 0) {
+        values.push_back(line.substr(colon + 1));
+        break;
+      }
+    }
+  }
+  return values;
 }
 
 int HostCores() {

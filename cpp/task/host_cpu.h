@@ -62,6 +62,13 @@ bool IsForeignTriple(const std::string& triple);
 // naming an unknown CPU or feature, or a triple LLVM cannot build for.
 CpuSpec ResolveForeignCpu(const std::string& triple, const std::string& mcpu, const std::string& mattr);
 
+// The values (the text after the colon) of the lines of /proc/cpuinfo (or
+// `path`) whose key starts with one of `keys`, in file order: e.g. {"flags"}
+// gives the feature flags of each core, {"cpu MHz"} each core's clock. Empty
+// where the file cannot be read.
+std::vector<std::string> CpuinfoValues(const std::vector<std::string>& keys,
+                                       const std::string& path = "/proc/cpuinfo");
+
 // Cores this process may run on (its CPU affinity), at least 1.
 int HostCores();
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "task/host_cpu.h"
+
 namespace autosched {
 namespace {
 
@@ -86,14 +88,10 @@ double ReportedCpuClockHz() {
     double khz = 0;
     if (f >> khz && khz > 0) return khz * 1e3;
   }
-  std::ifstream f("/proc/cpuinfo");
   double best_mhz = 0;
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("cpu MHz", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
+  for (const std::string& mhz : CpuinfoValues({"cpu MHz"})) {
     try {
-      best_mhz = std::max(best_mhz, std::stod(line.substr(colon + 1)));
+      best_mhz = std::max(best_mhz, std::stod(mhz));
     } catch (const std::exception&) {  // a malformed line: the others may do
     }
   }

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "cost_model/xgboost_model.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

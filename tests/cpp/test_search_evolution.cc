@@ -17,9 +17,9 @@
 #include "lower/stmt_printer.h"
 #include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
-#include "search/evolutionary_search.h"
-#include "search/parallel.h"
-#include "search/search_util.h"
+#include "search/evolution/evolutionary_search.h"
+#include "search/rules/parallel.h"
+#include "search/rules/search_util.h"
 #include "search/sketch_policy.h"
 #include "support/interrupt.h"
 

@@ -9,10 +9,10 @@
 #include "cost_model/random_model.h"
 #include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
-#include "search/expert_schedule.h"
-#include "search/mutation_rules.h"
-#include "search/register_block.h"
-#include "search/search_util.h"
+#include "search/expert/expert_schedule.h"
+#include "search/rules/cpu/register_block.h"
+#include "search/rules/mutation_rules.h"
+#include "search/rules/search_util.h"
 #include "search/sketch_policy.h"
 
 namespace autosched {

@@ -11,9 +11,9 @@
 #include "cost_model/random_model.h"
 #include "lower/lower.h"
 #include "schedule_test_util.h"
-#include "search/expert_schedule.h"
-#include "search/gpu_rules.h"
-#include "search/register_block.h"
+#include "search/expert/expert_schedule.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/cpu/register_block.h"
 #include "search/sketch_policy.h"
 
 namespace autosched {

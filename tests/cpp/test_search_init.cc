@@ -9,7 +9,7 @@
 #include "lower/lower.h"
 #include "lower/stmt_printer.h"
 #include "schedule_test_util.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "search/sketch_policy.h"
 
 namespace autosched {

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "schedule_test_util.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "search/sketch_policy.h"
 #include "test_util.h"
 

@@ -4,8 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "schedule_test_util.h"
-#include "search/expert_schedule.h"
-#include "search/transfer_seeds.h"
+#include "search/evolution/transfer_seeds.h"
+#include "search/expert/expert_schedule.h"
+#include "search/sketch_policy.h"
 
 namespace autosched {
 namespace {

@@ -1,8 +1,11 @@
 // Target resolution on this host, Build's dispatch on the target's kind, and
 // the backend-neutral Module: its timing loop checks every run of a kernel.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "codegen/build.h"
@@ -176,6 +179,26 @@ TEST(TargetResolution, HostCpuAsLLVMSeesIt) {
   EXPECT_NE(text.find("host CPU " + host.cpu.name), std::string::npos) << text;
   EXPECT_NE(text.find("vector_unit_bytes="), std::string::npos) << text;
   EXPECT_EQ(Target::Parse("llvm -num-cores=3  # a comment"), Target::Parse("llvm -num-cores=3"));
+}
+
+// The one reader of /proc/cpuinfo: the feature flags without LLVM, the clock
+// of the peak FLOP/s estimate.
+TEST(TargetResolution, CpuinfoValuesAreTheTextAfterTheColonOfTheKeysLines) {
+  const std::string path = testing::TempDir() + "/cpuinfo_" + std::to_string(getpid());
+  {
+    std::ofstream f(path);
+    f << "processor\t: 0\ncpu MHz\t\t: 2400.000\nflags\t\t: fpu sse4_1 avx2\n\n"
+      << "processor\t: 1\ncpu MHz\t\t: 3100.5\nflags\t\t: fpu\nno colon on this line\n";
+  }
+  EXPECT_EQ(CpuinfoValues({"cpu MHz"}, path), (std::vector<std::string>{" 2400.000", " 3100.5"}));
+  EXPECT_EQ(CpuinfoValues({"flags", "Features"}, path),
+            (std::vector<std::string>{" fpu sse4_1 avx2", " fpu"}));
+  EXPECT_TRUE(CpuinfoValues({"bogomips"}, path).empty());
+  std::remove(path.c_str());
+  EXPECT_TRUE(CpuinfoValues({"flags"}, path).empty());  // no such file
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
+  EXPECT_FALSE(CpuinfoValues({"flags", "Features"}).empty());  // this machine's
+#endif
 }
 
 TEST(TargetResolution, ForeignCpuLosesWhatTheHostLacksUnlessNoHostCheck) {

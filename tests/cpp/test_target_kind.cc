@@ -18,7 +18,7 @@
 #include "measure/measure.h"
 #include "schedule_test_util.h"
 #include "search/sketch_policy.h"
-#include "search/sketch_rules.h"
+#include "search/rules/sketch_rules.h"
 #include "support/error.h"
 #include "task/opencl_devices.h"
 #include "task/peak.h"

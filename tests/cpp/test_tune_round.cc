@@ -18,7 +18,7 @@
 #include "measure/runner.h"
 #include "measure/verifier.h"
 #include "schedule_test_util.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "task/peak.h"
 #include "tune/tuning_round.h"
 

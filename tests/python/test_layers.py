@@ -72,3 +72,43 @@ def test_python_modules_never_import_a_layer_above_their_own():
             if name in rank and rank[name] > rank[own]:
                 upward.append(f"{path.relative_to(ROOT)}:{number}: {own} imports {name}")
     assert not upward, "\n".join(upward)
+
+
+# Inside cpp/search, bottom to top: the rule interfaces and helpers both rule families use (rules/), the CPU
+# and the GPU rules (side by side: neither includes the other), the expert schedules, the evolutionary
+# search, and the policy that puts them together (search/ itself). search_params.h, the knobs every part
+# reads, is below them all.
+SEARCH_PARTS = {"rules": 0, "rules/cpu": 1, "rules/gpu": 1, "expert": 2, "evolution": 3, "": 4}
+SEARCH_PARAMS = "search_params.h"
+
+
+def search_part(relative):
+    """The part of a path below cpp/search ("rules/cpu/init_rules.cc" -> "rules/cpu"), or None where the
+    path is search_params.h (below every part)."""
+    if relative == SEARCH_PARAMS:
+        return None
+    return relative.rpartition("/")[0]
+
+
+def test_includes_in_cpp_search_follow_its_parts():
+    search = ROOT / "cpp" / "search"
+    parts = sorted({search_part(p.relative_to(search).as_posix()) for p in search.rglob("*.[hc]*")} - {None})
+    assert parts == sorted(SEARCH_PARTS), f"cpp/search has folders {parts}: place each in SEARCH_PARTS"
+    wrong = []
+    for path in sorted(search.rglob("*")):
+        if path.suffix not in (".h", ".cc"):
+            continue
+        own = search_part(path.relative_to(search).as_posix())
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            m = re.match(r'\s*#include "search/([a-z_/]+\.h)"', line)
+            if not m:
+                continue
+            target = search_part(m.group(1))
+            if target is None or target == own:
+                continue
+            where = f"{path.relative_to(ROOT)}:{number}: search/{own or '.'} includes search/{target or '.'}"
+            if own is None:
+                wrong.append(f"{where} ({SEARCH_PARAMS} includes nothing of search)")
+            elif SEARCH_PARTS[target] >= SEARCH_PARTS[own]:
+                wrong.append(where)
+    assert not wrong, "\n".join(wrong)

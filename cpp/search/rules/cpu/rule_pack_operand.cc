@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "ir/functor.h"
-#include "search/search_util.h"
-#include "search/sketch_rules.h"
+#include "search/rules/search_util.h"
+#include "search/rules/sketch_rules.h"
 #include "support/error.h"
 
 namespace autosched {

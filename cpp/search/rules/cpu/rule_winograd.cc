@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "search/search_util.h"
-#include "search/sketch_rules.h"
+#include "search/rules/search_util.h"
+#include "search/rules/sketch_rules.h"
 #include "support/error.h"
 
 namespace autosched {

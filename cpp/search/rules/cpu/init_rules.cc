@@ -1,5 +1,5 @@
 // The CPU init rules and the sampling loop of the initial population.
-#include "search/init_rules.h"
+#include "search/rules/init_rules.h"
 
 #include <algorithm>
 #include <map>
@@ -7,10 +7,10 @@
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
-#include "search/gpu_rules.h"
-#include "search/parallel.h"
-#include "search/register_block.h"
-#include "search/search_util.h"
+#include "search/rules/cpu/register_block.h"
+#include "search/rules/gpu_state.h"
+#include "search/rules/parallel.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

@@ -2,13 +2,13 @@
 // (DefaultCpuSketchRules at the end). Conditions only look at the stage and
 // the access facts of the current DAG; applies use the State API, so a step
 // the core refuses throws Error, which sketch generation records.
-#include "search/sketch_rules.h"
+#include "search/rules/sketch_rules.h"
 
 #include <algorithm>
 #include <unordered_set>
 
 #include "ir/functor.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

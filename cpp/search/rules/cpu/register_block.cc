@@ -1,11 +1,11 @@
-#include "search/register_block.h"
+#include "search/rules/cpu/register_block.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "ir/functor.h"
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

@@ -38,7 +38,8 @@
 // code generated: one that the code generation refuses is dropped as
 // "codegen", one beyond the HardwareParams limits (work items per group,
 // shared memory per group, private memory per work item, vthread extent) as
-// "device_limits" (CheckGpuState).
+// "device_limits" (CheckGpuState, rules/gpu_state.h, which the CPU rules' checks
+// call too).
 #pragma once
 
 #include <map>
@@ -47,9 +48,10 @@
 #include <vector>
 
 #include "lower/stmt.h"
-#include "search/init_rules.h"
-#include "search/mutation_rules.h"
-#include "search/sketch_rules.h"
+#include "search/rules/gpu_state.h"
+#include "search/rules/init_rules.h"
+#include "search/rules/mutation_rules.h"
+#include "search/rules/sketch_rules.h"
 
 namespace autosched {
 
@@ -92,12 +94,6 @@ inline constexpr int64_t kFetchWidths[] = {1, 2, 4};
 inline constexpr int64_t kSharedBanks = 32;
 inline constexpr int64_t kRowPadOffsets[] = {0, 1, 4};
 
-// Ids of the steps of `s` applied to a copy of a tensor into a "shared" or
-// "local" stage computed inside another (a shared stage, a register tile):
-// their vector-width splits (splits with one length) when `splits`, else
-// their storage_align steps.
-std::vector<int> SharedStageSteps(const State& s, bool splits);
-
 // Whether stage `id` of `s` is a register tile: a "local" copy of a shared
 // stage computed inside its consumer (add-cache-read).
 bool IsRegisterTile(const State& s, int id);
@@ -130,28 +126,5 @@ inline constexpr int64_t kSwizzleWidths[] = {1, 2, 4, 8};
 int SwizzleLoop(const State& s, int id);
 // The id of the step that set pragma block_swizzle on stage `id`; -1 if none.
 int SwizzleStep(const State& s, int id);
-
-// Work items per group of the GPU tiling. A stage tiled by
-// gpu_tiling_structure splits each spatial axis into its 'S' levels (the
-// split's lengths are the levels from 1 on, inner_to_outer); thread-bind
-// binds level 2 (after blockIdx.x and vthread) to threadIdx.x, so the
-// group's work items are the product of the tiling splits' level-2 lengths.
-// GpuTileSplits: the ids of those split steps of `s`, by the stage they tile.
-// TileThreads: that product with the lengths of `steps` (s's steps, or a copy
-// with other lengths).
-inline constexpr int kThreadTileLevel = 2;
-std::map<std::string, std::vector<int>> GpuTileSplits(const SketchContext& ctx, const State& s);
-int64_t TileThreads(const std::vector<Step>& steps, const std::vector<int>& split_ids);
-
-// The rule lists of the task's kind (CPU or GPU).
-SketchRuleList DefaultSketchRules(const SearchTask& task);
-InitRuleList DefaultInitRules(const SearchTask& task);
-MutationRuleList DefaultMutationRules(const SearchTask& task);
-
-// For a GPU task: "" when the lowered state `f` of `state` generates OpenCL
-// code within the task's HardwareParams, else "codegen" or "device_limits"
-// with the reason in *message. Always "" for a CPU task.
-std::string CheckGpuState(const SketchContext& ctx, const State& state, const LoweredFunc& f,
-                          std::string* message);
 
 }  // namespace autosched

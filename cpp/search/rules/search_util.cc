@@ -1,4 +1,4 @@
-#include "search/search_util.h"
+#include "search/rules/search_util.h"
 
 #include <algorithm>
 

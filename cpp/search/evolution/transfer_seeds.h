@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "schedule/state.h"
-#include "search/sketch_rules.h"
+#include "search/rules/sketch_rules.h"
 
 namespace autosched {
 

@@ -1,4 +1,4 @@
-#include "search/parallel.h"
+#include "search/rules/parallel.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 // The CPU mutation rules, one small class each, and MutateState. Every rule
 // edits a copy of the step list and replays it (State::FromSteps), so the
 // core checks each step as it would for a user's schedule.
-#include "search/mutation_rules.h"
+#include "search/rules/mutation_rules.h"
 
 #include <algorithm>
 #include <map>
@@ -9,9 +9,9 @@
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
-#include "search/gpu_rules.h"
-#include "search/register_block.h"
-#include "search/search_util.h"
+#include "search/rules/cpu/register_block.h"
+#include "search/rules/gpu_state.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

@@ -1,4 +1,4 @@
-#include "search/evolutionary_search.h"
+#include "search/evolution/evolutionary_search.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,8 +7,8 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "search/parallel.h"
-#include "search/search_util.h"
+#include "search/rules/parallel.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

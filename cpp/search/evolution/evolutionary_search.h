@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "cost_model/cost_model.h"
-#include "search/mutation_rules.h"
+#include "search/rules/mutation_rules.h"
 
 namespace autosched {
 

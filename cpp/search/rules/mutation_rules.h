@@ -35,7 +35,7 @@
 
 #include "lower/stmt.h"
 #include "schedule/state.h"
-#include "search/sketch_rules.h"
+#include "search/rules/sketch_rules.h"
 
 namespace autosched {
 

@@ -2,8 +2,8 @@
 // and the GPU rule list; the rules shared with CPUs are in sketch_rules.cc.
 #include <algorithm>
 
-#include "search/gpu_rules.h"
-#include "search/search_util.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -234,10 +234,6 @@ SketchRuleList DefaultGpuSketchRules() {
           MakeMultiLevelTilingWithFusionRule(/*gpu=*/true),
           MakeMultiLevelTilingRule(/*gpu=*/true),
           MakeSkipStageRule()};
-}
-
-SketchRuleList DefaultSketchRules(const SearchTask& task) {
-  return task.target.kind->is_gpu ? DefaultGpuSketchRules() : DefaultCpuSketchRules();
 }
 
 }  // namespace autosched

@@ -58,11 +58,11 @@
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
-#include "search/expert_schedule.h"
-#include "search/gpu_rules.h"
-#include "search/register_block.h"
-#include "search/search_util.h"
-#include "search/sketch_rules.h"
+#include "search/expert/expert_schedule.h"
+#include "search/rules/cpu/register_block.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/search_util.h"
+#include "search/rules/sketch_rules.h"
 
 namespace autosched {
 namespace {

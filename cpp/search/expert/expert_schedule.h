@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "schedule/state.h"
-#include "search/register_block.h"
+#include "search/rules/cpu/register_block.h"
 #include "search/search_params.h"
 #include "task/search_task.h"
 
@@ -35,8 +35,9 @@ struct ExpertSchedule {
   std::string note;    // how the numbers were chosen, one line per tiled stage
 };
 
-// From the task's sketches (GenerateSketches of the task's policy). A GPU
-// task gets MakeGpuExpertSchedule's.
+// From the task's sketches (GenerateSketches of the task's policy; the
+// MakeExpertSchedule of sketch_policy.h generates them). A GPU task gets
+// MakeGpuExpertSchedule's.
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
                                   const std::vector<State>& sketches);
 // The GPU version (gpu_expert_schedule.cc): each tiled stage of a GPU
@@ -48,9 +49,6 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
 // off.
 ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
                                      const std::vector<State>& sketches);
-// Generates the sketches with the task's default rules first. Never throws for
-// a task it cannot handle: the reason says why.
-ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
 
 // What both expert schedules share: the sketch's steps replayed on its DAG
 // with each tiling split's parts from `tile_parts` (of root node `node` of the

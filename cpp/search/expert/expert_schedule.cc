@@ -1,6 +1,6 @@
 // The expert schedule (expert_schedule.h): pick a sketch by its structure,
 // fill its splits with ExpertTileParts, then annotate deterministically.
-#include "search/expert_schedule.h"
+#include "search/expert/expert_schedule.h"
 
 #include <algorithm>
 #include <map>
@@ -8,11 +8,10 @@
 #include <sstream>
 
 #include "schedule/infer_bound.h"
-#include "search/init_rules.h"
-#include "search/mutation_rules.h"
-#include "search/register_block.h"
-#include "search/search_util.h"
-#include "search/sketch_policy.h"
+#include "search/rules/cpu/register_block.h"
+#include "search/rules/init_rules.h"
+#include "search/rules/mutation_rules.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -237,18 +236,6 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   }
   out.reason = last_failure;
   return out;
-}
-
-ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params) {
-  if (!params.use_expert_schedule) return MakeExpertSchedule(task, params, {});
-  try {
-    SketchPolicy policy(task, params);
-    return MakeExpertSchedule(task, params, policy.GenerateSketches());
-  } catch (const std::exception& e) {
-    ExpertSchedule out;
-    out.reason = std::string("no sketches: ") + e.what();
-    return out;
-  }
 }
 
 }  // namespace autosched

@@ -1,11 +1,11 @@
-#include "search/transfer_seeds.h"
+#include "search/evolution/transfer_seeds.h"
 
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
-#include "search/mutation_rules.h"
-#include "search/search_util.h"
+#include "search/rules/mutation_rules.h"
+#include "search/rules/search_util.h"
 #include "support/error.h"
 
 namespace autosched {

@@ -5,35 +5,10 @@
 #include <iterator>
 
 #include "schedule/infer_bound.h"
-#include "search/gpu_rules.h"
-#include "search/search_util.h"
+#include "search/rules/gpu/gpu_rules.h"
+#include "search/rules/search_util.h"
 
 namespace autosched {
-namespace {
-
-// A shared stage or a register tile of the GPU sketches: a copy computed
-// inside another stage's loops.
-bool IsCacheCopy(const Stage& st) {
-  return (st.scope == MemScope::Shared || st.scope == MemScope::Local) && st.loc == ComputeLocKind::At &&
-         !HasReduceIter(st);
-}
-
-}  // namespace
-
-std::vector<int> SharedStageSteps(const State& s, bool splits) {
-  std::vector<int> ids;
-  State r(s.init_dag());
-  for (int j = 0; j < static_cast<int>(s.steps().size()); ++j) {
-    const Step& step = s.steps()[j];
-    const auto* sp = std::get_if<SplitStep>(&step);
-    const auto* sa = std::get_if<StorageAlignStep>(&step);
-    const int stage = sp ? sp->stage_id : sa ? sa->stage_id : -1;
-    const bool kind = splits ? sp != nullptr && sp->lengths.size() == 1 : sa != nullptr;
-    if (kind && IsCacheCopy(r.stage(stage))) ids.push_back(j);
-    r = r.Apply(step);
-  }
-  return ids;
-}
 
 bool IsRegisterTile(const State& s, int id) {
   const Stage& st = s.stage(id);
