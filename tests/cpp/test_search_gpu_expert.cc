@@ -12,8 +12,8 @@
 #include "lower/lower.h"
 #include "schedule_test_util.h"
 #include "search/expert/expert_schedule.h"
-#include "search/rules/gpu/gpu_rules.h"
 #include "search/rules/cpu/register_block.h"
+#include "search/rules/gpu/gpu_rules.h"
 #include "search/sketch_policy.h"
 
 namespace autosched {
