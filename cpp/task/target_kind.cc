@@ -87,8 +87,8 @@ std::vector<std::string> RegisteredTargetKindNames() {
 }
 
 const TargetKind& DefaultTargetKind() {
-  static const TargetKind& llvm = FindTargetKind("llvm");
-  return llvm;
+  static const TargetKind* const llvm = &FindTargetKind("llvm");  // owned by the registry, never freed
+  return *llvm;
 }
 
 void SetTargetKindBuilder(const std::string& name, decltype(TargetKind::build) build) {
