@@ -17,6 +17,18 @@ SPECIAL = {("isnan", 0), ("isinf", 0)}
 COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
 
+def assert_outputs_match(got, want, tol):
+    """A built graph's outputs against a peer's: same count, shapes and dtypes; truth values equal, numbers within
+    tol (relative and absolute)."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype == bool:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
 def one_node_graph(op, shapes, attrs=None, dtype="float32"):
     g = Graph(op)
     names = [g.add_input(f"in{i}", s, "bool" if (op, i) in BOOLS else INDICES.get((op, i), dtype))

@@ -12,6 +12,7 @@ import pytest
 from autosched import frontends
 from autosched.frontends import UnsupportedOperatorWarning
 from autosched.graph import build
+from graph_cases import assert_outputs_match
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -41,13 +42,7 @@ def _check(model, feeds, tol=1e-5):
         warnings.simplefilter("error", UnsupportedOperatorWarning)
         graph = frontends.from_onnx(model)
     got = build(graph, "llvm", verbose=False)(**dict(feeds))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        if w.dtype == bool:
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    assert_outputs_match(got, want, tol)
     return graph
 
 

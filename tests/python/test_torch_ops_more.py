@@ -10,6 +10,7 @@ import pytest
 from autosched import frontends
 from autosched.frontends import UnsupportedOperatorWarning
 from autosched.graph import build
+from graph_cases import assert_outputs_match
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -36,13 +37,7 @@ def _check(module, *inputs, tol=1e-5):
         warnings.simplefilter("error", UnsupportedOperatorWarning)
         graph = frontends.from_torch(module, tuple(inputs))
     got = build(graph, "llvm", verbose=False)(*[i.numpy() for i in inputs])
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        if w.dtype == bool:
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    assert_outputs_match(got, want, tol)
     return graph
 
 
