@@ -33,13 +33,30 @@ RoundParams MeasureCount(int n) {
   return p;
 }
 
+// The round tests' task: a 16^3 matmul with ReLU on two cores.
+SearchTask SmallTask() { return SearchTask(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2")); }
+
+// A small search: `population` states bred for `generations` generations
+// from at least 16 random ones.
+SearchParams SmallSearch(int64_t population = 64, int64_t generations = 1) {
+  SearchParams params;
+  params.evolutionary_search_population = population;
+  params.evolutionary_search_num_iters = generations;
+  params.sample_init_min_population = 16;
+  return params;
+}
+
+// A record log of the test's own in the temporary folder, emptied first.
+std::string FreshLogPath(const std::string& name) {
+  const std::string path = testing::TempDir() + "/" + name + "_" + std::to_string(getpid()) + ".json";
+  std::remove(path.c_str());
+  return path;
+}
+
 TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 64;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
+  SearchTask task = SmallTask();
+  SearchParams params = SmallSearch();
   auto model = std::make_shared<RandomModel>(1);
   SketchPolicy policy(task, model, params, 3);
   BuilderOptions b;
@@ -47,8 +64,7 @@ TEST(TuneRound, SearchesMeasuresRecordsAndTeachesThePolicyInOneCall) {
   RunnerOptions r;
   r.min_repeat_ms = 1;
   LocalMeasurer measurer(b, r, AUTOSCHED_WORKER_PATH);
-  const std::string path = testing::TempDir() + "/tune_round_" + std::to_string(getpid()) + ".json";
-  std::remove(path.c_str());
+  const std::string path = FreshLogPath("tune_round");
   RecordWriter writer(path);
   RoundIo io{&measurer, {&writer}, task.ToJson()};
 
@@ -112,16 +128,12 @@ class MadeUpMeasurer : public Measurer {
 
 TEST(TuneRound, AMeasurerOfAnotherKindDrivesTheSameRound) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 64;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
+  SearchTask task = SmallTask();
+  SearchParams params = SmallSearch();
   auto model = std::make_shared<RandomModel>(1);
   SketchPolicy policy(task, model, params, 3);
   MadeUpMeasurer measurer;
-  const std::string path = testing::TempDir() + "/made_up_round_" + std::to_string(getpid()) + ".json";
-  std::remove(path.c_str());
+  const std::string path = FreshLogPath("made_up_round");
   RecordWriter writer(path);
   RoundIo io{&measurer, {&writer}, task.ToJson()};
 
@@ -153,11 +165,8 @@ TEST(TuneRound, AMeasurerOfAnotherKindDrivesTheSameRound) {
 // SearchParams are the same after it.
 TEST(TuneRound, RoundParamsSizeThisRoundsSearchAndLeaveThePolicysParams) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 96;
-  params.evolutionary_search_num_iters = 3;
-  params.sample_init_min_population = 16;
+  SearchTask task = SmallTask();
+  SearchParams params = SmallSearch(96, 3);
   SketchPolicy policy(task, std::make_shared<RandomModel>(1), params, 3);
   MadeUpMeasurer measurer;
   RoundIo io{&measurer, {}, task.ToJson()};
@@ -194,11 +203,8 @@ TEST(TuneRound, RoundParamsSizeThisRoundsSearchAndLeaveThePolicysParams) {
 // measurer finishes first.
 TEST(TuneRound, RoundsRunAtOnceRecordInTheirTurns) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 32;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
+  SearchTask task = SmallTask();
+  SearchParams params = SmallSearch(32);
   auto model = std::make_shared<RandomModel>(1);
   SketchPolicy first(task, model, params, 3), second(task, model, params, 4);
   struct SlowMeasurer : MadeUpMeasurer {
@@ -210,8 +216,7 @@ TEST(TuneRound, RoundsRunAtOnceRecordInTheirTurns) {
     }
   } slow;
   MadeUpMeasurer quick;
-  const std::string path = testing::TempDir() + "/turns_" + std::to_string(getpid()) + ".json";
-  std::remove(path.c_str());
+  const std::string path = FreshLogPath("turns");
   RecordWriter writer(path);
   RoundTurns turns;
   RoundIo slow_io{&slow, {&writer}, task.ToJson(), &turns, turns.Take()};
@@ -273,11 +278,8 @@ TEST(TuneRound, TheDeadlineCutsTheSearchShortAndNothingCountsAsMeasured) {
 TEST(TuneRound, PastTheDeadlineAnXGBModelDefersTheRoundsTraining) {
   if (!HasLLVMBackend()) GTEST_SKIP() << "built without LLVM";
   if (!HasXGBoost()) GTEST_SKIP() << "built without XGBoost";
-  SearchTask task(MatmulRelu(16, 16, 16), Target::Parse("llvm -num-cores=2"));
-  SearchParams params;
-  params.evolutionary_search_population = 64;
-  params.evolutionary_search_num_iters = 1;
-  params.sample_init_min_population = 16;
+  SearchTask task = SmallTask();
+  SearchParams params = SmallSearch();
   XGBModelParams model_params;
   model_params.num_warmup_samples = 2;
   auto model = std::make_shared<XGBModel>(model_params);
