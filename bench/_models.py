@@ -15,6 +15,7 @@ puts on sys.path, after declaring the two detection ops whose fake kernels torch
 classification models use none of torchvision's C++ ops.
 """
 import collections
+import importlib.util
 import os
 import sys
 
@@ -40,8 +41,14 @@ def vision_packages():
     import torch
     if os.path.isdir(VISION_PACKAGES) and VISION_PACKAGES not in sys.path:
         sys.path.append(VISION_PACKAGES)
-    # The schemas torchvision's C++ library would have defined, so that its fake-kernel registrations succeed
-    # where that library (a CUDA build) cannot load.
+    spec = importlib.util.find_spec("torchvision")
+    library = os.path.join(os.path.dirname(spec.origin), "_C.so") if spec and spec.origin else ""
+    try:
+        torch.ops.load_library(library)  # a torchvision built for this torch defines its ops here
+    except (OSError, RuntimeError):
+        pass
+    # Else the schemas its C++ library would have defined, so that its fake-kernel registrations succeed where
+    # that library (a CUDA build) cannot load.
     for op in ("nms", "qnms"):
         if not hasattr(torch.ops.torchvision, op):
             torch.library.define(f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
