@@ -27,3 +27,15 @@ fi
 # (tests/python/test_typing.py); nbclient, nbformat and ipykernel run the tutorials (tests/python/test_docs.py).
 python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel \
   onnx onnxruntime "torch==2.13.0" "transformers==5.25.0" "ray==2.60.0" tqdm matplotlib mypy nbclient nbformat ipykernel
+
+# torchvision and timm serve the model suite (bench/bench_models.py, tests/python/test_model_suite.py). PyPI's
+# torchvision for torch 2.13.0 is a CUDA build whose C++ ops do not load with the CPU torch, and whose import then
+# fails; installed beside torch it would also break transformers' ONNX exports (they import torchvision). So both
+# go, --no-deps (torch stays as it is), into a folder of their own that only the suite puts on sys.path, after
+# declaring the ops torchvision registers fake kernels for (bench/_models.py). timm's other needs (pyyaml,
+# huggingface_hub, safetensors) come with transformers.
+VISION_PACKAGES="${AUTOSCHED_VISION_PACKAGES:-/opt/autosched-vision}"
+if [ ! -d "$VISION_PACKAGES/timm" ] || [ ! -d "$VISION_PACKAGES/torchvision" ]; then
+  $SUDO python3 -m pip install -q --disable-pip-version-check --no-deps --target "$VISION_PACKAGES" \
+    "torchvision==0.28.0" "timm==1.0.31"
+fi

@@ -1,0 +1,238 @@
+"""Benchmark: a suite of models nobody in the project wrote (torchvision, timm, transformers), imported, built and
+timed beside onnxruntime and PyTorch.
+
+Run: python3 bench/bench_models.py [--models resnet50,gpt2] [--families cnn,mobile,vit,encoder,decoder]
+                                   [--frontend onnx|torch|both] [--threads 2] [--time-budget S] [--tiny]
+
+Each model of bench/_models.py (random weights, batch 1, made from the packages' constructors and config classes:
+nothing is downloaded) is exported with torch.onnx.export (opset 17) and imported with from_onnx, and imported
+with from_torch (--frontend). For each import: the number of tasks, the untuned build's time, its output's
+largest difference from onnxruntime's (relative to the output's largest magnitude), and its latency beside
+onnxruntime's and PyTorch's (eager, the original module), timed in turn over --rounds alternating rounds, the
+peers on --threads threads (autosched's built network uses its thread pool, one thread per hardware thread).
+With --time-budget S, the tasks are tuned for S seconds (TaskScheduler) and the tuned network is timed too. A
+model that fails (a package missing, an op not imported, a build error) prints the first line of its error and
+the table goes on. Prints the CPU and the load average. Not a test: figures vary with the machine's load.
+
+--tiny: every model at a tiny size (few channels, 64x64 images, 8 tokens) with timings of a few runs: a check
+that the script works (tests/python/test_bench.py), whose figures mean nothing.
+"""
+import argparse
+import io
+import os
+import shlex
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+import _env  # bench/, the script's folder, is on sys.path
+
+_env.set_openblas_coretype()  # before numpy loads OpenBLAS
+
+import numpy as np  # noqa: E402
+
+import _models  # noqa: E402
+import autosched as ans  # noqa: E402
+from autosched import graph as agraph  # noqa: E402
+
+
+def best_of(fn, min_seconds, min_runs=3):
+    """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds (after a warm-up)."""
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def alternate(runs, rounds, min_seconds):
+    """name -> the best time over `rounds` rounds, each timing every run of `runs` in turn."""
+    times = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(best_of(fn, min_seconds))
+    return {name: min(t) for name, t in times.items()}
+
+
+def onnx_bytes(module, example):
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+        import torch
+        torch.onnx.export(module, (example,), buffer, opset_version=17, dynamo=False, input_names=["input"])
+    return buffer.getvalue()
+
+
+def first_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:160]
+
+
+def relative_error(got, want):
+    return float(np.abs(got - want).max()) / max(float(np.abs(want).max()), 1e-6)
+
+
+def import_graph(frontend, module, example, model_bytes):
+    from autosched import frontends
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", frontends.UnsupportedOperatorWarning)  # graph.problems() says it
+        if frontend == "onnx":
+            return frontends.from_onnx(model_bytes)
+        return frontends.from_torch(module, (example,))
+
+
+def tune(graph, seconds, log):
+    tasks, weights = agraph.extract_tasks(graph, "llvm")
+    opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), num_measures_per_round=16,
+                             measure_callbacks=[ans.RecordToFile(log)], verbose=0, time_budget_s=seconds)
+    ans.TaskScheduler(tasks, weights).tune(opts)
+    return agraph.build(graph, "llvm", log, verbose=False)
+
+
+def bench_import(name, frontend, module, example, model_bytes, peers, args, log_dir):
+    """One row of the table: the model imported through `frontend`, built, checked and timed."""
+    row = {"model": name, "frontend": frontend}
+    try:
+        start = time.perf_counter()
+        graph = import_graph(frontend, module, example, model_bytes)
+        row["import_s"] = time.perf_counter() - start
+        problems = graph.problems()
+        if problems:
+            raise RuntimeError(f"{len(problems)} nodes cannot be compiled, the first: {problems[0]}")
+        tasks, _ = agraph.extract_tasks(graph, "llvm")
+        row["tasks"] = len(tasks)
+        start = time.perf_counter()
+        net = agraph.build(graph, "llvm", verbose=False)
+        row["build_s"] = time.perf_counter() - start
+        feed = example.numpy()
+        (got,) = net(feed)
+        row["error"] = relative_error(got, peers["want"])
+        runs = {"autosched": lambda: net(feed), **peers["runs"]}
+        if args.time_budget:
+            tuned = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"))
+            runs["tuned"] = lambda: tuned(feed)
+        row.update(alternate(runs, args.rounds, args.min_seconds))
+    except Exception as e:  # noqa: BLE001 -- a model that fails is a row of the table, not the end of the run
+        row["failure"] = first_line(e)
+        if args.verbose:
+            traceback.print_exc()
+    return row
+
+
+def peer_runs(module, example, model_bytes, threads):
+    """The reference output (onnxruntime's; PyTorch's where the model did not export to ONNX) and the peers'
+    run functions."""
+    import torch
+    torch.set_num_threads(threads)
+
+    def run_torch():
+        with torch.no_grad():
+            return module(example)
+
+    runs = {"pytorch": run_torch}
+    if model_bytes is None:
+        return {"want": run_torch().numpy(), "runs": runs}
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    session = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+    feed = {"input": example.numpy()}
+    (want,) = session.run(None, feed)
+    return {"want": want, "runs": {"onnxruntime": lambda: session.run(None, feed), **runs}}
+
+
+def bench_model(name, args, log_dir):
+    spec = _models.SUITE[name]
+    frontends = ["onnx", "torch"] if args.frontend == "both" else [args.frontend]
+    try:
+        import torch
+        torch.manual_seed(0)
+        module, example = spec.make(tiny=args.tiny)
+    except Exception as e:  # noqa: BLE001
+        if args.verbose:
+            traceback.print_exc()
+        return [{"model": name, "frontend": f, "failure": first_line(e)} for f in frontends]
+    export_failure = None
+    try:
+        model_bytes = onnx_bytes(module, example)
+    except Exception as e:  # noqa: BLE001 -- from_torch goes on, checked against PyTorch
+        model_bytes, export_failure = None, f"torch.onnx.export: {first_line(e)}"
+    peers = peer_runs(module, example, model_bytes, args.threads)
+    rows = []
+    for frontend in frontends:
+        if frontend == "onnx" and export_failure:
+            row = {"model": name, "frontend": frontend, "failure": export_failure}
+        else:
+            row = bench_import(name, frontend, module, example, model_bytes, peers, args, log_dir)
+            row["reference"] = "onnxruntime" if model_bytes else "pytorch"
+        print_row(row, args, spec.family)
+        rows.append(row)
+    return rows
+
+
+def header(args):
+    text = (f"{'model':22}{'family':>8}{'import':>7}{'tasks':>6}{'build s':>8}{'rel err':>9}{'autosched':>10}"
+            f"{'ort':>8}{'ratio':>7}{'torch':>8}{'ratio':>7}")
+    return text + (f"{'tuned':>8}{'ort/tuned':>10}" if args.time_budget else "")
+
+
+def print_row(row, args, family=""):
+    line = f"{row['model']:22}{family:>8}{row['frontend']:>7}"
+    if "autosched" not in row:
+        print(f"{line}  FAILED: {row.get('failure', '')}", flush=True)
+        return
+    ours = row["autosched"]
+    line += f"{row['tasks']:6d}{row['build_s']:8.1f}{row['error']:9.1e}{ours * 1e3:10.2f}"
+    for peer in ("onnxruntime", "pytorch"):
+        line += f"{row[peer] * 1e3:8.2f}{row[peer] / ours:7.2f}" if peer in row else f"{'-':>8}{'-':>7}"
+    if "tuned" in row:
+        line += f"{row['tuned'] * 1e3:8.2f}" + (f"{row['onnxruntime'] / row['tuned']:10.2f}"
+                                                 if "onnxruntime" in row else f"{'-':>10}")
+    notes = ("  ** MISMATCH **" if row["error"] > 1e-3 else "") + (
+        "  (checked against PyTorch: no ONNX export)" if row.get("reference") == "pytorch" else "")
+    print(line + notes, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="", help=f"comma-separated, of: {', '.join(_models.SUITE)}")
+    parser.add_argument("--families", default="", help=f"comma-separated, of: {', '.join(_models.FAMILIES)}")
+    parser.add_argument("--frontend", default="both", choices=["onnx", "torch", "both"])
+    parser.add_argument("--threads", type=int, default=2, help="threads of onnxruntime and PyTorch")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating timing rounds")
+    parser.add_argument("--time-budget", type=float, default=0.0,
+                        help="seconds of tuning per model and frontend (0: untuned only)")
+    parser.add_argument("--tiny", action="store_true",
+                        help="tiny models and timings (a check that the script works; the figures mean nothing)")
+    parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.threads < 1 or args.time_budget < 0:
+        parser.error("--rounds and --threads must be at least 1, --time-budget 0 or more")
+    try:
+        names = _models.select(args.models, args.families)
+    except ValueError as e:
+        parser.error(str(e))
+    args.min_seconds = 0.01 if args.tiny else 0.5
+    print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
+    print(f"CPU: {_env.cpu_text()}; {_env.load_text()}")
+    print(f"peers on {args.threads} threads; autosched on its thread pool ({os.cpu_count()} hardware threads)")
+    print("latency in ms, the best of the alternating rounds; ratio: peer / autosched (above 1: autosched is "
+          "faster); rel err: largest difference from onnxruntime / largest magnitude")
+    print(header(args), flush=True)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory() as log_dir:
+        rows = [row for name in names for row in bench_model(name, args, log_dir)]
+    failed = [r for r in rows if "failure" in r]
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} imports built and timed in {time.monotonic() - start:.0f} s; "
+          f"{_env.load_text()}")
+    for r in failed:
+        print(f"  {r['model']} ({r['frontend']}): {r['failure']}")
+
+
+if __name__ == "__main__":
+    main()
