@@ -29,7 +29,7 @@ from .. import _core
 from . import cost_model as cm
 from ..core.checks import check_type
 from .._core import SearchParams
-from .pretrained import PretrainedModelWarning, manifest as _pretrained_manifest
+from .pretrained import PretrainedModelWarning
 from ..core.state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
@@ -54,8 +54,8 @@ def make_cost_model(spec=None, default="random", target=None):
     if spec == "auto":
         if not _core.has_xgboost():
             return cm.RandomModel()
-        kind = None if target is None else _core.Target(getattr(target, "text", target)).kind
-        if kind is None or _pretrained_manifest(kind) is None:  # no model shipped for this kind of target
+        # The shipped model learned from records of CPU code run in this process; GPU targets learn from scratch.
+        if target is None or not _core.Target(getattr(target, "text", target)).runs_in_host_process:
             return cm.XGBModel()
         try:
             return cm.XGBModel(pretrained=True)
