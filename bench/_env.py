@@ -9,6 +9,7 @@ at its first matmul with SIGILL. scripts/run_demo.sh does the same in shell.
     print(_env.cpu_text(), _env.load_text())   # the CPU and its load, which every benchmark prints
 """
 import os
+import time
 
 
 def _cpu_model_and_flags(cpuinfo="/proc/cpuinfo"):
@@ -49,3 +50,14 @@ def set_openblas_coretype(cpuinfo="/proc/cpuinfo"):
     if "OPENBLAS_CORETYPE" not in os.environ and cpu_has_avx512f(cpuinfo):
         os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
     return os.environ.get("OPENBLAS_CORETYPE")
+
+
+def best_of(fn, min_seconds, min_runs=3):
+    """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds (after a warm-up call)."""
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

@@ -223,3 +223,16 @@ def select(models="", families=""):
                          f"families: {', '.join(FAMILIES)}")
     chosen = [n for n, spec in SUITE.items() if (not names or n in names) and (not fams or spec.family in fams)]
     return chosen
+
+
+def onnx_bytes(module, args, input_names):
+    """`module` exported by torch.onnx.export (opset 17, the TorchScript exporter) for the example `args`."""
+    import io
+    import warnings
+
+    import torch
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+        torch.onnx.export(module, args, buffer, opset_version=17, dynamo=False, input_names=input_names)
+    return buffer.getvalue()

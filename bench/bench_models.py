@@ -18,7 +18,6 @@ the table goes on. Prints the CPU and the load average. Not a test: figures vary
 that the script works (tests/python/test_bench.py), whose figures mean nothing.
 """
 import argparse
-import io
 import os
 import shlex
 import sys
@@ -38,33 +37,13 @@ import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
 
 
-def best_of(fn, min_seconds, min_runs=3):
-    """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds (after a warm-up)."""
-    fn()
-    times, start = [], time.perf_counter()
-    while len(times) < min_runs or time.perf_counter() - start < min_seconds:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def alternate(runs, rounds, min_seconds):
     """name -> the best time over `rounds` rounds, each timing every run of `runs` in turn."""
     times = {name: [] for name in runs}
     for _ in range(rounds):
         for name, fn in runs.items():
-            times[name].append(best_of(fn, min_seconds))
+            times[name].append(_env.best_of(fn, min_seconds))
     return {name: min(t) for name, t in times.items()}
-
-
-def onnx_bytes(module, example):
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-        import torch
-        torch.onnx.export(module, (example,), buffer, opset_version=17, dynamo=False, input_names=["input"])
-    return buffer.getvalue()
 
 
 def first_line(error):
@@ -159,7 +138,7 @@ def bench_model(name, args, log_dir):
         return [{"model": name, "frontend": f, "failure": first_line(e)} for f in frontends]
     export_failure = None
     try:
-        model_bytes = onnx_bytes(module, example)
+        model_bytes = _models.onnx_bytes(module, (example,), ["input"])
     except Exception as e:  # noqa: BLE001 -- from_torch goes on, checked against PyTorch
         model_bytes, export_failure = None, f"torch.onnx.export: {first_line(e)}"
     peers = peer_runs(module, example, model_bytes, args.threads)

@@ -62,17 +62,6 @@ def zoo_model(name, tiny=False):
     return zoo.get_model(name, **(TINY_OPTIONS[name] if tiny else {}))
 
 
-def best_of(fn, min_seconds=1.0, min_runs=5):
-    """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds."""
-    fn()  # warm-up
-    times, start = [], time.perf_counter()
-    while len(times) < min_runs or time.perf_counter() - start < min_seconds:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def alternate(runs, rounds, min_seconds=1.0, gap_seconds=0.0):
     """Times each of runs (name -> fn) with best_of, in turn, `rounds` times over, gap_seconds between rounds: a
     machine that drifts between the first and the last timing (other tenants of a VM, clock changes) then weighs
@@ -82,7 +71,7 @@ def alternate(runs, rounds, min_seconds=1.0, gap_seconds=0.0):
         if r > 0 and gap_seconds > 0:
             time.sleep(gap_seconds)
         for name, fn in runs.items():
-            times[name].append(best_of(fn, min_seconds))
+            times[name].append(_env.best_of(fn, min_seconds, min_runs=5))
     return times
 
 
@@ -312,7 +301,7 @@ def bench_model(name, args, log_dir):
     ours = net(*inputs)
     row = {"model": name, "tasks": num_tasks, "trials": result.trials, "tune_s": tune_s}
     if estimate:
-        built = best_of(lambda: net(*inputs), args.min_seconds)
+        built = _env.best_of(lambda: net(*inputs), args.min_seconds, min_runs=5)
         print(f"  built network {built * 1e3:.3f} ms; the estimate is {estimate / built:.2f} of it", flush=True)
     ort_nodes = onnxruntime_profile(g, inputs, args.threads)
     in_network_table(net, inputs, result, ort_nodes)

@@ -143,7 +143,7 @@ def test_network_bench_times_networks_and_peers_in_alternating_rounds(monkeypatc
     finally:
         sys.path.remove(str(ROOT / "bench"))
     calls = []
-    monkeypatch.setattr(bench_networks, "best_of", lambda fn, min_seconds=1.0: fn())
+    monkeypatch.setattr(bench_networks._env, "best_of", lambda fn, min_seconds, min_runs=3: fn())
     clock = iter(range(1, 100))
     runs = {name: (lambda name=name: calls.append(name) or next(clock) / 1000) for name in ("ours", "ort", "torch")}
     sleeps = []

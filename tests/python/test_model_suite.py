@@ -4,7 +4,6 @@ torchvision, a ViT from timm, BERT and Whisper encoders and a GPT-2 decoder from
 imported with from_torch; each imports whole and, built untuned, matches onnxruntime within a relative error
 of 1e-4. A family whose package is missing skips with the reason (scripts/install_deps.sh installs them:
 torchvision and timm into their own folder, as bench/_models.py explains)."""
-import io
 import pathlib
 import sys
 import warnings
@@ -30,14 +29,6 @@ TINY_MODELS = {"cnn": "squeezenet1_1", "mobile": "mobilenet_v3_small", "vit": "d
                "encoder": "bert_base", "whisper": "whisper_tiny_encoder", "decoder": "gpt2"}
 
 
-def _onnx_bytes(module, example):
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-        torch.onnx.export(module, (example,), buffer, opset_version=17, dynamo=False, input_names=["input"])
-    return buffer.getvalue()
-
-
 def test_every_family_has_a_tiny_model_here():
     assert {_models.SUITE[name].family for name in TINY_MODELS.values()} == set(_models.FAMILIES)
     assert len(_models.SUITE) >= 25
@@ -58,7 +49,7 @@ def test_tiny_model_imports_builds_and_matches_onnxruntime(name, frontend):
         module, example = _models.SUITE[name].make(tiny=True)
     except _models.MissingPackage as e:
         pytest.skip(str(e))
-    model = _onnx_bytes(module, example)
+    model = _models.onnx_bytes(module, (example,), ["input"])
     (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"input": example.numpy()})
     assert np.abs(want).max() > 0  # an all-zero output (a zeroed head) would check nothing
     with warnings.catch_warnings():

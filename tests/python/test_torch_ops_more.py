@@ -4,7 +4,6 @@ mish / gelu, arange, new_ones, scaled_dot_product_attention with masks): each sm
 imported, compiled untuned with graph.build and compared with torch itself, on awkward shapes."""
 import warnings
 
-import numpy as np
 import pytest
 
 from autosched import frontends

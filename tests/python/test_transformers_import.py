@@ -4,7 +4,8 @@ length. Each is exported with torch.onnx.export (opset 17, the TorchScript expor
 from_onnx, and imported with from_torch; both graphs import whole and, compiled untuned, match onnxruntime
 within a relative error of 1e-4. Skips when transformers is not installed (scripts/install_deps.sh installs
 it)."""
-import io
+import pathlib
+import sys
 import warnings
 
 import numpy as np
@@ -17,6 +18,12 @@ from autosched.graph import build
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers)")
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
+try:
+    import _models  # the model suite's ONNX export
+finally:
+    sys.path.pop(0)
 
 SEQ = 7  # a prime sequence length
 VOCAB = 99
@@ -45,21 +52,13 @@ class _LastHiddenState(torch.nn.Module):
         return self.model(input_ids=input_ids)[0]
 
 
-def _onnx_bytes(module, ids):
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-        torch.onnx.export(module, (ids,), buffer, opset_version=17, dynamo=False, input_names=["input_ids"])
-    return buffer.getvalue()
-
-
 @pytest.mark.parametrize("frontend", ["onnx", "torch"])
 @pytest.mark.parametrize("name", ["bert", "distilbert", "gpt2", "t5_encoder"])
 def test_tiny_transformer_imports_and_matches_onnxruntime(name, frontend):
     torch.manual_seed(0)
     module = _LastHiddenState(_tiny(name)).eval()
     ids = torch.randint(0, VOCAB, (1, SEQ))
-    model = _onnx_bytes(module, ids)
+    model = _models.onnx_bytes(module, (ids,), ["input_ids"])
     (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids.numpy()})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnsupportedOperatorWarning)
