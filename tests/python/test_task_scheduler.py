@@ -175,9 +175,11 @@ def test_a_task_stalled_below_its_peers_gives_up_its_rounds():
 
 
 def test_every_task_with_a_share_of_the_latency_leaves_its_warm_up(tmp_path):
+    """With min_share 0.5, a task of a quarter of the latency has a floor of about two of the 17 rounds after the
+    warm-ups: it leaves its warm-up (its weight keeps its share well above the 15% checked, whatever the timings)."""
     tasks = [make_task(matmul(48), "mm48"), make_task(matmul(40, name="mm40"), "mm40"),
              make_task(rowprod(), "rowprod")]
-    result = ans.TaskScheduler(tasks, [4, 1, 1], cost_model="random").tune(
+    result = ans.TaskScheduler(tasks, [4, 2, 1], cost_model="random").tune(
         options(80, per_round=4, verbose=0), search_policy_params=FAST)
     costs = [w * r.best_cost for w, r in zip(result.weights, result.task_results)]
     for i, r in enumerate(result.task_results):
