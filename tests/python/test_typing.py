@@ -26,7 +26,7 @@ def test_public_modules_type_check():
 def test_a_users_wrong_call_is_flagged(tmp_path):
     assert (ROOT / "python" / "autosched" / "py.typed").exists()
     script = tmp_path / "user.py"
-    script.write_text("import autosched.records as r\nfrom autosched.text import format_time\n"
+    script.write_text("import autosched.records as r\nfrom autosched.core.text import format_time\n"
                       "n: int = format_time(3.0)\nr.distill(42)\n")
     proc = _mypy("--ignore-missing-imports", "--follow-imports=silent", "--no-incremental", str(script),
                  cwd=tmp_path)
