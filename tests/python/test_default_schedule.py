@@ -42,13 +42,26 @@ def small_cnn():
     return g
 
 
-def test_the_default_is_the_parallel_nest_and_tuning_measures_it_first():
+def test_the_default_is_the_expert_on_a_cpu_and_tuning_measures_it_first():
     task = ans.SearchTask(compute_dag=ans.ComputeDAG(matmul_tensors(32, 24, 16)), target="llvm", desc="mm")
     names = [name for name, _ in search.default_schedules(task)]
-    assert names[0].startswith("parallel") and names[-1] == "plain"
+    assert names[0] == search.EXPERT and names[1].startswith("parallel") and names[-1] == "plain"
+    assert _key(_default(task)[1]) == _key(search.expert_schedule(task))
     start = search.tuning_start_states(search.SketchPolicy(task, "random"))
-    assert [name for name, _ in start][:2] == [names[0], search.EXPERT] and start[-1][0] == "plain"
+    assert [name for name, _ in start][:2] == names[:2] and start[-1][0] == "plain"
     assert _key(start[0][1]) == _key(_default(task)[1])
+    # A task the expert has nothing to tile for (element-wise) starts from the parallel nest.
+    x = ans.te.placeholder((64, 48), name="x")
+    relu = ans.te.compute((64, 48), lambda i, j: ans.te.max(x[i, j], 0.0), name="relu")
+    plain_task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, relu]), target="llvm", desc="relu")
+    assert search.expert_schedule(plain_task) is None
+    assert search.default_schedules(plain_task)[0][0].startswith("parallel")
+
+
+def test_a_gpu_tasks_default_is_not_the_expert():
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG(matmul_tensors(32, 24, 16)), target="opencl -device=pocl",
+                          desc="mm")
+    assert search.EXPERT not in [name for name, _ in search.default_schedules(task)]
 
 
 def test_one_trial_records_the_default_not_the_plain_loop_nest(tmp_path):

@@ -256,21 +256,26 @@ def baseline_names(states):
 
 
 def default_schedules(task, params=None):
-    """The schedules an untuned build runs, [(name, State)] in the order it tries them: the parallel +
-    vectorized loop nests of baseline_states ("parallel 2", whose reductions' loops are outside their last
-    spatial loop, then "parallel"; on OpenCL the nest with the default GPU schedule), the plain loop nest
-    ("plain") last. The first that compiles is the task's default: what graph.build runs for a task the log
-    has no record of, or whose best record ran slower. Tuning measures it first (a task given a single trial
-    has measured its default), and reports its speed-up over it.
+    """The schedules an untuned build runs, [(name, State)] in the order it tries them. On a CPU target: the
+    expert schedule (EXPERT; register blocks, packing and tiles derived from the target's parameters, see
+    expert_schedule) where the task has one, then the parallel + vectorized loop nests of baseline_states
+    ("parallel 2", whose reductions' loops are outside their last spatial loop, then "parallel"), the plain
+    loop nest ("plain") last. On a GPU target the nest with the default GPU schedule comes first (the GPU
+    expert is measured by tuning, not run untuned). The first that compiles is the task's default: what
+    graph.build runs for a task the log has no record of, or whose best record ran slower. Tuning measures it
+    first (a task given a single trial has measured its default), and reports its speed-up over it.
 
-    The expert schedule is no default: it is measured right after the default, and a tuned build takes it
-    where it is faster, but it is not faster everywhere: on a 2-core AMD EPYC (Zen 3, AVX2; shared, load
-    average 16) it ran ResNet-18's convolutions of 64 x 64 images 2-11x faster than the parallel nests down to
-    4 x 4 outputs, and those of 2 x 2 outputs (512 channels) 5-9x slower (a register block of one accumulator),
-    the weighted sum of the network's kernel times about the same either way (64 and 66 ms)."""
-    states = baseline_states(task, params or SearchParams())
+    Why the expert comes first on a CPU: the parallel nests leave a dense layer's weight walked with a
+    stride of K and most of a convolution's arithmetic scalar (on a 2-core Zen 3: ResNet-50's kernels 294 ms in
+    all, against 80 ms with the expert's; DistilBERT's dense layers 60-170x slower)."""
+    params = params or SearchParams()
+    states = baseline_states(task, params)
     named = list(zip(baseline_names(states), states))
-    return named[:0:-1] + named[:1]
+    defaults = named[:0:-1] + named[:1]
+    if task.target.is_gpu:
+        return defaults
+    expert, _, _ = _core.expert_schedule(task, params)
+    return ([(EXPERT, expert)] if expert is not None else []) + defaults
 
 
 def tuning_start_states(policy):

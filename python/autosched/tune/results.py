@@ -29,7 +29,7 @@ class TuneResult:
         # did not fail), None until measured; default_name: which schedule that is ("expert", "parallel 2", ...).
         self.baseline_cost = None
         self.default_name = None
-        self.baseline_costs = {}   # "parallel 2" / "parallel" / "plain" ... -> cost (None: failed)
+        self.baseline_costs = {}   # the defaults' ("expert", "parallel 2", "plain" ...) -> cost (None: failed)
         self.expert_cost = None    # the expert schedule's (None: none, or not measured)
         self.start_costs = {}      # start state name -> its best cost (inf: every measurement of it failed)
         self.errors = Counter()    # error name -> count, over every trial
@@ -46,7 +46,7 @@ class TuneResult:
         costs = {n: c for n, c in self.start_costs.items() if math.isfinite(c)}
         experts = [c for n, c in costs.items() if n.startswith(EXPERT)]
         self.expert_cost = min(experts) if experts else None
-        if not name.startswith(EXPERT):
+        if not name.startswith(EXPERT) or name in default_order:
             self.baseline_costs[name] = costs.get(name)
         self.baseline_cost = self.default_name = None
         for candidate in default_order:

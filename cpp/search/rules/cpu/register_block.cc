@@ -261,6 +261,10 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
                           int n_space, int n_reduce) {
   AS_ICHECK(n_space >= 1 && n_reduce >= 1);
   TileParts out;
+  // One column where a block of one column is in the family; where every
+  // one-column block runs below half the best (a short row axis: a few
+  // output pixels and many channel blocks), the best block with its columns.
+  if (!plan.empty()) out.block = plan.family.front();
   for (const RegisterBlock& candidate : plan.family) {
     if (candidate.cols == 1) {
       out.block = candidate;

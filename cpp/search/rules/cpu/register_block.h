@@ -91,7 +91,8 @@ struct TileParts {
 
 // The expert's tiling: the best block of one column innermost (blocks of
 // several columns are the search's to try: the model cannot tell the
-// convolutions they speed up from those they slow down), the second level 1 (so that
+// convolutions they speed up from those they slow down; the best block of the
+// family where none of one column is in it), the second level 1 (so that
 // an accumulator stage attached at level 2 is the register block itself), the
 // vector axis' L2 panel at level 1, the row axis' blocks at level 1, other
 // axes outermost; the main reduction's inner part the largest divisor (at
