@@ -22,7 +22,10 @@ using AlignedBuffer = std::unique_ptr<void, AlignedDeleter>;
 }  // namespace autosched
 
 extern "C" {
-// For generated code: returns nullptr on failure instead of throwing.
+// For generated code: returns nullptr on failure instead of throwing. Blocks
+// of 64 KiB and more are kept after autosched_free for the next allocation of
+// the same size (at most 256 MiB in all), so that a kernel called again does
+// not page-fault over its intermediate buffers.
 void* autosched_alloc(int64_t bytes);
 void autosched_free(void* ptr);
 }

@@ -141,6 +141,39 @@ def test_decomposed_softmax_and_layer_norm_are_one_group_each():
     _check(g, ans.graph.build(g, "llvm", verbose=False))
 
 
+def test_silu_and_gelu_diamonds_join_the_layer_that_computes_their_input():
+    """x * sigmoid(x) after a convolution and x * 0.5 * (1 + erf(x / sqrt 2)) after a dense layer, as ONNX
+    exporters write them: each a diamond on x, fused into the layer's kernel, whose schedule then computes
+    the expensive call inside the layer's loop nest (no stage of its own)."""
+    g = Graph("diamonds")
+    x = g.add_input("x", (1, 8, 7, 9))
+    conv = g.add_node("conv2d", [x, g.add_constant("w", _w(16, 8, 3, 3)), g.add_constant("b", _w(16))],
+                      dict(pads=1))
+    silu = g.add_node("multiply", [conv, g.add_node("sigmoid", [conv])])
+    flat = g.add_node("flatten", [g.add_node("global_avg_pool2d", [silu])])
+    dense = g.add_node("dense", [flat, g.add_constant("fc", _w(13, 16))])
+    half = g.add_constant("half", np.float32(0.5))
+    erf = g.add_node("erf", [g.add_node("divide", [dense, g.add_constant("root2", np.float32(np.sqrt(2.0)))])])
+    gelu = g.add_node("multiply", [g.add_node("multiply", [dense, half]),
+                                   g.add_node("add", [erf, g.add_constant("one", np.float32(1.0))])])
+    g.set_outputs([gelu])
+    names = _names(g)
+    assert names[0] == "conv2d_bias_sigmoid_multiply" and names[-1].startswith("dense_"), names
+    assert len(names) == 3, names
+    tasks, _ = ans.extract_tasks(g, "llvm", layout="NCHW")
+    for task in tasks:
+        expert = ans.search.expert_schedule(task)
+        if "sigmoid" in task.desc or "erf" in task.desc:
+            lines = str(expert).splitlines()
+            stages = [line for line in lines if line.strip().endswith("= ...")]
+            assert not any("sigmoid" in line or "erf" in line for line in stages), str(expert)
+            # the layer computed inside its epilogue's loop nest (the last one)
+            last_nest = lines[max(i for i, line in enumerate(lines) if line[:1] not in (" ", "")):]
+            computed = [line.strip()[:-len(" = ...")] for line in last_nest if line.strip().endswith("= ...")]
+            assert any(name.startswith(("conv2d", "dense")) for name in computed), str(expert)
+    _check(g, ans.graph.build(g, "llvm", verbose=False))
+
+
 def test_identical_groups_are_one_task_with_weight_two():
     g = Graph("twice")
     x = g.add_input("x", (4, 16))

@@ -1,6 +1,8 @@
 #include "search/rules/search_util.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "support/error.h"
 
@@ -49,17 +51,31 @@ bool IsCacheWriteStage(const State& s, int stage_id) {
 }
 
 int ElementwiseFusionTarget(const State& s, int stage_id) {
-  int current = stage_id;
-  for (;;) {
-    const auto& consumers = s.dag().access(current).consumers;
-    if (consumers.size() != 1 || !s.dag().ElementWiseMatch(current, consumers[0])) return -1;
-    current = consumers[0];
-    const Stage& st = s.stage(current);
-    if (st.loc == ComputeLocKind::Inlined) continue;
-    const bool fusible =
-        st.loc == ComputeLocKind::Root && !HasReduceIter(st) && IsUntouched(st) && st.num_iters() > 0;
-    return fusible ? current : -1;
-  }
+  // The stages that read stage_id's values once the inlined ones are looked
+  // through (a SiLU's x * sigmoid(x) reads x twice, both in one stage), each
+  // path element-wise.
+  std::set<int> readers;
+  bool element_wise = true;
+  std::function<void(int)> visit = [&](int current) {
+    for (int consumer : s.dag().access(current).consumers) {
+      if (!s.dag().ElementWiseMatch(current, consumer)) {
+        element_wise = false;
+        return;
+      }
+      if (s.stage(consumer).loc == ComputeLocKind::Inlined) {
+        visit(consumer);
+      } else {
+        readers.insert(consumer);
+      }
+    }
+  };
+  visit(stage_id);
+  if (!element_wise || readers.size() != 1) return -1;
+  const int target = *readers.begin();
+  const Stage& st = s.stage(target);
+  const bool fusible =
+      st.loc == ComputeLocKind::Root && !HasReduceIter(st) && IsUntouched(st) && st.num_iters() > 0;
+  return fusible ? target : -1;
 }
 
 TiledStage MultiLevelTile(const State& s, int stage_id, const std::string& structure) {

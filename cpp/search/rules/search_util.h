@@ -30,10 +30,11 @@ int64_t ReduceProduct(const Stage& st);
 bool NeedsMultiLevelTiling(const State& s, int stage_id);
 // The "<name>.local" stage made by a cache_write (its copy consumes it).
 bool IsCacheWriteStage(const State& s, int stage_id);
-// The stage into which stage_id can be fused: its only consumer, reached
-// through inlined stages, when every link of the chain reads the previous
-// tensor element-wise (same shape, own indices), and that consumer has loops,
-// no reduction, is computed at root and is still untouched. -1 otherwise.
+// The stage into which stage_id can be fused: the one stage with loops that
+// reads its values, looking through inlined stages (several paths may meet
+// in it), when every link reads the previous tensor element-wise (same
+// shape, own indices), and that stage has no reduction, is computed at root
+// and is still untouched. -1 otherwise.
 int ElementwiseFusionTarget(const State& s, int stage_id);
 
 // Multi-level tiling of an untouched stage: every spatial iterator split into

@@ -12,8 +12,10 @@
 // a stage returns the id it wants visited next).
 //
 // The CPU list, in order (DefaultCpuSketchRules):
-//   always-inline                     strictly inlineable element-wise stage, or a gather
-//                                     every consumer reads element-wise: inline it
+//   always-inline                     strictly inlineable element-wise stage, a gather
+//                                     every consumer reads element-wise, or an element-wise
+//                                     stage with an expensive call read by one consumer at
+//                                     the same element: inline it
 //   winograd-row-fusion               a Winograd inverse whose transformed weights fit in half
 //                                     of L2: also a sketch computing data_pack, bgemm and inverse
 //                                     per output row of tiles (rule_winograd.cc)

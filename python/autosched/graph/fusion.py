@@ -8,8 +8,9 @@ and the injective ops (elementwise, broadcast, reshape, transpose, strided_slice
 group without an anchor is a chain of injective ops. A consumer joins its producer's group when the producer's
 value has that single consumer and is not a graph output: conv2d + bias + relu, dense + add + gelu, residual
 add + relu, an embedding take + the position add.
-Groups started by a reduction (reduce_max / reduce_sum / reduce_mean) also take the diamonds of a softmax or
-layer norm that an importer wrote as separate ops (x - max, exp, sum, divide): there a value may have several
+A group also takes the diamonds that an importer writes as separate ops: a softmax or layer norm (x - max,
+exp, sum, divide) in a group started by a reduction, SiLU (x * sigmoid(x)) and GELU (x * 0.5 * (1 + erf(x /
+sqrt 2))) in the epilogue of the convolution or dense layer that computes x: there a value may have several
 consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.
 Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled. Whether
 an op is an anchor, a reduction or injective is the `fusion` of its OpDef (registry.py).
@@ -95,7 +96,7 @@ class _Partitioner:
         if kind == "anchor" or (kind == "reduce" and group.kind == "anchor"):
             return None
         if [c.name for c in self.g.consumers(value)] != [node.name]:
-            if group.kind != "reduce" or self.no_multi is None or value in self.no_multi:
+            if self.no_multi is None or value in self.no_multi:
                 return None
         # no cycle: no other input of the node may be computed from this group
         for other in node.inputs:

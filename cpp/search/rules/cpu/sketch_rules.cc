@@ -38,13 +38,26 @@ bool IsGatherReadElementWise(const State& s, int stage_id) {
                      [&](int consumer) { return dag.ElementWiseMatch(stage_id, consumer); });
 }
 
+// An element-wise stage with an expensive call (exp, erf, ...) read by a
+// single consumer at the same element: inlined, the call still runs once per
+// element, and the stage's buffer and loop nest go (a SiLU's sigmoid, a GELU's
+// erf after a convolution or dense layer).
+bool IsReadOnceElementWise(const State& s, int stage_id) {
+  const ComputeDAG& dag = s.dag();
+  const Tensor& op = dag.ops()[stage_id];
+  const OpAccessInfo& access = dag.access(stage_id);
+  if (!op->is_compute() || !op->reduce_axis.empty() || access.is_output || !access.is_simple_access)
+    return false;
+  return access.consumers.size() == 1 && dag.ElementWiseMatch(stage_id, access.consumers.front());
+}
+
 class AlwaysInlineRule : public SketchRule {
  public:
   std::string name() const override { return "always-inline"; }
   Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
-    const bool inline_it =
-        s.dag().access(stage_id).is_strictly_inlineable || IsGatherReadElementWise(s, stage_id);
+    const bool inline_it = s.dag().access(stage_id).is_strictly_inlineable ||
+                           IsGatherReadElementWise(s, stage_id) || IsReadOnceElementWise(s, stage_id);
     return inline_it ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
