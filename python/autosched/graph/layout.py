@@ -2,20 +2,21 @@
 
     blocked = convert_layout(graph, block=16)      # a new graph; `graph` itself when nothing converts
 
-On a CPU a convolution vectorizes best along its output channels when they are the innermost, contiguous
-axis: (N, C/x, H, W, x) with x the vector lanes (16 fp32 lanes with AVX-512, 8 with AVX2). The pass runs
-every convolution (groups = 1, and depthwise) in that layout, and with it the ops that follow: bias and
-residual adds, activations, pooling, global average pooling and concat along channel blocks. Values stay
-blocked from one such op to the next; a layout_transform appears only at the graph's boundaries (its inputs
+On a CPU a convolution vectorizes best along its output channels when they are the innermost, contiguous axis:
+(N, C/x, H, W, x) with x the vector lanes (16 fp32 lanes with AVX-512, 8 with AVX2). The pass runs every
+convolution (groups = 1, depthwise, and grouped ones whose groups are whole blocks, or become so by merging a
+few adjacent groups: conv2d's converter in graph/ops/nn.py) in that layout, and with it the ops that follow:
+bias and residual adds, activations, pooling, global average pooling and concat along channel blocks. Values
+stay blocked from one such op to the next; a layout_transform appears only at the graph's boundaries (its inputs
 and outputs keep their NCHW shapes and names) and before an op that cannot take the blocked layout (flatten,
 dense, ...). What the pass does with an op is its OpDef's layout facet (opdef.LAYOUT_KINDS, asked of the
 registry): an element-wise op ("elementwise", "elementwise-unpadded") runs blocked on a blocked operand; an op
-with a converter function (conv2d, the pools, concat: in their families' modules of graph/ops/) is rewritten
-by it through this pass's _Rewriter; an "nchw" op gets its inputs back in NCHW. Each value is transformed at
-most once per layout, always from where it was computed, so no transform ever reads another. Weights and
-constant operands are rearranged here, once, in numpy: the graph holds them blocked. Which block a value gets
-depends only on its channel count C (x = `block`, or C itself when C < block), so the two operands of a
-residual add always agree.
+with a converter function (conv2d, the pools, concat: in their families' modules of graph/ops/) is rewritten by
+it through this pass's _Rewriter; an "nchw" op gets its inputs back in NCHW. Each value is transformed at most
+once per layout, always from where it was computed, so no transform ever reads another. Weights and constant
+operands are rearranged here, once, in numpy: the graph holds them blocked. Which block a value gets depends
+only on its channel count C (x = `block`, or C itself when C < block), so the two operands of a residual add
+always agree.
 
 Channels are padded with zeros up to a whole block (24 channels in NCHW16c are two blocks, the last half
 padding); padded weights and biases are zero, so padded channels of a convolution's output are zero, and

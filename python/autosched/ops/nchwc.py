@@ -4,8 +4,10 @@ A value in NCHW[x]c is (N, C/x, H, W, x): channel c sits in block c // x, lane c
 not a multiple of x are padded with zero channels up to the next block (the transform writes the zeros;
 layout_transform back to NCHW drops them). Weights of conv2d_nchwc are (O/y, I/x, KH, KW, x, y): the input
 block x of the data, the output block y of the result (N, O/y, OH, OW, y), so the innermost output axis is y
-contiguous lanes and the weight reads along y are contiguous too. depthwise_conv2d_nchwc keeps the block:
-data (N, C/x, H, W, x), weight (C/x, KH, KW, x). Biases are (O/y, y). Pooling works on axes 2 and 3 (H, W)
+contiguous lanes and the weight reads along y are contiguous too. With groups > 1 the weights are
+(O/y, (I/groups)/x, KH, KW, x, y): each group's input and output channels are whole blocks, and an output
+block reads only its group's input blocks. depthwise_conv2d_nchwc keeps the block: data (N, C/x, H, W, x),
+weight (C/x, KH, KW, x). Biases are (O/y, y). Pooling works on axes 2 and 3 (H, W)
 of the blocked value, lane by lane.
 
     x5 = layout_transform(x, 0, 16)                   # NCHW -> NCHW16c, channels padded with zeros
@@ -77,34 +79,53 @@ def _conv_attrs(geo, groups):
             "padding": "%d,%d,%d,%d" % geo.pads, "groups": str(groups)}
 
 
-def conv2d_nchwc(data, kernel, stride, padding, dilation=1, out_dtype=None, name="conv2d_NCHWc"):
-    """data (N, C/x, H, W, x), kernel (O/y, C/x, KH, KW, x, y) -> (N, O/y, OH, OW, y); groups = 1."""
+def conv2d_nchwc(data, kernel, stride, padding, dilation=1, groups=1, out_dtype=None, name="conv2d_NCHWc"):
+    """data (N, C/x, H, W, x), kernel (O/y, (C/groups)/x, KH, KW, x, y) -> (N, O/y, OH, OW, y). Each group's
+    channels are whole blocks: output block ob reads the input blocks of its group,
+    (ob // ((O/groups)/y)) * ((C/groups)/x) + rc."""
     op = "conv2d_nchwc"
     _check_rank(data, 5, op, "data")
     _check_rank(kernel, 6, op, "kernel")
     _check_same_dtype(data, kernel, op)
     n, in_cb, in_h, in_w, in_x = data.shape
     out_cb, k_cb, k_h, k_w, k_x, out_y = kernel.shape
-    if (k_cb, k_x) != (in_cb, in_x):
+    _check_block_groups(op, data, kernel, groups)
+    if (k_cb * groups, k_x) != (in_cb, in_x):
+        per_group = "" if groups == 1 else f" per group x {groups} groups"
         raise ValueError(f"{op}: channel mismatch: data '{data.name}' {data.shape} has {in_cb} blocks of {in_x} "
-                         f"channels, kernel '{kernel.name}' {kernel.shape} expects {k_cb} blocks of {k_x}")
+                         f"channels, kernel '{kernel.name}' {kernel.shape} expects {k_cb} blocks of {k_x}"
+                         + per_group)
     out_dtype = out_dtype or data.dtype
     geo = _ConvGeometry(op, (in_h, in_w), (k_h, k_w), stride, padding, dilation)
     padded = _padded(data, geo)
     (s_h, s_w), (d_h, d_w) = geo.stride, geo.dilation
+    group_out_cb = out_cb // groups
 
     def fcompute(nn, ob, yy, xx, oy):
-        rc = te.reduce_axis((0, in_cb), name="rc")
+        rc = te.reduce_axis((0, k_cb), name="rc")
         ry = te.reduce_axis((0, k_h), name="ry")
         rx = te.reduce_axis((0, k_w), name="rx")
         ri = te.reduce_axis((0, in_x), name="ri")
-        pixel = padded[nn, rc, _window(yy, s_h, ry, d_h), _window(xx, s_w, rx, d_w), ri]
+        block = rc if groups == 1 else (ob // group_out_cb) * k_cb + rc  # groups = 1: today's expression
+        pixel = padded[nn, block, _window(yy, s_h, ry, d_h), _window(xx, s_w, rx, d_w), ri]
         value = _as_out(pixel, data.dtype, out_dtype) * _as_out(kernel[ob, rc, ry, rx, ri, oy], kernel.dtype,
                                                                  out_dtype)
         return te.sum(value, axis=[rc, ry, rx, ri])
 
     return te.compute((n, out_cb, geo.out_h, geo.out_w, out_y), fcompute, name=name, tag="conv2d_nchwc",
-                      attrs=_conv_attrs(geo, 1))
+                      attrs=_conv_attrs(geo, groups))
+
+
+def _check_block_groups(op, data, kernel, groups):
+    """groups is a positive int that splits the input and output channel blocks into whole blocks per group."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    in_cb, in_x, out_cb, out_y = data.shape[1], data.shape[4], kernel.shape[0], kernel.shape[5]
+    for what, blocks, lanes, tensor in (("input", in_cb, in_x, data), ("output", out_cb, out_y, kernel)):
+        if blocks % groups:
+            raise ValueError(f"{op}: groups={groups} does not split the {blocks} {what} blocks of {lanes} channels "
+                             f"of '{tensor.name}' {tensor.shape} into whole blocks per group (each group's "
+                             "channels must be a multiple of the block)")
 
 
 def depthwise_conv2d_nchwc(data, kernel, stride, padding, dilation=1, out_dtype=None,

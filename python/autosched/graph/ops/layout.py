@@ -18,7 +18,7 @@ from ..errors import GraphError, OpError
 from ..opdef import OpDef
 from . import nn as nn_ops
 from . import pool as pool_ops
-from .common import (REQUIRED, boolean, check_rank, fmt, int_attr, is_known, pads_attr, pair, same_dtypes,
+from .common import (REQUIRED, boolean, check_rank, fmt, int_attr, ints, is_known, pads_attr, pair, same_dtypes,
                      window_out)
 from .nchwc_arrays import (_blocks, _unblock_weight, block_depthwise_weight, block_vector, block_weight, to_blocked,
                            to_nchw)
@@ -163,14 +163,18 @@ DEFS.append(OpDef("layout_transform", 1, _transform_infer,
                   fusion="injective", layout="blocked", reference=_transform_reference, te=_transform_te,
                   onnx=_not_exportable, torch=_transform_torch))
 
-# ---------------- conv2d_nchwc: data (N, C/x, H, W, x), weight (O/y, C/x, KH, KW, x, y), bias (O/y, y) ----------------
+# ---------------- conv2d_nchwc: data (N, C/x, H, W, x), weight (O/y, (C/groups)/x, KH, KW, x, y), bias (O/y, y) ------
 
 
 def _conv_infer(attrs, shapes, dtypes):
     data, weight = shapes[0], shapes[1]
     _check_blocked(data, "data")
-    check_rank(weight, 6, "weight (O/y, C/x, KH, KW, x, y)")
-    _check_blocked_operands(shapes, (1, 4), (0, 5))
+    check_rank(weight, 6, "weight (O/y, (C/groups)/x, KH, KW, x, y)")
+    groups = attrs["groups"]
+    if groups == 1:
+        _check_blocked_operands(shapes, (1, 4), (0, 5))
+    else:
+        _check_grouped_operands(shapes, groups)
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
     top, left, bottom, right = attrs["pads"]
     oh = window_out(data[2], weight[2], sh, dh, top, bottom, False, "height")
@@ -178,9 +182,25 @@ def _conv_infer(attrs, shapes, dtypes):
     return (data[0], weight[0], oh, ow, weight[5]), same_dtypes(dtypes)
 
 
+def _check_grouped_operands(shapes, groups):
+    """A grouped blocked convolution: each group's input and output channels are whole blocks, the weight holds
+    one group's input blocks, the bias (if any) the output blocks."""
+    data, weight = shapes[0], shapes[1]
+    for what, blocks, lanes in (("input", data[1], data[4]), ("output", weight[0], weight[5])):
+        if blocks % groups:
+            raise OpError(f"groups={groups} does not split the {blocks} {what} blocks of {lanes} channels into "
+                          "whole blocks per group (each group's channels must be a multiple of the block)")
+    if (weight[1] * groups, weight[4]) != (data[1], data[4]):
+        raise OpError(f"channel mismatch: data {fmt(data)} has {data[1]} blocks of {data[4]} channels, weight "
+                      f"{fmt(weight)} expects {weight[1]} blocks of {weight[4]} per group x {groups} groups")
+    if len(shapes) == 3 and tuple(shapes[2]) != (weight[0], weight[5]):
+        raise OpError(f"bias {fmt(shapes[2])} does not match the output blocks ({weight[0]}, {weight[5]}) of "
+                      f"weight {fmt(weight)}")
+
+
 def _conv_reference(node, data, weight, bias=None):
     y = weight.shape[5]
-    nchw = nn_ops._conv2d_reference(_as_node(node, "conv2d", _nchw_shape(node.shape), groups=1), to_nchw(data),
+    nchw = nn_ops._conv2d_reference(_as_node(node, "conv2d", _nchw_shape(node.shape)), to_nchw(data),
                                     _unblock_weight(weight), None if bias is None else bias.reshape(-1))
     return to_blocked(nchw, y)
 
@@ -188,13 +208,13 @@ def _conv_reference(node, data, weight, bias=None):
 def _conv_te(node, data, weight, bias=None):
     a = node.attrs
     name = node.name if bias is None else node.name + "_conv"
-    out = ops.conv2d_nchwc(data, weight, a["strides"], a["pads"], a["dilations"], name=name)
+    out = ops.conv2d_nchwc(data, weight, a["strides"], a["pads"], a["dilations"], a["groups"], name=name)
     return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name)
 
 
 def _conv_torch(torch, node, x, w, b=None):
     y = w.shape[5]
-    nchw = nn_ops._conv2d_torch(torch, _as_node(node, "conv2d", None, groups=1), _torch_to_nchw(x),
+    nchw = nn_ops._conv2d_torch(torch, _as_node(node, "conv2d", None), _torch_to_nchw(x),
                                 w.permute(0, 5, 1, 4, 2, 3).reshape(w.shape[0] * y, -1, w.shape[2], w.shape[3]),
                                 None if b is None else b.reshape(-1))
     return _torch_to_blocked(nchw, y)
@@ -203,8 +223,9 @@ def _conv_torch(torch, node, x, w, b=None):
 _CONV_ATTRS = {"strides": ((1, 1), pair("strides")), "pads": ((0, 0, 0, 0), pads_attr),
                "dilations": ((1, 1), pair("dilations"))}
 
-DEFS.append(OpDef("conv2d_nchwc", (2, 3), _conv_infer, dict(_CONV_ATTRS), fusion="anchor", layout="blocked",
-                  reference=_conv_reference, te=_conv_te, onnx=_not_exportable, torch=_conv_torch))
+DEFS.append(OpDef("conv2d_nchwc", (2, 3), _conv_infer,
+                  dict(_CONV_ATTRS, groups=(1, lambda v: ints([v], "groups", 1, 1)[0])), fusion="anchor",
+                  layout="blocked", reference=_conv_reference, te=_conv_te, onnx=_not_exportable, torch=_conv_torch))
 
 # ---------------- depthwise_conv2d_nchwc: data (N, C/x, H, W, x), weight (C/x, KH, KW, x), bias (C/x, x) ----------
 

@@ -3,7 +3,7 @@ padded with zeros up to a whole block: values, convolution weights and bias vect
 blocked ops (ops/layout.py) and the layout converters of the ops (conv2d's in ops/nn.py) use them."""
 import numpy as np
 
-__all__ = ["to_blocked", "to_nchw", "block_weight", "block_depthwise_weight", "block_vector"]
+__all__ = ["to_blocked", "to_nchw", "block_weight", "block_depthwise_weight", "block_vector", "merge_groups"]
 
 
 def _blocks(channels, block):
@@ -40,6 +40,20 @@ def block_weight(w, x, y):
     ob, cb = _blocks(o, y), _blocks(c, x)
     w = _pad_axis(_pad_axis(w, 0, ob * y), 1, cb * x)
     return np.ascontiguousarray(w.reshape(ob, y, cb, x, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+
+
+def merge_groups(w, groups, merged_groups):
+    """The OIHW weight (O, C/groups, KH, KW) of a grouped convolution as one of `merged_groups` groups,
+    (O, C/merged_groups, KH, KW): each merged group is groups/merged_groups adjacent groups, its weight
+    block-diagonal (an output channel's weights over the other groups' input channels are zero), so the
+    convolution computes exactly what it did."""
+    o, per_group, kh, kw = w.shape
+    merge, group_out = groups // merged_groups, o // groups
+    out = np.zeros((o, per_group * merge, kh, kw), w.dtype)
+    for g in range(groups):
+        lane = (g % merge) * per_group  # the group's input channels inside its merged group
+        out[g * group_out:(g + 1) * group_out, lane:lane + per_group] = w[g * group_out:(g + 1) * group_out]
+    return out
 
 
 def _unblock_weight(w):

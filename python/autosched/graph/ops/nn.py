@@ -9,7 +9,7 @@ from ...core import te
 from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef
-from .nchwc_arrays import block_depthwise_weight, block_vector, block_weight
+from .nchwc_arrays import block_depthwise_weight, block_vector, block_weight, merge_groups
 from .common import (REQUIRED, broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis, pad_hw,
                      pads_attr, pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
 
@@ -106,38 +106,47 @@ def _conv2d_torch(torch, node, x, w, b=None):
                                       groups=a["groups"])
 
 
+# The layout pass merges adjacent groups of a grouped convolution whose groups are not whole blocks into
+# groups that are, their weights block-diagonal, only while the merged convolution does at most this many times
+# the multiply-adds of the grouped one: a grouped convolution in NCHW runs 3-10x slower than a blocked one of
+# its channels, and its layout_transforms before and after cost besides.
+MAX_GROUP_MERGE = 4
+
+
+def blocked_groups(channels, out_channels, groups, block, out_block):
+    """The groups a grouped convolution runs with in the blocked layout, input blocks of `block` channels and
+    output blocks of `out_block`: the largest divisor g' of `groups` whose groups are whole blocks on both
+    sides, if groups / g' <= MAX_GROUP_MERGE; None where there is none, or where the channels are not whole
+    blocks (padded channels would fall inside a group)."""
+    if channels % block or out_channels % out_block:
+        return None
+    for merge in range(1, min(groups, MAX_GROUP_MERGE) + 1):
+        merged = groups // merge
+        if groups % merge == 0 and (channels // merged) % block == 0 and (out_channels // merged) % out_block == 0:
+            return merged
+    return None
+
+
 def _conv2d_to_blocked(rewriter, node):
-    """conv2d's layout converter (graph/layout.py): with constant weights, groups = 1 becomes conv2d_nchwc, or
-    conv2d_winograd_nchwc where the rewriter picks a Winograd tile, and a depthwise one depthwise_conv2d_nchwc;
-    the weights and bias are rearranged once, in numpy. Other grouped convolutions stay NCHW."""
+    """conv2d's layout converter (graph/layout.py), for constant weights (and bias), rearranged once in numpy:
+    groups = 1 becomes conv2d_nchwc, or conv2d_winograd_nchwc where the rewriter picks a Winograd tile; a
+    depthwise one depthwise_conv2d_nchwc; any other grouped one a grouped conv2d_nchwc where each group's
+    channels are whole blocks (x for C, y for O as for groups = 1), with adjacent groups merged where they are
+    not (blocked_groups; the weight block-diagonal, so the result is exact). A grouped convolution whose
+    channels are padded (C or O not a multiple of its block) or whose groups would need more merging than
+    MAX_GROUP_MERGE stays NCHW."""
     g, a = rewriter.graph, node.attrs
     data, weight = node.inputs[0], node.inputs[1]
     bias = node.inputs[2] if len(node.inputs) == 3 else None
     if weight not in g.constants or (bias is not None and bias not in g.constants):
         return False
-    channels, out_channels = g.shape(data)[1], g.shape(weight)[0]
+    channels, out_channels, groups = g.shape(data)[1], g.shape(weight)[0], a["groups"]
     conv_attrs = {k: a[k] for k in ("strides", "pads", "dilations")}
 
     def blocked_bias(block, how):
         return rewriter.derived(bias, how, lambda arr: block_vector(arr, block))
 
-    if a["groups"] == 1:
-        x, y = rewriter.layout_for(channels), rewriter.layout_for(out_channels)
-        tile = rewriter.winograd_tile(node, channels, out_channels)
-        if tile:
-            w = rewriter.derived(weight, f"winograd{tile}_{x.block}i{y.block}o",
-                                 lambda arr: winograd_weight(arr, tile, x.block, y.block))
-            op, attrs = "conv2d_winograd_nchwc", dict(pads=a["pads"], tile=tile)
-        else:
-            w = rewriter.derived(weight, f"nchw{x.block}i{y.block}o",
-                                 lambda arr: block_weight(arr, x.block, y.block))
-            op, attrs = "conv2d_nchwc", conv_attrs
-        ins = [rewriter.get(data, x), w]
-        if bias is not None:
-            ins.append(blocked_bias(y.block, f"nchw{y.block}o"))
-        rewriter.emit(node, op, ins, attrs, y)
-        return True
-    if a["groups"] == channels == out_channels and g.shape(weight)[1] == 1:
+    if 1 < groups == channels == out_channels and g.shape(weight)[1] == 1:
         x = rewriter.layout_for(channels)
         ins = [rewriter.get(data, x), rewriter.derived(weight, f"nchw{x.block}c",
                                                        lambda arr: block_depthwise_weight(arr, x.block))]
@@ -145,7 +154,27 @@ def _conv2d_to_blocked(rewriter, node):
             ins.append(blocked_bias(x.block, f"nchw{x.block}c"))
         rewriter.emit(node, "depthwise_conv2d_nchwc", ins, conv_attrs, x)
         return True
-    return False
+    x, y = rewriter.layout_for(channels), rewriter.layout_for(out_channels)
+    tile = rewriter.winograd_tile(node, channels, out_channels) if groups == 1 else 0
+    if tile:
+        w = rewriter.derived(weight, f"winograd{tile}_{x.block}i{y.block}o",
+                             lambda arr: winograd_weight(arr, tile, x.block, y.block))
+        op, attrs = "conv2d_winograd_nchwc", dict(pads=a["pads"], tile=tile)
+    elif groups == 1:
+        w = rewriter.derived(weight, f"nchw{x.block}i{y.block}o", lambda arr: block_weight(arr, x.block, y.block))
+        op, attrs = "conv2d_nchwc", conv_attrs
+    else:
+        merged = blocked_groups(channels, out_channels, groups, x.block, y.block)
+        if merged is None:
+            return False
+        w = rewriter.derived(weight, f"g{merged}_nchw{x.block}i{y.block}o",
+                             lambda arr: block_weight(merge_groups(arr, groups, merged), x.block, y.block))
+        op, attrs = "conv2d_nchwc", dict(conv_attrs, groups=merged)
+    ins = [rewriter.get(data, x), w]
+    if bias is not None:
+        ins.append(blocked_bias(y.block, f"nchw{y.block}o"))
+    rewriter.emit(node, op, ins, attrs, y)
+    return True
 
 
 DEFS.append(OpDef("conv2d", (2, 3), _conv2d_infer,
