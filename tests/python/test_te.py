@@ -230,3 +230,23 @@ def test_tensors_beyond_32_bit_indexing_are_refused():
     te.placeholder((1 << 15, 1 << 15), name="fits")  # 2^30 elements is fine
     with pytest.raises(ValueError, match="32-bit"):
         te.reduce_axis((0, 1 << 32), name="k")
+
+
+def test_a_dag_whose_construction_failed_still_prints():
+    """A traceback keeps the half-made object of a failed ComputeDAG(...) and pytest prints it: its repr and str
+    say it was not constructed instead of reaching the core's empty DAG (which crashed the process)."""
+    x = te.placeholder((3,), name="x")
+    for bad in ([1, 2], [x, x]):
+        with pytest.raises((TypeError, ValueError)) as info:
+            ans.ComputeDAG(bad)
+        for tb in _frames(info.value.__traceback__):
+            obj = tb.tb_frame.f_locals.get("self")
+            if isinstance(obj, ans.ComputeDAG):
+                assert repr(obj) == str(obj) == "ComputeDAG(not constructed)"
+    assert "ops, key" in repr(ans.ComputeDAG([x]))
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next

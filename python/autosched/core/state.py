@@ -256,6 +256,9 @@ class ComputeDAG(_core.ComputeDAG):
     ComputeDAG(dag) gives the same DAG. The core hands every DAG out as this class."""
 
     def __init__(self, tensors):
+        # Until the core's constructor has run, the object holds no DAG: its repr (which a traceback that
+        # holds `self` may ask for) must not reach the core.
+        self._unconstructed = True
         if not isinstance(tensors, _core.ComputeDAG):
             if isinstance(tensors, (str, bytes)) or not isinstance(tensors, (list, tuple)):
                 raise TypeError(f"ComputeDAG: tensors must be a list of te tensors (inputs and outputs), got "
@@ -265,6 +268,13 @@ class ComputeDAG(_core.ComputeDAG):
                     raise TypeError(f"ComputeDAG: tensors[{i}] must be a te tensor (te.placeholder / te.compute), "
                                     f"got {describe(t)}")
         call_core("ComputeDAG", super().__init__, tensors)
+        del self._unconstructed
+
+    def __repr__(self):
+        return "ComputeDAG(not constructed)" if self.__dict__.get("_unconstructed") else super().__repr__()
+
+    def __str__(self):
+        return repr(self) if self.__dict__.get("_unconstructed") else super().__str__()
 
     def get_init_state(self):
         """The state with no steps: the plain loop nest of the DAG."""
