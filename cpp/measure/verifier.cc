@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dag/evaluator.h"
+#include "ir/functor.h"
 #include "support/error.h"
 #include "task/peak.h"
 
@@ -324,12 +325,47 @@ double GpuBandwidthBound(const PeakModel& model, const HardwareParams& hw) {
   return units * kBytesPerCycle * clock;
 }
 
+// Whether every read of `input` in the DAG indexes each of its dimensions by
+// a loop variable of that dimension's extent: then a run reads all of it.
+// A gather (an embedding table read at token ids) or a slice reads a part.
+bool ReadWhole(const ComputeDAG& dag, const TensorNode* input) {
+  bool read = false;
+  for (const Tensor& op : dag.ops()) {
+    if (!op->is_compute()) continue;
+    std::vector<std::pair<const VarNode*, int64_t>> vars;
+    for (const IterVar& iv : op->axis) vars.emplace_back(iv.var_node(), iv.extent);
+    for (const IterVar& iv : op->reduce_axis) vars.emplace_back(iv.var_node(), iv.extent);
+    bool whole = true;
+    PostOrderVisit(op->body, [&](const Expr& x) {
+      const auto* load = x.as<TensorLoadNode>();
+      if (load == nullptr || load->tensor.get() != input) return;
+      read = true;
+      for (size_t d = 0; d < load->indices.size(); ++d) {
+        const auto* v = load->indices[d].as<VarNode>();
+        const auto it = std::find_if(vars.begin(), vars.end(), [&](const auto& p) { return p.first == v; });
+        if (v == nullptr || it == vars.end() || it->second != input->shape[d]) whole = false;
+      }
+    });
+    if (!whole) return false;
+  }
+  return read;
+}
+
 }  // namespace
+
+double MinTouchedBytes(const ComputeDAG& dag) {
+  double bytes = 0;
+  for (const Tensor& t : dag.tensors()) {
+    const bool output = t->is_compute();
+    if (output || ReadWhole(dag, t.get())) bytes += static_cast<double>(TensorBytes(t));
+  }
+  return bytes;
+}
 
 PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_flops, double peak_bandwidth) {
   PlausibilityBound b;
   b.flop_ct = task.compute_dag.flop_ct();
-  for (const Tensor& t : task.compute_dag.tensors()) b.min_bytes += static_cast<double>(TensorBytes(t));
+  b.min_bytes = MinTouchedBytes(task.compute_dag);
   const HardwareParams& hw = task.hardware_params;
   const PeakModel model = TargetPeakModel(task.target);
   // FLOP/s: the one peak estimate of the core (task/peak.h), which takes the

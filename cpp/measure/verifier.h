@@ -78,7 +78,7 @@ constexpr double kPeakMargin = 1.5;
 
 struct PlausibilityBound {
   double flop_ct = 0;
-  double min_bytes = 0;  // bytes of every argument of the DAG
+  double min_bytes = 0;  // MinTouchedBytes of the DAG
   double peak_flops = 0;
   double peak_bandwidth = 0;
   std::string origin;  // where the peaks come from, for messages
@@ -102,6 +102,11 @@ struct PlausibilityBound {
 //    cache between runs). The clock is HardwareParams::clock_mhz (queried from
 //    a device of this machine), else the PeakModel's assumed clock (mali
 //    1.5 GHz, others 3 GHz).
+// Bytes every run must move: its outputs, and each input that every read
+// indexes whole (a dimension by a loop of its extent); an input read in
+// part (a gather's table, a slice's source) is left out.
+double MinTouchedBytes(const ComputeDAG& dag);
+
 PlausibilityBound DerivePlausibilityBound(const SearchTask& task, double peak_flops = 0,
                                           double peak_bandwidth = 0);
 

@@ -78,6 +78,19 @@ TEST(MeasureVerifier, PlausibilityFlagsZeroNegativeNaNAndTooFast) {
   EXPECT_NE(CheckPlausible({1e-3}, slow), "");
 }
 
+TEST(MeasureVerifier, AGatherNeedsOnlyTheRowsItReads) {
+  // out[i, j] = table[ids[i], j]: an embedding lookup reads 8 of the table's 1000 rows, so the table's
+  // bytes are no floor on its time (an untuned BERT's embedding was refused as "implausible").
+  Tensor table = placeholder({1000, 64}, DataType::Float(32), "table");
+  Tensor ids = placeholder({8}, DataType::Int(32), "ids");
+  IterVar i = sched_test::Axis("i", 8), j = sched_test::Axis("j", 64);
+  Tensor out = compute("out", {i, j}, table({ids({i.var}), j.var}));
+  const double bytes = MinTouchedBytes(ComputeDAG({table, ids, out}));
+  EXPECT_DOUBLE_EQ(bytes, 8 * 64 * 4 + 8 * 4);
+  // A matmul reads all of both operands.
+  EXPECT_DOUBLE_EQ(MinTouchedBytes(MatmulRelu(16, 8, 4)), (16 * 4 + 4 * 8 + 16 * 8) * 4);
+}
+
 TEST(MeasureVerifier, GpuPeaksComeFromUnitsAndClockAndCanBeGiven) {
   HardwareParams hw = DefaultHardwareParams(Target::Parse("opencl -device=nvidia"));
   hw.num_cores = 100;
