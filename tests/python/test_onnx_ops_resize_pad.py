@@ -43,6 +43,8 @@ def _check(model, feeds, tol=1e-5):
         graph = frontends.from_onnx(model)
     got = build(graph, "llvm", verbose=False)(**dict(feeds))
     assert_outputs_match(got, want, tol)
+    exported = ort.InferenceSession(graph.to_onnx().SerializeToString(), providers=["CPUExecutionProvider"])
+    assert_outputs_match(exported.run(None, dict(feeds)), want, tol)  # the ops' ONNX export (opset 17)
     return graph
 
 
