@@ -172,3 +172,16 @@ def test_unsupported_forms_are_reported(node, reason):
     inits = [("pads", _ints([1, 1, 1, 1])), ("scales", np.asarray([1, 2], np.float32))]
     with pytest.warns(UnsupportedOperatorWarning, match=reason):
         frontends.from_onnx(_model([node], [("x", x)], ["y"], inits))
+
+
+def test_scatter_nd_on_constants_folds_at_import():
+    """Swin's attention mask: zeros with a value written into each window's region, then used."""
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    indices = _ints([[[0, 1]], [[1, 2]]])
+    nodes = [helper.make_node("ScatterND", ["zeros", "indices", "updates"], ["mask"]),
+             helper.make_node("ScatterND", ["mask", "indices", "updates"], ["twice"], reduction="add"),
+             helper.make_node("Add", ["x", "twice"], ["y"])]
+    inits = [("zeros", np.zeros((2, 3), np.float32)), ("indices", indices),
+             ("updates", np.asarray([[5.0], [-2.0]], np.float32))]
+    graph = _check(_model(nodes, [("x", x)], ["y"], inits, opset=18), {"x": x})
+    assert [n.op for n in graph.nodes] == ["add"]

@@ -111,3 +111,8 @@ def test_transposed_convolution(layer, shape):
 def test_pooling_in_1d():
     _check(_Lambda(lambda x: (F.max_pool1d(x, 3, 2, padding=1), F.avg_pool1d(x, 2, ceil_mode=True))), _x(2, 3, 11),
            ops=["max_pool2d", "avg_pool2d"])
+
+
+def test_roll():
+    _check(_Lambda(lambda x: (torch.roll(x, (2, -1), (1, -1)), torch.roll(x, 3))), _x(2, 5, 7),
+           ops=["strided_slice", "concat"])

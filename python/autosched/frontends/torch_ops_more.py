@@ -1,5 +1,5 @@
 """More of from_torch's ATen table (torch_ops.py holds the rest and merges these into ATEN): pad and its
-mode-specific forms, upsampling (interpolate's nearest and (bi)linear forms), type_as, activations with
+mode-specific forms, roll, upsampling (interpolate's nearest and (bi)linear forms), type_as, activations with
 parameters, log_softmax, amin / prod / argmax / argmin, einsum, transposed convolutions and 1-D pooling. Each
 converter is called with the FX node's own arguments, as in torch_ops.py."""
 import numpy as np
@@ -40,6 +40,31 @@ def _pad(ctx, x, pad, mode="constant", value=None):
 
 def _mode_pad(mode):
     return lambda ctx, x, padding: _pad(ctx, x, padding, mode)
+
+
+def _roll(ctx, x, shifts, dims=()):
+    """torch.roll: per axis, the last `shift` elements moved to the front (two slices and a concat)."""
+    out, shape = ctx.value(x), ctx.shape(x)
+    shifts = _ints(shifts, 1)
+    if not dims:  # the flattened tensor
+        flat = reshape(ctx.g, out, [-1], ctx.fresh_name("reshape"))
+        rolled = _roll_axis(ctx, flat, 0, shifts[0])
+        return reshape(ctx.g, rolled, list(shape), ctx.fresh_name("reshape"))
+    for shift, dim in zip(shifts, _ints(dims, len(shifts))):
+        out = _roll_axis(ctx, out, _axis(dim, len(shape)), shift)
+    return out
+
+
+def _roll_axis(ctx, x, axis, shift):
+    extent = ctx.g.shape(x)[axis]
+    if not isinstance(extent, int):
+        raise NotConvertible(f"roll along a dynamic dim {extent}")
+    shift %= extent
+    if not shift:
+        return x
+    tail = ctx.emit("strided_slice", [x], begin=(extent - shift,), end=(extent,), axes=(axis,))
+    head = ctx.emit("strided_slice", [x], begin=(0,), end=(extent - shift,), axes=(axis,))
+    return ctx.emit("concat", [tail, head], axis=axis)
 
 
 # ---------------- upsampling ----------------
@@ -194,7 +219,7 @@ MORE_ATEN = {
     "upsample_nearest1d": _upsample("nearest", 1), "upsample_nearest2d": _upsample("nearest", 2),
     "upsample_nearest3d": _upsample("nearest", 3), "upsample_linear1d": _upsample("linear", 1),
     "upsample_bilinear2d": _upsample("linear", 2), "upsample_trilinear3d": _upsample("linear", 3),
-    "type_as": _type_as, "reciprocal": _reciprocal, "softplus": _softplus, "elu": _elu,
+    "roll": _roll, "type_as": _type_as, "reciprocal": _reciprocal, "softplus": _softplus, "elu": _elu,
     "selu": lambda ctx, x: ctx.emit("elu", [ctx.value(x)], alpha=SELU_ALPHA, scale=SELU_SCALE),
     "leaky_relu": lambda ctx, x, negative_slope=0.01: ctx.emit("leaky_relu", [ctx.value(x)],
                                                                 alpha=float(negative_slope)),
