@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ...core import te
-from ..errors import OpError
+from ..errors import GraphError, OpError
 from ..opdef import OpDef
 from .common import REQUIRED, choice, fmt, ints, is_known
 
@@ -164,14 +164,18 @@ def _resize_te(node, x):
 
 
 def _resize_onnx(w, node):
-    """Resize with the scales where they give the output's shape (ONNX computes floor(in * scale)), else with
-    the sizes."""
+    """Resize with the sizes where the scales are output / input extents, else with the scales where they give
+    the output's shape (ONNX computes floor(in * scale)); other scales have no ONNX form."""
     a = node.attrs
     in_shape = w.graph.shape(node.inputs[0])
-    if all(o == math.floor(i * s) for i, o, s in zip(in_shape, node.shape, a["scales"])):
+    if all(math.isclose(s, o / i, rel_tol=1e-12) for i, o, s in zip(in_shape, node.shape, a["scales"])):
+        inputs = [node.inputs[0], "", "", w.const(node.name + "_sizes", np.asarray(node.shape, np.int64))]
+    elif all(o == math.floor(i * s) for i, o, s in zip(in_shape, node.shape, a["scales"])):
         inputs = [node.inputs[0], "", w.const(node.name + "_scales", np.asarray(a["scales"], np.float32))]
     else:
-        inputs = [node.inputs[0], "", "", w.const(node.name + "_sizes", np.asarray(node.shape, np.int64))]
+        raise GraphError(f"to_onnx: resize '{node.name}' has scales {a['scales']} that give neither its shape "
+                         f"{tuple(node.shape)} from {tuple(in_shape)} (ONNX computes floor(in * scale)) nor are "
+                         "output / input extents: ONNX Resize cannot express it")
     return w.node("Resize", inputs, node.name, mode=a["mode"], coordinate_transformation_mode=a["coordinate"],
                   nearest_mode=a["nearest"])
 
