@@ -225,14 +225,25 @@ def select(models="", families=""):
     return chosen
 
 
-def onnx_bytes(module, args, input_names):
-    """`module` exported by torch.onnx.export (opset 17, the TorchScript exporter) for the example `args`."""
+def onnx_bytes(module, args, input_names, dynamo=False):
+    """`module` exported by torch.onnx.export for the example `args`: by the TorchScript exporter (opset 17), or
+    with dynamo=True by the torch.export-based one (its default opset, 18 and newer; it needs onnxscript)."""
     import io
+    import logging
     import warnings
 
     import torch
-    buffer = io.BytesIO()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+        warnings.simplefilter("ignore")  # the exporters' deprecation and tracer warnings
+        if dynamo:
+            optimizer_log = logging.getLogger("onnxscript")
+            level = optimizer_log.level
+            optimizer_log.setLevel(logging.ERROR)  # its constant folder reports each node it leaves alone
+            try:
+                program = torch.onnx.export(module, args, dynamo=True, input_names=input_names, verbose=False)
+            finally:
+                optimizer_log.setLevel(level)
+            return program.model_proto.SerializeToString()
+        buffer = io.BytesIO()
         torch.onnx.export(module, args, buffer, opset_version=17, dynamo=False, input_names=input_names)
     return buffer.getvalue()

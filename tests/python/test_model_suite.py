@@ -1,7 +1,7 @@
 """The model suite (bench/_models.py): a tiny configuration of each family -- a CNN and a mobile net from
 torchvision, a ViT from timm, BERT and Whisper encoders and a GPT-2 decoder from transformers, random weights,
-64x64 images or 8 tokens -- exported with torch.onnx.export (opset 17) and imported with from_onnx, and
-imported with from_torch; each imports whole and, built untuned, matches onnxruntime within a relative error
+64x64 images or 8 tokens -- and the models with ops those lack (MORE_MODELS), exported with torch.onnx.export
+(opset 17; a CNN and BERT also with dynamo=True) and imported with from_onnx, and imported with from_torch; each imports whole and, built untuned, matches onnxruntime within a relative error
 of 1e-4. A family whose package is missing skips with the reason (scripts/install_deps.sh installs them:
 torchvision and timm into their own folder, as bench/_models.py explains)."""
 import pathlib
@@ -27,6 +27,9 @@ finally:
 # One model per family, each fast to build at its tiny size.
 TINY_MODELS = {"cnn": "squeezenet1_1", "mobile": "mobilenet_v3_small", "vit": "deit_tiny",
                "encoder": "bert_base", "whisper": "whisper_tiny_encoder", "decoder": "gpt2"}
+# Models with ops the ones above lack: Pad and roll (Swin), Resize (MobileViT), type_as (RoBERTa), the rotary
+# embedding's Sin / Cos (Llama). (torchvision's swin_t, full size whatever --tiny says, is the bench's.)
+MORE_MODELS = ["swin_tiny_timm", "mobilevit_xs", "roberta_base", "llama_small"]
 
 
 def test_every_family_has_a_tiny_model_here():
@@ -42,14 +45,26 @@ def test_select_names_models_and_families_and_refuses_unknown_ones():
 
 
 @pytest.mark.parametrize("frontend", ["onnx", "torch"])
-@pytest.mark.parametrize("name", sorted(TINY_MODELS.values()))
+@pytest.mark.parametrize("name", sorted(TINY_MODELS.values()) + MORE_MODELS)
 def test_tiny_model_imports_builds_and_matches_onnxruntime(name, frontend):
+    _check_tiny_model(name, frontend)
+
+
+@pytest.mark.parametrize("name", ["squeezenet1_1", "bert_base"])
+def test_tiny_model_exported_by_dynamo_imports_and_matches_onnxruntime(name):
+    """torch.onnx.export(..., dynamo=True): opset 18 and newer (Split's num_outputs, axes as inputs,
+    LayerNormalization, Gelu), written by onnxscript."""
+    pytest.importorskip("onnxscript")
+    _check_tiny_model(name, "onnx", dynamo=True)
+
+
+def _check_tiny_model(name, frontend, dynamo=False):
     torch.manual_seed(0)
     try:
         module, example = _models.SUITE[name].make(tiny=True)
     except _models.MissingPackage as e:
         pytest.skip(str(e))
-    model = _models.onnx_bytes(module, (example,), ["input"])
+    model = _models.onnx_bytes(module, (example,), ["input"], dynamo=dynamo)
     (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"input": example.numpy()})
     assert np.abs(want).max() > 0  # an all-zero output (a zeroed head) would check nothing
     with warnings.catch_warnings():

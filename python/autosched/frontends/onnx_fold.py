@@ -1,6 +1,6 @@
 """Constant folding for the ONNX importer: numpy versions of the operators that compute shapes (Shape, Gather,
-Unsqueeze, Slice, Concat, ConstantOfShape, arithmetic, comparisons ...) and of cheap ones applied to weights
-(Transpose, Reshape, Cast). A node whose inputs are all constant is folded here when its type is in FOLD; its
+Unsqueeze, Slice, Concat, ConstantOfShape, arithmetic, comparisons ...), of cheap ones applied to weights
+(Transpose, Reshape, Cast) and of ScatterND (an attention mask written into zeros piece by piece). A node whose inputs are all constant is folded here when its type is in FOLD; its
 outputs stay numpy arrays and never enter the graph. Any other node on constants is folded by the importer
 through its converter and the graph's numpy reference (onnx.py, _fold_by_reference).
 
@@ -226,6 +226,22 @@ def _trilu(inputs, attrs):
     return (np.triu if attrs.get("upper", 1) else np.tril)(inputs[0], k)
 
 
+def _scatter_nd(inputs, attrs):
+    """ScatterND: updates written (or combined by `reduction`) at the index tuples of the last indices axis."""
+    data, indices, updates = inputs
+    out = np.array(data, copy=True)
+    combine = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    reduction = attrs.get("reduction", "none")
+    if reduction not in combine:
+        raise FoldError(f"ScatterND reduction '{reduction}'")
+    depth = indices.shape[-1]
+    flat_updates = updates.reshape((-1,) + data.shape[depth:])
+    for where, update in zip(indices.reshape(-1, depth), flat_updates):
+        at = tuple(int(i) for i in where)
+        out[at] = update if combine[reduction] is None else combine[reduction](out[at], update)
+    return out
+
+
 def _transpose(inputs, attrs):
     perm = attrs.get("perm")
     return np.transpose(inputs[0], None if perm is None else tuple(perm))
@@ -247,7 +263,7 @@ FOLD = {
     "Neg": lambda i, a: -i[0], "Abs": lambda i, a: np.abs(i[0]), "Sqrt": lambda i, a: np.sqrt(i[0]),
     "Floor": lambda i, a: np.floor(i[0]), "Ceil": lambda i, a: np.ceil(i[0]),
     "ReduceProd": _reduce(np.prod), "ReduceSum": _reduce(np.sum), "ReduceMax": _reduce(np.max),
-    "ReduceMin": _reduce(np.min),
+    "ReduceMin": _reduce(np.min), "ScatterND": _scatter_nd,
 }
 
 

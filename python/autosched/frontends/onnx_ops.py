@@ -13,6 +13,8 @@ import numpy as np
 
 from ..graph import registry
 from ._common import NotConvertible, reshape, slices_of, split_sizes
+from ._lowering import drop_unit_height, unit_height
+from .onnx_ops_more import MORE_CONVERTERS
 
 __all__ = ["CONVERTERS", "MULTI_OUTPUT", "converter"]
 
@@ -90,14 +92,20 @@ def _conv(ctx, inputs, attrs):
 
 
 def _pool(op):
+    """MaxPool / AveragePool of 4-D NCHW input; a 1-D one (3-D input) runs as a 2-D one over a unit height."""
     def convert(ctx, inputs, attrs):
+        x = ctx.value(inputs[0])
+        one_d = ctx.shape(inputs[0]) is not None and len(ctx.shape(inputs[0])) == 3
+        if one_d:
+            x, attrs = unit_height(ctx, x), _as_2d_attrs(attrs)
         kernel = tuple(attrs["kernel_shape"])
-        strides, dilations, pads = _spatial_attrs(ctx.shape(inputs[0]), kernel, attrs)
+        strides, dilations, pads = _spatial_attrs(ctx.g.shape(x), kernel, attrs)
         extra = {}
         if op == "avg_pool2d":
             extra["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
-        return ctx.emit(op, [ctx.value(inputs[0])], kernel=kernel, strides=strides, pads=pads,
-                        dilations=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)), **extra)
+        out = ctx.emit(op, [x], kernel=kernel, strides=strides, pads=pads, dilations=dilations,
+                       ceil_mode=bool(attrs.get("ceil_mode", 0)), **extra)
+        return drop_unit_height(ctx, out) if one_d else out
     return convert
 
 
@@ -426,6 +434,7 @@ def _as_is(op):
     return convert
 
 
+CONVERTERS.update(MORE_CONVERTERS)
 CONVERTERS["Mish"] = _as_is("mish")  # exported as Softplus, Tanh and Mul (Mish arrives in opset 18)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..graph import registry
 from ._common import NotConvertible, reshape, slices_of, split_sizes
+from .torch_ops_more import MORE_ATEN, conv_transpose
 
 __all__ = ["ATEN", "NEVER_FOLDED", "converter"]
 
@@ -58,7 +59,7 @@ def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
 
 def _convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     if transposed:
-        raise NotConvertible("transposed convolution")
+        return conv_transpose(ctx, x, weight, bias, stride, padding, dilation, output_padding, groups)
     if _rank(ctx, x) == 3:
         return _conv1d(ctx, x, weight, bias, stride, padding, dilation, groups)
     return _conv2d(ctx, x, weight, bias, stride, padding, dilation, groups)
@@ -582,7 +583,7 @@ ATEN = {
     "index": _index, "gather": _gather, "split": _split, "split_with_sizes": _split, "chunk": _chunk,
     "unbind": _unbind, "unflatten": _unflatten, "conv1d": _conv1d, "group_norm": _group_norm,
     "native_group_norm": _native_group_norm, "instance_norm": _instance_norm, "cumsum": _cumsum,
-    "hardsigmoid": _hardsigmoid,
+    "hardsigmoid": _hardsigmoid, **MORE_ATEN,
 }
 
 

@@ -1,5 +1,6 @@
-"""Elementwise graph ops: the broadcasting binary ops (add ... minimum), the unary ops (relu ... abs), gelu,
-hard_sigmoid, hard_swish, silu, mish, clip and cast. Each OpDef below is everything about its op: attrs,
+"""Elementwise graph ops: the broadcasting binary ops (add ... minimum), the unary ops (relu ... abs, sin cos
+floor ceil round sign), gelu, hard_sigmoid, hard_swish, silu, mish, clip and cast (more activations with
+parameters: activation.py). Each OpDef below is everything about its op: attrs,
 inference, numpy reference, te, ONNX export, PyTorch evaluation. All are injective (fusion joins them to their
 producer's group); in the channel-blocked layout they run on any blocked value ("elementwise") except those
 whose value on the zero padding of a channel block is not finite ("elementwise-unpadded": exp, log, sqrt,
@@ -83,6 +84,70 @@ _unary("erf", _erf, lambda x, name: te.compute(x.shape, lambda *i: te.erf(x[i]),
        "Erf", "erf")
 _unary("negative", np.negative, ops.negative, "Neg", "neg", float_only=False)
 _unary("abs", np.abs, ops.abs, "Abs", "abs", float_only=False)
+
+
+# ---------------- sin, cos, floor, ceil, round, sign: on te's arithmetic and floor ----------------
+
+
+def _unary_expr(name, numpy_fn, fexpr, onnx, float_only=True, layout="elementwise"):
+    """A unary op whose te is fexpr(v) per element; torch's function and the ATen op are named like the op."""
+    DEFS.append(OpDef(name, 1, _same_shape, fusion="injective", layout=layout, float_only=float_only,
+                      reference=lambda node, x: numpy_fn(x).astype(x.dtype, copy=False),
+                      te=lambda node, x: _elemwise(node, x, fexpr), onnx=onnx,
+                      torch=lambda torch, node, x: getattr(torch, name)(x), aten=name))
+
+
+# pi / 2 in three parts, the first two with few mantissa bits, so that k * part is exact (Cody and Waite)
+_HALF_PI_PARTS = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
+_SIN_TAYLOR = [(-1) ** n / math.factorial(2 * n + 1) for n in range(7)]  # r, r^3 ... r^13: |error| < 3e-14
+_COS_TAYLOR = [(-1) ** n / math.factorial(2 * n) for n in range(8)]  # 1, r^2 ... r^14: |error| < 2e-15
+
+
+def _poly(z, coefs, dtype):
+    out = te.const(coefs[-1], dtype)
+    for c in reversed(coefs[:-1]):
+        out = out * z + te.const(c, dtype)
+    return out
+
+
+def _sin_cos(v, quarter_turns):
+    """sin(v) (quarter_turns 0) or cos(v) = sin(v + pi / 2) (quarter_turns 1): v reduced by k quarter turns to
+    r in [-pi/4, pi/4], then the series of sin or cos of r by the quarter k + quarter_turns (mod 4) it is in."""
+    dt = v.dtype
+    k = te.floor(v * te.const(2 / math.pi, dt) + te.const(0.5, dt))
+    r = v
+    for part in _HALF_PI_PARTS:
+        r = r - k * te.const(part, dt)
+    z = r * r
+    sin_r, cos_r = r * _poly(z, _SIN_TAYLOR, dt), _poly(z, _COS_TAYLOR, dt)
+    q = k + te.const(float(quarter_turns), dt)
+    q = q - te.const(4.0, dt) * te.floor(q * te.const(0.25, dt))  # 0, 1, 2 or 3
+    half = te.const(0.5, dt)
+    return te.if_then_else(q < half, sin_r, te.if_then_else(q < half + 1, cos_r, te.if_then_else(
+        q < half + 2, -sin_r, -cos_r)))
+
+
+def _round_half_even(v):
+    """Round to the nearest integer, halves to the even one (numpy, ONNX Round, torch.round)."""
+    dt = v.dtype
+    f = te.floor(v)
+    d, half, one = v - f, te.const(0.5, dt), te.const(1.0, dt)
+    odd = f - te.const(2.0, dt) * te.floor(f * half)  # 1 where f is odd, else 0
+    return te.if_then_else(d > half, f + one, te.if_then_else(d < half, f, f + odd))
+
+
+def _sign(v):
+    zero, one = te.const(0, v.dtype), te.const(1, v.dtype)
+    return te.if_then_else(v > zero, one, te.if_then_else(v < zero, zero - one, zero))
+
+
+_unary_expr("sin", np.sin, lambda v: _sin_cos(v, 0), "Sin")
+# cos(0) = 1 is finite: the op runs on padded channel blocks too
+_unary_expr("cos", np.cos, lambda v: _sin_cos(v, 1), "Cos")
+_unary_expr("floor", np.floor, te.floor, "Floor")
+_unary_expr("ceil", np.ceil, te.ceil, "Ceil")
+_unary_expr("round", np.round, _round_half_even, "Round")
+_unary_expr("sign", np.sign, _sign, "Sign", float_only=False)
 
 # ---------------- gelu: exact (erf) or the tanh approximation ----------------
 
