@@ -116,3 +116,20 @@ def test_pooling_in_1d():
 def test_roll():
     _check(_Lambda(lambda x: (torch.roll(x, (2, -1), (1, -1)), torch.roll(x, 3))), _x(2, 5, 7),
            ops=["strided_slice", "concat"])
+
+
+class _MaskWrittenInPlace(torch.nn.Module):
+    """A mask written into slices of a fresh tensor, as torchvision's Swin builds its attention mask."""
+
+    def forward(self, x):
+        mask = x.new_zeros((5, 7))
+        count = 0
+        for rows in (slice(0, 2), slice(2, 5)):
+            for cols in (slice(0, 3), slice(3, 7)):
+                mask[rows, cols] = count
+                count += 1
+        return x + mask
+
+
+def test_in_place_writes_into_a_constant_fold():
+    _check(_MaskWrittenInPlace(), torch.randn(2, 5, 7))

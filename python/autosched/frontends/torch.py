@@ -62,11 +62,26 @@ def from_torch(module, example_inputs=None, dynamic_shapes=None, name=None):
                          f"{type(e).__name__}: {e}") from e
     finally:
         module.train(training)
+    program = _functional(program)
     importer = _Importer(torch, program, name or type(module).__name__)
     importer.dim_names = _user_dim_names(module, program, dynamic_shapes)
     graph = importer.run()
     warn_problems(graph, f"from_torch({graph.name})")
     return graph
+
+
+def _mutates(node):
+    schema = getattr(node.target, "_schema", None)
+    return node.op == "call_function" and schema is not None and schema.is_mutable
+
+
+def _functional(program):
+    """The program with its in-place ops rewritten as functional ones where it has any (torchvision's Swin
+    writes its attention mask into slices of a tensor with fill_: as slice_scatter over constants it folds),
+    by run_decompositions with no decomposition, which only functionalizes."""
+    if not any(_mutates(node) for node in program.graph.nodes):
+        return program
+    return program.run_decompositions({})
 
 
 def _user_dim_names(module, program, dynamic_shapes):
