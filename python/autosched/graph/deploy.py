@@ -5,7 +5,8 @@
     t = net.time_evaluator(number=10, repeat=3)(x)     # t.mean: seconds per run of the whole network
 
 Each group takes the best record of its task (workload key and THIS target) from the log, else its default
-schedule, what the untuned network runs (search.default_schedules: the parallel + vectorized loop nest);
+schedule, what the untuned network runs (search.default_schedules: on a CPU the expert schedule where the task
+has one, else the parallel + vectorized loop nest);
 net.untuned lists those groups and build prints a note. A tuned network is never slower than the untuned one:
 tuning measures each task's default first and keeps no record slower than it as the best, and where the log has no
 measurement of a task's default (a log of an older version, records made elsewhere) build times the record's
