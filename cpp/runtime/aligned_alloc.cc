@@ -46,6 +46,20 @@ BlockCache& Cache() {
   return *cache;
 }
 
+// Frees every kept block (the memory may be needed for a block of another
+// size); whether there was any.
+bool ReleaseCachedBlocks() {
+  BlockCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  const bool any = cache.cached_bytes > 0;
+  for (auto& [size, blocks] : cache.free_blocks) {
+    for (void* base : blocks) std::free(base);
+    blocks.clear();
+  }
+  cache.cached_bytes = 0;
+  return any;
+}
+
 }  // namespace
 
 extern "C" void* autosched_alloc(int64_t bytes) {
@@ -64,6 +78,7 @@ extern "C" void* autosched_alloc(int64_t bytes) {
     }
   }
   void* base = std::aligned_alloc(align, rounded + kHeaderBytes);
+  if (base == nullptr && ReleaseCachedBlocks()) base = std::aligned_alloc(align, rounded + kHeaderBytes);
   if (base == nullptr) return nullptr;
   *static_cast<size_t*>(base) = rounded;
   return static_cast<char*>(base) + kHeaderBytes;

@@ -25,7 +25,8 @@ extern "C" {
 // For generated code: returns nullptr on failure instead of throwing. Blocks
 // of 64 KiB and more are kept after autosched_free for the next allocation of
 // the same size (at most 256 MiB in all), so that a kernel called again does
-// not page-fault over its intermediate buffers.
+// not page-fault over its intermediate buffers; an allocation that fails
+// frees them all and tries again.
 void* autosched_alloc(int64_t bytes);
 void autosched_free(void* ptr);
 }

@@ -28,10 +28,11 @@ def matmul_task(n=32, m=24, k=16):
 
 
 def exp_scale_task(n=12, m=20):
-    """T = exp(X) (not inlined by the built-in rules: exp is expensive), Y = T * 2."""
+    """T = exp(X), Y = T * 2 + T mirrored along its rows (not inlined by the built-in rules: exp is expensive,
+    and Y reads T at two elements)."""
     x = te.placeholder((n, m), name="X")
     t = te.compute((n, m), lambda i, j: te.exp(x[i, j]), name="T")
-    y = te.compute((n, m), lambda i, j: t[i, j] * 2.0, name="Y")
+    y = te.compute((n, m), lambda i, j: t[i, j] * 2.0 + t[i, m - 1 - j], name="Y")
     return _task([x, y])
 
 
@@ -93,7 +94,7 @@ def test_user_rule_inlines_a_stage_and_sampled_states_match_numpy():
         if HAS_LLVM:
             y = np.zeros_like(x)
             ans.build(dag, state)(x, y)
-            np.testing.assert_allclose(y, np.exp(x) * 2, rtol=1e-5)
+            np.testing.assert_allclose(y, np.exp(x) * 2 + np.exp(x)[:, ::-1], rtol=1e-5)
             np.testing.assert_allclose(y, ans.evaluate(dag, [x])[0], rtol=1e-5)
 
 
@@ -264,4 +265,4 @@ def test_tune_with_a_user_rule(tmp_path):
     x = np.random.default_rng(1).standard_normal((64, 48)).astype("float32")
     y = np.zeros_like(x)
     task.build_best(log)(x, y)
-    np.testing.assert_allclose(y, np.exp(x) * 2, rtol=1e-5)
+    np.testing.assert_allclose(y, np.exp(x) * 2 + np.exp(x)[:, ::-1], rtol=1e-5)

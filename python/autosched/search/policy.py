@@ -280,10 +280,11 @@ def default_schedules(task, params=None):
 
 def tuning_start_states(policy):
     """What tuning measures before searching the policy's task, [(name, State)]: its default (the first of
-    default_schedules), the policy's expert schedule (EXPERT, where the task has one), the other parallel
+    default_schedules under the policy's SearchParams: with use_expert_schedule off, not the expert), the
+    policy's expert schedule (EXPERT, where the task has one), the other parallel
     default, the policy's own baselines where its SearchParams make them differ from the defaults (named
     "... (policy)"), and the plain loop nest last (unless it is the default)."""
-    defaults = default_schedules(policy.task)
+    defaults = default_schedules(policy.task, policy.params)
     own = baseline_states(policy.task, policy.params)
     extra = [(EXPERT, policy.expert_schedule())] + [(f"{n} (policy)", s) for n, s in
                                                      list(zip(baseline_names(own), own))[::-1]]

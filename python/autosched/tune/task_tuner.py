@@ -160,7 +160,7 @@ class TaskTuner:
         nest last. default_names: search.default_schedules' names, the order in which a build takes its default."""
         if self._start_states is None:
             self._start_states = tuning_start_states(self.policy)
-            self.default_names = [name for name, _ in default_schedules(self.task)]
+            self.default_names = [name for name, _ in default_schedules(self.task, self.policy.params)]
         return self._start_states
 
     def baseline(self, limit):
