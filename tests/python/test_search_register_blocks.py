@@ -11,6 +11,7 @@ no block divides):
   the `.local` stage of a cache write included, vectorizes the innermost tile of its contiguous output axis.
 tests/cpp/test_search_expert.cc counts how much of the sampled population the family takes."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from autosched.measure import LocalRunner
 from schedule_helpers import check
 
 HOST = ans.Target("llvm")
+RNG = np.random.default_rng(5)
 
 
 def _ph(shape, name):
@@ -316,3 +318,22 @@ def test_compute_heavy_stages_always_vectorize_their_contiguous_axis(case, share
             seen_local = seen_local or name.endswith(".local")
             assert it.extent >= 2 and it.annotation == "vectorize", (name, it, str(state))
     assert seen_local  # the cache-write sketches were sampled too
+
+
+@pytest.mark.needs_llvm
+@pytest.mark.parametrize("n", [1500, 60, 100])
+def test_the_experts_vector_block_is_whole_vectors_where_no_divisor_is(n):
+    """A row of 1500 (a 1500-token attention score) has divisors 15 and 30, which are no whole number of 8- or
+    16-lane vectors: the expert takes whole vectors with a guarded last block instead (a block of 15 ran 20x
+    slower), and the guarded kernel computes the product."""
+    dag = ans.ComputeDAG(_matmul(5, n, 24))
+    task = ans.SearchTask(compute_dag=dag, target=HOST, desc="mm")
+    state, _, how = search.expert_schedule_info(task)
+    match = re.search(r"register block (\d+) x (\d+) \(\w+ x \w+, \d+ vectors? of (\d+) lanes\)", how)
+    assert match, how
+    vec_length, lanes = int(match.group(2)), int(match.group(3))
+    assert vec_length % lanes == 0, how
+    a, b = RNG.standard_normal((5, 24)).astype("float32"), RNG.standard_normal((24, n)).astype("float32")
+    c = np.zeros((5, n), "float32")
+    ans.build(task, state)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

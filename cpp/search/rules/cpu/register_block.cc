@@ -42,25 +42,29 @@ std::vector<int64_t> Divisors(int64_t n) {
 }
 
 // Candidate lengths of the vector axis' innermost part: its divisors in
-// [2, max_inner] of at most kMaxVectors registers (a partial last vector
-// counts whole); where none reaches half a vector, non-dividing multiples of
-// the lanes as well (the tail runs guarded, PartitionLoops keeps the rest SIMD).
+// [2, max_inner] of at most kMaxVectors registers that are a whole number of
+// vectors or fit in one (a length of 15 with 8 lanes is one vector and one
+// of 7 lanes, which the code generator splits into masked or scalar parts);
+// where no divisor is a whole number of vectors and none reaches half a
+// vector, non-dividing multiples of the lanes as well (the tail runs
+// guarded, PartitionLoops keeps the rest SIMD).
 struct VecOption {
   int64_t length, vectors;
   bool divides;
 };
 std::vector<VecOption> VecOptions(int64_t extent, int64_t lanes, int64_t max_inner) {
   std::vector<VecOption> out;
-  bool half_vector = false;
+  bool half_vector = false, whole_vectors = false;
   for (int64_t d : Divisors(extent)) {
     if (d < 2 && extent > 1) continue;
     if (d > max_inner) break;
     const int64_t vectors = CeilDiv(d, lanes);
-    if (vectors > kMaxVectors) continue;
+    if (vectors > kMaxVectors || (d > lanes && d % lanes != 0)) continue;
     out.push_back({d, vectors, true});
     half_vector = half_vector || 2 * d >= std::min(lanes, extent);
+    whole_vectors = whole_vectors || d % lanes == 0;
   }
-  if (!half_vector) {
+  if (!half_vector || (!whole_vectors && extent > lanes)) {
     for (int64_t v = 1; v <= kMaxVectors && v * lanes <= std::min(extent, max_inner); ++v) {
       if (extent % (v * lanes) != 0) out.push_back({v * lanes, v, false});
     }
