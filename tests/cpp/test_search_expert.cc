@@ -65,7 +65,8 @@ TEST(RegisterBlocks, FamilyFitsTheRegisterFileOfTheTarget) {
 
 TEST(RegisterBlocks, AwkwardExtentsStillGetABlock) {
   // A prime number of columns above 64: non-dividing whole vectors; a prime
-  // number of rows: non-dividing rows; a single column: one lane.
+  // number of rows: non-dividing rows; a single column: no block, as no
+  // operand is contiguous along the rows (each lane would load another row).
   const RegisterBlockPlan wide = PlanOf(TaskWith(Matmul(12, 67, 8), 64, 32), "C");
   ASSERT_FALSE(wide.family.empty());
   EXPECT_EQ(wide.family.front().vec_length % 16, 0);
@@ -73,9 +74,17 @@ TEST(RegisterBlocks, AwkwardExtentsStillGetABlock) {
   const RegisterBlockPlan tall = PlanOf(TaskWith(Matmul(67, 32, 8), 64, 32), "C");
   EXPECT_GE(tall.family.front().rows, 4);
   const RegisterBlockPlan column = PlanOf(TaskWith(Matmul(5, 1, 8), 64, 32), "C");
-  EXPECT_EQ(column.vec_axis, 0);  // the only axis above 1
-  EXPECT_EQ(column.row_axis, -1);
-  EXPECT_EQ(column.family.front().vec_length, 5);
+  EXPECT_EQ(column.vec_axis, -1);
+  EXPECT_TRUE(column.family.empty());
+  // One column whose operand is contiguous along the rows (B^T's layout): a block of 5 lanes.
+  Tensor a = placeholder({8, 5}, DataType::Float(32), "A"), b = placeholder({8, 1}, DataType::Float(32), "B");
+  IterVar i = sched_test::Axis("i", 5), j = sched_test::Axis("j", 1);
+  IterVar k = MakeReduceAxis(0, 8, "k");
+  Tensor c =
+      compute("C", {i, j}, ReduceNode::make(Combiner::Sum, a({k.var, i.var}) * b({k.var, j.var}), {k}));
+  const RegisterBlockPlan contiguous = PlanOf(TaskWith(ComputeDAG({a, b, c}), 64, 32), "C");
+  EXPECT_EQ(contiguous.vec_axis, 0);
+  EXPECT_EQ(contiguous.family.front().vec_length, 5);
 }
 
 TEST(ExpertSchedule, MatchesReferenceOnAwkwardShapes) {

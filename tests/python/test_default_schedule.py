@@ -185,3 +185,15 @@ def test_cli_run_says_which_groups_run_the_default(tmp_path, capsys):
     captured = capsys.readouterr()
     assert f"1 group(s) run the default schedule, faster than the log's best record: {task.desc} x1 (" in \
         captured.out, captured.out + captured.err
+
+
+def test_a_row_softmax_has_no_expert_that_vectorizes_across_rows():
+    """Softmax's row maximum and sum keep their reduced dimension (extent 1): a register block would vectorize
+    across rows, each lane loading another row; the expert declines, and the untuned default is the parallel
+    nest."""
+    x = ans.te.placeholder((3, 40, 1500), name="x")
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, ans.ops.softmax(x, axis=-1)]), target="llvm",
+                          desc="softmax")
+    state, reason, _ = search.expert_schedule_info(task)
+    assert state is None and "contiguous" in reason, reason
+    assert search.default_schedules(task)[0][0].startswith("parallel")

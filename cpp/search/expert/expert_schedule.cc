@@ -168,7 +168,8 @@ std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, Ti
     const Stage& st = state.stage(id);
     os << name << ": ";
     if (plan.empty()) {
-      os << "no spatial axis above 1, no register block\n";
+      os << (plan.strided ? "no register block (no operand contiguous along the vector axis)\n"
+                          : "no spatial axis above 1, no register block\n");
       continue;
     }
     const RegisterBlock& b = parts.block;
@@ -205,13 +206,23 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   const SketchContext ctx{task, params};
-  std::string last_failure = "the task has no sketch";
+  const std::string kNoSketch = "the task has no sketch";
+  std::string last_failure = kNoSketch;
   for (const auto& [score, i] : order) {
     std::map<std::string, std::pair<RegisterBlockPlan, TileParts>> plans;
     try {
       State s = FillSketch(ctx, sketches[i], levels, &plans);
       if (plans.empty()) {
-        last_failure = "no stage of the task asks for multi-level tiling (a reduction with reuse)";
+        // A sketch without tiled stages says less than another sketch's failure.
+        if (last_failure == kNoSketch)
+          last_failure = "no stage of the task asks for multi-level tiling (a reduction with reuse)";
+        continue;
+      }
+      if (std::all_of(plans.begin(), plans.end(),
+                      [](const auto& entry) { return entry.second.first.strided; })) {
+        last_failure =
+            "no operand of a tiled stage is contiguous along its vector axis (each vector lane would load "
+            "from another row)";
         continue;
       }
       std::mt19937 rng(0);

@@ -117,6 +117,20 @@ int PickColAxis(const Stage& st, int vec_axis, int row_axis) {
   return -1;
 }
 
+// Whether the vector axis is not the output's last one (the axes after it
+// have extent 1: a row maximum or sum that keeps its reduced dimension) and
+// no operand is contiguous along it: every vector lane would load from
+// another row (softmax's maximum over the rows of attention scores ran
+// slower vectorized across rows than the parallel loop nest).
+bool StridedAlongTheVector(const Stage& st, int vec_axis) {
+  if (vec_axis == static_cast<int>(st.op->axis.size()) - 1) return false;
+  const VarNode* vec = st.op->axis[vec_axis].var_node();
+  const std::vector<const TensorLoadNode*> loads = Loads(st);
+  return std::none_of(loads.begin(), loads.end(), [&](const TensorLoadNode* l) {
+    return !l->indices.empty() && l->indices.back().as<VarNode>() == vec;
+  });
+}
+
 int64_t ReduceTotal(const Stage& st) {
   int64_t total = 1;
   for (const IterVar& iv : st.op->reduce_axis) total *= std::max<int64_t>(1, iv.extent);
@@ -203,6 +217,11 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
       plan.main_reduce = r;
   }
   if (plan.vec_axis < 0) return plan;
+  if (StridedAlongTheVector(st, plan.vec_axis)) {
+    plan.vec_axis = -1;
+    plan.strided = true;
+    return plan;
+  }
   plan.row_axis = PickRowAxis(st, plan.vec_axis);
   if (plan.row_axis >= 0) plan.col_axis = PickColAxis(st, plan.vec_axis, plan.row_axis);
   const int64_t vec_extent = axes[plan.vec_axis].extent;

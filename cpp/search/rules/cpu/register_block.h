@@ -55,6 +55,7 @@ struct RegisterBlockPlan {
   int64_t fma_units = 1;
   int64_t element_bytes = 4;
   std::vector<RegisterBlock> family;  // blocks that fit, best first; empty: nothing to block
+  bool strided = false;               // no block: no operand is contiguous along the vector axis
   bool empty() const { return family.empty(); }
 };
 
@@ -69,7 +70,9 @@ int64_t L1Bytes(const HardwareParams& hw);
 int64_t L2Bytes(const HardwareParams& hw);
 
 // The plan of a compute stage (its op's axes; the loops may be tiled).
-// Empty family for a stage without a spatial axis of extent > 1.
+// Empty family (and vec_axis -1) for a stage without a spatial axis of
+// extent > 1, or whose innermost such axis is not the output's last and no
+// operand is contiguous along (each vector lane would read another row).
 RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& stage);
 
 // The row axis of a stage whose innermost tile runs along `vec_axis`: among
