@@ -178,6 +178,8 @@ def print_row(row, args, family=""):
 
 
 def main():
+    # torch.export's pytree deprecation, printed once per export, says nothing about the models
+    warnings.filterwarnings("ignore", category=FutureWarning)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="", help=f"comma-separated, of: {', '.join(_models.SUITE)}")
     parser.add_argument("--families", default="", help=f"comma-separated, of: {', '.join(_models.FAMILIES)}")
