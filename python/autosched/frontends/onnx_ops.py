@@ -30,15 +30,17 @@ def _static(shape, what):
 
 
 def _spatial_attrs(shape, kernel, attrs):
-    """strides, dilations and (top, left, bottom, right) pads of a 2-D conv or pool on an input of ``shape``,
-    auto_pad resolved."""
-    if shape is None or len(shape) != 4:
-        raise NotConvertible(f"only 2-D windows (4-D NCHW input) are supported, the input has shape {shape}")
-    strides = tuple(attrs.get("strides", (1, 1)))
-    dilations = tuple(attrs.get("dilations", (1, 1)))
+    """strides, dilations and pads (the begins of the spatial axes, then their ends) of a 2-D or 3-D conv or
+    pool on an input of ``shape``, auto_pad resolved."""
+    if shape is None or len(shape) not in (4, 5):
+        raise NotConvertible(f"only 2-D and 3-D windows (4-D NCHW or 5-D NCDHW input) are supported, the input "
+                             f"has shape {shape}")
+    spatial = len(shape) - 2
+    strides = tuple(attrs.get("strides", (1,) * spatial))
+    dilations = tuple(attrs.get("dilations", (1,) * spatial))
     auto_pad = attrs.get("auto_pad", "NOTSET")
     if auto_pad in ("NOTSET", "VALID"):
-        pads = tuple(attrs.get("pads", (0, 0, 0, 0))) if auto_pad == "NOTSET" else (0, 0, 0, 0)
+        pads = tuple(attrs.get("pads", (0,) * 2 * spatial)) if auto_pad == "NOTSET" else (0,) * 2 * spatial
         return strides, dilations, pads
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         raise NotConvertible(f"auto_pad '{auto_pad}'")
@@ -74,7 +76,8 @@ def _unit_height(ctx, name, hint):
 
 
 def _conv(ctx, inputs, attrs):
-    """Conv of 4-D NCHW input; a 1-D one (3-D input) runs as a 2-D one over a unit height."""
+    """Conv of 4-D NCHW input, or of 5-D NCDHW input (conv3d); a 1-D one (3-D input) runs as a 2-D one over a
+    unit height."""
     one_d = ctx.shape(inputs[0]) is not None and len(ctx.shape(inputs[0])) == 3
     if one_d:
         x, weight = _unit_height(ctx, inputs[0], "x2d"), _unit_height(ctx, inputs[1], "weight2d")
@@ -84,15 +87,17 @@ def _conv(ctx, inputs, attrs):
     kernel = ctx.g.shape(weight)[2:]
     strides, dilations, pads = _spatial_attrs(ctx.g.shape(x), kernel, attrs)
     args = [x, weight] + ([ctx.value(inputs[2])] if _opt(inputs, 2) else [])
-    out = ctx.emit("conv2d", args, strides=strides, pads=pads, dilations=dilations, groups=attrs.get("group", 1))
+    op = "conv3d" if len(ctx.g.shape(x)) == 5 else "conv2d"
+    out = ctx.emit(op, args, strides=strides, pads=pads, dilations=dilations, groups=attrs.get("group", 1))
     if not one_d:
         return out
     shape = ctx.g.shape(out)
     return reshape(ctx.g, out, [shape[0], shape[1], shape[3]], ctx.fresh_name("reshape"))
 
 
-def _pool(op):
-    """MaxPool / AveragePool of 4-D NCHW input; a 1-D one (3-D input) runs as a 2-D one over a unit height."""
+def _pool(kind):
+    """MaxPool / AveragePool (kind "max" / "avg") of 4-D NCHW input, or of 5-D NCDHW input (the 3-D pools); a
+    1-D one (3-D input) runs as a 2-D one over a unit height."""
     def convert(ctx, inputs, attrs):
         x = ctx.value(inputs[0])
         one_d = ctx.shape(inputs[0]) is not None and len(ctx.shape(inputs[0])) == 3
@@ -101,8 +106,9 @@ def _pool(op):
         kernel = tuple(attrs["kernel_shape"])
         strides, dilations, pads = _spatial_attrs(ctx.g.shape(x), kernel, attrs)
         extra = {}
-        if op == "avg_pool2d":
+        if kind == "avg":
             extra["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        op = f"{kind}_pool{len(ctx.g.shape(x)) - 2}d"
         out = ctx.emit(op, [x], kernel=kernel, strides=strides, pads=pads, dilations=dilations,
                        ceil_mode=bool(attrs.get("ceil_mode", 0)), **extra)
         return drop_unit_height(ctx, out) if one_d else out
@@ -110,13 +116,15 @@ def _pool(op):
 
 
 def _global_pool(op):
+    """GlobalAveragePool / GlobalMaxPool of 4-D NCHW input, or of 5-D NCDHW input (a reduction over D, H, W)."""
     def convert(ctx, inputs, attrs):
         shape = ctx.shape(inputs[0])
-        if shape is None or len(shape) != 4:
-            raise NotConvertible(f"only 4-D NCHW input is supported, the input has shape {shape}")
-        if op == "global_avg_pool2d":
+        if shape is None or len(shape) not in (4, 5):
+            raise NotConvertible(f"only 4-D NCHW or 5-D NCDHW input is supported, the input has shape {shape}")
+        if op == "global_avg_pool2d" and len(shape) == 4:
             return ctx.emit(op, [ctx.value(inputs[0])])
-        return ctx.emit("reduce_max", [ctx.value(inputs[0])], axes=(2, 3), keepdims=True)
+        reduce = "reduce_mean" if op == "global_avg_pool2d" else "reduce_max"
+        return ctx.emit(reduce, [ctx.value(inputs[0])], axes=tuple(range(2, len(shape))), keepdims=True)
     return convert
 
 
@@ -411,7 +419,7 @@ CONVERTERS = {
     "Max": _variadic("maximum"), "Min": _variadic("minimum"), "Sum": _variadic("add"),
     "Reciprocal": _reciprocal, "Gelu": _gelu, "Clip": _clip, "Softmax": _softmax,
     "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm,
-    "MaxPool": _pool("max_pool2d"), "AveragePool": _pool("avg_pool2d"),
+    "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
     "GlobalAveragePool": _global_pool("global_avg_pool2d"), "GlobalMaxPool": _global_pool("global_max_pool2d"),
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Concat": _concat,
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand, "Slice": _slice, "Gather": _gather,

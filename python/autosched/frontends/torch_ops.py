@@ -17,7 +17,7 @@ import numpy as np
 
 from ..graph import registry
 from ._common import NotConvertible, reshape, slices_of, split_sizes
-from .torch_ops_more import MORE_ATEN, conv_transpose
+from .torch_ops_more import MORE_ATEN, conv3d, conv_transpose
 
 __all__ = ["ATEN", "NEVER_FOLDED", "converter"]
 
@@ -62,6 +62,8 @@ def _convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, ou
         return conv_transpose(ctx, x, weight, bias, stride, padding, dilation, output_padding, groups)
     if _rank(ctx, x) == 3:
         return _conv1d(ctx, x, weight, bias, stride, padding, dilation, groups)
+    if _rank(ctx, x) == 5:
+        return conv3d(ctx, x, weight, bias, stride, padding, dilation, groups)
     return _conv2d(ctx, x, weight, bias, stride, padding, dilation, groups)
 
 

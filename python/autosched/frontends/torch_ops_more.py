@@ -1,14 +1,14 @@
 """More of from_torch's ATen table (torch_ops.py holds the rest and merges these into ATEN): pad and its
 mode-specific forms, roll, upsampling (interpolate's nearest and (bi)linear forms), type_as, activations with
-parameters, log_softmax, amin / prod / argmax / argmin, einsum, transposed convolutions and 1-D pooling. Each
-converter is called with the FX node's own arguments, as in torch_ops.py."""
+parameters, log_softmax, amin / prod / argmax / argmin, einsum, transposed convolutions, 1-D pooling, and 3-D
+convolution and pooling. Each converter is called with the FX node's own arguments, as in torch_ops.py."""
 import numpy as np
 
 from ..graph.ops.activation import SELU_ALPHA, SELU_SCALE
 from ._common import NotConvertible, reshape
 from ._lowering import conv_transpose2d, drop_unit_height, einsum, unit_height
 
-__all__ = ["MORE_ATEN", "conv_transpose"]
+__all__ = ["MORE_ATEN", "conv_transpose", "conv3d"]
 
 
 def _ints(v, n):
@@ -211,6 +211,53 @@ def _avg_pool1d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_inc
     return drop_unit_height(ctx, out)
 
 
+# ---------------- 3-D convolution and pooling (NCDHW) ----------------
+
+
+def conv3d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """conv3d.default and conv3d.padding ("valid", or "same" at stride 1); also convolution of a 5-D input."""
+    dilation = _ints(dilation, 3)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [0] * 6
+        else:
+            total = [d * (k - 1) for d, k in zip(dilation, ctx.shape(weight)[2:])]
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    else:
+        pads = _ints(padding, 3) * 2
+    args = [ctx.value(x), ctx.value(weight)] + ([ctx.value(bias)] if bias is not None else [])
+    return ctx.emit("conv3d", args, strides=tuple(_ints(stride, 3)), pads=tuple(pads), dilations=tuple(dilation),
+                    groups=int(groups))
+
+
+def _max_pool3d(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    kernel = tuple(_ints(kernel, 3))
+    return ctx.emit("max_pool3d", [ctx.value(x)], kernel=kernel, strides=tuple(_ints(stride, 3)) if stride else kernel,
+                    pads=tuple(_ints(padding, 3)) * 2, dilations=tuple(_ints(dilation, 3)), ceil_mode=bool(ceil_mode))
+
+
+def _avg_pool3d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    if divisor_override is not None:
+        raise NotConvertible("divisor_override")
+    kernel = tuple(_ints(kernel, 3))
+    return ctx.emit("avg_pool3d", [ctx.value(x)], kernel=kernel, strides=tuple(_ints(stride, 3)) if stride else kernel,
+                    pads=tuple(_ints(padding, 3)) * 2, ceil_mode=bool(ceil_mode),
+                    count_include_pad=bool(count_include_pad))
+
+
+def _adaptive_avg_pool3d(ctx, x, output_size):
+    """To (1, 1, 1): the mean over D, H, W; to sizes that divide the input's: avg_pool3d."""
+    out, shape = tuple(_ints(output_size, 3)), ctx.shape(x)
+    if out == (1, 1, 1):
+        return ctx.emit("reduce_mean", [ctx.value(x)], axes=(2, 3, 4), keepdims=True)
+    size = shape[-3:]
+    if all(isinstance(s, int) and o is not None and s % o == 0 for s, o in zip(size, out)):
+        kernel = tuple(s // o for s, o in zip(size, out))
+        return ctx.emit("avg_pool3d", [ctx.value(x)], kernel=kernel, strides=kernel)
+    raise NotConvertible(f"adaptive pooling of {shape} to {out} (windows of different sizes)")
+
+
 MORE_ATEN = {
     "pad": _pad, "constant_pad_nd": lambda ctx, x, pad, value=0: _pad(ctx, x, pad, "constant", value),
     "reflection_pad1d": _mode_pad("reflect"), "reflection_pad2d": _mode_pad("reflect"),
@@ -226,5 +273,6 @@ MORE_ATEN = {
     "prelu": _prelu, "_prelu_kernel": _prelu, "log_softmax": _log_softmax, "_log_softmax": _log_softmax,
     "amin": _amin, "prod": _prod, "argmax": _arg("argmax"), "argmin": _arg("argmin"), "einsum": _einsum,
     "conv_transpose1d": _conv_transpose_nd, "conv_transpose2d": _conv_transpose_nd,
-    "max_pool1d": _max_pool1d, "avg_pool1d": _avg_pool1d,
+    "max_pool1d": _max_pool1d, "avg_pool1d": _avg_pool1d, "conv3d": conv3d, "max_pool3d": _max_pool3d,
+    "max_pool3d_with_indices": _max_pool3d, "avg_pool3d": _avg_pool3d, "adaptive_avg_pool3d": _adaptive_avg_pool3d,
 }

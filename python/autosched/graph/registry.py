@@ -11,7 +11,8 @@ is all it takes to add an op (docs/graph_ops.md).
 """
 from .errors import OpError
 from .opdef import REQUIRED, OpDef
-from .ops import activation, elementwise, layout, logic, nn, pad, pool, reduce, resize, shape, winograd
+from .ops import (activation, conv3d, elementwise, layout, logic, nn, pad, pool, pool3d, reduce, resize, shape,
+                  winograd)
 
 __all__ = ["OPS", "OpDef", "OpError", "register", "unregister", "get", "infer", "reference", "te_builder",
            "fusion_kind", "layout_kind", "bias_input", "ops_of_layout", "by_onnx", "by_aten"]
@@ -110,7 +111,8 @@ def by_aten(name):
     return _BY_ATEN.get(name)
 
 
-for _family in (nn, pool, elementwise, activation, logic, shape, pad, resize, reduce, layout, winograd):
+for _family in (nn, conv3d, pool, pool3d, elementwise, activation, logic, shape, pad, resize, reduce, layout,
+                winograd):
     for _op_def in _family.DEFS:
         register(_op_def)
 

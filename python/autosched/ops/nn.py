@@ -1,8 +1,9 @@
-"""Neural-network operators: convolutions, dense / matmul, pooling, bias_add, layer_norm.
+"""Neural-network operators: convolutions (2-D and 3-D), dense / matmul, pooling, bias_add, layer_norm.
 
 Layouts: conv2d_nhwc takes data NHWC and kernel HWIO (KH, KW, CI / groups, CO); conv2d_nchw takes data NCHW
-and kernel OIHW (CO, CI / groups, KH, KW). Depthwise kernels carry a channel multiplier M: (C, M, KH, KW) for
-NCHW, (KH, KW, C, M) for NHWC; output channel c reads input channel c // M.
+and kernel OIHW (CO, CI / groups, KH, KW); conv3d_ncdhw takes data NCDHW and kernel (CO, CI / groups, KD, KH,
+KW). Depthwise kernels carry a channel multiplier M: (C, M, KH, KW) for NCHW, (KH, KW, C, M) for NHWC; output
+channel c reads input channel c // M.
 Padding: an int, (pad_h, pad_w), (top, left, bottom, right), "VALID" or "SAME". A padded input is a stage of
 its own ("PaddedInput", tag "injective,pad") built with te.if_then_else, so no read is out of bounds.
 `out_dtype` (default: the input dtype) casts both operands before the multiply (e.g. int8 in, int32 out).
@@ -134,6 +135,58 @@ def conv2d_nchw(data, kernel, stride, padding, dilation=1, groups=1, out_dtype=N
 
     return te.compute((n, out_c, geo.out_h, geo.out_w), fcompute, name=name, tag="conv2d_nchw",
                       attrs=_conv_attrs("NCHW", geo, groups))
+
+
+def _triple(value, op, what):
+    items = list(value) if isinstance(value, (list, tuple)) else [value] * 3
+    if len(items) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in items):
+        raise ValueError(f"{op}: {what} must be a positive int or 3 of them (depth, height, width), got {value!r}")
+    return tuple(items)
+
+
+def _pads_3d(padding, op):
+    """An int, (d, h, w) or (front, top, left, back, bottom, right) -> the 6 values."""
+    items = list(padding) if isinstance(padding, (list, tuple)) else [padding] * 3
+    if len(items) == 3:
+        items = items * 2
+    if len(items) != 6 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in items):
+        raise ValueError(f"{op}: padding must be a non-negative int, (d, h, w) or (front, top, left, back, bottom, "
+                         f"right), got {padding!r}")
+    return tuple(items)
+
+
+def conv3d_ncdhw(data, kernel, stride, padding, dilation=1, groups=1, out_dtype=None, name="Conv3dOutput"):
+    """3-D convolution of data NCDHW with kernel (CO, CI / groups, KD, KH, KW); padding an int, (d, h, w) or
+    (front, top, left, back, bottom, right)."""
+    op = "conv3d_ncdhw"
+    _check_rank(data, 5, op, "data")
+    _check_rank(kernel, 5, op, "kernel")
+    _check_same_dtype(data, kernel, op)
+    n, in_c = data.shape[:2]
+    out_c, k_c = kernel.shape[:2]
+    _check_groups(op, in_c, out_c, k_c, groups)
+    out_dtype = out_dtype or data.dtype
+    strides, dilations = _triple(stride, op, "stride"), _triple(dilation, op, "dilation")
+    pads = _pads_3d(padding, op)
+    out_size = [conv_out_size(size, k, s, d, pads[i], pads[3 + i], op, what)
+                for i, (size, k, s, d, what) in enumerate(zip(data.shape[2:], kernel.shape[2:], strides, dilations,
+                                                               ("depth", "height", "width")))]
+    padded = data if not any(pads) else pad(data, (0, 0) + pads[:3], (0, 0) + pads[3:], name="PaddedInput")
+    group_out = out_c // groups
+
+    def fcompute(nn, ff, zz, yy, xx):
+        rc = te.reduce_axis((0, k_c), name="rc")
+        rz, ry, rx = (te.reduce_axis((0, k), name=f"r{axis}") for k, axis in zip(kernel.shape[2:], "zyx"))
+        channel = rc if groups == 1 else (ff // group_out) * k_c + rc
+        spatial = [_window(o, s, r, d) for o, s, r, d in zip((zz, yy, xx), strides, (rz, ry, rx), dilations)]
+        pixel = padded[(nn, channel) + tuple(spatial)]
+        weight = kernel[ff, rc, rz, ry, rx]
+        value = _as_out(pixel, data.dtype, out_dtype) * _as_out(weight, kernel.dtype, out_dtype)
+        return te.sum(value, axis=[rc, rz, ry, rx])
+
+    attrs = {"layout": "NCDHW", "strides": "%d,%d,%d" % strides, "dilation": "%d,%d,%d" % dilations,
+             "padding": ",".join(map(str, pads)), "groups": str(groups)}
+    return te.compute((n, out_c) + tuple(out_size), fcompute, name=name, tag="conv3d_ncdhw", attrs=attrs)
 
 
 def depthwise_conv2d_nchw(data, kernel, stride, padding, dilation=1, out_dtype=None,

@@ -10,7 +10,7 @@ from ..opdef import REQUIRED, same_dtypes
 __all__ = ["REQUIRED", "same_dtypes", "int_attr", "ints", "pair", "pads_attr", "float_or_none", "real",
            "positive_float", "boolean", "choice", "dtype_attr", "any_ints", "is_known", "fmt", "same_dim", "unify",
            "broadcast_shapes", "prod", "norm_axis", "check_rank", "window_out", "check_windows_see_input", "pad_hw",
-           "tap_windows"]
+           "tap_windows", "triple", "pads3d_attr", "pad_spatial", "tap_windows_nd"]
 
 # ---------------- attr converters (rank-independent) ----------------
 
@@ -49,6 +49,22 @@ def pads_attr(value):
         items = (items[0], items[1], items[0], items[1])
     if len(items) != 4:
         raise OpError(f"pads must be (top, left, bottom, right), got {value!r}")
+    return items
+
+
+def triple(what, low=1):
+    return lambda v: ints(v, what, 3, low)
+
+
+def pads3d_attr(value):
+    """int, (d, h, w) or (front, top, left, back, bottom, right) -> (front, top, left, back, bottom, right)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,) * 6
+    items = ints(value, "pads", None, 0)
+    if len(items) == 3:
+        items = items * 2
+    if len(items) != 6:
+        raise OpError(f"pads must be (front, top, left, back, bottom, right), got {value!r}")
     return items
 
 
@@ -213,3 +229,19 @@ def pad_hw(x, pads, value=0.0):
     if not any(pads):
         return x
     return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+def pad_spatial(x, pads, value=0.0):
+    """x (N, C, spatial...) padded by pads (the begins of the spatial axes, then their ends)."""
+    k = x.ndim - 2
+    if not any(pads):
+        return x
+    return np.pad(x, ((0, 0), (0, 0)) + tuple(zip(pads[:k], pads[k:])), constant_values=value)
+
+
+def tap_windows_nd(x, kernel, strides, dilations, out):
+    """For every kernel tap (a tuple, one index per spatial axis): the (N, C, *out) view of x (already padded)
+    that the tap reads."""
+    for taps in np.ndindex(*kernel):
+        yield taps, x[(slice(None), slice(None)) + tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, s, o in zip(taps, dilations, strides, out))]
