@@ -187,13 +187,23 @@ def test_cli_run_says_which_groups_run_the_default(tmp_path, capsys):
         captured.out, captured.out + captured.err
 
 
-def test_a_row_softmax_has_no_expert_that_vectorizes_across_rows():
-    """Softmax's row maximum and sum keep their reduced dimension (extent 1): a register block would vectorize
-    across rows, each lane loading another row; the expert declines, and the untuned default is the parallel
-    nest."""
-    x = ans.te.placeholder((3, 40, 1500), name="x")
+@pytest.mark.parametrize("shape", [(3, 40, 1500), (2, 5, 13), (4, 64)])
+def test_a_row_softmax_gets_the_per_row_expert(shape):
+    """Softmax's row maximum and sum keep their reduced dimension (extent 1): no register block (it would
+    vectorize across rows, each lane loading another row); the expert computes every stage per output row with
+    the reductions factored over whole vectors of the row (guarded where none divides 1500), and computes
+    softmax."""
+    x = ans.te.placeholder(shape, name="x")
     task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, ans.ops.softmax(x, axis=-1)]), target="llvm",
                           desc="softmax")
-    state, reason, _ = search.expert_schedule_info(task)
-    assert state is None and "contiguous" in reason, reason
-    assert search.default_schedules(task)[0][0].startswith("parallel")
+    state, reason, how = search.expert_schedule_info(task)
+    assert state is not None, reason
+    assert how.startswith("rows:"), how
+    assert search.default_schedules(task)[0][0] == search.EXPERT
+    assert sum(1 for line in str(state).splitlines() if line[:1] not in (" ", "") and
+               not line.startswith("Placeholder")) == 1, str(state)  # one loop nest: all per row
+    xv = RNG.standard_normal(shape).astype("float32")
+    out = np.zeros(shape, "float32")
+    ans.build(task, state)(xv, out)
+    e = np.exp(xv - xv.max(-1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)

@@ -12,6 +12,7 @@
 #include "search/rules/init_rules.h"
 #include "search/rules/mutation_rules.h"
 #include "search/rules/search_util.h"
+#include "search/rules/sketch_rules.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -184,6 +185,76 @@ std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, Ti
   return os.str();
 }
 
+// A vector's worth of a row: the largest divisor of `extent` that is a
+// whole number of vectors, at most four (independent partial sums hide the
+// adds' latency); where none divides, four vectors; a row shorter than that:
+// its largest divisor within one vector.
+int64_t RowVectorLength(int64_t extent, int64_t lanes) {
+  int64_t best_whole = 0, best_within = 1;
+  for (int64_t d = 1; d <= extent && d <= 4 * lanes; ++d) {
+    if (extent % d != 0) continue;
+    if (d % lanes == 0) best_whole = d;
+    if (d <= lanes) best_within = d;
+  }
+  if (best_whole > 0) return best_whole;
+  // No whole vectors divide the row (1500): whole vectors with a guarded last
+  // part, unless the row is shorter than that.
+  return extent >= 4 * lanes ? 4 * lanes : best_within;
+}
+
+int RootStages(const State& s) {
+  int n = 0;
+  for (const Stage& st : s.stages()) n += !st.is_placeholder() && st.loc == ComputeLocKind::Root;
+  return n;
+}
+
+// Reductions along the contiguous axis (softmax, layer_norm): the sketch that
+// computes every stage per output row with the reductions factored over
+// vectors of the row (the row-fusion rule's, rule_row_fusion.cc), its splits
+// a vector's worth of the row. Of the sketches that factor a reduction, the
+// one with the fewest stages at the root; with `fused_rows_only`, only one
+// whose every stage is inside the output's loops. nullopt where none.
+std::optional<State> RowExpert(const SketchContext& ctx, const std::vector<State>& sketches,
+                               bool fused_rows_only, std::string* note) {
+  const int64_t lanes = std::max<int64_t>(1, ctx.task.hardware_params.vector_unit_bytes / 4);
+  const State* best = nullptr;
+  int best_roots = 0;
+  for (const State& sketch : sketches) {
+    const auto& steps = sketch.steps();
+    if (std::none_of(steps.begin(), steps.end(),
+                     [](const Step& st) { return std::holds_alternative<RfactorStep>(st); }))
+      continue;
+    const int roots = RootStages(sketch);
+    if (best == nullptr || roots < best_roots) best = &sketch, best_roots = roots;
+  }
+  if (best == nullptr || (fused_rows_only && best_roots != 1)) return std::nullopt;
+  std::ostringstream os;
+  State s(best->init_dag());
+  const std::vector<Step>& steps = best->steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step step = steps[i];
+    if (auto* split = std::get_if<SplitStep>(&step)) {
+      const bool unknown = std::any_of(split->lengths.begin(), split->lengths.end(),
+                                       [](const std::optional<int64_t>& l) { return !l.has_value(); });
+      if (unknown || IsRfactorSplit(steps, static_cast<int>(i))) {
+        const Stage& st = s.stage(split->stage_id);
+        const int64_t extent = st.iter(split->iter_id).extent;
+        const int64_t length = RowVectorLength(extent, lanes);
+        os << st.name() << "." << st.iter(split->iter_id).name << ": " << length << " of " << extent << "; ";
+        split->lengths.assign(split->lengths.size(), int64_t{1});
+        split->lengths.back() = length;
+        split->extent = extent;
+      }
+    }
+    s = s.Apply(step);
+  }
+  std::mt19937 rng(0);
+  s = MakeParallelRule()->Apply(ctx, s, &rng);
+  *note = "rows: every stage computed per output row, reductions factored over vectors of " +
+          std::to_string(lanes) + " lanes (" + os.str() + ")";
+  return s;
+}
+
 }  // namespace
 
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params,
@@ -206,6 +277,17 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   const SketchContext ctx{task, params};
+  // Row reductions computed inside the output's rows (softmax, layer_norm)
+  // take the per-row expert before any register block.
+  std::string row_note;
+  if (const std::optional<State> rows = RowExpert(ctx, sketches, true, &row_note)) {
+    std::string message;
+    if (CheckState(*rows, &message).empty()) {
+      out.state = *rows;
+      out.note = row_note;
+      return out;
+    }
+  }
   const std::string kNoSketch = "the task has no sketch";
   std::string last_failure = kNoSketch;
   for (const auto& [score, i] : order) {
@@ -244,6 +326,17 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
     } catch (const std::exception& e) {
       last_failure = std::string("sketch ") + std::to_string(i) + ": " + e.what();
     }
+  }
+  std::string note;
+  if (const std::optional<State> rows = RowExpert(ctx, sketches, false, &note)) {
+    std::string message;
+    const std::string failed = CheckState(*rows, &message);
+    if (failed.empty()) {
+      out.state = *rows;
+      out.note = note;
+      return out;
+    }
+    last_failure = "the expert's per-row state fails " + failed + ": " + message;
   }
   out.reason = last_failure;
   return out;
