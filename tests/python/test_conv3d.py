@@ -4,15 +4,11 @@ AdaptiveAvgPool3d are imported as conv3d / max_pool3d / avg_pool3d (or a reducti
 graph.build and compared with onnxruntime and torch on awkward shapes: prime sizes, stride 2, asymmetric
 padding, dilation, groups, bias, batch 2, a depth of 1, ceil mode. The ops' ONNX export and TorchGraph runners
 are checked against the same answers."""
-import warnings
-
 import numpy as np
 import pytest
 
-from autosched import frontends
-from autosched.frontends import UnsupportedOperatorWarning
-from autosched.graph import Graph, GraphError, build
-from graph_cases import assert_outputs_match
+from autosched.graph import Graph, GraphError
+from import_checks import check_onnx_import, check_torch_import, onnx_model
 
 RNG = np.random.default_rng(5)
 
@@ -24,31 +20,8 @@ def _randn(*shape):
 # ---------------- ONNX ----------------
 
 
-def _model(nodes, inputs, outputs, initializers=(), opset=18):
-    onnx = pytest.importorskip("onnx")
-    from onnx import helper, numpy_helper
-
-    def info(name, array):
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
-    outs = [onnx.ValueInfoProto(name=n) for n in outputs]
-    inits = [numpy_helper.from_array(np.asarray(a), name=n) for n, a in initializers]
-    graph = helper.make_graph(nodes, "m", [info(n, a) for n, a in inputs], outs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = min(model.ir_version, 9)
-    return model
-
-
 def _check_onnx(model, feeds, tol=1e-4):
-    """from_onnx imports every node, the untuned build and the re-exported model equal onnxruntime."""
-    ort = pytest.importorskip("onnxruntime")
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnsupportedOperatorWarning)
-        graph = frontends.from_onnx(model)
-    assert_outputs_match(build(graph, "llvm", verbose=False)(**feeds), want, tol)
-    exported = ort.InferenceSession(graph.to_onnx().SerializeToString(), providers=["CPUExecutionProvider"])
-    assert_outputs_match(exported.run(None, feeds), want, tol)
-    return graph
+    return check_onnx_import(model, feeds, tol, reexport=True)
 
 
 def _node(*args, **attrs):
@@ -63,7 +36,7 @@ def test_onnx_conv_of_5d_input_is_conv3d():
     nodes = [_node("Conv", ["x", "w", "b"], ["strided"], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1]),
              _node("Conv", ["x", "wg"], ["grouped"], group=2, dilations=[2, 1, 1], pads=[1, 0, 2, 0, 1, 0]),
              _node("Conv", ["flat", "wf"], ["same"], auto_pad="SAME_UPPER", strides=[1, 2, 2])]
-    graph = _check_onnx(_model(nodes, [("x", x), ("flat", flat)], ["strided", "grouped", "same"], inits),
+    graph = _check_onnx(onnx_model(nodes, [("x", x), ("flat", flat)], ["strided", "grouped", "same"], inits),
                         {"x": x, "flat": flat})
     assert [n.op for n in graph.nodes] == ["conv3d"] * 3
     assert [graph.shape(o) for o in graph.outputs] == [(2, 6, 3, 4, 3), (2, 6, 4, 6, 8), (1, 5, 1, 6, 7)]
@@ -82,7 +55,7 @@ def test_onnx_pooling_of_5d_input():
              _node("GlobalAveragePool", ["x"], ["global_avg"]),
              _node("GlobalMaxPool", ["x"], ["global_max"])]
     outputs = [n.output[0] for n in nodes]
-    graph = _check_onnx(_model(nodes, [("x", x)], outputs), {"x": x})
+    graph = _check_onnx(onnx_model(nodes, [("x", x)], outputs), {"x": x})
     assert [n.op for n in graph.nodes] == ["max_pool3d"] * 3 + ["avg_pool3d"] * 3 + ["reduce_mean", "reduce_max"]
 
 
@@ -90,20 +63,7 @@ def test_onnx_pooling_of_5d_input():
 
 
 def _check_torch(module, *inputs, tol=1e-4):
-    """from_torch imports every op; the untuned build and TorchGraph (the ops' torch runners) equal torch."""
-    torch = pytest.importorskip("torch")
-    from autosched.graph.torch_runner import TorchGraph
-    module.eval()
-    with torch.no_grad():
-        want = module(*inputs)
-    want = [w.numpy() for w in (want if isinstance(want, (tuple, list)) else [want])]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnsupportedOperatorWarning)
-        graph = frontends.from_torch(module, tuple(inputs))
-    arrays = [i.numpy() for i in inputs]
-    assert_outputs_match(build(graph, "llvm", verbose=False)(*arrays), want, tol)
-    assert_outputs_match(TorchGraph(graph)(*arrays), want, tol)
-    return graph
+    return check_torch_import(module, *inputs, tol=tol, torch_runner=True)
 
 
 def _torch():

@@ -5,47 +5,25 @@ PRelu, LogSoftmax, ReduceMin / ReduceProd, ArgMax / ArgMin, Einsum, ConvTranspos
 pooling. Each model is built with onnx.helper, imported, compiled untuned with graph.build (several ops per
 model, one build each) and compared with onnxruntime on awkward shapes (broadcasting, negative axes, size-1
 and prime dims)."""
-import warnings
-
 import numpy as np
 import pytest
 
 from autosched import frontends
 from autosched.frontends import UnsupportedOperatorWarning
-from autosched.graph import build
-from graph_cases import assert_outputs_match
+from import_checks import check_onnx_import, onnx_model
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
 
-def _model(nodes, inputs, outputs, initializers=(), opset=18):
-    """inputs: (name, array) fed at run time; outputs: names; initializers: (name, array)."""
-    def info(name, array):
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
-    outs = [onnx.ValueInfoProto(name=n) for n in outputs]  # types left to the runtime
-    inits = [numpy_helper.from_array(np.asarray(a), name=n) for n, a in initializers]
-    graph = helper.make_graph(nodes, "m", [info(n, a) for n, a in inputs], outs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = min(model.ir_version, 9)
-    return model
+_model = onnx_model
 
 
 def _check(model, feeds, tol=1e-5):
-    """from_onnx imports every node, the untuned build equals onnxruntime; returns the graph."""
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = session.run(None, dict(feeds))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnsupportedOperatorWarning)
-        graph = frontends.from_onnx(model)
-    got = build(graph, "llvm", verbose=False)(**dict(feeds))
-    assert_outputs_match(got, want, tol)
-    exported = ort.InferenceSession(graph.to_onnx().SerializeToString(), providers=["CPUExecutionProvider"])
-    assert_outputs_match(exported.run(None, dict(feeds)), want, tol)  # the ops' ONNX export (opset 17)
-    return graph
+    return check_onnx_import(model, feeds, tol, reexport=True)
 
 
 def _ints(values):

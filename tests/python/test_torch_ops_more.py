@@ -2,14 +2,11 @@
 gather, expand, split / chunk / unbind / unflatten, conv1d, group_norm, cumsum, hardsigmoid / hardswish / silu /
 mish / gelu, arange, new_ones, scaled_dot_product_attention with masks): each small module is exported,
 imported, compiled untuned with graph.build and compared with torch itself, on awkward shapes."""
-import warnings
-
 import pytest
 
 from autosched import frontends
 from autosched.frontends import UnsupportedOperatorWarning
-from autosched.graph import build
-from graph_cases import assert_outputs_match
+from import_checks import check_torch_import
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -26,18 +23,7 @@ class Fn(torch.nn.Module):
         return self.fn(self, *xs)
 
 
-def _check(module, *inputs, tol=1e-5):
-    """from_torch imports every op, the untuned build equals torch; returns the graph."""
-    module.eval()
-    with torch.no_grad():
-        want = module(*inputs)
-    want = [w.numpy() for w in (want if isinstance(want, (tuple, list)) else [want])]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnsupportedOperatorWarning)
-        graph = frontends.from_torch(module, tuple(inputs))
-    got = build(graph, "llvm", verbose=False)(*[i.numpy() for i in inputs])
-    assert_outputs_match(got, want, tol)
-    return graph
+_check = check_torch_import
 
 
 def _small_ints(*shape):
