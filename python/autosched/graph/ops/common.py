@@ -190,6 +190,25 @@ def check_rank(shape, rank, what, at_least=False):
         raise OpError(f"{what} must have rank {'>= ' if at_least else ''}{rank}, got shape {fmt(shape)}")
 
 
+def check_conv_channels(data, weight, groups, bias=None):
+    """A convolution's channels: `groups` divides the output channels (weight's first dim) and the input
+    channels (data's second), whose count is weight's second dim times `groups`; a bias (shape or None) has one
+    value per output channel."""
+    c, o, cg = data[1], weight[0], weight[1]
+    if is_known(o) and o % groups:
+        raise OpError(f"groups={groups} does not divide the {o} output channels of weight {fmt(weight)}")
+    if is_known(c) and c % groups:
+        raise OpError(f"groups={groups} does not divide the {c} input channels of data {fmt(data)}")
+    if is_known(c) and is_known(cg) and c != cg * groups:
+        raise OpError(f"channel mismatch: data {fmt(data)} has {c} channels, weight {fmt(weight)} expects "
+                      f"{cg} per group x {groups} groups = {cg * groups}")
+    if bias is not None:
+        check_rank(bias, 1, "bias")
+        if not same_dim(bias[0], o):
+            raise OpError(f"bias {fmt(bias)} does not match the {o} output channels")
+
+
+
 def window_out(size, kernel, stride, dilation, lo, hi, ceil_mode, what):
     """Output extent of a sliding window (torch semantics); None when size or kernel is not known. Refuses a
     window that reads only padding."""

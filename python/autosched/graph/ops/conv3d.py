@@ -3,10 +3,9 @@ bottom, right). The layout pass leaves it NCDHW (its blocked layout NCHW[x]c is 
 import numpy as np
 
 from ... import ops
-from ..errors import OpError
 from ..opdef import OpDef
-from .common import (check_rank, fmt, ints, is_known, pad_spatial, pads3d_attr, same_dim, same_dtypes,
-                     tap_windows_nd, triple, window_out)
+from .common import (check_conv_channels, check_rank, ints, pad_spatial, pads3d_attr, same_dtypes, tap_windows_nd,
+                     triple, window_out)
 
 __all__ = ["DEFS"]
 
@@ -19,20 +18,8 @@ def _conv3d_infer(attrs, shapes, dtypes):
     data, weight = shapes[0], shapes[1]
     check_rank(data, 5, "data (NCDHW)")
     check_rank(weight, 5, "weight (O, C/groups, KD, KH, KW)")
-    n, c = data[:2]
-    o, cg = weight[:2]
-    groups = attrs["groups"]
-    if is_known(o) and o % groups:
-        raise OpError(f"groups={groups} does not divide the {o} output channels of weight {fmt(weight)}")
-    if is_known(c) and c % groups:
-        raise OpError(f"groups={groups} does not divide the {c} input channels of data {fmt(data)}")
-    if is_known(c) and is_known(cg) and c != cg * groups:
-        raise OpError(f"channel mismatch: data {fmt(data)} has {c} channels, weight {fmt(weight)} expects "
-                      f"{cg} per group x {groups} groups = {cg * groups}")
-    if len(shapes) == 3:
-        check_rank(shapes[2], 1, "bias")
-        if not same_dim(shapes[2][0], o):
-            raise OpError(f"bias {fmt(shapes[2])} does not match the {o} output channels")
+    n, o = data[0], weight[0]
+    check_conv_channels(data, weight, attrs["groups"], shapes[2] if len(shapes) == 3 else None)
     pads = attrs["pads"]
     out = tuple(window_out(size, k, s, d, pads[i], pads[3 + i], False, what)
                 for i, (size, k, s, d, what) in enumerate(zip(data[2:], weight[2:], attrs["strides"],

@@ -10,8 +10,8 @@ from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef
 from .nchwc_arrays import block_depthwise_weight, block_vector, block_weight, merge_groups
-from .common import (REQUIRED, broadcast_shapes, check_rank, fmt, int_attr, ints, is_known, norm_axis, pad_hw,
-                     pads_attr, pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
+from .common import (REQUIRED, broadcast_shapes, check_conv_channels, check_rank, fmt, int_attr, ints, is_known, norm_axis,
+                     pad_hw, pads_attr, pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
 
 __all__ = ["DEFS"]
 
@@ -31,20 +31,9 @@ def _conv2d_infer(attrs, shapes, dtypes):
     data, weight = shapes[0], shapes[1]
     check_rank(data, 4, "data (NCHW)")
     check_rank(weight, 4, "weight (OIHW)")
-    n, c, h, w = data
-    o, cg, kh, kw = weight
-    groups = attrs["groups"]
-    if is_known(o) and o % groups:
-        raise OpError(f"groups={groups} does not divide the {o} output channels of weight {fmt(weight)}")
-    if is_known(c) and c % groups:
-        raise OpError(f"groups={groups} does not divide the {c} input channels of data {fmt(data)}")
-    if is_known(c) and is_known(cg) and c != cg * groups:
-        raise OpError(f"channel mismatch: data {fmt(data)} has {c} channels, weight {fmt(weight)} expects "
-                      f"{cg} per group x {groups} groups = {cg * groups}")
-    if len(shapes) == 3:
-        check_rank(shapes[2], 1, "bias")
-        if not same_dim(shapes[2][0], o):
-            raise OpError(f"bias {fmt(shapes[2])} does not match the {o} output channels")
+    n, _, h, w = data
+    o, _, kh, kw = weight
+    check_conv_channels(data, weight, attrs["groups"], shapes[2] if len(shapes) == 3 else None)
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
     top, left, bottom, right = attrs["pads"]
     oh = window_out(h, kh, sh, dh, top, bottom, False, "height")
