@@ -2,7 +2,7 @@
 timed beside onnxruntime and PyTorch.
 
 Run: python3 bench/bench_models.py [--models resnet50,gpt2] [--families cnn,mobile,vit,encoder,decoder]
-                                   [--frontend onnx|torch|both] [--threads 2] [--time-budget S] [--tiny]
+                                   [--frontend onnx|torch|both] [--threads 2] [--time-budget 10m] [--log-dir D] [--tiny]
 
 Each model of bench/_models.py (random weights, batch 1, made from the packages' constructors and config classes:
 nothing is downloaded) is exported with torch.onnx.export (opset 17) and imported with from_onnx, and imported
@@ -10,7 +10,9 @@ with from_torch (--frontend). For each import: the number of tasks, the untuned 
 largest difference from onnxruntime's (relative to the output's largest magnitude), and its latency beside
 onnxruntime's and PyTorch's (eager, the original module), timed in turn over --rounds alternating rounds, the
 peers on --threads threads (autosched's built network uses its thread pool, one thread per hardware thread).
-With --time-budget S, the tasks are tuned for S seconds (TaskScheduler) and the tuned network is timed too. A
+With --time-budget T (seconds, or 10m), the tasks are tuned for T (TaskScheduler) and the tuned network is
+timed too, and the curve (the estimated latency after shares of the budget) follows the row; the run ends with
+the geometric means of onnxruntime's latency over ours, untuned and tuned. A
 model that fails (a package missing, an op not imported, a build error) prints the first line of its error and
 the table goes on. Prints the CPU and the load average. Not a test: figures vary with the machine's load.
 
@@ -18,6 +20,7 @@ the table goes on. Prints the CPU and the load average. Not a test: figures vary
 that the script works (tests/python/test_bench.py), whose figures mean nothing.
 """
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -35,6 +38,7 @@ import numpy as np  # noqa: E402
 import _models  # noqa: E402
 import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
+from autosched.core.text import parse_duration  # noqa: E402
 
 
 def alternate(runs, rounds, min_seconds):
@@ -65,11 +69,38 @@ def import_graph(frontend, module, example, model_bytes):
 
 
 def tune(graph, seconds, log):
+    """The graph's tasks tuned for `seconds` into `log`: (the network built from the log, the session's curve:
+    (seconds since it started, estimated latency in seconds) after every batch)."""
     tasks, weights = agraph.extract_tasks(graph, "llvm")
     opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), num_measures_per_round=16,
                              measure_callbacks=[ans.RecordToFile(log)], verbose=0, time_budget_s=seconds)
-    ans.TaskScheduler(tasks, weights).tune(opts)
-    return agraph.build(graph, "llvm", log, verbose=False)
+    result = ans.TaskScheduler(tasks, weights).tune(opts)
+    return agraph.build(graph, "llvm", log, verbose=False), result.time_history
+
+
+CURVE_POINTS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)  # shares of the budget at which the curve is printed
+
+
+def curve_text(curve, budget_s, peer_s):
+    """The estimate at CURVE_POINTS of the budget: the latest estimate at or before each point, in ms, and
+    the peer's latency over it."""
+    parts = []
+    for share in CURVE_POINTS:
+        at = [latency for t, latency in curve if t <= share * budget_s and latency is not None]
+        if at:
+            ratio = f" ({peer_s / at[-1]:.2f}x)" if peer_s else ""
+            parts.append(f"{share * budget_s:.0f}s {at[-1] * 1e3:.2f}{ratio}")
+    return ", ".join(parts)
+
+
+def parse_seconds(text):
+    """A duration ('600', '600s', '10m', '1.5h') in seconds, as argparse wants its error; '0': untuned only."""
+    if str(text).strip() == "0":
+        return 0.0
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def bench_import(name, frontend, module, example, model_bytes, peers, args, log_dir):
@@ -92,7 +123,7 @@ def bench_import(name, frontend, module, example, model_bytes, peers, args, log_
         row["error"] = relative_error(got, peers["want"])
         runs = {"autosched": lambda: net(feed), **peers["runs"]}
         if args.time_budget:
-            tuned = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"))
+            tuned, row["curve"] = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"))
             runs["tuned"] = lambda: tuned(feed)
         row.update(alternate(runs, args.rounds, args.min_seconds))
     except Exception as e:  # noqa: BLE001 -- a model that fails is a row of the table, not the end of the run
@@ -175,6 +206,19 @@ def print_row(row, args, family=""):
     notes = ("  ** MISMATCH **" if row["error"] > 1e-3 else "") + (
         "  (checked against PyTorch: no ONNX export)" if row.get("reference") == "pytorch" else "")
     print(line + notes, flush=True)
+    if row.get("curve"):
+        print(f"{'':22}estimate (ms) after: {curve_text(row['curve'], args.time_budget, row.get('onnxruntime'))}",
+              flush=True)
+
+
+def print_geometric_means(rows):
+    """The geometric mean of onnxruntime's latency over ours, untuned and tuned, over the rows with both."""
+    for column, label in (("autosched", "untuned"), ("tuned", "tuned")):
+        ratios = [r["onnxruntime"] / r[column] for r in rows if column in r and "onnxruntime" in r]
+        if ratios:
+            mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            print(f"geometric mean of onnxruntime / autosched {label}: {mean:.2f}x over {len(ratios)} imports "
+                  f"(lowest {min(ratios):.2f}x)")
 
 
 def main():
@@ -186,14 +230,16 @@ def main():
     parser.add_argument("--frontend", default="both", choices=["onnx", "torch", "both"])
     parser.add_argument("--threads", type=int, default=2, help="threads of onnxruntime and PyTorch")
     parser.add_argument("--rounds", type=int, default=3, help="alternating timing rounds")
-    parser.add_argument("--time-budget", type=float, default=0.0,
-                        help="seconds of tuning per model and frontend (0: untuned only)")
+    parser.add_argument("--time-budget", type=parse_seconds, default=0.0,
+                        help="tuning time per model and frontend: seconds, or e.g. 10m (0: untuned only)")
+    parser.add_argument("--log-dir", default="",
+                        help="keep the tuning logs here (MODEL.FRONTEND.json; default: a temporary folder)")
     parser.add_argument("--tiny", action="store_true",
                         help="tiny models and timings (a check that the script works; the figures mean nothing)")
     parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
     args = parser.parse_args()
-    if args.rounds < 1 or args.threads < 1 or args.time_budget < 0:
-        parser.error("--rounds and --threads must be at least 1, --time-budget 0 or more")
+    if args.rounds < 1 or args.threads < 1:
+        parser.error("--rounds and --threads must be at least 1")
     try:
         names = _models.select(args.models, args.families)
     except ValueError as e:
@@ -206,11 +252,14 @@ def main():
           "faster); rel err: largest difference from onnxruntime / largest magnitude")
     print(header(args), flush=True)
     start = time.monotonic()
-    with tempfile.TemporaryDirectory() as log_dir:
-        rows = [row for name in names for row in bench_model(name, args, log_dir)]
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory() as temporary:
+        rows = [row for name in names for row in bench_model(name, args, args.log_dir or temporary)]
     failed = [r for r in rows if "failure" in r]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} imports built and timed in {time.monotonic() - start:.0f} s; "
           f"{_env.load_text()}")
+    print_geometric_means(rows)
     for r in failed:
         print(f"  {r['model']} ({r['frontend']}): {r['failure']}")
 

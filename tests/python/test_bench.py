@@ -162,3 +162,21 @@ def test_network_bench_refuses_bad_rounds(flag, value, problem):
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_networks.py"), flag, value], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and problem in result.stderr, result.stderr
+
+
+def test_model_suite_bench_tunes_within_its_budget_and_prints_the_curve(tmp_path):
+    """--time-budget takes a duration, keeps the log in --log-dir, prints the estimate against time and the
+    geometric means of the ratios to onnxruntime."""
+    pytest.importorskip("onnxruntime")
+    logs = tmp_path / "logs"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--tiny", "--models",
+                             "squeezenet1_1", "--frontend", "onnx", "--rounds", "1", "--time-budget", "0.1m",
+                             "--log-dir", str(logs)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout[-2000:] + result.stderr[-3000:]
+    curve = next(line for line in result.stdout.splitlines() if "estimate (ms) after:" in line)
+    assert curve.rstrip().endswith("x)") and "6s " in curve, curve  # the last point: the whole budget
+    assert "geometric mean of onnxruntime / autosched tuned" in result.stdout
+    assert (logs / "squeezenet1_1.onnx.json").stat().st_size > 0
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--time-budget", "ten"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "time budget 'ten'" in bad.stderr, bad.stderr

@@ -92,6 +92,10 @@ def test_weighted_slow_task_gets_the_rounds_and_every_task_a_valid_schedule(tmp_
     assert mm > 3 * prod and mm > 3 * add, result.task_trials
     assert result.latency_after <= result.latency_before
     assert len(ans.load_records(log)) == 72
+    # The curve against time: a point per batch, the same estimates as against trials, the clock going forward.
+    assert [c for _, c in result.time_history] == [c for _, c in result.history]
+    seconds = [t for t, _ in result.time_history]
+    assert seconds == sorted(seconds) and 0 < seconds[-1] <= result.seconds
 
 
 def test_round_robin_takes_turns(tmp_path):

@@ -35,7 +35,7 @@ from ..graph import NetworkTiming, extract_tasks, load_module, outside_kernels_s
 from ..graph.extract import format_problems
 from ..tune import TaskScheduler, TuningOptions
 from ..records import RecordToFile
-from ..frontends.torch_compile import parse_duration
+from ..core.text import parse_duration
 
 
 # Exit status after Ctrl-C: 128 + SIGINT, as shells report a process that SIGINT ended.

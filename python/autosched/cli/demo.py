@@ -19,7 +19,6 @@ missing one is reported and skipped (pip install 'autosched[onnx,torch]').
 """
 import argparse
 import os
-import re
 import sys
 import time
 
@@ -30,18 +29,17 @@ from autosched import graph as agraph
 from autosched.frontends import from_onnx
 from autosched.graph import zoo
 from autosched.graph.torch_runner import TorchGraph
-from autosched.core.text import compare_speed
+from autosched.core.text import compare_speed, parse_duration as text_parse_duration
 
 TOLERANCE = 1e-3  # max |difference| over the largest magnitude of the peer's output
 
 
 def parse_duration(text):
-    """Seconds of "180", "90s", "3m", "1h" or "2.5m"."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", str(text))
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"a time budget is a positive number of seconds, or with s, m or h "
-                                         f"(180, 90s, 3m), not {text!r}")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    """Seconds of "180", "90s", "3m", "1h" or "2.5m" (core.text.parse_duration), as argparse wants its error."""
+    try:
+        return text_parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def parse_args(argv=None):

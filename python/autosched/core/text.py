@@ -6,7 +6,7 @@
 """
 from typing import Optional
 
-__all__ = ["format_time", "compare_speed"]
+__all__ = ["format_time", "compare_speed", "parse_duration"]
 
 
 def format_time(seconds: Optional[float]) -> str:
@@ -30,3 +30,20 @@ def compare_speed(ours: float, theirs: float, peer: str, name: str = "autosched"
         return f"{name} is as fast as {peer} (within {100 * tie:.0f}%)"
     figure = f"{ratio:.2g}" if ratio < 10 else f"{ratio:.0f}"
     return f"{name} is {figure}x {'faster' if ours < theirs else 'slower'} than {peer}"
+
+
+def parse_duration(text) -> float:
+    """Seconds of "90s", "30m", "1h", "1.5h" or a plain number of seconds; ValueError otherwise."""
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        s = str(text).strip().lower()
+        units = {"s": 1, "m": 60, "h": 3600}
+        try:
+            seconds = float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
+        except ValueError:
+            raise ValueError(f"time budget {text!r}: expected a duration such as 90s, 30m, 1h or a number of "
+                             "seconds") from None
+    if not seconds > 0:
+        raise ValueError(f"time budget {text!r}: must be positive")
+    return seconds

@@ -42,6 +42,7 @@ import numpy as np
 from . import from_torch
 from ..graph import build, extract_tasks, outside_kernels_seconds
 from ..graph.extract import format_problems
+from ..core.text import parse_duration
 from ..deploy.torch_tensors import to_numpy, to_torch
 from ..records import RecordToFile
 from ..tune import TaskScheduler, TuningOptions
@@ -54,23 +55,6 @@ _OPTIONS = ("log", "time_budget", "trials", "target", "verbose")
 
 class AutoschedFallbackWarning(UserWarning):
     """A graph torch.compile handed to autosched runs eagerly; the message says why."""
-
-
-def parse_duration(text):
-    """Seconds of "90s", "30m", "1h", "1.5h" or a plain number of seconds; ValueError otherwise."""
-    if isinstance(text, (int, float)):
-        seconds = float(text)
-    else:
-        s = str(text).strip().lower()
-        units = {"s": 1, "m": 60, "h": 3600}
-        try:
-            seconds = float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
-        except ValueError:
-            raise ValueError(f"time budget {text!r}: expected a duration such as 90s, 30m, 1h or a number of "
-                             "seconds") from None
-    if not seconds > 0:
-        raise ValueError(f"time budget {text!r}: must be positive")
-    return seconds
 
 
 def _register_with(registry):

@@ -84,6 +84,7 @@ class TaskSchedulerResult:
         self.done = {}             # task index -> why it got no more rounds
         self.rounds = []           # task index of every search round, in order (warm-up included)
         self.history = []          # (trials in all, estimated total latency) after every batch
+        self.time_history = []     # (seconds since the session started, estimated total latency), likewise
         self.stop_reason = ""
         self.seconds = 0.0
         self.outside_kernels_s = 0.0  # seconds per network run outside the tasks' kernels (TaskScheduler)

@@ -309,6 +309,7 @@ class TuningSession:
     def note_batch(self):
         latency, _ = self.estimated_latency()
         self.result.history.append((self.total_trials(), latency))
+        self.result.time_history.append((time.monotonic() - self.start, latency))
         self.view.note_batch(self)
 
     # ---- output ----
