@@ -27,7 +27,9 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 WHEEL = os.environ.get("AUTOSCHED_WHEEL", "0") == "1"
 # The XGBoost releases whose C API the cost model calls as it is (it is unchanged from 1.7 to 3.x).
-XGBOOST_REQUIREMENT = "xgboost-cpu>=2.1,<4"
+# Below 3.3: from 3.3 on, the package's libxgboost.so names itself libxgboost.so.3 (its SONAME), a file the
+# package does not hold, so a library linked against it fails to link and to load.
+XGBOOST_REQUIREMENT = "xgboost-cpu>=2.1,<3.3"
 # Besides the extension module: the core, which the extension and the worker link, and the worker.
 PACKAGE_BINARIES = ["libautosched_core.so", "autosched_worker"]
 

@@ -6,7 +6,7 @@ import os
 from setuptools import build_meta as _orig
 from setuptools.build_meta import *  # noqa: F401,F403
 
-_XGBOOST = "xgboost-cpu>=2.1,<4"  # setup.py XGBOOST_REQUIREMENT
+_XGBOOST = "xgboost-cpu>=2.1,<3.3"  # setup.py XGBOOST_REQUIREMENT
 
 
 def _extra():

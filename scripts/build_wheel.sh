@@ -24,7 +24,7 @@ ENV=build/wheel-env
 if [ ! -x "$ENV/bin/python" ]; then
   python3 -m venv --system-site-packages "$ENV"
 fi
-"$ENV/bin/python" -m pip install -q --disable-pip-version-check "xgboost-cpu>=2.1,<4"  # setup.py XGBOOST_REQUIREMENT
+"$ENV/bin/python" -m pip install -q --disable-pip-version-check "xgboost-cpu>=2.1,<3.3"  # setup.py XGBOOST_REQUIREMENT
 # ccache (when installed) shares compiled objects with the source build in build/release.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
 OUT="${AUTOSCHED_WHEEL_DIR:-dist}"
