@@ -85,9 +85,9 @@ def test_weighted_slow_task_gets_the_rounds_and_every_task_a_valid_schedule(tmp_
     for i, task in enumerate(tasks):
         assert result.task_results[i].best_cost is not None, i
         check_best_is_correct(task, log, seed=i)
-    # Warm-up: baselines, then a round for each task; the 2-element add has nothing more to offer.
-    assert result.rounds[:3] == [0, 1, 2]
-    assert result.done.get(1, "").startswith("search space exhausted")
+    # Warm-up: baselines, then search rounds by weighted latency (warm_up_rounds); the two small tasks, each far
+    # below an equal share of the latency, get none there, and the gradient gives the matmul the rounds.
+    assert result.rounds[0] == 0 and result.rounds.count(0) >= len(result.rounds) - 1, result.rounds
     mm, add, prod = result.task_trials
     assert mm > 3 * prod and mm > 3 * add, result.task_trials
     assert result.latency_after <= result.latency_before
@@ -96,6 +96,25 @@ def test_weighted_slow_task_gets_the_rounds_and_every_task_a_valid_schedule(tmp_
     assert [c for _, c in result.time_history] == [c for _, c in result.history]
     seconds = [t for t, _ in result.time_history]
     assert seconds == sorted(seconds) and 0 < seconds[-1] <= result.seconds
+
+
+def test_warm_up_rounds_go_to_the_tasks_with_a_share_of_the_latency_largest_first():
+    class Tuner:
+        def __init__(self, cost):
+            self.result = type("R", (), {"best_cost": cost})()
+
+    def session(costs):
+        result = type("Result", (), {"latency_scales": [1.0] * len(costs)})()
+        return type("Session", (), {"n": len(costs), "tuners": [Tuner(c) for c in costs], "result": result})()
+
+    scheduler = ans.TaskScheduler(three_tasks(16) + [make_task(matmul(8), "mm8")], [1, 1, 2, 1])
+    # Weighted latencies 3, 10, 8 and 0.1: the last is below 1 / (2 x 4) of the total (21.1).
+    assert scheduler.warm_up_rounds(session([3.0, 10.0, 4.0, 0.1])) == [1, 2, 0]
+    assert scheduler.warm_up_rounds(session([1.0, 10.0, 4.0, 0.1])) == [1, 2]  # 1 of 19.1 is below it too
+    # A task without a valid schedule comes first; round-robin keeps every task, in turn.
+    assert scheduler.warm_up_rounds(session([3.0, None, 4.0, 0.1])) == [1, 2, 0]
+    robin = ans.TaskScheduler(three_tasks(16) + [make_task(matmul(8), "mm8")], strategy="round-robin")
+    assert robin.warm_up_rounds(session([1.0, 10.0, 4.0, 0.1])) == [0, 1, 2, 3]
 
 
 def test_round_robin_takes_turns(tmp_path):

@@ -13,7 +13,9 @@ search rounds of one core call each, the same measurement, records, stop reasons
 scheduler decides which task gets the next round (pick):
 
 1. Warm-up: every task first measures its start states, its default schedule first (what an untuned build
-   runs; so each has a valid schedule early), then every task gets one search round. A task whose search space is exhausted (a tiny task) is done, not an error.
+   runs; so each has a valid schedule early), then the tasks get one search round each, largest weighted
+   latency first, down to those below half of an equal share of the estimated latency (warm_up_rounds: the
+   gradient gives those theirs). A task whose search space is exhausted (a tiny task) is done, not an error.
 2. Then, with strategy "gradient", the task whose next round is expected to lower the objective most: its
    gradient is weight x (alpha x backward + (1 - alpha) x forward) where backward is the latency it gained per
    round over its last `backward_window` rounds, and forward an optimistic guess of the next round's gain:
@@ -279,6 +281,24 @@ class TaskScheduler:
         return sum(self.task_weights) * _dispatch_seconds(self.tasks[0].target)
 
     # ---- allocation ----
+    def warm_up_rounds(self, session):
+        """The tasks that get a search round in the warm-up, in order. Round-robin: every task, in turn.
+        Gradient: the tasks by weighted latency (weight x latency after their start states), largest first,
+        down to those with less than half of an equal share (1 / 2n) of the estimated latency: the gradient
+        gives those their rounds when they are worth one (their optimistic forward estimate is their whole
+        weighted latency), so that a short budget over many tasks (DenseNet-121's 135) is not spent on one
+        round of every small task before the large ones get a second."""
+        n = session.n
+        if self.strategy == "round-robin" or n == 1:
+            return list(range(n))
+        scales = session.result.latency_scales
+        weighted = {i: self.task_weights[i] * scales[i] * tt.result.best_cost
+                    for i, tt in enumerate(session.tuners) if tt.result.best_cost is not None}
+        total = sum(weighted.values())
+        without = [i for i in range(n) if i not in weighted]  # no valid schedule yet: first, as in pick
+        ranked = sorted(weighted, key=lambda i: -weighted[i])
+        return without + [i for i in ranked if total <= 0 or weighted[i] >= total / (2 * n)]
+
     def pick(self, session, exclude=()):
         """The task of the session's next round, by the strategy, among the active tasks not in `exclude`
         (None: there is none)."""

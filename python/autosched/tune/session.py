@@ -206,8 +206,9 @@ class TuningSession:
         return records
 
     def warm_up(self):
-        """The start states of every task, then one search round each (tasks resumed past their start states
-        have had it). Returns a stop reason when the budget ends it."""
+        """The start states of every task, then one search round for each task the scheduler names
+        (warm_up_rounds; tasks resumed past their start states have had it). Returns a stop reason when the
+        budget ends it."""
         measured = 0
         for i, tt in enumerate(self.tuners):
             reason = self.stop_reason()
@@ -222,10 +223,11 @@ class TuningSession:
                 self.note_batch()
         if measured:
             self.print_table("baselines")
-        for i, tt in enumerate(self.tuners):
+        for i in self.scheduler.warm_up_rounds(self):
             reason = self.stop_reason()
             if reason is not None:
                 return reason
+            tt = self.tuners[i]
             if i not in self.result.done and tt.result.trials <= tt.num_baselines:
                 self.search_round(i)
         return None
