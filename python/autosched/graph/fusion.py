@@ -12,6 +12,9 @@ A group also takes the diamonds that an importer writes as separate ops: a softm
 exp, sum, divide) in a group started by a reduction, SiLU (x * sigmoid(x)) and GELU (x * 0.5 * (1 + erf(x /
 sqrt 2))) in the epilogue of the convolution or dense layer that computes x: there a value may have several
 consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.
+Attention's scores and their softmax are one group: a softmax or log_softmax along the last axis joins the
+group of the matmul whose value it normalises (the scores, after element-wise scale and mask ops: Mul/Div, Add,
+Where) when that value has no other consumer, so each row of scores is normalised while it is in cache.
 Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled. Whether
 an op is an anchor, a reduction or injective is the `fusion` of its OpDef (registry.py).
 """
@@ -69,6 +72,22 @@ def _kind(op):
     return registry.fusion_kind(op)
 
 
+_NORMALISERS = ("softmax", "log_softmax")
+
+
+def _normalises_scores(graph, node, group):
+    """Whether `node` is a softmax (log_softmax) along the last axis of the value of `group`, a matmul followed
+    only by element-wise ops of its shape (the scale and mask of attention's scores): each row it normalises
+    is then a row of the matmul."""
+    if node.op not in _NORMALISERS or group.kind != "anchor" or group.nodes[0].op != "matmul":
+        return False
+    shape = tuple(graph.shape(group.nodes[0].name))
+    if len(shape) < 2 or node.attrs["axis"] not in (-1, len(shape) - 1):
+        return False
+    return all(registry.layout_kind(n.op) in ("elementwise", "elementwise-unpadded") or n.op == "where"
+               for n in group.nodes[1:]) and all(tuple(graph.shape(n.name)) == shape for n in group.nodes[1:])
+
+
 class _Partitioner:
     def __init__(self, graph, no_multi):
         self.g = graph
@@ -93,10 +112,12 @@ class _Partitioner:
         if group is None or value in self.outputs:
             return None
         kind = _kind(node.op)
-        if kind == "anchor" or (kind == "reduce" and group.kind == "anchor"):
+        if kind == "anchor" and not _normalises_scores(self.g, node, group):
+            return None
+        if kind == "reduce" and group.kind == "anchor":
             return None
         if [c.name for c in self.g.consumers(value)] != [node.name]:
-            if self.no_multi is None or value in self.no_multi:
+            if kind == "anchor" or self.no_multi is None or value in self.no_multi:
                 return None
         # no cycle: no other input of the node may be computed from this group
         for other in node.inputs:
