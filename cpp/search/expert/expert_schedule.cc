@@ -261,7 +261,8 @@ std::optional<State> RowExpert(const SketchContext& ctx, const std::vector<State
         // The output's blocks of rows, a scores row's vectors, or a vector's
         // worth of a row.
         const bool row_block = num_axes >= 2 && iter == st.op->axis[num_axes - 2].name();
-        const bool scores = !st.op->reduce_axis.empty() && st.iter(split->iter_id).kind == IteratorKind::Spatial;
+        const bool scores =
+            !st.op->reduce_axis.empty() && st.iter(split->iter_id).kind == IteratorKind::Spatial;
         const int64_t length = row_block ? RowBlockLength(extent)
                                : scores  ? RowVectorLength(extent, lanes, kScoreVectors)
                                          : RowVectorLength(extent, lanes);

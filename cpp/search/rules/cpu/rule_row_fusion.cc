@@ -40,9 +40,9 @@ using Condition = SketchRule::Condition;
 using Results = std::vector<std::pair<State, int>>;
 
 struct RowStages {
-  std::vector<int> inlined;     // strictly inlineable: inlined
-  std::vector<int> reductions;  // row reductions: factored, computed per row
-  std::vector<int> per_row;     // other element-wise producers: computed per row
+  std::vector<int> inlined;       // strictly inlineable: inlined
+  std::vector<int> reductions;    // row reductions: factored, computed per row
+  std::vector<int> per_row;       // other element-wise producers: computed per row
   std::vector<int> reduced_rows;  // whole rows reducing another axis (scores): per row
 };
 

@@ -1,0 +1,189 @@
+"""Attention's scores and their softmax as one task (graph/fusion.py, the row-fusion sketch): the fused groups,
+their untuned build and tuned records against the reference on awkward shapes and every kind of mask, through
+both importers."""
+import warnings
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched.graph import Graph
+from autosched.graph.fusion import partition
+from autosched.search import sample_init_population
+from autosched.search.policy import expert_schedule_info
+from import_checks import check_onnx_import, check_torch_import, onnx_model
+
+RNG = np.random.default_rng(11)
+MASKS = ("none", "additive", "padding", "causal")
+
+
+def _rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _mask_of(kind, seq):
+    """The mask of `kind` for seq x seq scores: additive float, boolean padding (the last keys masked, never
+    all of them), or the lower triangle (causal)."""
+    if kind == "additive":
+        return _rand(1, 1, seq, seq)
+    if kind == "padding":
+        keep = np.ones((1, 1, 1, seq), bool)
+        keep[..., seq - seq // 3:] = seq == 1
+        return keep
+    return np.tril(np.ones((seq, seq), bool))
+
+
+def attention(heads, seq, head_dim, mask="none", scale_op="multiply", normaliser="softmax"):
+    """softmax(q @ k^T * scale + mask) @ v as the importers write it: Mul or Div, Add for a float mask, Where
+    against -inf for a boolean one."""
+    g = Graph("attention")
+    q, kt, v = (g.add_input(n, s) for n, s in (("q", (1, heads, seq, head_dim)), ("kt", (1, heads, head_dim, seq)),
+                                                 ("v", (1, heads, seq, head_dim))))
+    scores = g.add_node("matmul", [q, kt])
+    root = np.float32(np.sqrt(head_dim))
+    scale = g.add_constant("scale", 1 / root if scale_op == "multiply" else root)
+    scores = g.add_node(scale_op, [scores, scale])
+    if mask == "additive":
+        scores = g.add_node("add", [scores, g.add_constant("mask", _mask_of(mask, seq))])
+    elif mask != "none":
+        ninf = g.add_constant("ninf", np.float32(-np.inf))
+        scores = g.add_node("where", [g.add_constant("mask", _mask_of(mask, seq)), scores, ninf])
+    probs = g.add_node(normaliser, [scores], dict(axis=-1))
+    g.set_outputs([g.add_node("matmul", [probs, v])])
+    return g
+
+
+def _check_build(g, net, tol=1e-4):
+    arrays = [_rand(*g.shape(name)) for name in g.inputs]
+    for got, want in zip(net(*arrays), g.evaluate(*arrays)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def _fused(tasks):
+    return [t for t in tasks if "softmax" in t.desc]
+
+
+def test_scores_and_their_softmax_are_one_group():
+    assert [grp.name for grp in partition(attention(2, 5, 8, "additive"))] == [
+        "matmul_multiply_add_softmax", "matmul"]
+    assert [grp.name for grp in partition(attention(2, 5, 8, "causal", "divide", "log_softmax"))] == [
+        "matmul_divide_where_log_softmax", "matmul"]
+
+
+def test_a_softmax_whose_input_is_read_elsewhere_or_reordered_stays_apart():
+    # scores read by a second op: the softmax keeps its own group
+    g = Graph("two")
+    q, kt = g.add_input("q", (1, 2, 5, 8)), g.add_input("kt", (1, 2, 8, 5))
+    scores = g.add_node("multiply", [g.add_node("matmul", [q, kt]), g.add_constant("s", np.float32(0.3))])
+    g.set_outputs([g.add_node("add", [g.add_node("softmax", [scores], dict(axis=-1)), scores])])
+    assert [grp.name for grp in partition(g)] == ["matmul_multiply", "softmax_add"]
+    # along another axis, or after a transpose (its rows are not the matmul's rows): apart
+    for axis, perm in ((2, None), (-1, (0, 1, 3, 2))):
+        g = Graph("apart")
+        q, kt = g.add_input("q", (1, 2, 5, 8)), g.add_input("kt", (1, 2, 8, 5))
+        scores = g.add_node("matmul", [q, kt])
+        if perm:
+            scores = g.add_node("transpose", [scores], dict(perm=perm))
+        g.set_outputs([g.add_node("softmax", [scores], dict(axis=axis))])
+        assert len(partition(g)) == 2, (axis, perm)
+    # a dense layer's value is no attention score
+    g = Graph("dense")
+    x = g.add_input("x", (4, 16))
+    g.set_outputs([g.add_node("softmax", [g.add_node("dense", [x, g.add_constant("w", _rand(8, 16))])])])
+    assert [grp.name for grp in partition(g)] == ["dense", "softmax"]
+
+
+CASES = [(1, 1, 64, "none"), (12, 7, 64, "additive"), (1, 129, 64, "padding"), (12, 129, 13, "causal"),
+         (12, 1, 13, "causal"), (1, 7, 13, "none"), (12, 7, 64, "padding"), (1, 129, 13, "additive")]
+
+
+@pytest.mark.parametrize("heads,seq,head_dim,mask", CASES)
+def test_fused_attention_matches_the_reference_untuned(heads, seq, head_dim, mask):
+    g = attention(heads, seq, head_dim, mask, "divide" if seq == 7 else "multiply")
+    net = ans.graph.build(g, "llvm", verbose=False)
+    assert [info.name for info in net.groups][0].endswith("_softmax")
+    _check_build(g, net)
+
+
+def test_the_fused_task_defaults_to_the_per_row_expert():
+    """The expert computes every stage per block of rows of the output: the scores' row block and the softmax's
+    reductions inside the output's loops, the head dimension reduced inside the row's vectors."""
+    tasks, _ = ans.extract_tasks(attention(12, 128, 64, "additive"), "llvm")
+    (task,) = _fused(tasks)
+    state, why, _ = expert_schedule_info(task)
+    assert state is not None, why
+    text = str(ans.search.expert_schedule(task))
+    nests = [line for line in text.splitlines() if line.startswith("parallel")]
+    assert len(nests) == 1, text  # one loop nest
+    lines = text.splitlines()
+    matmul = next(i for i, line in enumerate(lines) if line.strip().startswith("matmul") and "=" in line)
+    inner = [line.strip() for line in lines[matmul - 3:matmul]]
+    assert inner[0].startswith("for k") and inner[1].startswith("unroll") and inner[2].startswith("vectorize"), text
+
+
+def test_log_softmax_and_tuned_records_of_the_fused_task_replay(tmp_path):
+    """A short tuning run of the fused task (log_softmax, an additive mask): its records rebuild the network, which
+    matches the reference; a sampled state of every sketch does too."""
+    g = attention(2, 9, 13, "additive", normaliser="log_softmax")
+    tasks, weights = ans.extract_tasks(g, "llvm")
+    (task,) = _fused(tasks)
+    states, _ = sample_init_population(task, 4, seed=2)
+    assert states
+    log = str(tmp_path / "attention.json")
+    opts = ans.TuningOptions(num_measure_trials=4, num_measures_per_round=2, verbose=0,
+                             measure_callbacks=[ans.RecordToFile(log)])
+    ans.TaskScheduler([task], [1]).tune(opts)
+    inp, _ = ans.load_best_record(log, workload_key=task.workload_key, target=task.target)
+    assert inp is not None
+    net = ans.graph.build(g, "llvm", log=log, verbose=False, check_defaults=False)
+    (info,) = [i for i in net.groups if i.task.workload_key == task.workload_key]
+    assert info.tuned and info.state.to_json() == inp.state.to_json()
+    _check_build(g, net)
+
+
+def _sdpa_module(torch, mask, is_causal):
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+    return Attention()
+
+
+@pytest.mark.parametrize("heads,seq,head_dim,mask", [(12, 7, 64, "none"), (1, 129, 13, "additive"),
+                                                     (12, 7, 13, "padding"), (1, 7, 64, "causal"),
+                                                     (12, 1, 64, "is_causal")])
+def test_from_torch_sdpa_fuses_scores_and_softmax(heads, seq, head_dim, mask):
+    torch = pytest.importorskip("torch")
+    attn_mask = None if mask in ("none", "is_causal") else torch.from_numpy(_mask_of(mask, seq))
+    module = _sdpa_module(torch, attn_mask, mask == "is_causal")
+    q, k, v = (torch.from_numpy(_rand(1, heads, seq, head_dim)) for _ in range(3))
+    graph = check_torch_import(module, q, k, v, tol=1e-4)
+    names = [grp.name for grp in partition(graph)]
+    assert any(n.startswith("matmul_multiply") and n.endswith("_softmax") for n in names), names
+
+
+@pytest.mark.parametrize("seq,mask", [(7, "none"), (1, "additive"), (129, "padding"), (7, "causal")])
+def test_from_onnx_attention_fuses_scores_and_softmax(seq, mask):
+    pytest.importorskip("onnx")
+    from onnx import helper
+    heads, head_dim = 12, 13
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+             helper.make_node("Div", ["qk", "root"], ["scores"])]
+    inits = [("root", np.float32(np.sqrt(head_dim)))]
+    last = "scores"
+    if mask == "additive":
+        nodes.append(helper.make_node("Add", ["scores", "mask"], ["masked"]))
+        inits.append(("mask", _mask_of(mask, seq)))
+        last = "masked"
+    elif mask != "none":
+        nodes.append(helper.make_node("Where", ["mask", "scores", "ninf"], ["masked"]))
+        inits += [("mask", _mask_of(mask, seq)), ("ninf", np.float32(-np.inf))]
+        last = "masked"
+    nodes += [helper.make_node("Softmax", [last], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", "v"], ["out"])]
+    feeds = [(n, _rand(1, heads, seq, head_dim)) for n in ("q", "k", "v")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        graph = check_onnx_import(onnx_model(nodes, feeds, ["out"], inits), feeds, tol=1e-4)
+    names = [grp.name for grp in partition(graph)]
+    assert any(n.startswith("matmul_divide") and n.endswith("_softmax") for n in names), names
