@@ -1,12 +1,14 @@
 """Attention's scores and their softmax as one task (graph/fusion.py, the row-fusion sketch): the fused groups,
 their untuned build and tuned records against the reference on awkward shapes and every kind of mask, through
 both importers."""
+import re
 import warnings
 
 import numpy as np
 import pytest
 
 import autosched as ans
+from autosched import ops, te
 from autosched.graph import Graph
 from autosched.graph.fusion import partition
 from autosched.search import sample_init_population
@@ -187,3 +189,38 @@ def test_from_onnx_attention_fuses_scores_and_softmax(seq, mask):
         graph = check_onnx_import(onnx_model(nodes, feeds, ["out"], inits), feeds, tol=1e-4)
     names = [grp.name for grp in partition(graph)]
     assert any(n.startswith("matmul_divide") and n.endswith("_softmax") for n in names), names
+
+
+def _longest_fadd_chain(ll):
+    """The most float additions of LLVM IR `ll` that each use the one before."""
+    depth = {}
+    for m in re.finditer(r"(%[\w.]+) = fadd [^%]*(%[\w.]+), (%[\w.]+)", ll):
+        depth[m[1]] = 1 + max(depth.get(m[2], 0), depth.get(m[3], 0))
+    return max(depth.values(), default=0)
+
+
+@pytest.mark.parametrize("rows,length", [(1536, 128), (128, 768)])
+def test_factored_row_reductions_sum_their_lanes_as_a_tree(rows, length):
+    """The per-row expert factors each row sum over 32 lanes (4 vectors); the lanes are then summed as a tree of
+    depth 5, not a chain of 31 additions (the compiled code's longest chain of dependent fadds)."""
+    x = te.placeholder((rows, length), name="x")
+    gamma, beta = te.placeholder((length,), name="gamma"), te.placeholder((length,), name="beta")
+    for outputs in ([x, ops.softmax(x)], [x, gamma, beta, ops.layer_norm(x, gamma, beta)]):
+        task = ans.SearchTask(compute_dag=ans.ComputeDAG(outputs), target="llvm")
+        state, why, _ = expert_schedule_info(task)
+        assert state is not None, why
+        assert "unroll k1.1.v (0,32)" in str(ans.search.expert_schedule(task))
+        module = ans.build(task, state)
+        assert _longest_fadd_chain(module.get_source("ll")) <= 6
+        arrays = [_rand(*t.shape) for t in outputs[:-1]] + [np.zeros((rows, length), np.float32)]
+        module(*arrays)
+        np.testing.assert_allclose(arrays[-1], _row_reference(outputs[-1].name, arrays), rtol=1e-4, atol=1e-4)
+
+
+def _row_reference(name, arrays):
+    x = arrays[0].astype(np.float64)
+    if "softmax" in name:
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * arrays[1] + arrays[2]
