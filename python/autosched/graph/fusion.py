@@ -14,7 +14,8 @@ sqrt 2))) in the epilogue of the convolution or dense layer that computes x: the
 consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.
 Attention's scores and their softmax are one group: a softmax or log_softmax along the last axis joins the
 group of the matmul whose value it normalises (the scores, after element-wise scale and mask ops: Mul/Div, Add,
-Where) when that value has no other consumer, so each row of scores is normalised while it is in cache.
+Where) when that value has no other consumer and the fused kernel pays for the scores' shape (_KEY_MULTIPLE,
+_QUERY_BLOCK), so each block of score rows is normalised while it is in cache.
 Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled. Whether
 an op is an anchor, a reduction or injective is the `fusion` of its OpDef (registry.py).
 """
@@ -92,8 +93,9 @@ def _normalises_scores(graph, node, group):
     if len(shape) < 2 or node.attrs["axis"] not in (-1, len(shape) - 1):
         return False
     queries, keys = shape[-2:]
-    if not isinstance(keys, int) or keys % _KEY_MULTIPLE or not isinstance(queries, int) or (
-            queries != 1 and queries % _QUERY_BLOCK):
+    if not all(isinstance(d, (int, np.integer)) for d in (queries, keys)):
+        return False  # a dynamic dim
+    if keys % _KEY_MULTIPLE or (queries != 1 and queries % _QUERY_BLOCK):
         return False
     return all(registry.layout_kind(n.op) in ("elementwise", "elementwise-unpadded") or n.op == "where"
                for n in group.nodes[1:]) and all(tuple(graph.shape(n.name)) == shape for n in group.nodes[1:])
