@@ -3,6 +3,8 @@
 
 #include "codegen/llvm/ir_emitter.h"
 #include "codegen/unroll_budget.h"
+#include "ir/functor.h"
+#include "ir/structural.h"
 #include "lower/stmt_functor.h"
 #include "runtime/module.h"
 #include "support/error.h"
@@ -219,10 +221,58 @@ void IREmitter::EmitSerialLoop(const ForNode* n, llvm::MDNode* loop_md) {
   if (inner) prefetch_inner_loops_.pop_back();
 }
 
+namespace {
+
+// The store of `s` when it is B[idx] = B[idx] op L(v), op associative (add,
+// min, max), idx free of v and L(v) a load from another buffer: an unrolled
+// loop over v of it finishes a reduction (the lane sum of a factored one).
+const BufferStoreNode* LaneReduction(const Stmt& s, const VarNode* v) {
+  const auto* store = s.as<BufferStoreNode>();
+  const auto* bin = store == nullptr ? nullptr : store->value.as<BinaryNode>();
+  if (bin == nullptr || (bin->op != BinOp::Add && bin->op != BinOp::Min && bin->op != BinOp::Max))
+    return nullptr;
+  const auto* acc = bin->a.as<BufferLoadNode>();
+  const auto* lane = bin->b.as<BufferLoadNode>();
+  if (acc == nullptr || lane == nullptr || acc->buffer != store->buffer || lane->buffer == store->buffer ||
+      acc->indices.size() != store->indices.size())
+    return nullptr;
+  for (size_t i = 0; i < acc->indices.size(); ++i) {
+    if (!StructuralEqual(acc->indices[i], store->indices[i]) || UsesVar(store->indices[i], v)) return nullptr;
+  }
+  return store;
+}
+
+}  // namespace
+
 void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
   const VarNode* var = n->loop_var.as<VarNode>();
   if (extent <= 0) return;
   llvm::Value* min = Emit(n->min);
+  if (const BufferStoreNode* store = extent > 2 ? LaneReduction(n->body, var) : nullptr) {
+    // The lanes combined as a balanced tree, then once into the element:
+    // log2(extent) dependent operations where the loop's order has extent.
+    const auto* bin = store->value.as<BinaryNode>();
+    const DataType t = store->value.dtype();
+    std::vector<llvm::Value*> lanes;
+    for (int64_t i = 0; i < extent; ++i) {
+      vars_[var] = b_.CreateAdd(min, llvm::ConstantInt::get(min->getType(), i), var->name, false, true);
+      unrolled_copy_.emplace_back(var, n->min + make_const(var->dtype, static_cast<double>(i)));
+      lanes.push_back(Emit(bin->b));
+      unrolled_copy_.pop_back();
+    }
+    vars_.erase(var);
+    for (size_t width = 1; width < lanes.size(); width *= 2) {
+      for (size_t i = 0; i + width < lanes.size(); i += 2 * width) {
+        lanes[i] = EmitArith(bin->op, t, lanes[i], lanes[i + width]);
+      }
+    }
+    const Expr tree = VarNode::make(var->name + ".tree", t);
+    vars_[tree.as<VarNode>()] = lanes[0];
+    EmitStore(BufferStoreNode::make(store->buffer, BinaryNode::make(bin->op, bin->a, tree), store->indices)
+                  .as<BufferStoreNode>());
+    vars_.erase(tree.as<VarNode>());
+    return;
+  }
   for (int64_t i = 0; i < extent; ++i) {
     vars_[var] = b_.CreateAdd(min, llvm::ConstantInt::get(min->getType(), i), var->name, false, true);
     unrolled_copy_.emplace_back(var, n->min + make_const(var->dtype, static_cast<double>(i)));

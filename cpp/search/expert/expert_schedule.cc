@@ -186,12 +186,12 @@ std::string Describe(const std::map<std::string, std::pair<RegisterBlockPlan, Ti
 }
 
 // A vector's worth of a row: the largest divisor of `extent` that is a
-// whole number of vectors, at most four (independent partial sums hide the
-// adds' latency); where none divides, four vectors; a row shorter than that:
-// its largest divisor within one vector.
-int64_t RowVectorLength(int64_t extent, int64_t lanes) {
+// whole number of vectors, at most `max_vectors` (independent partial sums
+// hide the adds' latency); where none divides, that many vectors; a row
+// shorter than that: its largest divisor within one vector.
+int64_t RowVectorLength(int64_t extent, int64_t lanes, int64_t max_vectors = 4) {
   int64_t best_whole = 0, best_within = 1;
-  for (int64_t d = 1; d <= extent && d <= 4 * lanes; ++d) {
+  for (int64_t d = 1; d <= extent && d <= max_vectors * lanes; ++d) {
     if (extent % d != 0) continue;
     if (d % lanes == 0) best_whole = d;
     if (d <= lanes) best_within = d;
@@ -199,7 +199,25 @@ int64_t RowVectorLength(int64_t extent, int64_t lanes) {
   if (best_whole > 0) return best_whole;
   // No whole vectors divide the row (1500): whole vectors with a guarded last
   // part, unless the row is shorter than that.
-  return extent >= 4 * lanes ? 4 * lanes : best_within;
+  return extent >= max_vectors * lanes ? max_vectors * lanes : best_within;
+}
+
+// Rows of scores computed per block of output rows (the row-fusion rule's
+// rows reducing another axis): kScoreRows rows x kScoreVectors vectors of
+// accumulators, 8 of the 16 vector registers of AVX2, the rest for the
+// operands.
+constexpr int64_t kScoreRows = 4;
+constexpr int64_t kScoreVectors = 2;
+
+// The rows of a block: the largest divisor of `extent` up to kScoreRows. A
+// guarded last block would test its row inside the reduction loop, where it
+// keeps the accumulators from staying in registers (3x slower at 197 rows).
+int64_t RowBlockLength(int64_t extent) {
+  int64_t best = 1;
+  for (int64_t d = 1; d <= std::min(extent, kScoreRows); ++d) {
+    if (extent % d == 0) best = d;
+  }
+  return best;
 }
 
 int RootStages(const State& s) {
@@ -231,6 +249,7 @@ std::optional<State> RowExpert(const SketchContext& ctx, const std::vector<State
   std::ostringstream os;
   State s(best->init_dag());
   const std::vector<Step>& steps = best->steps();
+  int64_t block_rows = 1;
   for (size_t i = 0; i < steps.size(); ++i) {
     Step step = steps[i];
     if (auto* split = std::get_if<SplitStep>(&step)) {
@@ -239,7 +258,18 @@ std::optional<State> RowExpert(const SketchContext& ctx, const std::vector<State
       if (unknown || IsRfactorSplit(steps, static_cast<int>(i))) {
         const Stage& st = s.stage(split->stage_id);
         const int64_t extent = st.iter(split->iter_id).extent;
-        const int64_t length = RowVectorLength(extent, lanes);
+        const int num_axes = static_cast<int>(st.op->axis.size());
+        const std::string& iter = st.iter(split->iter_id).name;
+        // The output's blocks of rows, a scores row's vectors, or a vector's
+        // worth of a row.
+        const bool row_block = num_axes >= 2 && iter == st.op->axis[num_axes - 2].name();
+        const bool scores =
+            !st.op->reduce_axis.empty() && st.iter(split->iter_id).kind == IteratorKind::Spatial;
+        // A block of one row takes as many vectors as a row of a reduction.
+        const int64_t length = row_block ? RowBlockLength(extent)
+                               : scores  ? RowVectorLength(extent, lanes, block_rows > 1 ? kScoreVectors : 4)
+                                         : RowVectorLength(extent, lanes);
+        if (row_block) block_rows = length;
         os << st.name() << "." << st.iter(split->iter_id).name << ": " << length << " of " << extent << "; ";
         split->lengths.assign(split->lengths.size(), int64_t{1});
         split->lengths.back() = length;
