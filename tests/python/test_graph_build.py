@@ -174,6 +174,26 @@ def test_silu_and_gelu_diamonds_join_the_layer_that_computes_their_input():
     _check(g, ans.graph.build(g, "llvm", verbose=False))
 
 
+def test_a_group_that_would_hand_out_several_values_keeps_the_other_groups_diamonds():
+    """A packed projection split three ways (ViT's QKV: one dense, three takes read apart) cannot be one group
+    that hands out one value; refusing its joins must leave the GELU diamond of another dense layer fused."""
+    g = Graph("packed")
+    x = g.add_input("x", (5, 16))
+    packed = g.add_node("reshape", [g.add_node("dense", [x, g.add_constant("wqkv", _w(48, 16))])],
+                        dict(shape=(5, 3, 16)))
+    q, k, v = (g.add_node("take", [packed, g.add_constant(f"i{j}", np.int64(j))], dict(axis=1)) for j in range(3))
+    a, b, c = (g.add_node("dense", [t, g.add_constant(f"w{j}", _w(16, 16))]) for j, t in enumerate((q, k, v)))
+    mixed = g.add_node("add", [g.add_node("add", [a, b]), c])
+    dense = g.add_node("dense", [mixed, g.add_constant("fc", _w(24, 16))])
+    erf = g.add_node("erf", [g.add_node("divide", [dense, g.add_constant("root2", np.float32(np.sqrt(2.0)))])])
+    gelu = g.add_node("multiply", [dense, g.add_node("multiply", [
+        g.add_node("add", [erf, g.add_constant("one", np.float32(1.0))]), g.add_constant("half", np.float32(0.5))])])
+    g.set_outputs([gelu])
+    names = _names(g)
+    assert names[-1].startswith("dense_divide_erf"), names
+    _check(g, ans.graph.build(g, "llvm", verbose=False))
+
+
 def test_identical_groups_are_one_task_with_weight_two():
     g = Graph("twice")
     x = g.add_input("x", (4, 16))

@@ -186,10 +186,14 @@ def partition(graph):
         for grp in p.groups:
             out = p.escaping(grp)
             last = grp.nodes[-1].name
-            # a group must hand out one value, its last: a value with several consumers that was taken in
-            # may not also be used outside
-            bad.update(v for v in out if v != last)
             grp.output = last
+            # a group must hand out one value, its last: a value with several consumers that was taken in
+            # may not also be used outside. The joins to refuse are those of the group's values with several
+            # consumers (a value handed out was joined through one of them, perhaps not itself): only this
+            # group's; the diamonds of the other groups (a GELU elsewhere) stay.
+            if any(v != last for v in out):
+                bad.update(v for v in out if v != last)
+                bad.update(n.name for n in grp.nodes if len(graph.consumers(n.name)) > 1)
         if not bad:
             break
         if no_multi is None:
