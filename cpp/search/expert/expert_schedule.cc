@@ -288,6 +288,15 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
       return out;
     }
   }
+  std::string dot_note;
+  if (const std::optional<State> dot = DotProductExpert(ctx, &dot_note)) {
+    std::string message;
+    if (CheckState(*dot, &message).empty()) {
+      out.state = *dot;
+      out.note = dot_note;
+      return out;
+    }
+  }
   const std::string kNoSketch = "the task has no sketch";
   std::string last_failure = kNoSketch;
   for (const auto& [score, i] : order) {
