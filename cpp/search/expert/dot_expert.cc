@@ -8,6 +8,7 @@
 
 #include "ir/functor.h"
 #include "search/expert/expert_schedule.h"
+#include "search/rules/cpu/register_block.h"
 #include "search/rules/init_rules.h"
 #include "search/rules/mutation_rules.h"
 #include "search/rules/search_util.h"
@@ -88,38 +89,53 @@ std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* not
     if (inline_rule->MeetCondition(ctx, s, id) != SketchRule::Condition::Skip)
       s = inline_rule->Apply(ctx, s, id).front().first;
   }
-  // Up to four vectors of k per step: independent partial sums hide the FMA
-  // latency.
-  int64_t length = lanes;
-  for (int64_t v : {4, 2}) {
-    if (depth % (v * lanes) == 0) {
-      length = v * lanes;
-      break;
-    }
+  // A block of the last row axis' rows shares each vector of the streamed
+  // operand from a register: `block` rows x `vectors` accumulators, plus the
+  // streamed vectors and one for the other operand, fill at most the register
+  // file; up to four vectors of k per row (independent partial sums hide the
+  // FMA latency), as many as divide K.
+  const int64_t registers = VectorRegisterCount(ctx.task.hardware_params);
+  const int last_row = row_axes.empty() ? -1 : row_axes.back();
+  const int64_t row_extent = last_row >= 0 ? std::max<int64_t>(1, st.op->axis[last_row].extent) : 1;
+  int64_t block = 1;
+  for (int64_t d = 1; d <= row_extent && d + 2 <= registers; ++d) {
+    if (row_extent % d == 0) block = d;
   }
+  int64_t vectors = std::clamp<int64_t>((registers - 1) / (block + 1), 1, 4);
+  while (vectors > 1 && depth % (vectors * lanes) != 0) --vectors;
+  const int64_t length = vectors * lanes;
   s = s.Split(tiled, num_axes, {length});
   s = s.Apply(RfactorStep{tiled, num_axes + 1, num_axes});
   const int rf = tiled, out = tiled + 1;
-  // The factored stage: (axes..., k.1, k.0) -> (outer axes, rows, k.0, k.1),
-  // computed per outer position of the output so that a row of the streamed
-  // operand stays in L1 across the rows.
-  std::vector<int> order;
-  for (int a : outer_axes) order.push_back(a);
-  for (int a : row_axes) order.push_back(a);
-  std::vector<int> rf_order = order;
-  rf_order.push_back(num_axes + 1);
-  rf_order.push_back(num_axes);
+  // The factored stage: (axes..., k.1, k.0) -> (outer axes, rows, row
+  // blocks, k.0, rows of a block, k.1), computed per outer position of the
+  // output so that a row of the streamed operand stays in L1 across the rows.
+  const bool split_rows = block > 1;
+  if (split_rows) s = s.Split(rf, last_row, {block});
+  auto rf_index = [&](int a) { return split_rows && a > last_row ? a + 1 : a; };
+  const int k_inner = num_axes + (split_rows ? 1 : 0), k_outer = k_inner + 1;
+  std::vector<int> rf_order;
+  for (int a : outer_axes) rf_order.push_back(rf_index(a));
+  for (int a : row_axes) rf_order.push_back(rf_index(a));
+  rf_order.push_back(k_outer);
+  if (split_rows) rf_order.push_back(last_row + 1);
+  rf_order.push_back(k_inner);
   s = s.Reorder(rf, rf_order);
-  std::vector<int> out_order = order;
+  std::vector<int> out_order(outer_axes);
+  out_order.insert(out_order.end(), row_axes.begin(), row_axes.end());
   out_order.push_back(num_axes);
   s = s.Reorder(out, out_order);
   s = s.ComputeAt(rf, out, static_cast<int>(outer_axes.size()) - 1);
-  s = s.Annotate(rf, s.stage(rf).num_iters() - 1, IteratorAnnotation::Vectorize);
+  const int rf_iters = s.stage(rf).num_iters();
+  s = s.Annotate(rf, rf_iters - 1, IteratorAnnotation::Vectorize);
+  if (split_rows) s = s.Annotate(rf, rf_iters - 2, IteratorAnnotation::Unroll);
   std::mt19937 rng(0);
   s = MakeParallelRule()->Apply(ctx, s, &rng);
   std::ostringstream os;
   os << st.name() << ": dot products along " << st.op->reduce_axis[0].name() << " in vectors of " << length
-     << " (" << length / lanes << " x " << lanes << " lanes), factored and summed per output; " << rows
+     << " (" << vectors << " x " << lanes << " lanes), " << block << " row" << (block == 1 ? "" : "s")
+     << " at a time sharing each vector of the streamed operand (" << block * vectors << " accumulators + "
+     << vectors + 1 << " of " << registers << " registers), factored and summed per output; " << rows
      << " row" << (rows == 1 ? "" : "s")
      << " <= 2 vectors of lanes read the streamed operand in place, unpacked";
   *note = os.str();
