@@ -141,3 +141,15 @@ def test_dense_with_bias_and_relu_inlines_its_epilogue_on_the_dot_path():
     state, note = _expert(task)
     assert any(name.endswith(".rf") for name in _stage_names(state)), note
     _check_against_reference(task, state)
+
+
+@pytest.mark.parametrize("m,n,k,packed", [(1, 131, 40, False), (4, 160, 31, False), (16, 200, 8, False),
+                                          (64, 256, 40, True)])
+def test_b_already_contiguous_along_the_vector_is_packed_only_for_many_rows(m, n, k, packed):
+    """x * B with B stored [K, N]: a few rows read B's rows in place (packing would only copy B on every
+    call); with many rows the block reads a packed B (the K-stride walk of B costs more than the copy)."""
+    task = _task(_matmul(0, m, n, k))
+    state, note = _expert(task)
+    assert any(name.endswith(".pack") for name in _stage_names(state)) == packed, (_stage_names(state), note)
+    assert "register block" in note, note
+    _check_against_reference(task, state)
