@@ -8,7 +8,8 @@ Each shape is a CPU task (float32, batch 1) built the way the graph or a user bu
 layout="auto" gives them (1x1, 3x3, 7x7 stride 2, the stride-2 1x1 downsampling, grouped), plain NCHW and NHWC
 convolutions tuned alone, the batch matmuls of BERT and GPT-2's attention ([12, 128, 64] x [12, 64, 128] with
 the key transposed, then [12, 128, 128] x [12, 128, 64]), matmuls with a transposed operand (weights stored
-[N, K] as PyTorch's Linear), small M (1 to 16 rows: decoder steps, the classifier head), and shapes nothing was
+[N, K] as PyTorch's Linear), small M (1 to 16 rows: decoder steps, the classifier head; weights [N, K] and, as
+GPT-2's Conv1D stores them, [K, N]), and shapes nothing was
 tuned for (primes, odd channel counts), reported beside the named ones. For each: the expert schedule
 (search.expert_schedule) built, checked against numpy and timed; with --tune, the best schedule after --trials
 measurements (seeded with the expert); PyTorch on the CPU (one thread per core; the NCHW convolution of the
@@ -196,6 +197,8 @@ def shapes(tiny):
     for m in (1, 2, 4, 8, 16):
         for n, k in ((768, 768), (3072, 768), (768, 3072)):
             out.append(matmul(f"small M {m}x{n}x{k} (x W^T)", "smallm", 0, m, s(n), s(k), transpose_b=True))
+    for m in (1, 4, 16):  # GPT-2's Conv1D stores its weights [K, N]
+        out.append(matmul(f"small M {m}x2304x768 (x W)", "smallm", 0, m, s(2304), s(768)))
     out += [
         conv_nchwc("odd nchwc 3x3 24->40 17x17", 24, 40, s(17, 5), 3, 1),
         conv_nchwc("odd nchwc 1x1/2 40->72 23x23", 40, 72, s(23, 5), 1, 2),
