@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/functor.h"
 #include "schedule/infer_bound.h"
 #include "search/rules/cpu/register_block.h"
 #include "search/rules/init_rules.h"
@@ -18,10 +19,44 @@
 namespace autosched {
 namespace {
 
+// Whether packing input `stage` for the tiled stages reading it only copies
+// it: every reader has at most two vectors' worth of rows (the product of the
+// extents of its axes the input does not depend on) and reads the input
+// along its innermost axis of extent > 1 already (B of a matmul with 1 to 16
+// rows: its block reads B's rows in place, and the copy would cost a pass
+// over B per call that so few rows never earn back).
+bool PackOnlyCopies(const State& s, const PackLayoutStep& pack, int64_t lanes) {
+  const TensorNode* tensor = s.stage(pack.stage_id).op.get();
+  for (int reader : pack.reader_stage_ids) {
+    const Stage& st = s.stage(reader);
+    int vec_axis = -1;
+    for (int a = static_cast<int>(st.op->axis.size()) - 1; a >= 0 && vec_axis < 0; --a) {
+      if (st.op->axis[a].extent > 1) vec_axis = a;
+    }
+    if (vec_axis < 0) return false;
+    bool contiguous = true, found = false;
+    int64_t rows = 1;
+    PostOrderVisit(st.op->body, [&](const Expr& x) {
+      const auto* load = x.as<TensorLoadNode>();
+      if (load == nullptr || load->tensor.get() != tensor || load->indices.empty()) return;
+      found = true;
+      contiguous = contiguous && load->indices.back().as<VarNode>() == st.op->axis[vec_axis].var_node();
+      for (const IterVar& axis : st.op->axis) {
+        const bool used = std::any_of(load->indices.begin(), load->indices.end(),
+                                      [&](const Expr& e) { return UsesVar(e, axis.var_node()); });
+        if (!used) rows *= std::max<int64_t>(1, axis.extent);
+      }
+    });
+    if (!found || !contiguous || rows > 2 * lanes) return false;
+  }
+  return !pack.reader_stage_ids.empty();
+}
+
 // How close a sketch is to the expert's structure: every tiled stage
 // attached at level 2 of its consumer (the accumulators are the register
-// tile), operands packed, no rfactor, few stages.
-double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevels& levels) {
+// tile), operands packed (unless packing only copies them), no rfactor, few
+// stages.
+double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevels& levels, int64_t lanes) {
   State s(dag);
   std::set<std::string> tiled;
   std::map<std::string, int> level;
@@ -35,7 +70,7 @@ double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevel
     } else if (const auto* pack = std::get_if<PackLayoutStep>(&step)) {
       // Packing an input (weights, B) pays once per call for every block
       // that streams it; packing a computed stage (padded data) only copies.
-      score += s.stage(pack->stage_id).is_placeholder() ? 2 : -1;
+      score += s.stage(pack->stage_id).is_placeholder() && !PackOnlyCopies(s, *pack, lanes) ? 2 : -1;
     } else if (std::holds_alternative<RfactorStep>(step)) {
       score -= 3;
     }
@@ -296,10 +331,11 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   }
   if (task.target.kind->is_gpu) return MakeGpuExpertSchedule(task, params, sketches);
   const TilingLevels levels = CpuTilingLevels(params);
+  const int64_t lanes = std::max<int64_t>(1, task.hardware_params.vector_unit_bytes / 4);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < sketches.size(); ++i) {
     try {
-      order.emplace_back(SketchScore(task.compute_dag, sketches[i], levels), i);
+      order.emplace_back(SketchScore(task.compute_dag, sketches[i], levels, lanes), i);
     } catch (const std::exception&) {
       // A sketch that does not replay is skipped.
     }
@@ -315,6 +351,15 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
     if (CheckState(*rows, &message).empty()) {
       out.state = *rows;
       out.note = row_note;
+      return out;
+    }
+  }
+  std::string dot_note;
+  if (const std::optional<State> dot = DotProductExpert(ctx, &dot_note)) {
+    std::string message;
+    if (CheckState(*dot, &message).empty()) {
+      out.state = *dot;
+      out.note = dot_note;
       return out;
     }
   }

@@ -50,6 +50,16 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
 ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
                                      const std::vector<State>& sketches);
 
+// The CPU expert of a reduction whose operands are all contiguous along its
+// one reduce axis and that has at most two vectors' worth of rows (the
+// spatial axes its largest operand does not depend on: x * W^T with W stored
+// [N, K] and 1 to 16 rows of x): dot products along the reduction, factored
+// (rfactor) into vectors of up to four registers and summed per output, the
+// streamed operand read in place where a register block would pack it first
+// (dot_expert.cc). nullopt where the task is not of that kind; `note` says
+// how the numbers were chosen.
+std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* note);
+
 // What both expert schedules share: the sketch's steps replayed on its DAG
 // with each tiling split's parts from `tile_parts` (of root node `node` of the
 // stage the split tiles; nullopt: the sketch cannot be filled, and the result

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 #include "ir/functor.h"
@@ -175,6 +176,35 @@ std::vector<std::vector<int64_t>> ReduceParts(const Stage& st, int main_reduce, 
   return out;
 }
 
+// The reduce axis whose inner part is innermost: the one the broadcast
+// operand (a load not indexed by the vector axis) is contiguous along, where
+// there is one (the input-channel lane of an NCHWc convolution: its values
+// share a cache line, whereas a step over the channel blocks jumps a whole
+// image), the longest of those; else the longest reduce axis (the later on a
+// tie). -1 without reduce axes.
+int MainReduce(const Stage& st, int vec_axis) {
+  const auto& reduce = st.op->reduce_axis;
+  auto longest = [&](const std::function<bool(int)>& eligible) {
+    int best = -1;
+    for (int r = 0; r < static_cast<int>(reduce.size()); ++r) {
+      if (eligible(r) && (best < 0 || reduce[r].extent >= reduce[best].extent)) best = r;
+    }
+    return best;
+  };
+  if (vec_axis >= 0) {
+    const VarNode* vec = st.op->axis[vec_axis].var_node();
+    const std::vector<const TensorLoadNode*> loads = Loads(st);
+    const int contiguous = longest([&](int r) {
+      const VarNode* v = reduce[r].var_node();
+      return reduce[r].extent > 1 && std::any_of(loads.begin(), loads.end(), [&](const TensorLoadNode* l) {
+               return !LoadUses(l, vec) && !l->indices.empty() && l->indices.back().as<VarNode>() == v;
+             });
+    });
+    if (contiguous >= 0) return contiguous;
+  }
+  return longest([](int) { return true; });
+}
+
 }  // namespace
 
 int PickRowAxis(const Stage& st, int vec_axis) {
@@ -212,10 +242,7 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   for (int a = static_cast<int>(axes.size()) - 1; a >= 0 && plan.vec_axis < 0; --a) {
     if (axes[a].extent > 1) plan.vec_axis = a;
   }
-  for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
-    if (plan.main_reduce < 0 || st.op->reduce_axis[r].extent >= st.op->reduce_axis[plan.main_reduce].extent)
-      plan.main_reduce = r;
-  }
+  plan.main_reduce = MainReduce(st, plan.vec_axis);
   if (plan.vec_axis < 0) return plan;
   if (StridedAlongTheVector(st, plan.vec_axis)) {
     plan.vec_axis = -1;
@@ -323,6 +350,22 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
       parts[0] = n_space == 1 ? extent : rest;
     }
     out.spatial.push_back(parts);
+  }
+  if (n_space >= 3 && plan.col_axis >= 0 && plan.vec_axis >= 0) {
+    // The column axis indexes the vector operand too (the output channel
+    // blocks of an NCHWc convolution): as many of its blocks join the panel
+    // as keep it within half of L2, so that the broadcast operand's rows (the
+    // input pixels) are read once per panel, not once per column block.
+    std::vector<int64_t>& parts = out.spatial[plan.col_axis];
+    const int64_t vec_panel = out.spatial[plan.vec_axis][1] * out.spatial[plan.vec_axis].back();
+    const int64_t rest = parts[0] * parts[1];
+    int64_t panel = 1;
+    for (int64_t d : Divisors(rest)) {
+      if (d * parts.back() * vec_panel * reduce_total * plan.element_bytes <= l2 / 2) panel = d;
+    }
+    parts[1] = panel;
+    parts[0] = rest / panel;
+    note << st.op->axis[plan.col_axis].name() << ": " << panel << " of " << rest << " in the panel; ";
   }
   int64_t kc = 1;
   if (plan.main_reduce >= 0) {
