@@ -126,6 +126,15 @@ std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* not
   out_order.push_back(num_axes);
   s = s.Reorder(out, out_order);
   s = s.ComputeAt(rf, out, static_cast<int>(outer_axes.size()) - 1);
+  // An element-wise epilogue (bias, GELU) computes the layer inside its own
+  // loops over the outer axes, so the layer's output is written once, by it.
+  const int epilogue = ElementwiseFusionTarget(s, out);
+  if (epilogue >= 0 && s.stage(epilogue).num_iters() == num_axes) {
+    std::vector<int> epilogue_order(outer_axes);
+    epilogue_order.insert(epilogue_order.end(), row_axes.begin(), row_axes.end());
+    s = s.Reorder(epilogue, epilogue_order);
+    s = s.ComputeAt(out, epilogue, static_cast<int>(outer_axes.size()) - 1);
+  }
   const int rf_iters = s.stage(rf).num_iters();
   s = s.Annotate(rf, rf_iters - 1, IteratorAnnotation::Vectorize);
   if (split_rows) s = s.Annotate(rf, rf_iters - 2, IteratorAnnotation::Unroll);
