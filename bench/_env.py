@@ -52,6 +52,20 @@ def set_openblas_coretype(cpuinfo="/proc/cpuinfo"):
     return os.environ.get("OPENBLAS_CORETYPE")
 
 
+def best_mean(fn, repeat=5, min_seconds=0.1):
+    """The best of `repeat` means, each over as many calls as fill min_seconds (after a warm-up call): for calls
+    too short to time one by one."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0, calls = time.perf_counter(), 0
+        while time.perf_counter() - t0 < min_seconds:
+            fn()
+            calls += 1
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
 def best_of(fn, min_seconds, min_runs=3):
     """The fastest of at least min_runs calls of fn(), calling it for at least min_seconds (after a warm-up call)."""
     fn()

@@ -21,7 +21,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 import _env  # bench/, the script's folder, is on sys.path
 
@@ -32,19 +31,6 @@ import numpy as np  # noqa: E402
 import autosched as ans  # noqa: E402
 from autosched import ops, search, te  # noqa: E402
 from autosched.ops import nchwc  # noqa: E402
-
-
-def best_seconds(fn, repeat=5, min_seconds=0.1):
-    """The best of `repeat` means, each over as many calls as fill min_seconds (after a warm-up call)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0, calls = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_seconds:
-            fn()
-            calls += 1
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
 
 
 class Shape:
@@ -215,15 +201,19 @@ def relative_error(got, want):
     return float(np.abs(got - want).max() / max(1e-30, np.abs(want).max()))
 
 
-def build_and_time(shape, task, state, inputs, want):
-    """(seconds, note) of a state built, checked against the reference and timed; (None, why) on failure."""
-    module = ans.build(task, state)
+def checked_seconds(shape, module, inputs, want):
+    """(seconds, note) of a built module checked against the reference and timed; (None, why) when wrong."""
     result = np.zeros([int(d) for d in shape.tensors[-1].shape], "float32")
     module(*inputs, result)
     err = relative_error(result, want)
     if err > 1e-3:
         return None, f"wrong result (max rel. error {err:.1e})"
     return min(module.time_evaluator(number=10, repeat=5, min_repeat_ms=100)(*inputs, result)), ""
+
+
+def build_and_time(shape, task, state, inputs, want):
+    """(seconds, note) of a state built, checked against the reference and timed; (None, why) on failure."""
+    return checked_seconds(shape, ans.build(task, state), inputs, want)
 
 
 def tuned_seconds(shape, task, inputs, want, trials, log_dir):
@@ -231,13 +221,7 @@ def tuned_seconds(shape, task, inputs, want, trials, log_dir):
     options = ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=min(trials, 32),
                                 measure_callbacks=[ans.RecordToFile(log)], verbose=0)
     task.tune(options)
-    module = task.build_best(log)
-    result = np.zeros([int(d) for d in shape.tensors[-1].shape], "float32")
-    module(*inputs, result)
-    err = relative_error(result, want)
-    if err > 1e-3:
-        return None, f"wrong result (max rel. error {err:.1e})"
-    return min(module.time_evaluator(number=10, repeat=5, min_repeat_ms=100)(*inputs, result)), ""
+    return checked_seconds(shape, task.build_best(log), inputs, want)
 
 
 def run_shape(shape, args, log_dir):
@@ -254,7 +238,7 @@ def run_shape(shape, args, log_dir):
     for name, make in shape.peers.items():
         if name == "PyTorch" and (args.no_torch or _torch() is None):
             continue
-        rows.append((name, best_seconds(make(*inputs)), ""))
+        rows.append((name, _env.best_mean(make(*inputs)), ""))
     return rows
 
 

@@ -38,19 +38,6 @@ from autosched import ops, search, te  # noqa: E402
 from autosched import tune as tuner  # noqa: E402
 
 
-def best_seconds(fn, repeat=5, min_seconds=0.1):
-    """The best of `repeat` means, each over as many calls as fill min_seconds (after a warm-up call)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0, calls = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_seconds:
-            fn()
-            calls += 1
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
-
-
 # ---- the kernels: autosched definition, numpy inputs and reference, PyTorch and Halide versions ----
 
 class Kernel:
@@ -168,7 +155,7 @@ def torch_seconds(kernel, threads):
         got = fn()
         got = got.permute(0, 2, 3, 1).numpy() if got.dim() == 4 else got.numpy()
         err = relative_error(got, kernel.reference)
-        return best_seconds(fn), f"torch {torch.__version__}, max rel. error {err:.1e}"
+        return _env.best_mean(fn), f"torch {torch.__version__}, max rel. error {err:.1e}"
 
 
 def load_halide():
@@ -226,7 +213,7 @@ def halide_seconds(hl, kernel, autoscheduler, cores):
     out = hl.Buffer(hl.Float(32), list(reversed(out_shape)))
     pipeline.realize(out)
     err = relative_error(np.asarray(out).reshape(out_shape), kernel.reference)
-    return best_seconds(lambda: pipeline.realize(out)), f"scheduled + compiled in {schedule_s:.1f} s, " \
+    return _env.best_mean(lambda: pipeline.realize(out)), f"scheduled + compiled in {schedule_s:.1f} s, " \
                                                        f"max rel. error {err:.1e}"
 
 
@@ -309,7 +296,7 @@ def main():
             if op == "matmul":
                 a, b = kernel.inputs
                 out = np.empty_like(kernel.reference)
-                peers.append(("numpy (OpenBLAS)", best_seconds(lambda: np.matmul(a, b, out=out)), ""))
+                peers.append(("numpy (OpenBLAS)", _env.best_mean(lambda: np.matmul(a, b, out=out)), ""))
             if not args.no_torch:
                 peers.append(("PyTorch",) + torch_seconds(kernel, cores))
             for name in ("Adams2019", "Li2018", "Mullapudi2016") if halide else ():
