@@ -27,8 +27,8 @@ namespace autosched {
     "what the trees learn: 'regression' (each program's score fits its label: the pack-sum squared error) " \
     "or "                                                                                                   \
     "'rank' (RankNet: the logistic loss of the score difference over pairs of programs of the same task, "  \
-    "each pair weighted by its label difference; scores order programs within a task, their scale means "   \
-    "nothing)")                                                                                             \
+    "each pair weighted by its label difference; a score is exp of the pack sum, the program's "            \
+    "Bradley-Terry strength, whose ratios within a task are what it learnt)")                               \
   X(double, label_octaves, 8.0, FiniteAtLeast(0),                                                           \
     "regression target: 0: the throughput label (min cost / cost); > 0: max(0, 1 + log2(throughput) / "     \
     "label_octaves), a log scale on which this many halvings of speed reach 0")                             \

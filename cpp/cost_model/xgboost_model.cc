@@ -60,6 +60,12 @@ constexpr const char* kRankObjective = "rank";
 // The rank objective pairs each program with at most this many others of its task (all, in smaller tasks).
 constexpr size_t kRankPartners = 64;
 
+// A rank model's score: exp of its pack sum, the program's Bradley-Terry strength (RankNet's loss models
+// P(a before b) = e^sa / (e^sa + e^sb)). Pack sums of a rank model have an arbitrary offset per task; the
+// search selects parents in proportion to their scores (SelectionWeights), and ratios of exp are free of
+// the offset, where raw sums would be positive or negative by chance. Capped so that no score overflows.
+double RankStrength(double sum) { return std::exp(std::min(sum, 300.0)); }
+
 void CheckObjective(const std::string& objective, const std::string& where) {
   AS_CHECK(objective == "regression" || objective == kRankObjective,
            where << "objective must be 'regression' or 'rank', got '" << objective << "'");
@@ -383,8 +389,9 @@ std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>
     std::vector<double> part = PackSum(PredictRows(booster, m, rounds, false), row_program, programs.size());
     for (size_t i = 0; i < programs.size(); ++i) sums[i] += part[i];
   }
+  const bool rank = params_.objective == kRankObjective;
   for (size_t i = 0; i < programs.size(); ++i) {
-    if (programs[i].rows > 0) scores[i] = sums[i];
+    if (programs[i].rows > 0) scores[i] = rank ? RankStrength(sums[i]) : sums[i];
   }
   return scores;
 }

@@ -237,6 +237,8 @@ TEST(CostModelXGB, RankObjectiveLearnsTheOrderAndTheBaseKeepsIt) {
   double accuracy =
       PairwiseAccuracy(model.Predict(data.task, test), test_labels, std::vector<int>(test.size(), 0));
   EXPECT_GT(accuracy, 0.8);
+  // Scores are Bradley-Terry strengths (exp of the pack sums): positive, as the search's selection needs.
+  for (double score : model.Predict(data.task, test)) EXPECT_GT(score, 0);
   std::string path = TempPath("xgb_rank.json");
   model.Save(path);
   XGBModel loaded;
