@@ -176,7 +176,7 @@ HOLDOUT_TASKS = [
 ]
 
 
-HOLDOUT_NETWORK = "bert_layer"  # held out by the training script (--holdout-network): no drawn task is one of its
+HOLDOUT_NETWORK = "bert_layer"  # --holdout-network of earlier trainings: no drawn task is one of its
 
 # Random shapes (--random-tasks): the families of OP_TASKS with relative weights, and the sizes they may have
 # (a task's size is drawn log-uniform in its range, then shapes until one is within a factor of 2 of it).
