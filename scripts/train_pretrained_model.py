@@ -382,8 +382,9 @@ def main(argv=None):
         model = train(rest, params)
         mean, rnd, _ = evaluate(model, held, "held-out tasks")
         fmean, frnd, _ = evaluate(model, fixture, f"fixture {os.path.relpath(args.fixture, ROOT)}")
-        report["holdout"] = {"network": args.holdout_network, "tasks": [g.name() for g in held],
-                             "pairwise_accuracy": mean and round(mean, 4), "random": rnd and round(rnd, 4)}
+        if held:
+            report["holdout"] = {"network": args.holdout_network, "tasks": [g.name() for g in held],
+                                 "pairwise_accuracy": round(mean, 4), "random": round(rnd, 4)}
         if fixture:
             report["fixture"] = {"file": os.path.relpath(args.fixture, ROOT), "pairwise_accuracy": round(fmean, 4),
                                  "random": round(frnd, 4)}
