@@ -2,12 +2,20 @@
 
     python3 scripts/make_cost_model_records.py --out DIR [--trials-per-task 64] [--jobs 1] [--time-budget-s S]
         [--target llvm] [--networks resnet18,mobilenet_v2,bert_layer] [--no-ops] [--random-tasks N]
-        [--shape-seed S] [--holdout] [--list]
+        [--shape-seed S] [--holdout] [--list] [--suite cnn,mobile,vit,encoder,decoder|all]
 
 The tasks: those of the zoo networks (extract_tasks with layout="auto", so the channel-blocked convolutions of
 the target's vector width) and a spread of operator-library tasks (matmul, dense, batch_matmul, conv2d in NHWC,
 NCHW and NCHWc, depthwise, pooling, softmax, layer_norm; varied shapes, awkward ones among them). --holdout
 tunes instead the held-out tasks, which are never part of the corpus (their log tests the shipped model).
+
+--suite FAMILIES adds the tasks of the model suite (bench/_models.py: its models of those families at their
+published size, exported by torch.onnx.export, imported by from_onnx, extract_tasks(graph, target) with
+layout="auto" as graph.build does). Exporting a model takes up to a minute: the tasks of each model are kept in
+DIR/suite_tasks.json as they are extracted (a second run with the same --out reads them). Every task is tagged
+with the families it belongs to (a suite family, "ops" for the operator library, "zoo" for --networks) in
+DIR/task_families.json (workload key -> families, description), so that the training script can hold out whole
+families; a workload shared by two families is one task tagged with both.
 
 --random-tasks N adds N operator-library tasks of the same families with shapes drawn at random (seeded by
 --shape-seed; another seed, other shapes): extents from 1 to a few thousand, round ones (multiples of 8 to 64),
@@ -22,6 +30,9 @@ hardware parameters that follow (vector_unit_bytes 32, 16 vector registers; the 
 target is another CPU for the cost model: its logs and CPU file are named after the CPU and the widest vector
 extension the target keeps, where that differs from the CPU's own (records_sapphirerapids-avx2_job0.json),
 so that the training script normalises its labels apart from those of the full CPU.
+
+--tasks-per-family N keeps the first N tasks of each family in that order (a task shared by families counts for
+the first of them by name), so that a corpus of a bounded time covers every family alike.
 
 --jobs J starts J processes, each pinned (os.sched_setaffinity) to its own pair of the cores this process may
 use and tuning its share of the tasks (every J-th one, in a shuffled order that spreads networks and operators
@@ -46,6 +57,10 @@ import warnings
 import autosched as ans
 from autosched import ops, te
 from autosched.graph import extract_tasks, zoo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITE_FAMILIES = ("cnn", "mobile", "vit", "encoder", "decoder")  # bench/_models.py's FAMILIES
+OPS_FAMILY, ZOO_FAMILY = "ops", "zoo"  # the family tags of the operator library and of --networks
 
 THREADS_PER_JOB = 2  # the default of --threads-per-job
 NETWORKS = ("resnet18", "mobilenet_v2", "bert_layer")
@@ -161,7 +176,7 @@ HOLDOUT_TASKS = [
 ]
 
 
-HOLDOUT_NETWORK = "bert_layer"  # held out by the training script (--holdout-network): no drawn task is one of its
+HOLDOUT_NETWORK = "bert_layer"  # --holdout-network of earlier trainings: no drawn task is one of its
 
 # Random shapes (--random-tasks): the families of OP_TASKS with relative weights, and the sizes they may have
 # (a task's size is drawn log-uniform in its range, then shapes until one is within a factor of 2 of it).
@@ -344,32 +359,139 @@ def job_target(text, threads):
     return text if "-num-cores=" in text else f"{text} -num-cores={threads}"
 
 
-def corpus_tasks(target, networks, with_ops, holdout=False, random_tasks=0, shape_seed=0):
-    """The tasks, deduplicated by workload key, in a fixed shuffled order."""
-    tasks = []
+def _suite_module():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import _models
+    finally:
+        sys.path.pop(0)
+    return _models
+
+
+def _extract_suite_model(models, name, target):
+    """The tasks of suite model `name` at its published size, as JSON texts; or the error (a line)."""
+    from autosched import frontends
+    try:
+        module, example = models.SUITE[name].make(tiny=False)
+        data = models.onnx_bytes(module, (example,), ["input"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = frontends.from_onnx(data)
+            tasks, _ = extract_tasks(graph, target, layout="auto")
+    except Exception as err:  # a model that does not import is left out, not the end of the corpus
+        return None, f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:200]
+    return [t.to_json() for t in tasks], None
+
+
+def suite_tasks(families, target, cache_dir=None):
+    """[(family, task)] of the suite models of `families`, the model's name in each task's description. With
+    `cache_dir`, the tasks of each model are read from (and, once extracted, written to) its suite_tasks.json."""
+    models = _suite_module()
+    cache_path = os.path.join(cache_dir, "suite_tasks.json") if cache_dir else None
+    cache = {}
+    if cache_path and os.path.exists(cache_path):
+        with open(cache_path) as f:
+            cache = json.load(f)
+        if cache.get("target") != target:
+            cache = {}
+    cache.setdefault("target", target)
+    cache.setdefault("models", {})
+    out = []
+    for name, spec in models.SUITE.items():
+        if spec.family not in families:
+            continue
+        entry = cache["models"].get(name)
+        if entry is None:
+            t0 = time.monotonic()
+            texts, error = _extract_suite_model(models, name, target)
+            entry = {"family": spec.family, "tasks": texts or [], "error": error,
+                     "extract_s": round(time.monotonic() - t0, 1)}
+            print(f"suite: {name} ({spec.family}): "
+                  + (f"left out, {error}" if error else f"{len(texts)} tasks, {entry['extract_s']} s"), flush=True)
+            cache["models"][name] = entry
+            if cache_path:
+                with open(cache_path + ".tmp", "w") as f:
+                    json.dump(cache, f)
+                os.replace(cache_path + ".tmp", cache_path)
+        for i, text in enumerate(entry["tasks"]):
+            t = ans.SearchTask.from_json(text)
+            out.append((spec.family, ans.SearchTask(
+                compute_dag=t.compute_dag, workload_key=t.workload_key, target=target,
+                hardware_params=t.hardware_params, desc=f"{name}.{i} {t.desc}"[:80],
+                constant_args=t.constant_args, cold_constants=t.cold_constants,
+                network_caches=t.network_caches)))
+    return out
+
+
+def parse_suite(text):
+    """The families named by --suite ("all": every one); ValueError naming an unknown one."""
+    names = list(SUITE_FAMILIES) if text.strip() == "all" else [f for f in text.split(",") if f]
+    unknown = [f for f in names if f not in SUITE_FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown family {', '.join(unknown)} (families: {', '.join(SUITE_FAMILIES)}, or all)")
+    return names
+
+
+def tagged_corpus_tasks(target, networks, with_ops, holdout=False, random_tasks=0, shape_seed=0, suite=(),
+                        cache_dir=None, per_family=None):
+    """(tasks, families): the tasks deduplicated by workload key in a fixed shuffled order (with per_family,
+    at most that many of each family, a task counting for the first of its families), and workload key ->
+    the sorted families of every task of that key."""
+    tagged = []
     if holdout:
         specs = HOLDOUT_TASKS
     else:
         specs = OP_TASKS if with_ops else []
+        tagged += suite_tasks(suite, target, cache_dir) if suite else []
         for name in networks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 net_tasks, _ = extract_tasks(zoo.get_model(name), target, layout="auto")
             for i, t in enumerate(net_tasks):
-                tasks.append(ans.SearchTask(compute_dag=t.compute_dag, workload_key=t.workload_key,
-                                            target=target, desc=f"{name}.{i} {t.desc}"[:80]))
+                tagged.append((ZOO_FAMILY, ans.SearchTask(compute_dag=t.compute_dag, workload_key=t.workload_key,
+                                                          target=target, desc=f"{name}.{i} {t.desc}"[:80])))
     for desc, make in specs:
-        tasks.append(ans.SearchTask(compute_dag=ans.ComputeDAG(make()), target=target, desc=desc))
+        tagged.append((OPS_FAMILY, ans.SearchTask(compute_dag=ans.ComputeDAG(make()), target=target, desc=desc)))
     if random_tasks and not holdout:
-        tasks += random_op_tasks(random_tasks, shape_seed, target,
-                                 holdout_keys(target) | {t.workload_key for t in tasks})
-    seen, unique = set(), []
-    for t in tasks:
-        if t.workload_key not in seen:
-            seen.add(t.workload_key)
+        tagged += [(OPS_FAMILY, t) for t in random_op_tasks(
+            random_tasks, shape_seed, target, holdout_keys(target) | {t.workload_key for _, t in tagged})]
+    families, unique = {}, []
+    for family, t in tagged:
+        if t.workload_key not in families:
+            families[t.workload_key] = set()
             unique.append(t)
+        families[t.workload_key].add(family)
     random.Random(0).shuffle(unique)
-    return unique
+    if per_family:  # the first per_family tasks of each family (by its first tag) in the shuffled order
+        taken = {}
+        for t in unique:
+            taken.setdefault(min(families[t.workload_key]), []).append(t)
+        keep = {t.workload_key for ts in taken.values() for t in ts[:per_family]}
+        unique = [t for t in unique if t.workload_key in keep]
+    return unique, {k: sorted(v) for k, v in families.items()}
+
+
+def corpus_tasks(target, networks, with_ops, holdout=False, random_tasks=0, shape_seed=0, suite=(),
+                 cache_dir=None, per_family=None):
+    """The tasks, deduplicated by workload key, in a fixed shuffled order."""
+    return tagged_corpus_tasks(target, networks, with_ops, holdout, random_tasks, shape_seed, suite, cache_dir,
+                               per_family)[0]
+
+
+def write_families_file(out, tasks, families):
+    """DIR/task_families.json: workload key -> {"families", "desc"} of the corpus's tasks (merged with those of
+    an earlier run into the same folder)."""
+    path = os.path.join(out, "task_families.json")
+    doc = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            doc = json.load(f)
+    for t in tasks:
+        old = doc.get(t.workload_key, {}).get("families", [])
+        doc[t.workload_key] = {"families": sorted(set(old) | set(families[t.workload_key])), "desc": t.desc}
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=0, sort_keys=True)
+    os.replace(path + ".tmp", path)
 
 
 def _vector_isa(features):
@@ -413,7 +535,8 @@ def run_job(args, job):
     start = time.monotonic()
     target = job_target(args.target, args.threads_per_job)
     tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout, args.random_tasks,
-                         args.shape_seed)[:args.max_tasks][job::args.jobs]
+                         args.shape_seed, args.suite, args.out,
+                         args.tasks_per_family)[:args.max_tasks][job::args.jobs]
     tag = f"holdout_job{job}" if args.holdout else f"job{job}"
     log = os.path.join(args.out, f"records_{cpu_slug(target)}_{tag}.json")
     print(f"[job {job}] cores {sorted(mine)}, {len(tasks)} tasks, target '{target}', log {log}", flush=True)
@@ -458,8 +581,12 @@ def parse_args(argv):
     p.add_argument("--random-tasks", type=int, default=0,
                    help="add N operator-library tasks of random shapes (none of them a held-out task)")
     p.add_argument("--shape-seed", type=int, default=0, help="seed of the random shapes")
+    p.add_argument("--suite", default="", help="families of the model suite (bench/_models.py) whose tasks to "
+                   f"add, comma-separated ({','.join(SUITE_FAMILIES)}) or 'all'")
     p.add_argument("--holdout", action="store_true", help="tune the held-out tasks (never in the corpus)")
     p.add_argument("--min-repeat-ms", type=float, default=50, help="LocalRunner's min_repeat_ms")
+    p.add_argument("--tasks-per-family", type=int, default=None,
+                   help="tune at most N tasks of each family (suite families, ops, zoo), N of the shuffled order")
     p.add_argument("--max-tasks", type=int, default=None, help="tune only the first N tasks of the shuffled order")
     p.add_argument("--list", action="store_true", help="print the tasks and exit")
     p.add_argument("--job", type=int, default=None, help=argparse.SUPPRESS)  # a child process's index
@@ -468,6 +595,12 @@ def parse_args(argv):
     for n in args.networks:
         if n not in zoo.MODELS:
             p.error(f"--networks: unknown model {n!r} (models: {', '.join(zoo.MODELS)})")
+    try:
+        args.suite = parse_suite(args.suite)
+    except ValueError as err:
+        p.error(f"--suite: {err}")
+    if args.list and args.suite:
+        os.makedirs(args.out, exist_ok=True)  # the suite's tasks are kept there
     if args.random_tasks < 0:
         p.error("--random-tasks must be >= 0")
     if min(args.jobs, args.trials_per_task, args.per_round, args.threads_per_job) < 1:
@@ -484,16 +617,23 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.list:
         target = job_target(args.target, args.threads_per_job)
-        tasks = corpus_tasks(target, args.networks, not args.no_ops, args.holdout, args.random_tasks,
-                             args.shape_seed)[:args.max_tasks]
-        for i, t in enumerate(tasks):
-            print(f"{i:3d} job {i % args.jobs}  {t.compute_dag.flop_ct / 1e6:10.2f} MFLOP  {t.desc}")
+        tasks, families = tagged_corpus_tasks(target, args.networks, not args.no_ops, args.holdout,
+                                              args.random_tasks, args.shape_seed, args.suite, args.out,
+                         args.tasks_per_family)
+        for i, t in enumerate(tasks[:args.max_tasks]):
+            print(f"{i:3d} job {i % args.jobs}  {t.compute_dag.flop_ct / 1e6:10.2f} MFLOP  "
+                  f"{','.join(families[t.workload_key]):12} {t.desc}")
         return 0
     os.makedirs(args.out, exist_ok=True)
     if args.job is not None:
         run_job(args, args.job)
         return 0
-    write_cpu_file(args.out, job_target(args.target, args.threads_per_job))
+    target = job_target(args.target, args.threads_per_job)
+    write_cpu_file(args.out, target)
+    tasks, families = tagged_corpus_tasks(target, args.networks, not args.no_ops, args.holdout, args.random_tasks,
+                                          args.shape_seed, args.suite, args.out,
+                         args.tasks_per_family)  # extracts the suite's once
+    write_families_file(args.out, tasks[:args.max_tasks], families)
     if args.jobs == 1:
         run_job(args, 0)
         return 0

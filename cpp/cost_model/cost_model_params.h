@@ -4,6 +4,8 @@
 // (support/fields.h): X(type, name, default, range, doc).
 #pragma once
 
+#include <string>
+
 #include "support/fields.h"
 
 namespace autosched {
@@ -21,6 +23,12 @@ namespace autosched {
     "stop when the metric has not improved for this many rounds")                                           \
   X(double, validation_fraction, 0.0, InRange(0, 1, false, true),                                           \
     "share of programs held out to measure the metric (0: the metric is measured on the training data)")    \
+  X(std::string, objective, "regression", AnyValue(),                                                       \
+    "what the trees learn: 'regression' (each program's score fits its label: the pack-sum squared error) " \
+    "or "                                                                                                   \
+    "'rank' (RankNet: the logistic loss of the score difference over pairs of programs of the same task, "  \
+    "each pair weighted by its label difference; a score is exp of the pack sum, the program's "            \
+    "Bradley-Terry strength, whose ratios within a task are what it learnt)")                               \
   X(double, label_octaves, 8.0, FiniteAtLeast(0),                                                           \
     "regression target: 0: the throughput label (min cost / cost); > 0: max(0, 1 + log2(throughput) / "     \
     "label_octaves), a log scale on which this many halvings of speed reach 0")                             \

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace autosched {
 
@@ -69,6 +70,79 @@ void PackSumGradients(const std::vector<double>& program_predictions, const Pack
     (*grad)[r] = static_cast<float>(weight * (program_predictions[p] - label));
     (*hess)[r] = static_cast<float>(weight);
   }
+}
+
+RankPairs MakeRankPairs(const PackedRows& rows, double weight_power, double min_label_weight,
+                        size_t max_partners, unsigned seed) {
+  std::map<int, std::vector<int>> by_task;
+  for (size_t p = 0; p < rows.num_programs(); ++p) by_task[rows.task[p]].push_back(static_cast<int>(p));
+  std::mt19937 rng(seed);
+  RankPairs pairs;
+  auto add = [&](int a, int b, double scale) {
+    double la = rows.labels[a], lb = rows.labels[b];
+    if (la == lb) return;
+    if (la < lb) std::swap(a, b), std::swap(la, lb);
+    double w = (la - lb) * (weight_power == 0 ? 1.0 : std::pow(std::max(la, min_label_weight), weight_power));
+    pairs.better.push_back(a);
+    pairs.worse.push_back(b);
+    pairs.weight.push_back(static_cast<float>(w * scale));
+  };
+  for (const auto& [task, ids] : by_task) {
+    size_t n = ids.size();
+    if (n < 2) continue;
+    if (n - 1 <= max_partners) {
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = i + 1; j < n; ++j) add(ids[i], ids[j], 1.0 / static_cast<double>(n - 1));
+      }
+      continue;
+    }
+    // Sampled partners: each pair drawn counts half, as a pair of all pairs is seen from both ends.
+    std::uniform_int_distribution<size_t> other(0, n - 2);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < max_partners; ++k) {
+        size_t j = other(rng);
+        add(ids[i], ids[j >= i ? j + 1 : j], 0.5 / static_cast<double>(max_partners));
+      }
+    }
+  }
+  return pairs;
+}
+
+namespace {
+// log(1 + exp(-d)) without overflow.
+double LogisticLoss(double d) { return d > 0 ? std::log1p(std::exp(-d)) : -d + std::log1p(std::exp(d)); }
+}  // namespace
+
+void RankGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
+                   const RankPairs& pairs, std::vector<float>* grad, std::vector<float>* hess) {
+  std::vector<double> program_grad(rows.num_programs(), 0.0), program_hess(rows.num_programs(), 0.0);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    int a = pairs.better[k], b = pairs.worse[k];
+    double d = program_predictions[a] - program_predictions[b];
+    double p = 1.0 / (1.0 + std::exp(d));  // d loss / d(-d): the chance the model orders the pair wrong
+    double w = pairs.weight[k];
+    program_grad[a] -= w * p;
+    program_grad[b] += w * p;
+    double h = w * std::max(p * (1 - p), 1e-6);
+    program_hess[a] += h;
+    program_hess[b] += h;
+  }
+  grad->resize(rows.num_rows());
+  hess->resize(rows.num_rows());
+  for (size_t r = 0; r < rows.num_rows(); ++r) {
+    (*grad)[r] = static_cast<float>(program_grad[rows.program[r]]);
+    (*hess)[r] = static_cast<float>(program_hess[rows.program[r]]);
+  }
+}
+
+double RankLoss(const std::vector<double>& program_predictions, const RankPairs& pairs) {
+  double loss = 0, total = 0;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    loss += pairs.weight[k] *
+            LogisticLoss(program_predictions[pairs.better[k]] - program_predictions[pairs.worse[k]]);
+    total += pairs.weight[k];
+  }
+  return total > 0 ? loss / total : 0;
 }
 
 double PackSumRmse(const std::vector<double>& program_predictions, const std::vector<float>& labels) {

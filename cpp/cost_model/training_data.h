@@ -15,6 +15,11 @@
 // row per buffer store). The squared error (sum - label)^2 / 2 of a program
 // gives every one of its rows grad = w * (sum - label), hess = w, with w the
 // program's weight: max(label, min_label_weight) ^ weight_power.
+//
+// Rank (XGBModelParams::objective "rank"): the same pack sums, trained to
+// order the programs of each task instead of fitting their labels (RankNet's
+// pairwise logistic loss), so that tasks whose programs differ in scale or
+// noise teach the trees only which program is faster.
 #pragma once
 
 #include <cstddef>
@@ -69,6 +74,27 @@ std::vector<double> PackSum(const std::vector<float>& row_predictions, const std
 void PackSumGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
                       double weight_power, double min_label_weight, std::vector<float>* grad,
                       std::vector<float>* hess);
+// The rank objective's pairs: programs of the same task with different
+// labels, the better one first. A task of n programs gives all its pairs
+// while n - 1 <= max_partners, else each program max_partners random
+// others (seeded). A pair's weight is its label difference times the
+// better label's weight (max(label, min_label_weight) ^ weight_power, as the
+// regression weighs a program), over n - 1, so that a program's pairs weigh
+// about as much as its regression row whatever the size of its task.
+struct RankPairs {
+  std::vector<int> better, worse;  // program indices of PackedRows
+  std::vector<float> weight;
+  size_t size() const { return weight.size(); }
+};
+RankPairs MakeRankPairs(const PackedRows& rows, double weight_power, double min_label_weight,
+                        size_t max_partners, unsigned seed);
+// Per-row gradient and hessian of the pairs' logistic loss
+// w * log(1 + exp(-(s_better - s_worse))), s a program's pack sum: every row
+// of a program gets the program's sums.
+void RankGradients(const std::vector<double>& program_predictions, const PackedRows& rows,
+                   const RankPairs& pairs, std::vector<float>* grad, std::vector<float>* hess);
+// The pairs' weighted mean logistic loss (0 without pairs).
+double RankLoss(const std::vector<double>& program_predictions, const RankPairs& pairs);
 // Root mean squared error of program predictions against labels.
 double PackSumRmse(const std::vector<double>& program_predictions, const std::vector<float>& labels);
 // Share of pairs of programs of the same group, with different labels, that

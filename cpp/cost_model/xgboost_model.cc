@@ -56,6 +56,21 @@ std::vector<float> PredictRows(BoosterHandle booster, const DMatrix& m, int roun
   return std::vector<float>(result, result + n);
 }
 
+constexpr const char* kRankObjective = "rank";
+// The rank objective pairs each program with at most this many others of its task (all, in smaller tasks).
+constexpr size_t kRankPartners = 64;
+
+// A rank model's score: exp of its pack sum, the program's Bradley-Terry strength (RankNet's loss models
+// P(a before b) = e^sa / (e^sa + e^sb)). Pack sums of a rank model have an arbitrary offset per task; the
+// search selects parents in proportion to their scores (SelectionWeights), and ratios of exp are free of
+// the offset, where raw sums would be positive or negative by chance. Capped so that no score overflows.
+double RankStrength(double sum) { return std::exp(std::min(sum, 300.0)); }
+
+void CheckObjective(const std::string& objective, const std::string& where) {
+  AS_CHECK(objective == "regression" || objective == kRankObjective,
+           where << "objective must be 'regression' or 'rank', got '" << objective << "'");
+}
+
 std::string TaskKey(const SearchTask& task) { return task.workload_key + " @ " + task.target.str(); }
 
 double MeanCost(const std::vector<double>& costs) {
@@ -156,6 +171,7 @@ bool HasXGBoost() { return true; }
 XGBModel::XGBModel(XGBModelParams params)
     : params_(params), rng_(params.seed), impl_(std::make_unique<Impl>()) {
   CheckFields(params_);
+  CheckObjective(params_.objective, "XGBModelParams: ");
 }
 
 XGBModel::~XGBModel() = default;
@@ -171,9 +187,17 @@ void XGBModel::SetBase(const std::string& path) {
   try {
     BoosterHandle base = LoadBooster(doc, path, params_.xgboost_threads);
     AS_CHECK(base, "cost model file '" << path << "' holds no trained model");
+    // The own trees add to the base's scores, so they learn what the base learnt: a base trained to rank
+    // (scores of no scale) under regression trees would first have to be unlearnt.
+    std::string objective = "regression";
+    if (doc.contains("params") && doc.at("params").contains("objective")) {
+      objective = doc.at("params").at("objective").get<std::string>();
+    }
+    CheckObjective(objective, "cost model file '" + path + "': ");
     if (impl_->base) XGBoosterFree(impl_->base);
     impl_->base = base;
     impl_->base_rounds = doc.at("best_round").get<int>() + 1;
+    params_.objective = objective;
   } catch (const nlohmann::json::exception& e) {
     throw Error("cost model file '" + path + "': " + e.what());
   }
@@ -221,6 +245,18 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
   TrainingReport report;
   report.programs = train.num_programs();
   report.rows = train.num_rows();
+  const bool rank = params.objective == kRankObjective;
+  RankPairs train_pairs, valid_pairs;
+  if (rank) {
+    train_pairs = MakeRankPairs(train, params.label_weight_power, params.min_label_weight, kRankPartners,
+                                static_cast<unsigned>(params.seed));
+    valid_pairs = MakeRankPairs(valid, params.label_weight_power, params.min_label_weight, kRankPartners,
+                                static_cast<unsigned>(params.seed) + 1);
+  }
+  // The metric early stopping watches: the pack-sum RMSE, or the pairs' logistic loss.
+  auto metric_of = [&](const std::vector<double>& sums, const PackedRows& rows, const RankPairs& pairs) {
+    return rank ? RankLoss(sums, pairs) : PackSumRmse(sums, rows.labels);
+  };
   double best = std::numeric_limits<double>::infinity();
   std::vector<float> grad, hess;
   int round = 0;
@@ -231,11 +267,11 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
     std::vector<double> sums = add(
         PackSum(PredictRows(booster, dtrain, 0, true), train.program, train.num_programs()), train_offset);
     if (round > 0) {
-      double metric = dvalid ? PackSumRmse(add(PackSum(PredictRows(booster, *dvalid, 0, false), valid.program,
-                                                       valid.num_programs()),
-                                               valid_offset),
-                                           valid.labels)
-                             : PackSumRmse(sums, train.labels);
+      double metric = dvalid ? metric_of(add(PackSum(PredictRows(booster, *dvalid, 0, false), valid.program,
+                                                     valid.num_programs()),
+                                             valid_offset),
+                                         valid, valid_pairs)
+                             : metric_of(sums, train, train_pairs);
       if (metric < best) {
         best = metric;
         report.best_round = round - 1;
@@ -248,7 +284,11 @@ TrainingReport Boost(BoosterHandle booster, const XGBModelParams& params, const 
       report.cut_at_deadline = true;
       break;
     }
-    PackSumGradients(sums, train, params.label_weight_power, params.min_label_weight, &grad, &hess);
+    if (rank) {
+      RankGradients(sums, train, train_pairs, &grad, &hess);
+    } else {
+      PackSumGradients(sums, train, params.label_weight_power, params.min_label_weight, &grad, &hess);
+    }
     Check(XGBoosterBoostOneIter(booster, dtrain.get(), grad.data(), hess.data(), grad.size()),
           "train a round");
   }
@@ -349,8 +389,9 @@ std::vector<double> XGBModel::PredictFeatures(const std::vector<ProgramFeatures>
     std::vector<double> part = PackSum(PredictRows(booster, m, rounds, false), row_program, programs.size());
     for (size_t i = 0; i < programs.size(); ++i) sums[i] += part[i];
   }
+  const bool rank = params_.objective == kRankObjective;
   for (size_t i = 0; i < programs.size(); ++i) {
-    if (programs[i].rows > 0) scores[i] = sums[i];
+    if (programs[i].rows > 0) scores[i] = rank ? RankStrength(sums[i]) : sums[i];
   }
   return scores;
 }
@@ -371,6 +412,7 @@ void XGBModel::Load(const std::string& path) {
   nlohmann::json doc = ReadModelFile(path, "xgb");
   try {
     XGBModelParams params = FieldsFromJson<XGBModelParams>(doc.at("params"));
+    CheckObjective(params.objective, "cost model file '" + path + "': ");
     int best_round = doc.at("best_round").get<int>();
     auto impl = std::make_unique<Impl>();
     impl->booster = LoadBooster(doc, path, params.xgboost_threads);

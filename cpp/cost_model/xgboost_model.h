@@ -6,13 +6,17 @@
 // = 0), put on a log scale (params.label_octaves). Each Update adds the programs and retrains from scratch on
 // all of them; until params.num_warmup_samples programs have been measured the model gives uniform random
 // scores. Early stopping watches the pack-sum RMSE on the training data, or on a held-out share of the
-// programs (validation_fraction), and prediction uses the trees up to the best round.
+// programs (validation_fraction), and prediction uses the trees up to the best round. With params.objective
+// "rank" the trees learn to order each task's programs (pairwise logistic loss, training_data.h) and early
+// stopping watches that loss.
 //
 // A base model (SetBase: a model file trained before, e.g. the pretrained
 // model shipped in the package) keeps its trees fixed: it scores alone until
 // the warm-up ends, and from then on each training boosts the session's own
 // trees on top of it (continued boosting: the gradients start from the base's
-// predictions), so a program scores base + own trees.
+// predictions), so a program scores base + own trees. The own trees take the
+// base's objective (SetBase sets params().objective): rank scores have no
+// scale for a regression to start from.
 //
 // XGBoost is an optional dependency: without it (AUTOSCHED_HAS_XGBOOST unset)
 // the constructor throws Error saying so. This header does not include

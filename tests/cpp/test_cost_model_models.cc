@@ -1,4 +1,4 @@
-// Cost models: labels and the pack-sum objective, RandomModel, and XGBModel
+// Cost models: labels, the pack-sum and rank objectives, RandomModel, and XGBModel
 // on a synthetic cost (states whose cost is known from their tiling), with
 // save / load and the errors of bad model files; an interrupt stops feature
 // extraction and training and leaves a usable model.
@@ -107,6 +107,47 @@ TEST(CostModelTraining, PackSumGradientsAndMetrics) {
   EXPECT_EQ(PairwiseAccuracy({1, 2, 5, 4}, {1, 2, 2, 1}, {0, 0, 1, 1}), 1.0);
 }
 
+TEST(CostModelTraining, RankPairsAndGradients) {
+  PackedRows rows;
+  rows.program = {0, 0, 1, 2, 3, 4};
+  rows.labels = {1.0f, 0.5f, 0.5f, 0.25f, 0.75f};
+  rows.task = {0, 0, 0, 1, 1};
+  RankPairs pairs = MakeRankPairs(rows, /*weight_power=*/0, 0.05, /*max_partners=*/64, 1);
+  // Task 0: (0, 1) and (0, 2), the tie (1, 2) skipped; task 1: (4, 3), the better first. Weight: the label
+  // difference over the task's programs - 1.
+  ASSERT_EQ(pairs.size(), 3u);
+  EXPECT_EQ(pairs.better, (std::vector<int>{0, 0, 4}));
+  EXPECT_EQ(pairs.worse, (std::vector<int>{1, 2, 3}));
+  EXPECT_NEAR(pairs.weight[0], 0.5 / 2, 1e-6);
+  EXPECT_NEAR(pairs.weight[2], 0.5 / 1, 1e-6);
+  std::vector<float> grad, hess;
+  std::vector<double> equal(5, 0.0);
+  RankGradients(equal, rows, pairs, &grad, &hess);
+  // Equal scores: each pair pushes its better program up and the worse down by w / 2.
+  EXPECT_NEAR(grad[0], -(0.25 + 0.25) / 2, 1e-6);  // both rows of program 0
+  EXPECT_NEAR(grad[1], grad[0], 1e-9);
+  EXPECT_NEAR(grad[2], 0.25 / 2, 1e-6);
+  EXPECT_NEAR(grad[4], 0.5 / 2, 1e-6);
+  EXPECT_NEAR(grad[5], -0.5 / 2, 1e-6);
+  EXPECT_NEAR(hess[5], 0.5 / 4, 1e-6);
+  EXPECT_NEAR(RankLoss(equal, pairs), std::log(2.0), 1e-9);
+  // Scores that order every pair right by a wide margin: small gradients, small loss.
+  std::vector<double> right = {10, 0, 0, 0, 10};
+  RankGradients(right, rows, pairs, &grad, &hess);
+  EXPECT_LT(std::abs(grad[0]), 1e-4);
+  EXPECT_LT(RankLoss(right, pairs), 1e-4);
+  EXPECT_GT(RankLoss({0, 10, 10, 10, 0}, pairs), 5);
+  // A task of more programs than max_partners + 1: each program gets max_partners sampled partners.
+  PackedRows big;
+  for (int p = 0; p < 40; ++p) {
+    big.program.push_back(p);
+    big.labels.push_back(static_cast<float>(p + 1) / 40);
+    big.task.push_back(0);
+  }
+  EXPECT_EQ(MakeRankPairs(big, 0, 0.05, 8, 1).size(), 40u * 8);
+  EXPECT_EQ(MakeRankPairs(big, 0, 0.05, 39, 1).size(), 40u * 39 / 2);
+}
+
 TEST(CostModelRandom, SeededAndResumedFromFile) {
   Synthetic data;
   RandomModel a(7), b(7), c(8);
@@ -170,6 +211,49 @@ TEST(CostModelXGB, LearnsASyntheticCostAndRoundTrips) {
   State broken = State(data.task.compute_dag).Split(2, 0, {std::nullopt});
   EXPECT_EQ(loaded.Predict(data.task, {broken})[0], kInvalidScore);
   std::remove(path.c_str());
+}
+
+TEST(CostModelXGB, RankObjectiveLearnsTheOrderAndTheBaseKeepsIt) {
+  if (!HasXGBoost()) GTEST_SKIP() << "built without XGBoost";
+  Synthetic data;
+  XGBModelParams params;
+  params.num_warmup_samples = 0;
+  params.objective = "rank";
+  XGBModel model(params);
+  std::vector<MeasuredProgram> train;
+  std::vector<State> test;
+  std::vector<double> test_labels;
+  for (size_t i = 0; i < data.states.size(); ++i) {
+    if ((i / 2) % 2 == 0) {  // both the vectorized and the scalar state of a tiling on one side
+      train.push_back(data.Measured(i, i + 1)[0]);
+    } else {
+      test.push_back(data.states[i]);
+      test_labels.push_back(1 / data.costs[i]);
+    }
+  }
+  model.Update(train);
+  ASSERT_TRUE(model.trained());
+  EXPECT_GT(model.last_training().rounds, 1);
+  double accuracy =
+      PairwiseAccuracy(model.Predict(data.task, test), test_labels, std::vector<int>(test.size(), 0));
+  EXPECT_GT(accuracy, 0.8);
+  // Scores are Bradley-Terry strengths (exp of the pack sums): positive, as the search's selection needs.
+  for (double score : model.Predict(data.task, test)) EXPECT_GT(score, 0);
+  std::string path = TempPath("xgb_rank.json");
+  model.Save(path);
+  XGBModel loaded;
+  loaded.Load(path);
+  EXPECT_EQ(loaded.params().objective, "rank");
+  // A model boosting on top of a rank base learns to rank too: its trees add to scores of no scale.
+  XGBModel session;
+  EXPECT_EQ(session.params().objective, "regression");
+  session.SetBase(path);
+  EXPECT_EQ(session.params().objective, "rank");
+  std::remove(path.c_str());
+  XGBModelParams bad;
+  bad.objective = "lambdamart";
+  EXPECT_NE(ErrorOf([&] { XGBModel m(bad); }).find("objective must be 'regression' or 'rank'"),
+            std::string::npos);
 }
 
 TEST(CostModelFeatures, ParallelForStopsAtAnInterruptOfTheCallingThread) {

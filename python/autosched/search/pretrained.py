@@ -5,8 +5,9 @@
     model = ans.XGBModel(pretrained=True)     # starts from it (cost_model.XGBModel)
 
 scripts/train_pretrained_model.py trains it on record logs that scripts/make_cost_model_records.py tunes (the
-tasks of the zoo networks and of the operator library, on AVX2 and AVX-512 CPUs) and writes it into
-autosched/data/ with its manifest, data/pretrained_models.json. The model file's name carries the feature set
+tasks of the model suite's five families and of the operator library; the corpus is kept in
+tests/records/corpus/) and writes it into autosched/data/ with its manifest, data/pretrained_models.json. Its
+features are relative to the target's hardware parameters: a model of one CPU's records serves every llvm host. The model file's name carries the feature set
 it was trained on (feature_set_id()): a build whose features differ does not use it (the tuner falls back to a
 model learning from scratch, with a PretrainedModelWarning). The manifest holds the file's SHA-256 too: a file
 that does not match it (damaged or edited since it was written) is never handed to XGBoost, whose reader trusts
