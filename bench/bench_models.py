@@ -236,6 +236,8 @@ def main():
                         help="keep the tuning logs here (MODEL.FRONTEND.json; default: a temporary folder)")
     parser.add_argument("--tiny", action="store_true",
                         help="tiny models and timings (a check that the script works; the figures mean nothing)")
+    parser.add_argument("--fuse-attention", action="store_true",
+                        help="fuse attention's scores and softmax into one task (graph.fusion.FUSE_ATTENTION_SCORES)")
     parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
     args = parser.parse_args()
     if args.rounds < 1 or args.threads < 1:
@@ -245,6 +247,9 @@ def main():
     except ValueError as e:
         parser.error(str(e))
     args.min_seconds = 0.01 if args.tiny else 0.5
+    if args.fuse_attention:
+        from autosched.graph import fusion
+        fusion.FUSE_ATTENTION_SCORES = True
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
     print(f"CPU: {_env.cpu_text()}; {_env.load_text()}")
     print(f"peers on {args.threads} threads; autosched on its thread pool ({os.cpu_count()} hardware threads)")

@@ -58,8 +58,8 @@ class Estimate:
         return value
 
 
-def network_tasks(name, target):
-    module, example = _models.SUITE[name].make(tiny=False)
+def network_tasks(name, target, tiny=False):
+    module, example = _models.SUITE[name].make(tiny=tiny)
     data = _models.onnx_bytes(module, (example,), ["input"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -82,6 +82,7 @@ def main():
     p.add_argument("--pretrained", action="append", default=[],
                    help="MODEL=PATH: the pretrained model file to start from for that suite model")
     p.add_argument("--target", default="llvm")
+    p.add_argument("--tiny", action="store_true", help="tiny models (a check that the script works)")
     args = p.parse_args()
     files = {}
     for item in args.pretrained:
@@ -91,7 +92,7 @@ def main():
         files[name] = path
     names = _models.select(args.models)
     for name in names:
-        tasks, weights = network_tasks(name, args.target)
+        tasks, weights = network_tasks(name, args.target, args.tiny)
         family = _models.SUITE[name].family
         source = files.get(name, "the shipped model")
         print(f"{name} ({family}): {len(tasks)} tasks, {args.seconds:.0f} s each run; pretrained: {source}",

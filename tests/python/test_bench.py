@@ -20,6 +20,7 @@ SMOKE_ARGS = {
     "bench_conv_layout.py": ["--tiny", "--trials", "0", "--layers", "layer1.0.conv1"],
     "bench_conv_weight_layout.py": ["--trials", "2", "--shapes", "8x6x3x1"],
     "bench_cost_model.py": ["--states", "12", "--seeds", "1", "--population", "16", "--data", ""],
+    "bench_expert_shapes.py": ["--tiny", "--only", "1x1,small", "--no-torch"],
     "bench_matmul.py": ["--n", "128", "--repeat", "1"],
     "bench_models.py": ["--tiny", "--models", "squeezenet1_1,gpt2", "--rounds", "1"],
     "bench_networks.py": ["--models", "bert_layer", "--tiny", "--trials-per-task", "1", "--per-round", "1",
@@ -30,6 +31,7 @@ SMOKE_ARGS = {
     "bench_opencl_gpu.py": ["--target", "opencl", "--kernels", "matmul256", "--trials", "2", "--per-round", "2",
                             "--number", "1", "--time-budget-s", "60"],
     # LocalRunner only: test_ray_runner.py starts Ray itself.
+    "bench_pretrained_curves.py": ["--tiny", "--models", "squeezenet1_1", "--seconds", "4", "--every", "2"],
     "bench_ray_runner.py": ["--n", "16", "--candidates", "2", "--actors", "", "--min-repeat-ms", "0"],
     "bench_search_cost_model.py": ["--trials", "2", "--seeds", "1", "--tasks", "matmul16", "--per-round", "2"],
     "bench_search_population.py": ["--tiny", "--budget-s", "1", "--tasks", "2", "--configs", "16x1",

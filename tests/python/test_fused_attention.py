@@ -10,6 +10,7 @@ import pytest
 import autosched as ans
 from autosched import ops, te
 from autosched.graph import Graph
+from autosched.graph import fusion
 from autosched.graph.fusion import partition
 from autosched.search import sample_init_population
 from autosched.search.policy import expert_schedule_info
@@ -17,6 +18,12 @@ from import_checks import check_onnx_import, check_torch_import, onnx_model
 from schedule_helpers import check
 
 RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def fuse_attention_scores(monkeypatch):
+    """The fusion is off by default (graph.fusion.FUSE_ATTENTION_SCORES): these tests turn it on."""
+    monkeypatch.setattr(fusion, "FUSE_ATTENTION_SCORES", True)
 MASKS = ("none", "additive", "padding", "causal")
 
 
@@ -261,3 +268,9 @@ def _row_reference(name, arrays):
         return e / e.sum(-1, keepdims=True)
     mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     return (x - mean) / np.sqrt(var + 1e-5) * arrays[1] + arrays[2]
+
+
+def test_the_fusion_is_off_by_default(monkeypatch):
+    monkeypatch.setattr(fusion, "FUSE_ATTENTION_SCORES", False)
+    names = [grp.name for grp in partition(attention(2, 16, 8, "additive"))]
+    assert not any(name.endswith("softmax") and name.startswith("matmul") for name in names), names

@@ -12,10 +12,11 @@ A group also takes the diamonds that an importer writes as separate ops: a softm
 exp, sum, divide) in a group started by a reduction, SiLU (x * sigmoid(x)) and GELU (x * 0.5 * (1 + erf(x /
 sqrt 2))) in the epilogue of the convolution or dense layer that computes x: there a value may have several
 consumers inside the group, as long as none outside it. Every group computes exactly one value used outside it.
-Attention's scores and their softmax are one group: a softmax or log_softmax along the last axis joins the
-group of the matmul whose value it normalises (the scores, after element-wise scale and mask ops: Mul/Div, Add,
-Where) when that value has no other consumer and the fused kernel pays for the scores' shape (_KEY_MULTIPLE,
-_QUERY_BLOCK), so each block of score rows is normalised while it is in cache.
+With FUSE_ATTENTION_SCORES on (off by default: see there), attention's scores and their softmax are one group:
+a softmax or log_softmax along the last axis joins the group of the matmul whose value it normalises (the
+scores, after element-wise scale and mask ops: Mul/Div, Add, Where) when that value has no other consumer and
+the fused kernel pays for the scores' shape (_KEY_MULTIPLE, _QUERY_BLOCK), so each block of score rows is
+normalised while it is in cache.
 Nodes of Graph.problems() (unsupported ops, dynamic dims) belong to no group and are never compiled. Whether
 an op is an anchor, a reduction or injective is the `fusion` of its OpDef (registry.py).
 """
@@ -73,6 +74,11 @@ def _kind(op):
     return registry.fusion_kind(op)
 
 
+# Whether attention's scores and their softmax fuse (module docstring). Off by default: untuned whole
+# transformers on a 2-core Zen 3, built both ways and timed alternately in one process, ran with it on at 0.98x
+# (BERT-base), 1.02x (GPT-2) and 0.92x (DistilBERT) the speed with it off (bench/bench_models.py
+# --fuse-attention turns it on; tests/python/test_fused_attention.py does too).
+FUSE_ATTENTION_SCORES = False
 _NORMALISERS = ("softmax", "log_softmax")
 # The scores' shapes whose fused kernel (the row-fusion sketch's blocks of rows, docs/search.md) runs at least as
 # fast as the matmul and the softmax apart: keys a whole number of vectors (16 floats: one AVX-512 vector, two of
@@ -87,6 +93,8 @@ def _normalises_scores(graph, node, group):
     """Whether `node` is a softmax (log_softmax) along the last axis of the value of `group`, a matmul followed
     only by element-wise ops of its shape (the scale and mask of attention's scores): each row it normalises
     is then a row of the matmul. Only for shapes whose fused kernel pays (_KEY_MULTIPLE, _QUERY_BLOCK)."""
+    if not FUSE_ATTENTION_SCORES:
+        return False
     if node.op not in _NORMALISERS or group.kind != "anchor" or group.nodes[0].op != "matmul":
         return False
     shape = tuple(graph.shape(group.nodes[0].name))
