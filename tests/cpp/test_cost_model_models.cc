@@ -59,6 +59,28 @@ struct Synthetic {
   }
 };
 
+// The synthetic states from `first` on, split in two: those `for_training` picks as measured programs, the
+// others as test states with their labels (throughput).
+struct TrainTestSplit {
+  std::vector<MeasuredProgram> train;
+  std::vector<State> test;
+  std::vector<double> test_labels;
+};
+
+template <typename Pick>
+TrainTestSplit SplitStates(const Synthetic& data, size_t first, Pick for_training) {
+  TrainTestSplit split;
+  for (size_t i = first; i < data.states.size(); ++i) {
+    if (for_training(i)) {
+      split.train.push_back(data.Measured(i, i + 1)[0]);
+    } else {
+      split.test.push_back(data.states[i]);
+      split.test_labels.push_back(1 / data.costs[i]);
+    }
+  }
+  return split;
+}
+
 TEST(CostModelTraining, LabelsArePerTaskThroughput) {
   TrainingSet set;
   ProgramFeatures one_row;
@@ -181,17 +203,7 @@ TEST(CostModelXGB, LearnsASyntheticCostAndRoundTrips) {
   model.Update(data.Measured(0, 10));
   EXPECT_FALSE(model.trained());
   // Train on every other state, test on the rest.
-  std::vector<MeasuredProgram> train;
-  std::vector<State> test;
-  std::vector<double> test_labels;
-  for (size_t i = 10; i < data.states.size(); ++i) {
-    if (i % 2 == 0) {
-      train.push_back(data.Measured(i, i + 1)[0]);
-    } else {
-      test.push_back(data.states[i]);
-      test_labels.push_back(1 / data.costs[i]);
-    }
-  }
+  auto [train, test, test_labels] = SplitStates(data, 10, [](size_t i) { return i % 2 == 0; });
   model.Update(train);
   ASSERT_TRUE(model.trained());
   EXPECT_GT(model.last_training().rounds, 0);
@@ -220,17 +232,8 @@ TEST(CostModelXGB, RankObjectiveLearnsTheOrderAndTheBaseKeepsIt) {
   params.num_warmup_samples = 0;
   params.objective = "rank";
   XGBModel model(params);
-  std::vector<MeasuredProgram> train;
-  std::vector<State> test;
-  std::vector<double> test_labels;
-  for (size_t i = 0; i < data.states.size(); ++i) {
-    if ((i / 2) % 2 == 0) {  // both the vectorized and the scalar state of a tiling on one side
-      train.push_back(data.Measured(i, i + 1)[0]);
-    } else {
-      test.push_back(data.states[i]);
-      test_labels.push_back(1 / data.costs[i]);
-    }
-  }
+  // Both the vectorized and the scalar state of a tiling on one side.
+  auto [train, test, test_labels] = SplitStates(data, 0, [](size_t i) { return (i / 2) % 2 == 0; });
   model.Update(train);
   ASSERT_TRUE(model.trained());
   EXPECT_GT(model.last_training().rounds, 1);
