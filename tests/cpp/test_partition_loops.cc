@@ -154,5 +154,73 @@ TEST(PartitionLoopsTest, OnlyProvenComparisonsAreRemoved) {
   EXPECT_NE(main.find("< n"), std::string::npos) << main;
 }
 
+// C[i.0*4 + i.1, j.0*16 + j.1] = A[...] * 2 with the row and column tiles
+// fused into one parallel loop f = i.0*tiles_j + j.0 (as a fused parallel
+// outer loop of a matmul): the guard-free tiles are not a prefix of f.
+struct FusedTileNest {
+  int rows, cols, tiles_i, tiles_j;
+  Buffer a, c;
+  Expr f = VarNode::make("f"), ii = VarNode::make("i.1"), ji = VarNode::make("j.1");
+
+  FusedTileNest(int rows_, int cols_)
+      : rows(rows_),
+        cols(cols_),
+        tiles_i((rows_ + 3) / 4),
+        tiles_j((cols_ + 15) / 16),
+        a(MakeBuffer("A", f32, {rows_, cols_})),
+        c(MakeBuffer("C", f32, {rows_, cols_})) {}
+
+  Stmt Make() const {
+    Expr i = floordiv(f, tiles_j) * 4 + ii, j = floormod(f, tiles_j) * 16 + ji;
+    Stmt store = BufferStoreNode::make(c, BufferLoadNode::make(a, {i, j}) * 2.0f, {i, j});
+    Stmt guarded = IfThenElseNode::make(i < rows && j < cols, store);
+    return Loop(f, 0, tiles_i * tiles_j, ForKind::Parallel,
+                Loop(ii, 0, 4, ForKind::Unrolled, Loop(ji, 0, 16, ForKind::Vectorized, guarded)));
+  }
+};
+
+TEST(PartitionLoopsTest, FusedTileLoopIsVersionedOnItsEdges) {
+  FusedTileNest nest(7, 41);
+  std::string text = ToString(PartitionLoops(nest.Make()));
+  // Versions: both comparisons hoisted, then only the column one (the
+  // vectorized variable's), then the original guarded body.
+  int else_branches = 0;
+  PostOrderVisitStmt(PartitionLoops(nest.Make()), [&](const Stmt& x) {
+    const auto* branch = x.as<IfThenElseNode>();
+    else_branches += branch && branch->else_case.defined();
+  });
+  EXPECT_EQ(else_branches, 2) << text;
+  // Most of the work is SIMD: the lowered function has vector stores.
+  LoweredFunc lowered = RunLoweringPasses({"fused", {nest.a, nest.c}, nest.Make()});
+  EXPECT_GT(CountRamps(lowered.body), 0) << ToString(lowered);
+}
+
+TEST(PartitionLoopsTest, VersionedFusedTileLoopComputesTheSameResult) {
+  for (auto [rows, cols] : std::vector<std::pair<int, int>>{{7, 41}, {8, 32}, {1, 17}, {13, 16}, {5, 3}}) {
+    FusedTileNest nest(rows, cols);
+    LoweredFunc lowered = RunLoweringPasses({"fused", {nest.a, nest.c}, nest.Make()});
+    if (!HasLLVMBackend()) continue;
+    int size = rows * cols;
+    std::vector<float> av(size), cv(size, -1.0f);
+    std::iota(av.begin(), av.end(), 1.0f);
+    Module m = Build(lowered, Target::Parse("llvm"));
+    m.Call({CallArg{av.data(), f32, {rows, cols}, true}, CallArg{cv.data(), f32, {rows, cols}, true}});
+    for (int x = 0; x < size; ++x) {
+      ASSERT_FLOAT_EQ(cv[x], av[x] * 2.0f) << rows << "x" << cols << " at " << x << "\n" << ToString(lowered);
+    }
+  }
+}
+
+TEST(PartitionLoopsTest, GuardOnAFreeSizeIsNotHoisted) {
+  // A test on n at run time is not what the pass is for: the body stays.
+  FusedTileNest nest(8, 32);
+  Expr n = VarNode::make("n");
+  Expr j = floormod(nest.f, nest.tiles_j) * 16 + nest.ji;
+  Stmt store = BufferStoreNode::make(nest.c, Expr(0.0f), {nest.ii, j});
+  Stmt s = Loop(nest.f, 0, 4, ForKind::Parallel,
+                Loop(nest.ji, 0, 16, ForKind::Vectorized, IfThenElseNode::make(j < n, store)));
+  EXPECT_TRUE(PartitionLoops(s).same_as(s)) << PartitionLoops(s);
+}
+
 }  // namespace
 }  // namespace autosched

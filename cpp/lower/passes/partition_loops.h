@@ -12,7 +12,14 @@
 // the result is always proven, never assumed). It then emits
 //   for (v, min, k - min) { body without the comparisons on v proven there }
 //   for (v, k, rest) { body }
-// dropping an empty part. A loop without such a comparison is left as is, and
+// dropping an empty part. Where the guard-free iterations are not a prefix
+// (a parallel loop fusing row and column tiles: the last column tile of every
+// row is guarded), the guarded part is versioned instead: the comparisons on v
+// are hoisted into a condition on v and the loops around it (each inner loop
+// variable replaced by the end of its range that is worst for the comparison)
+// and the body becomes
+//   if (condition) { body without those comparisons } else { body }
+// A loop without such a comparison is left as is, and
 // so is one that allocates a shared buffer inside (its copies would declare
 // the group's buffer twice).
 // Run after EliminateGuards and before VectorizeLoops.
