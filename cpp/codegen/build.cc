@@ -19,7 +19,9 @@ Module Build(const LoweredFunc& f, const Target& target, const DeviceLimits& lim
 }
 
 LoweredFunc LowerCandidate(const State& state, const Target& target) {
-  return Lower(target.kind->is_gpu ? BindDefaultGpuThreads(state) : state);
+  LowerOptions options;
+  options.masked_vector_access = target.kind->masked_vector_access;
+  return Lower(target.kind->is_gpu ? BindDefaultGpuThreads(state) : state, options);
 }
 
 Module BuildCandidate(const State& state, const Target& target, const DeviceLimits& limits) {

@@ -46,7 +46,8 @@ LoweredFunc RunLoweringPasses(LoweredFunc f, const LowerOptions& options) {
   Log(options, "after auto-unroll", f);
   f = Apply(f, FlattenStorage, "flatten_storage");
   Log(options, "after storage flattening", f);
-  f = Apply(f, VectorizeLoops, "vectorize_loops");
+  f = Apply(
+      f, [&](const Stmt& s) { return VectorizeLoops(s, options.masked_vector_access); }, "vectorize_loops");
   Log(options, "after vectorization", f);
   f = Apply(f, SimplifyStmt, "simplify_stmt");
   Log(options, "after final simplify", f);

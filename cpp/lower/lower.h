@@ -19,6 +19,9 @@ namespace autosched {
 struct LowerOptions {
   // Where to print the function after every pass; nullptr prints nothing.
   std::ostream* log = nullptr;
+  // Whether guarded vector loops may become masked vector code (the target's
+  // TargetKind::masked_vector_access).
+  bool masked_vector_access = true;
 };
 
 LoweredFunc Lower(const State& state, const LowerOptions& options = {});

@@ -47,7 +47,8 @@ Stmt AllocateNode::make(Buffer buffer, Stmt body) {
 }
 
 Stmt IfThenElseNode::make(Expr condition, Stmt then_case, Stmt else_case) {
-  AS_TYPE_CHECK(condition.defined() && condition.dtype() == DataType::Bool(), "if condition must be a bool");
+  AS_TYPE_CHECK(condition.defined() && condition.dtype().with_lanes(1) == DataType::Bool(),
+                "if condition must be a bool (or a vector of bools predicating lanes)");
   AS_CHECK(then_case.defined(), "if without a then branch");
   return Stmt(
       std::make_shared<IfThenElseNode>(std::move(condition), std::move(then_case), std::move(else_case)));

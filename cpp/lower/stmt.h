@@ -102,6 +102,10 @@ struct AllocateNode : StmtNode {
   static Stmt make(Buffer buffer, Stmt body);
 };
 
+// A vector condition (made by VectorizeLoops) predicates lanes: the then
+// branch's vector stores write only the lanes where it holds (its loads run
+// in every lane: VectorizeLoops guards those that could leave their buffer
+// with an if_then_else on the same mask); such an if has no else branch.
 struct IfThenElseNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::IfThenElse;
   Expr condition;

@@ -69,6 +69,10 @@ struct TargetKind {
   // network caches), and the code may be cross-compiled for another machine.
   // Otherwise kernels are launched on a device (launch faults are possible).
   bool runs_in_host_process = true;
+  // The code generator has lane-masked vector loads and stores (LLVM's masked
+  // intrinsics; OpenCL C has none): lowering may vectorize a guarded loop
+  // under a lane mask (lower/passes/vectorize_loops.h).
+  bool masked_vector_access = false;
 
   // Options the kind accepts; others are refused, naming these.
   std::vector<TargetOption> options;

@@ -473,7 +473,11 @@ bool SpeculatableWithGuardedLoads(const Expr& e) {
 // condition falls back to a select.
 llvm::Value* IREmitter::EmitIfThenElseExpr(const CallNode* n) {
   llvm::Value* cond = Emit(n->args[0]);
-  if (n->args[0].dtype().lanes > 1) return b_.CreateSelect(cond, Emit(n->args[1]), Emit(n->args[2]));
+  if (n->args[0].dtype().lanes > 1) {
+    llvm::Value* otherwise = Emit(n->args[2]);
+    if (llvm::Value* loaded = EmitMaskedLoad(n->args[1], cond, otherwise)) return loaded;
+    return b_.CreateSelect(cond, Emit(n->args[1]), otherwise);
+  }
   if (SpeculatableWithGuardedLoads(n->args[1]) && SpeculatableWithGuardedLoads(n->args[2])) {
     llvm::Value* outer = load_guard_;
     auto guarded = [&](llvm::Value* holds, const Expr& branch) {
@@ -566,6 +570,38 @@ llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
     return FromStorage(b_.CreateVectorSplat(t.lanes, scalar), t);
   }
   return FromStorage(b_.CreateMaskedGather(StorageType(t), ptr, align), t);
+}
+
+llvm::Value* IREmitter::LaneMask(int lanes) const {
+  if (!lane_mask_ || lanes == 1) return nullptr;
+  AS_CHECK(llvm::cast<llvm::FixedVectorType>(lane_mask_->getType())->getNumElements() == unsigned(lanes),
+           "code generation: a vector store of " << lanes << " lanes under a mask of another width");
+  return lane_mask_;
+}
+
+// if_then_else(mask, load, otherwise) with a vector mask: the load reads only
+// the lanes the mask holds (a masked load or gather); a broadcast element is
+// read if any lane holds (each such lane would read it), else the buffer's
+// first element is. Nullptr when the branch is not a load.
+llvm::Value* IREmitter::EmitMaskedLoad(const Expr& branch, llvm::Value* mask, llvm::Value* otherwise) {
+  const auto* bc = branch.as<BroadcastNode>();
+  const auto* n = bc ? bc->value.as<BufferLoadNode>() : branch.as<BufferLoadNode>();
+  if (!n || n->indices.size() != 1) return nullptr;
+  DataType t = branch.dtype();
+  bool contiguous = false, broadcast = false;
+  llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
+  llvm::Align align(n->buffer->dtype.bytes());
+  if (bc || broadcast) {
+    llvm::Value* safe = b_.CreateSelect(b_.CreateOrReduce(mask), ptr, buffers_.at(n->buffer.get()));
+    llvm::Value* scalar =
+        FromStorage(b_.CreateAlignedLoad(StorageType(t.element_of()), safe, align), t.element_of());
+    return b_.CreateSelect(mask, b_.CreateVectorSplat(t.lanes, scalar), otherwise);
+  }
+  llvm::Type* type = StorageType(t);
+  llvm::Value* passthru = ToStorage(otherwise, t);
+  llvm::Value* loaded = contiguous ? b_.CreateMaskedLoad(type, ptr, align, mask, passthru)
+                                   : b_.CreateMaskedGather(type, ptr, align, mask, passthru);
+  return FromStorage(loaded, t);
 }
 
 void IREmitter::EmitPrefetchOfNextIteration(const BufferLoadNode* n) {

@@ -388,14 +388,19 @@ void IREmitter::EmitStore(const BufferStoreNode* n) {
   bool contiguous = false, broadcast = false;
   llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
   llvm::Align align(n->buffer->dtype.bytes());
+  llvm::Value* mask = LaneMask(t.lanes);
   if (t.lanes == 1 || contiguous) {
     AS_CHECK(n->indices[0].dtype().lanes == t.lanes,
              "code generation: store to '" << n->buffer->name << "' mixes index and value lanes");
-    b_.CreateAlignedStore(value, ptr, align);
+    if (mask) {
+      b_.CreateMaskedStore(value, ptr, align, mask);
+    } else {
+      b_.CreateAlignedStore(value, ptr, align);
+    }
     return;
   }
   AS_CHECK(!broadcast, "code generation: vector store to a single element of '" << n->buffer->name << "'");
-  b_.CreateMaskedScatter(value, ptr, align);
+  b_.CreateMaskedScatter(value, ptr, align, mask);
 }
 
 void IREmitter::EmitAllocate(const AllocateNode* n) {
@@ -441,6 +446,14 @@ void IREmitter::EmitAllocate(const AllocateNode* n) {
 
 void IREmitter::EmitIf(const IfThenElseNode* n) {
   llvm::Value* cond = Emit(n->condition);
+  if (n->condition.dtype().lanes > 1) {  // predicated lanes: masked accesses, no branch
+    AS_CHECK(!n->else_case.defined() && lane_mask_ == nullptr,
+             "code generation: a vector condition has an else branch or another inside");
+    lane_mask_ = cond;
+    EmitStmt(n->then_case);
+    lane_mask_ = nullptr;
+    return;
+  }
   llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_.function);
   llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", fn_.function);
   llvm::BasicBlock* else_bb =

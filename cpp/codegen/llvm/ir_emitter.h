@@ -47,6 +47,8 @@ class IREmitter {
   llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
   llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);
   llvm::Value* EmitBufferLoad(const BufferLoadNode* n);
+  llvm::Value* EmitMaskedLoad(const Expr& branch, llvm::Value* mask, llvm::Value* otherwise);
+  llvm::Value* LaneMask(int lanes) const;  // lane_mask_ for a vector store, nullptr elsewhere
   // Prefetches what this load reads in the next iteration of the loop being
   // prefetched (codegen/prefetch_plan.h), where there is one.
   void EmitPrefetchOfNextIteration(const BufferLoadNode* n);
@@ -98,6 +100,9 @@ class IREmitter {
   // While emitting a branch of an if_then_else evaluated without branching:
   // the condition (i1) under which its loads' values are used.
   llvm::Value* load_guard_ = nullptr;
+  // While emitting the branch of an if with a vector condition: the lanes
+  // (a vector of i1) its stores write.
+  llvm::Value* lane_mask_ = nullptr;
   bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
   int num_outlined_ = 0;
   std::unordered_set<const ForNode*> unroll_;  // unrolled loops to copy out (codegen/unroll_budget.h)

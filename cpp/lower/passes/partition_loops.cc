@@ -161,9 +161,12 @@ class GuardHoister : public RangeTrackingMutator {
   int hoisted() const { return static_cast<int>(conditions_.size()); }
 
   // The conjunction of the hoisted conditions, or undefined when the body
-  // cannot be versioned (nothing blocking, or a blocking comparison kept).
+  // cannot be versioned (a blocking comparison kept) or would gain little:
+  // nothing blocking, and no hoisted guard inside two loops or more (a branch
+  // per iteration of a hot loop, around the stores of a register tile).
   Expr condition() const {
-    if (blocking_ == 0 || blocking_kept_ > 0 || conditions_.empty()) return Expr();
+    bool gains = blocking_ > 0 || deepest_hoisted_ >= 2;
+    if (!gains || blocking_kept_ > 0 || conditions_.empty()) return Expr();
     Expr all = conditions_[0];
     for (size_t i = 1; i < conditions_.size(); ++i) all = all && conditions_[i];
     return all;
@@ -207,6 +210,7 @@ class GuardHoister : public RangeTrackingMutator {
         kept.push_back(c);
         continue;
       }
+      deepest_hoisted_ = std::max(deepest_hoisted_, static_cast<int>(inner_.size()));
       if (std::none_of(conditions_.begin(), conditions_.end(),
                        [&](const Expr& x) { return StructuralEqual(x, hoisted); })) {
         conditions_.push_back(hoisted);
@@ -225,7 +229,7 @@ class GuardHoister : public RangeTrackingMutator {
   std::vector<Expr> inner_;
   std::vector<const VarNode*> vector_vars_;
   std::vector<Expr> conditions_;
-  int blocking_ = 0, blocking_kept_ = 0;
+  int blocking_ = 0, blocking_kept_ = 0, deepest_hoisted_ = 0;
 };
 
 class LoopPartitioner : public RangeTrackingMutator {
@@ -288,8 +292,11 @@ class LoopPartitioner : public RangeTrackingMutator {
 
  private:
   // The body for v in range versioned by GuardHoister, or an undefined Stmt
-  // when it cannot be or its fast version would never run.
+  // when it cannot be or its fast version would never run. Loops inside a
+  // versioned body are not versioned again: each level would multiply the
+  // code (and LLVM's compile time) by up to three.
   Stmt VersionedBody(const Stmt& body, const VarNode* var, const Interval& range) {
+    if (inside_versioned_body_) return Stmt();
     VarRanges ranges = ranges_;
     ranges[var] = range;
     // Two versions at most besides the original: one with every comparison
@@ -298,19 +305,24 @@ class LoopPartitioner : public RangeTrackingMutator {
     // stays SIMD, checking its rows as scalars).
     GuardHoister all(var, ranges, /*blocking_only=*/false), blocking(var, ranges, /*blocking_only=*/true);
     Stmt fast_all = all.Mutate(body), fast_blocking = blocking.Mutate(body);
-    Expr all_condition = all.condition(), blocking_condition = blocking.condition();
     auto runs = [&](const Expr& c) { return c.defined() && !CanProve(!c, ranges); };
-    bool versioned = false;
-    Stmt fallback = MutateWithRange(body, var, range);
-    if (runs(blocking_condition)) {
-      fallback =
-          IfThenElseNode::make(blocking_condition, MutateWithRange(fast_blocking, var, range), fallback);
-      versioned = true;
-      if (all.hoisted() == blocking.hoisted()) return fallback;
+    Expr all_condition = all.condition(), blocking_condition = blocking.condition();
+    bool use_blocking = runs(blocking_condition);
+    bool use_all = runs(all_condition) && !(use_blocking && all.hoisted() == blocking.hoisted());
+    if (!use_blocking && !use_all) return Stmt();
+    inside_versioned_body_ = true;
+    Stmt versioned = MutateWithRange(body, var, range);
+    if (use_blocking) {
+      versioned =
+          IfThenElseNode::make(blocking_condition, MutateWithRange(fast_blocking, var, range), versioned);
     }
-    if (!runs(all_condition)) return versioned ? fallback : Stmt();
-    return IfThenElseNode::make(all_condition, MutateWithRange(fast_all, var, range), fallback);
+    if (use_all)
+      versioned = IfThenElseNode::make(all_condition, MutateWithRange(fast_all, var, range), versioned);
+    inside_versioned_body_ = false;
+    return versioned;
   }
+
+  bool inside_versioned_body_ = false;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "ir/structural.h"
+#include "lower/passes/range_tracking.h"
 #include "lower/stmt_functor.h"
 
 namespace autosched {
@@ -142,11 +143,41 @@ class ExprVectorizer : public ExprMutator {
   int lanes_;
 };
 
+// Whether a guarded branch can run in every lane with its memory accesses
+// masked: stores only (no loops, lets or allocations), and nothing in the
+// values can trap in a lane the guard excludes (an integer division by a
+// variable could) or branch per lane.
+bool MaskableBranch(const Stmt& then_case) {
+  bool ok = true;
+  PostOrderVisitStmt(then_case, [&](const Stmt& x) {
+    if (x.kind() != StmtKind::BufferStore && x.kind() != StmtKind::Seq) ok = false;
+  });
+  VisitStmtExprs(then_case, [&](const Expr& e) {
+    PostOrderVisit(e, [&](const Expr& x) {
+      if (const auto* bin = x.as<BinaryNode>()) {
+        bool divides = bin->op == BinOp::Div || bin->op == BinOp::Mod || bin->op == BinOp::FloorDiv ||
+                       bin->op == BinOp::FloorMod;
+        int64_t divisor = 0;
+        if (divides && !bin->dtype.is_float() && !(GetConstInt(bin->b, &divisor) && divisor != 0)) ok = false;
+      } else if (const auto* call = x.as<CallNode>(); call && call->op == Intrinsic::IfThenElse) {
+        ok = false;
+      } else if (x.as<LetNode>()) {
+        ok = false;
+      }
+    });
+  });
+  return ok;
+}
+
 // Rewrites the statements of one vectorized loop body.
 class StmtVectorizer : public StmtMutator {
  public:
-  StmtVectorizer(const VarNode* var, Expr ramp, int lanes)
-      : var_(var), exprs_(var, ramp, lanes), lanes_(lanes) {}
+  // masked_guards: a guard on the loop variable becomes a vector condition
+  // predicating the lanes (see IfThenElseNode) instead of stopping it.
+  // ranges: of the variables around the loop (the ramp's base uses them),
+  // to find the accesses that stay inside their buffer in every lane.
+  StmtVectorizer(const VarNode* var, Expr ramp, int lanes, bool masked_guards, const VarRanges& ranges)
+      : var_(var), exprs_(var, ramp, lanes), lanes_(lanes), masked_guards_(masked_guards), ranges_(ranges) {}
 
  protected:
   Expr MutateExpr(const Expr& e) override { return exprs_.Mutate(e); }
@@ -164,12 +195,64 @@ class StmtVectorizer : public StmtMutator {
     });
     stored_.emplace(n->buffer.get(), n->indices[0]);
     Expr value = Widen(MutateExpr(n->value), lanes_);
-    return BufferStoreNode::make(n->buffer, value, {index});
+    if (!in_mask_) return BufferStoreNode::make(n->buffer, value, {index});
+    return MaskedStore(n->buffer, GuardLoads(value), index);
+  }
+
+  // Under a lane mask: a store to a register tile (a local buffer) that
+  // stays inside it in every lane keeps the old value in the lanes the mask
+  // excludes (a select, which keeps the tile in registers); any other store
+  // is predicated (an if with the vector condition: a masked store).
+  Stmt MaskedStore(const Buffer& buffer, const Expr& value, const Expr& index) const {
+    if (buffer->scope == MemScope::Local && InBounds(buffer, index)) {
+      Expr old = BufferLoadNode::make(buffer, {index});
+      return BufferStoreNode::make(buffer, SelectNode::make(mask_, value, old), {index});
+    }
+    return IfThenElseNode::make(mask_, BufferStoreNode::make(buffer, value, {index}));
+  }
+
+  // Loads that might leave their buffer in a lane the mask excludes read
+  // only the lanes it holds: if_then_else(mask, load, 0).
+  Expr GuardLoads(const Expr& value) const {
+    return Rewrite(value, [&](const Expr& x) -> Expr {
+      const BufferLoadNode* load = x.as<BufferLoadNode>();
+      if (const auto* bc = x.as<BroadcastNode>()) load = bc->value.as<BufferLoadNode>();
+      if (!load) return Expr();
+      if (InBounds(load->buffer, load->indices[0])) return x;
+      if (x.dtype().lanes == 1) throw CannotVectorize();  // a scalar load used otherwise than broadcast
+      Expr zero = BroadcastNode::make(make_const(x.dtype().element_of(), 0), lanes_);
+      return CallNode::make(Intrinsic::IfThenElse, {mask_, x, zero});
+    });
+  }
+
+  // Whether every lane of a (flat) index lies inside the buffer.
+  bool InBounds(const Buffer& buffer, const Expr& index) const {
+    int64_t elements = 1;
+    for (int64_t d : buffer->shape) elements *= d;
+    Expr first = index, last = index;
+    if (const auto* ramp = index.as<RampNode>()) {
+      if (ramp->stride < 0) return false;
+      first = ramp->base;
+      last =
+          ramp->base + make_const(ramp->base.dtype(), static_cast<double>(ramp->stride * (ramp->lanes - 1)));
+    } else if (const auto* bc = index.as<BroadcastNode>()) {
+      first = last = bc->value;
+    } else if (index.dtype().lanes > 1) {
+      return false;
+    }
+    Interval lo = EvalInterval(first, ranges_), hi = EvalInterval(last, ranges_);
+    return lo.has_lower() && lo.min >= 0 && hi.has_upper() && hi.max < elements;
   }
 
   Stmt MutateIfThenElse(const Stmt& s, const IfThenElseNode* n) override {
-    if (UsesVar(n->condition, var_)) throw CannotVectorize();
-    return StmtMutator::MutateIfThenElse(s, n);
+    if (!UsesVar(n->condition, var_)) return StmtMutator::MutateIfThenElse(s, n);
+    if (!masked_guards_ || in_mask_ || n->else_case.defined() || !MaskableBranch(n->then_case))
+      throw CannotVectorize();
+    mask_ = Widen(MutateExpr(n->condition), lanes_);
+    in_mask_ = true;
+    Stmt then_case = Mutate(n->then_case);
+    in_mask_ = false;
+    return then_case;
   }
   Stmt MutateFor(const Stmt& s, const ForNode* n) override {
     if (UsesVar(n->min, var_) || UsesVar(n->extent, var_)) throw CannotVectorize();
@@ -201,21 +284,30 @@ class StmtVectorizer : public StmtMutator {
   const VarNode* var_;
   ExprVectorizer exprs_;
   int lanes_;
+  bool masked_guards_, in_mask_ = false;
+  Expr mask_;  // of the guard being vectorized
+  const VarRanges& ranges_;
   std::unordered_multimap<const BufferNode*, Expr> stored_;
 };
 
-class LoopVectorizer : public StmtMutator {
+class LoopVectorizer : public RangeTrackingMutator {
+ public:
+  explicit LoopVectorizer(bool masked_guards) : masked_guards_(masked_guards) {}
+
  protected:
-  // The loop's body with its variable as Ramp(base, 1, lanes); throws CannotVectorize.
-  static Stmt VectorBody(const ForNode* loop, const Expr& base, int lanes) {
-    StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(base, 1, lanes), lanes);
+  // The loop's body with its variable as Ramp(base, 1, lanes); throws
+  // CannotVectorize. `ranges` holds the loops around it (and the group
+  // variable of base, if any).
+  Stmt VectorBody(const ForNode* loop, const Expr& base, int lanes, const VarRanges& ranges) const {
+    StmtVectorizer v(loop->loop_var.as<VarNode>(), RampNode::make(base, 1, lanes), lanes, masked_guards_,
+                     ranges);
     Stmt body = v.Mutate(loop->body);
     v.CheckLoadsOfStoredBuffers(loop->body);
     return body;
   }
 
   Stmt MutateFor(const Stmt& s, const ForNode* n) override {
-    Stmt r = StmtMutator::MutateFor(s, n);  // inner loops first
+    Stmt r = RangeTrackingMutator::MutateFor(s, n);  // inner loops first
     if (n->for_kind != ForKind::Vectorized) return r;
     const auto* loop = r.as<ForNode>();
     int64_t extent = 0;
@@ -227,10 +319,12 @@ class LoopVectorizer : public StmtMutator {
         // 48-lane vector it splits into pieces and shuffles).
         const int lanes = static_cast<int>(extent & -extent);
         const int groups = static_cast<int>(extent) / lanes;
-        if (lanes < 2 || groups == 1) return VectorBody(loop, loop->min, static_cast<int>(extent));
+        if (lanes < 2 || groups == 1) return VectorBody(loop, loop->min, static_cast<int>(extent), ranges_);
         const DataType t = loop->loop_var.dtype();
         Expr group = VarNode::make(loop->loop_var.as<VarNode>()->name + ".v", t);
-        Stmt body = VectorBody(loop, loop->min + group * IntImmNode::make(t, lanes), lanes);
+        VarRanges ranges = ranges_;
+        ranges[group.as<VarNode>()] = Interval::FromExtent(0, groups);
+        Stmt body = VectorBody(loop, loop->min + group * IntImmNode::make(t, lanes), lanes, ranges);
         return ForNode::make(group, IntImmNode::make(t, 0), IntImmNode::make(t, groups), ForKind::Unrolled,
                              body);
       } catch (const CannotVectorize&) {
@@ -245,10 +339,21 @@ class LoopVectorizer : public StmtMutator {
         const_extent && extent <= kMaxFallbackUnroll && straight_line ? ForKind::Unrolled : ForKind::Serial;
     return ForNode::make(loop->loop_var, loop->min, loop->extent, fallback, loop->body);
   }
+
+ private:
+  bool masked_guards_;
 };
 
 }  // namespace
 
-Stmt VectorizeLoops(const Stmt& s) { return LoopVectorizer().Mutate(s); }
+Stmt VectorizeLoops(const Stmt& s, bool masked_access) {
+  // A kernel with work-item loops is OpenCL C, which has no masked vector
+  // stores, whatever the caller says.
+  bool gpu_kernel = false;
+  PostOrderVisitStmt(s, [&](const Stmt& x) {
+    if (const auto* loop = x.as<ForNode>(); loop && loop->for_kind >= ForKind::VThread) gpu_kernel = true;
+  });
+  return LoopVectorizer(/*masked_guards=*/masked_access && !gpu_kernel).Mutate(s);
+}
 
 }  // namespace autosched
