@@ -9,9 +9,10 @@
 
 (`python -m autosched ...` is the same.) `tune` extracts the model's tasks, tunes them with the task scheduler
 under one trial budget (its table after every round) and appends every measurement to --log (default
-<model name>.json in the current directory); run it again with the same log to resume. `run` builds the model with the best record of each task in the log (tasks without
-one get the default schedule and are listed), runs it on random inputs, checks the outputs against the
-graph's reference evaluation and prints the end-to-end latency. Errors in the input (a missing file, an
+<model name>.json in the current directory); run it again with the same log to resume. `run` builds the
+model with the best record of each task in the log (tasks without one get the default schedule and are
+listed), runs it on random inputs, checks the outputs against the graph's reference evaluation and prints the
+end-to-end latency. Errors in the input (a missing file, an
 operator that cannot be imported, a dynamic dimension left unbound, a missing optional package) end with one
 line and exit status 2; Ctrl-C ends a command with exit status 130 (`tune` says how many records its log
 keeps). Checks of the files read and written: files.py; the options, with tvmc's spellings beside ours:
