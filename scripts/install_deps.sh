@@ -6,9 +6,11 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
 # ccache: setup.py compiles through it, so the wheel's build (scripts/build_wheel.sh) reuses the source
-# build's objects.
+# build's objects. The cross compilers and qemu-user serve cross-compiled networks: `autosched compile
+# --cross-compiler` links them, tests/python/test_cli_tvmc.py runs their kernels under qemu.
 packages=(cmake ninja-build g++ ccache llvm-19-dev libxgboost-dev ocl-icd-opencl-dev opencl-headers
-          pocl-opencl-icd clinfo nlohmann-json3-dev libgtest-dev clang-format)
+          pocl-opencl-icd clinfo nlohmann-json3-dev libgtest-dev clang-format
+          gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -324,6 +324,14 @@ CpuSpec ResolveForeignCpu(const std::string& text, const std::string& mcpu, cons
            "unknown -mcpu '" << spec.name << "' for " << spec.triple);
   CheckMattrNames(*generic, mattr, spec.triple);
   spec.llvm_features = mattr;
+  llvm::Triple triple(spec.triple);
+  if (triple.getArch() == llvm::Triple::riscv64 && triple.isOSLinux() && spec.name == "generic" &&
+      mattr.empty()) {
+    // RISC-V Linux is rv64gc with the lp64d ABI (what Debian's riscv64 gcc and
+    // its libm assume); LLVM's generic riscv64 has no floating point and
+    // aborts on some float operations.
+    spec.llvm_features = "+m,+a,+f,+d,+c";
+  }
   std::unique_ptr<llvm::MCSubtargetInfo> sti(
       target->createMCSubtargetInfo(spec.triple, spec.name, spec.llvm_features));
   spec.features = EnabledFeatures(*sti);

@@ -1,21 +1,23 @@
 """The command line: tune an ONNX model, then run and time it with the tuned schedules, without writing Python.
 
-    autosched tasks model.onnx [--target llvm] [--shape data=1,3,224,224]
-    autosched tune  model.onnx --log model.json [--target llvm] [--trials 2000] [--time-budget-s 3600]
-    autosched compile model.onnx [--log model.json] -o model.so [--target llvm]
-    autosched run   model.so|model.onnx [--log model.json] [--inputs x.npz] [--profile] [--compare onnxruntime]
+    autosched tasks model.onnx [--target llvm] [--shape data=1,3,224,224 | --input-shapes "data:[1,3,224,224]"]
+    autosched tune  model.onnx [--log model.json] [--target llvm] [--trials 2000] [--time-budget-s 3600]
+    autosched compile model.onnx [--log model.json] -o model.so [--target llvm] [--cross-compiler CC]
+    autosched run   model.so|model.onnx [--log model.json] [--inputs x.npz] [--print-time] [--print-top N]
+                    [--profile] [--compare onnxruntime]
     autosched --version
 
 (`python -m autosched ...` is the same.) `tune` extracts the model's tasks, tunes them with the task scheduler
-under one trial budget (its table after every round) and appends every measurement to --log; run it again with
-the same log to resume. `run` builds the model with the best record of each task in the log (tasks without
-one get the default schedule and are listed), runs it on random inputs, checks the outputs against the
-graph's reference evaluation and prints the end-to-end latency. Errors in the input (a missing file, an
+under one trial budget (its table after every round) and appends every measurement to --log (default
+<model name>.json in the current directory); run it again with the same log to resume. `run` builds the
+model with the best record of each task in the log (tasks without one get the default schedule and are
+listed), runs it on random inputs, checks the outputs against the graph's reference evaluation and prints the
+end-to-end latency. Errors in the input (a missing file, an
 operator that cannot be imported, a dynamic dimension left unbound, a missing optional package) end with one
 line and exit status 2; Ctrl-C ends a command with exit status 130 (`tune` says how many records its log
-keeps). Checks of the files read and written: cli_files.py.
+keeps). Checks of the files read and written: files.py; the options, with tvmc's spellings beside ours:
+parser.py; shapes: shapes.py; what `run` prints: run_report.py.
 """
-import argparse
 import importlib.util
 import os
 import re
@@ -25,9 +27,13 @@ import warnings
 
 import numpy as np
 
-from .. import __version__, _core, plot
+from .. import _core, plot
+from ..core.artifact import linker_prefix, machine_of
 from ..tune.budget import process_start
 from .files import CommandError, check_input_file, check_output_path, count_records, read_inputs
+from .parser import parse_args
+from .run_report import fill_inputs, output_summary, time_summary, top_results
+from .shapes import shape_dict
 from ..frontends import from_onnx
 from ..frontends.onnx import _import_onnx, _load
 from ..graph import build as build_graph
@@ -35,7 +41,6 @@ from ..graph import NetworkTiming, extract_tasks, load_module, outside_kernels_s
 from ..graph.extract import format_problems
 from ..tune import TaskScheduler, TuningOptions
 from ..records import RecordToFile
-from ..core.text import parse_duration
 
 
 # Exit status after Ctrl-C: 128 + SIGINT, as shells report a process that SIGINT ended.
@@ -45,22 +50,6 @@ INSTALL_ONNX = "pip install 'autosched[onnx]'"
 
 class Interrupted(Exception):
     """Ctrl-C, with what the command had done by then."""
-
-
-def _shape_dict(items):
-    """["data=1,3,224,224", "batch=1"] -> {"data": (1, 3, 224, 224), "batch": (1,)}."""
-    out = {}
-    for item in items or ():
-        name, sep, dims = item.partition("=")
-        try:
-            values = tuple(int(d) for d in dims.split(",") if d.strip())
-        except ValueError:
-            values = ()
-        if not sep or not name or not values or any(v < 1 for v in values):
-            raise CommandError(f"--shape {item!r}: expected NAME=D1,D2,... (an input) or NAME=N (a dimension) "
-                               "with positive integers")
-        out[name] = values
-    return out
 
 
 def _onnx_module():
@@ -117,7 +106,7 @@ def _print_tasks(tasks, weights):
 
 
 def cmd_tasks(args):
-    graph = _load_graph(args.model, _shape_dict(args.shape))
+    graph = _load_graph(args.model, shape_dict(args.shape, args.input_shapes))
     tasks, weights = extract_tasks(graph, args.target)
     _print_tasks(tasks, weights)
     return 0
@@ -126,13 +115,16 @@ def cmd_tasks(args):
 def cmd_tune(args):
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise CommandError("--plot needs matplotlib, which is not installed: pip install 'autosched[plot]'")
+    if args.log is None:  # tvmc's habit: the records beside where the command runs, named after the model
+        args.log = os.path.splitext(os.path.basename(args.model))[0] + ".json"
+        print(f"no --log given: records go to {args.log} in the current directory")
     check_output_path(args.log, "--log")
     if args.plot:
         check_output_path(args.plot, "--plot")
     if args.network_timing_s is not None and not args.network_timing_s >= 0:
         raise CommandError(f"--network-timing-s must be seconds >= 0, got {args.network_timing_s:g}")
     target = _check_target_here(args.target, "tune")
-    graph = _load_graph(args.model, _shape_dict(args.shape))
+    graph = _load_graph(args.model, shape_dict(args.shape, args.input_shapes))
     tasks, weights = extract_tasks(graph, args.target)
     _print_tasks(tasks, weights)
     trials = args.trials if args.trials is not None else args.trials_per_task * len(tasks)
@@ -170,31 +162,12 @@ def cmd_tune(args):
     return 0
 
 
-def _random_inputs(graph, seed=0):
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for name in graph.inputs:
-        dtype = np.dtype(graph.dtype(name))
-        shape = tuple(graph.shape(name))
-        if dtype.kind == "f":
-            arrays.append(rng.standard_normal(shape).astype(dtype))
-        else:
-            arrays.append(rng.integers(0, 2, size=shape).astype(dtype))
-    return arrays
-
-
 # ---- compile / run: artifacts (docs/deploy.md) ----
 
-def _version_text():
-    backends = [name for name in _core.target_kinds() if _core.Target(name).has_backend]
-    return f"autosched {__version__} (backends: {', '.join(backends) or 'none'})"
-
-
-def _duration(text):
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _a_machine(triple):
+    """'an aarch64 machine', 'a riscv64 machine'."""
+    machine = machine_of(triple)
+    return f"{'an' if machine[0] in 'aeiox' else 'a'} {machine} machine"
 
 
 def _check_target_here(text, command):
@@ -210,6 +183,13 @@ def _check_target_here(text, command):
            "tuning measures every candidate on the device itself, and `autosched compile --log LOG -o "
            "model.so` there makes the artifact that `autosched run model.so` (or autosched.graph.load_module) "
            "runs on it")
+    if target.runs_in_host_process and target.foreign and command != "compile":
+        machine = machine_of(target.triple)
+        raise CommandError(f"target '{text}' makes code for {machine}, which this machine cannot run: "
+                           f"`autosched compile --target \"{text}\" --cross-compiler {machine}-linux-gnu-gcc -o "
+                           f"model.so` builds it here; run the artifact on {_a_machine(target.triple)}"
+                           + (" (tune there: tuning measures every candidate on the device itself)"
+                              if command == "tune" else ""))
     if not target.runs_in_host_process:  # kernels are launched on a device of this machine
         if not target.has_backend:
             raise CommandError(f"target '{text}': this autosched was built without the runtime of "
@@ -237,7 +217,7 @@ def _onnx_names(path):
 def _graph_to_build(args):
     """The ONNX model's graph, once the target, the model and the log are known to be usable."""
     _check_target_here(args.target, args.command)
-    graph = _load_graph(args.model, _shape_dict(args.shape))
+    graph = _load_graph(args.model, shape_dict(args.shape, args.input_shapes))
     if args.log is not None:
         if not os.path.exists(args.log):
             raise CommandError(f"log '{args.log}' does not exist (tune first: autosched tune {args.model} "
@@ -278,14 +258,29 @@ def _untuned_note(net, log, target):
     return "\n".join([head] + [f"  {desc} x{count}" for desc, count in by_task.items()])
 
 
+def _check_linker(target, cross_compiler):
+    """Ends `compile` before any build where the kernels of `target` could not be linked (a target of another
+    architecture without a cross compiler for it, a compiler that is not installed)."""
+    if not target.runs_in_host_process:
+        if cross_compiler:
+            raise CommandError(f"--cross-compiler applies to llvm targets; target '{target.text}' needs none")
+        return
+    try:
+        linker_prefix(target, cross_compiler, option="--cross-compiler ")
+    except RuntimeError as e:
+        raise CommandError(str(e)) from None
+
+
 def cmd_compile(args):
     start = time.perf_counter()
     check_output_path(args.output, "-o")
+    target = _check_target_here(args.target, "compile")
+    _check_linker(target, args.cross_compiler)
     graph = _graph_to_build(args)
     net = _build(graph, args)
     tuned = len(net.groups) - len(net.untuned) - len(net.default_faster)
     try:
-        net.export_library(args.output)
+        net.export_library(args.output, cross_compiler=args.cross_compiler)
     except RuntimeError as e:  # no linker, or the linker failed
         raise CommandError(str(e)) from None
     size = os.path.getsize(args.output)
@@ -293,7 +288,8 @@ def cmd_compile(args):
     print(f"compiled {graph.name}: {len(net.groups)} groups ({kernels} kernels), {tuned} tuned"
           + ("" if args.log else " (no --log: default schedules)")
           + f", target {args.target}")
-    print(f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s; run it with: "
+    where = f" on {_a_machine(target.triple)}" if target.runs_in_host_process and target.foreign else ""
+    print(f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.perf_counter() - start:.1f} s; run it{where} with: "
           f"autosched run {args.output}")
     return 0
 
@@ -355,7 +351,7 @@ def cmd_run(args):
         onnx_model = args.model
     # The inputs are read before the build, so that a file that does not fit ends the command at once.
     arrays = (read_inputs(args.inputs, list(signature.inputs), signature) if args.inputs
-              else _random_inputs(signature))
+              else fill_inputs(signature, args.fill_mode))
     if graph is not None:
         net = _build(graph, args)
     outputs = net(*arrays)
@@ -369,7 +365,9 @@ def cmd_run(args):
                                    f"{worst:.3g})")
         print(f"outputs match the reference evaluation ({', '.join(labels)})")
     for label, out in zip(labels, outputs):
-        print(f"output {label}: {out.dtype} {tuple(out.shape)}")
+        print(output_summary(label, out, with_values=not args.outputs))
+    if args.print_top:
+        print(top_results(labels[0], outputs[0], args.print_top))
     if args.outputs:
         np.savez(args.outputs, **dict(zip(labels, outputs)))
         print(f"outputs written to {args.outputs}")
@@ -377,6 +375,8 @@ def cmd_run(args):
     best = min(times)
     print(f"latency: {best * 1e3:.3f} ms best, {float(np.median(times)) * 1e3:.3f} ms median "
           f"of {len(times)} repeats x {args.number} runs ({net.target.text if is_artifact else args.target})")
+    if args.print_time:
+        print(time_summary(times))
     if args.profile:
         print(_profile_table(net, arrays, args.number, args.repeat))
     if args.compare:
@@ -389,81 +389,11 @@ def cmd_run(args):
     return 0
 
 
-def _add_compile_and_run(sub, common):
-    p = sub.add_parser("compile", help="build a model (with a log's best schedules) into one deployable file")
-    common(p)
-    p.add_argument("--log", help="record log written by tune (default: none, the untuned network)")
-    p.add_argument("-o", "--output", required=True, help="the artifact to write, e.g. model.so")
-    p.set_defaults(run=cmd_compile)
-
-    p = sub.add_parser("run", help="run a compiled artifact or an ONNX model: check, time, profile, compare")
-    p.add_argument("model", help="an artifact of `autosched compile` (model.so) or an ONNX model (.onnx)")
-    p.add_argument("--target", default="llvm", help="target text for an ONNX model (default: llvm)")
-    p.add_argument("--shape", action="append", metavar="NAME=D1,D2,...",
-                   help="an ONNX model's input shape or dynamic dimension (repeatable)")
-    p.add_argument("--log", help="an ONNX model's record log (default: none, the untuned network)")
-    p.add_argument("--inputs", help="a .npz of the inputs by name (default: random inputs); an array of another "
-                                    "dtype is converted only where no value changes (float64 -> float32 is, "
-                                    "complex -> float and float -> int are refused)")
-    p.add_argument("--outputs", help="write the outputs, by the model's names, to this .npz")
-    p.add_argument("--profile", action="store_true",
-                   help="print a table of the time of every group's kernel, alone and inside the network")
-    p.add_argument("--compare", choices=["onnxruntime"], help="check the outputs against a peer and time it")
-    p.add_argument("--onnx", help="the ONNX model of an artifact, for --compare (default: the one it was "
-                                  "compiled from)")
-    p.add_argument("--number", type=int, default=10, help="runs per timed repeat")
-    p.add_argument("--repeat", type=int, default=5, help="timed repeats")
-    p.set_defaults(run=cmd_run)
-
-
-def _parser():
-    parser = argparse.ArgumentParser(prog="autosched", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=_version_text())
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def common(p):
-        p.add_argument("model", help="an ONNX model file (.onnx)")
-        p.add_argument("--target", default="llvm", help="target text (default: llvm, the host CPU)")
-        p.add_argument("--shape", action="append", metavar="NAME=D1,D2,...",
-                       help="an input's shape or a dynamic dimension's value (repeatable)")
-
-    p = sub.add_parser("tasks", help="list the tuning tasks of a model")
-    common(p)
-    p.set_defaults(run=cmd_tasks)
-
-    p = sub.add_parser("tune", help="tune a model's tasks, appending records to a log")
-    common(p)
-    p.add_argument("--log", required=True, help="record log (appended to; an existing one is resumed)")
-    budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--trials", type=int, help="measurements in all (default: 64 per task)")
-    budget.add_argument("--trials-per-task", type=int, default=64)
-    p.add_argument("--time-budget-s", type=float, default=None,
-                   help="the command's wall time in seconds, from its start (loading the model included) to the "
-                        "summary")
-    p.add_argument("--time-budget", type=_duration, dest="time_budget_s", metavar="DURATION",
-                   help="the same as a duration: 90s, 30m, 1h (or seconds)")
-    p.add_argument("--per-round", type=int, default=16, help="measurements per task scheduler round")
-    p.add_argument("--cost-model", dest="model_kind", default="auto",
-                   choices=["auto", "pretrained", "scratch", "xgb", "random"],
-                   help="auto: the pretrained model on CPUs; scratch: learn from this run alone")
-    p.add_argument("--network-timing-s", type=float, default=None, metavar="SECONDS",
-                   help="build the network from the best schedules and time its kernels in it every this many "
-                        "seconds of tuning, so the estimate is the network's (default: 120 on CPU targets, "
-                        "0 on OpenCL ones; 0: never)")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="write the tuning curve of the log (best speed per task) to this image (needs matplotlib)")
-    p.set_defaults(run=cmd_tune)
-
-    _add_compile_and_run(sub, common)
-    return parser
-
-
 def main(argv=None):
     """The command's exit status: 0 done, 2 an error in its input (one message), 130 interrupted (Ctrl-C)."""
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     try:
-        return args.run(args)
+        return COMMANDS[args.command](args)
     except (CommandError, ValueError, ImportError) as e:
         print(f"autosched {args.command}: error: {e}", file=sys.stderr)
         return 2
@@ -478,6 +408,8 @@ def main(argv=None):
         print(f"autosched {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
 
+
+COMMANDS = {"tasks": cmd_tasks, "tune": cmd_tune, "compile": cmd_compile, "run": cmd_run}
 
 if __name__ == "__main__":
     sys.exit(main())

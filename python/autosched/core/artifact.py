@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -82,28 +83,73 @@ def _target(target):
         return _core.Target(str(target))
 
 
-def _linker_command(obj, out):
-    """The command linking an object file into a shared library: $CC, else cc, gcc or clang, else ld.lld or
-    ld."""
-    for name in ([os.environ["CC"]] if os.environ.get("CC") else []) + ["cc", "gcc", "clang"]:
-        path = shutil.which(name.split()[0])
-        if path:
-            return name.split() + ["-shared", "-o", out, obj, "-lm"]
-    for name in ("ld.lld", "ld"):
-        path = shutil.which(name)
-        if path:
-            return [path, "-shared", "-o", out, obj]
-    raise RuntimeError("export_library needs a linker to make a shared library and found none on PATH (cc, gcc, "
-                       "clang, ld.lld, ld): install binutils or a C compiler, or set CC")
+def machine_of(triple):
+    """The machine (as platform.machine() names it) of a target triple: 'aarch64-linux-gnu' -> 'aarch64'."""
+    arch = triple.split("-")[0]
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
 
 
-def link_shared_library(object_code):
-    """The bytes of a shared library linking `object_code` (bytes of an object file)."""
+def _compiler_machine(command):
+    """The machine a C compiler makes code for (`cc -dumpmachine`), or None where it does not say."""
+    try:
+        proc = subprocess.run(command + ["-dumpmachine"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return machine_of(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+def linker_prefix(target, cross_compiler=None, option="cross_compiler="):
+    """The command (a list, without its arguments) that links the target's object code into a shared library:
+    `cross_compiler`, else $CC, else (for this machine's architecture only) cc, gcc or clang, else ld.lld or
+    ld. Raises RuntimeError, naming the fix (`option` spells the way to give a cross compiler), where none
+    fits: no cross compiler for another architecture, a compiler that is not installed or that makes code
+    for another machine than the target's."""
+    target = _target(target)
+    machine = machine_of(target.triple)
+    given = cross_compiler or os.environ.get("CC") or ""
+    suggested = f"{machine}-linux-gnu-gcc"
+    install = f"on Debian or Ubuntu: apt-get install gcc-{machine.replace('_', '-')}-linux-gnu"
+    if not given.strip():
+        if target.foreign:
+            raise RuntimeError(
+                f"target '{target.text}' makes code for {machine}, which this machine's linker cannot link: give "
+                f"a C compiler for {machine} ({option}{suggested}, or CC={suggested}); {install}")
+        for name in ("cc", "gcc", "clang"):
+            if shutil.which(name):
+                return [name]
+        for name in ("ld.lld", "ld"):
+            path = shutil.which(name)
+            if path:
+                return [path]
+        raise RuntimeError("export_library needs a linker to make a shared library and found none on PATH (cc, "
+                           "gcc, clang, ld.lld, ld): install binutils or a C compiler, or set CC")
+    command = shlex.split(given)
+    where = f"{option}{given}" if cross_compiler else f"CC={given}"
+    if not shutil.which(command[0]):
+        raise RuntimeError(f"{where}: '{command[0]}' is not installed (not on PATH)"
+                           + (f"; {install}" if target.foreign else ""))
+    makes = _compiler_machine(command)
+    if makes is not None and makes != machine:
+        raise RuntimeError(f"{where} makes code for {makes}, but target '{target.text}' is {machine}: give a C "
+                           f"compiler for {machine} ({option}{suggested}, or CC={suggested}); {install}")
+    return command
+
+
+def _linker_command(prefix, obj, out):
+    if os.path.basename(prefix[0]) in ("ld", "ld.lld"):
+        return prefix + ["-shared", "-o", out, obj]
+    return prefix + ["-shared", "-o", out, obj, "-lm"]
+
+
+def link_shared_library(object_code, target=None, cross_compiler=None):
+    """The bytes of a shared library linking `object_code` (bytes of an object file for `target`; None: this
+    machine), with `cross_compiler` (see linker_prefix)."""
+    prefix = linker_prefix(target if target is not None else _core.Target.host(), cross_compiler)
     with tempfile.TemporaryDirectory(prefix="autosched_link_") as tmp:
         obj, out = os.path.join(tmp, "kernels.o"), os.path.join(tmp, "kernels.so")
         with open(obj, "wb") as f:
             f.write(object_code)
-        cmd = _linker_command(obj, out)
+        cmd = _linker_command(prefix, obj, out)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"linking the kernels failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
@@ -129,8 +175,9 @@ class KernelSet:
         self.target, self.kernels, self.library, self.blobs = target, kernels, library, dict(blobs or {})
 
     @classmethod
-    def from_modules(cls, core_modules, target):
-        """The kernels of built modules (core Modules) for `target` (a Target or its text)."""
+    def from_modules(cls, core_modules, target, cross_compiler=None):
+        """The kernels of built modules (core Modules) for `target` (a Target or its text); `cross_compiler`
+        links the shared library of an llvm target (see linker_prefix)."""
         target = _target(target)
         for i, mod in enumerate(core_modules):
             # A device's program binary comes from its driver: a module that cannot run here has none.
@@ -140,7 +187,7 @@ class KernelSet:
                     "sources": _saved_sources(mod)} for i, mod in enumerate(core_modules)]
         if target.runs_in_host_process:  # machine code: one shared library of every kernel
             obj = _core.emit_library_object(list(core_modules), [k["symbol"] for k in kernels], target)
-            return cls(target, kernels, library=link_shared_library(obj))
+            return cls(target, kernels, library=link_shared_library(obj, target, cross_compiler))
         blobs = {}
         for i, (mod, k) in enumerate(zip(core_modules, kernels)):
             spec, binary = _core.export_opencl(mod)
@@ -153,7 +200,11 @@ class KernelSet:
     def target_meta(self):
         meta = {"target": self.target.text, "kind": self.target.kind, "machine": platform.machine(),
                 "os": sys.platform}
-        if self.target.runs_in_host_process:
+        if self.target.runs_in_host_process and self.target.foreign:
+            # Cross-compiled: loaded on a machine of the triple's architecture; its features cannot be told
+            # from this host's detection.
+            meta.update(machine=machine_of(self.target.triple), cpu=self.target.cpu, features=[])
+        elif self.target.runs_in_host_process:
             # The instruction sets the code may use: the target's features that host detection reports
             # (tuning flags such as prefer-256-bit are no requirement of the code).
             isa = set(_core.host_detectable_cpu_features())
@@ -316,12 +367,13 @@ class Artifact:
         self.zip.close()
 
 
-def export_module(module, path):
+def export_module(module, path, cross_compiler=None):
     """Module.export_library: the one kernel of a built module."""
     target = module.target
     if target is None:
         raise ValueError("this module does not know its target; build it with autosched.build")
-    kernel_set = getattr(module, "_kernel_set", None) or KernelSet.from_modules([module._mod], target)
+    kernel_set = getattr(module, "_kernel_set", None) or KernelSet.from_modules([module._mod], target,
+                                                                             cross_compiler)
     write_artifact(path, {"kind": "kernel"}, kernel_set)
 
 

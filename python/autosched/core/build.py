@@ -86,10 +86,11 @@ class Module:
         self._state = state
         self.target = target
 
-    def export_library(self, path):
+    def export_library(self, path, cross_compiler=None):
         """Writes the kernel as one file (a shared library with its metadata for llvm targets; source and the
-        driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md)."""
-        artifact.export_module(self, path)
+        driver's binary for opencl), for autosched.runtime.load_module (docs/deploy.md). `cross_compiler` (else
+        $CC) links the kernel of a target of another architecture, e.g. "aarch64-linux-gnu-gcc"."""
+        artifact.export_module(self, path, cross_compiler)
 
     def __reduce__(self):
         return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)

@@ -318,10 +318,12 @@ class GraphModule:
             return TimeResult(times)
         return evaluate
 
-    def export_library(self, path):
+    def export_library(self, path, cross_compiler=None):
         """Writes the network as one file: a shared library of its kernels with the weights and the graph's
-        metadata (graph/export.py, docs/deploy.md); autosched.graph.load_module(path) runs it."""
-        export.export_library(self, path)
+        metadata (graph/export.py, docs/deploy.md); autosched.graph.load_module(path) runs it. A network built
+        for another architecture ("llvm -mtriple=aarch64-linux-gnu") is linked by `cross_compiler` (e.g.
+        "aarch64-linux-gnu-gcc"), else $CC; loaded on a machine of that architecture."""
+        export.export_library(self, path, cross_compiler)
 
     def __reduce__(self):
         return artifact.load_bytes, (artifact.to_bytes(self.export_library), load_module)

@@ -90,12 +90,13 @@ def _layout(net):
     return meta, modules, arrays
 
 
-def export_library(net, path):
-    """Writes a GraphModule as one file (see the module's doc)."""
+def export_library(net, path, cross_compiler=None):
+    """Writes a GraphModule as one file (see the module's doc); `cross_compiler` (e.g. "aarch64-linux-gnu-gcc"; None:
+    $CC, else this machine's cc) links the kernels of a target of another architecture (core/artifact.py)."""
     meta, modules, arrays = _layout(net)
     if getattr(net, "source", None):
         meta["source"] = net.source
     kernel_set = getattr(net, "_kernel_set", None)
     if kernel_set is None:
-        kernel_set = artifact.KernelSet.from_modules(modules, net.target)
+        kernel_set = artifact.KernelSet.from_modules(modules, net.target, cross_compiler)
     artifact.write_artifact(path, meta, kernel_set, arrays)
