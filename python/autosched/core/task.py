@@ -118,12 +118,12 @@ class SearchTask(_core.SearchTask):
 
     # ---- tuning (python/autosched/tune/, which installs the session: set_tuning_session) ----
     @checked_keywords("SearchTask.tune")
-    def tune(self, options: Optional["TuningOptions"] = None, search_policy: Optional["SketchPolicy"] = None,
+    def tune(self, options: "TuningOptions", search_policy: Optional["SketchPolicy"] = None,
              cost_model: Union[str, "CostModel", None] = None, *, time_budget: TimeBudget = None,
              time_budget_s: TimeBudget = None) -> "TuneResult":
         """Tunes the task in a session of its own (see autosched.tune.session); returns a TuneResult.
 
-        options: TuningOptions (None: the defaults). time_budget: this call's time budget in seconds or as a
+        options: TuningOptions. time_budget: this call's time budget in seconds or as a
         text such as "10m" (time_budget_s: its alias), in place of the options'. cost_model: a CostModel or
         its name ("auto", "scratch", "pretrained", "xgb", "random"; not with search_policy)."""
         if _tuning_session is None:

@@ -252,13 +252,13 @@ class TaskScheduler:
         return chosen
 
     @checked_keywords("TaskScheduler.tune")
-    def tune(self, options: Optional[TuningOptions] = None, search_policy: Union[Sequence[SketchPolicy], Literal["default"], None] = None,
+    def tune(self, options: TuningOptions, search_policy: Union[Sequence[SketchPolicy], Literal["default"], None] = None,
              search_policy_params: Union[SearchParams, Mapping[str, Any], None] = None,
              runners: Optional[Mapping[int, LocalRunner]] = None, start: Optional[float] = None, *,
              time_budget: TimeBudget = None, time_budget_s: TimeBudget = None) -> TaskSchedulerResult:
         """Tunes the tasks; returns a TaskSchedulerResult (also kept as self.result).
 
-        options: TuningOptions (None: the defaults; num_measure_trials is the total over all tasks). time_budget:
+        options: TuningOptions (num_measure_trials is the total over all tasks). time_budget:
         this call's time budget in seconds or as a text such as "10m" (time_budget_s: its alias), in place of
         the options' (see TuningOptions). search_policy: None (a
         SketchPolicy per task, sharing the cost model) or a list of SketchPolicy, one per task.
@@ -390,13 +390,11 @@ class TaskScheduler:
         return best
 
 
-def _with_time_budget(owner: str, options: Optional[TuningOptions], time_budget: TimeBudget,
+def _with_time_budget(owner: str, options: TuningOptions, time_budget: TimeBudget,
                       time_budget_s: TimeBudget) -> TuningOptions:
-    """The options of a tuning call (None: the defaults), checked, with the time budget the call gives in place
-    of theirs (on a copy: the caller's options are left as they are)."""
-    if options is None:
-        options = TuningOptions()
-    elif not isinstance(options, TuningOptions):
+    """The options of a tuning call, checked, with the time budget the call gives in place of theirs (on a copy:
+    the caller's options are left as they are)."""
+    if not isinstance(options, TuningOptions):
         raise TypeError(f"{owner} needs TuningOptions, got {type(options).__name__}")
     seconds = time_budget_seconds(owner, time_budget, time_budget_s)
     if seconds is not None:
@@ -405,7 +403,7 @@ def _with_time_budget(owner: str, options: Optional[TuningOptions], time_budget:
     return options
 
 
-def tune(task: _core.SearchTask, options: Optional[TuningOptions] = None, search_policy: Optional[SketchPolicy] = None,
+def tune(task: _core.SearchTask, options: TuningOptions, search_policy: Optional[SketchPolicy] = None,
          cost_model: CostModelSpec = None, *, time_budget: TimeBudget = None,
          time_budget_s: TimeBudget = None) -> TuneResult:
     """Tunes `task` in a session of its own, a scheduler of one task with the view of a task alone (its bar,
