@@ -113,6 +113,18 @@ py::dict ToDict(const S& options) {
   return out;
 }
 
+// " (did you mean 'name'?)" with the field of S closest to `key` (difflib's
+// judgement, as the Python classes' keywords), or "" when none is close.
+template <typename S>
+std::string DidYouMean(const std::string& key) {
+  py::list names;
+  const S defaults{};
+  S::VisitFields(defaults,
+                 [&](const char* name, const auto&, const FieldRange&, const char*) { names.append(name); });
+  py::list close = py::module_::import("difflib").attr("get_close_matches")(key, names, 1);
+  return close.empty() ? "" : " (did you mean '" + close[0].cast<std::string>() + "'?)";
+}
+
 // `options` with the fields the mapping gives (None: keep), checked.
 template <typename S>
 S FromMapping(const py::handle& mapping, S options = S{}) {
@@ -120,7 +132,7 @@ S FromMapping(const py::handle& mapping, S options = S{}) {
     const std::string key = py::str(key_handle);
     if (value.is_none()) continue;
     AS_TYPE_CHECK(SetField(&options, key, value),
-                  S::kOptionsName << " got an unknown keyword '" << key << "'");
+                  S::kOptionsName << " got an unknown keyword '" << key << "'" << DidYouMean<S>(key));
   }
   CheckFields(options);
   return options;

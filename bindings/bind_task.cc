@@ -36,8 +36,10 @@ constexpr const char* kPositionalFields[] = {"num_cores",
 // HardwareParams(*positional, target=None, **fields): the fields by position
 // (kPositionalFields) or keyword, checked as every options struct's are
 // (bind_options.h); a field not given, or None, keeps the default of
-// `target` (DefaultHardwareParams) when one is passed, else the struct's.
-// With a target at hand, -1 ("take it from the target") is resolved now.
+// `target` (DefaultHardwareParams) when one is passed, else the host's
+// (Target("llvm")'s, so that HardwareParams(num_cores=2) on an AVX-512 host
+// keeps its 64-byte vectors). With a target at hand, -1 ("take it from the
+// target") is resolved now.
 HardwareParams MakeHardwareParams(const py::args& args, const py::kwargs& kwargs) {
   constexpr size_t kMaxPositional = std::size(kPositionalFields);
   AS_TYPE_CHECK(args.size() <= kMaxPositional, "HardwareParams takes at most "
@@ -61,8 +63,9 @@ HardwareParams MakeHardwareParams(const py::args& args, const py::kwargs& kwargs
       target = value.cast<Target>();
     }
   }
+  static const HardwareParams host_defaults = DefaultHardwareParams(Target::Host());
   const HardwareParams params = options_detail::FromMapping<HardwareParams>(
-      fields, target ? DefaultHardwareParams(*target) : HardwareParams{});
+      fields, target ? DefaultHardwareParams(*target) : host_defaults);
   return target ? ResolveHardwareParams(params, *target) : params;
 }
 

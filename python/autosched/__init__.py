@@ -1,6 +1,8 @@
 """autosched: an auto-scheduler for tensor programs with a C++ core."""
+import inspect as _inspect
 import os as _os
 import sys as _sys
+import typing as _typing
 
 # Running from a CMake build tree instead of an installed package: point
 # AUTOSCHED_BUILD_DIR at the folder holding _core*.so.
@@ -35,12 +37,24 @@ from .frontends import torch_compile as _torch_backend  # noqa: E402
 from .search import cost_model, pretrained  # noqa: E402
 from .deploy import torch_module  # noqa: E402
 from .core import text  # noqa: E402
+from .core import keywords as _keywords  # noqa: E402
 
 # Module paths of the flat package that came before the layers (docs/architecture.md): `from
 # autosched.cost_model import XGBModel` and the like keep working.
 for _old_name, _module in {"te": te, "text": text, "cost_model": cost_model, "pretrained": pretrained, "runtime": runtime,
                            "torch_module": torch_module, "opencl": opencl}.items():
     _sys.modules[f"{__name__}.{_old_name}"] = _module
+
+# What inspect.signature (and so an IDE's completion at run time) shows for the core's options classes: their
+# fields, from their field lists (_core.pyi types them for static checkers).
+_TARGET_KEYWORD = _inspect.Parameter("target", _inspect.Parameter.KEYWORD_ONLY, default=None,
+                                     annotation=_typing.Union[str, Target, None])
+for _options_class, _signature in [
+        (HardwareParams, _keywords.options_signature(HardwareParams, positional=_keywords.HARDWARE_PARAMS_POSITIONAL,
+                                                     extra=[_TARGET_KEYWORD])),
+        (SearchParams, _keywords.options_signature(SearchParams)),
+        (LocalBuilder, _keywords.options_signature(LocalBuilder))]:
+    setattr(_options_class, "__signature__", _signature)
 
 # torch.compile(backend="autosched"): registered when TorchDynamo's registry loads (torch is not imported here).
 _torch_backend.register()

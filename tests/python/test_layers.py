@@ -35,10 +35,19 @@ PACKAGE = ROOT / "python" / "autosched"
 
 
 def _imported_packages(path):
-    """(line number, top-level package under autosched) of every import in a module of the package."""
+    """(line number, top-level package under autosched) of every import in a module of the package, except those
+    in an `if TYPE_CHECKING:` block (names for annotations, never imported at run time)."""
     module_parts = path.relative_to(PACKAGE).with_suffix("").parts
     package_parts = module_parts[:-1]
+    in_type_checking = False
     for number, line in enumerate(path.read_text().splitlines(), 1):
+        if re.match(r"if (typing\.)?TYPE_CHECKING:", line):
+            in_type_checking = True
+            continue
+        if in_type_checking and line.strip() and not line[0].isspace():
+            in_type_checking = False
+        if in_type_checking:
+            continue
         m = re.match(r"\s*from (\.+)([\w.]*) import (.+)", line)
         if m:
             up = len(m.group(1)) - 1

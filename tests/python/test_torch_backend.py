@@ -142,10 +142,28 @@ def test_an_operator_autosched_cannot_import_runs_eagerly_with_a_warning():
     torch.testing.assert_close(got, torch.flip(x, dims=[1]) * 2)
 
 
+def test_a_new_input_shape_runs_eagerly_with_a_warning_naming_dynamic_false():
+    model = torch.nn.Linear(4, 3).eval()
+    a, b = torch.randn(2, 4), torch.randn(5, 4)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="autosched")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", AutoschedFallbackWarning)
+        compiled(a)  # static: compiled by autosched
+        with pytest.warns(AutoschedFallbackWarning, match=r"dynamic shape.*torch.compile\(model, backend='autosched', "
+                                                          r"dynamic=False\)"):
+            got = compiled(b)  # Dynamo recompiles with the batch dimension dynamic (a SymInt input)
+        torch.testing.assert_close(got, model(b))
+        torch._dynamo.reset()
+        static = torch.compile(model, backend="autosched", dynamic=False)  # the fix the warning names
+        static(a)
+        torch.testing.assert_close(static(b), model(b))  # a new shape compiled apart, no warning
+
+
 def test_unknown_options_and_a_missing_log_are_refused(tmp_path):
     torch._dynamo.reset()
     compiled = torch.compile(torch.nn.ReLU(), backend="autosched", options={"budget": "5m"})
-    with pytest.raises(Exception, match="unknown option.*budget"):
+    with pytest.raises(Exception, match="unknown option 'budget' \\(did you mean 'time_budget'\\?\\)"):
         compiled(torch.randn(3))
     torch._dynamo.reset()
     compiled = torch.compile(torch.nn.ReLU(), backend="autosched", options={"log": str(tmp_path / "none.json")})

@@ -2,16 +2,22 @@
 import json
 import os
 import warnings
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from .. import _core
 from . import workload
 from .checks import call_core, check_hardware_params, check_path, check_target, check_type
+from .keywords import TimeBudget, checked_keywords
 from .._core import ComputeDAG, HardwareParams, Target
 from .build import build, lower
 from .record_log import load_best_state
 from .state import BestState
 
+if TYPE_CHECKING:  # the layers above the task, for the annotations only (never imported at run time)
+    from ..search.cost_model import CostModel
+    from ..search.policy import SketchPolicy
+    from ..tune.options import TuningOptions
+    from ..tune.results import TuneResult
 
 # The function SearchTask.tune runs: the tuning session sits above the task, so autosched.tune installs it
 # when it is imported (set_tuning_session), as the core's OpenCL device query is installed (cpp/task/target.h).
@@ -19,7 +25,8 @@ _tuning_session: Optional[Callable[..., Any]] = None
 
 
 def set_tuning_session(tune: Callable[..., Any]) -> None:
-    """Installs tune(task, options, search_policy, cost_model) -> TuneResult, what SearchTask.tune calls."""
+    """Installs tune(task, options, search_policy, cost_model, *, time_budget, time_budget_s) -> TuneResult, what
+    SearchTask.tune calls."""
     global _tuning_session
     _tuning_session = tune
 
@@ -110,11 +117,19 @@ class SearchTask(_core.SearchTask):
         return f"SearchTask({self.desc or 'dag'}, key={self.workload_key}, target=\"{self.target.text}\")"
 
     # ---- tuning (python/autosched/tune/, which installs the session: set_tuning_session) ----
-    def tune(self, options: Any, search_policy: Any = None, cost_model: Any = None) -> Any:
-        """Tunes the task in a session of its own (see autosched.tune.session); returns a TuneResult."""
+    @checked_keywords("SearchTask.tune")
+    def tune(self, options: "TuningOptions", search_policy: Optional["SketchPolicy"] = None,
+             cost_model: Union[str, "CostModel", None] = None, *, time_budget: TimeBudget = None,
+             time_budget_s: TimeBudget = None) -> "TuneResult":
+        """Tunes the task in a session of its own (see autosched.tune.session); returns a TuneResult.
+
+        options: TuningOptions. time_budget: this call's time budget in seconds or as a
+        text such as "10m" (time_budget_s: its alias), in place of the options'. cost_model: a CostModel or
+        its name ("auto", "scratch", "pretrained", "xgb", "random"; not with search_policy)."""
         if _tuning_session is None:
             raise RuntimeError("SearchTask.tune needs the tuning session: import autosched.tune")
-        return _tuning_session(self, options, search_policy, cost_model)
+        return _tuning_session(self, options, search_policy, cost_model, time_budget=time_budget,
+                               time_budget_s=time_budget_s)
 
     def apply_best(self, log_file: Union[str, "os.PathLike[str]"]) -> BestState:
         """The fastest verified schedule of this task (workload key and target) in the log, as a State of

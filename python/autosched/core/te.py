@@ -12,6 +12,7 @@ first). Expressions have no truth value: combine conditions with &, |, ~, te.all
 import builtins as _builtins
 import inspect as _inspect
 import numbers as _numbers
+from typing import Any as _Any, Callable as _Callable
 
 from .. import _core
 
@@ -185,8 +186,8 @@ def var(name, dtype="int32"):
     return _core.var(name, _dtype_str(dtype))
 
 
-def _unary(name):
-    def intrinsic(x):
+def _unary(name: str) -> _Callable[[_Any], _Any]:
+    def intrinsic(x: _Any) -> _Any:
         return _core.call(name, [x])
     intrinsic.__name__ = name
     intrinsic.__doc__ = f"The intrinsic {name} (float arguments)."

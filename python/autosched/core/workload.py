@@ -12,10 +12,11 @@ function, the DAG embedded in the task's JSON is used.
 """
 import importlib
 import numbers
+from typing import Any, Callable, Dict
 
 from . import te
 
-_REGISTRY = {}  # name -> function
+_REGISTRY: Dict[str, Callable[..., Any]] = {}  # name -> function
 
 
 def register_workload(func_or_name):

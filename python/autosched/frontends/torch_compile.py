@@ -19,16 +19,20 @@ load_state_dict, `p.data = t`), and the bytes of up to 256 elements at fixed, ev
 moves no version counter: `p.data.mul_(3)`, a BatchNorm's running statistics updated by a forward in train
 mode). A change confined to elements between those positions of a larger tensor goes unseen. The check
 costs about 2 us per parameter or buffer per call (0.2 ms for ResNet-18's 102 on the shared 2-core
-development machine). Options (all optional):
-  log          a record file: its best schedules are used (and tuning appends to it)
-  time_budget  tune the graph's tasks within this budget ("90s", "30m", "1h" or seconds) before building;
-               default: no tuning, the baseline schedules
-  trials       most measurements when tuning (default: 64 per task)
-  target       default "llvm" (the host CPU)
-  verbose      0: quiet (default), 1: the tuner's tables and the build's note
-A graph autosched cannot take (an operator it cannot import, a dynamic shape, tensors not on the CPU or of
-another dtype, inputs that require grad while grad is enabled) runs eagerly, with an AutoschedFallbackWarning
-saying why. Outputs carry no autograd history.
+development machine). Options (all optional; docs/frontends.md has them with an example):
+  log                 a record file: its best schedules are used (and tuning appends to it)
+  time_budget         tune the graph's tasks within this budget ("90s", "30m", "1h" or seconds) before building;
+                      default: no tuning, the baseline schedules (time_budget_s: its alias, as TuningOptions's)
+  num_measure_trials  most measurements when tuning (default: 64 per task; trials: its alias, the command line's
+                      --trials)
+  target              default "llvm" (the host CPU)
+  verbose             0: quiet (default), 1: the tuner's tables and the build's note
+A misspelled option is a TypeError naming the closest one. A graph autosched cannot take (an operator it cannot
+import, a dynamic shape, tensors not on the CPU or of another dtype, inputs that require grad while grad is
+enabled) runs eagerly, with an AutoschedFallbackWarning saying why. autosched compiles static shapes: when a
+model is called with a new input shape, Dynamo recompiles it with that dimension dynamic (a SymInt input), which
+runs eagerly; torch.compile(model, backend="autosched", dynamic=False) compiles each shape apart instead. Outputs
+carry no autograd history.
 """
 import importlib.abc
 import importlib.machinery
@@ -42,6 +46,7 @@ import numpy as np
 from . import from_torch
 from ..graph import build, extract_tasks, outside_kernels_seconds
 from ..graph.extract import format_problems
+from ..core.keywords import check_keywords, time_budget_seconds
 from ..core.text import parse_duration
 from ..deploy.torch_tensors import to_numpy, to_torch
 from ..records import RecordToFile
@@ -50,7 +55,11 @@ from ..tune import TaskScheduler, TuningOptions
 __all__ = ["autosched_backend", "register", "AutoschedFallbackWarning", "parse_duration"]
 
 _REGISTRY = "torch._dynamo.backends.registry"
-_OPTIONS = ("log", "time_budget", "trials", "target", "verbose")
+_OPTIONS = ("log", "time_budget", "time_budget_s", "num_measure_trials", "trials", "target", "verbose")
+_OWNER = "torch.compile(backend='autosched')"
+# What a dynamic shape falls back with: the fix is a static compile per shape.
+_DYNAMIC_FIX = ("autosched compiles static shapes: pass dynamic=False, torch.compile(model, backend='autosched', "
+                "dynamic=False), to compile each input shape apart")
 
 
 class AutoschedFallbackWarning(UserWarning):
@@ -114,12 +123,8 @@ def autosched_backend(gm, example_inputs, options=None):
     """The TorchDynamo backend: gm (a torch.fx.GraphModule) compiled by autosched, or gm.forward where it
     cannot be (with an AutoschedFallbackWarning)."""
     import torch
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ValueError(f"torch.compile(backend='autosched'): unknown option(s) {unknown}; the options are "
-                         f"{list(_OPTIONS)}")
-    budget = parse_duration(options["time_budget"]) if options.get("time_budget") is not None else None
+    options = _checked_options(options)
+    budget = options.get("time_budget")
     log = options.get("log")
     if log is not None and budget is None and not os.path.exists(log):
         raise ValueError(f"torch.compile(backend='autosched'): log {log!r} does not exist (add a time_budget "
@@ -128,6 +133,10 @@ def autosched_backend(gm, example_inputs, options=None):
     if len(placeholders) != len(example_inputs):
         return _fallback(gm, "its inputs are not all tensors")
     for value in example_inputs:
+        if isinstance(value, torch.SymInt) or (isinstance(value, torch.Tensor) and any(
+                isinstance(d, torch.SymInt) for d in value.shape)):
+            return _fallback(gm, f"an input has a dynamic shape (a {type(value).__name__} of symbolic size, as "
+                                 f"Dynamo makes after a call with a new input shape); {_DYNAMIC_FIX}")
         if not isinstance(value, torch.Tensor):
             return _fallback(gm, f"an input is a {type(value).__name__}, not a tensor")
         if value.device.type != "cpu":
@@ -143,6 +152,21 @@ def autosched_backend(gm, example_inputs, options=None):
     except (ValueError, TypeError, NotImplementedError, ImportError) as e:
         return _fallback(gm, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
     return _Compiled(gm, net, constant, watch)
+
+
+def _checked_options(options):
+    """The backend's options with the aliases resolved (time_budget in seconds, num_measure_trials); TypeError
+    naming the closest option for one it does not know."""
+    options = dict(options or {})
+    check_keywords(_OWNER, options, _OPTIONS, what="option")
+    options["time_budget"] = time_budget_seconds(f"{_OWNER}: options", options.get("time_budget"),
+                                                 options.pop("time_budget_s", None))
+    trials = options.pop("trials", None)
+    if trials is not None and options.get("num_measure_trials") is not None:
+        raise TypeError(f"{_OWNER}: options: give num_measure_trials or its alias trials, not both")
+    if trials is not None:
+        options["num_measure_trials"] = trials
+    return options
 
 
 def _frozen_module(torch, gm, example_inputs, constant):
@@ -184,7 +208,7 @@ def _build(torch, gm, example_inputs, constant, options, budget):
             tmp = tempfile.mkdtemp(prefix="autosched_torch_")
             log = os.path.join(tmp, "records.json")
         tasks, weights = extract_tasks(graph, target)
-        trials = options.get("trials") or 64 * len(tasks)
+        trials = options.get("num_measure_trials") or 64 * len(tasks)
         tuning = TuningOptions(num_measure_trials=int(trials), time_budget_s=budget,
                                measure_callbacks=[RecordToFile(log)], verbose=verbose)
         resume = log if os.path.exists(log) and os.path.getsize(log) > 0 else None

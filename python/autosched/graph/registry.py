@@ -9,6 +9,8 @@ they are.
 
 is all it takes to add an op (docs/graph_ops.md).
 """
+from typing import Dict
+
 from .errors import OpError
 from .opdef import REQUIRED, OpDef
 from .ops import (activation, conv3d, elementwise, layout, logic, nn, pad, pool, pool3d, reduce, resize, shape,
@@ -17,9 +19,9 @@ from .ops import (activation, conv3d, elementwise, layout, logic, nn, pad, pool,
 __all__ = ["OPS", "OpDef", "OpError", "register", "unregister", "get", "infer", "reference", "te_builder",
            "fusion_kind", "layout_kind", "bias_input", "ops_of_layout", "by_onnx", "by_aten"]
 
-OPS = {}  # name -> OpDef, in order of registration
-_BY_ONNX = {}  # ONNX op type -> OpDef whose `onnx` is that type
-_BY_ATEN = {}  # ATen op name -> OpDef that lists it in `aten`
+OPS: Dict[str, OpDef] = {}  # name -> OpDef, in order of registration
+_BY_ONNX: Dict[str, OpDef] = {}  # ONNX op type -> OpDef whose `onnx` is that type
+_BY_ATEN: Dict[str, OpDef] = {}  # ATen op name -> OpDef that lists it in `aten`
 
 
 def register(op_def):

@@ -51,18 +51,22 @@ Resume: the records of the tasks in the options' RecordToFile logs and in `load_
 (the log is read once); no state of them is measured again, and the cost model starts from them. A run
 killed at any moment resumes from its log.
 """
+import copy
 import math
 import numbers
 import os
 import random
 import time
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 from .. import _core
+from ..core.keywords import TimeBudget, checked_keywords, time_budget_seconds
+from ..search.cost_model import CostModel
 from ..measure.local import LocalRunner
 from ..search.policy import SearchParams, SketchPolicy, make_cost_model
 from .network import NetworkTimingPhase
 from .options import TuningOptions
-from .results import TaskSchedulerResult
+from .results import TaskSchedulerResult, TuneResult
 from .session import TuningSession
 from .share import round_search_params
 from .views import ManyTasks, TaskAlone
@@ -70,6 +74,11 @@ from .views import ManyTasks, TaskAlone
 __all__ = ["TaskScheduler", "TaskSchedulerResult", "tune", "set_dispatch_seconds"]
 
 STRATEGIES = ("gradient", "round-robin")
+
+Strategy = Literal["gradient", "round-robin"]
+# A cost model by name (search.make_cost_model) or one of its own.
+CostModelSpec = Union[Literal["auto", "scratch", "pretrained", "xgb", "random"], CostModel, None]
+PathText = Union[str, "os.PathLike[str]"]
 
 # What outside_kernels_s="measure" multiplies by the weights: the graph runtime's seconds per kernel call of a
 # target (graph.dispatch_seconds), installed by autosched.graph when it is imported: the tuning layer sits
@@ -120,9 +129,14 @@ class TaskScheduler:
     graph.outside_kernels_seconds(graph, target) for a network). parallel_tasks: tasks whose rounds are measured at once (RayRunners only).
     """
 
-    def __init__(self, tasks, task_weights=None, strategy="gradient", load_log_file=None, cost_model="auto", *,
-                 alpha=0.2, beta=2.0, backward_window=3, eps_random=0.05, failed_rounds_to_give_up=3, seed=0,
-                 parallel_tasks=1, min_share=0.5, outside_kernels_s=None, network_timing=None):
+    @checked_keywords("TaskScheduler")
+    def __init__(self, tasks: Sequence[_core.SearchTask], task_weights: Optional[Sequence[float]] = None,
+                 strategy: Strategy = "gradient", load_log_file: Optional[PathText] = None,
+                 cost_model: CostModelSpec = "auto", *, alpha: float = 0.2, beta: float = 2.0,
+                 backward_window: int = 3, eps_random: float = 0.05, failed_rounds_to_give_up: int = 3,
+                 seed: int = 0, parallel_tasks: int = 1, min_share: float = 0.5,
+                 outside_kernels_s: Union[float, Literal["measure"], None] = None,
+                 network_timing: Any = None) -> None:
         self.tasks = self._check_tasks(tasks)
         if task_weights is None:
             task_weights = [1] * len(self.tasks)
@@ -167,7 +181,7 @@ class TaskScheduler:
                             f"{type(network_timing).__name__}")
         self.network_timing = network_timing
         self.signatures = [_similarity_signature(t) for t in self.tasks]
-        self.result = None
+        self.result: Optional[TaskSchedulerResult] = None
 
     @staticmethod
     def _check_tasks(tasks):
@@ -237,10 +251,16 @@ class TaskScheduler:
                              "this machine, where tasks measured at once would disturb each other's timings")
         return chosen
 
-    def tune(self, options, search_policy=None, search_policy_params=None, runners=None, start=None):
+    @checked_keywords("TaskScheduler.tune")
+    def tune(self, options: TuningOptions, search_policy: Union[Sequence[SketchPolicy], Literal["default"], None] = None,
+             search_policy_params: Union[SearchParams, Mapping[str, Any], None] = None,
+             runners: Optional[Mapping[int, LocalRunner]] = None, start: Optional[float] = None, *,
+             time_budget: TimeBudget = None, time_budget_s: TimeBudget = None) -> TaskSchedulerResult:
         """Tunes the tasks; returns a TaskSchedulerResult (also kept as self.result).
 
-        options: TuningOptions (num_measure_trials is the total over all tasks). search_policy: None (a
+        options: TuningOptions (num_measure_trials is the total over all tasks). time_budget:
+        this call's time budget in seconds or as a text such as "10m" (time_budget_s: its alias), in place of
+        the options' (see TuningOptions). search_policy: None (a
         SketchPolicy per task, sharing the cost model) or a list of SketchPolicy, one per task.
         search_policy_params: SearchParams (or a dict of its fields) for the default policies. runners:
         {task index: LocalRunner} for tasks measured otherwise than with options.runner (e.g. a longer timeout
@@ -248,8 +268,7 @@ class TaskScheduler:
         call; the command line passes its process's start, budget.process_start).
         """
         start = time.monotonic() if start is None else start
-        if not isinstance(options, TuningOptions):
-            raise TypeError(f"TaskScheduler.tune needs TuningOptions, got {type(options).__name__}")
+        options = _with_time_budget("TaskScheduler.tune", options, time_budget, time_budget_s)
         session = self.session(options, self._policies(options, search_policy, search_policy_params),
                                self._runners(options, runners), start=start)
         self.result = session.result
@@ -371,16 +390,31 @@ class TaskScheduler:
         return best
 
 
-def tune(task, options, search_policy=None, cost_model=None):
+def _with_time_budget(owner: str, options: TuningOptions, time_budget: TimeBudget,
+                      time_budget_s: TimeBudget) -> TuningOptions:
+    """The options of a tuning call, checked, with the time budget the call gives in place of theirs (on a copy:
+    the caller's options are left as they are)."""
+    if not isinstance(options, TuningOptions):
+        raise TypeError(f"{owner} needs TuningOptions, got {type(options).__name__}")
+    seconds = time_budget_seconds(owner, time_budget, time_budget_s)
+    if seconds is not None:
+        options = copy.copy(options)
+        options.time_budget_s = seconds
+    return options
+
+
+def tune(task: _core.SearchTask, options: TuningOptions, search_policy: Optional[SketchPolicy] = None,
+         cost_model: CostModelSpec = None, *, time_budget: TimeBudget = None,
+         time_budget_s: TimeBudget = None) -> TuneResult:
     """Tunes `task` in a session of its own, a scheduler of one task with the view of a task alone (its bar,
     its summary; never given up: early stopping ends it); returns a TuneResult. cost_model: a CostModel, "xgb",
     "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is given to the
     default SketchPolicy, so it cannot be combined with search_policy. "auto" (None) starts from the pretrained
     model shipped in the package on llvm targets; "scratch" learns from the session alone. The time budget
-    counts from this call (budget.py)."""
+    counts from this call (budget.py); time_budget (or its alias time_budget_s) replaces the options' for this
+    call."""
     start = time.monotonic()
-    if not isinstance(options, TuningOptions):
-        raise TypeError(f"tune needs TuningOptions, got {type(options).__name__}")
+    options = _with_time_budget("tune", options, time_budget, time_budget_s)
     if search_policy is None:
         params = round_search_params(options.num_measures_per_round)
         model = make_cost_model(cost_model, default="auto", target=task.target)
