@@ -100,6 +100,9 @@ class TaskAlone:
             gflops = f", {plain_number(r.best_gflops)} GFLOP/s" if r.best_gflops else ""
             untuned = f" (untuned {baseline}, {faster_text(r.baseline_cost, r.best_cost)})" if r.baseline_cost else ""
             line = f"{head}: best {best}{gflops}{untuned}"
+        failed = sum(r.errors.values())
+        if failed:  # what the log's records say too: "; 3 failed (runtime 2, compile 1)"
+            line += f"; {failed} failed ({', '.join(f'{k} {v}' for k, v in r.errors.most_common())})"
         session.reporter.info(line)
         session.reporter.info(f"Stopped: {short_reason(r.stop_reason)}")
         rows = tt.summary_rows()
