@@ -262,5 +262,5 @@ def task_table_lines(session):
         speed = plain_number(gflops) if gflops else "-"
         row = (f"| {i:>3} | {names[i]:<{width}} | {latencies[i]:>{len(latency_head)}} | {speed:>15} | "
                f"{_weight_text(res.weights[i]):>6} | {tt.result.trials:>6}")
-        lines.append(row + (f" | {stopped[i]}" if any(stopped) else ""))
+        lines.append((row + (f" | {stopped[i]}" if any(stopped) else "")).rstrip())
     return lines
