@@ -7,6 +7,7 @@ at its first matmul with SIGILL. scripts/run_demo.sh does the same in shell.
     import _env
     _env.set_openblas_coretype()   # before `import numpy`
     print(_env.cpu_text(), _env.load_text())   # the CPU and its load, which every benchmark prints
+    print(f"ratio autosched / numpy: 1.23; {_env.load_note()}")   # beside a ratio: the load, a warning if busy
 """
 import os
 import time
@@ -42,6 +43,24 @@ def cpu_text(cpuinfo="/proc/cpuinfo"):
 def load_text():
     """The 1-, 5- and 15-minute load averages, as a benchmark quotes them."""
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+# A ratio measured while the last minute's load average exceeded this share of the cores is flagged: other
+# processes took turns on the cores the timed code ran on.
+BUSY_SHARE = 0.7
+
+
+def load_note(load=None, cores=None):
+    """The last minute's load average for a line that prints a ratio: "load average 0.30 over the last minute,
+    2 cores"; when it exceeds BUSY_SHARE x cores, followed by a warning line that the ratio is unreliable.
+    load, cores: the figures (default: os.getloadavg()[0], os.cpu_count())."""
+    load = os.getloadavg()[0] if load is None else load
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    text = f"load average {load:.2f} over the last minute, {cores} cores"
+    if load > BUSY_SHARE * cores:
+        text += (f"\nwarning: the machine is busy (load average {load:.2f} > {BUSY_SHARE} x {cores} cores): the "
+                 "times and ratios above may be off; run again on an idle machine")
+    return text
 
 
 def set_openblas_coretype(cpuinfo="/proc/cpuinfo"):

@@ -150,7 +150,7 @@ def main():
     print(f"{'':12}{'ms':>10}{'GFLOP/s':>10}")
     print(f"{'autosched':12}{ours * 1e3:10.2f}{gflops(n, ours):10.1f}")
     print(f"{'numpy':12}{theirs * 1e3:10.2f}{gflops(n, theirs):10.1f}")
-    print(f"ratio autosched / numpy: {theirs / ours:.2f}")
+    print(f"ratio autosched / numpy: {theirs / ours:.2f}; {_env.load_note()}")
     if args.peak_gflops:
         print(f"% of peak ({args.peak_gflops:.0f} GFLOP/s): autosched {100 * gflops(n, ours) / args.peak_gflops:.0f}%, "
               f"numpy {100 * gflops(n, theirs) / args.peak_gflops:.0f}%")

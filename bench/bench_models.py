@@ -218,7 +218,7 @@ def print_geometric_means(rows):
         if ratios:
             mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             print(f"geometric mean of onnxruntime / autosched {label}: {mean:.2f}x over {len(ratios)} imports "
-                  f"(lowest {min(ratios):.2f}x)")
+                  f"(lowest {min(ratios):.2f}x); {_env.load_note()}")
 
 
 def main():

@@ -395,6 +395,7 @@ def main():
             ratios = "".join(f", {p} {r[p] / r[key]:.2f}x ({round_ratios(r, p, key)} per round)"
                              for p in ("onnxruntime", "pytorch") if p in r)
             print(f"{'':16}{'':>6}{'':>8}{key:>9}{r[key] * 1e3:11.2f}   (peer / autosched{ratios})")
+    print(_env.load_note())
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ def main():
         theirs = min(_numpy_seconds(a, b, out) for _ in range(3))
         flop = 2.0 * n**3
         print(f"{n:6}{flop / ours / 1e9:20.1f}{flop / theirs / 1e9:16.1f}{theirs / ours:8.2f}")
+    print(_env.load_note())
 
 
 if __name__ == "__main__":

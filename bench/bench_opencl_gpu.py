@@ -179,6 +179,7 @@ def print_table(rows, peak_tflops, kernels):
         ratio = f"{row['torch_ms'] / row['ms']:7.2f}" if row["torch_ms"] else f"{'-':>7}"
         print(f"{row['kernel']:13}{row['ms']:9.3f}{tflops:9.2f}{100 * tflops / peak_tflops:7.1f}%{torch_ms}{ratio}"
               f"{row['trials']:8d}{row['tune_s']:10.0f}")
+    print(_env.load_note())
 
 
 def main():

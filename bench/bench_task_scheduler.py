@@ -64,6 +64,7 @@ def main():
         speedup = f"{before / after:.2f}" if before and after else "-"
         print(f"| {strategy} | {r.task_trials} | {before * 1e6:.1f} | {after * 1e6:.1f} | {speedup} | "
               f"{seconds:.0f} |")
+    print(_env.load_note())
     print("\nweight x best latency per task (us):")
     for strategy, r, _ in rows:
         parts = [f"{n} {w:g} x {t.best_cost * 1e6:.2f}" if t.best_cost else f"{n} -"

@@ -74,7 +74,7 @@ def main():
     for name, t in (("default", default), ("tuned", result.best_cost), ("numpy", theirs)):
         print(f"{name:10}{t * 1e3:10.3f}{flop / t / 1e9:10.1f}")
     print(f"tuned vs default: {default / result.best_cost:.1f}x faster; tuned vs numpy: "
-          f"{theirs / result.best_cost:.2f} (numpy time / tuned time)")
+          f"{theirs / result.best_cost:.2f} (numpy time / tuned time); {_env.load_note()}")
     per = result.seconds["total"] / max(1, result.trials)
     split = ", ".join(f"{k} {v / max(1, result.trials):.3f}" for k, v in result.seconds.items() if k != "total")
     print(f"tuning time per trial: {per:.3f} s = {split}")

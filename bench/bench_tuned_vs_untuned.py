@@ -80,7 +80,7 @@ def main():
     before, after = min(r[0] for r in rounds), min(r[1] for r in rounds)
     ratios = [t / u for u, t in rounds]
     print(f"untuned {before * 1e3:.3f} ms, tuned {after * 1e3:.3f} ms: tuned / untuned = {after / before:.3f} "
-          f"(per round {min(ratios):.3f} to {max(ratios):.3f}); {_env.load_text()}")
+          f"(per round {min(ratios):.3f} to {max(ratios):.3f}); {_env.load_note()}")
 
 
 if __name__ == "__main__":

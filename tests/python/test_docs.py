@@ -52,9 +52,13 @@ def check_outputs(nb):
                 problems.append(f"cell {i}: {o.get('ename')}: {o.get('evalue')}")
             if o.get("output_type") == "execute_result" and not o.get("data", {}).get("image/png"):
                 problems.append(f"cell {i}: echoes a value: {o.get('data', {}).get('text/plain', '')[:80]}")
-    # Error counts: a summary's "errors" row and any "N with an error" line of the same tuning must agree.
+    # Error counts: a summary's "errors" row (verbose 2) or its "Tuned ..." line ("; 3 failed (runtime 2, ...)",
+    # no such clause: none failed) and any "N with an error" line of the same tuning must agree.
     summaries = re.findall(r"^\| errors\s*\| (.*)$", everything, re.M)
     counted = [sum(int(n) for n in re.findall(r"\b[a-z_]+ (\d+)", s)) for s in summaries]
+    for line in re.findall(r"^Tuned .*$", everything, re.M):
+        failed = re.search(r"; (\d+) failed \(", line)
+        counted.append(int(failed[1]) if failed else 0)
     for m in re.finditer(r"(\d+) records, (\d+) with an error", everything):
         if int(m[2]) not in counted:
             problems.append(f"'{m[0]}' contradicts the summaries' error counts {counted}")

@@ -45,9 +45,9 @@ def test_the_scheduler_adds_the_time_outside_the_kernels(capsys):
     assert session.estimated_latency() == (pytest.approx(2e-5 + 6e-5 + 1e-3), 0)
     assert session.result.latency_after == pytest.approx(8e-5 + 1e-3)
     assert session.result.latency_before == pytest.approx(8e-5 + 1e-3)
-    session.reporter = ans.tune.progress.Progress(1000, None, 1, desc="2 tasks")
+    session.reporter = ans.tune.progress.Progress(1000, None, 2, desc="2 tasks")  # 2: the detailed rows
     session.view.summary(session)
-    assert "estimated total (sum of weight x latency + 1 ms outside the kernels)" in capsys.readouterr().out
+    assert "estimated total (sum of weight x latency + 1.000 ms outside the kernels)" in capsys.readouterr().out
     measured = ans.TaskScheduler(tasks, [2, 3], outside_kernels_s="measure").outside_seconds()
     assert measured == pytest.approx(5 * agraph.dispatch_seconds("llvm"))
     assert ans.TaskScheduler(tasks).outside_seconds() == 0

@@ -65,12 +65,13 @@ def test_the_scheduler_scales_each_task_by_its_time_in_the_network(tmp_path, cap
     scheduler = ans.TaskScheduler(tasks, weights, cost_model="random", outside_kernels_s=1.0,
                                   network_timing=timing)
     log = str(tmp_path / "cnn.json")
-    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=2, verbose=1,
+    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=2, verbose=2,
                              runner=ans.LocalRunner(timeout=10, min_repeat_ms=1),
                              measure_callbacks=[ans.RecordToFile(log)])
     result = scheduler.tune(opts, search_policy_params=FAST)
     out = capsys.readouterr().out
     assert result.network_timings, out
+    # The timing's lines and the summary's rows about it are details: verbose 2.
     assert "Network timing at" in out and "network timing" in out and "x its time in the network" in out, out
     # The measured time between the kernels (the least of the last SCALE_TIMINGS timings) replaces the 1 s
     # given, and every task has a scale of its own.

@@ -59,7 +59,7 @@ def test_tuning_curve_of_a_log_draws_each_task(tmp_path):
 
 def test_an_empty_figure_has_no_line_pixels(tmp_path):
     """The pixel check can fail: the same axes without data hold no pixel of the line colours."""
-    plt = ans.plot.curves._pyplot()
+    plt = ans.plot._curves._pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     fig.savefig(tmp_path / "empty.png", dpi=100)
     assert _pixels_of(tmp_path / "empty.png", _rgb("C0")) == 0

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import re
 
 import numpy as np
 import pytest
@@ -77,11 +78,12 @@ def test_weighted_slow_task_gets_the_rounds_and_every_task_a_valid_schedule(tmp_
     result = scheduler.tune(options(72, log), search_policy_params=FAST)
     out = capsys.readouterr().out
     assert result.trials == 72 and result.stop_reason.startswith("reached num_measure_trials")
-    assert "| Latency (ms) | Speed (GFLOP/s) | Weight | Trials |" in out
-    # The table after the baselines, when it changed materially, and at the end; not after every round.
-    assert 2 <= out.count("Estimated total latency:") <= len(result.rounds) + 1
-    assert "| end | trials 72/72" in out
-    assert "Task scheduler summary" in out and "before (baselines)" in out
+    # verbose 1: the table once, at the end, and a summary line in plain words.
+    assert re.search(r"\| Latency \((ns|us|ms)\) \| Speed \(GFLOP/s\) \| Weight \| Trials", out), out
+    assert out.count("|  ID |") == 1 and "Estimated total latency:" not in out, out
+    assert re.search(r"^Tuned 3 tasks with 72 measurements in \d+ s; estimated network latency [0-9.]+ (us|ms) "
+                     r"\(untuned [0-9.]+ (us|ms), ", out, re.M), out
+    assert "Task scheduler summary" not in out
     for i, task in enumerate(tasks):
         assert result.task_results[i].best_cost is not None, i
         check_best_is_correct(task, log, seed=i)

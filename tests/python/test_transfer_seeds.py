@@ -150,8 +150,8 @@ def test_a_session_seeds_similar_tasks_from_each_other_and_from_logs(tmp_path, c
     tasks = [task_of(matmul_tensors(48, 48, 48), "mm48"), task_of(matmul_tensors(13, 29, 7), "mm13"),
              task_of(matmul_relu(16, 16, 16), "mmrelu")]
     log = str(tmp_path / "net.json")
-    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=4, runner=runner(),
-                             measure_callbacks=[ans.RecordToFile(log)])
+    opts = ans.TuningOptions(num_measure_trials=40, num_measures_per_round=4, runner=runner(), verbose=2,
+                             measure_callbacks=[ans.RecordToFile(log)])  # verbose 2: the transfer lines and rows
     result = ans.TaskScheduler(tasks, cost_model="random", strategy="round-robin").tune(
         opts, search_policy_params=FAST)
     out = capsys.readouterr().out

@@ -8,7 +8,7 @@
     autosched --version
 
 (`python -m autosched ...` is the same.) `tune` extracts the model's tasks, tunes them with the task scheduler
-under one trial budget (its table after every round) and appends every measurement to --log (default
+under one trial budget (its table at the end) and appends every measurement to --log (default
 <model name>.json in the current directory); run it again with the same log to resume. `run` builds the
 model with the best record of each task in the log (tasks without one get the default schedule and are
 listed), runs it on random inputs, checks the outputs against the graph's reference evaluation and prints the
@@ -34,6 +34,7 @@ from .files import CommandError, check_input_file, check_output_path, count_reco
 from .parser import parse_args
 from .run_report import fill_inputs, output_summary, time_summary, top_results
 from .shapes import shape_dict
+from .report import compare_line, latency_line, profile_table, tune_closing, tune_opening
 from ..frontends import from_onnx
 from ..frontends.onnx import _import_onnx, _load
 from ..graph import build as build_graph
@@ -126,7 +127,7 @@ def cmd_tune(args):
     target = _check_target_here(args.target, "tune")
     graph = _load_graph(args.model, shape_dict(args.shape, args.input_shapes))
     tasks, weights = extract_tasks(graph, args.target)
-    _print_tasks(tasks, weights)
+    print(tune_opening(tasks, weights, args.log))
     trials = args.trials if args.trials is not None else args.trials_per_task * len(tasks)
     options = TuningOptions(num_measure_trials=trials, num_measures_per_round=args.per_round,
                             time_budget_s=args.time_budget_s, measure_callbacks=[RecordToFile(args.log)],
@@ -146,16 +147,7 @@ def cmd_tune(args):
         records = count_records(args.log)
         raise Interrupted(f"interrupted after {records - records_before} trials; {records} records in {args.log}; "
                           "the same command resumes") from None
-    print(f"tuned {len(tasks)} tasks in {time.monotonic() - start:.1f} s since the command started; records in "
-          f"{args.log}")
-    if result.latency_after is not None:
-        # Four significant digits: a small network's time outside its kernels is tens of nanoseconds.
-        print(f"estimated latency of the network {result.latency_after * 1e3:.4g} ms (of which "
-              f"{result.outside_kernels_s * 1e3:.4g} ms outside the tuned kernels)")
-    failed = [tasks[i].desc for i in result.failed_tasks]
-    if failed:
-        print(f"{len(failed)} task(s) without a valid schedule (they run with the default schedule): "
-              f"{'; '.join(failed)}")
+    print("\n".join(tune_closing(result, tasks, args.log, time.monotonic() - start, args.verbose)))
     if args.plot:
         plot.tuning_curve(args.log, args.plot)
         print(f"tuning curve in {args.plot}")
@@ -294,21 +286,6 @@ def cmd_compile(args):
     return 0
 
 
-def _profile_table(net, arrays, number, repeat):
-    """Each group's kernel timed alone (as the tuner times it) and inside runs of the whole network."""
-    alone = net.profile(*arrays, number=number, repeat=repeat)
-    inside = net.network_profile(*arrays, number=number, repeat=repeat).rows
-    total = sum(t for _, t in inside) or 1.0
-    lines = [f"{'#':>3}  {'group':40} {'kernel':40} {'tuned':>5} {'alone ms':>9} {'in net ms':>9} {'share':>6}"]
-    for i, ((info, t_alone), (_, t)) in enumerate(zip(alone, inside)):
-        desc = info.task.desc if info.task is not None else (info.record or {}).get("desc", "")
-        lines.append(f"{i:3}  {info.name[:40]:40} {desc[:40]:40} {'yes' if info.tuned else 'no':>5} "
-                     f"{t_alone * 1e3:9.3f} {t * 1e3:9.3f} {100 * t / total:5.1f}%")
-    lines.append(f"{'':3}  {'sum of groups':40} {'':40} {'':>5} {sum(t for _, t in alone) * 1e3:9.3f} "
-                 f"{total * 1e3:9.3f} 100.0%")
-    return "\n".join(lines)
-
-
 def _compare_onnxruntime(model, input_names, arrays, outputs, labels, number, repeat):
     try:
         import onnxruntime
@@ -373,19 +350,17 @@ def cmd_run(args):
         print(f"outputs written to {args.outputs}")
     times = net.time_evaluator(number=args.number, repeat=args.repeat)(*arrays).results
     best = min(times)
-    print(f"latency: {best * 1e3:.3f} ms best, {float(np.median(times)) * 1e3:.3f} ms median "
-          f"of {len(times)} repeats x {args.number} runs ({net.target.text if is_artifact else args.target})")
+    print(latency_line(times, args.number, net.target.text if is_artifact else args.target))
     if args.print_time:
         print(time_summary(times))
     if args.profile:
-        print(_profile_table(net, arrays, args.number, args.repeat))
+        print(profile_table(net, arrays, args.number, args.repeat))
     if args.compare:
         if not onnx_model or not os.path.exists(onnx_model):
             raise CommandError("--compare onnxruntime needs the ONNX model: give it with --onnx model.onnx")
         worst, ort = _compare_onnxruntime(onnx_model, _onnx_names(onnx_model)[0], arrays, outputs, labels,
                                           args.number, args.repeat)
-        print(f"onnxruntime: outputs match (largest difference {worst:.2g} of the output's magnitude); "
-              f"{ort * 1e3:.3f} ms best; autosched / onnxruntime time: {best / ort:.2f}x")
+        print(compare_line(worst, ort, best))
     return 0
 
 

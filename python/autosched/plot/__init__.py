@@ -1,3 +1,5 @@
-"""Plots of record logs: tuning curves and where tuning time went (matplotlib is imported when one is drawn)."""
-from .curves import *  # noqa: F401,F403
-from .curves import __all__  # noqa: F401
+"""Plots of record logs and tuning results: tuning curves and where tuning time went (matplotlib is imported
+when one is drawn). The functions live in _curves.py; this module shows only them."""
+from ._curves import curves_of_log, time_split, tuning_curve
+
+__all__ = ["tuning_curve", "time_split", "curves_of_log"]

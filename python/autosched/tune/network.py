@@ -8,6 +8,8 @@ layer never imports graph/.
 import collections
 import time
 
+from ..core.text import format_durations
+
 __all__ = ["NetworkTimingPhase", "SCALE_TIMINGS"]
 
 # A task's latency scale is the least of its last this many network timings: a machine shared with other work
@@ -67,12 +69,12 @@ class NetworkTimingPhase:
         kernel_scale = kernels / timed if timed else 1.0
         result.network_timings.append(dict(at_s=elapsed, run_s=times.run_s, between_s=times.between_s,
                                            kernel_scale=kernel_scale, seconds=times.seconds))
-        if session.verbose:
-            session.reporter.info(
+        if session.verbose:  # a detail of the estimate: verbose 2
+            run_text, between_text = format_durations(times.run_s, times.between_s)
+            session.reporter.debug(
                 f"Network timing at {elapsed:.0f} s: the network built from the best schedules runs in "
-                f"{times.run_s * 1e3:.3f} ms; its kernels take {kernel_scale:.2f}x their "
-                f"tuner-timed latency there, {times.between_s * 1e3:.3f} ms between them "
-                f"(built and timed in {times.seconds:.1f} s)")
+                f"{run_text}; its kernels take {kernel_scale:.2f}x their tuner-timed latency there, {between_text} "
+                f"between them (built and timed in {times.seconds:.1f} s)")
 
     def timing_seconds(self, session):
         """The seconds a network timing is expected to take: the last one's, or before the first, a build of

@@ -1,15 +1,17 @@
-"""What a tuning session prints: one progress bar, the task table when it changes materially, and log records.
+"""What a tuning session prints: one progress bar, the task table at the end, a summary, and log records.
 
     reporter = Progress(total_trials=200, time_budget_s=600, verbose=1, desc="3 tasks")
     reporter.update(trials=16, best_cost=1.2e-3, network_latency=4.1e-3)   # the bar
     reporter.table(lines, latency=4.1e-3, state=(...))                       # printed when it changed enough
+    reporter.table(lines, latency=4.1e-3, force=True)                        # the table at the end
     reporter.info("Stopped: ..."); reporter.debug("round 3: ...")
     reporter.close()
 
 Lines go through the ``logging`` logger "autosched" (``logging.getLogger("autosched")``), so a pipeline routes
-them like any other log. `verbose` maps to levels: 0 warnings only, 1 INFO (tables, summaries), 2 DEBUG (a line
-per round, the search's statistics). When neither that logger nor the root logger has a handler, the session
-prints INFO and above to stdout itself (through the bar, so the two do not tear each other).
+them like any other log. `verbose` maps to levels: 0 warnings only, 1 INFO (the progress lines, the table at
+the end, the summary in plain words), 2 DEBUG (a line per round, the task table whenever it changed materially,
+the detailed summary rows, the search's statistics). When neither that logger nor the root logger has a
+handler, the session prints INFO and above to stdout itself (through the bar, so the two do not tear each other).
 
 The bar is tqdm's: in a terminal ``tqdm``, in a notebook ``tqdm.auto`` (a widget where ipywidgets is
 installed). Where output is not interactive (a file, a pipe, CI, a notebook without widgets) there is no bar;
@@ -165,8 +167,8 @@ class Progress:
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
-    def status(self) -> str:
-        """'best 1.2 ms | network ~4.1 ms | 54/600 s'."""
+    def status(self, with_time: bool = True) -> str:
+        """'best 1.2 ms | network ~4.1 ms | 54/600 s' (without the time where the line says it already)."""
         parts = []
         if self.best_cost is not None:
             parts.append(f"best {format_time(self.best_cost)}")
@@ -174,7 +176,7 @@ class Progress:
             parts.append(f"network ~{format_time(self.network_latency)}")
         if not parts:
             parts.append(self.note or "no valid schedule yet")
-        if self.time_budget_s:
+        if self.time_budget_s and with_time:
             parts.append(f"{self.elapsed():.0f}/{self.time_budget_s:.0f} s")
         return " | ".join(parts)
 
@@ -198,17 +200,22 @@ class Progress:
             self.lines_step = step
             self.info(self.line())
 
-    def _step(self) -> int:
+    def _share(self) -> float:
+        """The share of the budget used: of the trials, or of the time where that is further along."""
         shares = [self.trials / self.total if self.total else 0.0]
         if self.time_budget_s:
             shares.append(self.elapsed() / self.time_budget_s)
-        return min(LINE_STEPS, int(math.floor(max(shares) * LINE_STEPS + 1e-9)))
+        return min(1.0, max(shares))
+
+    def _step(self) -> int:
+        return min(LINE_STEPS, int(math.floor(self._share() * LINE_STEPS + 1e-9)))
 
     def line(self) -> str:
-        """The plain progress line: '[ 40%] 80/200 trials, 51 s | best 1.2 ms | network ~4.1 ms'."""
-        share = self.trials / self.total if self.total else 0.0
-        return (f"[{100 * share:3.0f}%] {self.trials}/{self.total} trials, {self.elapsed():.0f} s | "
-                f"{self.status()}")
+        """The plain progress line: '[ 40%] 80/200 trials, 51/600 s | best 1.2 ms | network ~4.1 ms' (the
+        share of the budget used, trials or time, whichever is further along)."""
+        clock = f"{self.elapsed():.0f}/{self.time_budget_s:.0f} s" if self.time_budget_s else f"{self.elapsed():.0f} s"
+        return (f"[{100 * self._share():3.0f}%] {self.trials}/{self.total} trials, {clock} | "
+                f"{self.status(with_time=False)}")
 
     # ---- the table ----
     def table(self, lines: Sequence[str], latency: Optional[float], state: Any = None, force: bool = False) -> bool:

@@ -113,15 +113,14 @@ class SeedSources:
 
 def note_seeds_given(tuner, report, reporter=None, label=""):
     """After a round given seeds: the count in the tuner's TuneResult, and a line through `reporter` (a
-    progress.Progress; INFO the first time the task gets seeds, then DEBUG). label: how the line names the
-    task ("" for a task alone)."""
+    progress.Progress; DEBUG: shown at verbose 2). label: how the line names the task ("" for a task alone)."""
     r = tuner.result
-    first, r.transfer_seeds = not r.transfer_seeds, report["kept"]
+    r.transfer_seeds = report["kept"]
     if reporter is not None and report["given"]:
         drops = ", ".join(f"{k} {v}" for k, v in sorted(report["drops"].items()))
         line = f"Transfer:{label} {report['kept']} seeds of similar tasks in its search" + (
             f" (dropped: {drops})" if drops else "")
-        (reporter.info if first and report["kept"] else reporter.debug)(line)
+        reporter.debug(line)
 
 
 def note_seeds_measured(tuner, rnd):
