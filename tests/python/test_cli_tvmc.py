@@ -86,7 +86,7 @@ def test_tvmc_spellings_tune_compile_and_run(tmp_path):
     log = str(tmp_path / "records.json")
     code, out, err = _cli("tune", model, "--input-shapes", "data:[2,3,16,16]", "--output", log, "--trials", "8",
                           "--verbose", "0", "--network-timing-s", "0")
-    assert code == 0 and f"records in {log}" in out, out + err
+    assert code == 0 and f"Records in {log}" in out, out + err
     assert sum(1 for line in open(log) if line.strip()) >= 8
     # --tuning-records (tvmc) is --log for compile and run: the records apply.
     code, out, err = _cli("compile", model, "--input-shapes", "data:[2,3,16,16]", "--tuning-records", log, "-o",

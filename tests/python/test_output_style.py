@@ -203,3 +203,22 @@ def test_the_bench_load_note_warns_on_a_busy_machine():
                                     "bench_tuned_vs_untuned.py"])
 def test_bench_scripts_print_the_load_beside_their_ratios(script):
     assert "_env.load_note()" in (ROOT / "bench" / script).read_text(), script
+
+
+def test_records_show_keeps_shapes_and_one_unit(tmp_path):
+    """`python -m autosched.records show`: names shortened only in their op part, one unit for the best times."""
+    import gzip
+
+    from autosched.records import format_summary, summarize
+    corpus = os.path.join(os.path.dirname(__file__), "..", "records", "corpus", "records_znver3_job0.json.gz")
+    log = tmp_path / "log.json"
+    with gzip.open(corpus, "rt") as f:
+        log.write_text("".join(line for _, line in zip(range(300), f)))
+    summaries = summarize(str(log))
+    text = format_summary(str(log), summaries)
+    header = text.splitlines()[1]
+    assert re.search(r"best \((ns|us|ms|s)\)", header), header
+    for s in summaries:
+        shape = (s.desc or s.workload_key).partition(" ")[2]
+        assert shape in text, f"{shape!r} lost from:\n{text}"
+    assert "e+" not in text and "e-0" not in text, text

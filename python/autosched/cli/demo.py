@@ -29,7 +29,8 @@ from autosched import graph as agraph
 from autosched.frontends import from_onnx
 from autosched.graph import zoo
 from autosched.graph.torch_runner import TorchGraph
-from autosched.core.text import compare_speed, parse_duration as text_parse_duration
+from autosched.core.text import (compare_speed, format_duration_column, parse_duration as text_parse_duration,
+                                 plain_number, short_task_name)
 
 TOLERANCE = 1e-3  # max |difference| over the largest magnitude of the peer's output
 
@@ -94,15 +95,17 @@ def cpu_text():
 
 
 def task_table(result):
-    """The tuned tasks: latency, speed, weight and trials of each, and the estimated latency of the network."""
-    width = max(4, min(44, max(len(t.desc or t.workload_key) for t in result.tasks)))
-    lines = [f"| {'ID':>3} | {'Task':<{width}} | {'Latency (ms)':>12} | {'GFLOP/s':>8} | {'Weight':>6} | "
-             f"{'Trials':>6} |"]
+    """The tuned tasks: latency, speed, weight and trials of each, and the estimated latency of the network.
+    Task names keep their shape (only the op part is abbreviated); latencies share one unit."""
+    names = [short_task_name(t.desc or t.workload_key, 44) for t in result.tasks]
+    width = max(4, max(len(n) for n in names))
+    unit, latencies = format_duration_column([r.best_cost for r in result.task_results])
+    head = f"Latency ({unit})"
+    lines = [f"| {'ID':>3} | {'Task':<{width}} | {head:>12} | {'GFLOP/s':>8} | {'Weight':>6} | {'Trials':>6} |"]
     for i, (task, r) in enumerate(zip(result.tasks, result.task_results)):
         cost, flop = r.best_cost, task.compute_dag.flop_ct
-        latency = f"{cost * 1e3:.4g}" if cost is not None else "-"
-        speed = f"{flop / cost / 1e9:.4g}" if cost and flop > 0 else "-"
-        lines.append(f"| {i:>3} | {(task.desc or task.workload_key)[:width]:<{width}} | {latency:>12} | "
+        speed = plain_number(flop / cost / 1e9, 4) if cost and flop > 0 else "-"
+        lines.append(f"| {i:>3} | {names[i]:<{width}} | {latencies[i]:>12} | "
                      f"{speed:>8} | {result.weights[i]:>6g} | {r.trials:>6} |")
     before, after = result.latency_before, result.latency_after
     outside = result.outside_kernels_s

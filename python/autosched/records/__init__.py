@@ -23,7 +23,7 @@ from ..core.checks import check_path
 from ..measure.local import MeasureInput
 from ..core.record_log import RecordToFile, RecordWarning, load_best_state, read_log
 from ..core.task import SearchTask
-from ..core.text import format_time
+from ..core.text import format_duration_column, plain_number, short_task_name
 
 __all__ = ["RecordWarning", "RecordToFile", "RecordReader", "load_records", "load_best_record", "load_best_state",
            "distill", "save_records", "summarize", "TaskSummary", "ApplyHistoryBest", "applied_log"]
@@ -160,11 +160,12 @@ def format_summary(path: PathLike, summaries: List[TaskSummary]) -> str:
     """The table `python -m autosched.records show` prints."""
     if not summaries:
         return f"{path}: no records"
-    rows = [("task", "trials", "best", "GFLOP/s", "errors", "target")]
-    for s in summaries:
-        gflops = f"{s.flop_ct / s.best_cost / 1e9:.4g}" if s.best_cost and s.flop_ct > 0 else "-"
+    unit, best = format_duration_column([s.best_cost for s in summaries])
+    rows = [("task", "trials", f"best ({unit})", "GFLOP/s", "errors", "target")]
+    for s, best_text in zip(summaries, best):
+        gflops = plain_number(s.flop_ct / s.best_cost / 1e9, 4) if s.best_cost and s.flop_ct > 0 else "-"
         errors = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())) or "none"
-        rows.append(((s.desc or s.workload_key)[:48], str(s.trials), format_time(s.best_cost), gflops, errors,
+        rows.append((short_task_name(s.desc or s.workload_key, 48), str(s.trials), best_text, gflops, errors,
                      s.target))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = [f"{path}: {sum(s.trials for s in summaries)} records of {len(summaries)} task(s)"]

@@ -34,7 +34,7 @@ __all__ = ["SearchShare", "POPULATION_FLOOR", "TRAINING_PART", "STALE_GROWTH", "
 
 # The evolutionary search of a round measuring n states keeps a population of n * ROUND_POPULATION_PER_STATE
 # states, at least ROUND_POPULATION_MIN and at most the SearchParams default (2048): a round of 16 searches
-# 512 states instead of 2048 (docs/task_scheduler.md has the measurements behind these numbers).
+# 512 states instead of 2048 (docs/notes/task_scheduler_figures.md has the measurements behind these numbers).
 ROUND_POPULATION_PER_STATE = 32
 ROUND_POPULATION_MIN = 512
 
