@@ -222,3 +222,24 @@ def test_records_show_keeps_shapes_and_one_unit(tmp_path):
         shape = (s.desc or s.workload_key).partition(" ")[2]
         assert shape in text, f"{shape!r} lost from:\n{text}"
     assert "e+" not in text and "e-0" not in text, text
+
+
+def test_table_of_many_tasks_shows_those_that_cost_most():
+    """At verbose 1 a network of 19 tasks gets 11 rows (the largest weight x latency, in ID order) and one line
+    for the rest with their share; verbose 2 (max_rows=None) lists every task."""
+    from types import SimpleNamespace
+
+    from autosched.tune.views import TABLE_ROWS, task_table_lines
+    costs = [None] + [1e-5 * (i + 1) for i in range(18)]  # task 0 has no schedule yet: always shown
+    tasks = [SimpleNamespace(desc=f"conv2d_nchwc_relu 1x{i}x56x56x8", workload_key=str(i)) for i in range(19)]
+    tuners = [SimpleNamespace(result=SimpleNamespace(best_cost=c, best_gflops=None if c is None else 10.0,
+                                                     trials=4)) for c in costs]
+    session = SimpleNamespace(result=SimpleNamespace(tasks=tasks, weights=[1] * 19, done={}), tuners=tuners)
+    lines = task_table_lines(session, max_rows=TABLE_ROWS)
+    assert len(lines) == 1 + TABLE_ROWS, "\n".join(lines)
+    ids = [int(line.split("|")[1]) for line in lines[1:-1]]
+    assert ids == [0] + list(range(19 - TABLE_ROWS + 2, 19)), ids
+    hidden = sum(costs[1:19 - TABLE_ROWS + 2])
+    share = 100 * hidden / sum(costs[1:])
+    assert f"{19 - len(ids)} more tasks" in lines[-1] and f"{share:.2g}" in lines[-1], lines[-1]
+    assert len(task_table_lines(session)) == 20

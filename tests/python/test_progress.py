@@ -122,11 +122,17 @@ def test_the_table_prints_when_it_changes_materially(capsys):
     assert capsys.readouterr().out.split() == ["t1", "t3", "t4", "t6"]
 
 
-def test_plain_lines_at_every_tenth_of_the_budget(capsys):
+def test_plain_lines_at_every_fifth_of_the_budget_and_every_tenth_at_verbose_2(capsys):
     with progress.Progress(200, verbose=1, interactive=False) as p:
         for trials in range(0, 201, 2):
             p.update(trials, best_cost=1e-3)
     lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == progress.LINE_STEPS // 2
+    assert lines[0].startswith("[ 20%] 40/200 trials") and lines[-1].startswith("[100%] 200/200 trials")
+    with progress.Progress(200, verbose=2, interactive=False) as p:
+        for trials in range(0, 201, 2):
+            p.update(trials, best_cost=1e-3)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "trials" in line]
     assert len(lines) == progress.LINE_STEPS
     assert lines[0].startswith("[ 10%] 20/200 trials") and lines[-1].startswith("[100%] 200/200 trials")
     assert "best 1 ms" in lines[-1]

@@ -61,7 +61,7 @@ def parse_args(argv=None):
     parser.add_argument("--per-round", type=int, default=16,
                         help="measurements per task scheduler round (default 16: small rounds let every task "
                              "get one within a few minutes)")
-    parser.add_argument("--verbose", type=int, default=0, help="1: the task scheduler's table after every round")
+    parser.add_argument("--verbose", type=int, default=0, help="1: progress lines and the task scheduler's table at the end; 2: more")
     return parser.parse_args(argv)
 
 

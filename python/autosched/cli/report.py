@@ -22,8 +22,9 @@ NAME_WIDTH = 40
 def tune_opening(tasks: Sequence[Any], weights: Sequence[int], log: str) -> str:
     """The line `tune` prints before the session: how many tasks, their work, where the records go."""
     mflop = sum(w * t.compute_dag.flop_ct for t, w in zip(tasks, weights)) / 1e6
-    return (f"Tuning {len(tasks)} tasks ({mflop:.3g} MFLOP per run; `autosched tasks` lists them); records go to "
-            f"{log}")
+    work = f"{plain_number(mflop / 1e3, 3)} GFLOP" if mflop >= 1e3 else f"{plain_number(mflop, 3)} MFLOP"
+    return f"Tuning {len(tasks)} tasks ({work} per run; `autosched tasks` lists them); records go to {log}"
+
 
 
 def tune_closing(result: Any, tasks: Sequence[Any], log: str, seconds: float, verbose: int) -> List[str]:

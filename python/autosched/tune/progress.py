@@ -31,7 +31,8 @@ __all__ = ["Progress", "logger", "level_of_verbose", "LINE_STEPS", "TABLE_CHANGE
 
 logger = logging.getLogger("autosched")
 
-# Where output is not interactive, a progress line at every 1/LINE_STEPS of the budget.
+# Where output is not interactive, a progress line at every 1/LINE_STEPS of the budget (verbose 1: every
+# 2/LINE_STEPS, to keep a tune's output short).
 LINE_STEPS = 10
 # The task table is printed again when the estimated latency dropped by this share since it was last printed
 # (or a task got its first valid schedule, or stopped).
@@ -208,7 +209,8 @@ class Progress:
         return min(1.0, max(shares))
 
     def _step(self) -> int:
-        return min(LINE_STEPS, int(math.floor(self._share() * LINE_STEPS + 1e-9)))
+        steps = LINE_STEPS if self.verbose >= 2 else LINE_STEPS // 2
+        return min(steps, int(math.floor(self._share() * steps + 1e-9)))
 
     def line(self) -> str:
         """The plain progress line: '[ 40%] 80/200 trials, 51/600 s | best 1.2 ms | network ~4.1 ms' (the

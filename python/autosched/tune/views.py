@@ -21,6 +21,9 @@ __all__ = ["TaskAlone", "ManyTasks", "TASK_NAME_WIDTH"]
 
 # The task column's width: longer names have their op part abbreviated (their shape is always kept whole).
 TASK_NAME_WIDTH = 40
+# At verbose 1 the final table shows at most this many tasks: those taking the most of the estimated latency
+# (a one-minute tune of a network prints about 25 lines); verbose 2 lists every task.
+TABLE_ROWS = 12
 # A stop reason longer than this prints its first clause at verbose 1 (the whole of it at verbose 2).
 SHORT_REASON = 80
 
@@ -154,7 +157,7 @@ class ManyTasks:
         progress.Progress.table)."""
         if not session.verbose or (not force and session.verbose < 2):
             return
-        lines = task_table_lines(session)
+        lines = task_table_lines(session, max_rows=None if session.verbose >= 2 else TABLE_ROWS)
         total, missing = session.estimated_latency()
         if session.verbose >= 2:
             note = f" (+ {missing} task{'s' if missing > 1 else ''} without a valid schedule)" if missing else ""
@@ -246,21 +249,38 @@ def _weight_text(weight):
     return str(int(weight)) if float(weight).is_integer() else plain_number(weight, 3)
 
 
-def task_table_lines(session):
+def task_table_lines(session, max_rows=None):
     """The task table: ID, name (the shape always whole), latency (one unit for the column), speed, weight,
-    trials, and why a task stopped early where any did."""
+    trials, and why a task stopped early where any did. With more tasks than max_rows, the rows of the tasks
+    taking the most of the estimated latency (weight x latency; those without a schedule first), in ID order,
+    and one line for the rest."""
     res = session.result
+    shown = list(range(len(session.tuners)))
+    if max_rows is not None and len(shown) > max_rows:
+        def share(i):
+            cost = session.tuners[i].result.best_cost
+            return float("inf") if cost is None else res.weights[i] * cost
+        shown = sorted(sorted(shown, key=share, reverse=True)[:max_rows - 1])
     names = [short_task_name(t.desc or t.workload_key, TASK_NAME_WIDTH) for t in res.tasks]
-    width = max(4, max(len(n) for n in names))
-    unit, latencies = format_duration_column([tt.result.best_cost for tt in session.tuners])
+    width = max(4, max(len(names[i]) for i in shown))
+    unit, latencies = format_duration_column([session.tuners[i].result.best_cost for i in shown])
     latency_head = f"Latency ({unit})"
     stopped = [res.done.get(i, "").split(":")[0] for i in range(len(session.tuners))]
+    any_stopped = any(stopped[i] for i in shown)
     lines = [f"|  ID | {'Task':<{width}} | {latency_head} | Speed (GFLOP/s) | Weight | Trials"
-             + (" | Stopped" if any(stopped) else "")]
-    for i, tt in enumerate(session.tuners):
+             + (" | Stopped" if any_stopped else "")]
+    for row_index, i in enumerate(shown):
+        tt = session.tuners[i]
         gflops = tt.result.best_gflops
         speed = plain_number(gflops) if gflops else "-"
-        row = (f"| {i:>3} | {names[i]:<{width}} | {latencies[i]:>{len(latency_head)}} | {speed:>15} | "
+        row = (f"| {i:>3} | {names[i]:<{width}} | {latencies[row_index]:>{len(latency_head)}} | {speed:>15} | "
                f"{_weight_text(res.weights[i]):>6} | {tt.result.trials:>6}")
-        lines.append((row + (f" | {stopped[i]}" if any(stopped) else "")).rstrip())
+        lines.append((row + (f" | {stopped[i]}" if any_stopped else "")).rstrip())
+    hidden = [i for i in range(len(session.tuners)) if i not in shown]
+    if hidden:
+        costs = [(res.weights[i], session.tuners[i].result.best_cost) for i in range(len(session.tuners))]
+        total = sum(w * c for w, c in costs if c is not None)
+        rest = sum(costs[i][0] * costs[i][1] for i in hidden if costs[i][1] is not None)
+        share_text = f": {plain_number(100 * rest / total, 2)}% of the estimated latency" if total > 0 else ""
+        lines.append(f"| ... {len(hidden)} more tasks{share_text} (verbose=2 lists every task)")
     return lines
