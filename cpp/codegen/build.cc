@@ -20,7 +20,7 @@ Module Build(const LoweredFunc& f, const Target& target, const DeviceLimits& lim
 
 LoweredFunc LowerCandidate(const State& state, const Target& target) {
   LowerOptions options;
-  options.masked_vector_access = target.kind->masked_vector_access;
+  options.cpu_guard_transforms = target.kind->cpu_guard_transforms;
   return Lower(target.kind->is_gpu ? BindDefaultGpuThreads(state) : state, options);
 }
 

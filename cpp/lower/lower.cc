@@ -40,14 +40,15 @@ LoweredFunc RunLoweringPasses(LoweredFunc f, const LowerOptions& options) {
   Log(options, "after guard elimination", f);
   f = Apply(f, InjectVirtualThreads, "inject_vthreads");
   Log(options, "after virtual-thread injection", f);
-  f = Apply(f, PartitionLoops, "partition_loops");
+  f = Apply(
+      f, [&](const Stmt& s) { return PartitionLoops(s, options.cpu_guard_transforms); }, "partition_loops");
   Log(options, "after loop partitioning", f);
   f = Apply(f, AutoUnroll, "auto_unroll");
   Log(options, "after auto-unroll", f);
   f = Apply(f, FlattenStorage, "flatten_storage");
   Log(options, "after storage flattening", f);
   f = Apply(
-      f, [&](const Stmt& s) { return VectorizeLoops(s, options.masked_vector_access); }, "vectorize_loops");
+      f, [&](const Stmt& s) { return VectorizeLoops(s, options.cpu_guard_transforms); }, "vectorize_loops");
   Log(options, "after vectorization", f);
   f = Apply(f, SimplifyStmt, "simplify_stmt");
   Log(options, "after final simplify", f);

@@ -19,9 +19,10 @@ namespace autosched {
 struct LowerOptions {
   // Where to print the function after every pass; nullptr prints nothing.
   std::ostream* log = nullptr;
-  // Whether guarded vector loops may become masked vector code (the target's
-  // TargetKind::masked_vector_access).
-  bool masked_vector_access = true;
+  // CPU code (the target's TargetKind::cpu_guard_transforms): PartitionLoops
+  // may version a loop on its hoisted guards, and VectorizeLoops may turn a
+  // guarded vector loop into masked vector code.
+  bool cpu_guard_transforms = true;
 };
 
 LoweredFunc Lower(const State& state, const LowerOptions& options = {});

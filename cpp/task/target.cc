@@ -190,7 +190,7 @@ PeakModel LLVMPeakModel(const Target&) { return PeakModel{}; }
 TargetKind LLVMTargetKind() {
   TargetKind kind;
   kind.name = "llvm";
-  kind.masked_vector_access = true;
+  kind.cpu_guard_transforms = true;
   kind.summary = "CPU code through LLVM";
   kind.options = {
       {"mcpu", TargetOptionValue::kText},           // LLVM CPU name

@@ -69,10 +69,11 @@ struct TargetKind {
   // network caches), and the code may be cross-compiled for another machine.
   // Otherwise kernels are launched on a device (launch faults are possible).
   bool runs_in_host_process = true;
-  // The code generator has lane-masked vector loads and stores (LLVM's masked
-  // intrinsics; OpenCL C has none): lowering may vectorize a guarded loop
-  // under a lane mask (lower/passes/vectorize_loops.h).
-  bool masked_vector_access = false;
+  // CPU code through LLVM: lowering may version loops on their guards and
+  // vectorize a guarded loop under a lane mask (LLVM's masked loads and
+  // stores; OpenCL C has none, and a GPU's work items would branch apart on
+  // versioned bodies). See LowerOptions::cpu_guard_transforms.
+  bool cpu_guard_transforms = false;
 
   // Options the kind accepts; others are refused, naming these.
   std::vector<TargetOption> options;

@@ -229,5 +229,23 @@ TEST(PartitionLoopsTest, GuardOnAFreeSizeIsNotHoisted) {
   EXPECT_TRUE(PartitionLoops(s).same_as(s)) << PartitionLoops(s);
 }
 
+TEST(PartitionLoopsTest, NoVersioningInGpuKernelsOrWhenOff) {
+  // Work items of a group would branch apart on the versions; OpenCL code
+  // asks for none (versioning=false).
+  FusedTileNest nest(7, 41);
+  auto versions = [](const Stmt& s) {
+    int n = 0;
+    PostOrderVisitStmt(s, [&](const Stmt& x) {
+      const auto* branch = x.as<IfThenElseNode>();
+      n += branch && branch->else_case.defined();
+    });
+    return n;
+  };
+  EXPECT_EQ(versions(PartitionLoops(nest.Make(), /*versioning=*/false)), 0);
+  Expr tx = VarNode::make("threadIdx.x");
+  EXPECT_EQ(versions(PartitionLoops(Loop(tx, 0, 4, ForKind::ThreadIdxX, nest.Make()))), 0);
+  EXPECT_EQ(versions(PartitionLoops(nest.Make())), 2);
+}
+
 }  // namespace
 }  // namespace autosched

@@ -233,7 +233,8 @@ def test_records_show_lists_tasks_without_a_runpy_warning(tmp_path):
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == f"{log}: 5 records of 2 task(s)"
-    assert "1 ms" in lines[2] and "runtime 1" in lines[2] and "llvm" in lines[2], proc.stdout
+    assert "best (ms)" in lines[1] and " 1.000 " in lines[2], proc.stdout  # one unit, in the header
+    assert "runtime 1" in lines[2] and "llvm" in lines[2], proc.stdout
     assert " - " in lines[3] and "compile 2" in lines[3], proc.stdout
     proc = subprocess.run([sys.executable, "-W", "error", "-m", "autosched.records", "distill", log, "-o",
                            str(tmp_path / "best.json")], capture_output=True, text=True, timeout=120)

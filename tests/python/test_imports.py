@@ -66,6 +66,12 @@ def _with_parents(module, target):
     return {p for p in out if not (module == p or module.startswith(p + "."))} | {target}
 
 
+def _type_checking_only(test):
+    """Whether an `if` test is `TYPE_CHECKING` or `typing.TYPE_CHECKING`."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def import_graph(sources=None, packages=None):
     """(edges {module: {imported modules}}, imports inside functions [(module, line, target)]) of the package,
     or of the modules `sources` ({name: source text}) of which `packages` are packages."""
@@ -75,6 +81,8 @@ def import_graph(sources=None, packages=None):
 
     def visit(module, node, in_function):
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking_only(child.test):
+                continue  # `if TYPE_CHECKING:` imports names for annotations; nothing runs them
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 for target in _targets(module, child, sources, packages):
                     if target == module:

@@ -233,6 +233,9 @@ class GuardHoister : public RangeTrackingMutator {
 };
 
 class LoopPartitioner : public RangeTrackingMutator {
+ public:
+  explicit LoopPartitioner(bool versioning) : versioning_(versioning) {}
+
  protected:
   Stmt MutateFor(const Stmt& s, const ForNode* n) override {
     int64_t min = 0, extent = 0;
@@ -296,7 +299,7 @@ class LoopPartitioner : public RangeTrackingMutator {
   // versioned body are not versioned again: each level would multiply the
   // code (and LLVM's compile time) by up to three.
   Stmt VersionedBody(const Stmt& body, const VarNode* var, const Interval& range) {
-    if (inside_versioned_body_) return Stmt();
+    if (!versioning_ || inside_versioned_body_) return Stmt();
     VarRanges ranges = ranges_;
     ranges[var] = range;
     // Two versions at most besides the original: one with every comparison
@@ -322,11 +325,18 @@ class LoopPartitioner : public RangeTrackingMutator {
     return versioned;
   }
 
+  bool versioning_;
   bool inside_versioned_body_ = false;
 };
 
 }  // namespace
 
-Stmt PartitionLoops(const Stmt& s) { return LoopPartitioner().Mutate(s); }
+Stmt PartitionLoops(const Stmt& s, bool versioning) {
+  bool gpu_kernel = false;
+  PostOrderVisitStmt(s, [&](const Stmt& x) {
+    if (const auto* loop = x.as<ForNode>(); loop && loop->for_kind >= ForKind::VThread) gpu_kernel = true;
+  });
+  return LoopPartitioner(versioning && !gpu_kernel).Mutate(s);
+}
 
 }  // namespace autosched

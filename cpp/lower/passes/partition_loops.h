@@ -29,6 +29,8 @@
 
 namespace autosched {
 
-Stmt PartitionLoops(const Stmt& s);
+// versioning: whether a loop may be versioned (CPU code; a function with
+// work-item loops never is: its work items would branch apart).
+Stmt PartitionLoops(const Stmt& s, bool versioning = true);
 
 }  // namespace autosched
