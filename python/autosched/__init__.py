@@ -56,6 +56,26 @@ for _options_class, _signature in [
         (LocalBuilder, _keywords.options_signature(LocalBuilder))]:
     setattr(_options_class, "__signature__", _signature)
 
+
+def _explicit_then_fields(function, options_class, skip=("faults",)):
+    """The explicit parameters of `function` (an __init__ taking **options; self and the ** left out), then
+    the fields of `options_class` it passes them to, by keyword."""
+    explicit = [p for name, p in _inspect.signature(function).parameters.items()
+                if name != "self" and p.kind is not _inspect.Parameter.VAR_KEYWORD]
+    fields = [p for p in _keywords.options_signature(options_class).parameters.values()
+              if p.name not in skip and p.name not in {e.name for e in explicit}]
+    return _inspect.Signature(explicit + fields)
+
+
+# Runners and XGBModel take the fields of the core's options classes (RunnerOptions, XGBModelParams) as keywords.
+_LOCAL_RUNNER_SIGNATURE = _explicit_then_fields(LocalRunner.__init__, _core.RunnerOptions)
+setattr(LocalRunner, "__signature__", _LOCAL_RUNNER_SIGNATURE)
+setattr(RayRunner, "__signature__", _inspect.Signature(
+    [p for name, p in _inspect.signature(RayRunner.__init__).parameters.items()
+     if name != "self" and p.kind is not _inspect.Parameter.VAR_KEYWORD]
+    + list(_LOCAL_RUNNER_SIGNATURE.parameters.values())))
+setattr(XGBModel, "__signature__", _explicit_then_fields(XGBModel.__init__, _core.XGBModelParams))
+
 # torch.compile(backend="autosched"): registered when TorchDynamo's registry loads (torch is not imported here).
 _torch_backend.register()
 

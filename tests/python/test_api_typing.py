@@ -67,6 +67,31 @@ def test_the_core_options_classes_show_their_fields(cls):
     assert all(p.default is None for p in parameters.values())  # None: the field's default
 
 
+@pytest.mark.parametrize("cls, options_class, explicit", [
+    (ans.LocalRunner, _core.RunnerOptions, {"inject_faults", "enable_cpu_cache_flush"}),
+    (ans.RayRunner, _core.RunnerOptions, {"inject_faults", "enable_cpu_cache_flush", "resources", "num_actors",
+                                          "batch_size", "max_retries", "actor_start_timeout_s", "deadline_slack_s"}),
+    (ans.XGBModel, _core.XGBModelParams, {"params", "pretrained"})])
+def test_classes_taking_options_by_keyword_show_those_fields(cls, options_class, explicit):
+    """LocalRunner, RayRunner and XGBModel pass **keywords to a core options class: their signature lists its
+    fields (RunnerOptions' faults are set by inject_faults), so an IDE completes them."""
+    parameters = inspect.signature(cls).parameters
+    assert not any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+    fields = set(options_class.field_names) - {"faults"}
+    assert set(parameters) == fields | explicit
+    assert all(parameters[name].kind == inspect.Parameter.KEYWORD_ONLY for name in fields)
+
+
+@pytest.mark.parametrize("function", [ans.evaluate, ans.evaluate_points, ans.register_workload, ans.ComputeDAG,
+                                      ans.MeasureInput, ans.RecordToFile, ans.RandomModel, ans.SketchPolicy,
+                                      ans.State.split, ans.State.fuse, ans.State.compute_at, ans.State.cache_write,
+                                      ans.ComputeDAG.get_init_state])
+def test_public_functions_are_annotated(function):
+    signature = inspect.signature(function)
+    assert signature.return_annotation is not EMPTY, function
+    assert all(p.annotation is not EMPTY for name, p in signature.parameters.items() if name != "self"), function
+
+
 def _stub_classes():
     tree = ast.parse((ROOT / "python" / "autosched" / "_core.pyi").read_text())
     return {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}

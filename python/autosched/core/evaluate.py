@@ -6,6 +6,8 @@ A module refuses an array whose dtype is not its tensor's (TypeError); the evalu
 than converting it (a float64 array would be rounded to float32 silently, and the reference would not be what
 a module given the same arrays computes). Counts and shapes are checked by the evaluator itself.
 """
+from typing import Any, List, Sequence
+
 import numpy as np
 
 from .. import _core
@@ -32,13 +34,13 @@ def _check_inputs(dag, inputs):
     return inputs
 
 
-def evaluate(dag, inputs):
+def evaluate(dag: Any, inputs: Sequence[Any]) -> List[Any]:
     """Reference results: one array per compute tensor among dag.tensors, from one array per placeholder (of
     the placeholder's dtype and shape)."""
     return _core.evaluate(dag, _check_inputs(dag, inputs))
 
 
-def evaluate_points(dag, inputs, output_index, points):
+def evaluate_points(dag: Any, inputs: Sequence[Any], output_index: int, points: Sequence[Sequence[int]]) -> Any:
     """Reference values (float64) of output `output_index` (counting compute tensors among dag.tensors) at the
     given index tuples."""
     return _core.evaluate_points(dag, _check_inputs(dag, inputs), output_index, points)

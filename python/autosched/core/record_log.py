@@ -5,6 +5,7 @@ SearchTask, so the modules below the tuner can use it.
 """
 import os
 import warnings
+from typing import Union
 
 from .. import _core
 from .checks import check_path
@@ -81,7 +82,7 @@ class RecordToFile:
     the records that follow go to the file at the path (created if need be), with a RecordWarning.
     Tuning hands its writer to the core, which appends a round's records itself."""
 
-    def __init__(self, path, fsync=False):
+    def __init__(self, path: "Union[str, os.PathLike[str]]", fsync: bool = False) -> None:
         self.path = check_path("RecordToFile", path)
         self._writer = _core.RecordWriter(self.path, bool(fsync))
 

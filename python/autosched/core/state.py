@@ -18,7 +18,7 @@ and leave the state as it was.
 """
 import json
 import numbers
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, List, Optional, Sequence, Union
 
 from .. import _core
 from .checks import call_core, describe
@@ -107,13 +107,14 @@ class State(_core.LoopState):
         return x
 
     # ---- steps (the record of each: transform_steps.h) ----
-    def split(self, stage, iterator, lengths, inner_to_outer=True):
+    def split(self, stage: Any, iterator: Any, lengths: Union[int, Sequence[Optional[int]]],
+              inner_to_outer: bool = True) -> List[Any]:
         """Splits an iterator into len(lengths)+1 iterators, outermost first; returns them.
         lengths: a list of ints (None: to be filled later), or one int."""
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
-        lengths = _split_lengths(lengths)
-        for x in lengths:  # beyond int64 a record could not hold it; the step refuses such lengths anyway
+        factors = _split_lengths(lengths)
+        for x in factors:  # beyond int64 a record could not hold it; the step refuses such lengths anyway
             if x is not None and not -2**63 <= x < 2**63:
                 problem = (f"length {x}, more than {_core.MAX_ITER_EXTENT} (loop indices are 32-bit integers)"
                            if x > 0 else f"a bad factor {x} (lengths must be positive)")
@@ -121,17 +122,18 @@ class State(_core.LoopState):
                                  f"has {problem}")
         iters = self._iters(sid)
         extent = iters[it].extent if 0 <= it < len(iters) else None  # informative, kept in the record
-        self._apply("split", "SP", sid, it, extent, lengths, bool(inner_to_outer))
-        return self._iters(sid)[it:it + len(lengths) + 1]
+        self._apply("split", "SP", sid, it, extent, factors, bool(inner_to_outer))
+        return self._iters(sid)[it:it + len(factors) + 1]
 
-    def follow_split(self, stage, iterator, src_step_id, n_split):
+    def follow_split(self, stage: Any, iterator: Any, src_step_id: int, n_split: int) -> List[Any]:
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
         n_split = self._int("follow_split", "n_split", n_split)
         self._apply("follow_split", "FSP", sid, it, self._int("follow_split", "src_step_id", src_step_id), n_split)
         return self._iters(sid)[it:it + n_split + 1]
 
-    def follow_fused_split(self, stage, iterator, src_step_ids, level, factor_or_nparts):
+    def follow_fused_split(self, stage: Any, iterator: Any, src_step_ids: Sequence[int], level: int,
+                           factor_or_nparts: bool) -> List[Any]:
         sid = self._stage_id(stage)
         it = self._iter_id(sid, iterator)
         src = [self._int("follow_fused_split", "a source step", x) for x in src_step_ids]
@@ -139,14 +141,14 @@ class State(_core.LoopState):
                     bool(factor_or_nparts))
         return self._iters(sid)[it:it + 2]
 
-    def fuse(self, stage, iters):
+    def fuse(self, stage: Any, iters: Sequence[Any]) -> Any:
         """Fuses consecutive iterators; returns the fused one."""
         sid = self._stage_id(stage)
         ids = [self._iter_id(sid, x) for x in iters]
         self._apply("fuse", "FU", sid, ids)
         return self._iters(sid)[min(ids)] if ids else None
 
-    def reorder(self, stage, order):
+    def reorder(self, stage: Any, order: Sequence[Any]) -> None:
         sid = self._stage_id(stage)
         self._apply("reorder", "RE", sid, [self._iter_id(sid, x) for x in order])
 
@@ -156,20 +158,20 @@ class State(_core.LoopState):
         self._apply("annotation", "AN", sid, it, self._str("annotation", "the annotation", annotation))
         return self._iters(sid)[it]
 
-    def parallel(self, stage, iterator):
+    def parallel(self, stage: Any, iterator: Any) -> Any:
         return self._annotate(stage, iterator, "parallel")
 
-    def vectorize(self, stage, iterator):
+    def vectorize(self, stage: Any, iterator: Any) -> Any:
         return self._annotate(stage, iterator, "vectorize")
 
-    def unroll(self, stage, iterator):
+    def unroll(self, stage: Any, iterator: Any) -> Any:
         return self._annotate(stage, iterator, "unroll")
 
-    def bind(self, stage, iterator, thread_name):
+    def bind(self, stage: Any, iterator: Any, thread_name: str) -> Any:
         """Binds to "vthread", "blockIdx.x/y/z" or "threadIdx.x/y/z"."""
         return self._annotate(stage, iterator, thread_name)
 
-    def pragma(self, stage, iterator, pragma_type):
+    def pragma(self, stage: Any, iterator: Any, pragma_type: str) -> None:
         """pragma_type: "auto_unroll_max_step$N", "double_buffer" (a shared stage, or a local register
         tile, computed at a serial loop),
         "storage_transpose" (a shared stage: its last two dimensions swap places in its buffer) or
@@ -177,20 +179,20 @@ class State(_core.LoopState):
         sid = self._stage_id(stage)
         self._apply("pragma", "PR", sid, self._iter_id(sid, iterator), self._str("pragma", "the pragma", pragma_type))
 
-    def storage_align(self, stage, iterator, factor, offset):
+    def storage_align(self, stage: Any, iterator: Any, factor: int, offset: int) -> None:
         sid = self._stage_id(stage)
         self._apply("storage_align", "SA", sid, self._iter_id(sid, iterator),
                     self._int("storage_align", "factor", factor), self._int("storage_align", "offset", offset))
 
-    def compute_at(self, stage, target_stage, target_iter):
+    def compute_at(self, stage: Any, target_stage: Any, target_iter: Any) -> None:
         sid = self._stage_id(stage)
         tid = self._stage_id(target_stage)
         self._apply("compute_at", "CA", sid, tid, self._iter_id(tid, target_iter))
 
-    def compute_inline(self, stage):
+    def compute_inline(self, stage: Any) -> None:
         self._apply("compute_inline", "CI", self._stage_id(stage))
 
-    def compute_root(self, stage):
+    def compute_root(self, stage: Any) -> None:
         self._apply("compute_root", "CR", self._stage_id(stage))
 
     def _apply_adding_stage(self, step, record_name, *args):
@@ -200,7 +202,7 @@ class State(_core.LoopState):
         (added,) = [st for st in self.stages if st.name not in before]
         return added.op
 
-    def cache_read(self, stage, scope_name, reader_stages):
+    def cache_read(self, stage: Any, scope_name: str, reader_stages: Sequence[Any]) -> Any:
         """Adds a stage "<name>.<scope>" read by reader_stages; returns its tensor.
         (A suffix _1, _2, ... keeps the name unique when it is taken.)"""
         sid = self._stage_id(stage)
@@ -208,7 +210,7 @@ class State(_core.LoopState):
         return self._apply_adding_stage("cache_read", "CHR", sid, self._str("cache_read", "the scope", scope_name),
                                         readers)
 
-    def pack(self, stage, reader_stages, axis, lanes):
+    def pack(self, stage: Any, reader_stages: Sequence[Any], axis: int, lanes: int) -> Any:
         """Adds a stage "<name>.pack" holding the tensor with dimension `axis` split
         into blocks of `lanes` elements, the lanes innermost (for B[k, j] and axis 1:
         Bp[jo, k, jv] = B[k, jo * lanes + jv]); reader_stages then read
@@ -218,12 +220,12 @@ class State(_core.LoopState):
         return self._apply_adding_stage("pack", "PK", sid, readers, self._int("pack", "axis", axis),
                                         self._int("pack", "lanes", lanes))
 
-    def cache_write(self, stage, scope_name):
+    def cache_write(self, stage: Any, scope_name: str) -> Any:
         """Adds a stage "<name>.<scope>" computing the tensor; returns its tensor."""
         sid = self._stage_id(stage)
         return self._apply_adding_stage("cache_write", "CHW", sid, self._str("cache_write", "the scope", scope_name))
 
-    def rfactor(self, stage, iterator, factor_iter_id):
+    def rfactor(self, stage: Any, iterator: Any, factor_iter_id: int) -> Any:
         """Factors a reduction into a stage "<name>.rf"; returns its tensor."""
         sid = self._stage_id(stage)
         return self._apply_adding_stage("rfactor", "RF", sid, self._iter_id(sid, iterator),
@@ -255,7 +257,7 @@ class ComputeDAG(_core.ComputeDAG):
     """ComputeDAG(tensors): the ops reachable from the given inputs and outputs, in topological order.
     ComputeDAG(dag) gives the same DAG. The core hands every DAG out as this class."""
 
-    def __init__(self, tensors):
+    def __init__(self, tensors: Any) -> None:
         # Until the core's constructor has run, the object holds no DAG: its repr (which a traceback that
         # holds `self` may ask for) must not reach the core.
         self._unconstructed = True
@@ -276,15 +278,15 @@ class ComputeDAG(_core.ComputeDAG):
     def __str__(self):
         return repr(self) if self.__dict__.get("_unconstructed") else super().__str__()
 
-    def get_init_state(self):
+    def get_init_state(self) -> "State":
         """The state with no steps: the plain loop nest of the DAG."""
         return State(self)
 
-    def print_python_steps(self, state):
+    def print_python_steps(self, state: "State") -> str:
         """The steps of ``state`` as calls of the State API (``s`` is the state)."""
         return state.print_python_steps()
 
-    def infer_bound(self, state):
+    def infer_bound(self, state: "State") -> "State":
         """A copy of ``state`` whose iterators have the extents bound inference gives."""
         return state.infer_bound()
 

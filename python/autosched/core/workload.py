@@ -12,14 +12,14 @@ function, the DAG embedded in the task's JSON is used.
 """
 import importlib
 import numbers
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Union
 
 from . import te
 
 _REGISTRY: Dict[str, Callable[..., Any]] = {}  # name -> function
 
 
-def register_workload(func_or_name):
+def register_workload(func_or_name: Union[str, Callable[..., Any]]) -> Any:
     """Registers a function under its own name, or under the given name (used as a decorator factory).
 
     Registering a name again replaces the earlier function (re-running a notebook cell is normal)."""

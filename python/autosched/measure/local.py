@@ -32,6 +32,7 @@ building or running a candidate replaces the worker, and the candidate is measur
 before the error counts as its own.
 """
 import os
+from typing import Any
 
 from .. import _core
 from .._core import FaultInjection, LocalBuilder, MeasureErrorNo, MeasureResult
@@ -53,7 +54,7 @@ def worker_path():
 class MeasureInput:
     """What is measured: a task and a state (an ``autosched.State``) of its DAG."""
 
-    def __init__(self, task, state):
+    def __init__(self, task: Any, state: Any) -> None:
         if not isinstance(task, _core.SearchTask):
             raise TypeError(f"MeasureInput: task must be a SearchTask, got {type(task).__name__}")
         if not hasattr(state, "to_json"):

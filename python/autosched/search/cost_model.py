@@ -171,7 +171,7 @@ class CostModel:
 class RandomModel(CostModel, _core.RandomModel):
     """Uniform random scores in [0, 1), seeded: the baseline."""
 
-    def __init__(self, seed=0):
+    def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)
 
 

@@ -23,6 +23,7 @@ Your own sketch rules go before the built-in ones (see SketchRule and docs/searc
 import enum
 import numbers
 import warnings
+from typing import Any, Optional, Sequence
 import weakref
 
 from .. import _core
@@ -83,7 +84,8 @@ class SketchPolicy(_core.SketchPolicy):
     objects, or any object with `condition` and `apply` methods), asked before the built-in ones, in order.
     """
 
-    def __init__(self, task, program_cost_model=None, params=None, seed=0, sketch_rules=None):
+    def __init__(self, task: Any, program_cost_model: Any = None, params: Any = None, seed: int = 0,
+                 sketch_rules: Optional[Sequence[Any]] = None) -> None:
         if isinstance(program_cost_model, _core.SearchParams) and params is None:
             program_cost_model, params = None, program_cost_model
         if params is not None and not isinstance(params, _core.SearchParams):
