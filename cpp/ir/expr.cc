@@ -115,6 +115,13 @@ MemScope ParseMemScope(const std::string& name) { return ParseEnum(kMemScopeName
 bool IsComparison(BinOp op) { return op >= BinOp::EQ && op <= BinOp::GE; }
 bool IsLogical(BinOp op) { return op == BinOp::And || op == BinOp::Or; }
 
+bool MayTrapOnDivision(const BinaryNode* b) {
+  bool divides =
+      b->op == BinOp::Div || b->op == BinOp::Mod || b->op == BinOp::FloorDiv || b->op == BinOp::FloorMod;
+  int64_t divisor = 0;
+  return divides && !b->dtype.is_float() && !(GetConstInt(b->b, &divisor) && divisor != 0);
+}
+
 ExprNode::ExprNode(ExprKind k, DataType t, int child_depth) : kind(k), depth(child_depth + 1), dtype(t) {
   AS_CHECK(depth <= kMaxNodeDepth, "expression is nested " << depth << " levels deep, more than the limit of "
                                                            << kMaxNodeDepth

@@ -214,6 +214,10 @@ struct BinaryNode : ExprNode {
   static Expr make(BinOp op, Expr a, Expr b);
 };
 
+// An integer division or remainder by anything but a nonzero constant: it
+// can trap where its value is not used (speculated code, masked lanes).
+bool MayTrapOnDivision(const BinaryNode* b);
+
 struct NotNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Not;
   Expr a;

@@ -450,10 +450,7 @@ bool SpeculatableWithGuardedLoads(const Expr& e) {
   bool ok = true;
   PostOrderVisit(e, [&](const Expr& x) {
     if (const auto* bin = x.as<BinaryNode>()) {
-      bool divides = bin->op == BinOp::Div || bin->op == BinOp::Mod || bin->op == BinOp::FloorDiv ||
-                     bin->op == BinOp::FloorMod;
-      int64_t divisor = 0;
-      if (divides && !bin->dtype.is_float() && !(GetConstInt(bin->b, &divisor) && divisor != 0)) ok = false;
+      if (MayTrapOnDivision(bin)) ok = false;
     } else if (const auto* load = x.as<BufferLoadNode>()) {
       int64_t elements = 1;
       for (int64_t d : load->buffer->shape) elements *= d;

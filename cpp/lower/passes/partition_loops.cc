@@ -33,24 +33,37 @@ std::vector<Expr> GuardComparisons(const Expr& condition) {
   return conjuncts;
 }
 
-// Removes, from the guards of a loop body, the comparisons on the loop
-// variable that the given ranges (the loop variable's included) prove, and
-// counts the comparisons that block vectorization: those using both the loop
-// variable and a vectorized variable around them.
-class GuardRelaxer : public RangeTrackingMutator {
+// A mutator over the guards of a loop body: each comparison of a guard that
+// uses the loop variable is asked Keep; the others stay. It tracks the loops
+// and lets inside the body (inner_) and which loops are vectorized.
+class GuardComparisonFilter : public RangeTrackingMutator {
  public:
-  GuardRelaxer(const VarNode* loop_var, VarRanges ranges)
+  GuardComparisonFilter(const VarNode* loop_var, VarRanges ranges)
       : RangeTrackingMutator(std::move(ranges)), loop_var_(loop_var) {}
 
-  int blocking() const { return blocking_; }
-  int blocking_proven() const { return blocking_proven_; }
-
  protected:
+  // Whether comparison c, which uses the loop variable, stays in its guard.
+  virtual bool Keep(const Expr& c) = 0;
+
+  bool UsesVectorVar(const Expr& e) const {
+    return std::any_of(vector_vars_.begin(), vector_vars_.end(),
+                       [&](const VarNode* v) { return UsesVar(e, v); });
+  }
+
   Stmt MutateFor(const Stmt& s, const ForNode* n) override {
     bool vectorized = n->for_kind == ForKind::Vectorized;
+    inner_.push_back(n->loop_var);
     if (vectorized) vector_vars_.push_back(n->loop_var.as<VarNode>());
     Stmt r = RangeTrackingMutator::MutateFor(s, n);
     if (vectorized) vector_vars_.pop_back();
+    inner_.pop_back();
+    return r;
+  }
+
+  Stmt MutateLetStmt(const Stmt& s, const LetStmtNode* n) override {
+    inner_.push_back(n->var);
+    Stmt r = RangeTrackingMutator::MutateLetStmt(s, n);
+    inner_.pop_back();
     return r;
   }
 
@@ -60,16 +73,7 @@ class GuardRelaxer : public RangeTrackingMutator {
     if (comparisons.empty()) return RangeTrackingMutator::MutateIfThenElse(s, n);
     std::vector<Expr> kept;
     for (const Expr& c : comparisons) {
-      if (!UsesVar(c, loop_var_)) {
-        kept.push_back(c);
-        continue;
-      }
-      bool proven = CanProve(c, ranges_);
-      if (UsesVectorVar(c)) {
-        ++blocking_;
-        blocking_proven_ += proven;
-      }
-      if (!proven) kept.push_back(c);
+      if (!UsesVar(c, loop_var_) || Keep(c)) kept.push_back(c);
     }
     Stmt then_case = Mutate(n->then_case);
     if (kept.empty()) return then_case;
@@ -81,14 +85,33 @@ class GuardRelaxer : public RangeTrackingMutator {
     return IfThenElseNode::make(condition, then_case);
   }
 
- private:
-  bool UsesVectorVar(const Expr& e) const {
-    return std::any_of(vector_vars_.begin(), vector_vars_.end(),
-                       [&](const VarNode* v) { return UsesVar(e, v); });
+  const VarNode* loop_var_;
+  std::vector<Expr> inner_;
+  std::vector<const VarNode*> vector_vars_;
+};
+
+// Removes, from the guards of a loop body, the comparisons on the loop
+// variable that the given ranges (the loop variable's included) prove, and
+// counts the comparisons that block vectorization: those using both the loop
+// variable and a vectorized variable around them.
+class GuardRelaxer : public GuardComparisonFilter {
+ public:
+  using GuardComparisonFilter::GuardComparisonFilter;
+
+  int blocking() const { return blocking_; }
+  int blocking_proven() const { return blocking_proven_; }
+
+ protected:
+  bool Keep(const Expr& c) override {
+    bool proven = CanProve(c, ranges_);
+    if (UsesVectorVar(c)) {
+      ++blocking_;
+      blocking_proven_ += proven;
+    }
+    return !proven;
   }
 
-  const VarNode* loop_var_;
-  std::vector<const VarNode*> vector_vars_;
+ private:
   int blocking_ = 0, blocking_proven_ = 0;
 };
 
@@ -150,13 +173,13 @@ Expr HoistComparison(const BinaryNode* c, const std::vector<Expr>& inner, const 
 // guarded. The hoisted comparisons are those using the loop variable that
 // HoistComparison can lift; a blocking one (with a vectorized variable) that
 // it cannot lift leaves the body as is.
-class GuardHoister : public RangeTrackingMutator {
+class GuardHoister : public GuardComparisonFilter {
  public:
   // blocking_only: hoist only the comparisons that block vectorization; the
   // others stay in the fast body (scalar conditions, which a vector loop can
   // hold).
   GuardHoister(const VarNode* loop_var, VarRanges ranges, bool blocking_only)
-      : RangeTrackingMutator(std::move(ranges)), loop_var_(loop_var), blocking_only_(blocking_only) {}
+      : GuardComparisonFilter(loop_var, std::move(ranges)), blocking_only_(blocking_only) {}
 
   int hoisted() const { return static_cast<int>(conditions_.size()); }
 
@@ -173,61 +196,25 @@ class GuardHoister : public RangeTrackingMutator {
   }
 
  protected:
-  Stmt MutateFor(const Stmt& s, const ForNode* n) override {
-    bool vectorized = n->for_kind == ForKind::Vectorized;
-    inner_.push_back(n->loop_var);
-    if (vectorized) vector_vars_.push_back(n->loop_var.as<VarNode>());
-    Stmt r = RangeTrackingMutator::MutateFor(s, n);
-    if (vectorized) vector_vars_.pop_back();
-    inner_.pop_back();
-    return r;
-  }
-
-  Stmt MutateLetStmt(const Stmt& s, const LetStmtNode* n) override {
-    inner_.push_back(n->var);
-    Stmt r = RangeTrackingMutator::MutateLetStmt(s, n);
-    inner_.pop_back();
-    return r;
-  }
-
-  Stmt MutateIfThenElse(const Stmt& s, const IfThenElseNode* n) override {
-    std::vector<Expr> comparisons =
-        n->else_case.defined() ? std::vector<Expr>{} : GuardComparisons(n->condition);
-    if (comparisons.empty()) return RangeTrackingMutator::MutateIfThenElse(s, n);
-    std::vector<Expr> kept;
-    for (const Expr& c : comparisons) {
-      if (!UsesVar(c, loop_var_)) {
-        kept.push_back(c);
-        continue;
-      }
-      bool blocking = std::any_of(vector_vars_.begin(), vector_vars_.end(),
-                                  [&](const VarNode* v) { return UsesVar(c, v); });
-      blocking_ += blocking;
-      Expr hoisted =
-          blocking || !blocking_only_ ? HoistComparison(c.as<BinaryNode>(), inner_, ranges_) : Expr();
-      if (!hoisted.defined()) {
-        blocking_kept_ += blocking;
-        kept.push_back(c);
-        continue;
-      }
-      deepest_hoisted_ = std::max(deepest_hoisted_, static_cast<int>(inner_.size()));
-      if (std::none_of(conditions_.begin(), conditions_.end(),
-                       [&](const Expr& x) { return StructuralEqual(x, hoisted); })) {
-        conditions_.push_back(hoisted);
-      }
+  bool Keep(const Expr& c) override {
+    bool blocking = UsesVectorVar(c);
+    blocking_ += blocking;
+    Expr hoisted =
+        blocking || !blocking_only_ ? HoistComparison(c.as<BinaryNode>(), inner_, ranges_) : Expr();
+    if (!hoisted.defined()) {
+      blocking_kept_ += blocking;
+      return true;
     }
-    Stmt then_case = Mutate(n->then_case);
-    if (kept.empty()) return then_case;
-    Expr condition = kept[0];
-    for (size_t i = 1; i < kept.size(); ++i) condition = condition && kept[i];
-    return IfThenElseNode::make(condition, then_case);
+    deepest_hoisted_ = std::max(deepest_hoisted_, static_cast<int>(inner_.size()));
+    if (std::none_of(conditions_.begin(), conditions_.end(),
+                     [&](const Expr& x) { return StructuralEqual(x, hoisted); })) {
+      conditions_.push_back(hoisted);
+    }
+    return false;
   }
 
  private:
-  const VarNode* loop_var_;
   bool blocking_only_;
-  std::vector<Expr> inner_;
-  std::vector<const VarNode*> vector_vars_;
   std::vector<Expr> conditions_;
   int blocking_ = 0, blocking_kept_ = 0, deepest_hoisted_ = 0;
 };

@@ -155,10 +155,7 @@ bool MaskableBranch(const Stmt& then_case) {
   VisitStmtExprs(then_case, [&](const Expr& e) {
     PostOrderVisit(e, [&](const Expr& x) {
       if (const auto* bin = x.as<BinaryNode>()) {
-        bool divides = bin->op == BinOp::Div || bin->op == BinOp::Mod || bin->op == BinOp::FloorDiv ||
-                       bin->op == BinOp::FloorMod;
-        int64_t divisor = 0;
-        if (divides && !bin->dtype.is_float() && !(GetConstInt(bin->b, &divisor) && divisor != 0)) ok = false;
+        if (MayTrapOnDivision(bin)) ok = false;
       } else if (const auto* call = x.as<CallNode>(); call && call->op == Intrinsic::IfThenElse) {
         ok = false;
       } else if (x.as<LetNode>()) {
