@@ -191,6 +191,10 @@ def shapes(tiny):
         conv_plain("odd nchw 3x3 37->53 19x19", "NCHW", 37, 53, s(19, 5), 3, 1),
         conv_plain("odd nhwc 5x5 13->29 31x31", "NHWC", 13, 29, s(31, 7), 5, 1),
         matmul("odd matmul 127x131x257", "odd", 0, s(127, 7), s(131, 7), s(257, 7)),
+        # The same work with the register tile's edges one at a time: what the guarded edge tiles cost.
+        matmul("odd matmul 128x144x257 (tiles divide)", "odd", 0, s(128, 8), s(144, 8), s(257, 7)),
+        matmul("odd matmul 127x144x257 (row edge)", "odd", 0, s(127, 7), s(144, 8), s(257, 7)),
+        matmul("odd matmul 128x131x257 (column edge)", "odd", 0, s(128, 8), s(131, 7), s(257, 7)),
         matmul("odd bmm 7x61x53x29 (x^T)", "odd", 7, 61, 53, 29, transpose_b=True),
         matmul("odd small M 3x1000x768 (x W^T)", "odd", 0, 3, s(1000), s(768), transpose_b=True),
     ]
