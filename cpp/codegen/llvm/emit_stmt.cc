@@ -187,6 +187,9 @@ void IREmitter::EmitFor(const ForNode* n) {
                << ", which the llvm (CPU) backend cannot run; GPU bindings need a GPU target");
   int64_t extent = 0;
   bool const_extent = GetConstInt(n->extent, &extent);
+  if (lane_mask_ == nullptr && load_guard_ == nullptr && dot_block_ == nullptr) {
+    if (auto block = MatchDotProductLoop(n, target_)) return EmitDotProductLoop(n, *block);
+  }
   switch (n->for_kind) {
     case ForKind::Parallel: return EmitParallel(n);
     case ForKind::Unrolled:
@@ -383,6 +386,10 @@ void IREmitter::EmitParallel(const ForNode* n) {
 void IREmitter::EmitStore(const BufferStoreNode* n) {
   AS_CHECK(n->indices.size() == 1,
            "code generation: store to '" << n->buffer->name << "' is not flattened to one index");
+  if (dot_block_) {
+    auto it = dot_block_->stores.find(n);
+    if (it != dot_block_->stores.end()) return EmitDotProductStore(n, it->second);
+  }
   DataType t = n->value.dtype();
   llvm::Value* value = ToStorage(Emit(n->value), t);
   bool contiguous = false, broadcast = false;

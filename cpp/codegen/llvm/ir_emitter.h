@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/build.h"
+#include "codegen/llvm/dot_product.h"
 #include "codegen/prefetch_plan.h"
 #include "lower/stmt.h"
 
@@ -64,6 +65,11 @@ class IREmitter {
   void EmitStore(const BufferStoreNode* n);
   void EmitAllocate(const AllocateNode* n);
   void EmitIf(const IfThenElseNode* n);
+  // ---- dot-product blocks (emit_dot_product.cc, codegen/llvm/dot_product.h) ----
+  // The loop's body once, its variable at the loop's min, each store one
+  // dot-product instruction.
+  void EmitDotProductLoop(const ForNode* n, const DotProductLoop& block);
+  void EmitDotProductStore(const BufferStoreNode* store, const DotProductStore& d);
   // A loop from `begin` (inclusive) to `end` (exclusive) of i64 counter
   // values; body(counter) emits one iteration.
   void EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,
@@ -103,6 +109,8 @@ class IREmitter {
   // While emitting the branch of an if with a vector condition: the lanes
   // (a vector of i1) its stores write.
   llvm::Value* lane_mask_ = nullptr;
+  // While emitting a dot-product block: its stores.
+  const DotProductLoop* dot_block_ = nullptr;
   bool in_index_ = false;  // emitting a buffer index: signed overflow cannot happen (nsw)
   int num_outlined_ = 0;
   std::unordered_set<const ForNode*> unroll_;  // unrolled loops to copy out (codegen/unroll_budget.h)

@@ -88,3 +88,12 @@ def layer_norm_workload(M, N, dtype="float32"):
     gamma = te.placeholder((N,), name="gamma", dtype=dtype)
     beta = te.placeholder((N,), name="beta", dtype=dtype)
     return [x, gamma, beta, nn.layer_norm(x, gamma, beta, axis=-1)]
+
+
+@_register("matmul_u8s8_packed")
+def matmul_u8s8_packed(M, N, K):
+    """uint8 [M, K] times an int8 [K, N] weight packed for dot-product instructions, into int32."""
+    from .quantized import DOT_GROUP, matmul_dot_packed  # noqa: PLC0415 (keeps this module's imports light)
+    a = te.placeholder((M, K), name="A", dtype="uint8")
+    packed = te.placeholder((-(-K // DOT_GROUP), N, DOT_GROUP), name="W_packed", dtype="int8")
+    return [a, packed, matmul_dot_packed(a, packed)]

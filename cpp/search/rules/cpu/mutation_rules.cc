@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
@@ -83,8 +84,9 @@ class MutateTileSizeRule : public MutationRule {
     // The fetch splits of shared stages keep their widths (shared-fetch changes them).
     const std::vector<int> fetch =
         ctx.task.target.kind->is_gpu ? SharedStageSteps(s, true) : std::vector<int>();
+    const std::set<int> dot_groups = ctx.task.target.kind->is_gpu ? std::set<int>() : DotGroupSplits(ctx, s);
     for (int id : StepsOfKind<SplitStep>(steps)) {
-      if (std::find(fetch.begin(), fetch.end(), id) != fetch.end()) continue;
+      if (std::find(fetch.begin(), fetch.end(), id) != fetch.end() || dot_groups.count(id)) continue;
       if (!SplitParts(std::get<SplitStep>(steps[id])).empty()) candidates.push_back(id);
     }
     if (candidates.empty()) return std::nullopt;
@@ -123,6 +125,23 @@ class MutateTileSizeRule : public MutationRule {
   }
 
  private:
+  // The tiling splits of dot-product groups (DotReduceAxis): they keep the
+  // group whole, outside the register block, where its instruction needs it.
+  static std::set<int> DotGroupSplits(const SketchContext& ctx, const State& s) {
+    std::set<int> out;
+    std::map<std::string, int> dot_node;  // stage -> root node of its group (-1: none)
+    for (const auto& [id, role] : TilingSplitRoles(s, CpuTilingLevels(ctx.params))) {
+      auto it = dot_node.find(role.stage);
+      if (it == dot_node.end()) {
+        const Stage& st = s.stage(s.StageIndex(role.stage));
+        const int dot = PlanRegisterBlocks(ctx, st).dot_reduce;
+        it = dot_node.emplace(role.stage, dot < 0 ? -1 : static_cast<int>(st.op->axis.size()) + dot).first;
+      }
+      if (it->second >= 0 && role.node == it->second) out.insert(id);
+    }
+    return out;
+  }
+
   // The part of split step `id` bound to threadIdx.x and the work items per
   // group it is a factor of, when the task limits them: a GPU tiling split
   // (its part kThreadTileLevel; the product over the stage's tiling splits)

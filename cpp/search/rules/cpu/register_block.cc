@@ -207,6 +207,27 @@ int MainReduce(const Stage& st, int vec_axis) {
 
 }  // namespace
 
+int DotReduceAxis(const Stage& st, int vec_axis) {
+  constexpr int64_t kGroup = 4;  // bytes per 32-bit lane of vpdpbusd
+  if (vec_axis < 0 || !st.op->dtype.is_int() || st.op->dtype.bits != 32) return -1;
+  const VarNode* vec = st.op->axis[vec_axis].var_node();
+  const std::vector<const TensorLoadNode*> loads = Loads(st);
+  const auto& reduce = st.op->reduce_axis;
+  for (int r = 0; r < static_cast<int>(reduce.size()); ++r) {
+    const VarNode* v = reduce[r].var_node();
+    if (reduce[r].extent != kGroup) continue;
+    bool packed_operand = false, bytes_only = true;
+    for (const TensorLoadNode* load : loads) {
+      if (!LoadUses(load, v)) continue;
+      bytes_only = bytes_only && load->dtype.bits == 8;
+      packed_operand = packed_operand || (LoadUses(load, vec) && !load->indices.empty() &&
+                                          load->indices.back().as<VarNode>() == v);
+    }
+    if (packed_operand && bytes_only) return r;
+  }
+  return -1;
+}
+
 int PickRowAxis(const Stage& st, int vec_axis) {
   const std::vector<const TensorLoadNode*> loads = Loads(st);
   const auto& uses = LoadUses;
@@ -243,6 +264,7 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
     if (axes[a].extent > 1) plan.vec_axis = a;
   }
   plan.main_reduce = MainReduce(st, plan.vec_axis);
+  plan.dot_reduce = DotReduceAxis(st, plan.vec_axis);
   if (plan.vec_axis < 0) return plan;
   if (StridedAlongTheVector(st, plan.vec_axis)) {
     plan.vec_axis = -1;
@@ -456,9 +478,13 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
     if (options.empty()) options.push_back(largest);
     (r == plan.main_reduce ? kc : other[r]) = PickOne(options, rng);
   }
+  // A dot-product group stays whole in the outer part (dot_product.h).
+  if (plan.dot_reduce >= 0) other[plan.dot_reduce] = 1;
   out.reduce = ReduceParts(st, plan.main_reduce, n_reduce, kc, other);
   // Middle reduce parts: random divisors of what the innermost leaves.
-  for (auto& parts : out.reduce) {
+  for (int r = 0; r < static_cast<int>(out.reduce.size()); ++r) {
+    if (r == plan.dot_reduce) continue;
+    auto& parts = out.reduce[r];
     for (int p = n_reduce - 2; p >= 1; --p) {
       parts[p] = PickOne(Divisors(parts[0]), rng);
       parts[0] /= parts[p];

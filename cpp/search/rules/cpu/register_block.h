@@ -50,6 +50,7 @@ struct RegisterBlockPlan {
   int row_axis = -1;     // index into op->axis of the rows; -1 when no other axis has extent > 1
   int col_axis = -1;     // index into op->axis of the columns; -1 when no axis qualifies
   int main_reduce = -1;  // index into op->reduce_axis whose inner part is sized by L1; -1 without
+  int dot_reduce = -1;   // index into op->reduce_axis of a dot-product group (DotReduceAxis); -1 without
   int64_t lanes = 1;     // SIMD lanes of the stage's dtype
   int64_t registers = 16;
   int64_t fma_units = 1;
@@ -74,6 +75,14 @@ int64_t L2Bytes(const HardwareParams& hw);
 // extent > 1, or whose innermost such axis is not the output's last and no
 // operand is contiguous along (each vector lane would read another row).
 RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& stage);
+
+// The reduce axis of a dot-product group (codegen/llvm/dot_product.h): an
+// int32 stage whose reduce axis of extent 4 reads only 8-bit operands and is
+// the innermost index of an operand that varies along `vec_axis` (a weight
+// packed as [K/4, N, 4]). Tilings keep it whole and outside the register
+// block (its inner parts 1), where the code generator turns it into one
+// instruction per accumulator vector; -1 when there is none.
+int DotReduceAxis(const Stage& stage, int vec_axis);
 
 // The row axis of a stage whose innermost tile runs along `vec_axis`: among
 // the spatial axes other than it with extent > 1, the one the most operands

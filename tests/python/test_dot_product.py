@@ -1,0 +1,163 @@
+"""int8 dot products: the packed matmul against numpy on awkward shapes, the dot-product instruction (VNNI's
+vpdpbusd) in code built for CPUs that have it, and ordinary vector code computing the same sums on CPUs without.
+
+Code for a CPU this host lacks is compiled (-no-host-check) and read, not run; where this host has VNNI, the
+instruction's results are checked too."""
+import re
+
+import numpy as np
+import pytest
+
+import autosched as ans
+from autosched import search, te
+from autosched.ops.quantized import matmul_dot_packed, pack_dot_weight
+
+AVX512_VNNI = "llvm -mcpu=sapphirerapids -no-host-check"  # 512-bit vpdpbusd
+AVX_VNNI = "llvm -mcpu=alderlake -no-host-check"  # 256-bit (VEX) vpdpbusd, no AVX-512
+NO_VNNI = "llvm -mcpu=sapphirerapids -mattr=-avx512vnni,-avxvnni -no-host-check"
+
+
+def _host_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
+    except (OSError, StopIteration):
+        return set()
+
+
+HOST_HAS_VNNI = bool(_host_flags() & {"avx512_vnni", "avx_vnni"})
+
+
+def _task(m, n, k, target="llvm"):
+    return ans.SearchTask(func="matmul_u8s8_packed", args=(m, n, k), target=target)
+
+
+def _inputs(m, n, k, seed=0, a_dtype="uint8", w_dtype="int8"):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(np.iinfo(a_dtype).min, np.iinfo(a_dtype).max + 1, (m, k)).astype(a_dtype)
+    w = rng.integers(np.iinfo(w_dtype).min, np.iinfo(w_dtype).max + 1, (k, n)).astype(w_dtype)
+    return a, w, a.astype(np.int64) @ w.astype(np.int64)
+
+
+def _asm_count(module, instruction):
+    return len(re.findall(rf"\b{instruction}\b", module.get_source("asm")))
+
+
+def test_pack_dot_weight_groups_four_rows_per_lane_and_pads_with_zeros():
+    w = np.arange(7 * 3, dtype=np.int8).reshape(7, 3)
+    packed = pack_dot_weight(w)
+    assert packed.shape == (2, 3, 4)
+    assert packed[0, 2].tolist() == w[0:4, 2].tolist()
+    assert packed[1, 1].tolist() == w[4:7, 1].tolist() + [0]
+    with pytest.raises(ValueError, match="K, N"):
+        pack_dot_weight(np.zeros(4, np.int8))
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 17, 13), (13, 33, 64), (16, 48, 4), (5, 16, 131)])
+def test_reference_evaluator_matches_numpy(m, n, k):
+    task = _task(m, n, k)
+    a, w, want = _inputs(m, n, k)
+    (got,) = ans.evaluate(task.compute_dag, [a, pack_dot_weight(w)])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 17, 13), (13, 33, 64), (16, 48, 4), (64, 64, 128), (5, 16, 131)])
+def test_expert_schedule_built_for_this_host_matches_numpy(m, n, k):
+    task = _task(m, n, k)
+    state = search.expert_schedule(task)
+    assert state is not None
+    a, w, want = _inputs(m, n, k, seed=1)
+    out = np.zeros((m, n), np.int32)
+    ans.build(task.compute_dag, state, "llvm")(a, pack_dot_weight(w), out)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_signed_activations_with_unsigned_weights():
+    a_t = te.placeholder((9, 20), name="A", dtype="int8")
+    w_t = te.placeholder((5, 32, 4), name="W", dtype="uint8")
+    dag = ans.ComputeDAG([a_t, w_t, matmul_dot_packed(a_t, w_t)])
+    a, w, want = _inputs(9, 32, 20, seed=2, a_dtype="int8", w_dtype="uint8")
+    out = np.zeros((9, 32), np.int32)
+    ans.build(dag, _dot_schedule(dag), "llvm")(a, pack_dot_weight(w), out)
+    np.testing.assert_array_equal(out, want)
+    assert _asm_count(ans.build(dag, _dot_schedule(dag), AVX512_VNNI), "vpdpbusd") == 3
+
+
+def _dot_schedule(dag, rows=3, lanes=16):
+    """A register block of `rows` x `lanes` with the group of 4 right outside it."""
+    s = dag.get_init_state()
+    out = s.stages[-1].name
+    local = s.cache_write(out, "local")
+    i, j = s[out].iters
+    io, ii = s.split(out, i, [rows])
+    jo, ji = s.split(out, j, [lanes])
+    s.reorder(out, [io, jo, ii, ji])
+    s.compute_at(local, out, jo)
+    ci, cj, cko, cki = s[local].iters
+    s.reorder(local, [cko, ci, cki, cj])
+    s.vectorize(local, cj)
+    s.unroll(local, ci)
+    return s
+
+
+@pytest.mark.parametrize("target,instructions", [(AVX512_VNNI, 16), (AVX_VNNI, 8 * 2), (NO_VNNI, 0)])
+def test_expert_schedule_uses_vpdpbusd_where_the_cpu_has_it(target, instructions):
+    task = _task(64, 64, 128, target)
+    mod = ans.build(task.compute_dag, search.expert_schedule(task), target)
+    if instructions:
+        assert _asm_count(mod, "vpdpbusd") >= 1
+        assert _asm_count(mod, "vpmulld") == 0
+    else:
+        assert _asm_count(mod, "vpdpbusd") == 0
+
+
+def test_a_group_split_in_two_is_left_to_ordinary_code():
+    task = _task(16, 32, 64, AVX512_VNNI)
+    s = _dot_schedule(task.compute_dag, rows=2, lanes=16)
+    assert _asm_count(ans.build(task.compute_dag, s, AVX512_VNNI), "vpdpbusd") == 2
+    # The same block with the group split 2 x 2: no loop of 4 over consecutive bytes is left.
+    s = task.compute_dag.get_init_state()
+    out = s.stages[-1].name
+    local = s.cache_write(out, "local")
+    i, j = s[out].iters
+    io, ii = s.split(out, i, [2])
+    jo, ji = s.split(out, j, [16])
+    s.reorder(out, [io, jo, ii, ji])
+    s.compute_at(local, out, jo)
+    ci, cj, cko, cki = s[local].iters
+    kio, kii = s.split(local, cki, [2])
+    s.reorder(local, [cko, kio, ci, kii, cj])
+    s.vectorize(local, cj)
+    mod = ans.build(task.compute_dag, s, AVX512_VNNI)
+    assert _asm_count(mod, "vpdpbusd") == 0
+
+
+def test_sampled_states_keep_the_group_whole_and_compute_the_product():
+    task = _task(32, 48, 68, AVX512_VNNI)
+    states, _ = search.sample_init_population(task, 12, seed=3)
+    assert states
+    using = sum(_asm_count(ans.build(task.compute_dag, s, AVX512_VNNI), "vpdpbusd") > 0 for s in states)
+    assert using >= len(states) // 2, f"only {using} of {len(states)} sampled states use vpdpbusd"
+    host = _task(32, 48, 68)
+    a, w, want = _inputs(32, 48, 68, seed=4)
+    for s in search.sample_init_population(host, 6, seed=3)[0]:
+        out = np.zeros((32, 48), np.int32)
+        ans.build(host.compute_dag, s, "llvm")(a, pack_dot_weight(w), out)
+        np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.skipif(not HOST_HAS_VNNI, reason="this host has no VNNI: the other tests read the instruction")
+def test_this_hosts_build_runs_vpdpbusd():
+    task = _task(64, 64, 128)
+    mod = ans.build(task.compute_dag, search.expert_schedule(task), "llvm")
+    assert _asm_count(mod, "vpdpbusd") > 0
+
+
+def test_operands_of_one_dtype_are_refused_with_a_clear_error():
+    a = te.placeholder((4, 8), name="A", dtype="uint8")
+    w = te.placeholder((2, 4, 4), name="W", dtype="uint8")
+    with pytest.raises(TypeError, match="uint8 and the other int8"):
+        matmul_dot_packed(a, w)
+    w = te.placeholder((3, 4, 4), name="W", dtype="int8")
+    with pytest.raises(ValueError, match="must agree"):
+        matmul_dot_packed(a, w)
