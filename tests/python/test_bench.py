@@ -21,6 +21,7 @@ SMOKE_ARGS = {
     "bench_conv_weight_layout.py": ["--trials", "2", "--shapes", "8x6x3x1"],
     "bench_cost_model.py": ["--states", "12", "--seeds", "1", "--population", "16", "--data", ""],
     "bench_expert_shapes.py": ["--tiny", "--only", "1x1,small", "--no-torch"],
+    "bench_int8.py": ["--tiny"],
     "bench_matmul.py": ["--n", "128", "--repeat", "1"],
     "bench_models.py": ["--tiny", "--models", "squeezenet1_1,gpt2", "--rounds", "1"],
     "bench_networks.py": ["--models", "bert_layer", "--tiny", "--trials-per-task", "1", "--per-round", "1",

@@ -10,7 +10,7 @@ import pytest
 
 import autosched as ans
 from autosched import search, te
-from autosched.ops.quantized import matmul_dot_packed, pack_dot_weight
+from autosched.ops.quantized import matmul_dot_packed, pack_dot_conv_weight, pack_dot_weight
 
 AVX512_VNNI = "llvm -mcpu=sapphirerapids -no-host-check"  # 512-bit vpdpbusd
 AVX_VNNI = "llvm -mcpu=alderlake -no-host-check"  # 256-bit (VEX) vpdpbusd, no AVX-512
@@ -161,3 +161,41 @@ def test_operands_of_one_dtype_are_refused_with_a_clear_error():
     w = te.placeholder((3, 4, 4), name="W", dtype="int8")
     with pytest.raises(ValueError, match="must agree"):
         matmul_dot_packed(a, w)
+
+
+def _conv_case(n, ci, h, w, co, k, stride, pad, block=16, seed=5):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, (n, ci, h, w)).astype(np.uint8)
+    wt = rng.integers(-128, 128, (co, ci, k, k)).astype(np.int8)
+    import torch
+    want = torch.nn.functional.conv2d(torch.from_numpy(x.astype(np.float64)), torch.from_numpy(wt.astype(np.float64)),
+                                      stride=stride, padding=pad).numpy().astype(np.int64)
+    cb = -(-ci // block)
+    xp = np.zeros((n, cb * block, h, w), np.uint8)
+    xp[:, :ci] = x
+    x5 = np.ascontiguousarray(xp.reshape(n, cb, block, h, w).transpose(0, 1, 3, 4, 2))
+    return x5, pack_dot_conv_weight(wt, block, block), want
+
+
+def _nchw(out5, co):
+    n, ob, oh, ow, y = out5.shape
+    return out5.transpose(0, 1, 4, 2, 3).reshape(n, ob * y, oh, ow)[:, :co]
+
+
+@pytest.mark.parametrize("n,ci,h,w,co,k,stride,pad", [(1, 16, 7, 7, 16, 3, 1, 1), (1, 3, 9, 11, 20, 3, 2, 1),
+                                                      (2, 20, 5, 5, 33, 1, 1, 0)])
+def test_blocked_int8_convolution_matches_torch(n, ci, h, w, co, k, stride, pad):
+    pytest.importorskip("torch")
+    task = ans.SearchTask(func="conv2d_nchwc_u8s8_dot", args=(n, ci, h, w, co, k, k, stride, pad), target="llvm")
+    x5, w7, want = _conv_case(n, ci, h, w, co, k, stride, pad)
+    (ref,) = ans.evaluate(task.compute_dag, [x5, w7])
+    np.testing.assert_array_equal(_nchw(ref, co), want)
+    out = np.zeros(ref.shape, np.int32)
+    ans.build(task.compute_dag, search.expert_schedule(task), "llvm")(x5, w7, out)
+    np.testing.assert_array_equal(_nchw(out, co), want)
+
+
+def test_blocked_int8_convolution_uses_vpdpbusd():
+    task = ans.SearchTask(func="conv2d_nchwc_u8s8_dot", args=(1, 64, 14, 14, 64, 3, 3, 1, 1), target=AVX512_VNNI)
+    mod = ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI)
+    assert _asm_count(mod, "vpdpbusd") >= 4

@@ -14,7 +14,7 @@ import numpy as np
 from ..core import te
 from ._utils import check_tensor
 
-__all__ = ["DOT_GROUP", "pack_dot_weight", "matmul_dot_packed"]
+__all__ = ["DOT_GROUP", "pack_dot_weight", "matmul_dot_packed", "pack_dot_conv_weight", "conv2d_nchwc_dot"]
 
 # Bytes of each operand one 32-bit lane of the instruction reads.
 DOT_GROUP = 4
@@ -59,3 +59,55 @@ def matmul_dot_packed(a, packed, k=None, name="T_matmul_dot"):
         return te.sum(te.cast(lhs, "int32") * te.cast(packed[ko, j, ki], "int32"), axis=[ko, ki])
 
     return te.compute((m, n), fcompute, name=name, tag="matmul_dot")
+
+
+def pack_dot_conv_weight(weight, in_block, out_block, group=DOT_GROUP):
+    """An OIHW integer weight as (O/y, I/x, KH, KW, x/4, y, 4) for `conv2d_nchwc_dot` (x = in_block, y =
+    out_block; channels zero-padded up to whole blocks; x a multiple of 4)."""
+    weight = np.asarray(weight)
+    if weight.ndim != 4:
+        raise ValueError(f"pack_dot_conv_weight: expected an OIHW weight, got shape {weight.shape}")
+    if in_block % group:
+        raise ValueError(f"pack_dot_conv_weight: the input block ({in_block}) must be a multiple of {group}")
+    o, i, kh, kw = weight.shape
+    ob, ib = -(-o // out_block), -(-i // in_block)
+    padded = np.zeros((ob * out_block, ib * in_block, kh, kw), weight.dtype)
+    padded[:o, :i] = weight
+    blocked = padded.reshape(ob, out_block, ib, in_block // group, group, kh, kw)
+    return np.ascontiguousarray(blocked.transpose(0, 2, 5, 6, 3, 1, 4))
+
+
+def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCHWc_dot"):
+    """int32 (N, O/y, OH, OW, y) = data (N, C/x, H, W, x) (uint8 or int8, x a multiple of 4) convolved with the
+    kernel packed by `pack_dot_conv_weight` ((O/y, C/x, KH, KW, x/4, y, 4), the other of uint8 / int8). Each
+    output lane's reduction over 4 consecutive input channels is the dot-product instruction's group."""
+    from .nchwc import _padded  # noqa: PLC0415 (the blocked layout's padding)
+    from .nn import _ConvGeometry, _window  # noqa: PLC0415
+    op = "conv2d_nchwc_dot"
+    check_tensor(data, op, "data")
+    check_tensor(kernel, op, "kernel")
+    if len(data.shape) != 5 or len(kernel.shape) != 7 or kernel.shape[6] != DOT_GROUP:
+        raise ValueError(f"{op}: expected data (N, C/x, H, W, x) and kernel (O/y, C/x, KH, KW, x/{DOT_GROUP}, y, "
+                         f"{DOT_GROUP}), got {data.shape} and {kernel.shape}")
+    if {data.dtype, kernel.dtype} != {"uint8", "int8"}:
+        raise TypeError(f"{op}: one operand must be uint8 and the other int8, got {data.dtype} and {kernel.dtype}")
+    n, in_cb, in_h, in_w, in_x = data.shape
+    out_cb, k_cb, k_h, k_w, k_groups, out_y, group = kernel.shape
+    if (k_cb, k_groups * group) != (in_cb, in_x):
+        raise ValueError(f"{op}: channel mismatch: data {data.shape} has {in_cb} blocks of {in_x} channels, the "
+                         f"kernel {kernel.shape} expects {k_cb} blocks of {k_groups * group}")
+    geo = _ConvGeometry(op, (in_h, in_w), (k_h, k_w), stride, padding, dilation)
+    padded = _padded(data, geo)
+    (s_h, s_w), (d_h, d_w) = geo.stride, geo.dilation
+
+    def fcompute(nn, ob, yy, xx, oy):
+        rc = te.reduce_axis((0, k_cb), name="rc")
+        ry = te.reduce_axis((0, k_h), name="ry")
+        rx = te.reduce_axis((0, k_w), name="rx")
+        rg = te.reduce_axis((0, k_groups), name="rg")
+        ri = te.reduce_axis((0, group), name="ri")
+        pixel = padded[nn, rc, _window(yy, s_h, ry, d_h), _window(xx, s_w, rx, d_w), rg * group + ri]
+        weight = kernel[ob, rc, ry, rx, rg, oy, ri]
+        return te.sum(te.cast(pixel, "int32") * te.cast(weight, "int32"), axis=[rc, ry, rx, rg, ri])
+
+    return te.compute((n, out_cb, geo.out_h, geo.out_w, out_y), fcompute, name=name, tag="conv2d_nchwc_dot")

@@ -97,3 +97,13 @@ def matmul_u8s8_packed(M, N, K):
     a = te.placeholder((M, K), name="A", dtype="uint8")
     packed = te.placeholder((-(-K // DOT_GROUP), N, DOT_GROUP), name="W_packed", dtype="int8")
     return [a, packed, matmul_dot_packed(a, packed)]
+
+
+@_register("conv2d_nchwc_u8s8_dot")
+def conv2d_nchwc_u8s8_dot(N, CI, H, W, CO, KH, KW, stride, padding, in_block=16, out_block=16):
+    """uint8 NCHW[x]c data convolved with an int8 kernel packed for dot-product instructions, into int32."""
+    from .quantized import DOT_GROUP, conv2d_nchwc_dot  # noqa: PLC0415 (keeps this module's imports light)
+    data = te.placeholder((N, -(-CI // in_block), H, W, in_block), name="data", dtype="uint8")
+    kernel = te.placeholder((-(-CO // out_block), -(-CI // in_block), KH, KW, in_block // DOT_GROUP, out_block,
+                             DOT_GROUP), name="kernel", dtype="int8")
+    return [data, kernel, conv2d_nchwc_dot(data, kernel, stride, padding)]

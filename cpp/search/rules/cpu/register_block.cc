@@ -180,24 +180,30 @@ std::vector<std::vector<int64_t>> ReduceParts(const Stage& st, int main_reduce, 
 // operand (a load not indexed by the vector axis) is contiguous along, where
 // there is one (the input-channel lane of an NCHWc convolution: its values
 // share a cache line, whereas a step over the channel blocks jumps a whole
-// image), the longest of those; else the longest reduce axis (the later on a
-// tie). -1 without reduce axes.
-int MainReduce(const Stage& st, int vec_axis) {
+// image; with a dot-product group, the axis of the groups in that lane), the
+// longest of those; else the longest reduce axis (the later on a tie). Never
+// the dot-product group `dot` (it stays whole, outside). -1 without reduce
+// axes.
+int MainReduce(const Stage& st, int vec_axis, int dot) {
   const auto& reduce = st.op->reduce_axis;
   auto longest = [&](const std::function<bool(int)>& eligible) {
     int best = -1;
     for (int r = 0; r < static_cast<int>(reduce.size()); ++r) {
-      if (eligible(r) && (best < 0 || reduce[r].extent >= reduce[best].extent)) best = r;
+      if (r != dot && eligible(r) && (best < 0 || reduce[r].extent >= reduce[best].extent)) best = r;
     }
     return best;
   };
   if (vec_axis >= 0) {
     const VarNode* vec = st.op->axis[vec_axis].var_node();
     const std::vector<const TensorLoadNode*> loads = Loads(st);
+    const VarNode* dot_var = dot >= 0 ? reduce[dot].var_node() : nullptr;
     const int contiguous = longest([&](int r) {
       const VarNode* v = reduce[r].var_node();
       return reduce[r].extent > 1 && std::any_of(loads.begin(), loads.end(), [&](const TensorLoadNode* l) {
-               return !LoadUses(l, vec) && !l->indices.empty() && l->indices.back().as<VarNode>() == v;
+               if (LoadUses(l, vec) || l->indices.empty()) return false;
+               const Expr& last = l->indices.back();
+               return last.as<VarNode>() == v ||
+                      (dot_var != nullptr && UsesVar(last, dot_var) && UsesVar(last, v));
              });
     });
     if (contiguous >= 0) return contiguous;
@@ -263,8 +269,8 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   for (int a = static_cast<int>(axes.size()) - 1; a >= 0 && plan.vec_axis < 0; --a) {
     if (axes[a].extent > 1) plan.vec_axis = a;
   }
-  plan.main_reduce = MainReduce(st, plan.vec_axis);
   plan.dot_reduce = DotReduceAxis(st, plan.vec_axis);
+  plan.main_reduce = MainReduce(st, plan.vec_axis, plan.dot_reduce);
   if (plan.vec_axis < 0) return plan;
   if (StridedAlongTheVector(st, plan.vec_axis)) {
     plan.vec_axis = -1;
