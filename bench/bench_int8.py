@@ -69,6 +69,7 @@ def ort_matmul_integer_seconds(a, w, threads):
         [helper.make_tensor_value_info("Y", TensorProto.INT32, [m, n])],
         initializer=[numpy_helper.from_array(w, "W")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # what every onnxruntime since 1.10 reads
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1

@@ -75,7 +75,10 @@ double ReadElement(const void* p, DataType t, int64_t i) {
   switch (t.bits) {
     case 8: return t.is_int() ? Load<int8_t>(p, i) : Load<uint8_t>(p, i);
     case 16: return t.is_int() ? Load<int16_t>(p, i) : Load<uint16_t>(p, i);
-    case 32: return t.is_int() ? Load<int32_t>(p, i) : Load<uint32_t>(p, i);
+    // Not `cond ? int32 : uint32`: that converts both to uint32, and -1 would read as 4294967295.
+    case 32:
+      if (t.is_int()) return Load<int32_t>(p, i);
+      return Load<uint32_t>(p, i);
     default:
       return t.is_int() ? static_cast<double>(Load<int64_t>(p, i))
                         : static_cast<double>(Load<uint64_t>(p, i));

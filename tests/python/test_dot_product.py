@@ -199,3 +199,14 @@ def test_blocked_int8_convolution_uses_vpdpbusd():
     task = ans.SearchTask(func="conv2d_nchwc_u8s8_dot", args=(1, 64, 14, 14, 64, 3, 3, 1, 1), target=AVX512_VNNI)
     mod = ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI)
     assert _asm_count(mod, "vpdpbusd") >= 4
+
+
+def test_measured_int32_outputs_with_negative_sums_pass_the_sampled_check(tmp_path):
+    # 128^3 is above whole_output_work, so the measurement compares sampled points with the reference; int32
+    # outputs used to be read back as unsigned there, and every negative sum was a wrong answer.
+    task = _task(128, 128, 128)
+    log = tmp_path / "int8.json"
+    task.tune(ans.TuningOptions(num_measure_trials=2, num_measures_per_round=2, verbose=0,
+                                measure_callbacks=[ans.RecordToFile(str(log))]))
+    results = [res for _, res in ans.load_records(str(log))]
+    assert results and all(res.error == "none" for res in results), [res.error_msg for res in results]
