@@ -3,7 +3,7 @@
 Run: python3 bench/bench_int8.py [--size 1024] [--trials 0] [--log-dir DIR] [--tiny]
 
 autosched computes the product over a weight packed for the CPU's int8 dot-product instruction
-(ops.matmul_dot_packed: [K/4, N, 4]); where the CPU has VNNI the code generator emits vpdpbusd, elsewhere the same
+(ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator emits vpdpbusd, elsewhere the same
 sums in ordinary vector code. With --trials 0 (the default) the expert schedule is timed as it is; with more, the
 task is tuned (seeded with the expert) and the best schedule is timed. Peers in this process, on the same threads
 (the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger (weight an
@@ -108,10 +108,10 @@ def main():
     task = ans.SearchTask(func="matmul_u8s8_packed", args=(n, n, n), target=args.target)
     state = schedule(task, args.trials, log_dir, "int8")
     mod = ans.build(task.compute_dag, state, args.target)
-    out = np.zeros((n, n), np.int32)
+    out = np.zeros((n, -(-n // 16), 16), np.int32)
     int8_args = [a, pack_dot_weight(w), out]
     mod(*int8_args)
-    if not np.array_equal(out, want):
+    if not np.array_equal(out.reshape(n, -1)[:, :n], want):
         sys.exit("autosched's int8 result differs from numpy's")
     asm = mod.get_source("asm")
     used = {i: len(re.findall(rf"\b{i}\b", asm)) for i in INSTRUCTIONS}

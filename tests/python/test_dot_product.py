@@ -39,16 +39,24 @@ def _inputs(m, n, k, seed=0, a_dtype="uint8", w_dtype="int8"):
     return a, w, a.astype(np.int64) @ w.astype(np.int64)
 
 
+def _run(mod, m, n, a, w, n_block=16):
+    """The [M, N] product a built packed matmul computes."""
+    out = np.zeros((m, -(-n // n_block), n_block), np.int32)
+    mod(a, pack_dot_weight(w, n_block), out)
+    return out.reshape(m, -1)[:, :n]
+
+
 def _asm_count(module, instruction):
     return len(re.findall(rf"\b{instruction}\b", module.get_source("asm")))
 
 
 def test_pack_dot_weight_groups_four_rows_per_lane_and_pads_with_zeros():
-    w = np.arange(7 * 3, dtype=np.int8).reshape(7, 3)
-    packed = pack_dot_weight(w)
-    assert packed.shape == (2, 3, 4)
-    assert packed[0, 2].tolist() == w[0:4, 2].tolist()
-    assert packed[1, 1].tolist() == w[4:7, 1].tolist() + [0]
+    w = np.arange(7 * 5, dtype=np.int8).reshape(7, 5)
+    packed = pack_dot_weight(w, n_block=2)
+    assert packed.shape == (3, 2, 2, 4)  # column panels, groups of rows, columns of a panel, rows of a group
+    assert packed[1, 0, 0].tolist() == w[0:4, 2].tolist()
+    assert packed[0, 1, 1].tolist() == w[4:7, 1].tolist() + [0]
+    assert packed[2, 1, 1].tolist() == [0, 0, 0, 0]  # column 5 is padding
     with pytest.raises(ValueError, match="K, N"):
         pack_dot_weight(np.zeros(4, np.int8))
 
@@ -58,7 +66,7 @@ def test_reference_evaluator_matches_numpy(m, n, k):
     task = _task(m, n, k)
     a, w, want = _inputs(m, n, k)
     (got,) = ans.evaluate(task.compute_dag, [a, pack_dot_weight(w)])
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got.reshape(m, -1)[:, :n], want)
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 17, 13), (13, 33, 64), (16, 48, 4), (64, 64, 128), (5, 16, 131)])
@@ -67,35 +75,35 @@ def test_expert_schedule_built_for_this_host_matches_numpy(m, n, k):
     state = search.expert_schedule(task)
     assert state is not None
     a, w, want = _inputs(m, n, k, seed=1)
-    out = np.zeros((m, n), np.int32)
-    ans.build(task.compute_dag, state, "llvm")(a, pack_dot_weight(w), out)
-    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(_run(ans.build(task.compute_dag, state, "llvm"), m, n, a, w), want)
 
 
 def test_signed_activations_with_unsigned_weights():
     a_t = te.placeholder((9, 20), name="A", dtype="int8")
-    w_t = te.placeholder((5, 32, 4), name="W", dtype="uint8")
+    w_t = te.placeholder((2, 5, 16, 4), name="W", dtype="uint8")
     dag = ans.ComputeDAG([a_t, w_t, matmul_dot_packed(a_t, w_t)])
     a, w, want = _inputs(9, 32, 20, seed=2, a_dtype="int8", w_dtype="uint8")
-    out = np.zeros((9, 32), np.int32)
-    ans.build(dag, _dot_schedule(dag), "llvm")(a, pack_dot_weight(w), out)
-    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(_run(ans.build(dag, _dot_schedule(dag), "llvm"), 9, 32, a, w), want)
     assert _asm_count(ans.build(dag, _dot_schedule(dag), AVX512_VNNI), "vpdpbusd") == 3
 
 
-def _dot_schedule(dag, rows=3, lanes=16):
-    """A register block of `rows` x `lanes` with the group of 4 right outside it."""
+def _dot_schedule(dag, rows=3, split_group=False):
+    """A register block of `rows` x one panel (16 lanes) with the group of 4 right outside it (or split 2 x 2
+    around the rows)."""
     s = dag.get_init_state()
     out = s.stages[-1].name
     local = s.cache_write(out, "local")
-    i, j = s[out].iters
+    i, jo, ji = s[out].iters
     io, ii = s.split(out, i, [rows])
-    jo, ji = s.split(out, j, [lanes])
     s.reorder(out, [io, jo, ii, ji])
     s.compute_at(local, out, jo)
-    ci, cj, cko, cki = s[local].iters
-    s.reorder(local, [cko, ci, cki, cj])
-    s.vectorize(local, cj)
+    ci, cjo, cji, cko, cki = s[local].iters
+    if split_group:
+        kio, kii = s.split(local, cki, [2])
+        s.reorder(local, [cjo, cko, kio, ci, kii, cji])
+    else:
+        s.reorder(local, [cjo, cko, ci, cki, cji])
+    s.vectorize(local, cji)
     s.unroll(local, ci)
     return s
 
@@ -113,23 +121,14 @@ def test_expert_schedule_uses_vpdpbusd_where_the_cpu_has_it(target, instructions
 
 def test_a_group_split_in_two_is_left_to_ordinary_code():
     task = _task(16, 32, 64, AVX512_VNNI)
-    s = _dot_schedule(task.compute_dag, rows=2, lanes=16)
-    assert _asm_count(ans.build(task.compute_dag, s, AVX512_VNNI), "vpdpbusd") == 2
-    # The same block with the group split 2 x 2: no loop of 4 over consecutive bytes is left.
-    s = task.compute_dag.get_init_state()
-    out = s.stages[-1].name
-    local = s.cache_write(out, "local")
-    i, j = s[out].iters
-    io, ii = s.split(out, i, [2])
-    jo, ji = s.split(out, j, [16])
-    s.reorder(out, [io, jo, ii, ji])
-    s.compute_at(local, out, jo)
-    ci, cj, cko, cki = s[local].iters
-    kio, kii = s.split(local, cki, [2])
-    s.reorder(local, [cko, kio, ci, kii, cj])
-    s.vectorize(local, cj)
-    mod = ans.build(task.compute_dag, s, AVX512_VNNI)
-    assert _asm_count(mod, "vpdpbusd") == 0
+    assert _asm_count(ans.build(task.compute_dag, _dot_schedule(task.compute_dag, 2), AVX512_VNNI), "vpdpbusd") == 2
+    # The group split 2 x 2: no loop of 4 over consecutive bytes is left.
+    s = _dot_schedule(task.compute_dag, 2, split_group=True)
+    assert _asm_count(ans.build(task.compute_dag, s, AVX512_VNNI), "vpdpbusd") == 0
+    host = _task(16, 32, 64)
+    a, w, want = _inputs(16, 32, 64, seed=6)
+    s = _dot_schedule(host.compute_dag, 2, split_group=True)
+    np.testing.assert_array_equal(_run(ans.build(host.compute_dag, s, "llvm"), 16, 32, a, w), want)
 
 
 def test_sampled_states_keep_the_group_whole_and_compute_the_product():
@@ -141,9 +140,7 @@ def test_sampled_states_keep_the_group_whole_and_compute_the_product():
     host = _task(32, 48, 68)
     a, w, want = _inputs(32, 48, 68, seed=4)
     for s in search.sample_init_population(host, 6, seed=3)[0]:
-        out = np.zeros((32, 48), np.int32)
-        ans.build(host.compute_dag, s, "llvm")(a, pack_dot_weight(w), out)
-        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(_run(ans.build(host.compute_dag, s, "llvm"), 32, 48, a, w), want)
 
 
 @pytest.mark.skipif(not HOST_HAS_VNNI, reason="this host has no VNNI: the other tests read the instruction")
@@ -155,10 +152,10 @@ def test_this_hosts_build_runs_vpdpbusd():
 
 def test_operands_of_one_dtype_are_refused_with_a_clear_error():
     a = te.placeholder((4, 8), name="A", dtype="uint8")
-    w = te.placeholder((2, 4, 4), name="W", dtype="uint8")
+    w = te.placeholder((1, 2, 4, 4), name="W", dtype="uint8")
     with pytest.raises(TypeError, match="uint8 and the other int8"):
         matmul_dot_packed(a, w)
-    w = te.placeholder((3, 4, 4), name="W", dtype="int8")
+    w = te.placeholder((1, 3, 4, 4), name="W", dtype="int8")
     with pytest.raises(ValueError, match="must agree"):
         matmul_dot_packed(a, w)
 

@@ -91,11 +91,13 @@ def layer_norm_workload(M, N, dtype="float32"):
 
 
 @_register("matmul_u8s8_packed")
-def matmul_u8s8_packed(M, N, K):
-    """uint8 [M, K] times an int8 [K, N] weight packed for dot-product instructions, into int32."""
+def matmul_u8s8_packed(M, N, K, n_block=16):
+    """uint8 [M, K] times an int8 [K, N] weight packed for dot-product instructions (panels of n_block
+    columns), into int32 [M, ceil(N/n_block), n_block]."""
     from .quantized import DOT_GROUP, matmul_dot_packed  # noqa: PLC0415 (keeps this module's imports light)
     a = te.placeholder((M, K), name="A", dtype="uint8")
-    packed = te.placeholder((-(-K // DOT_GROUP), N, DOT_GROUP), name="W_packed", dtype="int8")
+    packed = te.placeholder((-(-N // n_block), -(-K // DOT_GROUP), n_block, DOT_GROUP), name="W_packed",
+                            dtype="int8")
     return [a, packed, matmul_dot_packed(a, packed)]
 
 
