@@ -1,14 +1,15 @@
-"""Benchmark: the uint8 x int8 -> int32 matmul against onnxruntime's MatMulInteger and float32 matmuls, in one run.
+"""Benchmark: uint8 x int8 -> int32 matmul and convolution against onnxruntime's integer ops and float32, in one run.
 
-Run: python3 bench/bench_int8.py [--size 1024] [--trials 0] [--log-dir DIR] [--tiny]
+Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv] [--trials 0] [--log-dir DIR] [--tiny]
 
 autosched computes the product over a weight packed for the CPU's int8 dot-product instruction
 (ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator emits vpdpbusd, elsewhere the same
 sums in ordinary vector code. With --trials 0 (the default) the expert schedule is timed as it is; with more, the
 task is tuned (seeded with the expert) and the best schedule is timed. Peers in this process, on the same threads
-(the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger (weight an
-initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned with the same trials)
-and numpy's float32 matmul (OpenBLAS). Prints the CPU, its dot-product features, the instructions the int8
+(the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger and
+ConvInteger (weight an initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned
+with the same trials), numpy's float32 matmul (OpenBLAS) and PyTorch's float32 convolution. The convolution is
+ResNet-50's 3x3, 64 -> 64 channels at 56x56, NCHW16c for autosched (kernel packed by pack_dot_conv_weight). Prints the CPU, its dot-product features, the instructions the int8
 kernel uses, times, GOP/s and ratios (peer / autosched int8: above 1, autosched is faster). Not a test.
 """
 import argparse
@@ -25,7 +26,7 @@ import numpy as np  # noqa: E402
 
 import autosched as ans  # noqa: E402
 from autosched import search, te  # noqa: E402
-from autosched.ops.quantized import pack_dot_weight  # noqa: E402
+from autosched.ops.quantized import pack_dot_conv_weight, pack_dot_weight  # noqa: E402
 
 INSTRUCTIONS = ("vpdpbusd", "vpmaddwd", "vpmaddubsw", "vpmulld", "vfmadd231ps")
 
@@ -55,88 +56,146 @@ def float_matmul_task(n, target):
     return ans.SearchTask(compute_dag=ans.ComputeDAG([a, b, c]), target=target)
 
 
-def ort_matmul_integer_seconds(a, w, threads):
+def ort_seconds(op, feeds, initializers, out_shape, threads, want, **attrs):
+    """(seconds, note) of a one-node onnxruntime model: `op` on the feeds (uint8) and the initializers."""
     try:
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError as e:
         return None, f"onnxruntime not installed ({e})"
-    m, k = a.shape
-    n = w.shape[1]
+    names = list(feeds) + [name for name, _ in initializers]
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["A", "W"], ["Y"])], "int8_matmul",
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, [m, k])],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, [m, n])],
-        initializer=[numpy_helper.from_array(w, "W")])
+        [helper.make_node(op, names, ["Y"], **attrs)], op,
+        [helper.make_tensor_value_info(k, TensorProto.UINT8, list(v.shape)) for k, v in feeds.items()],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, list(out_shape))],
+        initializer=[numpy_helper.from_array(v, k) for k, v in initializers])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8  # what every onnxruntime since 1.10 reads
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    (out,) = session.run(None, {"A": a})
-    want = a.astype(np.int64) @ w.astype(np.int64)
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        (out,) = session.run(None, feeds)
+    except Exception as e:  # noqa: BLE001 (an op this onnxruntime lacks is reported, not fatal)
+        return None, f"onnxruntime {ort.__version__} cannot run {op}: {str(e).splitlines()[0][:120]}"
     note = f"onnxruntime {ort.__version__}"
-    if not np.array_equal(out, want):
+    if want is not None and not np.array_equal(out, want):
         # Without VNNI, its u8 x s8 kernel sums pairs of products in int16 (pmaddubsw), which saturates.
         wrong = np.count_nonzero(out != want)
-        note += f"; its result differs from the exact product in {wrong} of {out.size} elements (max |diff| " \
-                f"{np.abs(out - want).max()})"
-    seconds = _env.best_mean(lambda: session.run(None, {"A": a}))
-    return seconds, note
+        note += f"; its result differs from the exact one in {wrong} of {out.size} elements (max |diff| " \
+                f"{np.abs(out.astype(np.int64) - want).max()})"
+    return _env.best_mean(lambda: session.run(None, feeds)), note
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=1024, help="M = N = K")
-    parser.add_argument("--trials", type=int, default=0, help="0: the expert schedule as it is")
-    parser.add_argument("--log-dir", default=None)
-    parser.add_argument("--target", default="llvm")
-    parser.add_argument("--tiny", action="store_true", help="size 64 (a check that the script works)")
-    args = parser.parse_args()
-    n = 64 if args.tiny else args.size
-    threads = cores()
-    log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_int8_")
-    print(f"CPU: {_env.cpu_text()}; {threads} cores for every implementation")
-    print(f"target {args.target}")
+def matmul_rows(args, n, threads, log_dir):
+    """(title, GOP, rows) of the matmul."""
     rng = np.random.default_rng(0)
     a = rng.integers(0, 256, (n, n)).astype(np.uint8)
     w = rng.integers(-128, 128, (n, n)).astype(np.int8)
     want = a.astype(np.int64) @ w.astype(np.int64)
-    gop = 2 * n ** 3 / 1e9
-
     task = ans.SearchTask(func="matmul_u8s8_packed", args=(n, n, n), target=args.target)
-    state = schedule(task, args.trials, log_dir, "int8")
-    mod = ans.build(task.compute_dag, state, args.target)
+    mod = ans.build(task.compute_dag, schedule(task, args.trials, log_dir, "int8"), args.target)
     out = np.zeros((n, -(-n // 16), 16), np.int32)
     int8_args = [a, pack_dot_weight(w), out]
     mod(*int8_args)
     if not np.array_equal(out.reshape(n, -1)[:, :n], want):
-        sys.exit("autosched's int8 result differs from numpy's")
-    asm = mod.get_source("asm")
-    used = {i: len(re.findall(rf"\b{i}\b", asm)) for i in INSTRUCTIONS}
-    print("int8 kernel's instructions: " + ", ".join(f"{i} {c}" for i, c in used.items() if c))
-    ours = time_module(mod, int8_args)
-
-    rows = [("autosched int8 (u8 x s8 -> s32)", ours, "")]
-    seconds, note = ort_matmul_integer_seconds(a, w, threads)
-    rows.append(("onnxruntime MatMulInteger", seconds, note))
+        sys.exit("autosched's int8 matmul differs from numpy's")
+    print_instructions("matmul", mod)
+    rows = [("autosched int8 (u8 x s8 -> s32)", time_module(mod, int8_args), "")]
+    rows.append(("onnxruntime MatMulInteger",) + ort_seconds(
+        "MatMulInteger", {"A": a}, [("W", w)], (n, n), threads, want))
     ftask = float_matmul_task(n, args.target)
     fmod = ans.build(ftask.compute_dag, schedule(ftask, args.trials, log_dir, "float32"), args.target)
     af, wf = a.astype(np.float32), w.astype(np.float32)
-    fout = np.zeros((n, n), np.float32)
-    rows.append(("autosched float32", time_module(fmod, [af, wf, fout]), ""))
+    rows.append(("autosched float32", time_module(fmod, [af, wf, np.zeros((n, n), np.float32)]), ""))
     rows.append(("numpy float32 (OpenBLAS)", _env.best_mean(lambda: af @ wf), ""))
+    return f"matmul {n}x{n}x{n}", 2 * n ** 3 / 1e9, rows
 
-    print(f"\nmatmul {n}x{n}x{n} ({'expert schedule' if args.trials <= 0 else f'{args.trials} trials'}); "
-          f"{_env.load_note()}")
-    print(f"{'implementation':34}{'ms':>10}{'GOP/s':>9}{'peer / int8':>13}  note")
-    for name, seconds, note in rows:
-        if seconds is None:
-            print(f"{name:34}{'-':>10}{'':>9}{'':>13}  {note}")
-            continue
-        ratio = f"{seconds / ours:.2f}" if name != rows[0][0] else ""
-        print(f"{name:34}{seconds * 1e3:10.3f}{gop / seconds:9.1f}{ratio:>13}  {note}")
+
+def conv_rows(args, tiny, threads, log_dir):
+    """(title, GOP, rows) of ResNet-50's 3x3 convolution, 64 -> 64 channels at 56x56 (NCHW16c for autosched)."""
+    c, size = (16, 8) if tiny else (64, 56)
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (1, c, size, size)).astype(np.uint8)
+    w = rng.integers(-128, 128, (c, c, 3, 3)).astype(np.int8)
+    task = ans.SearchTask(func="conv2d_nchwc_u8s8_dot", args=(1, c, size, size, c, 3, 3, 1, 1),
+                          target=args.target)
+    mod = ans.build(task.compute_dag, schedule(task, args.trials, log_dir, "int8_conv"), args.target)
+    x5 = np.ascontiguousarray(x.reshape(1, c // 16, 16, size, size).transpose(0, 1, 3, 4, 2))
+    out = np.zeros((1, c // 16, size, size, 16), np.int32)
+    int8_args = [x5, pack_dot_conv_weight(w, 16, 16), out]
+    mod(*int8_args)
+    got = out.transpose(0, 1, 4, 2, 3).reshape(1, c, size, size)
+    want = _conv_reference(x, w)
+    if want is not None and not np.array_equal(got, want):
+        sys.exit("autosched's int8 convolution differs from the reference")
+    print_instructions("convolution", mod)
+    rows = [("autosched int8 (u8 x s8 -> s32)", time_module(mod, int8_args), "NCHW16c")]
+    rows.append(("onnxruntime ConvInteger",) + ort_seconds(
+        "ConvInteger", {"A": x}, [("W", w)], (1, c, size, size), threads, want, pads=[1, 1, 1, 1]))
+    rows.append(("PyTorch float32 (channels_last)",) + torch_conv_seconds(x, w, threads))
+    return f"conv2d 3x3 {c}->{c} at {size}x{size}", 2 * c * c * 9 * size * size / 1e9, rows
+
+
+def _conv_reference(x, w):
+    try:
+        import torch
+    except ImportError:
+        return None
+    out = torch.nn.functional.conv2d(torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64)),
+                                     padding=1)
+    return out.numpy().astype(np.int64)
+
+
+def torch_conv_seconds(x, w, threads):
+    try:
+        import torch
+    except ImportError as e:
+        return None, f"PyTorch not installed ({e})"
+    torch.set_num_threads(threads)
+    xt = torch.from_numpy(x.astype(np.float32)).contiguous(memory_format=torch.channels_last)
+    wt = torch.from_numpy(w.astype(np.float32)).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        return _env.best_mean(lambda: torch.nn.functional.conv2d(xt, wt, padding=1)), f"torch {torch.__version__}"
+
+
+def print_instructions(what, mod):
+    asm = mod.get_source("asm")
+    used = {i: len(re.findall(rf"\b{i}\b", asm)) for i in INSTRUCTIONS}
+    print(f"int8 {what}'s instructions: " + ", ".join(f"{i} {c}" for i, c in used.items() if c))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=1024, help="M = N = K of the matmul")
+    parser.add_argument("--ops", default="matmul,conv", help="comma-separated, of matmul and conv")
+    parser.add_argument("--trials", type=int, default=0, help="0: the expert schedule as it is")
+    parser.add_argument("--log-dir", default=None)
+    parser.add_argument("--target", default="llvm")
+    parser.add_argument("--tiny", action="store_true", help="small sizes (a check that the script works)")
+    args = parser.parse_args()
+    threads = cores()
+    log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_int8_")
+    print(f"CPU: {_env.cpu_text()}; {threads} cores for every implementation")
+    print(f"target {args.target}")
+    tables = []
+    ops = args.ops.split(",")
+    if "matmul" in ops:
+        tables.append(matmul_rows(args, 64 if args.tiny else args.size, threads, log_dir))
+    if "conv" in ops:
+        tables.append(conv_rows(args, args.tiny, threads, log_dir))
+    for title, gop, rows in tables:
+        ours = rows[0][1]
+        print(f"\n{title} ({'expert schedule' if args.trials <= 0 else f'{args.trials} trials'}); "
+              f"{_env.load_note()}")
+        print(f"{'implementation':34}{'ms':>10}{'GOP/s':>9}{'peer / int8':>13}  note")
+        for name, seconds, note in rows:
+            if seconds is None:
+                print(f"{name:34}{'-':>10}{'':>9}{'':>13}  {note}")
+                continue
+            ratio = f"{seconds / ours:.2f}" if name != rows[0][0] else ""
+            print(f"{name:34}{seconds * 1e3:10.3f}{gop / seconds:9.1f}{ratio:>13}  {note}")
 
 
 if __name__ == "__main__":
