@@ -444,7 +444,8 @@ Code BodyCompiler::CompileCall(const CallNode* n) {
     case Intrinsic::Fabs: fn = [](double v) { return std::fabs(v); }; break;
     case Intrinsic::Floor: fn = [](double v) { return std::floor(v); }; break;
     case Intrinsic::Ceil: fn = [](double v) { return std::ceil(v); }; break;
-    case Intrinsic::Round: fn = [](double v) { return std::round(v); }; break;  // half away from zero
+    case Intrinsic::Round: fn = [](double v) { return std::round(v); }; break;          // half away from zero
+    case Intrinsic::RoundEven: fn = [](double v) { return std::nearbyint(v); }; break;  // half to even
     default: AS_CHECK(false, "intrinsic " << IntrinsicName(n->op) << " is not supported by the evaluator");
   }
   return FloatCode(n->dtype, [fn, f = x.f](Slot* s) { return fn(f(s)); });

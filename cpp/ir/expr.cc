@@ -64,6 +64,7 @@ constexpr EnumEntry<Intrinsic> kIntrinsicNames[] = {
     {Intrinsic::Ceil, "ceil"},
     {Intrinsic::Round, "round"},
     {Intrinsic::IfThenElse, "if_then_else"},
+    {Intrinsic::RoundEven, "round_even"},
 };
 
 constexpr EnumEntry<Combiner> kCombinerNames[] = {
@@ -99,6 +100,7 @@ const IntrinsicFacts& FactsOf(Intrinsic op) {
     case Intrinsic::Floor:
     case Intrinsic::Ceil:
     case Intrinsic::Round:
+    case Intrinsic::RoundEven:
     case Intrinsic::IfThenElse: return kCheap;
   }
   return kCheap;

@@ -33,8 +33,9 @@
 //    recursive pass over expressions has a bound; what users write is held
 //    to kMaxExprDepth (see tensor.h and docs/ir.md).
 //  - Intrinsics (Call): exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, fabs,
-//    floor, ceil, round (half away from zero) are float-only; fabs also takes
-//    integers.
+//    floor, ceil, round (half away from zero), round_even (half to even, as
+//    IEEE's default rounding, numpy.round and ONNX's quantization do) are
+//    float-only; fabs also takes integers.
 #pragma once
 
 #include <algorithm>
@@ -100,6 +101,9 @@ enum class Intrinsic : uint8_t {
   Ceil,
   Round,
   IfThenElse,
+  // Last, so that the numbers of the intrinsics before it (hashed into
+  // workload keys) stay as they were.
+  RoundEven,
 };
 
 // What the passes that weigh or place code need to know of an intrinsic (one

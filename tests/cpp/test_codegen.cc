@@ -175,6 +175,35 @@ TEST_F(CodegenTest, IntrinsicsMatchLibm) {
   }
 }
 
+// round_even in scalar and 8-lane vector code: halves to the even neighbour,
+// as std::nearbyint in the default rounding mode.
+TEST_F(CodegenTest, RoundEvenRoundsHalvesToEvenInScalarAndVectorCode) {
+  const int n = 16;
+  Buffer a = MakeBuffer("A", f32, {n}), scalar = MakeBuffer("scalar", f32, {n});
+  Buffer vector = MakeBuffer("vector", f32, {n});
+  Expr i = VarNode::make("i"), j = VarNode::make("j");
+  auto round_even = [](Expr x) { return CallNode::make(Intrinsic::RoundEven, {std::move(x)}); };
+  Expr lanes = RampNode::make(j * 8, 1, 8);
+  Stmt body = SeqNode::make(
+      {For(i, n, ForKind::Serial,
+           BufferStoreNode::make(scalar, round_even(BufferLoadNode::make(a, {i})), {i})),
+       For(j, n / 8, ForKind::Serial,
+           BufferStoreNode::make(vector, round_even(BufferLoadNode::make(a, {lanes})), {lanes}))});
+  Module m = BuildOrSkip({"round_even", {a, scalar, vector}, body});
+  std::vector<float> av = {0.5f,       1.5f,   2.5f,       -0.5f, -1.5f,       -2.5f, 2.4999998f, -3.5000002f,
+                           8388607.5f, -1e10f, 1048576.5f, 3.5f,  -1048577.5f, 0.0f,  -7.25f,     1e30f};
+  std::vector<float> sv(n), vv(n);
+  m.Call({ArgOf(av, f32, {n}), ArgOf(sv, f32, {n}), ArgOf(vv, f32, {n})});
+  for (int k = 0; k < n; ++k) {
+    EXPECT_EQ(sv[k], std::nearbyint(av[k])) << av[k];
+    EXPECT_EQ(vv[k], std::nearbyint(av[k])) << av[k];
+  }
+  EXPECT_EQ(sv[2], 2.0f);
+  EXPECT_EQ(vv[4], -2.0f);
+  EXPECT_EQ(vv[10], 1048576.0f);
+  EXPECT_NE(m.GetSource("ll").find("llvm.roundeven.v8f32"), std::string::npos);
+}
+
 TEST_F(CodegenTest, LargeBufferOnHeapInsideParallelLoop) {
   const int rows = 4, n = 100000;  // 400 KB per temporary: heap, per thread
   Buffer c = MakeBuffer("C", f32, {rows});

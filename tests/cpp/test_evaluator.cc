@@ -215,6 +215,22 @@ TEST(Evaluator, CastsAndRounding) {
   EXPECT_EQ(tv, (std::vector<int32_t>{2, -2, -2, 0}));
 }
 
+// round_even rounds halves to the even neighbour (numpy.round, ONNX's
+// quantization), where round takes them away from zero.
+TEST(Evaluator, RoundEvenRoundsHalvesToEven) {
+  std::vector<float> av = {0.5f,       1.5f,        2.5f,       -0.5f,  -1.5f, -2.5f,
+                           2.4999998f, -3.5000002f, 8388607.5f, -1e10f, 0.0f,  7.0f};
+  const int64_t n = static_cast<int64_t>(av.size());
+  Tensor a = placeholder({n}, kF32, "A");
+  IterVar i = Axis("i", n);
+  Tensor even = compute("even", {i}, CallNode::make(Intrinsic::RoundEven, {a({i.var})}));
+  ComputeDAG dag({a, even});
+  std::vector<float> ev(av.size());
+  EvaluateReference(dag, {View(av, {n}, kF32), View(ev, {n}, kF32)});
+  EXPECT_EQ(ev, (std::vector<float>{0, 2, 2, -0.0f, -2, -2, 2, -4, 8388608.0f, -1e10f, 0, 7}));
+  EXPECT_TRUE(std::signbit(ev[3]));  // -0.5 rounds to -0
+}
+
 TEST(Evaluator, OutOfBoundsLoadIsAnError) {
   Tensor a = placeholder({4}, kF32, "A");
   IterVar i = Axis("i", 4);

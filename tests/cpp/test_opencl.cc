@@ -162,6 +162,20 @@ TEST(OpenCLCodegen, FloatVectorStoresUseVectorTypes) {
       << source;
 }
 
+// round_even is OpenCL's rint (the default rounding mode: halves to even),
+// round its round (halves away from zero).
+TEST(OpenCLCodegen, RoundEvenIsRint) {
+  Buffer in = MakeBuffer("in", f32, {4}), out = MakeBuffer("out", f32, {4});
+  Expr i = VarNode::make("i");
+  Expr x = BufferLoadNode::make(in, {i});
+  Expr value = CallNode::make(Intrinsic::RoundEven, {x}) + CallNode::make(Intrinsic::Round, {x});
+  LoweredFunc f{
+      "f", {in, out}, ForNode::make(i, 0, 4, ForKind::Serial, BufferStoreNode::make(out, value, {i}))};
+  const std::string source = GenerateOpenCL(f).source;
+  EXPECT_NE(source.find("rint(in[i])"), std::string::npos) << source;
+  EXPECT_NE(source.find("round(in[i])"), std::string::npos) << source;
+}
+
 TEST(OpenCLCodegen, VectorStoresWithoutAVectorFormArePrintedLaneByLane) {
   // A stride-2 read has no vload form: the store becomes a loop over its lanes.
   Buffer in = MakeBuffer("in", f32, {16}), out = MakeBuffer("out", f32, {8});

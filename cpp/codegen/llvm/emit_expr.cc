@@ -435,6 +435,7 @@ llvm::Value* IREmitter::EmitCall(const CallNode* n) {
     case Intrinsic::Floor: return EmitIntrinsic(llvm::Intrinsic::floor, t, {x});
     case Intrinsic::Ceil: return EmitIntrinsic(llvm::Intrinsic::ceil, t, {x});
     case Intrinsic::Round: return EmitIntrinsic(llvm::Intrinsic::round, t, {x});
+    case Intrinsic::RoundEven: return EmitIntrinsic(llvm::Intrinsic::roundeven, t, {x});
     case Intrinsic::IfThenElse: break;
   }
   AS_CHECK(false, "code generation: intrinsic " << IntrinsicName(n->op) << " is not supported");

@@ -177,6 +177,7 @@ std::set<std::string> OpenCLWords() {
                                  "floor",
                                  "ceil",
                                  "round",
+                                 "rint",
                                  "fmod",
                                  "fmax",
                                  "fmin",

@@ -323,7 +323,8 @@ std::string CPrinter::PrintIntrinsic(const CallNode* n, const std::vector<std::s
       return "((" + TypeName(t) + ")abs(" + x + "))";  // abs(INT_MIN) wraps to INT_MIN
     case Intrinsic::Floor: return "floor(" + x + ")";
     case Intrinsic::Ceil: return "ceil(" + x + ")";
-    case Intrinsic::Round: return "round(" + x + ")";  // halves away from zero
+    case Intrinsic::Round: return "round(" + x + ")";     // halves away from zero
+    case Intrinsic::RoundEven: return "rint(" + x + ")";  // the default rounding mode: halves to even
     case Intrinsic::IfThenElse: break;
   }
   AS_CHECK(false, "source code generation: intrinsic " << IntrinsicName(n->op) << " is not supported");

@@ -23,7 +23,8 @@ Tensor = _core.Tensor
 __all__ = [
     "Expr", "IterVar", "Tensor", "placeholder", "compute", "reduce_axis", "sum", "prod", "max", "min",
     "if_then_else", "select", "const", "cast", "var", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-    "power", "abs", "floor", "ceil", "round", "floordiv", "floormod", "all", "any", "min_value", "max_value",
+    "power", "abs", "floor", "ceil", "round", "round_even", "floordiv", "floormod", "all", "any", "min_value",
+    "max_value",
 ]
 
 
@@ -204,6 +205,7 @@ erf = _unary("erf")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001  (half away from zero)
+round_even = _unary("round_even")  # half to even (numpy.round, ONNX's quantization)
 
 
 def abs(x):  # noqa: A001
