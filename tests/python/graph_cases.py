@@ -14,6 +14,20 @@ BOOLS = {(op, i) for op in ("logical_and", "logical_or", "logical_xor") for i in
     ("logical_not", 0), ("where", 0)}
 # Inputs with NaN, +inf and -inf among their values.
 SPECIAL = {("isnan", 0), ("isinf", 0)}
+# The quantized ops' inputs: (op, input index) -> (dtype, low, high), values uniform in [low, high] (integers:
+# int8 operands in [-64, 63], so that onnxruntime's u8 x s8 kernels, whose int16 pairs saturate on CPUs without
+# VNNI, stay exact; floats: scales and multipliers).
+QUANTIZED = {
+    ("quantize_linear", 1): ("float32", 0.02, 0.1), ("quantize_linear", 2): ("uint8", 0, 255),
+    ("dequantize_linear", 0): ("int8", -128, 127), ("dequantize_linear", 1): ("float32", 0.02, 0.1),
+    ("dequantize_linear", 2): ("int8", -128, 127),
+    ("requantize", 0): ("int32", -3000, 3000), ("requantize", 1): ("float32", 0.02, 0.1),
+    ("requantize", 2): ("int8", -128, 127), ("requantize", 3): ("int32", -300, 300),
+    ("matmul_integer", 0): ("uint8", 0, 255), ("matmul_integer", 1): ("int8", -64, 63),
+    ("matmul_integer", 2): ("uint8", 0, 255), ("matmul_integer", 3): ("int8", -64, 63),
+    ("conv2d_integer", 0): ("uint8", 0, 255), ("conv2d_integer", 1): ("int8", -64, 63),
+    ("conv2d_integer", 2): ("uint8", 0, 255), ("conv2d_integer", 3): ("int8", -64, 63),
+}
 COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
 
@@ -31,7 +45,8 @@ def assert_outputs_match(got, want, tol):
 
 def one_node_graph(op, shapes, attrs=None, dtype="float32"):
     g = Graph(op)
-    names = [g.add_input(f"in{i}", s, "bool" if (op, i) in BOOLS else INDICES.get((op, i), dtype))
+    names = [g.add_input(f"in{i}", s, QUANTIZED[op, i][0] if (op, i) in QUANTIZED else
+                         "bool" if (op, i) in BOOLS else INDICES.get((op, i), dtype))
              for i, s in enumerate(shapes)]
     g.set_outputs([g.add_node(op, names, attrs=attrs, name=f"{op}_out")])
     return g
@@ -40,6 +55,11 @@ def one_node_graph(op, shapes, attrs=None, dtype="float32"):
 def random_inputs(op, shapes, dtype="float32"):
     arrays = []
     for i, s in enumerate(shapes):
+        if (op, i) in QUANTIZED:
+            dt, low, high = QUANTIZED[op, i]
+            values = RNG.uniform(low, high, s) if dt == "float32" else RNG.integers(low, high + 1, s)
+            arrays.append(np.asarray(values).astype(dt))
+            continue
         if (op, i) in INDICES:
             arrays.append(RNG.integers(-3, 3, size=s).astype(INDICES[(op, i)]))
             continue
@@ -203,5 +223,19 @@ CASES = [
     ("reduce_prod", [(3, 5)], dict(axes=1, keepdims=False)),
     ("argmax", [(3, 7)], dict(axis=-1, keepdims=False)),
     ("argmin", [(3, 7, 2)], dict(axis=1, select_last_index=True)),
+    ("quantize_linear", [(2, 3, 5), (), ()], {}),
+    ("quantize_linear", [(2, 3, 5), (3,), (3,)], dict(axis=1)),
+    ("dequantize_linear", [(2, 3, 5), (5,), (5,)], dict(axis=-1)),
+    ("dequantize_linear", [(7,), ()], {}),
+    ("requantize", [(2, 5, 3, 3), (5,), (), (5,)], dict(axis=1)),
+    ("requantize", [(3, 7), (), ()], {}),
+    ("matmul_integer", [(5, 37), (37, 11), (), (11,)], dict(zero_points=("a", "b"))),
+    ("matmul_integer", [(2, 1, 3, 23), (3, 23, 13)], {}),
+    ("matmul_integer", [(1, 7), (7, 1), (1,)], dict(zero_points="a")),
+    ("conv2d_integer", [(1, 3, 7, 7), (5, 3, 3, 3), ()], dict(pads=1, zero_points="x")),
+    ("conv2d_integer", [(2, 4, 11, 13), (6, 2, 3, 2), (), ()], dict(groups=2, strides=(2, 1), pads=(1, 0, 2, 1),
+                                                                  dilations=(1, 2), zero_points=("x", "w"))),
+    ("conv2d_integer", [(1, 6, 9, 9), (6, 1, 3, 3), (), ()], dict(groups=6, strides=2, pads=1,
+                                                                zero_points=("x", "w"))),
 ] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs",
                                    "hard_swish", "silu", "mish", "sin", "cos", "floor", "ceil", "round", "sign")]

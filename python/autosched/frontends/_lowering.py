@@ -1,12 +1,15 @@
 """Foreign ops that both importers write as several graph ops: the transposed convolution (ONNX ConvTranspose,
 torch's conv_transpose / convolution(transposed=True)), einsum (ONNX Einsum, torch.einsum) and windows over
-one spatial axis run as 2-D ones over a unit height. ``ctx`` is the importer (its ``g``, ``emit``,
-``fresh_name``, ``add_const``)."""
+one spatial axis run as 2-D ones over a unit height; and the window of an ONNX convolution or pool (strides,
+dilations, pads with auto_pad resolved: float and quantized convolutions alike). ``ctx`` is the importer (its
+``g``, ``emit``, ``fresh_name``, ``add_const``)."""
+import math
+
 import numpy as np
 
 from ._common import NotConvertible, reshape
 
-__all__ = ["conv_transpose2d", "einsum", "unit_height", "drop_unit_height"]
+__all__ = ["conv_transpose2d", "einsum", "unit_height", "drop_unit_height", "spatial_attrs"]
 
 
 def _reshape(ctx, x, target):
@@ -25,6 +28,33 @@ def drop_unit_height(ctx, x):
     """Value ``x`` of shape (A, B, 1, L) as (A, B, L)."""
     a, b, _, length = ctx.g.shape(x)
     return _reshape(ctx, x, [a, b, length])
+
+
+def spatial_attrs(shape, kernel, attrs):
+    """strides, dilations and pads (the begins of the spatial axes, then their ends) of a 2-D or 3-D conv or
+    pool on an input of ``shape``, auto_pad resolved."""
+    if shape is None or len(shape) not in (4, 5):
+        raise NotConvertible(f"only 2-D and 3-D windows (4-D NCHW or 5-D NCDHW input) are supported, the input "
+                             f"has shape {shape}")
+    spatial = len(shape) - 2
+    strides = tuple(attrs.get("strides", (1,) * spatial))
+    dilations = tuple(attrs.get("dilations", (1,) * spatial))
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    if auto_pad in ("NOTSET", "VALID"):
+        pads = tuple(attrs.get("pads", (0,) * 2 * spatial)) if auto_pad == "NOTSET" else (0,) * 2 * spatial
+        return strides, dilations, pads
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise NotConvertible(f"auto_pad '{auto_pad}'")
+    if any(not isinstance(d, int) for d in shape):
+        raise NotConvertible(f"auto_pad {auto_pad} needs static dims, the input has {shape}")
+    size = shape[2:]
+    begin, end = [], []
+    for n, k, s, d in zip(size, kernel, strides, dilations):
+        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        small, large = total // 2, total - total // 2
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return strides, dilations, tuple(begin + end)
 
 
 def conv_transpose2d(ctx, x, weight, bias, strides, pads, dilations, output_padding, groups):

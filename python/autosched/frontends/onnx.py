@@ -1,7 +1,8 @@
 """from_onnx: an ONNX model (opset 13 and newer) as an autosched Graph, its weights as constants.
 
 Roadmap: ``from_onnx`` loads and checks the model (``_load``, ``_opset``), then ``_Importer`` walks the
-nodes that reach an output, in file order. Each node is either
+nodes that reach an output, in file order, with the QDQ form's quantized convolutions and matrix products fused
+into integer ops first (``fuse_qdq``, onnx_quant.py). Each node is either
   - folded: every input is a constant and FOLD (onnx_fold.py) computes it in numpy, or else its converter
     writes it into a graph of its own that the numpy reference evaluates (``_fold_by_reference``), so no
     node over constants only becomes a task; shape arithmetic ends here, so Reshape and Expand targets arrive
@@ -22,6 +23,7 @@ from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
 from .onnx_fold import FoldError, fold
 from .onnx_ops import MULTI_OUTPUT, converter
+from .onnx_quant import MICROSOFT_OPS, fuse_qdq
 
 __all__ = ["from_onnx", "MIN_OPSET"]
 
@@ -120,6 +122,7 @@ class _Importer:
         self._inferred = None
         self._base = None
         self.output_count = 1  # the number of outputs of the node being converted
+        self.nodes = fuse_qdq(onnx, model)  # the QDQ form's integer ops fused (onnx_quant.py)
         self._bind_inputs(shape_dict or {})
 
     # ---- inputs -------------------------------------------------------------------------------------
@@ -192,18 +195,17 @@ class _Importer:
 
     # ---- the walk -----------------------------------------------------------------------------------
     def run(self):
-        graph = self.model.graph
         live = self._live_values()
-        for node in graph.node:
+        for node in self.nodes:
             if any(o in live for o in node.output):
                 self._node(node, live)
-        outputs = [self._output(o.name) for o in graph.output]
+        outputs = [self._output(o.name) for o in self.model.graph.output]
         self.g.set_outputs(outputs)
         return self.g
 
     def _live_values(self):
         """Names of the values that the graph outputs depend on (dead nodes are skipped)."""
-        producer = {o: n for n in self.model.graph.node for o in n.output if o}
+        producer = {o: n for n in self.nodes for o in n.output if o}
         live, stack = set(), [o.name for o in self.model.graph.output]
         while stack:
             v = stack.pop()
@@ -225,7 +227,10 @@ class _Importer:
     def _node(self, node, live):
         attrs = {a.name: _attr(self.onnx, a) for a in node.attribute}
         self._base = node.name or node.output[0] or node.op_type
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain == "com.microsoft" and node.op_type not in MICROSOFT_OPS:
+            return self._unsupported(node, live, f"operator of domain 'com.microsoft' (of that domain, the "
+                                                 f"quantized ops {', '.join(sorted(MICROSOFT_OPS))} are supported)")
+        if node.domain not in ("", "ai.onnx", "com.microsoft"):
             return self._unsupported(node, live, f"operator of domain '{node.domain}'")
         if node.op_type == "Constant":
             return self._constant(node, attrs)
@@ -400,6 +405,16 @@ class _Importer:
     def emit(self, op, inputs, **attrs):
         """Adds a graph node; the first one of an ONNX node takes its name, later ones get a suffix."""
         return self.g.add_node(op, inputs, attrs=attrs, name=self.fresh_name(op))
+
+    def convert(self, op_type, values, attrs):
+        """What the converter of ONNX op ``op_type`` computes from graph values ``values`` (a quantized op written
+        as its float one between dequantize and quantize)."""
+        names = []
+        for value in values:
+            name = ("graph value", value)  # a key no ONNX value name can be
+            self.values[name] = value
+            names.append(name)
+        return converter(op_type)(self, names, attrs)
 
     def fresh_name(self, op):
         return self.names.take(self._base if not self.names.used(self._base) else f"{self._base}/{op}")

@@ -7,14 +7,13 @@ when it cannot map the node; the node then becomes "unsupported" with that reaso
 CONVERTERS holds the ONNX ops that need translating. An ONNX op that is a graph op as it is (the `onnx` of
 its OpDef names it: Add, Relu, ...) needs no entry: ``converter`` maps it through the graph's op registry.
 """
-import math
-
 import numpy as np
 
 from ..graph import registry
 from ._common import NotConvertible, reshape, slices_of, split_sizes
-from ._lowering import drop_unit_height, unit_height
+from ._lowering import drop_unit_height, spatial_attrs, unit_height
 from .onnx_ops_more import MORE_CONVERTERS
+from .onnx_quant import QUANT_CONVERTERS, QUANT_MULTI_OUTPUT
 
 __all__ = ["CONVERTERS", "MULTI_OUTPUT", "converter"]
 
@@ -27,31 +26,6 @@ def _static(shape, what):
     if shape is None or any(not isinstance(d, int) for d in shape):
         raise NotConvertible(f"{what} needs static dims, the input has {shape}")
     return shape
-
-
-def _spatial_attrs(shape, kernel, attrs):
-    """strides, dilations and pads (the begins of the spatial axes, then their ends) of a 2-D or 3-D conv or
-    pool on an input of ``shape``, auto_pad resolved."""
-    if shape is None or len(shape) not in (4, 5):
-        raise NotConvertible(f"only 2-D and 3-D windows (4-D NCHW or 5-D NCDHW input) are supported, the input "
-                             f"has shape {shape}")
-    spatial = len(shape) - 2
-    strides = tuple(attrs.get("strides", (1,) * spatial))
-    dilations = tuple(attrs.get("dilations", (1,) * spatial))
-    auto_pad = attrs.get("auto_pad", "NOTSET")
-    if auto_pad in ("NOTSET", "VALID"):
-        pads = tuple(attrs.get("pads", (0,) * 2 * spatial)) if auto_pad == "NOTSET" else (0,) * 2 * spatial
-        return strides, dilations, pads
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise NotConvertible(f"auto_pad '{auto_pad}'")
-    size = _static(shape, f"auto_pad {auto_pad}")[2:]
-    begin, end = [], []
-    for n, k, s, d in zip(size, kernel, strides, dilations):
-        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
-        small, large = total // 2, total - total // 2
-        begin.append(small if auto_pad == "SAME_UPPER" else large)
-        end.append(large if auto_pad == "SAME_UPPER" else small)
-    return strides, dilations, tuple(begin + end)
 
 
 def _as_2d_attrs(attrs):
@@ -85,7 +59,7 @@ def _conv(ctx, inputs, attrs):
     else:
         x, weight = ctx.value(inputs[0]), ctx.value(inputs[1])
     kernel = ctx.g.shape(weight)[2:]
-    strides, dilations, pads = _spatial_attrs(ctx.g.shape(x), kernel, attrs)
+    strides, dilations, pads = spatial_attrs(ctx.g.shape(x), kernel, attrs)
     args = [x, weight] + ([ctx.value(inputs[2])] if _opt(inputs, 2) else [])
     op = "conv3d" if len(ctx.g.shape(x)) == 5 else "conv2d"
     out = ctx.emit(op, args, strides=strides, pads=pads, dilations=dilations, groups=attrs.get("group", 1))
@@ -104,7 +78,7 @@ def _pool(kind):
         if one_d:
             x, attrs = unit_height(ctx, x), _as_2d_attrs(attrs)
         kernel = tuple(attrs["kernel_shape"])
-        strides, dilations, pads = _spatial_attrs(ctx.g.shape(x), kernel, attrs)
+        strides, dilations, pads = spatial_attrs(ctx.g.shape(x), kernel, attrs)
         extra = {}
         if kind == "avg":
             extra["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
@@ -430,7 +404,7 @@ CONVERTERS = {
 }
 
 # ONNX ops with several outputs whose converters return one value per output (None for an empty one)
-MULTI_OUTPUT = {"Split"}
+MULTI_OUTPUT = {"Split"} | QUANT_MULTI_OUTPUT
 
 
 def _as_is(op):
@@ -443,6 +417,7 @@ def _as_is(op):
 
 
 CONVERTERS.update(MORE_CONVERTERS)
+CONVERTERS.update(QUANT_CONVERTERS)  # quantized models: onnx_quant.py
 CONVERTERS["Mish"] = _as_is("mish")  # exported as Softplus, Tanh and Mul (Mish arrives in opset 18)
 
 

@@ -5,5 +5,7 @@ avg_pool3d), shape.py (reshape, flatten, transpose, concat, strided_slice, take,
 reduce.py (reduce_mean / sum / max / min / prod, argmax / argmin, log_softmax, cumsum), activation.py (softplus,
 elu, leaky_relu, prelu), pad.py (pad), resize.py (resize), layout.py (the channel-blocked NCHW[x]c ops the
 layout pass writes: layout_transform, conv2d_nchwc, ...), winograd.py (conv2d_winograd_nchwc, the layout pass's
-Winograd convolution). Each module lists its OpDefs in DEFS; graph/registry.py registers them. common.py holds
-what the families share: attr converters, dim arithmetic, numpy window helpers."""
+Winograd convolution), quant.py (quantize_linear, dequantize_linear, requantize, matmul_integer,
+conv2d_integer: ONNX's integer semantics, docs/quantized.md). Each module lists its OpDefs in DEFS;
+graph/registry.py registers them. common.py holds what the families share: attr converters, dim arithmetic,
+numpy window helpers."""
