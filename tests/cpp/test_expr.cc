@@ -21,6 +21,18 @@ TEST(Expr, WrapToType) {
   EXPECT_EQ(IntImmNode::make(DataType::Int(16), 70000).as<IntImmNode>()->value, 4464);
 }
 
+// round_even: named in records and Python, float-only, cheap (a vector
+// instruction: no library call per lane, not worth computing once).
+TEST(Expr, RoundEvenIntrinsic) {
+  EXPECT_STREQ(IntrinsicName(Intrinsic::RoundEven), "round_even");
+  EXPECT_EQ(ParseIntrinsic("round_even"), Intrinsic::RoundEven);
+  EXPECT_FALSE(FactsOf(Intrinsic::RoundEven).expensive);
+  EXPECT_FALSE(FactsOf(Intrinsic::RoundEven).library_call_per_lane);
+  Expr x = make_const(DataType::Float(32), 2.5);
+  EXPECT_EQ(CallNode::make(Intrinsic::RoundEven, {x}).dtype(), DataType::Float(32));
+  EXPECT_THROW(CallNode::make(Intrinsic::RoundEven, {Expr(3)}), TypeError);
+}
+
 TEST(Tensor, RankAndReduceChecks) {
   Tensor a = placeholder({4, 5}, DataType::Float(32), "A");
   Expr i = VarNode::make("i");

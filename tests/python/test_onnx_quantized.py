@@ -287,14 +287,15 @@ def test_matmul_integer_and_conv_integer_on_their_own():
 
 def test_qdq_relu_between_convolution_and_quantize_is_a_maximum():
     """DequantizeLinear pair -> Conv -> Relu -> QuantizeLinear: the integer convolution, its requantization and
-    the Relu as a maximum with the output's zero point."""
+    the Relu as a maximum with the output's zero point. The weight's DequantizeLinear has no zero point (0 of
+    int8, the weight's dtype)."""
     w = RNG.integers(-127, 128, (7, 3, 3, 3)).astype(np.int8)
     bias = RNG.integers(-500, 500, 7).astype(np.int32)
     x_scale, w_scale = np.float32(0.02), np.float32(0.01)
     node = helper.make_node
     nodes = [node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"]),
              node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xf"]),
-             node("DequantizeLinear", ["w", "w_scale", "w_zp"], ["wf"]),
+             node("DequantizeLinear", ["w", "w_scale"], ["wf"]),
              node("DequantizeLinear", ["bias", "bias_scale"], ["bf"]),
              node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1], name="conv"),
              node("Relu", ["c"], ["r"]),
@@ -302,7 +303,7 @@ def test_qdq_relu_between_convolution_and_quantize_is_a_maximum():
              node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["y"])]
     x = RNG.standard_normal((1, 3, 5, 6)).astype(np.float32)
     model = onnx_model(nodes, [("x", x)], ["y"], [
-        ("x_scale", x_scale), ("x_zp", np.uint8(128)), ("w", w), ("w_scale", w_scale), ("w_zp", np.int8(0)),
+        ("x_scale", x_scale), ("x_zp", np.uint8(128)), ("w", w), ("w_scale", w_scale),
         ("bias", bias), ("bias_scale", np.float32(x_scale * w_scale)), ("y_scale", np.float32(0.03)),
         ("y_zp", np.uint8(90))], opset=17)
     graph = import_all(model)

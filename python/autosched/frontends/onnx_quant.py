@@ -355,23 +355,24 @@ class _QdqModel:
 
     def dequantized(self, name, size=None, axis=None):
         """(x, scale, zero point) names of the DequantizeLinear computing `name` from an 8-bit x with a constant
-        float32 scale and zero point: one value, or (size, axis given) one per index of that axis of x; None
-        otherwise."""
+        float32 scale and zero point (no zero point: "", for a constant x): one value, or (size, axis given) one
+        per index of that axis of x; None otherwise."""
         node = self.producer.get(name)
         if node is None or node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx"):
             return None
-        scale = self.consts.get(node.input[1])
-        zero_point = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-        if scale is None or zero_point is None or scale.dtype != np.float32 or zero_point.dtype.name not in _8BIT:
+        x, scale = self.consts.get(node.input[0]), self.consts.get(node.input[1])
+        zp_name = node.input[2] if len(node.input) > 2 else ""
+        zero_point = self.consts.get(zp_name) if zp_name else None
+        dtype = zero_point.dtype.name if zero_point is not None else None if x is None or zp_name else x.dtype.name
+        if scale is None or scale.dtype != np.float32 or dtype not in _8BIT or self.attr(node, "block_size", 0):
             return None
-        if self.attr(node, "block_size", 0) or zero_point.size != scale.size:
+        if zero_point is not None and zero_point.size != scale.size:
             return None
         if scale.size != 1:
-            x = self.consts.get(node.input[0])
             rank = None if x is None else x.ndim
             if size is None or rank is None or scale.size != size or self.attr(node, "axis", 1) % rank != axis:
                 return None
-        return node.input[0], node.input[1], node.input[2]
+        return node.input[0], node.input[1], zp_name
 
     def only_consumer(self, name, op_type):
         """The one consumer of `name`, if it is an op of `op_type` and `name` is not a graph output."""
