@@ -14,6 +14,8 @@ import numpy as np
 
 from ..core import te
 from ._utils import check_tensor
+from .nchwc import _padded
+from .nn import _ConvGeometry, _window
 
 __all__ = ["DOT_GROUP", "pack_dot_weight", "matmul_dot_packed", "pack_dot_conv_weight", "conv2d_nchwc_dot"]
 
@@ -81,8 +83,6 @@ def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCH
     """int32 (N, O/y, OH, OW, y) = data (N, C/x, H, W, x) (uint8 or int8, x a multiple of 4) convolved with the
     kernel packed by `pack_dot_conv_weight` ((O/y, C/x, KH, KW, x/4, y, 4), the other of uint8 / int8). Each
     output lane's reduction over 4 consecutive input channels is the dot-product instruction's group."""
-    from .nchwc import _padded  # noqa: PLC0415 (the blocked layout's padding)
-    from .nn import _ConvGeometry, _window  # noqa: PLC0415
     op = "conv2d_nchwc_dot"
     check_tensor(data, op, "data")
     check_tensor(kernel, op, "kernel")

@@ -7,6 +7,7 @@ Importing autosched.ops registers them.
 from ..core import te
 from ..core.workload import register_workload
 from . import elemwise, nn, reduction
+from .quantized import DOT_GROUP, conv2d_nchwc_dot, matmul_dot_packed
 
 
 def _register(name):
@@ -94,7 +95,6 @@ def layer_norm_workload(M, N, dtype="float32"):
 def matmul_u8s8_packed(M, N, K, n_block=16):
     """uint8 [M, K] times an int8 [K, N] weight packed for dot-product instructions (panels of n_block
     columns), into int32 [M, ceil(N/n_block), n_block]."""
-    from .quantized import DOT_GROUP, matmul_dot_packed  # noqa: PLC0415 (keeps this module's imports light)
     a = te.placeholder((M, K), name="A", dtype="uint8")
     packed = te.placeholder((-(-N // n_block), -(-K // DOT_GROUP), n_block, DOT_GROUP), name="W_packed",
                             dtype="int8")
@@ -104,7 +104,6 @@ def matmul_u8s8_packed(M, N, K, n_block=16):
 @_register("conv2d_nchwc_u8s8_dot")
 def conv2d_nchwc_u8s8_dot(N, CI, H, W, CO, KH, KW, stride, padding, in_block=16, out_block=16):
     """uint8 NCHW[x]c data convolved with an int8 kernel packed for dot-product instructions, into int32."""
-    from .quantized import DOT_GROUP, conv2d_nchwc_dot  # noqa: PLC0415 (keeps this module's imports light)
     data = te.placeholder((N, -(-CI // in_block), H, W, in_block), name="data", dtype="uint8")
     kernel = te.placeholder((-(-CO // out_block), -(-CI // in_block), KH, KW, in_block // DOT_GROUP, out_block,
                              DOT_GROUP), name="kernel", dtype="int8")
