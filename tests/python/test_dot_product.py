@@ -207,3 +207,24 @@ def test_measured_int32_outputs_with_negative_sums_pass_the_sampled_check(tmp_pa
                                 measure_callbacks=[ans.RecordToFile(str(log))]))
     results = [res for _, res in ans.load_records(str(log))]
     assert results and all(res.error == "none" for res in results), [res.error_msg for res in results]
+
+
+def test_an_imported_matmul_integer_reads_its_weight_packed_and_gets_vpdpbusd():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    w = rng.integers(-128, 128, (64, 40)).astype(np.int8)  # 40 columns: the last panel is padded
+    graph_proto = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["x", "w", "x_zp"], ["y"])], "qmm",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [5, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [5, 40])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(131, np.uint8), "x_zp")])
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 13)])
+    graph = ans.frontends.from_onnx(model)
+    x = rng.integers(0, 256, (5, 64)).astype(np.uint8)
+    (got,) = ans.graph.build(graph, "llvm", verbose=False)(x)
+    np.testing.assert_array_equal(got, (x.astype(np.int64) - 131) @ w.astype(np.int64))
+    tasks, _ = ans.graph.extract_tasks(graph, AVX512_VNNI)
+    (task,) = [t for t in tasks if "_packed_b" in str(t.compute_dag)]
+    mod = ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI)
+    assert _asm_count(mod, "vpdpbusd") > 0

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...core import te
 from ...ops.injective import pad
+from ...ops.quantized import DOT_GROUP
 from ..errors import OpError
 from ..opdef import OpDef
 from .common import (broadcast_shapes, check_conv_channels, check_rank, fmt, int_attr, ints, pad_hw, pads_attr,
@@ -403,7 +404,11 @@ def _matmul_integer_te(node, a, b, *zero_points):
         batch, i, j = idx[:-2], idx[-2], idx[-1]
         return te.sum(te.cast(a_at(batch, i, r), "int32") * te.cast(b_at(batch, r, j), "int32"), axis=r)
 
-    acc = te.compute(out_shape, product, name=name + "_product", tag="matmul_integer")
+    if _dot_packable(a, b):
+        acc_at = _dot_product(a, b, out_shape, a_batch, name)
+    else:
+        acc = te.compute(out_shape, product, name=name + "_product", tag="matmul_integer")
+        acc_at = acc.__getitem__
     colsum = rowsum = None
     if "a" in zp:  # sum over k of b, per column: constant where b is
         def column_sum(*idx):
@@ -420,9 +425,45 @@ def _matmul_integer_te(node, a, b, *zero_points):
         batch, i, j = idx[:-2], idx[-2], idx[-1]
         col = None if colsum is None else colsum[_batch_index(b_batch, batch_shape, batch) + (j,)]
         row = None if rowsum is None else rowsum[_batch_index(a_batch, batch_shape, batch) + (i,)]
-        return _corrected(acc[idx], _zp_load(zp.get("a"), i), col, _zp_load(zp.get("b"), j), row, k)
+        return _corrected(acc_at(idx), _zp_load(zp.get("a"), i), col, _zp_load(zp.get("b"), j), row, k)
 
     return te.compute(out_shape, fcompute, name=name, tag="elemwise")
+
+
+# The product of a uint8 x int8 matmul over a 2-D weight reads the weight packed for dot-product instructions
+# (ops/quantized.py: panels of DOT_PANEL columns, each lane's DOT_GROUP reduction elements adjacent), so that the
+# code generator emits VNNI's vpdpbusd where the CPU has it. The packing stage reads only the weight: for a
+# constant weight graph.build and the measurements run it once (pre-packed constants, docs/deploy.md).
+DOT_PANEL = 16
+
+
+def _dot_packable(a, b):
+    return len(b.shape) == 2 and {a.dtype, b.dtype} == {"uint8", "int8"} and a.shape[-1] % DOT_GROUP == 0
+
+
+def _dot_product(a, b, out_shape, a_batch, name):
+    """The int32 product of a (..., M, K) and a 2-D b (K, N) through b packed as (N/16, K/4, 16, 4): a function
+    of an output index giving the product's element."""
+    k, n = b.shape
+    panels, groups = -(-n // DOT_PANEL), k // DOT_GROUP
+
+    def pack(jo, ko, ji, t):
+        column = jo * DOT_PANEL + ji
+        value = b[ko * DOT_GROUP + t, column]
+        return value if n % DOT_PANEL == 0 else te.if_then_else(column < n, value, te.const(0, b.dtype))
+
+    packed = te.compute((panels, groups, DOT_PANEL, DOT_GROUP), pack, name=name + "_packed_b", tag="injective")
+
+    def product(*idx):
+        batch, i, jo, ji = idx[:-3], idx[-3], idx[-2], idx[-1]
+        ko = te.reduce_axis((0, groups), name="ko")
+        t = te.reduce_axis((0, DOT_GROUP), name="ki")
+        lhs = a[_batch_index(a_batch, out_shape[:-2], batch) + (i, ko * DOT_GROUP + t)]
+        return te.sum(te.cast(lhs, "int32") * te.cast(packed[jo, ko, ji, t], "int32"), axis=[ko, t])
+
+    acc = te.compute(tuple(out_shape[:-1]) + (panels, DOT_PANEL), product, name=name + "_product",
+                     tag="matmul_integer")
+    return lambda idx: acc[tuple(idx[:-1]) + (idx[-1] // DOT_PANEL, idx[-1] % DOT_PANEL)]
 
 
 def _optional_inputs(node, names):
