@@ -3,6 +3,7 @@ timed beside onnxruntime and PyTorch.
 
 Run: python3 bench/bench_models.py [--models resnet50,gpt2] [--families cnn,mobile,vit,encoder,decoder]
                                    [--frontend onnx|torch|both] [--threads 2] [--time-budget 10m] [--log-dir D] [--tiny]
+                                   [--quantize dynamic|static]
 
 Each model of bench/_models.py (random weights, batch 1, made from the packages' constructors and config classes:
 nothing is downloaded) is exported with torch.onnx.export (opset 17) and imported with from_onnx, and imported
@@ -15,6 +16,10 @@ timed too, and the curve (the estimated latency after shares of the budget) foll
 the geometric means of onnxruntime's latency over ours, untuned and tuned. A
 model that fails (a package missing, an op not imported, a build error) prints the first line of its error and
 the table goes on. Prints the CPU and the load average. Not a test: figures vary with the machine's load.
+
+--quantize dynamic|static: the exported model quantized by onnxruntime's quantize_dynamic (int8 weights) or
+quantize_static (QDQ, per-channel int8 weights, uint8 activations calibrated on four inputs), run by onnxruntime
+and imported by autosched (from_onnx); PyTorch stays the float model (its time is beside the point there).
 
 --tiny: every model at a tiny size (few channels, 64x64 images, 8 tokens) with timings of a few runs: a check
 that the script works (tests/python/test_bench.py), whose figures mean nothing.
@@ -170,8 +175,10 @@ def bench_model(name, args, log_dir):
     export_failure = None
     try:
         model_bytes = _models.onnx_bytes(module, (example,), ["input"])
+        if args.quantize != "none":
+            model_bytes = quantized_bytes(model_bytes, args.quantize, example, log_dir)
     except Exception as e:  # noqa: BLE001 -- from_torch goes on, checked against PyTorch
-        model_bytes, export_failure = None, f"torch.onnx.export: {first_line(e)}"
+        model_bytes, export_failure = None, f"torch.onnx.export or quantization: {first_line(e)}"
     peers = peer_runs(module, example, model_bytes, args.threads)
     rows = []
     for frontend in frontends:
@@ -183,6 +190,43 @@ def bench_model(name, args, log_dir):
         print_row(row, args, spec.family)
         rows.append(row)
     return rows
+
+
+# The largest relative difference from onnxruntime that is not flagged, for quantized models: a few quantization
+# steps of an 8-bit output (onnxruntime's u8 x s8 kernels without VNNI also saturate pairs of products at 16 bits).
+MISMATCH_QUANTIZED = 0.05
+
+
+def quantized_bytes(model_bytes, how, example, folder):
+    """The model quantized by onnxruntime's tools: quantize_dynamic (int8 weights, activations quantized at
+    run time) or quantize_static (QDQ, per-channel int8 weights, uint8 activations calibrated on the example and
+    three random inputs of its shape)."""
+    import logging
+
+    from onnxruntime import quantization as q
+    logging.getLogger().setLevel(logging.ERROR)  # the tools' advice on pre-processing, once per layer
+    source, target = os.path.join(folder, "float.onnx"), os.path.join(folder, "quantized.onnx")
+    with open(source, "wb") as f:
+        f.write(model_bytes)
+    if how == "dynamic":
+        q.quantize_dynamic(source, target, weight_type=q.QuantType.QInt8)
+    else:
+        feed = example.numpy()
+        rng = np.random.default_rng(0)
+        samples = [feed] + [(rng.standard_normal(feed.shape) if feed.dtype.kind == "f" else feed).astype(feed.dtype)
+                            for _ in range(3)]
+
+        class Reader(q.CalibrationDataReader):
+            def __init__(self):
+                self.items = iter({"input": x} for x in samples)
+
+            def get_next(self):
+                return next(self.items, None)
+
+        q.quantize_static(source, target, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                          activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+    with open(target, "rb") as f:
+        return f.read()
 
 
 def header(args):
@@ -203,7 +247,8 @@ def print_row(row, args, family=""):
     if "tuned" in row:
         line += f"{row['tuned'] * 1e3:8.2f}" + (f"{row['onnxruntime'] / row['tuned']:10.2f}"
                                                  if "onnxruntime" in row else f"{'-':>10}")
-    notes = ("  ** MISMATCH **" if row["error"] > 1e-3 else "") + (
+    notes = ("  ** MISMATCH **" if row["error"] > (MISMATCH_QUANTIZED if args.quantize != "none" else 1e-3)
+             else "") + (
         "  (checked against PyTorch: no ONNX export)" if row.get("reference") == "pytorch" else "")
     print(line + notes, flush=True)
     if row.get("curve"):
@@ -238,8 +283,13 @@ def main():
                         help="tiny models and timings (a check that the script works; the figures mean nothing)")
     parser.add_argument("--fuse-attention", action="store_true",
                         help="fuse attention's scores and softmax into one task (graph.fusion.FUSE_ATTENTION_SCORES)")
+    parser.add_argument("--quantize", default="none", choices=["none", "dynamic", "static"],
+                        help="run the ONNX model quantized by onnxruntime's quantize_dynamic or quantize_static "
+                             "(QDQ, per-channel), for onnxruntime and autosched alike (implies --frontend onnx)")
     parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
     args = parser.parse_args()
+    if args.quantize != "none":
+        args.frontend = "onnx"
     if args.rounds < 1 or args.threads < 1:
         parser.error("--rounds and --threads must be at least 1")
     try:

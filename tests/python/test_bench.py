@@ -183,3 +183,16 @@ def test_model_suite_bench_tunes_within_its_budget_and_prints_the_curve(tmp_path
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--time-budget", "ten"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "time budget 'ten'" in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("how", ["static", "dynamic"])
+def test_model_suite_bench_runs_quantized_models(how):
+    """--quantize: the exported model quantized by onnxruntime's tools, imported and timed beside onnxruntime's
+    quantized run, without a mismatch."""
+    pytest.importorskip("onnxruntime")
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--tiny", "--models",
+                             "squeezenet1_1", "--rounds", "1", "--quantize", how], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout[-2000:] + result.stderr[-3000:]
+    row = next(line for line in result.stdout.splitlines() if line.startswith("squeezenet1_1"))
+    assert "MISMATCH" not in row and "1 of 1 imports built and timed" in result.stdout, result.stdout[-2000:]
