@@ -1,5 +1,5 @@
 """Argument checking and small helpers shared by the operator library."""
-from ..core import te
+from ..core import dtypes, te
 
 
 def is_tensor(x):
@@ -7,7 +7,7 @@ def is_tensor(x):
 
 
 def is_float(dtype):
-    return str(dtype).startswith("float")
+    return dtypes.is_float(str(dtype))
 
 
 def is_integer(dtype):

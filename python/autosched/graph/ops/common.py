@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 
+from ...core.dtypes import dtype_name
 from ..errors import OpError
 from ..opdef import REQUIRED, same_dtypes
 
@@ -112,7 +113,7 @@ def choice(what, choices):
 
 def dtype_attr(value):
     try:
-        return np.dtype(value).name
+        return dtype_name(value)
     except TypeError:
         raise OpError(f"dtype: not a dtype: {value!r}") from None
 
