@@ -296,18 +296,28 @@ def test_conv2d_accumulates_in_float32(shape):
     assert_matches_torch(got, want, ci * kernel * kernel)
 
 
-def test_measurement_verifies_bfloat16_kernels():
+def test_measurement_verifies_bfloat16_kernels_and_records_keep_them(tmp_path):
     dag, c = bf16_matmul(33, 17, 65)
     task = ans.SearchTask(compute_dag=dag, target="llvm")
     s = dag.get_init_state()
     tile_matmul(s, c)
+    states = [dag.get_init_state(), s]
     runner = am.LocalRunner(timeout=30, min_repeat_ms=1)
     try:
-        results = am.measure(task, [dag.get_init_state(), s], am.LocalBuilder(n_parallel=1), runner)
+        results = am.measure(task, states, am.LocalBuilder(n_parallel=1), runner)
     finally:
         runner.close()
     assert all(r.ok for r in results), results
-    assert ans.SearchTask.from_json(task.to_json()).compute_dag.tensors[0].dtype == "bfloat16"
+    log = str(tmp_path / "bf16.json")
+    ans.records.save_records(log, [am.MeasureInput(task, state) for state in states], results)
+    (inp, _), _ = ans.records.load_records(log)
+    assert inp.task.compute_dag.tensors[0].dtype == "bfloat16"
+    assert inp.task.workload_key == task.workload_key
+    sch, args = task.apply_best(log)
+    av, bv = np.ones((33, 65), BF16), np.full((65, 17), 0.5, BF16)
+    out = np.zeros((33, 17), BF16)
+    ans.build(sch, args)(av, bv, out)
+    np.testing.assert_array_equal(out.astype(np.float32), 32.5)
 
 
 @pytest.mark.skipif(not ans.opencl.available(), reason="no OpenCL device")
