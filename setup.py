@@ -90,5 +90,6 @@ class CMakeBuild(build_ext):
             os.replace(ext_path.parent / f".{name}.tmp", ext_path.parent / name)
 
 
-requires = ["numpy>=1.22", "tqdm"] + ([XGBOOST_REQUIREMENT] if WHEEL else [])
+# ml_dtypes: numpy's bfloat16 (arrays of bfloat16 tensors are ml_dtypes.bfloat16 arrays)
+requires = ["numpy>=1.22", "ml_dtypes>=0.2", "tqdm"] + ([XGBOOST_REQUIREMENT] if WHEEL else [])
 setup(ext_modules=[CMakeExtension("autosched._core")], cmdclass={"build_ext": CMakeBuild}, install_requires=requires)

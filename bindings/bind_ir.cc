@@ -363,7 +363,8 @@ void BindConstructors(py::module_& m) {
       },
       py::arg("combiner"), py::arg("source"), py::arg("axis"), py::arg("where") = py::none(),
       py::arg("acc_dtype") = py::none(),
-      "A reduction; acc_dtype is the accumulation type (default: float32 for float16, else the source's).");
+      "A reduction; acc_dtype is the accumulation type (default: float32 for float16 and bfloat16, else the "
+      "source's).");
   m.def(
       "identity",
       [](const std::string& combiner, const std::string& dtype) {

@@ -28,7 +28,8 @@ fi
 # onnxscript serves torch.onnx.export(..., dynamo=True) (tests/python/test_model_suite.py).
 # tqdm draws the progress bar, matplotlib the plots (autosched.plot); mypy checks the type hints
 # (tests/python/test_typing.py); nbclient, nbformat and ipykernel run the tutorials (tests/python/test_docs.py).
-python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "pytest>=7" pytest-timeout setuptools wheel \
+python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "ml_dtypes>=0.2" "pytest>=7" \
+  pytest-timeout setuptools wheel \
   onnx onnxruntime "onnxscript==0.7.2" "torch==2.13.0" "transformers==5.25.0" "ray==2.60.0" tqdm matplotlib mypy nbclient nbformat ipykernel
 
 # torchvision and timm serve the model suite (bench/bench_models.py, tests/python/test_model_suite.py). PyPI's

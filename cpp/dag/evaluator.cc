@@ -2,7 +2,8 @@
 //
 // Roadmap
 //  - float16 <-> double conversion and typed element access (ReadElement /
-//    WriteElement) at the top.
+//    WriteElement) at the top; bfloat16 converts through float32 with the
+//    rounding of ir/dtype.h, the one generated code uses.
 //  - BodyCompiler turns one op's body into a tree of small closures. Every
 //    variable (spatial or reduce axis) gets a slot in the op's frame,
 //    an array of Slot; a closure reads its operands' closures and the frame,
@@ -16,8 +17,9 @@
 // Choices beyond what ir/expr.h fixes: And / Or evaluate both operands (as
 // Select does), so a guard must use if_then_else; float -> int casts send NaN
 // to 0 and saturate at the int64 range before wrapping; min / max of floats
-// propagate NaN; float immediates and casts to float16 / float32 round to that
-// type.
+// propagate NaN; float immediates and casts to float16 / bfloat16 / float32
+// round to that type (to bfloat16 through float32, as generated code does),
+// except that a bfloat16 immediate keeps float32 precision (ir/expr.h).
 #include "dag/evaluator.h"
 
 #include <cmath>
@@ -81,8 +83,16 @@ uint16_t DoubleToHalfBits(double d) {
   return sign | static_cast<uint16_t>(((exponent + 15) << 10) | (static_cast<int>(significand) - 1024));
 }
 
+// ---- bfloat16 ----
+
+double BFloat16BitsToDouble(uint16_t b) { return static_cast<double>(BFloat16BitsToFloat(b)); }
+
+// Through float32 (two roundings), as generated code and PyTorch convert.
+uint16_t DoubleToBFloat16Bits(double d) { return FloatToBFloat16Bits(static_cast<float>(d)); }
+
 // The value a float of type t holds after being rounded to t.
 double RoundToFloatType(DataType t, double v) {
+  if (t.is_bfloat16()) return BFloat16BitsToDouble(DoubleToBFloat16Bits(v));
   if (t.bits == 16) return HalfBitsToDouble(DoubleToHalfBits(v));
   if (t.bits == 32) return static_cast<double>(static_cast<float>(v));
   return v;
@@ -105,6 +115,9 @@ using FloatReader = double (*)(const uint8_t*, int64_t);
 using IntReader = int64_t (*)(const uint8_t*, int64_t);
 
 FloatReader FloatReaderFor(DataType t) {
+  if (t.is_bfloat16()) {
+    return [](const uint8_t* p, int64_t i) { return BFloat16BitsToDouble(LoadRaw<uint16_t>(p, i)); };
+  }
   switch (t.bits) {
     case 16: return [](const uint8_t* p, int64_t i) { return HalfBitsToDouble(LoadRaw<uint16_t>(p, i)); };
     case 32: return [](const uint8_t* p, int64_t i) { return static_cast<double>(LoadRaw<float>(p, i)); };
@@ -124,6 +137,7 @@ IntReader IntReaderFor(DataType t) {
 }
 
 void WriteFloat(DataType t, uint8_t* p, int64_t i, double v) {
+  if (t.is_bfloat16()) return StoreRaw<uint16_t>(p, i, DoubleToBFloat16Bits(v));
   switch (t.bits) {
     case 16: StoreRaw<uint16_t>(p, i, DoubleToHalfBits(v)); break;
     case 32: StoreRaw<float>(p, i, static_cast<float>(v)); break;
@@ -255,7 +269,9 @@ Code BodyCompiler::Compile(const Expr& e) {
       return IntCode(e.dtype(), [v](Slot*) { return v; });
     }
     case ExprKind::FloatImm: {
-      double v = RoundToFloatType(e.dtype(), e.as<FloatImmNode>()->value);
+      // A bfloat16 immediate is a float32 value until stored (ir/expr.h).
+      const DataType precision = e.dtype().is_bfloat16() ? DataType::Float(32) : e.dtype();
+      double v = RoundToFloatType(precision, e.as<FloatImmNode>()->value);
       return FloatCode(e.dtype(), [v](Slot*) { return v; });
     }
     case ExprKind::Var: return CompileVar(e.as<VarNode>());
@@ -564,8 +580,8 @@ Code BodyCompiler::CompileReduce(const ReduceNode* n) {
   Combiner c = n->combiner;
   if (t.is_float()) {
     double identity = n->identity().as<FloatImmNode>()->value;
-    // The accumulator is a double; a float16 accumulator is rounded to
-    // float16 after every step, as generated code stores it.
+    // The accumulator is a double; a float16 / bfloat16 accumulator is
+    // rounded to its type after every step, as generated code stores it.
     const bool round_each_step = acc_t.bits < 32;
     auto combine = [c, acc_t, round_each_step](double acc, double v) {
       double r;

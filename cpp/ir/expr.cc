@@ -273,7 +273,7 @@ Expr CombinerIdentity(Combiner c, DataType t) {
 }
 
 DataType DefaultAccumulationType(DataType t) {
-  if (t.is_float() && t.bits == 16) return DataType::Float(32, t.lanes);
+  if (t.is_16bit_float()) return DataType::Float(32, t.lanes);
   return t;
 }
 
@@ -300,7 +300,7 @@ Expr ReduceNode::make(Combiner combiner, Expr source, std::vector<IterVar> axis,
                      << acc_dtype.str() << " (use " << result_dtype.str()
                      << (result_dtype.is_float() ? " or a wider float type)" : ")"));
   const DataType src = source.dtype();
-  const bool widens_to_acc = src.is_float() && acc_dtype.is_float() && src.bits <= acc_dtype.bits;
+  const bool widens_to_acc = FloatFitsIn(src, acc_dtype);
   AS_TYPE_CHECK(src == result_dtype || src == acc_dtype || widens_to_acc,
                 name << " reduction giving " << result_dtype.str() << " has a source of dtype "
                      << source.dtype().str() << " (cast it first)");

@@ -25,9 +25,18 @@
 //    min highest value (+inf for floats). It accumulates in its accumulation
 //    type `acc_dtype`: each source value is converted to it, the identity and
 //    every partial result are of it, and the result is converted to the
-//    node's dtype once at the end. By default float16 accumulates in float32
-//    and every other type in itself (DefaultAccumulationType); a wider float,
-//    or float16 itself, can be asked for explicitly.
+//    node's dtype once at the end. By default float16 and bfloat16
+//    accumulate in float32 and every other type in itself
+//    (DefaultAccumulationType); a wider float, or the 16-bit type itself, can
+//    be asked for explicitly.
+//  - 16-bit floats (float16, bfloat16) compute in float32: a value is rounded
+//    to its 16-bit type (to nearest even; NaN stays NaN) where it is stored,
+//    cast to it, or accumulated in it. A cast to bfloat16 from float64 or an
+//    integer goes through float32 first, as PyTorch's does. A float16
+//    immediate is rounded to float16; a bfloat16 immediate keeps float32
+//    precision until stored, as PyTorch keeps a Python number it multiplies
+//    a bfloat16 tensor by (x * 0.7071 rounds once, the constant is not
+//    rounded to 8 bits first).
 //  - Depth: a leaf has depth 1, a node one more than its deepest child. No
 //    node is deeper than kMaxNodeDepth (checked when it is made), so every
 //    recursive pass over expressions has a bound; what users write is held

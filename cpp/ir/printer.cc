@@ -4,6 +4,7 @@
 //   bool:                      True / False
 //   float32:                   shortest round-trip decimal + "f": 1f, 0.5f, inff, -inff, nanf
 //   float16:                   the same with "h": 1h, 0.5h
+//   bfloat16:                  the same with "bf": 1bf, 0.5bf
 //   float64:                   the same with "d": 1d, 0.5d
 #include "ir/printer.h"
 
@@ -19,7 +20,7 @@ namespace {
 
 // Shortest decimal that reads back to the same value in the immediate's type.
 std::string FloatText(DataType t, double v) {
-  const char* suffix = t.bits == 16 ? "h" : t.bits == 64 ? "d" : "f";
+  const char* suffix = t.is_bfloat16() ? "bf" : t.bits == 16 ? "h" : t.bits == 64 ? "d" : "f";
   if (std::isnan(v)) return std::string("nan") + suffix;
   if (std::isinf(v)) return std::string(v < 0 ? "-inf" : "inf") + suffix;
   char buf[64];

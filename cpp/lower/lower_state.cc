@@ -40,6 +40,19 @@ Expr Combine(Combiner c, const Expr& acc, const Expr& value) {
   return acc;
 }
 
+// A reduction's source value in its accumulation type. A product of two
+// 16-bit floats widens factor by factor, float32(a) * float32(b): the same
+// float32 multiply (the 16-bit types compute in float32, and their product is
+// exact there), spelled as the dot-product patterns of instruction selection
+// expect it.
+Expr ToAccumulationType(DataType acc, const Expr& source) {
+  const auto* mul = source.as<BinaryNode>();
+  if (mul && mul->op == BinOp::Mul && source.dtype().is_16bit_float() && acc.is_float() && acc.bits >= 32) {
+    return cast(acc, mul->a) * cast(acc, mul->b);
+  }
+  return cast(acc, source);
+}
+
 Expr AndAll(const std::vector<Expr>& conds) {
   Expr out;
   for (const Expr& c : conds) out = out.defined() ? (out && c) : c;
@@ -259,7 +272,7 @@ class StateLowerer {
     if (!red) return Guarded(Guard(s, false), BufferStoreNode::make(buf, LowerExpr(s, st.op->body), idx));
     const Buffer& acc = buffers_[s].acc ? buffers_[s].acc : buf;
     Expr value = Combine(red->combiner, BufferLoadNode::make(acc, idx),
-                         cast(red->acc_dtype, LowerExpr(s, red->source)));
+                         ToAccumulationType(red->acc_dtype, LowerExpr(s, red->source)));
     Expr cond = Guard(s, true);
     if (red->condition.defined()) {
       Expr c = LowerExpr(s, red->condition);

@@ -67,6 +67,7 @@ void Store(void* p, int64_t i, T v) {
 
 double ReadElement(const void* p, DataType t, int64_t i) {
   if (t.is_float()) {
+    if (t.is_bfloat16()) return BFloat16BitsToFloat(Load<uint16_t>(p, i));
     if (t.bits == 16) return HalfToDouble(Load<uint16_t>(p, i));
     if (t.bits == 32) return Load<float>(p, i);
     return Load<double>(p, i);
@@ -88,6 +89,7 @@ double ReadElement(const void* p, DataType t, int64_t i) {
 // Integers are stored as int64 wrapped to the dtype.
 void WriteElement(void* p, DataType t, int64_t i, double v) {
   if (t.is_float()) {
+    if (t.is_bfloat16()) return Store<uint16_t>(p, i, FloatToBFloat16Bits(static_cast<float>(v)));
     if (t.bits == 16) return Store<uint16_t>(p, i, FloatToHalf(static_cast<float>(v)));
     if (t.bits == 32) return Store<float>(p, i, static_cast<float>(v));
     return Store<double>(p, i, v);
@@ -128,7 +130,7 @@ double RandomValue(Rng& rng, DataType t) {
 
 double RelativeTolerance(DataType t) {
   if (!t.is_float()) return 0;
-  if (t.bits == 16) return 2e-2;
+  if (t.bits == 16) return 2e-2;  // float16 and bfloat16 (one bfloat16 unit is 2^-8 to 2^-7 relative)
   if (t.bits == 32) return 1e-4;
   return 1e-9;
 }

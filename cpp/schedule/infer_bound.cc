@@ -24,13 +24,12 @@ Expr ExpandInlined(const StateNode& state, const Expr& body) {
     VarMap sub;
     for (size_t d = 0; d < indices.size(); ++d) sub[load->tensor->axis[d].var_node()] = indices[d];
     Expr inlined = ExpandInlined(state, Substitute(load->tensor->body, sub));
-    // Generated code computes float16 in float32 and rounds when it stores;
-    // an inlined float16 stage is rounded where it would have been stored, so
-    // inlining does not change the values (cast(float16, x) of a float16 x is
-    // no node at all, hence the detour through float32).
-    if (inlined.dtype().is_float() && inlined.dtype().bits == 16) {
-      inlined =
-          cast(inlined.dtype(), cast(DataType{inlined.dtype().code, 32, inlined.dtype().lanes}, inlined));
+    // Generated code computes 16-bit floats in float32 and rounds when it
+    // stores; an inlined float16 / bfloat16 stage is rounded where it would
+    // have been stored, so inlining does not change the values (cast(float16,
+    // x) of a float16 x is no node at all, hence the detour through float32).
+    if (inlined.dtype().is_16bit_float()) {
+      inlined = cast(inlined.dtype(), cast(DataType::Float(32, inlined.dtype().lanes), inlined));
     }
     return inlined;
   });

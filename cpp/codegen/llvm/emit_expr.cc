@@ -1,5 +1,6 @@
 // IREmitter: types and expressions.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/PatternMatch.h>
 
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/functor.h"
@@ -44,7 +45,9 @@ llvm::Type* IREmitter::StorageType(DataType t) {
   llvm::Type* scalar = nullptr;
   if (t.is_bool()) {
     scalar = b_.getInt8Ty();
-  } else if (t.is_float() && t.bits == 16) {
+  } else if (t.is_bfloat16()) {
+    scalar = b_.getInt16Ty();
+  } else if (t.is_float16()) {
     scalar = b_.getHalfTy();
   } else {
     return ComputeType(t);
@@ -54,14 +57,48 @@ llvm::Type* IREmitter::StorageType(DataType t) {
 
 llvm::Value* IREmitter::ToStorage(llvm::Value* v, DataType t) {
   if (t.is_bool()) return b_.CreateZExt(v, StorageType(t));
-  if (t.is_float() && t.bits == 16) return b_.CreateFPTrunc(v, StorageType(t));
+  if (t.is_bfloat16()) return EmitFloatToBFloat16(v, t.lanes);
+  if (t.is_float16()) return b_.CreateFPTrunc(v, StorageType(t));
   return v;
 }
 
 llvm::Value* IREmitter::FromStorage(llvm::Value* v, DataType t) {
   if (t.is_bool()) return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
-  if (t.is_float() && t.bits == 16) return b_.CreateFPExt(v, ComputeType(t));
+  if (t.is_bfloat16()) {
+    // The bits are the high half of a float32.
+    llvm::Type* i32 = ComputeType(DataType::Int(32, t.lanes));
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, i32), llvm::ConstantInt::get(i32, 16)),
+                            ComputeType(t));
+  }
+  if (t.is_float16()) return b_.CreateFPExt(v, ComputeType(t));
   return v;
+}
+
+// float32 (any lanes) to bfloat16 bits (i16 lanes), rounded to nearest even
+// on the integer bits exactly as FloatToBFloat16Bits (ir/dtype.h) and PyTorch
+// round. Integer operations only: they vectorize on every x86 vector ISA and
+// need no library call (LLVM's fptrunc to bfloat calls __truncsfbf2 without
+// AVX512-BF16, and vcvtneps2bf16 flushes subnormals to zero). The NaN test is
+// on the bits too, so -fast-math cannot fold it away.
+llvm::Value* IREmitter::EmitFloatToBFloat16(llvm::Value* v, int lanes) {
+  // A value widened from bfloat16 bits (FromStorage) narrows back to them:
+  // copies and casts store the bits without rounding them again (a
+  // signalling NaN among them stays signalling).
+  llvm::Value* bits16 = nullptr;
+  using namespace llvm::PatternMatch;
+  if (match(v, m_BitCast(m_Shl(m_ZExt(m_Value(bits16)), m_SpecificInt(16)))) &&
+      bits16->getType() == StorageType(DataType::BFloat16(lanes))) {
+    return bits16;
+  }
+  llvm::Type* i32 = ComputeType(DataType::Int(32, lanes));
+  auto constant = [&](uint32_t c) { return llvm::ConstantInt::get(i32, c); };
+  llvm::Value* bits = b_.CreateBitCast(v, i32);
+  llvm::Value* high = b_.CreateLShr(bits, constant(16));
+  llvm::Value* rounding = b_.CreateAdd(b_.CreateAnd(high, constant(1)), constant(0x7fff));
+  llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, rounding), constant(16));
+  llvm::Value* is_nan = b_.CreateICmpUGT(b_.CreateAnd(bits, constant(0x7fffffff)), constant(0x7f800000));
+  llvm::Value* quiet_nan = b_.CreateOr(high, constant(0x40));
+  return b_.CreateTrunc(b_.CreateSelect(is_nan, quiet_nan, rounded), StorageType(DataType::BFloat16(lanes)));
 }
 
 llvm::Value* IREmitter::Emit(const Expr& e) {
@@ -72,6 +109,8 @@ llvm::Value* IREmitter::Emit(const Expr& e) {
     }
     case ExprKind::FloatImm: {
       double v = e.as<FloatImmNode>()->value;
+      // A bfloat16 immediate is a float32 value until stored (ir/expr.h).
+      if (e.dtype().is_bfloat16()) return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(v));
       if (e.dtype().bits == 16) {
         // Round to half, computed in float.
         return b_.CreateFPExt(llvm::ConstantFP::get(b_.getHalfTy(), v), b_.getFloatTy());
@@ -166,7 +205,7 @@ llvm::Value* IREmitter::EmitArith(BinOp op, DataType t, llvm::Value* a, llvm::Va
       // NaN in either operand gives NaN (as numpy.minimum / maximum do).
       case BinOp::Min:
       case BinOp::Max: {
-        if (t.bits == 16) return EmitHalfMinMax(op == BinOp::Min, a, b);
+        if (t.is_float16()) return EmitHalfMinMax(op == BinOp::Min, a, b);
         return EmitIntrinsic(op == BinOp::Min ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, t,
                              {a, b});
       }
@@ -286,7 +325,15 @@ llvm::Value* IREmitter::EmitCast(DataType to, const Expr& value) {
   }
   if (to.is_float()) {
     llvm::Value* r = nullptr;
-    if (to.bits == 16) {
+    if (to.is_bfloat16()) {
+      // Through float32, as PyTorch converts: round the float32 value to bfloat16 and back.
+      llvm::Type* float32 = ComputeType(DataType::Float(32, to.lanes));
+      llvm::Value* f = from.is_float() ? b_.CreateFPCast(v, float32)
+                       : from.is_int() ? b_.CreateSIToFP(v, float32)
+                                       : b_.CreateUIToFP(v, float32);
+      return FromStorage(ToStorage(f, to), to);
+    }
+    if (to.is_float16()) {
       // Round to half once (from the widest source), then compute in float.
       llvm::Type* half = StorageType(to);
       llvm::Value* h = from.is_float() ? b_.CreateFPTrunc(v, half)
@@ -401,9 +448,9 @@ llvm::Value* IREmitter::EmitExpFloat32(DataType t, llvm::Value* x) {
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, result);
 }
 
-// exp: inline for float32 (EmitExpFloat32), llvm.exp (libm) otherwise.
+// exp: inline for float32 and bfloat16 (EmitExpFloat32), llvm.exp (libm) otherwise.
 llvm::Value* IREmitter::EmitExp(DataType t, llvm::Value* x) {
-  if (t.is_float() && t.bits == 32) return EmitExpFloat32(t, x);
+  if (t.is_float() && (t.bits == 32 || t.is_bfloat16())) return EmitExpFloat32(t, x);
   return EmitIntrinsic(llvm::Intrinsic::exp, t, {x});
 }
 
@@ -421,7 +468,7 @@ llvm::Value* IREmitter::EmitCall(const CallNode* n) {
     case Intrinsic::Rsqrt: return b_.CreateFDiv(one(), EmitIntrinsic(llvm::Intrinsic::sqrt, t, {x}));
     case Intrinsic::Tanh: return EmitLibmCall("tanhf", "tanh", t, x);
     case Intrinsic::Erf:
-      if (t.is_float() && t.bits == 32) return EmitErfFloat32(t, x);
+      if (t.is_float() && (t.bits == 32 || t.is_bfloat16())) return EmitErfFloat32(t, x);
       return EmitLibmCall("erff", "erf", t, x);
     case Intrinsic::Sigmoid: {
       llvm::Value* e = EmitExp(t, b_.CreateFNeg(x));

@@ -27,10 +27,11 @@ class IREmitter {
 
  private:
   // ---- types (emit_expr.cc) ----
-  llvm::Type* ComputeType(DataType t);  // float16 -> float, bool -> i1
-  llvm::Type* StorageType(DataType t);  // float16 -> half, bool -> i8
+  llvm::Type* ComputeType(DataType t);  // float16, bfloat16 -> float, bool -> i1
+  llvm::Type* StorageType(DataType t);  // float16 -> half, bfloat16 -> i16, bool -> i8
   llvm::Value* ToStorage(llvm::Value* v, DataType t);
   llvm::Value* FromStorage(llvm::Value* v, DataType t);
+  llvm::Value* EmitFloatToBFloat16(llvm::Value* v, int lanes);
 
   // ---- expressions (emit_expr.cc) ----
   llvm::Value* Emit(const Expr& e);

@@ -125,6 +125,22 @@ std::vector<const BufferNode*> UsedBuffers(const Stmt& s) {
   return used;
 }
 
+// OpenCL C has no bfloat16: refused, naming a buffer or value of it, before anything is printed.
+void CheckNoBFloat16(const LoweredFunc& f, const std::vector<Buffer>& buffers) {
+  std::string found;
+  for (const Buffer& b : buffers) {
+    if (found.empty() && b->dtype.is_bfloat16()) found = "buffer '" + b->name + "'";
+  }
+  VisitStmtExprs(f.body, [&](const Expr& e) {
+    PostOrderVisit(
+        e, [&](const Expr& x) { found = found.empty() && x.dtype().is_bfloat16() ? "a value" : found; });
+  });
+  AS_CHECK(found.empty(),
+           "OpenCL code generation: " << found << " of '" << f.name
+                                      << "' is bfloat16, which OpenCL targets do not support; build "
+                                         "it for an llvm (CPU) target, or cast to float16 or float32");
+}
+
 bool StoresTo(const Stmt& s, const BufferNode* b) {
   bool found = false;
   PostOrderVisitStmt(s, [&](const Stmt& x) {
@@ -284,20 +300,21 @@ std::string OpenCLPrinter::TypeName(DataType t) {
     case TypeCode::Float:
       if (t.bits == 64) uses_fp64_ = true;
       return t.bits == 64 ? "double" : "float";  // float16 computes in float
+    case TypeCode::BFloat: break;                // refused by CheckNoBFloat16
   }
   return "?";
 }
 
 std::string OpenCLPrinter::StorageType(const BufferNode* b) {
   if (b->dtype.is_bool()) return "uchar";
-  if (b->dtype.is_float() && b->dtype.bits == 16) return kinds_.at(b) == BufferKind::Param ? "half" : "float";
+  if (b->dtype.is_float16()) return kinds_.at(b) == BufferKind::Param ? "half" : "float";
   return TypeName(b->dtype);
 }
 
 std::string OpenCLPrinter::LoadElement(const BufferNode* b, const std::string& index) {
   const std::string name = BufferName(b);
   if (b->dtype.is_bool()) return "(" + name + "[" + index + "] != 0)";
-  if (b->dtype.is_float() && b->dtype.bits == 16 && kinds_.at(b) == BufferKind::Param)
+  if (b->dtype.is_float16() && kinds_.at(b) == BufferKind::Param)
     return "vload_half(" + index + ", " + name + ")";
   return name + "[" + index + "]";
 }
@@ -309,7 +326,7 @@ std::string OpenCLPrinter::StoreElement(const BufferNode* b, const std::string& 
   std::string store;
   if (Staged(b)) {
     store = StagedStore(b, index, value, 1);
-  } else if (b->dtype.is_float() && b->dtype.bits == 16) {
+  } else if (b->dtype.is_float16()) {
     store = kind == BufferKind::Param
                 ? "vstore_half_rte(" + value + ", " + index + ", " + name + ");"
                 : name + "[" + index + "] = " + RoundToHalf(value, DataType::Float(32)) + ";";
@@ -749,6 +766,7 @@ OpenCLProgramSpec GenerateOpenCL(const LoweredFunc& f) {
   std::vector<Buffer> temps;
   Peel(f.body, &temps, &nests);
   spec.buffers.insert(spec.buffers.end(), temps.begin(), temps.end());
+  CheckNoBFloat16(f, spec.buffers);
   std::map<const BufferNode*, int> index;
   for (size_t i = 0; i < spec.buffers.size(); ++i) index[spec.buffers[i].get()] = static_cast<int>(i);
 

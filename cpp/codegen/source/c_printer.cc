@@ -117,7 +117,7 @@ std::string CPrinter::PrintIndex(const Expr& index) {
 std::string CPrinter::PrintImm(const Expr& e) {
   DataType t = e.dtype();
   if (const auto* f = e.as<FloatImmNode>()) {
-    if (t.bits == 16) return RoundToHalf(FloatLiteral(f->value, 32), DataType::Float(32));
+    if (t.is_float16()) return RoundToHalf(FloatLiteral(f->value, 32), DataType::Float(32));
     return FloatLiteral(f->value, t.bits);
   }
   int64_t v = e.as<IntImmNode>()->value;
@@ -301,7 +301,7 @@ std::string CPrinter::PrintCast(DataType to, const Expr& value) {
   std::string v = PrintExpr(value);
   if (from == to) return v;
   if (to.is_bool()) return "(" + v + " != 0)";
-  if (to.is_float() && to.bits == 16) return RoundToHalf(v, from);
+  if (to.is_float16()) return RoundToHalf(v, from);
   return "((" + TypeName(to) + ")" + v + ")";
 }
 

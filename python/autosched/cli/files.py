@@ -16,6 +16,8 @@ import zlib
 
 import numpy as np
 
+from ..core.dtypes import numpy_dtype
+
 
 class CommandError(Exception):
     """A problem with the command's input, reported as one message."""
@@ -75,6 +77,8 @@ def _value_change(array, dtype):
 def convert_input(path, name, array, dtype, shape):
     """The --inputs array `name` as the model's input of `dtype` and `shape`; a value-changing conversion or
     another shape ends the command, naming both."""
+    if dtype.name == "bfloat16" and array.dtype == np.dtype("V2"):
+        array = array.view(dtype)  # .npz has no bfloat16: an ml_dtypes array reads back as its raw 2 bytes
     have, want = f"{array.dtype} {tuple(array.shape)}", f"{dtype} {tuple(shape)}"
     if tuple(array.shape) != tuple(shape):
         raise CommandError(f"--inputs '{path}': '{name}' is {have}; the model takes {want}")
@@ -119,5 +123,5 @@ def read_inputs(path, names, signature):
             except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
                 raise CommandError(f"--inputs '{path}': array '{n}' cannot be read ({type(e).__name__}: "
                                    f"{e})") from None
-            arrays.append(convert_input(path, n, array, np.dtype(signature.dtype(n)), signature.shape(n)))
+            arrays.append(convert_input(path, n, array, numpy_dtype(signature.dtype(n)), signature.shape(n)))
         return arrays

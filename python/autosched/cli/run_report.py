@@ -3,6 +3,8 @@ a short summary of each output, the statistics of the timed repeats (--print-tim
 first output (--print-top), as TVM's `tvmc run` prints them."""
 import numpy as np
 
+from ..core.dtypes import is_float, numpy_dtype
+
 SUMMARY_VALUES = 5  # the first values of an output shown in its summary
 
 
@@ -11,12 +13,12 @@ def fill_inputs(signature, mode="random", seed=0):
     rng = np.random.default_rng(seed)
     arrays = []
     for name in signature.inputs:
-        dtype, shape = np.dtype(signature.dtype(name)), tuple(signature.shape(name))
+        dtype, shape = numpy_dtype(signature.dtype(name)), tuple(signature.shape(name))
         if mode == "zeros":
             arrays.append(np.zeros(shape, dtype))
         elif mode == "ones":
             arrays.append(np.ones(shape, dtype))
-        elif dtype.kind == "f":
+        elif is_float(dtype):
             arrays.append(rng.standard_normal(shape).astype(dtype))
         else:
             arrays.append(rng.integers(0, 2, size=shape).astype(dtype))

@@ -17,7 +17,7 @@ An artifact is one file:
 The archive holds `autosched.json` (the metadata: format version, kind, target, CPU and features, each
 kernel's symbol, arguments and sources, the size and SHA-256 of the shared library; for a network its inputs,
 outputs, groups, memory plan and the records used), and arrays as .npy members (weights, pre-packed
-constants).
+constants; a bfloat16 array as its uint16 bits, named in the metadata's "bfloat16_arrays").
 
 Loading refuses, naming what is wrong: a file that is not an artifact, another format version, another
 architecture, a CPU that lacks features the code uses (the exporting target's, e.g. avx512f: export for a
@@ -46,6 +46,7 @@ import zlib
 import numpy as np
 
 from .. import _core
+from .dtypes import numpy_dtype
 
 __all__ = ["ArtifactError", "compile_counts", "Artifact", "KernelSet", "write_artifact", "export_module"]
 
@@ -254,8 +255,14 @@ def write_artifact(path, meta, kernel_set, arrays=(), compress_sources=True):
     set's blobs and `arrays` ((member name, ndarray) pairs). Written beside `path` and renamed over it, so a
     process that has the old file loaded keeps running it."""
     path = os.fspath(path)
+    arrays = [(name, np.asarray(array)) for name, array in arrays]
     meta = dict(meta, format=FORMAT, version=VERSION, target_info=kernel_set.target_meta(),
                 kernels=kernel_set.kernels, library_size=len(kernel_set.library or b""))
+    # The .npy format has no bfloat16 (it would read back as raw bytes): such arrays go as their uint16 bits,
+    # named here so that reading views them as bfloat16 again.
+    bfloat16_arrays = [name for name, array in arrays if array.dtype.name == "bfloat16"]
+    if bfloat16_arrays:
+        meta["bfloat16_arrays"] = bfloat16_arrays
     if kernel_set.library:
         meta["library_sha256"] = library_hash(kernel_set.library)
     directory = os.path.dirname(os.path.abspath(path))
@@ -270,7 +277,8 @@ def write_artifact(path, meta, kernel_set, arrays=(), compress_sources=True):
             for name, blob in kernel_set.blobs.items():
                 zf.writestr(name, blob)
             for name, array in arrays:
-                array = np.asarray(array)
+                if array.dtype.name == "bfloat16":
+                    array = array.view(np.uint16)
                 with zf.open(name, "w", force_zip64=array.nbytes > (1 << 30)) as member:
                     np.lib.format.write_array(member, array, allow_pickle=False)
         os.chmod(tmp, 0o644)
@@ -361,7 +369,10 @@ class Artifact:
 
     def array(self, name):
         with self._reading(name), self.zip.open(name) as member:
-            return np.lib.format.read_array(member, allow_pickle=False)
+            array = np.lib.format.read_array(member, allow_pickle=False)
+        if name in self.meta.get("bfloat16_arrays", ()):
+            array = array.view(numpy_dtype("bfloat16"))
+        return array
 
     def close(self):
         self.zip.close()

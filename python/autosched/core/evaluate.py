@@ -11,6 +11,7 @@ from typing import Any, List, Sequence
 import numpy as np
 
 from .. import _core
+from .dtypes import numpy_dtype
 
 __all__ = ["evaluate", "evaluate_points"]
 
@@ -28,7 +29,7 @@ def _check_inputs(dag, inputs):
     if len(inputs) != len(placeholders) or any(x.shape != tuple(t.shape) for t, x in zip(placeholders, inputs)):
         return inputs  # the evaluator names the expected count or shape
     for i, (t, x) in enumerate(zip(placeholders, inputs)):
-        if x.dtype != np.dtype(t.dtype):
+        if x.dtype != numpy_dtype(t.dtype):
             raise TypeError(f"input {i} (tensor '{t.name}') must have dtype {t.dtype}, got {x.dtype} "
                             f"(convert it with .astype('{t.dtype}'))")
     return inputs

@@ -15,6 +15,7 @@ import numbers as _numbers
 from typing import Any as _Any, Callable as _Callable
 
 from .. import _core
+from . import dtypes as _dtypes
 
 Expr = _core.Expr
 IterVar = _core.IterVar
@@ -42,12 +43,13 @@ def _shape_tuple(shape, what):
 
 
 def _dtype_str(dtype):
-    """Accepts 'float32', numpy dtypes and types such as np.float32."""
+    """Accepts 'float32', numpy dtypes and types such as np.float32 or ml_dtypes.bfloat16."""
     if isinstance(dtype, str):
+        if dtype == "bfloat16":
+            _dtypes.bfloat16()  # arrays of the tensor's dtype are ml_dtypes arrays: numpy learns the name
         return dtype
     try:
-        import numpy as np
-        return np.dtype(dtype).name
+        return _dtypes.dtype_name(dtype)
     except TypeError:
         raise TypeError(f"not a dtype: {dtype!r}") from None
 

@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from ..deploy.torch_tensors import tensor_to_numpy
 from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
 from .torch_ops import NEVER_FOLDED, converter
@@ -265,7 +266,7 @@ class _Importer:
     def const(self, arg):
         """The constant tensor behind ``arg`` as numpy, None when it is computed at run time."""
         value = self.env.get(arg) if isinstance(arg, self.torch.fx.Node) else None
-        return value[1].detach().cpu().numpy() if isinstance(value, tuple) else None
+        return tensor_to_numpy(value[1].cpu()) if isinstance(value, tuple) else None
 
     def value(self, arg):
         """The graph value of fx argument ``arg`` (a tensor; constants are added on first use)."""
@@ -278,7 +279,7 @@ class _Importer:
             key = id(value[1])
             if key not in self.const_names:
                 self.const_names[key] = self.g.add_constant(self.names.take(value[0]),
-                                                            value[1].detach().cpu().numpy())
+                                                            tensor_to_numpy(value[1].cpu()))
             return self.const_names[key]
         raise NotConvertible(f"argument {arg} is not a tensor")
 

@@ -30,6 +30,7 @@ import numpy as np
 from .. import _core
 from ..core import artifact
 from ..core.checks import check_path
+from ..core.dtypes import is_float, numpy_dtype
 from ..core.build import Module, TimeResult, build as build_kernel, check_run_counts
 from ..records import applied_log, load_best_state, read_log
 from ..search.policy import default_schedules
@@ -185,18 +186,18 @@ class GraphModule:
             info.prepacked_arrays = [copies[id(a)] for a in info.prepacked_arrays]
         self._buffers = [_aligned_bytes(n) for n in buffer_sizes]
         for value, b in plan.items():
-            dtype = np.dtype(graph.dtype(value))
+            dtype = numpy_dtype(graph.dtype(value))
             shape = graph.shape(value)
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             self._static[value] = self._buffers[b][:nbytes].view(dtype).reshape(shape)
-        self._specs = [(v, tuple(graph.shape(v)), np.dtype(graph.dtype(v))) for v in graph.inputs]
+        self._specs = [(v, tuple(graph.shape(v)), numpy_dtype(graph.dtype(v))) for v in graph.inputs]
         # What callers call the outputs (the names of the model's own format, e.g. ONNX's, where they differ
         # from the graph's value names); export_library keeps them.
         self.output_labels = list(graph.outputs)
         # The intermediate buffers above are shared by every call: one run at a time uses them.
         self._lock = threading.Lock()
         # The outputs each run makes (the groups' outputs that are no buffer: the graph's outputs).
-        self._made_per_run = [(info.output, tuple(graph.shape(info.output)), np.dtype(graph.dtype(info.output)))
+        self._made_per_run = [(info.output, tuple(graph.shape(info.output)), numpy_dtype(graph.dtype(info.output)))
                               for info in groups if info.output not in self._static]
         self._calls = KernelCalls(groups, self._static)
 
@@ -412,8 +413,8 @@ def _choose(task, log, loaded, check_defaults):
 
 def _timing_arrays(module):
     rng = np.random.default_rng(0)
-    return [rng.standard_normal(tuple(shape)).astype(dtype) if np.dtype(dtype).kind == "f"
-            else np.zeros(tuple(shape), dtype) for _, dtype, shape in module.arg_specs]
+    return [rng.standard_normal(tuple(shape)).astype(numpy_dtype(dtype)) if is_float(dtype)
+            else np.zeros(tuple(shape), numpy_dtype(dtype)) for _, dtype, shape in module.arg_specs]
 
 
 def _time_against_default(choice):
@@ -547,7 +548,7 @@ def _plan(graph, groups):
     for v, i in step_of.items():
         if v in graph.outputs:
             continue
-        nbytes = int(np.prod(graph.shape(v), dtype=np.int64)) * np.dtype(graph.dtype(v)).itemsize
+        nbytes = int(np.prod(graph.shape(v), dtype=np.int64)) * numpy_dtype(graph.dtype(v)).itemsize
         values.append((v, nbytes, i, last.get(v, i)))
     return plan_memory(values)
 

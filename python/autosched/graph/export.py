@@ -10,6 +10,7 @@ GraphModule that runs the same kernels in the same order on the same buffers; it
 import numpy as np
 
 from ..core import artifact
+from ..core.dtypes import numpy_dtype
 
 __all__ = ["export_library", "ArtifactGraph"]
 
@@ -83,7 +84,7 @@ def _layout(net):
         values.add(g["output"])
     meta = {"kind": "graph", "graph": {
         "name": graph.name, "inputs": list(graph.inputs), "outputs": list(graph.outputs),
-        "values": {v: [list(graph.shape(v)), str(np.dtype(graph.dtype(v)))] for v in sorted(values)},
+        "values": {v: [list(graph.shape(v)), str(numpy_dtype(graph.dtype(v)))] for v in sorted(values)},
         "groups": groups, "constants": constants, "memory_plan": plan,
         "buffer_sizes": [int(n) for n in net.buffer_sizes], "note": net.note,
         "output_labels": list(net.output_labels)}}

@@ -16,6 +16,7 @@ import numbers
 
 import numpy as np
 
+from ..core.dtypes import dtype_name
 from . import registry
 from .errors import GraphError, OpError
 from .onnx_export import to_onnx
@@ -69,7 +70,7 @@ def _dtype_name(dtype, what):
     if dtype is None:
         raise GraphError(f"{what}: needs a dtype")
     try:
-        return np.dtype(dtype).name
+        return dtype_name(dtype)
     except TypeError:
         raise GraphError(f"{what}: not a dtype: {dtype!r}") from None
 

@@ -44,6 +44,7 @@ import numbers
 import numpy as np
 
 from .._core import Target
+from ..core.dtypes import is_float, numpy_dtype
 from . import registry
 from .ir import Graph
 from .ops import layout as L
@@ -236,7 +237,7 @@ class _Rewriter:
         g = self.graph
         if not _static(node.shape) or not all(_static(g.shape(v)) for v in node.inputs):
             return False
-        if node.dtype is None or not node.dtype.startswith("float"):
+        if node.dtype is None or not is_float(node.dtype):
             return False
         kind = registry.layout_kind(node.op)
         if callable(kind):
@@ -343,7 +344,7 @@ def block_for_target(target, hardware_params=None, dtype="float32"):
         vector = getattr(hardware_params, "vector_unit_bytes", 0) or 0
     if vector <= 0:
         vector = (Target(target) if isinstance(target, str) else target).hardware_params.vector_unit_bytes
-    return max(1, vector // np.dtype(dtype).itemsize)
+    return max(1, vector // numpy_dtype(dtype).itemsize)
 
 
 def resolve_block(layout, target, hardware_params=None):

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import _core
 from ..core.checks import check_target
+from ..core.dtypes import is_float, numpy_dtype
 from ..measure.local import MeasureResult
 from .deploy import build
 
@@ -60,11 +61,11 @@ class NetworkTiming:
         self.number, self.repeat = int(number), int(repeat)
         if inputs is None:
             rng = np.random.default_rng(seed)
-            inputs = [_random_input(rng, tuple(graph.shape(v)), np.dtype(graph.dtype(v))) for v in graph.inputs]
+            inputs = [_random_input(rng, tuple(graph.shape(v)), numpy_dtype(graph.dtype(v))) for v in graph.inputs]
         if len(inputs) != len(graph.inputs):
             raise ValueError(f"NetworkTiming: the graph has {len(graph.inputs)} inputs, got {len(inputs)} arrays")
         for name, array in zip(graph.inputs, inputs):  # checked now, not at the first timing mid-tuning
-            shape, dtype = tuple(graph.shape(name)), np.dtype(graph.dtype(name))
+            shape, dtype = tuple(graph.shape(name)), numpy_dtype(graph.dtype(name))
             if not isinstance(array, np.ndarray) or array.shape != shape or array.dtype != dtype:
                 got = f"{array.dtype}{list(array.shape)}" if isinstance(array, np.ndarray) else type(array).__name__
                 raise ValueError(f"NetworkTiming: input '{name}' must be a {dtype}{list(shape)} array, got {got}")
@@ -102,6 +103,6 @@ class NetworkTiming:
 
 
 def _random_input(rng, shape, dtype):
-    if np.issubdtype(dtype, np.floating):
+    if is_float(dtype):
         return rng.standard_normal(shape).astype(dtype)
     return np.zeros(shape, dtype)  # indices (token ids): 0 is valid for any table

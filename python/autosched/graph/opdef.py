@@ -3,6 +3,7 @@ module of graph/ops/ (elementwise.py, nn.py, pool.py, shape.py, reduce.py). grap
 OpDefs; everything that handles ops (Graph.add_node, the numpy evaluator, task extraction, fusion, to_onnx,
 TorchGraph, the importers, the layout pass) looks the op up there. docs/graph_ops.md says how to add one.
 """
+from ..core.dtypes import is_float
 from .errors import OpError
 
 __all__ = ["OpDef", "REQUIRED", "FUSION_KINDS", "LAYOUT_KINDS", "same_dtypes"]
@@ -133,7 +134,7 @@ class OpDef:
         attrs = self.normalize_attrs(attrs)
         if self.float_only:
             for dt in dtypes:
-                if dt is not None and not dt.startswith("float"):
+                if dt is not None and not is_float(dt):
                     raise OpError(f"needs floating-point inputs, got {dt}")
         if any(s is None for s in shapes):  # an input of unknown rank: only the dtype can be inferred
             dtype = self.out_dtype(attrs, dtypes) if self.out_dtype is not None else same_dtypes(dtypes)

@@ -4,13 +4,24 @@ OpDef (registry.py).
 Each reference is f(node, *arrays) -> array of node.dtype, computed in the inputs' dtype (float32 stays float32:
 this is a reference for tests, not a bit-exact model of a compiled kernel). It shares nothing with the te
 builders, so the two check each other.
+
+bfloat16 values (ml_dtypes arrays) reach a reference as float32 and its result is rounded to the node's dtype
+once: numpy has no bfloat16 kernels of its own (ml_dtypes' ufuncs round after every numpy call, and a matmul
+of them would accumulate in bfloat16), and compiled kernels, like PyTorch's, compute bfloat16 in float32 and
+round what they store.
 """
 import numpy as np
 
+from ..core.dtypes import numpy_dtype
 from . import registry
 from .errors import GraphError, OpError
 
 __all__ = ["evaluate_graph"]
+
+
+def _widened(array):
+    """A bfloat16 array as float32 (exactly); any other array as it is."""
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array
 
 
 def _bind_inputs(graph, arrays, named):
@@ -33,7 +44,7 @@ def _bind_inputs(graph, arrays, named):
         shape, dtype = graph.shape(key), graph.dtype(key)
         if array.shape != shape:
             raise GraphError(f"evaluate: input '{key}' must have shape {shape}, got {array.shape}")
-        if array.dtype != np.dtype(dtype):
+        if array.dtype != numpy_dtype(dtype):
             raise TypeError(f"evaluate: input '{key}' must have dtype {dtype}, got {array.dtype} (convert it with "
                             f".astype('{dtype}'))")
     return values
@@ -59,9 +70,9 @@ def evaluate_graph(graph, arrays, named):
             fn = registry.reference(node.op)
         except OpError as e:
             raise GraphError(f"evaluate: node '{node.name}' ({node.op}): {e}") from None
-        out = np.asarray(fn(node, *[values[v] for v in node.inputs]))
-        if out.dtype != np.dtype(node.dtype):
-            out = out.astype(node.dtype)
+        out = np.asarray(fn(node, *[_widened(values[v]) for v in node.inputs]))
+        if out.dtype != numpy_dtype(node.dtype):
+            out = out.astype(numpy_dtype(node.dtype))
         if out.shape != node.shape:
             raise AssertionError(f"reference of node '{node.name}' ({node.op}) gave shape {out.shape}, "
                                  f"expected {node.shape}")

@@ -3,6 +3,7 @@ computation on PyTorch's own kernels. A second reference for tests and the PyTor
 bench/bench_networks.py; needs torch."""
 import numpy as np
 
+from ..deploy.torch_tensors import tensor_to_numpy, to_torch
 from . import registry
 
 __all__ = ["TorchGraph"]
@@ -25,8 +26,7 @@ class TorchGraph:
         if missing:
             raise ValueError(f"graph '{graph.name}' has ops TorchGraph cannot run: {', '.join(missing)}")
         # reshape: np.ascontiguousarray makes a 0-d constant 1-d
-        self.constants = {k: torch.from_numpy(np.ascontiguousarray(v).reshape(v.shape))
-                          for k, v in graph.constants.items()}
+        self.constants = {k: to_torch(np.ascontiguousarray(v).reshape(v.shape)) for k, v in graph.constants.items()}
 
     def run(self, *tensors):
         values = dict(self.constants)
@@ -37,4 +37,4 @@ class TorchGraph:
         return [values[o] for o in self.graph.outputs]
 
     def __call__(self, *arrays):
-        return [t.numpy() for t in self.run(*(self.torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))]
+        return [tensor_to_numpy(t) for t in self.run(*(to_torch(a) for a in arrays))]

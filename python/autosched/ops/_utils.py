@@ -1,5 +1,5 @@
 """Argument checking and small helpers shared by the operator library."""
-from ..core import te
+from ..core import dtypes, te
 
 
 def is_tensor(x):
@@ -7,7 +7,15 @@ def is_tensor(x):
 
 
 def is_float(dtype):
-    return str(dtype).startswith("float")
+    return dtypes.is_float(str(dtype))
+
+
+def accumulation_dtype(dtype):
+    """The type intermediate results over values of `dtype` are kept in: float32 for the 16-bit floats, as the
+    IR accumulates them and PyTorch computes them (a normalisation's mean rounded to 16 bits would shift every
+    centred value by up to half its unit; a product rounded before its bias is added rounds twice); the dtype
+    itself otherwise."""
+    return "float32" if str(dtype) in ("float16", "bfloat16") else str(dtype)
 
 
 def is_integer(dtype):

@@ -20,7 +20,7 @@ from ..core import te
 from . import reduction
 from ._utils import as_pair, check_tensor, const, is_float
 from .injective import pad
-from .nn import _ConvGeometry, _as_out, _check_rank, _check_same_dtype, _window
+from .nn import _ConvGeometry, _as_out, _check_rank, _check_same_dtype, _window, check_bias_dtype
 
 __all__ = ["layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "bias_add_nchwc", "max_pool2d_nchwc",
            "avg_pool2d_nchwc", "global_avg_pool2d_nchwc"]
@@ -164,17 +164,17 @@ def _padded(data, geo, value=0, extra_bottom=0, extra_right=0):
                name="PaddedInput")
 
 
-def bias_add_nchwc(x, bias, name="T_bias_add"):
-    """x (N, C/y, H, W, y) + bias (C/y, y)."""
+def bias_add_nchwc(x, bias, name="T_bias_add", out_dtype=None):
+    """x (N, C/y, H, W, y) + bias (C/y, y), added in x's dtype and given as out_dtype (default x's), as bias_add."""
     op = "bias_add_nchwc"
     _check_rank(x, 5, op, "x")
     _check_rank(bias, 2, op, "bias")
-    _check_same_dtype(x, bias, op)
+    out_dtype = check_bias_dtype(x, bias, out_dtype, op)
     if tuple(bias.shape) != (x.shape[1], x.shape[4]):
         raise ValueError(f"{op}: bias '{bias.name}' {bias.shape} does not match the channel blocks of '{x.name}' "
                          f"{x.shape}")
-    return te.compute(x.shape, lambda n, c, h, w, lane: x[n, c, h, w, lane] + bias[c, lane], name=name,
-                      tag="broadcast")
+    return te.compute(x.shape, lambda n, c, h, w, lane: te.cast(x[n, c, h, w, lane] + te.cast(bias[c, lane], x.dtype),
+                                                                out_dtype), name=name, tag="broadcast")
 
 
 class _PoolGeometry:

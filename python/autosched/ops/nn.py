@@ -14,7 +14,7 @@ dense / matmul: 2 * M * N * K (+ M * N with a bias); batch_matmul: 2 * B * M * N
 from ..core import te
 from . import reduction
 from ._utils import (as_pair, check_float, check_tensor, const, conv_out_size, elem_count, is_float,
-                     normalize_axes, normalize_axis, padding_2d)
+                     normalize_axes, normalize_axis, padding_2d, accumulation_dtype)
 from .injective import pad
 
 
@@ -387,16 +387,26 @@ def batch_matmul(x, y, transpose_a=False, transpose_b=True, out_dtype=None, name
     return te.compute((batch, m, n), fcompute, name=name, tag="batch_matmul")
 
 
-def bias_add(x, bias, axis=1, name="T_bias_add"):
-    """x + bias broadcast along `axis` (bias is 1-D with x.shape[axis] elements)."""
+def check_bias_dtype(x, bias, out_dtype, op):
+    """The output dtype of x + bias (default x's); bias is of x's dtype or of that one."""
+    out_dtype = out_dtype or x.dtype
+    if bias.dtype not in (x.dtype, out_dtype):
+        raise TypeError(f"{op}: bias '{bias.name}' is {bias.dtype}, '{x.name}' is {x.dtype}")
+    return out_dtype
+
+
+def bias_add(x, bias, axis=1, name="T_bias_add", out_dtype=None):
+    """x + bias broadcast along `axis` (bias is 1-D with x.shape[axis] elements), added in x's dtype and given
+    as out_dtype (default x's): the float32 sum of a 16-bit convolution plus its 16-bit bias, rounded once."""
     check_tensor(x, "bias_add")
     _check_rank(bias, 1, "bias_add", "bias")
-    _check_same_dtype(x, bias, "bias_add")
+    out_dtype = check_bias_dtype(x, bias, out_dtype, "bias_add")
     axis = normalize_axis(axis, x.ndim, "bias_add")
     if bias.shape[0] != x.shape[axis]:
         raise ValueError(f"bias_add: bias '{bias.name}' {bias.shape} does not match axis {axis} of "
                          f"'{x.name}' {x.shape}")
-    return te.compute(x.shape, lambda *i: x[i] + bias[i[axis]], name=name, tag="broadcast")
+    return te.compute(x.shape, lambda *i: te.cast(x[i] + te.cast(bias[i[axis]], x.dtype), out_dtype), name=name,
+                      tag="broadcast")
 
 
 def layer_norm(x, gamma, beta, axis=-1, epsilon=1e-5, name="T_layer_norm"):
@@ -413,17 +423,21 @@ def layer_norm(x, gamma, beta, axis=-1, epsilon=1e-5, name="T_layer_norm"):
         if t.shape != norm_shape:
             raise ValueError(f"{op}: {what} '{t.name}' has shape {t.shape}, expected {norm_shape} (the shape "
                              f"of axes {tuple(axes)} of '{x.name}' {x.shape})")
-    avg = reduction.mean(x, axes, keepdims=True, name=f"{name}_mean")
-    dev_sum = reduction.squared_deviation_sum(x, avg, axes, True, f"{name}_var_sum")
-    inv_count = const(1.0 / elem_count([x.shape[d] for d in axes]), x.dtype)
-    eps = const(epsilon, x.dtype)
+    stat = accumulation_dtype(x.dtype)
+    wide = x if stat == x.dtype else te.compute(x.shape, lambda *i: te.cast(x[i], stat), name=f"{name}_{stat}",
+                                                tag="elemwise")
+    avg = reduction.mean(wide, axes, keepdims=True, name=f"{name}_mean")
+    dev_sum = reduction.squared_deviation_sum(wide, avg, axes, True, f"{name}_var_sum")
+    inv_count = const(1.0 / elem_count([x.shape[d] for d in axes]), stat)
+    eps = const(epsilon, stat)
     inv_std = te.compute(dev_sum.shape, lambda *i: te.rsqrt(dev_sum[i] * inv_count + eps),
                          name=f"{name}_inv_std", tag="elemwise")
 
     def fcompute(*i):
         row = tuple(0 if d in axes else v for d, v in enumerate(i))
         param = tuple(i[d] for d in axes)
-        return (x[i] - avg[row]) * inv_std[row] * gamma[param] + beta[param]
+        normed = (wide[i] - avg[row]) * inv_std[row] * te.cast(gamma[param], stat) + te.cast(beta[param], stat)
+        return te.cast(normed, x.dtype)
 
     return te.compute(x.shape, fcompute, name=name, tag="layer_norm")
 

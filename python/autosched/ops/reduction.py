@@ -12,7 +12,7 @@ of r (n / r outputs):
   log_softmax: 7*M*K = max (1) + sum of exp(x - max) (3) + x - max - log(sum) (3)
 """
 from ..core import te
-from ._utils import check_float, check_tensor, const, normalize_axes, normalize_axis
+from ._utils import accumulation_dtype, check_float, check_tensor, const, normalize_axes, normalize_axis
 
 _COMBINERS = {"sum": te.sum, "prod": te.prod, "max": te.max, "min": te.min}
 
@@ -81,14 +81,16 @@ def _group_size(x, axes):
 
 
 def mean(x, axis=None, keepdims=False, name=None):
-    """Arithmetic mean over axes (float tensors): a sum stage, then a division by the group size."""
+    """Arithmetic mean over axes (float tensors): a sum stage, then a division by the group size (16-bit floats:
+    the sum in float32, the mean rounded once)."""
     check_tensor(x, "mean")
     check_float(x, "mean")
     axes = normalize_axes(axis, x.ndim, "mean")
     name = name or f"{x.name}_mean"
-    total = _reduce("sum", x, axes, keepdims, f"{name}_sum")
-    inv_count = const(1.0 / _group_size(x, axes), x.dtype)
-    return te.compute(total.shape, lambda *i: total[i] * inv_count, name=name, tag="elemwise")
+    acc = accumulation_dtype(x.dtype)
+    total = _reduce("sum", x, axes, keepdims, f"{name}_sum", body=lambda idx: te.cast(x[idx], acc))
+    inv_count = const(1.0 / _group_size(x, axes), acc)
+    return te.compute(total.shape, lambda *i: te.cast(total[i] * inv_count, x.dtype), name=name, tag="elemwise")
 
 
 def variance(x, axis=None, keepdims=False, unbiased=False, name=None):
@@ -130,19 +132,23 @@ def _softmax_stages(x, axis, op):
 
 
 def softmax(x, axis=-1, name="T_softmax_norm"):
-    """exp(x - max) / sum(exp(x - max)) along `axis` (stable form); four stages."""
+    """exp(x - max) / sum(exp(x - max)) along `axis` (stable form); four stages (16-bit floats: the
+    exponentials and their sum in float32, the result rounded once)."""
     axis, max_elem, row = _softmax_stages(x, axis, "softmax")
-    exps = te.compute(x.shape, lambda *i: te.exp(x[i] - max_elem[row(i)]), name="T_softmax_exp",
+    acc = accumulation_dtype(x.dtype)
+    exps = te.compute(x.shape, lambda *i: te.exp(te.cast(x[i] - max_elem[row(i)], acc)), name="T_softmax_exp",
                       tag="elemwise")
     exp_sum = _reduce("sum", exps, [axis], True, "T_softmax_expsum")
-    return te.compute(x.shape, lambda *i: exps[i] / exp_sum[row(i)], name=name, tag="softmax_output",
-                      attrs={"axis": str(axis)})
+    return te.compute(x.shape, lambda *i: te.cast(exps[i] / exp_sum[row(i)], x.dtype), name=name,
+                      tag="softmax_output", attrs={"axis": str(axis)})
 
 
 def log_softmax(x, axis=-1, name="T_log_softmax"):
     """x - max - log(sum(exp(x - max))) along `axis`; three stages."""
     axis, max_elem, row = _softmax_stages(x, axis, "log_softmax")
+    acc = accumulation_dtype(x.dtype)
     exp_sum = _reduce("sum", x, [axis], True, "T_log_softmax_expsum",
-                      body=lambda idx: te.exp(x[idx] - max_elem[row(idx)]))
-    return te.compute(x.shape, lambda *i: x[i] - max_elem[row(i)] - te.log(exp_sum[row(i)]), name=name,
-                      tag="log_softmax_output", attrs={"axis": str(axis)})
+                      body=lambda idx: te.exp(te.cast(x[idx] - max_elem[row(idx)], acc)))
+    return te.compute(x.shape, lambda *i: te.cast(te.cast(x[i] - max_elem[row(i)], acc) - te.log(exp_sum[row(i)]),
+                                                  x.dtype),
+                      name=name, tag="log_softmax_output", attrs={"axis": str(axis)})

@@ -4,6 +4,8 @@ import numbers
 
 import numpy as np
 
+from ...core.dtypes import dtype_name
+from ...ops._utils import accumulation_dtype
 from ..errors import OpError
 from ..opdef import REQUIRED, same_dtypes
 
@@ -110,9 +112,15 @@ def choice(what, choices):
     return convert
 
 
+def anchor_dtype(data, bias):
+    """The output dtype of a convolution or matmul whose bias is added after it: float32 for 16-bit floats, so
+    that the bias is added before the one rounding (as PyTorch's convolutions and addmm do), else the data's."""
+    return accumulation_dtype(data.dtype) if bias is not None else data.dtype
+
+
 def dtype_attr(value):
     try:
-        return np.dtype(value).name
+        return dtype_name(value)
     except TypeError:
         raise OpError(f"dtype: not a dtype: {value!r}") from None
 

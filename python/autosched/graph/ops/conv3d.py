@@ -4,8 +4,8 @@ import numpy as np
 
 from ... import ops
 from ..opdef import OpDef
-from .common import (check_conv_channels, check_rank, ints, pad_spatial, pads3d_attr, same_dtypes, tap_windows_nd,
-                     triple, window_out)
+from .common import (anchor_dtype, check_conv_channels, check_rank, ints, pad_spatial, pads3d_attr, same_dtypes,
+                     tap_windows_nd, triple, window_out)
 
 __all__ = ["DEFS"]
 
@@ -48,8 +48,9 @@ def _conv3d_reference(node, data, weight, bias=None):
 def _conv3d_te(node, data, weight, bias=None):
     a = node.attrs
     name = node.name if bias is None else node.name + "_conv"
-    out = ops.conv3d_ncdhw(data, weight, a["strides"], a["pads"], a["dilations"], a["groups"], name=name)
-    return out if bias is None else ops.bias_add(out, bias, axis=1, name=node.name)
+    out = ops.conv3d_ncdhw(data, weight, a["strides"], a["pads"], a["dilations"], a["groups"],
+                           anchor_dtype(data, bias), name=name)
+    return out if bias is None else ops.bias_add(out, bias, axis=1, name=node.name, out_dtype=data.dtype)
 
 
 def _conv3d_onnx(w, node):

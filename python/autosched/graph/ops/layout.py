@@ -18,8 +18,8 @@ from ..errors import GraphError, OpError
 from ..opdef import OpDef
 from . import nn as nn_ops
 from . import pool as pool_ops
-from .common import (REQUIRED, boolean, check_rank, fmt, int_attr, ints, is_known, pads_attr, pair, same_dtypes,
-                     window_out)
+from .common import (REQUIRED, anchor_dtype, boolean, check_rank, fmt, int_attr, ints, is_known, pads_attr, pair,
+                     same_dtypes, window_out)
 from .nchwc_arrays import (_blocks, _unblock_weight, block_depthwise_weight, block_vector, block_weight, to_blocked,
                            to_nchw)
 
@@ -208,8 +208,9 @@ def _conv_reference(node, data, weight, bias=None):
 def _conv_te(node, data, weight, bias=None):
     a = node.attrs
     name = node.name if bias is None else node.name + "_conv"
-    out = ops.conv2d_nchwc(data, weight, a["strides"], a["pads"], a["dilations"], a["groups"], name=name)
-    return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name)
+    out = ops.conv2d_nchwc(data, weight, a["strides"], a["pads"], a["dilations"], a["groups"],
+                           anchor_dtype(data, bias), name=name)
+    return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name, out_dtype=data.dtype)
 
 
 def _conv_torch(torch, node, x, w, b=None):
@@ -262,8 +263,9 @@ def _depthwise_reference(node, data, weight, bias=None):
 def _depthwise_te(node, data, weight, bias=None):
     a = node.attrs
     name = node.name if bias is None else node.name + "_conv"
-    out = ops.depthwise_conv2d_nchwc(data, weight, a["strides"], a["pads"], a["dilations"], name=name)
-    return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name)
+    out = ops.depthwise_conv2d_nchwc(data, weight, a["strides"], a["pads"], a["dilations"], anchor_dtype(data, bias),
+                                     name=name)
+    return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name, out_dtype=data.dtype)
 
 
 def _depthwise_torch(torch, node, x, w, b=None):

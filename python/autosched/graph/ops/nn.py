@@ -6,12 +6,14 @@ import numpy as np
 
 from ... import ops
 from ...core import te
+from ...ops._utils import accumulation_dtype
 from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef
 from .nchwc_arrays import block_depthwise_weight, block_vector, block_weight, merge_groups
-from .common import (REQUIRED, broadcast_shapes, check_conv_channels, check_rank, fmt, int_attr, ints, is_known, norm_axis,
-                     pad_hw, pads_attr, pair, positive_float, same_dim, same_dtypes, tap_windows, window_out)
+from .common import (REQUIRED, anchor_dtype, broadcast_shapes, check_conv_channels, check_rank, fmt, int_attr, ints,
+                     is_known, norm_axis, pad_hw, pads_attr, pair, positive_float, same_dim, same_dtypes, tap_windows,
+                     window_out)
 
 __all__ = ["DEFS"]
 
@@ -69,11 +71,12 @@ def _conv2d_te(node, data, weight, bias=None):
     groups = a["groups"]
     channels, out_channels = data.shape[1], weight.shape[0]
     name = node.name if bias is None else node.name + "_conv"
+    out_dtype = anchor_dtype(data, bias)
     if groups > 1 and groups == channels == out_channels:  # weight (C, 1, kh, kw) is the depthwise kernel
-        out = ops.depthwise_conv2d_nchw(data, weight, a["strides"], a["pads"], a["dilations"], name=name)
+        out = ops.depthwise_conv2d_nchw(data, weight, a["strides"], a["pads"], a["dilations"], out_dtype, name=name)
     else:
-        out = ops.conv2d_nchw(data, weight, a["strides"], a["pads"], a["dilations"], groups, name=name)
-    return out if bias is None else ops.bias_add(out, bias, axis=1, name=node.name)
+        out = ops.conv2d_nchw(data, weight, a["strides"], a["pads"], a["dilations"], groups, out_dtype, name=name)
+    return out if bias is None else ops.bias_add(out, bias, axis=1, name=node.name, out_dtype=data.dtype)
 
 
 def _conv2d_onnx(w, node):
@@ -195,19 +198,24 @@ def _dense_reference(node, data, weight, bias=None):
 
 
 def _dense_te(node, data, weight, bias=None):
-    if data.ndim == 2:
-        if bias is None:
-            return ops.dense(data, weight, name=node.name)
-        return ops.add(ops.dense(data, weight, name=node.name + "_matmul"), bias, name=node.name)
-    k = data.shape[-1]
+    product_dtype = anchor_dtype(data, bias)
     name = node.name if bias is None else node.name + "_matmul"
+    if data.ndim == 2:
+        out = ops.dense(data, weight, out_dtype=product_dtype, name=name)
+    else:
+        k = data.shape[-1]
 
-    def fcompute(*i):
-        r = te.reduce_axis((0, k), name="k")
-        return te.sum(data[i[:-1] + (r,)] * weight[i[-1], r], axis=r)
+        def fcompute(*i):
+            r = te.reduce_axis((0, k), name="k")
+            return te.sum(te.cast(data[i[:-1] + (r,)], product_dtype) * te.cast(weight[i[-1], r], product_dtype),
+                          axis=r)
 
-    out = te.compute(tuple(node.shape), fcompute, name=name, tag="dense")
-    return out if bias is None else ops.add(out, bias, name=node.name)
+        out = te.compute(tuple(node.shape), fcompute, name=name, tag="dense")
+    if bias is None:
+        return out
+    if product_dtype == data.dtype:
+        return ops.add(out, bias, name=node.name)
+    return ops.bias_add(out, bias, axis=-1, name=node.name, out_dtype=data.dtype)
 
 
 def _dense_onnx(w, node):
@@ -347,11 +355,17 @@ def _batch_norm_reference(node, x, gamma, beta, mean, var):
 
 
 def _batch_norm_te(node, x, gamma, beta, mean, var):
-    eps = te.const(node.attrs["epsilon"], x.dtype)
-    scale = te.compute(gamma.shape, lambda c: gamma[c] * te.rsqrt(var[c] + eps), name=node.name + "_scale",
-                       tag="elemwise")
-    return te.compute(x.shape, lambda *i: (x[i] - mean[i[1]]) * scale[i[1]] + beta[i[1]], name=node.name,
-                      tag="broadcast")
+    acc = accumulation_dtype(x.dtype)  # 16-bit floats: the scale in float32, the result rounded once
+
+    def wide(v):
+        return te.cast(v, acc)
+
+    eps = te.const(node.attrs["epsilon"], acc)
+    scale = te.compute(gamma.shape, lambda c: wide(gamma[c]) * te.rsqrt(wide(var[c]) + eps),
+                       name=node.name + "_scale", tag="elemwise")
+    return te.compute(x.shape, lambda *i: te.cast((wide(x[i]) - wide(mean[i[1]])) * scale[i[1]] + wide(beta[i[1]]),
+                                                  x.dtype),
+                      name=node.name, tag="broadcast")
 
 
 def _batch_norm_torch(torch, node, x, gamma, beta, mean, var):

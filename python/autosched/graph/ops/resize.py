@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ...core import te
+from ...core.dtypes import is_float
 from ..errors import GraphError, OpError
 from ..opdef import OpDef
 from .common import REQUIRED, choice, fmt, ints, is_known
@@ -45,7 +46,7 @@ def _infer_resize(attrs, shapes, dtypes):
         attrs["scales"] = tuple(o / i if is_known(i) else 1.0 for o, i in zip(shape, x))
     if len(attrs["scales"]) != len(x):
         raise OpError(f"scales {attrs['scales']} must have one entry per axis of the input {fmt(x)}")
-    if attrs["mode"] == "linear" and dtypes[0] is not None and not dtypes[0].startswith("float"):
+    if attrs["mode"] == "linear" and dtypes[0] is not None and not is_float(dtypes[0]):
         raise OpError(f"linear resize needs a floating-point input, got {dtypes[0]}")
     for d, (i, o) in enumerate(zip(x, shape)):
         if not is_known(i) and o != 1:

@@ -9,7 +9,7 @@ from ... import ops
 from ...ops.winograd import WINOGRAD_TILES, winograd_matrices
 from ..errors import OpError
 from ..opdef import OpDef
-from .common import check_rank, fmt, int_attr, pads_attr, same_dtypes
+from .common import anchor_dtype, check_rank, fmt, int_attr, pads_attr, same_dtypes
 from .layout import (_check_blocked, _check_blocked_operands, _not_exportable, _torch_to_blocked, _torch_to_nchw,
                      to_blocked, to_nchw)
 
@@ -86,8 +86,8 @@ def _reference(node, data, weight, bias=None):
 def _te(node, data, weight, bias=None):
     a = node.attrs
     name = node.name if bias is None else node.name + "_conv"
-    out = ops.conv2d_winograd_nchwc(data, weight, a["tile"], a["pads"], name=name)
-    return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name)
+    out = ops.conv2d_winograd_nchwc(data, weight, a["tile"], a["pads"], anchor_dtype(data, bias), name=name)
+    return out if bias is None else ops.bias_add_nchwc(out, bias, name=node.name, out_dtype=data.dtype)
 
 
 def _torch(torch, node, x, w, b=None):
