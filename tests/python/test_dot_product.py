@@ -228,3 +228,29 @@ def test_an_imported_matmul_integer_reads_its_weight_packed_and_gets_vpdpbusd():
     (task,) = [t for t in tasks if "_packed_b" in str(t.compute_dag)]
     mod = ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI)
     assert _asm_count(mod, "vpdpbusd") > 0
+
+
+def _bf16_inputs(m, n, k, seed=8):
+    import ml_dtypes
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16)
+    return a, w, a.astype(np.float64) @ w.astype(np.float64)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 17, 13), (16, 32, 64), (5, 40, 129)])
+def test_bfloat16_packed_matmul_matches_the_exact_product(m, n, k):
+    pytest.importorskip("ml_dtypes")
+    task = ans.SearchTask(func="matmul_bf16_packed", args=(m, n, k), target="llvm")
+    a, w, want = _bf16_inputs(m, n, k)
+    out = np.zeros((m, -(-n // 16), 16), np.float32)
+    ans.build(task.compute_dag, search.expert_schedule(task), "llvm")(a, pack_dot_weight(w, 16, 2), out)
+    np.testing.assert_allclose(out.reshape(m, -1)[:, :n], want, rtol=1e-5, atol=1e-5 * k)
+
+
+def test_bfloat16_packed_matmul_uses_vdpbf16ps_where_the_cpu_has_it():
+    task = ans.SearchTask(func="matmul_bf16_packed", args=(64, 64, 128), target=AVX512_VNNI)
+    assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI), "vdpbf16ps") > 0
+    target = "llvm -mcpu=sapphirerapids -mattr=-avx512bf16 -no-host-check"
+    task = ans.SearchTask(func="matmul_bf16_packed", args=(64, 64, 128), target=target)
+    assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), target), "vdpbf16ps") == 0

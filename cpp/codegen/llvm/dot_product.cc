@@ -90,6 +90,8 @@ std::optional<DotProductStore> MatchStore(const BufferStoreNode* store, const Ex
       if (t.is_int() && group == 4 && IsByte(x) && IsByte(w) && x.is_uint() != w.is_uint()) {
         d.kind = DotProductKind::U8S8ToI32;
         d.broadcast_is_unsigned = x.is_uint();
+      } else if (t.is_float() && group == 2 && x.is_bfloat16() && w.is_bfloat16()) {
+        d.kind = DotProductKind::BF16ToF32;
       } else {
         continue;
       }
@@ -159,7 +161,7 @@ int DotProductInstructionLanes(const Target& target, DotProductKind kind, int la
 // integers).
 std::optional<DotProductLoop> MatchDotProductLoop(const ForNode* loop, const Target& target) {
   int64_t extent = 0;
-  if (!GetConstInt(loop->extent, &extent) || extent != 4) return std::nullopt;
+  if (!GetConstInt(loop->extent, &extent) || (extent != 4 && extent != 2)) return std::nullopt;
   if (loop->for_kind != ForKind::Serial && loop->for_kind != ForKind::Unrolled) return std::nullopt;
   DotProductLoop block;
   block.group = static_cast<int>(extent);

@@ -17,7 +17,7 @@ from ._utils import check_tensor
 from .nchwc import _padded
 from .nn import _ConvGeometry, _window
 
-__all__ = ["DOT_GROUP", "pack_dot_weight", "matmul_dot_packed", "pack_dot_conv_weight", "conv2d_nchwc_dot"]
+__all__ = ["DOT_GROUP", "dot_group", "pack_dot_weight", "matmul_dot_packed", "pack_dot_conv_weight", "conv2d_nchwc_dot"]
 
 # Bytes of each operand one 32-bit lane of the instruction reads.
 DOT_GROUP = 4
@@ -35,20 +35,30 @@ def pack_dot_weight(weight, n_block=16, group=DOT_GROUP):
     return np.ascontiguousarray(padded.reshape(k_outer, group, n_outer, n_block).transpose(2, 0, 3, 1))
 
 
+def dot_group(dtype):
+    """Elements of `dtype` that one 32-bit lane of a dot-product instruction reads: 4 bytes (VNNI's vpdpbusd),
+    2 bfloat16 (AVX512-BF16's vdpbf16ps)."""
+    return 2 if dtype == "bfloat16" else DOT_GROUP
+
+
 def matmul_dot_packed(a, packed, name="T_matmul_dot"):
-    """int32 [M, ceil(N/n_block), n_block] = a [M, K] (uint8 or int8) times the weight packed by
-    `pack_dot_weight` ([ceil(N/n_block), ceil(K/4), n_block, 4], the other of uint8 / int8). Columns of ``a``
-    past K (the last group's padding) read as 0; padded output columns hold 0."""
+    """[M, ceil(N/n_block), n_block] = a [M, K] times the weight packed by `pack_dot_weight` ([ceil(N/n_block),
+    ceil(K/g), n_block, g]): uint8 x int8 (either way round, g = 4) into int32, or bfloat16 x bfloat16 (g = 2)
+    into float32. Columns of ``a`` past K (the last group's padding) read as 0; padded output columns hold 0."""
     op = "matmul_dot_packed"
     check_tensor(a, op, "a")
     check_tensor(packed, op, "packed")
-    if len(a.shape) != 2 or len(packed.shape) != 4 or packed.shape[3] != DOT_GROUP:
-        raise ValueError(f"{op}: expected a [M, K] and packed [ceil(N/n_block), ceil(K/{DOT_GROUP}), n_block, "
-                         f"{DOT_GROUP}], got {a.shape} and {packed.shape}")
-    if {a.dtype, packed.dtype} != {"uint8", "int8"}:
-        raise TypeError(f"{op}: one operand must be uint8 and the other int8, got {a.dtype} and {packed.dtype}")
+    dtypes = {a.dtype, packed.dtype}
+    if dtypes not in ({"uint8", "int8"}, {"bfloat16"}):
+        raise TypeError(f"{op}: one operand must be uint8 and the other int8, or both bfloat16; got {a.dtype} and "
+                        f"{packed.dtype}")
+    group = dot_group(a.dtype)
+    out_dtype = "float32" if a.dtype == "bfloat16" else "int32"
+    if len(a.shape) != 2 or len(packed.shape) != 4 or packed.shape[3] != group:
+        raise ValueError(f"{op}: expected a [M, K] and packed [ceil(N/n_block), ceil(K/{group}), n_block, "
+                         f"{group}], got {a.shape} and {packed.shape}")
     m, k = a.shape
-    n_outer, k_outer, n_block, group = packed.shape
+    n_outer, k_outer, n_block, _ = packed.shape
     if -(-k // group) != k_outer:
         raise ValueError(f"{op}: a has K = {k}, the packed weight holds {k_outer * group} (ceil(K/{group}) "
                          f"rows of {group}); they must agree")
@@ -58,7 +68,7 @@ def matmul_dot_packed(a, packed, name="T_matmul_dot"):
     def fcompute(i, jo, ji):
         kk = ko * group + ki
         lhs = a[i, kk] if k % group == 0 else te.if_then_else(kk < k, a[i, kk], te.const(0, a.dtype))
-        return te.sum(te.cast(lhs, "int32") * te.cast(packed[jo, ko, ji, ki], "int32"), axis=[ko, ki])
+        return te.sum(te.cast(lhs, out_dtype) * te.cast(packed[jo, ko, ji, ki], out_dtype), axis=[ko, ki])
 
     return te.compute((m, n_outer, n_block), fcompute, name=name, tag="matmul_dot")
 

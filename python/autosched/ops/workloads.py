@@ -7,7 +7,7 @@ Importing autosched.ops registers them.
 from ..core import te
 from ..core.workload import register_workload
 from . import elemwise, nn, reduction
-from .quantized import DOT_GROUP, conv2d_nchwc_dot, matmul_dot_packed
+from .quantized import DOT_GROUP, conv2d_nchwc_dot, dot_group, matmul_dot_packed
 
 
 def _register(name):
@@ -98,6 +98,16 @@ def matmul_u8s8_packed(M, N, K, n_block=16):
     a = te.placeholder((M, K), name="A", dtype="uint8")
     packed = te.placeholder((-(-N // n_block), -(-K // DOT_GROUP), n_block, DOT_GROUP), name="W_packed",
                             dtype="int8")
+    return [a, packed, matmul_dot_packed(a, packed)]
+
+
+@_register("matmul_bf16_packed")
+def matmul_bf16_packed(M, N, K, n_block=16):
+    """bfloat16 [M, K] times a bfloat16 [K, N] weight packed for AVX512-BF16's dot product (pairs of rows per
+    lane), into float32 [M, ceil(N/n_block), n_block]."""
+    group = dot_group("bfloat16")
+    a = te.placeholder((M, K), name="A", dtype="bfloat16")
+    packed = te.placeholder((-(-N // n_block), -(-K // group), n_block, group), name="W_packed", dtype="bfloat16")
     return [a, packed, matmul_dot_packed(a, packed)]
 
 

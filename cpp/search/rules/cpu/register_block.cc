@@ -214,18 +214,20 @@ int MainReduce(const Stage& st, int vec_axis, int dot) {
 }  // namespace
 
 int DotReduceAxis(const Stage& st, int vec_axis) {
-  constexpr int64_t kGroup = 4;  // bytes per 32-bit lane of vpdpbusd
-  if (vec_axis < 0 || !st.op->dtype.is_int() || st.op->dtype.bits != 32) return -1;
+  // Elements per 32-bit lane: 4 bytes into int32 (vpdpbusd), 2 bfloat16 into float32 (vdpbf16ps).
+  const DataType out = st.op->dtype;
+  if (vec_axis < 0 || out.bits != 32 || (!out.is_int() && !(out.is_float() && !out.is_bfloat16()))) return -1;
+  const int64_t group = out.is_int() ? 4 : 2;
   const VarNode* vec = st.op->axis[vec_axis].var_node();
   const std::vector<const TensorLoadNode*> loads = Loads(st);
   const auto& reduce = st.op->reduce_axis;
   for (int r = 0; r < static_cast<int>(reduce.size()); ++r) {
     const VarNode* v = reduce[r].var_node();
-    if (reduce[r].extent != kGroup) continue;
-    bool packed_operand = false, bytes_only = true;
+    if (reduce[r].extent != group) continue;
+    bool packed_operand = false, bytes_only = true;  // bytes_only: the narrow type of the group
     for (const TensorLoadNode* load : loads) {
       if (!LoadUses(load, v)) continue;
-      bytes_only = bytes_only && load->dtype.bits == 8;
+      bytes_only = bytes_only && (out.is_int() ? load->dtype.bits == 8 : load->dtype.is_bfloat16());
       packed_operand = packed_operand || (LoadUses(load, vec) && !load->indices.empty() &&
                                           load->indices.back().as<VarNode>() == v);
     }

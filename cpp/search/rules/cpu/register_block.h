@@ -77,9 +77,10 @@ int64_t L2Bytes(const HardwareParams& hw);
 RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& stage);
 
 // The reduce axis of a dot-product group (codegen/llvm/dot_product.h): an
-// int32 stage whose reduce axis of extent 4 reads only 8-bit operands and is
-// the innermost index of an operand that varies along `vec_axis` (a weight
-// packed as [K/4, N, 4]). Tilings keep it whole and outside the register
+// int32 stage whose reduce axis of extent 4 reads only 8-bit operands (a
+// float32 one whose axis of extent 2 reads only bfloat16) and is the
+// innermost index of an operand that varies along `vec_axis` (a weight packed
+// as [N/16, K/4, 16, 4]). Tilings keep it whole and outside the register
 // block (its inner parts 1), where the code generator turns it into one
 // instruction per accumulator vector; -1 when there is none.
 int DotReduceAxis(const Stage& stage, int vec_axis);
