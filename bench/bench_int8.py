@@ -1,6 +1,6 @@
 """Benchmark: uint8 x int8 -> int32 matmul and convolution against onnxruntime's integer ops and float32, in one run.
 
-Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv] [--trials 0] [--log-dir DIR] [--tiny]
+Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv,bf16] [--trials 0] [--log-dir DIR] [--tiny]
 
 autosched computes the product over a weight packed for the CPU's int8 dot-product instruction
 (ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator emits vpdpbusd, elsewhere the same
@@ -9,8 +9,10 @@ task is tuned (seeded with the expert) and the best schedule is timed. Peers in 
 (the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger and
 ConvInteger (weight an initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned
 with the same trials), numpy's float32 matmul (OpenBLAS) and PyTorch's float32 convolution. The convolution is
-ResNet-50's 3x3, 64 -> 64 channels at 56x56, NCHW16c for autosched (kernel packed by pack_dot_conv_weight). Prints the CPU, its dot-product features, the instructions the int8
-kernel uses, times, GOP/s and ratios (peer / autosched int8: above 1, autosched is faster). Not a test.
+ResNet-50's 3x3, 64 -> 64 channels at 56x56, NCHW16c for autosched (kernel packed by pack_dot_conv_weight).
+bf16: the bfloat16 x bfloat16 -> float32 matmul over a weight packed in pairs of rows (vdpbf16ps where the CPU
+has AVX512-BF16) against PyTorch's bfloat16 matmul (which rounds its result to bfloat16). Prints the CPU, its dot-product features, the instructions the int8
+kernel uses, times, GOP/s and ratios (peer / autosched: above 1, autosched is faster). Not a test.
 """
 import argparse
 import os
@@ -101,7 +103,7 @@ def matmul_rows(args, n, threads, log_dir):
     mod(*int8_args)
     if not np.array_equal(out.reshape(n, -1)[:, :n], want):
         sys.exit("autosched's int8 matmul differs from numpy's")
-    print_instructions("matmul", mod)
+    print_instructions("int8 matmul", mod)
     rows = [("autosched int8 (u8 x s8 -> s32)", time_module(mod, int8_args), "")]
     rows.append(("onnxruntime MatMulInteger",) + ort_seconds(
         "MatMulInteger", {"A": a}, [("W", w)], (n, n), threads, want))
@@ -130,7 +132,7 @@ def conv_rows(args, tiny, threads, log_dir):
     want = _conv_reference(x, w)
     if want is not None and not np.array_equal(got, want):
         sys.exit("autosched's int8 convolution differs from the reference")
-    print_instructions("convolution", mod)
+    print_instructions("int8 convolution", mod)
     rows = [("autosched int8 (u8 x s8 -> s32)", time_module(mod, int8_args), "NCHW16c")]
     rows.append(("onnxruntime ConvInteger",) + ort_seconds(
         "ConvInteger", {"A": x}, [("W", w)], (1, c, size, size), threads, want, pads=[1, 1, 1, 1]))
@@ -160,16 +162,44 @@ def torch_conv_seconds(x, w, threads):
         return _env.best_mean(lambda: torch.nn.functional.conv2d(xt, wt, padding=1)), f"torch {torch.__version__}"
 
 
-def print_instructions(what, mod):
+def bf16_rows(args, n, threads, log_dir):
+    """(title, GFLOP, rows) of the bfloat16 matmul (float32 accumulation) against PyTorch's bfloat16 matmul."""
+    import ml_dtypes
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((n, n)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((n, n)).astype(ml_dtypes.bfloat16)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    task = ans.SearchTask(func="matmul_bf16_packed", args=(n, n, n), target=args.target)
+    mod = ans.build(task.compute_dag, schedule(task, args.trials, log_dir, "bf16"), args.target)
+    out = np.zeros((n, -(-n // 16), 16), np.float32)
+    bf16_args = [a, pack_dot_weight(w, 16, 2), out]
+    mod(*bf16_args)
+    error = float(np.abs(out.reshape(n, -1)[:, :n] - want).max() / np.abs(want).max())
+    if error > 1e-4:
+        sys.exit(f"autosched's bfloat16 matmul differs from the exact product by {error:.1e} (relative)")
+    print_instructions("bfloat16 matmul", mod, ("vdpbf16ps", "vfmadd231ps"))
+    rows = [("autosched bfloat16 (-> float32)", time_module(mod, bf16_args), f"max rel. error {error:.1e}")]
+    try:
+        import torch
+        torch.set_num_threads(threads)
+        ta = torch.from_numpy(a.view(np.uint16).astype(np.int32) << 16).view(torch.float32).to(torch.bfloat16)
+        tw = torch.from_numpy(w.view(np.uint16).astype(np.int32) << 16).view(torch.float32).to(torch.bfloat16)
+        rows.append(("PyTorch bfloat16 matmul", _env.best_mean(lambda: ta @ tw), f"torch {torch.__version__}"))
+    except ImportError as e:
+        rows.append(("PyTorch bfloat16 matmul", None, f"PyTorch not installed ({e})"))
+    return f"bfloat16 matmul {n}x{n}x{n}", 2 * n ** 3 / 1e9, rows
+
+
+def print_instructions(what, mod, instructions=INSTRUCTIONS):
     asm = mod.get_source("asm")
-    used = {i: len(re.findall(rf"\b{i}\b", asm)) for i in INSTRUCTIONS}
-    print(f"int8 {what}'s instructions: " + ", ".join(f"{i} {c}" for i, c in used.items() if c))
+    used = {i: len(re.findall(rf"\b{i}\b", asm)) for i in instructions}
+    print(f"{what}'s instructions: " + ", ".join(f"{i} {c}" for i, c in used.items() if c))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1024, help="M = N = K of the matmul")
-    parser.add_argument("--ops", default="matmul,conv", help="comma-separated, of matmul and conv")
+    parser.add_argument("--ops", default="matmul,conv,bf16", help="comma-separated, of matmul, conv and bf16")
     parser.add_argument("--trials", type=int, default=0, help="0: the expert schedule as it is")
     parser.add_argument("--log-dir", default=None)
     parser.add_argument("--target", default="llvm")
@@ -185,11 +215,13 @@ def main():
         tables.append(matmul_rows(args, 64 if args.tiny else args.size, threads, log_dir))
     if "conv" in ops:
         tables.append(conv_rows(args, args.tiny, threads, log_dir))
+    if "bf16" in ops:
+        tables.append(bf16_rows(args, 64 if args.tiny else args.size, threads, log_dir))
     for title, gop, rows in tables:
         ours = rows[0][1]
         print(f"\n{title} ({'expert schedule' if args.trials <= 0 else f'{args.trials} trials'}); "
               f"{_env.load_note()}")
-        print(f"{'implementation':34}{'ms':>10}{'GOP/s':>9}{'peer / int8':>13}  note")
+        print(f"{'implementation':34}{'ms':>10}{'GOP/s':>9}{'peer / ours':>13}  note")
         for name, seconds, note in rows:
             if seconds is None:
                 print(f"{name:34}{'-':>10}{'':>9}{'':>13}  {note}")
