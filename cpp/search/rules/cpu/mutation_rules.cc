@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "ir/functor.h"
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/rules/cpu/register_block.h"
@@ -125,10 +126,29 @@ class MutateTileSizeRule : public MutationRule {
   }
 
  private:
+  // Whether some stage might have a dot-product group: a 32-bit stage with a
+  // reduce axis of extent 2 or 4 that reads an 8-bit or bfloat16 tensor.
+  static bool MayHaveDotGroup(const State& s) {
+    for (const Tensor& op : s.dag().ops()) {
+      if (!op->is_compute() || op->dtype.bits != 32) continue;
+      const bool group = std::any_of(op->reduce_axis.begin(), op->reduce_axis.end(),
+                                     [](const IterVar& iv) { return iv.extent == 2 || iv.extent == 4; });
+      if (!group) continue;
+      bool narrow = false;
+      PostOrderVisit(op->body, [&](const Expr& x) {
+        const auto* load = x.as<TensorLoadNode>();
+        narrow = narrow || (load != nullptr && (load->dtype.bits == 8 || load->dtype.is_bfloat16()));
+      });
+      if (narrow) return true;
+    }
+    return false;
+  }
+
   // The tiling splits of dot-product groups (DotReduceAxis): they keep the
   // group whole, outside the register block, where its instruction needs it.
   static std::set<int> DotGroupSplits(const SketchContext& ctx, const State& s) {
     std::set<int> out;
+    if (!MayHaveDotGroup(s)) return out;  // most tasks: no replay of the steps
     std::map<std::string, int> dot_node;  // stage -> root node of its group (-1: none)
     for (const auto& [id, role] : TilingSplitRoles(s, CpuTilingLevels(ctx.params))) {
       auto it = dot_node.find(role.stage);
