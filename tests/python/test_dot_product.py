@@ -10,7 +10,7 @@ import pytest
 
 import autosched as ans
 from autosched import search, te
-from autosched.ops.quantized import matmul_dot_packed, pack_dot_conv_weight, pack_dot_weight
+from autosched.ops.quantized import conv2d_nchwc_dot, matmul_dot_packed, pack_dot_conv_weight, pack_dot_weight
 
 AVX512_VNNI = "llvm -mcpu=sapphirerapids -no-host-check"  # 512-bit vpdpbusd
 AVX_VNNI = "llvm -mcpu=alderlake -no-host-check"  # 256-bit (VEX) vpdpbusd, no AVX-512
@@ -254,3 +254,17 @@ def test_bfloat16_packed_matmul_uses_vdpbf16ps_where_the_cpu_has_it():
     target = "llvm -mcpu=sapphirerapids -mattr=-avx512bf16 -no-host-check"
     task = ans.SearchTask(func="matmul_bf16_packed", args=(64, 64, 128), target=target)
     assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), target), "vdpbf16ps") == 0
+
+
+def test_convolution_operands_of_the_wrong_layout_or_dtype_are_refused():
+    with pytest.raises(ValueError, match="multiple of 4"):
+        pack_dot_conv_weight(np.zeros((8, 6, 3, 3), np.int8), 6, 8)
+    with pytest.raises(ValueError, match="OIHW"):
+        pack_dot_conv_weight(np.zeros((8, 6, 3), np.int8), 4, 8)
+    data = te.placeholder((1, 1, 5, 5, 16), name="data", dtype="uint8")
+    kernel = te.placeholder((1, 1, 3, 3, 4, 16, 4), name="kernel", dtype="uint8")
+    with pytest.raises(TypeError, match="uint8 and the other int8"):
+        conv2d_nchwc_dot(data, kernel, 1, 1)
+    kernel = te.placeholder((1, 2, 3, 3, 4, 16, 4), name="kernel", dtype="int8")
+    with pytest.raises(ValueError, match="channel mismatch"):
+        conv2d_nchwc_dot(data, kernel, 1, 1)

@@ -120,6 +120,9 @@ bool CollectStores(const Stmt& s, const Expr& var, int group, const Target& targ
     case StmtKind::For: {
       const auto* loop = s.as<ForNode>();
       if (loop->for_kind != ForKind::Serial && loop->for_kind != ForKind::Unrolled) return false;
+      // The body is emitted once, the variable at its min: no inner bound may depend on it.
+      const auto* v = var.as<VarNode>();
+      if (UsesVar(loop->min, v) || UsesVar(loop->extent, v)) return false;
       return CollectStores(loop->body, var, group, target, out);
     }
     case StmtKind::BufferStore: {
