@@ -10,6 +10,17 @@ The kernels (float32, batch 1, NCHW):
   conv_r50_56  ResNet-50 layer: 1x64x56x56 -> 64 channels, 3x3, stride 1, pad 1
   conv_r50_14  ResNet-50 layer: 1x256x14x14 -> 256 channels, 3x3, stride 1, pad 1
   matmul256    256 x 256 x 256 (not in the default list: a quick check of the script, e.g. on PoCL)
+Shapes no part of the project was fitted to (--kernels nonbench names them all):
+  dense_x_wt   a transformer's dense layer: 512 x 768 times W^T, W stored 3072 x 768 (PyTorch's Linear)
+  bmm_qk       attention scores: 48 x (128 x 64) times (48 x 64 x 128)^T (4 sequences of 128, 12 heads)
+  matmul1000   1000 x 1000 x 1000 (no tile of a power of two above 8 divides it)
+  matmul_odd   1023 x 771 x 517 (odd extents, no common factor)
+  conv_odd     3x3 convolution 1x90x27x27 -> 150 channels, pad 1 (channels and sizes not multiples of 8)
+  conv_s2      3x3 convolution 1x96x57x57 -> 160 channels, stride 2, pad 1
+  depthwise    3x3 depthwise convolution 1x144x56x56, pad 1 (MobileNet-V2)
+  maxpool      3x3 max pooling, stride 2, pad 1, of 1x64x112x112 (ResNet's stem)
+  softmax      softmax over the last axis of 48 x 128 x 128
+  layer_norm   layer normalisation of 512 x 768 (gamma and beta)
 Each is tuned with task.tune on the OpenCL target (the log goes to --log-dir, so a later run with the same
 directory resumes), its best schedule is built and checked against PyTorch's result, and then both are timed
 in this process: the tuned kernel with OpenCL profiling events (module.time_evaluator), PyTorch on the GPU with
@@ -38,8 +49,13 @@ import numpy as np  # noqa: E402
 
 
 class Kernel:
-    def __init__(self, name, flop, tensors, shapes, torch_fn):
+    """A kernel to tune: its tensors (inputs, then the output), the input shapes, PyTorch's version of it,
+    and its work: floating-point operations, and for a memory-bound kernel the bytes it must move (its
+    table row gives GB/s instead of a share of the fp32 peak)."""
+
+    def __init__(self, name, flop, tensors, shapes, torch_fn, bytes_moved=None):
         self.name, self.flop, self.tensors, self.shapes, self.torch_fn = name, flop, tensors, shapes, torch_fn
+        self.bytes_moved = bytes_moved
 
 
 def matmul(n=4096):
@@ -58,11 +74,88 @@ def conv(name, channels, size):
                   lambda torch, x, w: torch.nn.functional.conv2d(x, w, padding=1))
 
 
+def dense_x_wt(rows=512, k=768, n=3072):
+    x, w = te.placeholder((rows, k), name="x"), te.placeholder((n, k), name="w")
+    return Kernel("dense_x_wt", 2.0 * rows * k * n, [x, w, ops.dense(x, w)], [(rows, k), (n, k)],
+                  lambda torch, a, b: torch.nn.functional.linear(a, b))
+
+
+def bmm_qk(batch=48, rows=128, depth=64):
+    q, k = te.placeholder((batch, rows, depth), name="q"), te.placeholder((batch, rows, depth), name="k")
+    return Kernel("bmm_qk", 2.0 * batch * rows * rows * depth, [q, k, ops.batch_matmul(q, k, transpose_b=True)],
+                  [(batch, rows, depth)] * 2, lambda torch, a, b: torch.bmm(a, b.transpose(1, 2)))
+
+
+def matmul_mnk(name, m, n, k):
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    return Kernel(name, 2.0 * m * n * k, [A, B, ops.matmul(A, B)], [(m, k), (k, n)],
+                  lambda torch, a, b: torch.mm(a, b))
+
+
+def conv_general(name, in_channels, out_channels, size, stride):
+    data = te.placeholder((1, in_channels, size, size), name="data")
+    weight = te.placeholder((out_channels, in_channels, 3, 3), name="weight")
+    out = ops.conv2d_nchw(data, weight, stride=stride, padding=1)
+    out_size = int(out.shape[2])
+    flop = 2.0 * out_channels * in_channels * 9 * out_size * out_size
+    return Kernel(name, flop, [data, weight, out], [(1, in_channels, size, size), (out_channels, in_channels, 3, 3)],
+                  lambda torch, x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=1))
+
+
+def depthwise(channels=144, size=56):
+    data = te.placeholder((1, channels, size, size), name="data")
+    weight = te.placeholder((channels, 1, 3, 3), name="weight")
+    out = ops.depthwise_conv2d_nchw(data, weight, stride=1, padding=1)
+    return Kernel("depthwise", 2.0 * channels * 9 * size * size, [data, weight, out],
+                  [(1, channels, size, size), (channels, 1, 3, 3)],
+                  lambda torch, x, w: torch.nn.functional.conv2d(x, w, padding=1, groups=channels),
+                  bytes_moved=4.0 * 2 * channels * size * size)
+
+
+def maxpool(channels=64, size=112):
+    data = te.placeholder((1, channels, size, size), name="data")
+    out = ops.max_pool2d(data, pool_size=3, strides=2, padding=1)
+    out_elems = channels * int(out.shape[2]) * int(out.shape[3])
+    return Kernel("maxpool", 9.0 * out_elems, [data, out], [(1, channels, size, size)],
+                  lambda torch, x: torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1),
+                  bytes_moved=4.0 * (channels * size * size + out_elems))
+
+
+def softmax(shape=(48, 128, 128)):
+    x = te.placeholder(shape, name="x")
+    count = float(np.prod(shape))
+    return Kernel("softmax", 4.0 * count, [x, ops.softmax(x)], [shape], lambda torch, a: torch.softmax(a, -1),
+                  bytes_moved=4.0 * 2 * count)
+
+
+def layer_norm(rows=512, width=768):
+    x = te.placeholder((rows, width), name="x")
+    gamma, beta = te.placeholder((width,), name="gamma"), te.placeholder((width,), name="beta")
+    return Kernel("layer_norm", 8.0 * rows * width, [x, gamma, beta, ops.layer_norm(x, gamma, beta)],
+                  [(rows, width), (width,), (width,)],
+                  lambda torch, a, g, b: torch.nn.functional.layer_norm(a, (width,), g, b),
+                  bytes_moved=4.0 * 2 * rows * width)
+
+
+NONBENCH = {
+    "dense_x_wt": dense_x_wt,
+    "bmm_qk": bmm_qk,
+    "matmul1000": lambda: matmul_mnk("matmul1000", 1000, 1000, 1000),
+    "matmul_odd": lambda: matmul_mnk("matmul_odd", 1023, 771, 517),
+    "conv_odd": lambda: conv_general("conv_odd", 90, 150, 27, 1),
+    "conv_s2": lambda: conv_general("conv_s2", 96, 160, 57, 2),
+    "depthwise": depthwise,
+    "maxpool": maxpool,
+    "softmax": softmax,
+    "layer_norm": layer_norm,
+}
+
 KERNELS = {
     "matmul4096": lambda: matmul(4096),
     "matmul256": lambda: matmul(256),  # a quick check of the script (e.g. on PoCL), not in the default list
     "conv_r50_56": lambda: conv("conv_r50_56", 64, 56),
     "conv_r50_14": lambda: conv("conv_r50_14", 256, 14),
+    **NONBENCH,
 }
 
 
@@ -167,25 +260,36 @@ def print_ptx_counts(name, mod):
 
 
 def print_table(rows, peak_tflops, kernels):
-    print(f"\n{'kernel':13}{'ms':>9}{'TFLOP/s':>9}{'% peak':>8}{'torch ms':>10}{'ratio':>7}"
+    """One row per kernel; a compute-bound kernel's rate is its share of the fp32 peak, a memory-bound one's
+    (bytes_moved given) its GB/s. The ratio is PyTorch's time over ours (above 1: autosched is faster)."""
+    print(f"\n{'kernel':13}{'ms':>9}{'TFLOP/s':>9}{'rate':>11}{'torch ms':>10}{'ratio':>7}"
           f"{'trials':>8}{'tuning s':>10}")
+    ratios = []
     for row in rows:
-        flop = kernels[row["kernel"]].flop
+        kernel = kernels[row["kernel"]]
         if row["ms"] is None:
             print(f"{row['kernel']:13}{'-':>9}  no valid schedule: {row['errors']}")
             continue
-        tflops = flop / (row["ms"] * 1e-3) / 1e12
+        seconds = row["ms"] * 1e-3
+        tflops = kernel.flop / seconds / 1e12
+        rate = (f"{kernel.bytes_moved / seconds / 1e9:6.0f} GB/s" if kernel.bytes_moved
+                else f"{100 * tflops / peak_tflops:9.1f}%")
         torch_ms = f"{row['torch_ms']:10.3f}" if row["torch_ms"] else f"{'-':>10}"
         ratio = f"{row['torch_ms'] / row['ms']:7.2f}" if row["torch_ms"] else f"{'-':>7}"
-        print(f"{row['kernel']:13}{row['ms']:9.3f}{tflops:9.2f}{100 * tflops / peak_tflops:7.1f}%{torch_ms}{ratio}"
+        if row["torch_ms"]:
+            ratios.append(row["torch_ms"] / row["ms"])
+        print(f"{row['kernel']:13}{row['ms']:9.3f}{tflops:9.2f}{rate:>11}{torch_ms}{ratio}"
               f"{row['trials']:8d}{row['tune_s']:10.0f}")
+    if len(ratios) > 1:
+        print(f"geometric mean of the ratios: {float(np.exp(np.mean(np.log(ratios)))):.2f} over {len(ratios)} kernels")
     print(_env.load_note())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="opencl -device=nvidia")
-    parser.add_argument("--kernels", default="matmul4096,conv_r50_56,conv_r50_14")
+    parser.add_argument("--kernels", default="matmul4096,conv_r50_56,conv_r50_14",
+                        help="comma-separated names (the docstring lists them); nonbench: every non-benchmark shape")
     parser.add_argument("--trials", type=int, default=256, help="measurements per kernel")
     parser.add_argument("--per-round", type=int, default=64)
     parser.add_argument("--time-budget-s", type=float, default=150, help="tuning wall-clock budget per kernel")
@@ -202,6 +306,7 @@ def main():
                         help="tune without the expert schedule (SearchParams.use_expert_schedule=False)")
     args = parser.parse_args()
     names = [n.strip() for n in args.kernels.split(",") if n.strip()]
+    names = [m for n in names for m in (NONBENCH if n == "nonbench" else [n])]
     unknown = [n for n in names if n not in KERNELS]
     if unknown:
         raise SystemExit(f"unknown kernel(s) {unknown}; known: {', '.join(KERNELS)}")

@@ -77,14 +77,19 @@ namespace {
 // (row, column) of fused index f over rows x cols (row-major) visited in
 // bands of `width` rows: f runs down the band's rows, then to the next
 // column; the last band holds rows % width rows when width does not divide.
+// Each branch of that select clamps f to its own side (a no-op where the
+// branch is taken), so that interval analysis bounds the row and column
+// within the grid and lowering adds no guards for them.
 std::pair<Expr, Expr> SwizzledRowColumn(const Expr& f, int64_t rows, int64_t cols, int64_t width) {
   const int64_t g = std::min(width, rows), full = rows / g * g;
   auto c = [](int64_t v) { return Expr(static_cast<int>(v)); };
-  Expr row = floordiv(f, c(g * cols)) * c(g) + floormod(f, c(g));
-  Expr col = floordiv(floormod(f, c(g * cols)), c(g));
-  if (full == rows) return {row, col};
+  if (full == rows)
+    return {floordiv(f, c(g * cols)) * c(g) + floormod(f, c(g)), floordiv(floormod(f, c(g * cols)), c(g))};
+  const Expr banded = min(f, c(full * cols - 1));
+  const Expr row = floordiv(banded, c(g * cols)) * c(g) + floormod(banded, c(g));
+  const Expr col = floordiv(floormod(banded, c(g * cols)), c(g));
   const int64_t tail = rows - full;
-  const Expr t = f - c(full * cols);
+  const Expr t = max(f - c(full * cols), c(0));
   const Expr in_band = f < c(full * cols);
   return {select(in_band, row, c(full) + floormod(t, c(tail))), select(in_band, col, floordiv(t, c(tail)))};
 }

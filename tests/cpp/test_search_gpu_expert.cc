@@ -10,6 +10,7 @@
 
 #include "cost_model/random_model.h"
 #include "lower/lower.h"
+#include "schedule/infer_bound.h"
 #include "schedule_test_util.h"
 #include "search/expert/expert_schedule.h"
 #include "search/rules/cpu/register_block.h"
@@ -143,7 +144,7 @@ TEST(GpuExpert, ValidOnGemmLikeTasksAndConvolutionsOfAwkwardShapes) {
 TEST(GpuExpert, GroupsFollowTheWarpAndTheThreadLimit) {
   for (const char* device : kDevices) {
     const HardwareParams hw = Device(device);
-    const Tiles t = TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw)));
+    const Tiles t = TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw)));
     SCOPED_TRACE(device);
     EXPECT_LE(t.group, hw.max_threads_per_block);
     EXPECT_EQ(t.group % std::max<int64_t>(1, hw.warp_size), 0);
@@ -156,27 +157,27 @@ TEST(GpuExpert, GroupsFollowTheWarpAndTheThreadLimit) {
   EXPECT_EQ(conv.group % 64, 0);
   HardwareParams small = Device("nvidia");
   small.max_threads_per_block = 128;
-  EXPECT_EQ(TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), small))).group, 128);
+  EXPECT_EQ(TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), small))).group, 128);
 }
 
 TEST(GpuExpert, RegisterTileFollowsTheRegistersOfAWorkItem) {
   HardwareParams hw = Device("nvidia");
   ASSERT_EQ(hw.max_registers_per_thread, 255);
-  const Tiles big = TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw)));
+  const Tiles big = TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw)));
   EXPECT_EQ(big.tile.at("i") * big.tile.at("j"), 64);  // 8 x 8 + 16 operand values within 127
   hw.max_registers_per_thread = 64;
-  const Tiles small = TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw)));
+  const Tiles small = TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw)));
   EXPECT_EQ(small.tile.at("i") * small.tile.at("j"), 16);  // 4 x 4 + 8 within 32
   hw.max_registers_per_thread = 0;                         // unknown: the conservative 64
-  EXPECT_EQ(TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw))).tile, small.tile);
+  EXPECT_EQ(TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw))).tile, small.tile);
 }
 
 TEST(GpuExpert, ReductionTileFollowsTheSharedMemory) {
   for (const char* device : kDevices) {
     HardwareParams hw = Device(device);
-    const Tiles full = TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw)));
+    const Tiles full = TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw)));
     hw.max_shared_memory_per_block /= 2;
-    const Tiles half = TilesOf(ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw)));
+    const Tiles half = TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw)));
     SCOPED_TRACE(device);
     EXPECT_EQ(half.tile, full.tile);
     EXPECT_EQ(half.k_tile * 2, full.k_tile);
@@ -184,14 +185,43 @@ TEST(GpuExpert, ReductionTileFollowsTheSharedMemory) {
 }
 
 TEST(GpuExpert, ExtentsTheTilesDoNotDivideGetGuardedEdgesOrDivisors) {
-  // 1000 = 8 x 125: no group tile of 16 x 8 divides it, so the groups keep
-  // their shape and the last ones run guarded; 56 takes tiles of 7.
-  const Tiles odd = TilesOf(ValidExpert(GpuTask(Matmul(1000, 1000, 1000), Device("nvidia"))));
+  // 3000 = 8 x 375: no group tile of 16 x 8 (or shortened to 16 x 4) divides
+  // it, so the groups keep their shape and the last ones run guarded; 56
+  // takes tiles of 7.
+  const Tiles odd = TilesOf(ValidExpert(GpuTask(Matmul(3000, 3000, 1000), Device("nvidia"))));
   EXPECT_EQ(odd.group, 256);
   EXPECT_EQ(odd.tile.at("i"), 8);
-  const Tiles conv = TilesOf(ValidExpert(GpuTask(Conv(true, 64, 64, 58, 58, 3, 3), Device("nvidia"))));
+  const Tiles conv = TilesOf(ValidExpert(GpuTask(Conv(true, 8, 2048, 58, 58, 3, 3), Device("nvidia"))));
   EXPECT_EQ(conv.group, 256);
   EXPECT_EQ(56 % (conv.items.at("x") * conv.tile.at("x")), 0);
+}
+
+// The groups a stage's tiles make: the extent of its blockIdx.x loop.
+int64_t Groups(const State& state) {
+  int64_t groups = 1;
+  const State bounded = InferBound(state);
+  for (const Stage& st : bounded.stages()) {
+    for (int i = 0; i < st.num_iters(); ++i) {
+      if (st.iter(i).annotation == IteratorAnnotation::BlockIdxX)
+        groups = std::max(groups, st.iter(i).extent);
+    }
+  }
+  return groups;
+}
+
+TEST(GpuExpert, TilesShrinkUntilTheyFillTheDevice) {
+  // 1024 x 1024 outputs in 8 x 8 tiles of 256 work items make 64 groups for
+  // 132 compute units: the group, then the register tile, halve in turn
+  // until there are 2 groups a compute unit.
+  const HardwareParams hw = Device("nvidia");
+  ASSERT_EQ(hw.num_cores, 132);
+  const State state = ValidExpert(GpuTask(Matmul(1024, 1024, 1024), hw));
+  const Tiles t = TilesOf(state);
+  EXPECT_GE(Groups(state), 2 * hw.num_cores);
+  EXPECT_GE(t.group, 64);
+  EXPECT_LT(t.group * t.tile.at("i") * t.tile.at("j"), 256 * 64);
+  // Outputs that fill the device keep the largest tiles.
+  EXPECT_EQ(TilesOf(ValidExpert(GpuTask(Matmul(4096, 4096, 1024), hw))).group, 256);
 }
 
 TEST(GpuExpert, UseExpertScheduleOffMakesNone) {

@@ -127,11 +127,12 @@ def _vthread_extent(dag, state):
 
 @needs_opencl
 def test_gpu_expert_on_an_nvidia_like_device_interleaves_runs_and_reads_float4():
-    """NVIDIA's parameters on a 256 x 64 x 256 matmul: 16 x 16 work items (8 warps of 32) of 8 x 8 accumulators
-    (255 registers), each axis two virtual threads of 4 (float4 runs: vector_unit_bytes 16), so a warp's reads
-    of B's register tile lie 64 columns apart; A's shared copy transposed so its tile is read as float4 too;
-    the kernel equals numpy where PoCL runs it."""
-    tensors, reference = _matmul(256, 64, 256)
+    """NVIDIA's parameters on a 2304 x 64 x 2048 matmul (288 groups of 128 x 128 outputs, more than 2 on each of
+    132 compute units): 16 x 16 work items (8 warps of 32) of 8 x 8 accumulators (255 registers), each axis two
+    virtual threads of 4 (float4 runs: vector_unit_bytes 16), so a warp's reads of B's register tile lie 64
+    columns apart; A's shared copy transposed so its tile is read as float4 too; the kernel equals numpy where
+    PoCL runs it."""
+    tensors, reference = _matmul(2304, 64, 2048)
     dag = ans.ComputeDAG(tensors)
     task = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia")
     state, reason, note = search.expert_schedule_info(task)
@@ -142,6 +143,70 @@ def test_gpu_expert_on_an_nvidia_like_device_interleaves_runs_and_reads_float4()
     assert re.search(r"\(\*\(__local float4\*\)\(B_shared \+ \(+\(\w+ % 2\) \* 64\)", source), source
     assert "(*(__local float4*)(A_shared + " in source, source
     _run(dag, state, "opencl", reference, np.random.default_rng(1))
+
+
+def _groups(dag, state):
+    return max(it.extent for st in dag.infer_bound(state).stages for it in st.iters
+               if it.annotation == "blockIdx.x")
+
+
+@pytest.mark.parametrize("shape", [(256, 64, 256), (1000, 1000, 1000), (96, 50, 7)])
+def test_gpu_expert_makes_enough_groups_to_fill_the_device(shape):
+    """Where 8 x 8 tiles of 256 work items would leave most of an H100's 132 compute units idle (4 groups for a
+    256 x 256 output, 64 for 1000 x 1000), the group and then the register tile shrink in turn until the tiles
+    make 2 groups a compute unit, or to 64 work items of one accumulator."""
+    tensors, _ = _matmul(*shape)
+    dag = ans.ComputeDAG(tensors)
+    task = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia")
+    assert task.hardware_params.num_cores == 132
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None, reason
+    assert "at least 264 groups" in note, note
+    outputs = shape[0] * shape[2]
+    if outputs >= 264 * 64:
+        assert _groups(dag, state) >= 264, note
+    else:  # too few outputs: the smallest group and tile
+        assert "= 64;" in note and "register tile 1 x 1" in note, note
+
+
+@needs_opencl
+@pytest.mark.parametrize("case", ["softmax 37x129", "layer_norm 7x768", "row sum 5x3x100"])
+def test_gpu_expert_reduces_rows_across_the_work_items_of_a_group(case):
+    """Row reductions (softmax, layer norm, a sum): one group a row, its work items reading the row together
+    (a warp's reads contiguous), their partial sums combined in shared memory; equal to numpy on PoCL."""
+    rows, width = {"softmax 37x129": (37, 129), "layer_norm 7x768": (7, 768), "row sum 5x3x100": (15, 100)}[case]
+    x = _ph((rows, width), "x")
+    if case.startswith("softmax"):
+        tensors = [x, ops.softmax(x)]
+
+        def reference(a):
+            e = np.exp(a - a.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+    elif case.startswith("layer_norm"):
+        gamma, beta = _ph((width,), "gamma"), _ph((width,), "beta")
+        tensors = [x, gamma, beta, ops.layer_norm(x, gamma, beta)]
+
+        def reference(a, g, b):
+            mean = a.mean(-1, keepdims=True)
+            return (a - mean) / np.sqrt(a.var(-1, keepdims=True) + 1e-5) * g + b
+    else:
+        tensors = [x, ops.sum(x, axis=1, keepdims=True)]
+
+        def reference(a):
+            return a.sum(-1, keepdims=True)
+    dag = ans.ComputeDAG(tensors)
+    task = ans.SearchTask(compute_dag=dag, target=POCL)
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None, reason
+    assert "cross-thread reduction over" in note, note
+    printed = str(state)
+    assert ".rf.shared" in printed and "threadIdx.x" in printed, printed
+    rng = np.random.default_rng(2)
+    inputs = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32") for t in tensors[:-1]]
+    out = np.zeros([int(d) for d in tensors[-1].shape], "float32")
+    ans.build(dag, state, target=POCL)(*inputs, out)
+    want = reference(*[a.astype(np.float64) for a in inputs])
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
 
 
 def _records_hold(log, state):

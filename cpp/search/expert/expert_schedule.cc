@@ -87,7 +87,8 @@ double SketchScore(const ComputeDAG& dag, const State& sketch, const TilingLevel
 
 std::optional<State> FillSketchSplits(const State& sketch, const TilingLevels& levels,
                                       int max_innermost_split_factor, const TilePartsOf& tile_parts,
-                                      const std::function<void(const State&, Step*)>& before_apply) {
+                                      const std::function<void(const State&, Step*)>& before_apply,
+                                      const RfactorLengthsOf& rfactor_lengths) {
   std::mt19937 rng(0);
   State s(sketch.init_dag());
   const std::vector<Step>& steps = sketch.steps();
@@ -105,8 +106,10 @@ std::optional<State> FillSketchSplits(const State& sketch, const TilingLevels& l
                 std::any_of(split->lengths.begin(), split->lengths.end(),
                             [](const std::optional<int64_t>& l) { return !l.has_value(); }))) {
       const int64_t extent = s.stage(split->stage_id).iter(split->iter_id).extent;
-      const auto lengths = SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
-                                              max_innermost_split_factor, &rng);
+      const auto lengths = rfactor_lengths && IsRfactorSplit(steps, static_cast<int>(i))
+                               ? rfactor_lengths(extent, split->lengths.size())
+                               : SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
+                                                    max_innermost_split_factor, &rng);
       split->lengths.assign(lengths.begin(), lengths.end());
       split->extent = extent;
     } else if (split == nullptr && before_apply) {

@@ -60,15 +60,21 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
 // how the numbers were chosen.
 std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* note);
 
+// The lengths of a cross-thread reduction's split (IsRfactorSplit) of
+// `extent` into `count` parts; without it they are sampled.
+using RfactorLengthsOf = std::function<std::vector<int64_t>(int64_t extent, size_t count)>;
+
 // What both expert schedules share: the sketch's steps replayed on its DAG
 // with each tiling split's parts from `tile_parts` (of root node `node` of the
 // stage the split tiles; nullopt: the sketch cannot be filled, and the result
 // is nullopt) and every other unknown split, and the provisional rfactor
-// splits, sampled with a fixed seed. `before_apply`, when given, may adjust
+// splits, sampled with a fixed seed (the rfactor splits from
+// `rfactor_lengths` where it is given). `before_apply`, when given, may adjust
 // any other step, seeing the state it applies to.
 using TilePartsOf = std::function<std::optional<std::vector<int64_t>>(const Stage& stage, int node)>;
 std::optional<State> FillSketchSplits(const State& sketch, const TilingLevels& levels,
                                       int max_innermost_split_factor, const TilePartsOf& tile_parts,
-                                      const std::function<void(const State&, Step*)>& before_apply = {});
+                                      const std::function<void(const State&, Step*)>& before_apply = {},
+                                      const RfactorLengthsOf& rfactor_lengths = {});
 
 }  // namespace autosched

@@ -79,6 +79,14 @@ constexpr int64_t kUnknownSharedBytes = 16 * 1024;
 // items to hide latency: at least kMinGroupItems.
 constexpr int64_t kWarpsPerGroup = 8;
 constexpr int64_t kMinGroupItems = 64;
+// Groups per compute unit the tiles should at least make (one running while
+// another waits), and the fewest warps a group keeps when it shrinks to
+// make them.
+constexpr int64_t kMinGroupsPerUnit = 2;
+constexpr int64_t kMinShrunkWarps = 2;
+// Elements of a row each work item of a cross-thread reduction sums at
+// least (fewer items, fewer steps of the shared-memory tree).
+constexpr int64_t kRowElementsPerItem = 4;
 // Groups the shared memory of a compute unit must hold at once (one
 // computes while the other fetches), and the copies of each shared tile
 // (double buffering).
@@ -121,6 +129,7 @@ struct GpuBudget {
   int64_t vthreads = 0;       // most virtual threads (0: no limit)
   int64_t vector_bytes = 4;
   int64_t swizzle = 1;
+  int64_t min_groups = 1;  // groups a stage should make to fill the device
   std::string origin;
 };
 
@@ -150,6 +159,9 @@ GpuBudget Budget(const HardwareParams& hw, int shrink) {
          << (hw.max_shared_memory_per_block > 0 ? std::to_string(shared)
                                                 : "unknown, taken as " + std::to_string(shared))
          << " / " << kResidentGroups << " resident groups";
+  b.min_groups = std::max<int64_t>(1, hw.num_cores) * kMinGroupsPerUnit;
+  origin << "; at least " << b.min_groups << " groups (" << kMinGroupsPerUnit << " on each of num_cores "
+         << hw.num_cores << "): the group, then the register tile, halved in turn until the tiles make them";
   b.vthreads = hw.max_vthread_extent;
   b.vector_bytes = std::max<int64_t>(1, hw.vector_unit_bytes);
   // Bands of about sqrt(groups in flight) groups, among kSwizzleWidths.
@@ -256,16 +268,48 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
   }
   // Work items: the group's prime factors round the axes, each axis taking
   // no more than its extent needs (rounded up to a power of two).
-  size_t next = 0;
-  for (int64_t f : PrimeFactors(b.group_items)) {
-    for (size_t tries = 0; tries < p.axes.size(); ++tries, next = (next + 1) % p.axes.size()) {
-      AxisTile& t = p.axes[next];
-      if (t.items * f <= Pow2Ceil(CeilDiv(extent(t), t.tile))) {
-        t.items *= f;
-        next = (next + 1) % p.axes.size();
-        break;
+  auto place_items = [&](int64_t group_items) {
+    for (AxisTile& t : p.axes) t.items = 1;
+    size_t next = 0;
+    for (int64_t f : PrimeFactors(group_items)) {
+      for (size_t tries = 0; tries < p.axes.size(); ++tries, next = (next + 1) % p.axes.size()) {
+        AxisTile& t = p.axes[next];
+        if (t.items * f <= Pow2Ceil(CeilDiv(extent(t), t.tile))) {
+          t.items *= f;
+          next = (next + 1) % p.axes.size();
+          break;
+        }
       }
     }
+  };
+  auto groups = [&] {
+    int64_t n = 1;
+    for (const AxisTile& t : p.axes) n *= CeilDiv(extent(t), t.items * t.tile);
+    return n;
+  };
+  // Enough groups to fill the device: where the largest tiles leave compute
+  // units idle, the group and the register tile shrink in turn (the group
+  // first, down to kMinShrunkWarps warps, the register tile down to 1).
+  int64_t group_items = b.group_items;
+  place_items(group_items);
+  const int64_t min_group = std::max(kMinShrunkWarps * b.warp, kMinGroupItems);
+  for (int turn = 0; groups() < b.min_groups; ++turn) {
+    const bool shrink_group = turn % 2 == 0 && group_items / 2 >= min_group;
+    if (shrink_group) {
+      group_items /= 2;
+    } else {
+      AxisTile* longest = nullptr;
+      for (int i = 0; i < tiled; ++i) {
+        if (p.axes[i].tile > 1 && (!longest || p.axes[i].tile >= longest->tile)) longest = &p.axes[i];
+      }
+      if (!longest) {
+        if (group_items / 2 < min_group) break;
+        group_items /= 2;
+      } else {
+        longest->tile /= 2;
+      }
+    }
+    place_items(group_items);
   }
   int64_t vthreads = 1;
   for (int i = 0; i < static_cast<int>(p.axes.size()); ++i) {
@@ -350,16 +394,40 @@ TilingLevels GpuTilingLevels(const SearchParams& params) {
           static_cast<int>(std::count(s.begin(), s.end(), 'R'))};
 }
 
+// Work items of a group that sum one row of a cross-thread reduction: the
+// largest divisor of the row's length within the group and leaving each
+// item at least kRowElementsPerItem elements (a warp at least, where the row
+// is that long), so that a warp's reads of a row are contiguous.
+int64_t RowReductionItems(int64_t extent, const GpuBudget& b) {
+  const int64_t cap = std::min(b.group_items, std::max(b.warp, extent / kRowElementsPerItem));
+  for (int64_t d = std::min(cap, extent); d > 1; --d) {
+    if (extent % d == 0) return d;
+  }
+  return 1;
+}
+
 // The sketch with its tiling splits filled from the plans (made on first
-// use, by stage name); nullopt when it tiles no stage.
+// use, by stage name) and its cross-thread reductions' splits from
+// RowReductionItems; nullopt when it does neither (`row_items`: the work
+// items of each cross-thread reduction, for the note).
 std::optional<State> FillTiles(const State& sketch, const TilingLevels& levels, const SearchParams& params,
-                               const std::function<const StagePlan&(const Stage&)>& plan_of) {
+                               const GpuBudget& b,
+                               const std::function<const StagePlan&(const Stage&)>& plan_of,
+                               std::vector<int64_t>* row_items = nullptr) {
   bool tiled = false;
   auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
     tiled = true;
     return Parts(st, plan_of(st), node);
   };
-  std::optional<State> s = FillSketchSplits(sketch, levels, params.max_innermost_split_factor, tile_parts);
+  auto rfactor_lengths = [&](int64_t extent, size_t count) {
+    tiled = true;
+    std::vector<int64_t> lengths(count, 1);
+    lengths.back() = RowReductionItems(extent, b);
+    if (row_items) row_items->push_back(lengths.back());
+    return lengths;
+  };
+  std::optional<State> s =
+      FillSketchSplits(sketch, levels, params.max_innermost_split_factor, tile_parts, {}, rfactor_lengths);
   if (!tiled) return std::nullopt;
   return s;
 }
@@ -485,10 +553,11 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
         return it->second;
       };
       std::optional<State> filled;
+      std::vector<int64_t> row_items;
       std::string failure;
       try {
         // A step of one first, to read off the shared bytes of a step.
-        const std::optional<State> one_step = FillTiles(sketches[i], levels, params, plan_of);
+        const std::optional<State> one_step = FillTiles(sketches[i], levels, params, budget, plan_of);
         if (!one_step) continue;
         for (const auto& [name, bytes] : SharedStepBytes(ctx, *one_step)) {
           if (plans.count(name)) plans.at(name).step_bytes = bytes;
@@ -497,7 +566,8 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
           const int id = one_step->StageIndex(name);
           PlanReduction(one_step->stage(id), budget, max_inner, shrink, &plan);
         }
-        filled = FillTiles(sketches[i], levels, params, plan_of);
+        row_items.clear();
+        filled = FillTiles(sketches[i], levels, params, budget, plan_of, &row_items);
       } catch (const std::exception& e) {
         last_failure = "sketch " + std::to_string(i) + ": " + e.what();
         continue;
@@ -510,6 +580,10 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
       std::ostringstream note;
       for (const auto& [name, plan] : plans) {
         note << Describe(best->stage(best->StageIndex(name)), plan, budget) << "\n";
+      }
+      for (int64_t items : row_items) {
+        note << "a cross-thread reduction over " << items << " work items a row (at least "
+             << kRowElementsPerItem << " elements each)\n";
       }
       note << budget.origin << "\n";
       out.state = *best;

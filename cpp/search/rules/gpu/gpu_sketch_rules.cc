@@ -177,9 +177,11 @@ class CrossThreadReductionRule : public SketchRule {
     if (IsCacheWriteStage(s, stage_id) || st.op->axis.empty() || !HasReduceIter(st)) return Condition::Skip;
     const int64_t spatial = SpatialProduct(st), reduce = ReduceProduct(st);
     const HardwareParams& hw = ctx.task.hardware_params;
-    const bool little_spatial_work = NeedsMultiLevelTiling(s, stage_id)
-                                         ? spatial <= hw.max_threads_per_block && spatial < reduce
-                                         : reduce > std::max<int64_t>(1, hw.warp_size);
+    // A stage tiled only for its axes of extent 1 (a row sum kept as
+    // [rows, 1]) reuses nothing across work items: it counts as untiled.
+    const bool tiled = NeedsMultiLevelTiling(s, stage_id) && !s.dag().access(stage_id).tiling_optional;
+    const bool little_spatial_work = tiled ? spatial <= hw.max_threads_per_block && spatial < reduce
+                                           : reduce > std::max<int64_t>(1, hw.warp_size);
     return little_spatial_work ? Condition::Apply : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
