@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "ir/functor.h"
+#include "ir/simplify.h"
 #include "lower/stmt_functor.h"
 #include "schedule/infer_bound.h"
 #include "support/error.h"
@@ -226,19 +227,55 @@ class StateLowerer {
     return idx;
   }
 
+  // Whether stage s may compute values outside the tensor: a private
+  // (register) tile whose every load reads a buffer of a group or a work
+  // item (a shared or register tile), each index proven inside its buffer
+  // over the whole iteration space. Its stores stay inside its own region;
+  // the values it computes outside the tensor are never read, since the
+  // stage that copies the tile out keeps its guards. A register tile of a
+  // group at the edge of a split that does not divide then needs no branch
+  // per multiply-add, and its loads of shared rows stay vectors.
+  bool ComputesPastTheEdge(int s) {
+    const Stage& st = state_.stages[s];
+    if (st.scope != MemScope::Local || !buffers_[s].relative) return false;
+    const auto* red = st.op->body.as<ReduceNode>();
+    if (red && red->condition.defined()) return false;
+    bool in_bounds = true;
+    PostOrderVisit(LowerExpr(s, red ? red->source : st.op->body), [&](const Expr& x) {
+      const auto* load = x.as<BufferLoadNode>();
+      if (!load || !in_bounds) return;
+      const Buffer& buffer = load->buffer;
+      if (buffer->scope == MemScope::Global || buffer->shape.size() != load->indices.size()) {
+        in_bounds = false;
+        return;
+      }
+      for (size_t d = 0; d < load->indices.size(); ++d) {
+        const Interval i = EvalInterval(Simplify(load->indices[d], info_.ranges), info_.ranges);
+        if (!i.bounded() || i.min < 0 || i.max >= buffer->shape[d]) {
+          in_bounds = false;
+          return;
+        }
+      }
+    });
+    return in_bounds;
+  }
+
   // Conditions under which the root axes are inside the region (and the
-  // tensor); only those that bounds cannot prove.
+  // tensor); only those that bounds cannot prove. A stage that may compute
+  // past the edge (ComputesPastTheEdge) keeps only those of its region and
+  // of its reduction.
   Expr Guard(int s, bool with_reduce) {
     const Stage& st = state_.stages[s];
     const StageBound& b = info_.stages[s];
     std::vector<Expr> conds;
     const int n_axis = static_cast<int>(st.op->axis.size());
+    const bool past_the_edge = ComputesPastTheEdge(s);
     for (int r = 0; r < (with_reduce ? st.num_root : n_axis); ++r) {
       const int64_t ext = r < n_axis ? b.region_extent[r] : st.nodes[r].extent;
       const Interval local = EvalInterval(b.local_values[r], info_.ranges);
       if (!(local.bounded() && local.max < ext))
         conds.push_back(b.local_values[r] < Expr(static_cast<int>(ext)));
-      if (r >= n_axis || !b.narrowed) continue;
+      if (r >= n_axis || !b.narrowed || past_the_edge) continue;
       const Interval root = EvalInterval(b.root_values[r], info_.ranges);
       if (!(root.has_lower() && root.min >= 0)) conds.push_back(b.root_values[r] >= Expr(0));
       if (!(root.has_upper() && root.max < st.op->shape[r])) {
@@ -251,6 +288,7 @@ class StateLowerer {
       const int parent = rel.parents[0];
       if (rel.kind != IterRelation::Kind::Split || parent < st.num_root) continue;
       if (!with_reduce && st.nodes[parent].kind != IteratorKind::Spatial) continue;
+      if (past_the_edge && st.nodes[parent].kind == IteratorKind::Spatial) continue;
       const Interval v = EvalInterval(b.node_values[parent], info_.ranges);
       if (!(v.bounded() && v.max < st.nodes[parent].extent)) {
         conds.push_back(b.node_values[parent] < Expr(static_cast<int>(st.nodes[parent].extent)));

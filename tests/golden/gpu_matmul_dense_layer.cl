@@ -49,47 +49,8 @@ void default_function_kernel0(__global float* restrict T_matmul, __global const 
           }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        float B_shared_local[12];
         #pragma unroll
-        for (int ax0_ax1_0 = 0; ax0_ax1_0 < 2; ++ax0_ax1_0) {
-          #pragma unroll
-          for (int i_1_j_1_1 = 0; i_1_j_1_1 < 2; ++i_1_j_1_1) {
-            #pragma unroll
-            for (int ax0_ax1_1_1 = 0; ax0_ax1_1_1 < 2; ++ax0_ax1_1_1) {
-              if ((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) < 1) && (((ax0_ax1_0 * 2) + ax0_ax1_1_1) < 3))) {
-                B_shared_local[((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 3) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_1 * 6))] = B_shared[(((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 96) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_1 * 48)) + (i_2_j_2 * 3))];
-              }
-            }
-          }
-        }
-        #pragma unroll
-        for (int k_2 = 0; k_2 < 2; ++k_2) {
-          if (((k_2 + 1) < 2)) {
-            #pragma unroll
-            for (int ax0_ax1_0 = 0; ax0_ax1_0 < 2; ++ax0_ax1_0) {
-              #pragma unroll
-              for (int i_1_j_1_2 = 0; i_1_j_1_2 < 2; ++i_1_j_1_2) {
-                #pragma unroll
-                for (int ax0_ax1_1_1 = 0; ax0_ax1_1_1 < 2; ++ax0_ax1_1_1) {
-                  if ((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) < 1) && (((ax0_ax1_0 * 2) + ax0_ax1_1_1) < 3))) {
-                    B_shared_local[(((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 3) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (((k_2 + 1) % 2) * 3)) + (i_1_j_1_2 * 6))] = B_shared[(((((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 96) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_2 * 48)) + (i_2_j_2 * 3)) + (k_2 * 96)) + 96)];
-                  }
-                }
-              }
-            }
-          }
-          #pragma unroll
-          for (int i_4 = 0; i_4 < 8; ++i_4) {
-            #pragma unroll
-            for (int j_4 = 0; j_4 < 3; ++j_4) {
-              #pragma unroll
-              for (int i_1_j_1_3 = 0; i_1_j_1_3 < 2; ++i_1_j_1_3) {
-                T_matmul_local[(((i_1_j_1_3 * 24) + (i_4 * 3)) + j_4)] = (T_matmul_local[(((i_1_j_1_3 * 24) + (i_4 * 3)) + j_4)] + (A_shared[((i_4 * 4) + k_2)] * B_shared_local[(((i_1_j_1_3 * 6) + j_4) + (k_2 * 3))]));
-              }
-            }
-          }
-        }
-        {
+        for (int k_1 = 0; k_1 < 2; ++k_1) {
           float B_shared_local[12];
           #pragma unroll
           for (int ax0_ax1_0 = 0; ax0_ax1_0 < 2; ++ax0_ax1_0) {
@@ -97,8 +58,8 @@ void default_function_kernel0(__global float* restrict T_matmul, __global const 
             for (int i_1_j_1_1 = 0; i_1_j_1_1 < 2; ++i_1_j_1_1) {
               #pragma unroll
               for (int ax0_ax1_1_1 = 0; ax0_ax1_1_1 < 2; ++ax0_ax1_1_1) {
-                if ((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) < 1) && (((ax0_ax1_0 * 2) + ax0_ax1_1_1) < 3))) {
-                  B_shared_local[((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 3) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_1 * 6))] = B_shared[((((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 96) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_1 * 48)) + (i_2_j_2 * 3)) + 192)];
+                if (((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) < 1)) {
+                  B_shared_local[((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 3) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_1 * 6))] = B_shared[((((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 96) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_1 * 48)) + (i_2_j_2 * 3)) + (k_1 * 192))];
                 }
               }
             }
@@ -112,8 +73,8 @@ void default_function_kernel0(__global float* restrict T_matmul, __global const 
                 for (int i_1_j_1_2 = 0; i_1_j_1_2 < 2; ++i_1_j_1_2) {
                   #pragma unroll
                   for (int ax0_ax1_1_1 = 0; ax0_ax1_1_1 < 2; ++ax0_ax1_1_1) {
-                    if (((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) < 1) && (((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) + (k_0 * 4)) + k_2) + 3) < 768)) && (((ax0_ax1_0 * 2) + ax0_ax1_1_1) < 3))) {
-                      B_shared_local[(((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 3) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (((k_2 + 1) % 2) * 3)) + (i_1_j_1_2 * 6))] = B_shared[(((((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 96) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_2 * 48)) + (i_2_j_2 * 3)) + (k_2 * 96)) + 288)];
+                    if (((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) < 1)) {
+                      B_shared_local[(((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 3) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (((k_2 + 1) % 2) * 3)) + (i_1_j_1_2 * 6))] = B_shared[((((((((((ax0_ax1_0 * 2) + ax0_ax1_1_1) / 3) * 96) + (((ax0_ax1_0 * 2) + ax0_ax1_1_1) % 3)) + (i_1_j_1_2 * 48)) + (i_2_j_2 * 3)) + (k_1 * 192)) + (k_2 * 96)) + 96)];
                     }
                   }
                 }
@@ -125,7 +86,7 @@ void default_function_kernel0(__global float* restrict T_matmul, __global const 
               for (int j_4 = 0; j_4 < 3; ++j_4) {
                 #pragma unroll
                 for (int i_1_j_1_3 = 0; i_1_j_1_3 < 2; ++i_1_j_1_3) {
-                  T_matmul_local[(((i_1_j_1_3 * 24) + (i_4 * 3)) + j_4)] = (T_matmul_local[(((i_1_j_1_3 * 24) + (i_4 * 3)) + j_4)] + (A_shared[(((i_4 * 4) + k_2) + 2)] * B_shared_local[(((i_1_j_1_3 * 6) + j_4) + (k_2 * 3))]));
+                  T_matmul_local[(((i_1_j_1_3 * 24) + (i_4 * 3)) + j_4)] = (T_matmul_local[(((i_1_j_1_3 * 24) + (i_4 * 3)) + j_4)] + (A_shared[(((i_4 * 4) + (k_1 * 2)) + k_2)] * B_shared_local[(((i_1_j_1_3 * 6) + j_4) + (k_2 * 3))]));
                 }
               }
             }

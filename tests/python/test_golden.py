@@ -263,14 +263,16 @@ def dense_layer_gpu_matmul():
 
 @pytest.mark.skipif(not ans.opencl.available(), reason="needs an OpenCL device (PoCL runs on the CPU)")
 def test_dense_layer_gpu_matmul_declares_each_register_tile_once_per_scope_and_matches_golden():
-    """The loop nest allocates B's register tile twice in one sequence (the two iterations of the partitioned
-    reduce loop): the second declaration has a block of its own, the kernel builds and equals numpy's product."""
+    """B's register tile copies shared rows that the tile's last group (3072 columns in tiles of 48) reads
+    past the tensor's edge: its loads stay inside the shared tile, so they are not guarded, the reduce loop is
+    not partitioned on them and the tile is allocated once (the guarded loads used to make a partitioned loop
+    allocate it twice, each declared in a block of its own); the kernel builds and equals numpy's product."""
     from test_opencl_declarations import repeated_allocations, repeated_declarations
     dag, s = dense_layer_gpu_matmul()
-    assert repeated_allocations(s) == ["B.shared.local"]
+    assert repeated_allocations(s) == []
     mod = ans.build(dag, s, target="opencl")
     source = mod.get_source("cl")
-    assert source.count("float B_shared_local[12];") == 2, source  # one per iteration of the partitioned loop
+    assert source.count("float B_shared_local[12];") == 1, source
     assert repeated_declarations(source) == [], source
     check_golden("gpu_matmul_dense_layer", source, suffix=".cl")
     rng = np.random.default_rng(0)

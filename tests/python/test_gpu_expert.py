@@ -4,7 +4,6 @@ every GEMM-like task and direct convolution (NCHW and NHWC) a state that builds 
 NVIDIA-like device its 8 x 8 register tiles run as two interleaved virtual threads per axis and both register
 tiles are read as float4; SearchParams.use_expert_schedule=False keeps it out of a tuning run's records, on
 the CPU and on the GPU."""
-import json
 import os
 import re
 
@@ -89,16 +88,8 @@ def _run(dag, state, target, reference, rng):
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want).max())))
 
 
-# PoCL miscompiles this kernel: its OpenCL C without the "#pragma unroll" lines (the only difference the
-# auto_unroll_max_step pragmas make to the source) gives numpy's result (test below), with them 61 of 1173
-# outputs stay 0.
-POCL_UNROLL_MISCOMPILE = "batch_matmul 3x17x9x23"
-
-
 @needs_opencl
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="PoCL miscompiles its #pragma unroll loops"))
-    if c == POCL_UNROLL_MISCOMPILE else c for c in CASES])
+@pytest.mark.parametrize("case", list(CASES))
 def test_gpu_expert_equals_numpy_on_awkward_shapes(case):
     tensors, reference = CASES[case]()
     dag = ans.ComputeDAG(tensors)
@@ -109,15 +100,6 @@ def test_gpu_expert_equals_numpy_on_awkward_shapes(case):
     for origin in ("warp_size", "max_threads_per_block", "max_registers_per_thread", "vector_unit_bytes"):
         assert origin in note, note
     _run(dag, state, POCL, reference, np.random.default_rng(0))
-
-
-@needs_opencl
-def test_gpu_expert_of_the_pocl_miscompiled_kernel_is_right_without_its_unroll_pragmas():
-    tensors, reference = CASES[POCL_UNROLL_MISCOMPILE]()
-    dag = ans.ComputeDAG(tensors)
-    state = search.expert_schedule(ans.SearchTask(compute_dag=dag, target=POCL))
-    records = [r for r in json.loads(state.to_json()) if not (r[0] == "PR" and "unroll" in r[3])]
-    _run(dag, ans.State.from_json(dag, json.dumps(records)), POCL, reference, np.random.default_rng(0))
 
 
 def _vthread_extent(dag, state):
@@ -143,6 +125,30 @@ def test_gpu_expert_on_an_nvidia_like_device_interleaves_runs_and_reads_float4()
     assert re.search(r"\(\*\(__local float4\*\)\(B_shared \+ \(+\(\w+ % 2\) \* 64\)", source), source
     assert "(*(__local float4*)(A_shared + " in source, source
     _run(dag, state, "opencl", reference, np.random.default_rng(1))
+
+
+@needs_opencl
+@pytest.mark.parametrize("case", ["matmul 1023x77x771", "dense 130x96x300", "conv nchw 27x27 9->15"])
+def test_gpu_expert_edges_that_no_tile_divides_keep_the_register_tile_unguarded(case):
+    """NVIDIA's parameters on extents no tile divides: only the fetches from global memory and the final
+    stores are guarded; the register tile multiplies and adds without a branch, past the edge, and its
+    loads of the shared rows stay float4. The kernel equals numpy where PoCL runs it."""
+    tensors, reference = {"matmul 1023x77x771": lambda: _matmul(1023, 77, 771),
+                          "dense 130x96x300": lambda: _dense(130, 96, 300),
+                          "conv nchw 27x27 9->15": lambda: _conv_nchw(9, 15, 27, 3)}[case]()
+    dag = ans.ComputeDAG(tensors)
+    state, reason, note = search.expert_schedule_info(ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia"))
+    assert state is not None, reason
+    assert "guarded edges" in note, note
+    source = ans.build(dag, state, target="opencl").get_source("cl")
+    lines = source.splitlines()
+    updates = [i for i, line in enumerate(lines) if re.search(r"(\w+_local)\[[^=]*\] = \(\1\[", line)]
+    assert updates, source
+    for i in updates:
+        assert not lines[i - 1].strip().startswith("if ("), "\n".join(lines[i - 3:i + 1])
+    if case.startswith("matmul"):  # 4 x 8 tiles (the others shrink to fill the device)
+        assert "float4" in source, source
+    _run(dag, state, "opencl", reference, np.random.default_rng(4))
 
 
 def _groups(dag, state):
