@@ -84,6 +84,11 @@ constexpr int64_t kMinGroupItems = 64;
 // make them.
 constexpr int64_t kMinGroupsPerUnit = 2;
 constexpr int64_t kMinShrunkWarps = 2;
+// Unrolled steps a shared tile's multiply-adds of a work item take: each
+// multiply-add and about as many register-tile loads and address updates
+// (with fewer, the reduction loop stays rolled and its accumulators are
+// indexed by a loop variable).
+constexpr int64_t kUnrollStepsPerMultiplyAdd = 2;
 // Elements of a row each work item of a cross-thread reduction sums at
 // least (fewer items, fewer steps of the shared-memory tree).
 constexpr int64_t kRowElementsPerItem = 4;
@@ -518,7 +523,8 @@ std::optional<State> Annotate(const SketchContext& ctx, const State& filled, con
       if (!HasLoops(s, id)) continue;
       const auto plan = plans.find(s.stage(id).name());
       if (plan != plans.end() && HasReduceIter(s.stage(id)))
-        s = WithUnroll(ctx, s, id, AccumulatorTile(plan->second) * plan->second.k_tile);
+        s = WithUnroll(ctx, s, id,
+                       kUnrollStepsPerMultiplyAdd * AccumulatorTile(plan->second) * plan->second.k_tile);
       else if (s.stage(id).loc == ComputeLocKind::Root)
         s = WithUnroll(ctx, s, id, plans.empty() ? 1 : AccumulatorTile(plans.begin()->second));
     }
