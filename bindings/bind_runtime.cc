@@ -188,12 +188,14 @@ void bind_runtime(py::module_& m) {
       .def(py::init<>())
       .def(
           "add_slot",
-          [](PyKernelSequence& self, const py::object& array) {
-            int slot = self.sequence.AddSlot(ToCallArg(array, self.sequence.num_slots(), "slot"));
+          [](PyKernelSequence& self, const py::object& array, bool per_run) {
+            int slot = self.sequence.AddSlot(ToCallArg(array, self.sequence.num_slots(), "slot"), per_run);
             self.arrays.push_back(array);
             return slot;
           },
-          py::arg("array"))
+          py::arg("array"), py::arg("per_run") = false,
+          "Adds a slot; per_run: an input or output, rebound or read around every run (on a device it is "
+          "copied in, or out, every run; other slots are copied in once, or stay there).")
       .def(
           "bind",
           [](PyKernelSequence& self, int slot, const py::object& array) {
@@ -230,7 +232,16 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("num_slots",
                              [](const PyKernelSequence& self) { return self.sequence.num_slots(); })
       .def_property_readonly("num_calls",
-                             [](const PyKernelSequence& self) { return self.sequence.num_calls(); });
+                             [](const PyKernelSequence& self) { return self.sequence.num_calls(); })
+      .def_property_readonly(
+          "resident", [](const PyKernelSequence& self) { return self.sequence.resident(); },
+          "Whether the calls run with their slots in a device's memory (OpenCL).")
+      .def_property_readonly(
+          "last_run_transfers",
+          [](const PyKernelSequence& self) {
+            return py::make_tuple(self.sequence.bytes_uploaded(), self.sequence.bytes_downloaded());
+          },
+          "(bytes copied to the device, bytes copied back) by the last run; (0, 0) on host memory.");
 
   m.def("build_state", &BuildStateUnlocked, py::arg("state"), py::arg("target"),
         "Lowers a state and compiles it for the target (a Target).");

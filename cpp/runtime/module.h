@@ -41,6 +41,21 @@ enum KernelStatus : int32_t {
 // Signature of a kernel generated for the CPU: returns a KernelStatus.
 using PackedKernel = int32_t (*)(void** args);
 
+// Memory of a device that has its own (an OpenCL GPU): buffers that stay
+// there between kernel launches, so that a KernelSequence of the device's
+// kernels copies only its inputs in and its outputs out. Copies and launches
+// are queued in order; Finish waits for them (host memory given to a copy
+// must live until then).
+class DeviceArena {
+ public:
+  virtual ~DeviceArena() = default;
+  // A buffer of `bytes` on the device; returns its index.
+  virtual int Allocate(size_t bytes) = 0;
+  virtual void Upload(int buffer, const void* host, size_t bytes) = 0;
+  virtual void Download(int buffer, void* host, size_t bytes) = 0;
+  virtual void Finish() = 0;
+};
+
 // The compiled code of one module, as a backend provides it.
 class Kernel {
  public:
@@ -54,6 +69,15 @@ class Kernel {
   // the kernel has no such timer (the time evaluator then uses the host's
   // clock around Run and Synchronize).
   virtual double DeviceSeconds(void** args, int number) { return -1; }
+  // A kernel of a device with memory of its own: a new, empty arena on that
+  // device; nullptr for kernels that run on host memory.
+  virtual std::unique_ptr<DeviceArena> MakeArena() const { return nullptr; }
+  // Queues the kernel on buffers of `arena` (one per argument, in Run's
+  // order) without waiting; only for kernels that make arenas, and an arena
+  // of their device.
+  virtual void LaunchIn(DeviceArena& arena, const std::vector<int>& buffers) {
+    throw Error("this kernel runs on host memory, not in a device arena");
+  }
 };
 
 // What a kernel expects of one argument.

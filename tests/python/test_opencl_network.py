@@ -59,3 +59,44 @@ def test_transformer_block_tunes_on_opencl_within_mali_like_limits(tmp_path):
     for ours, theirs in zip(outputs, expected):
         scale = max(float(np.abs(theirs).max()), 1.0)
         assert float(np.abs(ours - theirs).max()) <= 1e-4 * scale
+
+
+def test_untuned_network_runs_with_its_weights_and_activations_in_the_devices_memory():
+    """A network built for OpenCL keeps its slots in the device's memory: the first run copies the weights in,
+    every later run copies only the input in and the output out (no weight, no intermediate buffer), and the
+    outputs equal the graph's reference on every run, with other inputs each time."""
+    graph = zoo.get_model("resnet18", image_size=32, num_classes=10)
+    net = ans.graph.build(graph, TARGET, verbose=False)
+    rng = np.random.default_rng(5)
+    shape = graph.shape(graph.inputs[0])
+    input_bytes = int(np.prod(shape)) * 4
+    output_bytes = int(np.prod(graph.shape(graph.outputs[0]))) * 4
+    for run in range(3):
+        x = rng.standard_normal(shape).astype("float32")
+        (out,) = net(x)
+        (want,) = graph.evaluate(x)
+        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(want).max())))
+        sequence = net._calls._sequence
+        assert sequence.resident
+        uploaded, downloaded = sequence.last_run_transfers
+        assert downloaded == output_bytes
+        if run == 0:
+            assert uploaded > 100 * input_bytes  # ResNet-18's 11 M weights
+        else:
+            assert uploaded == input_bytes, (run, uploaded, input_bytes)
+
+
+def test_a_kernel_sequence_refuses_to_mix_host_and_device_kernels():
+    from autosched import _core, te
+    a = te.placeholder((8,), name="a")
+    b = te.compute((8,), lambda i: a[i] * 2.0, name="b")
+    dag = ans.ComputeDAG([a, b])
+    host, device = ans.build(dag, target="llvm"), ans.build(dag, target=TARGET)
+    x, y = np.ones(8, "float32"), np.zeros(8, "float32")
+    sequence = _core.KernelSequence()
+    slots = [sequence.add_slot(x, per_run=True), sequence.add_slot(y, per_run=True)]
+    sequence.add_call(device._mod, slots)
+    with pytest.raises(Exception, match="runs on the host, the calls before it on a device"):
+        sequence.add_call(host._mod, slots)
+    sequence.run()
+    np.testing.assert_array_equal(y, 2.0)

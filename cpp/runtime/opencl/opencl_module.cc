@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -75,6 +76,44 @@ int64_t KernelMaxWorkGroupSize(cl_kernel kernel, const OpenCLDevice& device, con
   return limit;
 }
 
+// Buffers of one OpenCL device for a KernelSequence (runtime/module.h),
+// copied and used on the device's in-order queue, which every kernel of the
+// device shares.
+class OpenCLArena : public DeviceArena {
+ public:
+  explicit OpenCLArena(const OpenCLDevice& device) : device_(device), queue_(OpenCLQueue(device)) {}
+
+  int Allocate(size_t bytes) override {
+    cl_int err = CL_SUCCESS;
+    bytes = std::max<size_t>(1, bytes);
+    buffers_.emplace_back(clCreateBuffer(OpenCLContext(device_), CL_MEM_READ_WRITE, bytes, nullptr, &err));
+    CheckCL(err,
+            "allocating " + std::to_string(bytes) + " bytes of a network's memory on " + device_.Describe());
+    return static_cast<int>(buffers_.size()) - 1;
+  }
+  void Upload(int buffer, const void* host, size_t bytes) override {
+    if (bytes == 0) return;
+    CheckCL(clEnqueueWriteBuffer(queue_, buffers_.at(buffer).get(), CL_FALSE, 0, bytes, host, 0, nullptr,
+                                 nullptr),
+            "copying " + std::to_string(bytes) + " bytes to " + device_.Describe());
+  }
+  void Download(int buffer, void* host, size_t bytes) override {
+    if (bytes == 0) return;
+    CheckCL(
+        clEnqueueReadBuffer(queue_, buffers_.at(buffer).get(), CL_FALSE, 0, bytes, host, 0, nullptr, nullptr),
+        "copying " + std::to_string(bytes) + " bytes from " + device_.Describe());
+  }
+  void Finish() override { CheckCL(clFinish(queue_), "running OpenCL kernels on " + device_.Describe()); }
+
+  const OpenCLDevice& device() const { return device_; }
+  cl_mem buffer(int index) const { return buffers_.at(index).get(); }
+
+ private:
+  const OpenCLDevice& device_;
+  cl_command_queue queue_;
+  std::vector<CLMemHandle> buffers_;
+};
+
 class OpenCLKernel : public Kernel {
  public:
   OpenCLKernel(const OpenCLDevice& device, CLProgramRef program, OpenCLProgramSpec spec, std::string options)
@@ -123,6 +162,25 @@ class OpenCLKernel : public Kernel {
     return kKernelOk;
   }
 
+  std::unique_ptr<DeviceArena> MakeArena() const override { return std::make_unique<OpenCLArena>(device_); }
+
+  void LaunchIn(DeviceArena& arena, const std::vector<int>& buffers) override {
+    auto* on = dynamic_cast<OpenCLArena*>(&arena);
+    AS_CHECK(on != nullptr && &on->device() == &device_,
+             "an OpenCL kernel of " << device_.Describe() << " runs in an arena of its own device only");
+    AS_CHECK(buffers.size() == spec_.num_args,
+             "OpenCL kernel: " << buffers.size() << " buffers for " << spec_.num_args << " arguments");
+    std::lock_guard<std::mutex> lock(mutex_);
+    EnsureTemporaries();
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      BindArgs(k, [&](int p) {
+        return static_cast<size_t>(p) < spec_.num_args ? on->buffer(buffers[p]) : temporaries_[p].get();
+      });
+      Launch(k, nullptr);
+    }
+    args_are_own_ = false;
+  }
+
   int32_t Synchronize() override {
     CheckCL(clFinish(queue_), "running OpenCL kernels on " + device_.Describe());
     return kKernelOk;
@@ -164,9 +222,39 @@ class OpenCLKernel : public Kernel {
   }
 
  private:
+  // Sets kernel k's arguments to the buffers `memory_of` gives by buffer
+  // index.
+  void BindArgs(size_t k, const std::function<cl_mem(int)>& memory_of) {
+    const std::vector<int>& params = spec_.kernels[k].buffers;
+    for (size_t i = 0; i < params.size(); ++i) {
+      cl_mem m = memory_of(params[i]);
+      CheckCL(clSetKernelArg(kernels_[k].get(), static_cast<cl_uint>(i), sizeof(cl_mem), &m),
+              "setting argument " + std::to_string(i) + " of kernel '" + spec_.kernels[k].name + "'");
+    }
+  }
+
+  // Device buffers for the temporaries alone (a launch in an arena brings
+  // the arguments').
+  void EnsureTemporaries() {
+    if (!temporaries_.empty()) return;
+    std::vector<CLMemHandle> memory(spec_.buffers.size());
+    for (size_t i = spec_.num_args; i < spec_.buffers.size(); ++i) {
+      cl_int err = CL_SUCCESS;
+      const size_t bytes = static_cast<size_t>(std::max<int64_t>(1, BufferBytes(*spec_.buffers[i])));
+      memory[i].reset(clCreateBuffer(OpenCLContext(device_), CL_MEM_READ_WRITE, bytes, nullptr, &err));
+      CheckCL(err, "allocating " + std::to_string(bytes) + " bytes for buffer '" + spec_.buffers[i]->name +
+                       "' on " + device_.Describe());
+    }
+    temporaries_ = std::move(memory);
+  }
+
   // Device buffers for every argument and temporary, made on the first run
-  // and bound to the kernels once.
+  // and bound to the kernels (again after launches in an arena).
   void EnsureBuffers() {
+    if (!args_are_own_ && !memory_.empty()) {
+      for (size_t k = 0; k < kernels_.size(); ++k) BindArgs(k, [&](int p) { return memory_[p].get(); });
+      args_are_own_ = true;
+    }
     if (!memory_.empty() || spec_.buffers.empty()) return;
     cl_context context = OpenCLContext(device_);
     std::vector<CLMemHandle> memory;
@@ -186,6 +274,7 @@ class OpenCLKernel : public Kernel {
       }
     }
     memory_ = std::move(memory);  // only once every argument is bound: a failure leaves none
+    args_are_own_ = true;
   }
 
   void Upload(void** args) {
@@ -232,6 +321,8 @@ class OpenCLKernel : public Kernel {
   CLProgramRef program_;
   std::vector<CLKernelHandle> kernels_;
   std::vector<CLMemHandle> memory_;
+  std::vector<CLMemHandle> temporaries_;  // for launches in an arena
+  bool args_are_own_ = false;             // the kernels' arguments are memory_'s
   std::vector<bool> written_;
   std::mutex mutex_;
 };

@@ -133,7 +133,9 @@ class KernelCalls:
     and per prepacked array, made on the first run from that run's arrays, every call's arguments checked then.
     The values of `fixed` (constants, intermediate buffers) keep their arrays; the others (graph inputs,
     outputs made per call) are rebound, and checked again, on every run. A run of the network is then one call
-    into the core, which holds the GIL for none of it."""
+    into the core, which holds the GIL for none of it. OpenCL kernels run with every slot in the device's
+    memory: the constants are copied there on the first run, the inputs in and the outputs out on every run,
+    and the intermediate buffers stay there (their host arrays are not written)."""
 
     def __init__(self, groups, fixed):
         self.groups, self.fixed = list(groups), set(fixed)
@@ -144,7 +146,7 @@ class KernelCalls:
 
         def slot(key, array, rebind):
             if key not in slots:
-                slots[key] = sequence.add_slot(array)
+                slots[key] = sequence.add_slot(array, per_run=rebind)
                 if rebind:
                     self._rebind.append((slots[key], key))
             return slots[key]
