@@ -262,20 +262,19 @@ def default_schedules(task, params=None):
     expert schedule (EXPERT; register blocks, packing and tiles derived from the target's parameters, see
     expert_schedule) where the task has one, then the parallel + vectorized loop nests of baseline_states
     ("parallel 2", whose reductions' loops are outside their last spatial loop, then "parallel"), the plain
-    loop nest ("plain") last. On a GPU target the nest with the default GPU schedule comes first (the GPU
-    expert is measured by tuning, not run untuned). The first that compiles is the task's default: what
+    loop nest ("plain") last. On a GPU target likewise the expert first, then the nest with the default
+    GPU schedule (one work item per output). The first that compiles is the task's default: what
     graph.build runs for a task the log has no record of, or whose best record ran slower. Tuning measures it
     first (a task given a single trial has measured its default), and reports its speed-up over it.
 
     Why the expert comes first on a CPU: the parallel nests leave a dense layer's weight walked with a
     stride of K and most of a convolution's arithmetic scalar (on a 2-core Zen 3: ResNet-50's kernels 294 ms in
-    all, against 80 ms with the expert's; DistilBERT's dense layers 60-170x slower)."""
+    all, against 80 ms with the expert's; DistilBERT's dense layers 60-170x slower); on an H100 the default GPU schedule ran ResNet-50's 3x3
+    convolution of 64 channels at 56x56 in 3.6 ms, the expert in 0.03 ms."""
     params = params or SearchParams()
     states = baseline_states(task, params)
     named = list(zip(baseline_names(states), states))
     defaults = named[:0:-1] + named[:1]
-    if task.target.is_gpu:
-        return defaults
     expert, _, _ = _core.expert_schedule(task, params)
     return ([(EXPERT, expert)] if expert is not None else []) + defaults
 
