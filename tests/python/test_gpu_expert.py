@@ -250,3 +250,26 @@ def test_use_expert_schedule_switches_the_expert_off(target, tmp_path):
         assert (result.expert_cost is not None) == on
     assert _records_hold(logs[True], expert)
     assert not _records_hold(logs[False], expert)
+
+
+@pytest.mark.parametrize("case", ["layer_norm", "dense_transpose"])
+def test_gpu_expert_gives_stages_it_does_not_tile_groups_of_its_own_size(case):
+    """A stage the expert does not tile (a layer norm's element-wise output, a transposed copy after a dense
+    layer) gets groups of the expert's 256 work items on an NVIDIA-like device, not a sampled size up to
+    max_threads_per_block's 1024, which the driver may refuse for a kernel of many registers."""
+    x = _ph((128, 768), "x")
+    if case == "layer_norm":
+        gamma, beta = _ph((768,), "gamma"), _ph((768,), "beta")
+        tensors = [x, gamma, beta, ops.layer_norm(x, gamma, beta)]
+    else:
+        w = _ph((768, 768), "w")
+        tensors = [x, w, ops.transpose(ops.dense(x, w), (1, 0))]
+    dag = ans.ComputeDAG(tensors)
+    task = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia")
+    assert task.hardware_params.max_threads_per_block == 1024
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None, reason
+    source = ans.build(dag, state, target="opencl").get_source("cl")
+    sizes = [int(x) * int(y) * int(z) for x, y, z in
+             re.findall(r"reqd_work_group_size\((\d+),\s*(\d+),\s*(\d+)\)", source)]
+    assert sizes and max(sizes) <= 256, sizes

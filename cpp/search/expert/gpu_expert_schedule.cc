@@ -147,8 +147,9 @@ GpuBudget Budget(const HardwareParams& hw, int shrink) {
   // A multiple of the warp, not above the limit (one warp where the limit is
   // below it).
   b.group_items = std::max(b.warp, std::min(wanted, max_threads) / b.warp * b.warp);
-  origin << "group of " << b.group_items << " work items: " << kWarpsPerGroup << " warps of warp_size "
-         << hw.warp_size << " (at least " << kMinGroupItems << "), at most max_threads_per_block "
+  origin << "group of " << b.group_items << " work items (stages not tiled too): " << kWarpsPerGroup
+         << " warps of warp_size " << hw.warp_size << " (at least " << kMinGroupItems
+         << "), at most max_threads_per_block "
          << (hw.max_threads_per_block > 0 ? std::to_string(hw.max_threads_per_block)
                                           : "unknown, taken as " + std::to_string(kUnknownMaxThreads));
   const int64_t registers = hw.max_registers_per_thread > 0 ? hw.max_registers_per_thread : kUnknownRegisters;
@@ -510,7 +511,8 @@ std::optional<State> Annotate(const SketchContext& ctx, const State& filled, con
                          .fetch_width = lanes,
                          .double_buffer = true,
                          .transpose = true,
-                         .pipeline_register_tiles = false};
+                         .pipeline_register_tiles = false,
+                         .plain_threads = b.group_items};
   ThreadBindChoices single = full;
   single.double_buffer = false;
   ThreadBindChoices compact = single;

@@ -268,8 +268,9 @@ class ThreadBinder {
     std::vector<int64_t> options;
     for (int64_t t = 32; t <= max_threads; t *= 2) options.push_back(t);
     if (options.empty()) options.push_back(max_threads);
-    const int64_t threads =
-        std::min(extent, options[RandomIndex(rng_, static_cast<int64_t>(options.size()))]);
+    const int64_t threads = std::min(
+        extent, choices_.plain_threads ? std::clamp<int64_t>(*choices_.plain_threads, 1, max_threads)
+                                       : options[RandomIndex(rng_, static_cast<int64_t>(options.size()))]);
     if (threads >= extent) return s.Annotate(id, 0, IteratorAnnotation::ThreadIdxX);
     s = s.Split(id, 0, {threads});
     s = s.Annotate(id, 0, IteratorAnnotation::BlockIdxX);

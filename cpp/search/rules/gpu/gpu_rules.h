@@ -77,6 +77,9 @@ struct ThreadBindChoices {
   // of each register tile: computed at a reduce loop of its shared tile
   // (sampled among PipelineNodes) and double-buffered
   std::optional<bool> pipeline_register_tiles;
+  // work items of a group of each stage that is not tiled (an element-wise
+  // or row-wise stage: one work item per output), within the thread limit
+  std::optional<int64_t> plain_threads;
 };
 // The thread-bind rule's binding of `state` under `choices`.
 State BindThreads(const SketchContext& ctx, const State& state, const ThreadBindChoices& choices,
