@@ -94,3 +94,16 @@ def best_of(fn, min_seconds, min_runs=3):
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def torch_cuda():
+    """PyTorch with a CUDA device and TF32 off (the GPU benchmarks' peer), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch

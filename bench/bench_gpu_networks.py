@@ -38,19 +38,6 @@ import numpy as np  # noqa: E402
 import _models  # noqa: E402
 
 
-def load_torch_cuda():
-    """PyTorch with a CUDA device and TF32 off, or None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    return torch
-
-
 def torch_ms(torch, module, example, number):
     """PyTorch eager on the GPU: ms per inference, the input copied in and the output out, as ours."""
     with torch.no_grad():
@@ -141,7 +128,7 @@ def main():
     print(f"command: {' '.join([sys.executable] + sys.argv)}")
     print(f"OpenCL device: {ans.Target(args.target)}: "
           + ", ".join(d["name"] for d in ans.opencl.devices()))
-    torch_cuda = load_torch_cuda()
+    torch_cuda = _env.torch_cuda()
     print("peer: " + (f"PyTorch {torch_cuda.__version__} eager on {torch_cuda.cuda.get_device_name()} (TF32 off)"
                       if torch_cuda else "none (no PyTorch with CUDA)"))
     print(f"{'model':12}{'tasks':>6}{'build s':>8}{'error':>9}{'untuned ms':>11}{'ratio':>8}"

@@ -159,19 +159,6 @@ KERNELS = {
 }
 
 
-def load_torch():
-    """PyTorch with a CUDA device and TF32 off, or None (the peer columns stay empty)."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    return torch
-
-
 def torch_seconds(torch, fn, args, repeat=50):
     """Mean GPU seconds per call over `repeat` calls after warm-up. The calls are captured in a CUDA graph and
     replayed, so that they run back to back on the GPU: timed as launched from Python, a kernel of a few
@@ -318,7 +305,7 @@ def main():
         print(f"OpenCL device: {d}")
     print("expert schedule: " + ("off (use_expert_schedule=False: not measured, not seeded)" if args.no_expert
                                  else "on (measured first and seeded into every population)"))
-    torch = load_torch()
+    torch = _env.torch_cuda()
     print("peer: " + (f"PyTorch {torch.__version__} on {torch.cuda.get_device_name()} (TF32 off)"
                       if torch else "none (no PyTorch with CUDA)"))
     kernels = {n: KERNELS[n]() for n in names}
