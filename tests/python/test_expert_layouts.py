@@ -153,3 +153,24 @@ def test_b_already_contiguous_along_the_vector_is_packed_only_for_many_rows(m, n
     assert any(name.endswith(".pack") for name in _stage_names(state)) == packed, (_stage_names(state), note)
     assert "register block" in note, note
     _check_against_reference(task, state)
+
+
+@pytest.mark.parametrize("n,epilogue", [(200, False), (131, True), (17, True)])
+def test_rows_that_overflow_l1_go_round_panels_of_the_streamed_operand(n, epilogue):
+    """16 rows of K = 768 floats (48 KiB) overflow a 32 KiB L1, a block of 8 rows (24 KiB) fits: on an AVX2-like
+    machine's parameters the dot path takes the blocks of rows round panels of W's rows that fit half of L2
+    (prime N and N = 17 included, with a bias and GELU epilogue or none), and equals the reference."""
+    hw = ans.HardwareParams(vector_unit_bytes=32, num_vector_registers=16, l1_cache_bytes=32 * 1024,
+                            l2_cache_bytes=512 * 1024)
+    a, w = te.placeholder((16, 768), name="A"), te.placeholder((n, 768), name="W")
+    tensors = [a, w]
+    if epilogue:
+        bias = te.placeholder((n,), name="b")
+        tensors += [bias, ops.gelu(ops.dense(a, w, bias))]
+    else:
+        tensors.append(ops.dense(a, w))
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG(tensors), target="llvm", hardware_params=hw,
+                          desc="panels")
+    state, note = _expert(task)
+    assert "go round panels" in note and "a block's 24 KiB" in note, note
+    _check_against_reference(task, state)

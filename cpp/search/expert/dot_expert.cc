@@ -121,19 +121,59 @@ std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* not
   if (split_rows) rf_order.push_back(last_row + 1);
   rf_order.push_back(k_inner);
   s = s.Reorder(rf, rf_order);
-  std::vector<int> out_order(outer_axes);
-  out_order.insert(out_order.end(), row_axes.begin(), row_axes.end());
-  out_order.push_back(num_axes);
-  s = s.Reorder(out, out_order);
-  s = s.ComputeAt(rf, out, static_cast<int>(outer_axes.size()) - 1);
-  // An element-wise epilogue (bias, GELU) computes the layer inside its own
-  // loops over the outer axes, so the layer's output is written once, by it.
+  // Where all the rows of the other operand overflow L1 but a block of them
+  // fits (16 rows of K = 768 floats: 48 KiB), the rows go round in blocks
+  // inside panels of the streamed operand that fit half of L2: each block
+  // stays in L1 across a panel, each panel in L2 across the blocks.
+  const HardwareParams& hw = ctx.task.hardware_params;
+  const int64_t row_bytes = depth * std::max(1, st.op->dtype.bytes());
+  const bool panels = num_axes == 2 && outer_axes.size() == 1 && row_axes.size() == 1 && block < row_extent &&
+                      block * row_bytes <= L1Bytes(hw) && row_extent * row_bytes > L1Bytes(hw);
+  int64_t panel = 1;
+  if (panels) {
+    const int64_t outer_extent = st.op->axis[outer_axes[0]].extent;
+    for (int64_t d = 1; d <= outer_extent && d * row_bytes <= L2Bytes(hw) / 2; ++d) {
+      if (outer_extent % d == 0) panel = d;
+    }
+  }
+  // (j, i) split into (j.0, j.1) by the panel and (i.0, i.1) by the block,
+  // ordered (j.0, i.0, j.1, i.1) before any axis after them.
+  auto panel_order = [&](int stage) {
+    const int j = outer_axes[0], i = row_axes[0];
+    if (j > i) {
+      s = s.Split(stage, j, {panel});
+      s = s.Split(stage, i, {block});
+      return std::vector<int>{j + 1, i, j + 2, i + 1};
+    }
+    s = s.Split(stage, i, {block});
+    s = s.Split(stage, j, {panel});
+    return std::vector<int>{j, i + 1, j + 1, i + 2};
+  };
   const int epilogue = ElementwiseFusionTarget(s, out);
-  if (epilogue >= 0 && s.stage(epilogue).num_iters() == num_axes) {
-    std::vector<int> epilogue_order(outer_axes);
-    epilogue_order.insert(epilogue_order.end(), row_axes.begin(), row_axes.end());
-    s = s.Reorder(epilogue, epilogue_order);
-    s = s.ComputeAt(out, epilogue, static_cast<int>(outer_axes.size()) - 1);
+  const bool fuse_epilogue = epilogue >= 0 && s.stage(epilogue).num_iters() == num_axes;
+  if (panels) {
+    std::vector<int> out_order = panel_order(out);
+    out_order.push_back(num_axes + 2);  // the factored lanes
+    s = s.Reorder(out, out_order);
+    s = s.ComputeAt(rf, out, 2);
+    if (fuse_epilogue) {
+      s = s.Reorder(epilogue, panel_order(epilogue));
+      s = s.ComputeAt(out, epilogue, 1);
+    }
+  } else {
+    std::vector<int> out_order(outer_axes);
+    out_order.insert(out_order.end(), row_axes.begin(), row_axes.end());
+    out_order.push_back(num_axes);
+    s = s.Reorder(out, out_order);
+    s = s.ComputeAt(rf, out, static_cast<int>(outer_axes.size()) - 1);
+    // An element-wise epilogue (bias, GELU) computes the layer inside its own
+    // loops over the outer axes, so the layer's output is written once, by it.
+    if (fuse_epilogue) {
+      std::vector<int> epilogue_order(outer_axes);
+      epilogue_order.insert(epilogue_order.end(), row_axes.begin(), row_axes.end());
+      s = s.Reorder(epilogue, epilogue_order);
+      s = s.ComputeAt(out, epilogue, static_cast<int>(outer_axes.size()) - 1);
+    }
   }
   const int rf_iters = s.stage(rf).num_iters();
   s = s.Annotate(rf, rf_iters - 1, IteratorAnnotation::Vectorize);
@@ -147,6 +187,10 @@ std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* not
      << vectors + 1 << " of " << registers << " registers), factored and summed per output; " << rows
      << " row" << (rows == 1 ? "" : "s")
      << " <= 2 vectors of lanes read the streamed operand in place, unpacked";
+  if (panels)
+    os << "; the blocks of rows go round panels of " << panel << " of " << st.op->axis[outer_axes[0]].name()
+       << " (a block's " << block * row_bytes / 1024 << " KiB within L1, a panel's "
+       << panel * row_bytes / 1024 << " KiB within L2/2)";
   *note = os.str();
   return s;
 }
