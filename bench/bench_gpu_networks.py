@@ -13,6 +13,9 @@ CUDA events around --number calls, the copy of the input to the GPU and of the o
 The output is checked against PyTorch's (the largest difference relative to the output's largest magnitude).
 The table gives milliseconds per inference and PyTorch's time over ours (above 1: autosched is faster).
 
+--profile N: the untuned network's N slowest kernels, each timed inside runs of the network (waited for one by
+one), beside the sum of all and a whole run.
+
 --tiny: tiny models (tests/python/test_bench.py runs them on PoCL, without a CUDA PyTorch); the figures mean
 nothing there. Exits with an error when a model failed (its row says why). Not a test: figures vary with the
 device and its clocks.
@@ -71,6 +74,8 @@ def bench_model(name, args, torch_cuda, log_dir):
     (out,) = net(feed)
     row["error"] = relative_error(out, want)
     row["untuned_ms"] = min(net.time_evaluator(number=args.number, repeat=args.rounds)(feed)) * 1e3
+    if args.profile:
+        print_profile(name, net, feed, args.profile)
     if args.time_budget > 0:
         log = os.path.join(log_dir, f"{name}.json")
         tasks, weights = agraph.extract_tasks(graph, args.target)
@@ -88,6 +93,18 @@ def bench_model(name, args, torch_cuda, log_dir):
         with torch_cuda.no_grad():
             row["torch_error"] = relative_error(gpu_module(example.cuda()).cpu().numpy(), want)
     return row
+
+
+def print_profile(name, net, feed, top):
+    """The `top` kernels taking the most of a run (each finished before the next starts), and the share of a
+    run the kernels leave to launching and copying."""
+    profile = net.network_profile(feed, number=3, repeat=1)
+    rows = sorted(profile.rows, key=lambda r: -r[1])
+    kernels = sum(seconds for _, seconds in profile.rows)
+    print(f"  {name}: {len(profile.rows)} kernels, {kernels * 1e3:.3f} ms together, a run "
+          f"{profile.run_seconds * 1e3:.3f} ms with each kernel waited for; the slowest:")
+    for info, seconds in rows[:top]:
+        print(f"    {seconds * 1e3:8.3f} ms  {info.task.desc if info.task else info.name}")
 
 
 def print_row(row):
@@ -117,6 +134,8 @@ def main():
     parser.add_argument("--number", type=int, default=20, help="inferences per timed repeat")
     parser.add_argument("--log-dir", default="")
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check that the script works")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N kernels of the untuned network that take the most of a run")
     parser.add_argument("--verbose", type=int, default=0)
     args = parser.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]

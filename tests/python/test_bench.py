@@ -22,7 +22,7 @@ SMOKE_ARGS = {
     "bench_cost_model.py": ["--states", "12", "--seeds", "1", "--population", "16", "--data", ""],
     "bench_expert_shapes.py": ["--tiny", "--only", "1x1,small", "--no-torch"],
     "bench_gpu_networks.py": ["--tiny", "--target", "opencl -device=pocl", "--models", "bert_base", "--rounds",
-                              "1", "--number", "1", "--time-budget", "6"],
+                              "1", "--number", "1", "--time-budget", "6", "--profile", "3"],
     "bench_int8.py": ["--tiny"],
     "bench_matmul.py": ["--n", "128", "--repeat", "1"],
     "bench_models.py": ["--tiny", "--models", "squeezenet1_1,gpt2", "--rounds", "1"],
