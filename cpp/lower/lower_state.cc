@@ -236,6 +236,13 @@ class StateLowerer {
   // group at the edge of a split that does not divide then needs no branch
   // per multiply-add, and its loads of shared rows stay vectors.
   bool ComputesPastTheEdge(int s) {
+    // Asked by each of a stage's guarded nests (update, init, copy): decided once.
+    if (past_the_edge_.empty()) past_the_edge_.assign(state_.stages.size(), -1);
+    if (past_the_edge_[s] < 0) past_the_edge_[s] = DecidePastTheEdge(s) ? 1 : 0;
+    return past_the_edge_[s] == 1;
+  }
+
+  bool DecidePastTheEdge(int s) {
     const Stage& st = state_.stages[s];
     if (st.scope != MemScope::Local || !buffers_[s].relative) return false;
     const auto* red = st.op->body.as<ReduceNode>();
@@ -445,6 +452,7 @@ class StateLowerer {
   BoundInfo info_;
   const StateNode& state_;
   std::vector<StageBuffer> buffers_;
+  std::vector<int8_t> past_the_edge_;  // per stage: -1 not decided, else ComputesPastTheEdge
 };
 
 }  // namespace

@@ -61,7 +61,7 @@ void KernelSequence::AddCall(const Module& module, const std::vector<int>& args)
   Call call{module, args};
   module.CheckRunnable();
   module.CheckArgs(ArgsOf(call));
-  const bool on_device = module.kernel() && module.kernel()->MakeArena() != nullptr;
+  const bool on_device = module.kernel() && module.kernel()->HasDeviceMemory();
   AS_CHECK(calls_.empty() || on_device == resident_,
            "kernel sequence: module '" << module.name() << "' runs on "
                                        << (on_device ? "a device" : "the host") << ", the calls before it on "

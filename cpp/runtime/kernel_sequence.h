@@ -9,7 +9,7 @@
 // and checks of a Module call (a few microseconds, as long as a small
 // kernel's run).
 //
-// Kernels of a device with memory of its own (Kernel::MakeArena: OpenCL)
+// Kernels of a device with memory of its own (Kernel::HasDeviceMemory: OpenCL)
 // run with every slot resident in one arena of that device: a slot no call
 // writes is copied in on the first run (a constant) or on every run (a slot
 // marked per_run: an input); a slot some call writes is copied out after

@@ -69,8 +69,9 @@ class Kernel {
   // the kernel has no such timer (the time evaluator then uses the host's
   // clock around Run and Synchronize).
   virtual double DeviceSeconds(void** args, int number) { return -1; }
-  // A kernel of a device with memory of its own: a new, empty arena on that
-  // device; nullptr for kernels that run on host memory.
+  // Whether the kernel runs on a device with memory of its own (then
+  // MakeArena gives a new, empty arena on that device; else nullptr).
+  virtual bool HasDeviceMemory() const { return false; }
   virtual std::unique_ptr<DeviceArena> MakeArena() const { return nullptr; }
   // Queues the kernel on buffers of `arena` (one per argument, in Run's
   // order) without waiting; only for kernels that make arenas, and an arena

@@ -162,6 +162,7 @@ class OpenCLKernel : public Kernel {
     return kKernelOk;
   }
 
+  bool HasDeviceMemory() const override { return true; }
   std::unique_ptr<DeviceArena> MakeArena() const override { return std::make_unique<OpenCLArena>(device_); }
 
   void LaunchIn(DeviceArena& arena, const std::vector<int>& buffers) override {
