@@ -27,6 +27,8 @@ QUANTIZED = {
     ("matmul_integer", 2): ("uint8", 0, 255), ("matmul_integer", 3): ("int8", -64, 63),
     ("conv2d_integer", 0): ("uint8", 0, 255), ("conv2d_integer", 1): ("int8", -64, 63),
     ("conv2d_integer", 2): ("uint8", 0, 255), ("conv2d_integer", 3): ("int8", -64, 63),
+    ("conv2d_integer_nchwc", 0): ("uint8", 0, 255), ("conv2d_integer_nchwc", 1): ("int8", -64, 63),
+    ("conv2d_integer_nchwc", 2): ("uint8", 0, 255), ("conv2d_integer_nchwc", 3): ("int8", -64, 63),
 }
 COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
@@ -237,5 +239,12 @@ CASES = [
                                                                   dilations=(1, 2), zero_points=("x", "w"))),
     ("conv2d_integer", [(1, 6, 9, 9), (6, 1, 3, 3), (), ()], dict(groups=6, strides=2, pads=1,
                                                                 zero_points=("x", "w"))),
+    # the blocked form: input channels fill their blocks (the pass zero-pads both the input's and the packed
+    # weight's padded channels; random values there would count), output channels need not
+    ("conv2d_integer_nchwc", [(1, 2, 6, 5, 8), (2, 2, 3, 3, 2, 4, 4), (), (7,)],
+     dict(pads=1, channels=16, out_channels=7, zero_points=("x", "w"))),
+    ("conv2d_integer_nchwc", [(2, 1, 9, 7, 4), (3, 1, 1, 2, 1, 8, 4), ()],
+     dict(strides=(2, 1), pads=(0, 1, 1, 0), dilations=(1, 2), channels=4, out_channels=17, zero_points="x")),
+    ("conv2d_integer_nchwc", [(1, 1, 1, 1, 4), (1, 1, 1, 1, 1, 1, 4)], dict(channels=4, out_channels=1)),
 ] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs",
                                    "hard_swish", "silu", "mish", "sin", "cos", "floor", "ceil", "round", "sign")]

@@ -160,7 +160,7 @@ def _quantized_conv_graph(x_zero_point=131):
 def test_an_integer_convolution_fuses_with_its_requantization():
     g = _quantized_conv_graph()
     assert [[n.name for n in grp.nodes] for grp in fusion.partition(g)] == [["conv", "rq"]]
-    net = ans.graph.build(g, "llvm", verbose=False)
+    net = ans.graph.build(g, "llvm", verbose=False, layout="NCHW")  # the blocked form: test_quantized_layout.py
     (info,) = net.groups
     assert info.prepacked == ["conv_wsum"]  # the weight's sums: computed once, from the constant
     x = _ints("uint8", (1, 5, 9, 7))
@@ -171,7 +171,7 @@ def test_the_product_stage_is_a_plain_integer_reduction():
     """sum(int32(x) * int32(w)) of the raw values: the zero points are separate terms, so a code generator can
     map the product onto dot-product instructions."""
     g = _quantized_conv_graph()
-    (task,), _ = ans.extract_tasks(g, "llvm")
+    (task,), _ = ans.extract_tasks(g, "llvm", layout="NCHW")
     text = str(task.compute_dag)
     product = next(line for line in text.splitlines() if line.startswith("conv_product("))
     assert "+= (int32(conv_pad[" in product and "*int32(w[" in product and "x_zp" not in product

@@ -17,7 +17,8 @@ from ._utils import check_tensor
 from .nchwc import _padded
 from .nn import _ConvGeometry, _window
 
-__all__ = ["DOT_GROUP", "dot_group", "pack_dot_weight", "matmul_dot_packed", "pack_dot_conv_weight", "conv2d_nchwc_dot"]
+__all__ = ["DOT_GROUP", "dot_group", "pack_dot_weight", "matmul_dot_packed", "pack_dot_conv_weight",
+           "unpack_dot_conv_weight", "conv2d_nchwc_dot"]
 
 # Bytes of each operand one 32-bit lane of the instruction reads.
 DOT_GROUP = 4
@@ -89,10 +90,18 @@ def pack_dot_conv_weight(weight, in_block, out_block, group=DOT_GROUP):
     return np.ascontiguousarray(blocked.transpose(0, 2, 5, 6, 3, 1, 4))
 
 
-def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCHWc_dot"):
+def unpack_dot_conv_weight(packed, out_channels, in_channels):
+    """The OIHW weight (out_channels, in_channels, KH, KW) that `pack_dot_conv_weight` packed, padding dropped."""
+    ob, ib, kh, kw, groups, y, group = packed.shape
+    blocked = np.asarray(packed).transpose(0, 5, 1, 4, 6, 2, 3).reshape(ob * y, ib * groups * group, kh, kw)
+    return np.ascontiguousarray(blocked[:out_channels, :in_channels])
+
+
+def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCHWc_dot", pad_value=0):
     """int32 (N, O/y, OH, OW, y) = data (N, C/x, H, W, x) (uint8 or int8, x a multiple of 4) convolved with the
     kernel packed by `pack_dot_conv_weight` ((O/y, C/x, KH, KW, x/4, y, 4), the other of uint8 / int8). Each
-    output lane's reduction over 4 consecutive input channels is the dot-product instruction's group."""
+    output lane's reduction over 4 consecutive input channels is the dot-product instruction's group. The
+    border reads `pad_value` (a constant or a scalar expression: a quantized input's zero point)."""
     op = "conv2d_nchwc_dot"
     check_tensor(data, op, "data")
     check_tensor(kernel, op, "kernel")
@@ -107,7 +116,7 @@ def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCH
         raise ValueError(f"{op}: channel mismatch: data {data.shape} has {in_cb} blocks of {in_x} channels, the "
                          f"kernel {kernel.shape} expects {k_cb} blocks of {k_groups * group}")
     geo = _ConvGeometry(op, (in_h, in_w), (k_h, k_w), stride, padding, dilation)
-    padded = _padded(data, geo)
+    padded = _padded(data, geo, value=pad_value)
     (s_h, s_w), (d_h, d_w) = geo.stride, geo.dilation
 
     def fcompute(nn, ob, yy, xx, oy):

@@ -6,6 +6,7 @@ reduce.py (reduce_mean / sum / max / min / prod, argmax / argmin, log_softmax, c
 elu, leaky_relu, prelu), pad.py (pad), resize.py (resize), layout.py (the channel-blocked NCHW[x]c ops the
 layout pass writes: layout_transform, conv2d_nchwc, ...), winograd.py (conv2d_winograd_nchwc, the layout pass's
 Winograd convolution), quant.py (quantize_linear, dequantize_linear, requantize, matmul_integer,
-conv2d_integer: ONNX's integer semantics, docs/quantized.md). Each module lists its OpDefs in DEFS;
+conv2d_integer: ONNX's integer semantics, docs/quantized.md), quant_blocked.py (conv2d_integer_nchwc, the layout
+pass's uint8 x int8 convolution for dot-product instructions). Each module lists its OpDefs in DEFS;
 graph/registry.py registers them. common.py holds what the families share: attr converters, dim arithmetic,
 numpy window helpers."""

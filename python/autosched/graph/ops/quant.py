@@ -25,7 +25,7 @@ import numpy as np
 
 from ...core import te
 from ...ops.injective import pad
-from ...ops.quantized import DOT_GROUP
+from ...ops.quantized import DOT_GROUP, pack_dot_conv_weight
 from ..errors import OpError
 from ..opdef import OpDef
 from .common import (broadcast_shapes, check_conv_channels, check_rank, fmt, int_attr, ints, pad_hw, pads_attr,
@@ -602,10 +602,33 @@ def _conv2d_integer_torch(torch, node, x, w, *zero_points):
     return out.to(torch.int64).to(torch.int32)  # exact: float64 holds these sums
 
 
+def _conv2d_integer_to_blocked(rewriter, node):
+    """conv2d_integer's layout converter (graph/layout.py): a groups = 1 uint8 x int8 convolution with a constant
+    weight becomes conv2d_integer_nchwc (ops/quant_blocked.py) on its input blocked in channels of the pass's
+    block (a multiple of the dot-product group; fewer channels: them, rounded up to the group) and its weight
+    packed once for the dot-product instruction, output blocks of the pass's block; the output stays NCHW."""
+    g, a = rewriter.graph, node.attrs
+    data, weight = node.inputs[0], node.inputs[1]
+    if a["groups"] != 1 or weight not in g.constants or rewriter.block % DOT_GROUP:
+        return False
+    if {g.dtype(data), g.dtype(weight)} != set(_INTEGER_DTYPES):
+        return False
+    channels, out_channels = g.shape(data)[1], g.shape(weight)[0]
+    x = rewriter.layout_for(channels, block=min(rewriter.block, -(-channels // DOT_GROUP) * DOT_GROUP))
+    y = rewriter.layout_for(out_channels, block=rewriter.block)
+    packed = rewriter.derived(weight, f"dot{x.block}i{y.block}o",
+                              lambda arr: pack_dot_conv_weight(arr, x.block, y.block))
+    attrs = {k: a[k] for k in ("strides", "pads", "dilations", "zero_points")}
+    attrs.update(channels=channels, out_channels=out_channels)
+    ins = [rewriter.get(data, x), packed] + [rewriter.get(v, None) for v in node.inputs[2:]]
+    rewriter.emit(node, "conv2d_integer_nchwc", ins, attrs, None)
+    return True
+
+
 DEFS.append(OpDef("conv2d_integer", (2, 4), _conv2d_integer_infer,
                   dict({"strides": ((1, 1), pair("strides")), "pads": ((0, 0, 0, 0), pads_attr),
                         "dilations": ((1, 1), pair("dilations")),
                         "groups": (1, lambda v: ints([v], "groups", 1, 1)[0])}, **_zero_points_attr(_CONV_NAMES)),
-                  out_dtype=lambda attrs, dtypes: "int32", fusion="anchor", layout="nchw",
+                  out_dtype=lambda attrs, dtypes: "int32", fusion="anchor", layout=_conv2d_integer_to_blocked,
                   reference=_conv2d_integer_reference, te=_conv2d_integer_te, onnx=_conv2d_integer_onnx,
                   torch=_conv2d_integer_torch))
