@@ -107,3 +107,15 @@ def torch_cuda():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     return torch
+
+
+def print_profile(name, net, feed, top):
+    """The `top` kernels taking the most of a run (each finished before the next starts), and the share of a
+    run the kernels leave to launching and copying."""
+    profile = net.network_profile(feed, number=3, repeat=1)
+    rows = sorted(profile.rows, key=lambda r: -r[1])
+    kernels = sum(seconds for _, seconds in profile.rows)
+    print(f"  {name}: {len(profile.rows)} kernels, {kernels * 1e3:.3f} ms together, a run "
+          f"{profile.run_seconds * 1e3:.3f} ms with each kernel waited for; the slowest:")
+    for info, seconds in rows[:top]:
+        print(f"    {seconds * 1e3:8.3f} ms  {info.task.desc if info.task else info.name}")

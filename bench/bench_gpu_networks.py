@@ -75,7 +75,7 @@ def bench_model(name, args, torch_cuda, log_dir):
     row["error"] = relative_error(out, want)
     row["untuned_ms"] = min(net.time_evaluator(number=args.number, repeat=args.rounds)(feed)) * 1e3
     if args.profile:
-        print_profile(name, net, feed, args.profile)
+        _env.print_profile(name, net, feed, args.profile)
     if args.time_budget > 0:
         log = os.path.join(log_dir, f"{name}.json")
         tasks, weights = agraph.extract_tasks(graph, args.target)
@@ -93,18 +93,6 @@ def bench_model(name, args, torch_cuda, log_dir):
         with torch_cuda.no_grad():
             row["torch_error"] = relative_error(gpu_module(example.cuda()).cpu().numpy(), want)
     return row
-
-
-def print_profile(name, net, feed, top):
-    """The `top` kernels taking the most of a run (each finished before the next starts), and the share of a
-    run the kernels leave to launching and copying."""
-    profile = net.network_profile(feed, number=3, repeat=1)
-    rows = sorted(profile.rows, key=lambda r: -r[1])
-    kernels = sum(seconds for _, seconds in profile.rows)
-    print(f"  {name}: {len(profile.rows)} kernels, {kernels * 1e3:.3f} ms together, a run "
-          f"{profile.run_seconds * 1e3:.3f} ms with each kernel waited for; the slowest:")
-    for info, seconds in rows[:top]:
-        print(f"    {seconds * 1e3:8.3f} ms  {info.task.desc if info.task else info.name}")
 
 
 def print_row(row):

@@ -30,7 +30,7 @@ import autosched as ans  # noqa: E402
 from autosched import search, te  # noqa: E402
 from autosched.ops.quantized import pack_dot_conv_weight, pack_dot_weight  # noqa: E402
 
-INSTRUCTIONS = ("vpdpbusd", "vpmaddwd", "vpmaddubsw", "vpmulld", "vfmadd231ps")
+INSTRUCTIONS = ("vpdpbusd", "vpmaddwd", "vpmaddubsw", "vpmulld", "vfmadd231ps", "tdpbusd", "tdpbsud", "tdpbf16ps", "tileloadd")
 
 
 def cores():

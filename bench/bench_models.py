@@ -73,14 +73,14 @@ def import_graph(frontend, module, example, model_bytes):
         return frontends.from_torch(module, (example,))
 
 
-def tune(graph, seconds, log):
+def tune(graph, seconds, log, layout="auto"):
     """The graph's tasks tuned for `seconds` into `log`: (the network built from the log, the session's curve:
     (seconds since it started, estimated latency in seconds) after every batch)."""
-    tasks, weights = agraph.extract_tasks(graph, "llvm")
+    tasks, weights = agraph.extract_tasks(graph, "llvm", layout=layout)
     opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), num_measures_per_round=16,
                              measure_callbacks=[ans.RecordToFile(log)], verbose=0, time_budget_s=seconds)
     result = ans.TaskScheduler(tasks, weights).tune(opts)
-    return agraph.build(graph, "llvm", log, verbose=False), result.time_history
+    return agraph.build(graph, "llvm", log, verbose=False, layout=layout), result.time_history
 
 
 CURVE_POINTS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)  # shares of the budget at which the curve is printed
@@ -118,17 +118,20 @@ def bench_import(name, frontend, module, example, model_bytes, peers, args, log_
         problems = graph.problems()
         if problems:
             raise RuntimeError(f"{len(problems)} nodes cannot be compiled, the first: {problems[0]}")
-        tasks, _ = agraph.extract_tasks(graph, "llvm")
+        tasks, _ = agraph.extract_tasks(graph, "llvm", layout=args.layout)
         row["tasks"] = len(tasks)
         start = time.perf_counter()
-        net = agraph.build(graph, "llvm", verbose=False)
+        net = agraph.build(graph, "llvm", verbose=False, layout=args.layout)
         row["build_s"] = time.perf_counter() - start
         feed = example.numpy()
         (got,) = net(feed)
         row["error"] = relative_error(got, peers["want"])
+        if args.profile:
+            _env.print_profile(name, net, feed, args.profile)
         runs = {"autosched": lambda: net(feed), **peers["runs"]}
         if args.time_budget:
-            tuned, row["curve"] = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"))
+            tuned, row["curve"] = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"),
+                                       args.layout)
             runs["tuned"] = lambda: tuned(feed)
         row.update(alternate(runs, args.rounds, args.min_seconds))
     except Exception as e:  # noqa: BLE001 -- a model that fails is a row of the table, not the end of the run
@@ -286,6 +289,11 @@ def main():
     parser.add_argument("--quantize", default="none", choices=["none", "dynamic", "static"],
                         help="run the ONNX model quantized by onnxruntime's quantize_dynamic or quantize_static "
                              "(QDQ, per-channel), for onnxruntime and autosched alike (implies --frontend onnx)")
+    parser.add_argument("--layout", default="auto", choices=["auto", "NCHW", "NCHWc"],
+                        help="graph.build's layout: 'auto' blocks convolutions (the quantized ones where the CPU "
+                             "has VNNI), 'NCHW' none, 'NCHWc' all")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the untuned network's N slowest kernels, timed inside runs of the network")
     parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
     args = parser.parse_args()
     if args.quantize != "none":

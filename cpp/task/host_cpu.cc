@@ -1,6 +1,7 @@
 #include "task/host_cpu.h"
 
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +37,40 @@
 #endif
 
 namespace autosched {
+#ifdef AUTOSCHED_HAS_LLVM
+namespace {
+
+// Linux lets a process use AMX's tile data only after it asks (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16 and later); without
+// it the first tile load faults. Asked once; children made by fork keep it.
+bool TileDataPermitted() {
+  static const bool permitted = [] {
+#if defined(__linux__) && defined(__x86_64__) && defined(SYS_arch_prctl)
+    constexpr int kArchReqXcompPerm = 0x1023;
+    constexpr int kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return permitted;
+}
+
+// The host's features as LLVM detects them, less AMX where the OS does not
+// let this process use its tiles.
+llvm::StringMap<bool> UsableHostFeatures() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto amx = features.find("amx-tile");
+  if (amx != features.end() && amx->second && !TileDataPermitted()) {
+    for (auto& f : features) {
+      if (f.first().starts_with("amx-")) f.second = false;
+    }
+  }
+  return features;
+}
+
+}  // namespace
+#endif
 
 bool CpuSpec::Has(const std::string& feature) const {
   return std::binary_search(features.begin(), features.end(), feature);
@@ -100,7 +135,7 @@ CpuSpec Resolve(const std::string& mcpu, const std::string& mattr, bool host_che
   CpuSpec spec;
   spec.triple = llvm::sys::getProcessTriple();
   const llvm::Target& target = LookupTarget(spec.triple);
-  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  llvm::StringMap<bool> host = UsableHostFeatures();
   std::vector<std::string> parts;
   spec.is_host = mcpu.empty() || mcpu == "native" || mcpu == "host";
   if (spec.is_host) {
@@ -263,7 +298,7 @@ const CpuSpec& HostCpu() {
 std::vector<std::string> HostDetectableFeatures() {
 #ifdef AUTOSCHED_HAS_LLVM
   std::vector<std::string> names;
-  for (const auto& f : llvm::sys::getHostCPUFeatures()) names.push_back(f.first().str());
+  for (const auto& f : UsableHostFeatures()) names.push_back(f.first().str());
   std::sort(names.begin(), names.end());
   return names;
 #else

@@ -62,6 +62,23 @@ def conv_net(channels=3, size=9, width=12, classes=10):
     return _model(nodes, "conv_net", [1, channels, size, size], [1, classes], w.inits)
 
 
+def shared_bias(channels=4, size=7, width=8, bias=0.0):
+    """Two convolutions whose biases are one tensor, the second reading it through an Identity, as torch's
+    exporter shares equal initializers (the zero biases of batch norms folded at their initial values)."""
+    w = _Weights()
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["x", w("w1", (width, channels, 3, 3)), w.const("b", np.full(width, bias, np.float32))], ["c1"],
+             pads=[1, 1, 1, 1], name="conv1"),
+        node("Relu", ["c1"], ["r1"], name="relu1"),
+        node("Identity", ["b"], ["b_shared"], name="share"),
+        node("Conv", ["r1", w("w2", (width, width, 3, 3), 0.15), "b_shared"], ["c2"], pads=[1, 1, 1, 1],
+             name="conv2"),
+        node("Relu", ["c2"], ["y"], name="relu2"),
+    ]
+    return _model(nodes, "shared_bias", [1, channels, size, size], [1, width, size, size], w.inits)
+
+
 def branches(channels=5, size=7, width=6):
     """Two convolutions of one input, a LeakyRelu on one and a Sigmoid on the other, concatenated along the
     channels, then a Mul by the input's first channel (broadcast)."""

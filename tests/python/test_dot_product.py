@@ -12,9 +12,10 @@ import autosched as ans
 from autosched import search, te
 from autosched.ops.quantized import conv2d_nchwc_dot, matmul_dot_packed, pack_dot_conv_weight, pack_dot_weight
 
-AVX512_VNNI = "llvm -mcpu=sapphirerapids -no-host-check"  # 512-bit vpdpbusd
+# 512-bit vpdpbusd; AMX off (its tile multiply takes these blocks where the CPU has it: test_amx.py)
+AVX512_VNNI = "llvm -mcpu=sapphirerapids -mattr=-amx-tile -no-host-check"
 AVX_VNNI = "llvm -mcpu=alderlake -no-host-check"  # 256-bit (VEX) vpdpbusd, no AVX-512
-NO_VNNI = "llvm -mcpu=sapphirerapids -mattr=-avx512vnni,-avxvnni -no-host-check"
+NO_VNNI = "llvm -mcpu=sapphirerapids -mattr=-avx512vnni,-avxvnni,-amx-tile -no-host-check"
 
 
 def _host_flags():
@@ -26,6 +27,7 @@ def _host_flags():
 
 
 HOST_HAS_VNNI = bool(_host_flags() & {"avx512_vnni", "avx_vnni"})
+HOST_HAS_AMX = {"amx_tile", "amx_int8", "amx_bf16"} <= _host_flags()
 
 
 def _task(m, n, k, target="llvm"):
@@ -251,7 +253,7 @@ def test_bfloat16_packed_matmul_matches_the_exact_product(m, n, k):
 def test_bfloat16_packed_matmul_uses_vdpbf16ps_where_the_cpu_has_it():
     task = ans.SearchTask(func="matmul_bf16_packed", args=(64, 64, 128), target=AVX512_VNNI)
     assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI), "vdpbf16ps") > 0
-    target = "llvm -mcpu=sapphirerapids -mattr=-avx512bf16 -no-host-check"
+    target = "llvm -mcpu=sapphirerapids -mattr=-avx512bf16,-amx-tile -no-host-check"
     task = ans.SearchTask(func="matmul_bf16_packed", args=(64, 64, 128), target=target)
     assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), target), "vdpbf16ps") == 0
 

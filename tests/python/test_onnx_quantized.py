@@ -71,6 +71,18 @@ def ops_of(graph):
     return [n.op for n in graph.nodes]
 
 
+@pytest.mark.parametrize("bias", [0.0, 0.25])
+def test_a_bias_shared_through_an_identity_still_fuses_where_it_requantizes_exactly(bias, tmp_path):
+    """The quantizer gives a shared bias the first convolution's scale; the second reads its float values through
+    an Identity. Zeros are whole multiples of any scale: the second convolution runs on integers too. Other
+    values are not, and it keeps ONNX's float semantics."""
+    model = qm.quantize(qm.shared_bias(bias=bias), "QDQ", True, "uint8", tmp_path=tmp_path)
+    assert "Identity" in [n.op_type for n in model.graph.node]
+    graph, vs_onnxruntime, vs_reference = check_model(model, output_step(model))
+    assert ops_of(graph).count("conv2d_integer") == (2 if bias == 0.0 else 1)
+    assert vs_onnxruntime <= 1.0 and vs_reference <= 1.0
+
+
 @pytest.mark.parametrize("activation", ["uint8", "int8"])
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])

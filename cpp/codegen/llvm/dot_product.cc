@@ -63,8 +63,10 @@ bool StepsByOne(const Expr& index, const Expr& var_expr) {
   return GetConstInt(Simplify(next - index), &step) && step == 1;
 }
 
-std::optional<DotProductStore> MatchStore(const BufferStoreNode* store, const Expr& var_expr, int group,
-                                          const Target& target) {
+}  // namespace
+
+std::optional<DotProductStore> MatchDotProductStore(const BufferStoreNode* store, const Expr& var_expr,
+                                                    int group, const Target& target) {
   const auto* var = var_expr.as<VarNode>();
   const DataType t = store->value.dtype();
   if (store->indices.size() != 1 || t.lanes < 4 || t.bits != 32) return std::nullopt;
@@ -109,6 +111,8 @@ std::optional<DotProductStore> MatchStore(const BufferStoreNode* store, const Ex
   return std::nullopt;
 }
 
+namespace {
+
 // Every store of `s`, through loops and sequences, as a dot-product store.
 bool CollectStores(const Stmt& s, const Expr& var, int group, const Target& target, DotProductLoop* out) {
   switch (s.kind()) {
@@ -127,7 +131,7 @@ bool CollectStores(const Stmt& s, const Expr& var, int group, const Target& targ
     }
     case StmtKind::BufferStore: {
       const auto* store = s.as<BufferStoreNode>();
-      auto d = MatchStore(store, var, group, target);
+      auto d = MatchDotProductStore(store, var, group, target);
       if (!d) return false;
       out->stores.emplace(store, std::move(*d));
       return true;

@@ -59,6 +59,11 @@ struct DotProductLoop {
 // lanes; 0 when there is none. A wider accumulator takes several.
 int DotProductInstructionLanes(const Target& target, DotProductKind kind, int lanes);
 
+// `store` as one store of a dot-product loop over `var` of extent `group`
+// (the form above), or nullopt.
+std::optional<DotProductStore> MatchDotProductStore(const BufferStoreNode* store, const Expr& var, int group,
+                                                    const Target& target);
+
 // The block `loop` is, or nullopt (then the loop is emitted as it is).
 std::optional<DotProductLoop> MatchDotProductLoop(const ForNode* loop, const Target& target);
 

@@ -188,6 +188,7 @@ void IREmitter::EmitFor(const ForNode* n) {
   int64_t extent = 0;
   bool const_extent = GetConstInt(n->extent, &extent);
   if (lane_mask_ == nullptr && load_guard_ == nullptr && dot_block_ == nullptr) {
+    if (auto tile = MatchTileLoop(n, target_)) return EmitTileLoop(*tile);
     if (auto block = MatchDotProductLoop(n, target_)) return EmitDotProductLoop(n, *block);
   }
   switch (n->for_kind) {

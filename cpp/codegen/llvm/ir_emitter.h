@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/build.h"
+#include "codegen/llvm/amx_tile.h"
 #include "codegen/llvm/dot_product.h"
 #include "codegen/prefetch_plan.h"
 #include "lower/stmt.h"
@@ -71,6 +72,7 @@ class IREmitter {
   // dot-product instruction.
   void EmitDotProductLoop(const ForNode* n, const DotProductLoop& block);
   void EmitDotProductStore(const BufferStoreNode* store, const DotProductStore& d);
+  void EmitTileLoop(const TileLoop& tile);  // emit_amx_tile.cc
   // A loop from `begin` (inclusive) to `end` (exclusive) of i64 counter
   // values; body(counter) emits one iteration.
   void EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,

@@ -400,9 +400,15 @@ class _QdqModel:
         return taken + [quantize], quantize.input[1], quantize.input[2]
 
     def bias(self, name, n, scale):
-        """The int32 constant behind a DequantizeLinear of `name` whose scale is `scale` (the product of the input
-        and weight scales, float32, for each of the `n` outputs) and whose zero point is 0; None otherwise."""
+        """(the int32 constant, the nodes that make it) for the bias `name` of a product whose scale is `scale`
+        (the input scale times the weight scales, float32, for each of the `n` outputs): a DequantizeLinear of
+        int32 constants of that scale and zero point 0, maybe through Identity nodes; or one of another scale
+        whose float32 values are whole multiples of `scale` (an exporter shares equal biases, zeros above all,
+        between layers through Identity nodes, and the quantizer gives the first user's scale), requantized
+        exactly into a new Constant node. None otherwise."""
         node = self.producer.get(name)
+        while node is not None and node.op_type == "Identity" and node.domain in ("", "ai.onnx"):
+            node = self.producer.get(node.input[0])
         if node is None or node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx"):
             return None
         values, bias_scale = self.consts.get(node.input[0]), self.consts.get(node.input[1])
@@ -411,9 +417,16 @@ class _QdqModel:
             return None
         if values.ndim > 1 or (zero_point is not None and np.any(zero_point)) or bias_scale.size not in (1, n):
             return None
-        if not np.array_equal(np.broadcast_to(bias_scale.reshape(-1), (n,)), np.broadcast_to(scale, (n,))):
+        scale = np.broadcast_to(np.asarray(scale, np.float32).reshape(-1), (n,))
+        if np.array_equal(np.broadcast_to(bias_scale.reshape(-1), (n,)), scale):
+            return node.input[0], []
+        floats = np.broadcast_to(values.reshape(-1), (n,)).astype(np.float32) * bias_scale.reshape(-1)
+        steps = np.rint(floats / scale)
+        if np.any(np.abs(steps) >= 2 ** 31) or not np.array_equal(steps.astype(np.float32) * scale, floats):
             return None
-        return node.input[0]
+        const = self.fresh(f"{name}/requantized")
+        tensor = self.onnx.numpy_helper.from_array(steps.astype(np.int32), const)
+        return const, [self.onnx.helper.make_node("Constant", [], [const], name=const, value=tensor)]
 
     def fresh(self, base):
         name, k = base, 0
@@ -457,18 +470,19 @@ def _fuse_node(m, node):
     inputs = list(a) + list(b)
     if len(node.input) > 2 and node.input[2]:
         product = m.consts[a[1]].reshape(()) * m.consts[b[1]].reshape(-1)  # float32, as the quantizer has it
-        bias = m.bias(node.input[2], outputs, product)
-        if bias is None or (op_type == "QGemm" and (attrs.get("alpha", 1.0) != 1.0 or
-                                                    m.attr(node, "beta", 1.0) != 1.0)):
+        found = m.bias(node.input[2], outputs, product)
+        if found is None or (op_type == "QGemm" and (attrs.get("alpha", 1.0) != 1.0 or
+                                                     m.attr(node, "beta", 1.0) != 1.0)):
             return None
+        bias, bias_nodes = found
     else:
-        bias = ""
+        bias, bias_nodes = "", []
     inputs += ([bias] if op_type == "QGemm" else []) + [y_scale, y_zp] + ([bias] if op_type == "QLinearConv"
                                                                          and bias else [])
     out = taken[-1].output[0]
     relu = len(taken) == 2
     fused_out = m.fresh(f"{out}/before_relu") if relu else out
-    fused = [helper.make_node(op_type, inputs, [fused_out], name=node.name, domain=domain, **attrs)]
+    fused = bias_nodes + [helper.make_node(op_type, inputs, [fused_out], name=node.name, domain=domain, **attrs)]
     if relu:  # relu of a quantized value is its maximum with the zero point
         fused.append(helper.make_node("Max", [fused_out, y_zp], [out], name=taken[0].name))
     return fused, [node] + taken

@@ -1,0 +1,61 @@
+// IREmitter: tile blocks (codegen/llvm/amx_tile.h), as AMX tile loads, tile
+// multiplies and a tile store. LLVM's AMX passes write the tile configuration
+// (ldtilecfg) from the shapes given here and release the tiles on return.
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+
+#include "codegen/llvm/ir_emitter.h"
+#include "ir/functor.h"
+#include "ir/simplify.h"
+#include "support/error.h"
+
+namespace autosched {
+namespace {
+
+constexpr int64_t kTileGroups = 16;  // groups of 4 bytes in a row of 64 bytes
+constexpr int64_t kRowBytes = 64;
+
+}  // namespace
+
+void IREmitter::EmitTileLoop(const TileLoop& tile) {
+  const DotProductStore& d = tile.store;
+  auto shape = [&](int64_t v) { return b_.getInt16(static_cast<uint16_t>(v)); };
+  auto stride = [&](int64_t elements, const Buffer& buffer) {
+    return b_.getInt64(elements * buffer->dtype.bytes());
+  };
+  auto pointer = [&](const Buffer& buffer, const Expr& index) {
+    bool contiguous = false, broadcast = false;
+    return ElementPointers(buffer, index, &contiguous, &broadcast);
+  };
+  llvm::Function* load = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::x86_tileloadd64_internal);
+  llvm::Function* store =
+      llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::x86_tilestored64_internal);
+  llvm::Intrinsic::ID multiply_id = llvm::Intrinsic::x86_tdpbf16ps_internal;
+  if (d.kind == DotProductKind::U8S8ToI32) {
+    // tdpbusd takes A's bytes as unsigned and B's as signed, tdpbsud the other way round.
+    multiply_id = d.broadcast_is_unsigned ? llvm::Intrinsic::x86_tdpbusd_internal
+                                          : llvm::Intrinsic::x86_tdpbsud_internal;
+  }
+  llvm::Function* multiply = llvm::Intrinsic::getDeclaration(module_, multiply_id);
+
+  const Buffer& c_buffer = tile.node->buffer;
+  llvm::Value* c_ptr = pointer(c_buffer, tile.c_index);
+  llvm::Value* c_stride = stride(tile.row_stride_c, c_buffer);
+  llvm::Value* c = b_.CreateCall(load, {shape(tile.rows), shape(kRowBytes), c_ptr, c_stride});
+  const auto* group_var = tile.group_var.as<VarNode>();
+  for (int64_t first = 0; first < tile.groups; first += kTileGroups) {
+    const int64_t groups = std::min(kTileGroups, tile.groups - first);
+    const int64_t k_bytes = groups * kRowBytes / kTileGroups;  // 4 bytes per group
+    const VarMap at{{group_var, tile.group_min + make_const(group_var->dtype, static_cast<double>(first))}};
+    llvm::Value* a_ptr = pointer(d.broadcast->buffer, Simplify(Substitute(tile.x_index, at)));
+    llvm::Value* a = b_.CreateCall(
+        load, {shape(tile.rows), shape(k_bytes), a_ptr, stride(tile.row_stride_x, d.broadcast->buffer)});
+    llvm::Value* b_ptr = pointer(d.vector->buffer, Simplify(Substitute(tile.w_index, at)));
+    llvm::Value* b = b_.CreateCall(
+        load, {shape(groups), shape(kRowBytes), b_ptr, stride(tile.group_stride_w, d.vector->buffer)});
+    c = b_.CreateCall(multiply, {shape(tile.rows), shape(kRowBytes), shape(k_bytes), c, a, b});
+  }
+  b_.CreateCall(store, {shape(tile.rows), shape(kRowBytes), c_ptr, c_stride, c});
+}
+
+}  // namespace autosched
