@@ -25,12 +25,15 @@ fi
 # pinned, as Ray's defaults change between releases (2.60 turns token authentication on by itself: docs/ray.md);
 # torch==2.13.0 is the CPU build this machine kind keeps on disk (another version would download a CUDA build);
 # transformers builds tiny BERT / GPT-2 / T5 models for the importer tests (tests/python/test_transformers_import.py);
-# onnxscript serves torch.onnx.export(..., dynamo=True) (tests/python/test_model_suite.py).
+# onnxscript serves torch.onnx.export(..., dynamo=True) (tests/python/test_model_suite.py);
+# torchao holds PyTorch's PT2E quantization flow (prepare_pt2e / convert_pt2e), which quantizes the models of
+# tests/python/test_torch_quantized.py (docs/quantized.md).
 # tqdm draws the progress bar, matplotlib the plots (autosched.plot); mypy checks the type hints
 # (tests/python/test_typing.py); nbclient, nbformat and ipykernel run the tutorials (tests/python/test_docs.py).
 python3 -m pip install -q --disable-pip-version-check "pybind11>=2.11" "numpy>=1.22" "ml_dtypes>=0.2" "pytest>=7" \
   pytest-timeout setuptools wheel \
-  onnx onnxruntime "onnxscript==0.7.2" "torch==2.13.0" "transformers==5.25.0" "ray==2.60.0" tqdm matplotlib mypy nbclient nbformat ipykernel
+  onnx onnxruntime "onnxscript==0.7.2" "torch==2.13.0" "transformers==5.25.0" "ray==2.60.0" "torchao==0.18.0" tqdm matplotlib \
+  mypy nbclient nbformat ipykernel
 
 # torchvision and timm serve the model suite (bench/bench_models.py, tests/python/test_model_suite.py). PyPI's
 # torchvision for torch 2.13.0 is a CUDA build whose C++ ops do not load with the CPU torch, and whose import then

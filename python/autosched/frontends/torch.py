@@ -7,6 +7,8 @@ exported FX graph in order. Placeholders become graph inputs (user inputs) or la
     mask computed from constants), unless it is random or in-place (NEVER_FOLDED),
   - converted by ATEN (torch_ops.py), keyed by the ATen op name ("conv2d", "addmm", ...), or as the graph op
     it is (the graph's op registry names its ATen op: "relu", "exp", ...),
+  - converted, or skipped, as torch_quant.py planned before the walk: a PT2E export's quantize and dequantize
+    ops, and the conv2d / linear / matmul between them fused into integer ops,
   - or added as an "unsupported" node with the shape torch.export recorded.
 ``sym_size`` nodes become the dims they stand for (int or the dynamic dim's name), so views of dynamic
 shapes reach the converters as lists of ints and str. One UnsupportedOperatorWarning lists the problems.
@@ -19,6 +21,7 @@ from ..deploy.torch_tensors import tensor_to_numpy
 from ..graph import Graph, GraphError
 from ._common import Names, NotConvertible, dim_name, warn_problems
 from .torch_ops import NEVER_FOLDED, converter
+from .torch_quant import SKIPPED, check_eager_quantized, plan_quantized
 
 __all__ = ["from_torch"]
 
@@ -34,12 +37,14 @@ def _import_torch():
 
 def from_torch(module, example_inputs=None, dynamic_shapes=None, name=None):
     """The module as a Graph, exported with ``torch.export.export(module, example_inputs)`` in eval mode
-    (the module's mode is restored afterwards); ``module`` may also be a torch.export.ExportedProgram (then
+    (the module's mode is restored afterwards; a module torch.export made, such as convert_pt2e's, keeps the
+    mode it was exported in); ``module`` may also be a torch.export.ExportedProgram (then
     example_inputs is not used), e.g. one after ``run_decompositions()``. ``example_inputs`` is a tensor or a
     tuple of tensors;
     ``dynamic_shapes`` goes to torch.export (its dims stay str in the Graph: ``graph.bind`` binds them).
     Parameters and buffers become constants. ATen operators that cannot be imported become "unsupported"
-    nodes, listed by one UnsupportedOperatorWarning and by ``graph.problems()``."""
+    nodes, listed by one UnsupportedOperatorWarning and by ``graph.problems()``. An eager-mode quantized module
+    (quantize_dynamic's), which torch.export cannot export, raises ValueError (docs/quantized.md: use PT2E)."""
     torch = _import_torch()
     if isinstance(module, torch.export.ExportedProgram):
         graph = _Importer(torch, module, name or "exported_program").run()
@@ -54,21 +59,33 @@ def from_torch(module, example_inputs=None, dynamic_shapes=None, name=None):
     if not all(isinstance(a, torch.Tensor) for a in args):
         raise TypeError("from_torch: example_inputs must be a tensor or a tuple of tensors, got "
                         f"{[type(a).__name__ for a in args]}")
+    check_eager_quantized(torch, module)
     training = module.training
-    module.eval()
+    switched = _set_mode(module, False)
     try:
         program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
     except Exception as e:
         raise ValueError(f"from_torch: torch.export could not export {type(module).__name__}: "
                          f"{type(e).__name__}: {e}") from e
     finally:
-        module.train(training)
+        if switched:
+            module.train(training)
     program = _functional(program)
     importer = _Importer(torch, program, name or type(module).__name__)
     importer.dim_names = _user_dim_names(module, program, dynamic_shapes)
     graph = importer.run()
     warn_problems(graph, f"from_torch({graph.name})")
     return graph
+
+
+def _set_mode(module, training):
+    """module.train(training); False, switching nothing, for a model torch.export made (convert_pt2e's output),
+    which refuses the switch: its mode was fixed when it was exported."""
+    try:
+        module.train(training)
+    except NotImplementedError:
+        return False
+    return True
 
 
 def _mutates(node):
@@ -126,9 +143,11 @@ class _Importer:
         self.const_names = {}  # id of a constant tensor -> graph constant name
         self.node = None
         self.dim_names = {}
+        self.quantized = {}  # fx node -> the converter torch_quant.py planned for it, or SKIPPED
 
     def run(self):
         sig = self.program.graph_signature
+        self.quantized = plan_quantized(self.torch, self.program)
         kinds = {spec.arg.name: spec for spec in sig.input_specs}
         for node in self.program.graph_module.graph.nodes:
             self.node = node
@@ -180,9 +199,12 @@ class _Importer:
         if op == "sym_size":
             self.env[node] = self.dim(node.meta["val"])
             return
+        planned = self.quantized.get(node)
+        if planned is SKIPPED:
+            return  # part of a fused quantized op
         if self._foldable(node, op):
             return self._fold(node)
-        convert = converter(op)
+        convert = planned or converter(op)
         inplace = convert is None and op.endswith("_") and converter(op[:-1]) is not None  # relu_, add_ ...
         convert = converter(op[:-1]) if inplace else convert
         try:
