@@ -38,6 +38,13 @@ def test_the_int8_matmul_becomes_tile_multiplies_where_the_cpu_has_amx(m, n, k):
     assert _count(module, "tdpbusd") == 0 and _count(module, "vpdpbusd") >= 1
 
 
+def test_the_expert_blocks_two_by_two_tiles_of_c():
+    """32 rows x 2 panels: four independent tiles of C, each tile of A and of B used twice per chunk of K."""
+    module = _built("matmul_u8s8_packed", (256, 256, 256), AMX)
+    assert _count(module, "tilestored") == 4 and _count(module, "tdpbusd") == 4 * (256 // 64)
+    assert _count(module, "tileloadd") == 4 + 4 * (256 // 64)  # C once; two of A and two of B per chunk
+
+
 def test_the_bfloat16_matmul_becomes_tdpbf16ps():
     assert _count(_built("matmul_bf16_packed", (64, 64, 128), AMX), "tdpbf16ps") >= 1
     assert _count(_built("matmul_bf16_packed", (64, 64, 128), NO_AMX), "tdpbf16ps") == 0
@@ -57,7 +64,8 @@ def _int8(m, n, k, seed):
 
 
 @pytest.mark.skipif(not HOST_HAS_AMX, reason="this host has no AMX it may use: the other tests read the code")
-@pytest.mark.parametrize("m,n,k", [(64, 64, 128), (20, 40, 100), (33, 17, 260), (1, 16, 64)])
+@pytest.mark.parametrize("m,n,k", [(64, 64, 128), (20, 40, 100), (33, 17, 260), (1, 16, 64), (48, 96, 320),
+                                   (256, 64, 1024)])
 def test_tile_multiplies_compute_the_exact_product(m, n, k):
     module = _built("matmul_u8s8_packed", (m, n, k), "llvm")
     a, w, want = _int8(m, n, k, seed=m + n + k)

@@ -1,5 +1,8 @@
 #include "codegen/llvm/amx_tile.h"
 
+#include <cstdlib>
+#include <vector>
+
 #include "ir/functor.h"
 #include "ir/simplify.h"
 
@@ -9,6 +12,9 @@ namespace {
 constexpr int64_t kTileRows = 16;    // rows of a tile register
 constexpr int64_t kTileGroups = 16;  // groups of 4 bytes in a row of 64 bytes
 constexpr int kTileLanes = 16;       // 32-bit lanes in a row of C
+constexpr int64_t kMaxTilesOfC = 4;  // of the 8 tile registers, the rest for A and B
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The statement inside loops of extent 1, whose variables `skipped` binds to
 // their mins.
@@ -50,53 +56,86 @@ bool HasTileMultiply(const Target& target, DotProductKind kind) {
 
 std::optional<TileLoop> MatchTileLoop(const ForNode* element_loop, const Target& target) {
   if (!target.cpu.Has("amx-tile")) return std::nullopt;
-  int64_t group = 0, groups = 0, rows = 0;
+  int64_t group = 0, groups = 0;
   if (PlainLoop(element_loop, &group) == nullptr || (group != 4 && group != 2)) return std::nullopt;
   VarMap skipped;
   const ForNode* group_loop = PlainLoop(SkipUnitLoops(element_loop->body, &skipped), &groups);
   if (group_loop == nullptr || groups < kTileGroups) return std::nullopt;
-  const ForNode* row_loop = PlainLoop(SkipUnitLoops(group_loop->body, &skipped), &rows);
-  if (row_loop == nullptr || rows > kTileRows) return std::nullopt;
-  const StmtNode* leaf = SkipUnitLoops(row_loop->body, &skipped);
-  if (leaf->kind != StmtKind::BufferStore) return std::nullopt;
+  // Inside the group loop: one or two loops (the rows, and the panels of C
+  // and W), then the store.
+  std::vector<const ForNode*> inner;
+  const StmtNode* leaf = SkipUnitLoops(group_loop->body, &skipped);
+  for (int64_t extent = 0; inner.size() < 2; leaf = SkipUnitLoops(inner.back()->body, &skipped)) {
+    const ForNode* loop = PlainLoop(leaf, &extent);
+    if (loop == nullptr) break;
+    inner.push_back(loop);
+  }
+  if (inner.empty() || leaf->kind != StmtKind::BufferStore) return std::nullopt;
   const auto* store = static_cast<const BufferStoreNode*>(leaf);
-  // The block is emitted once for all its iterations: no inner loop's bounds
-  // may depend on an outer loop of the block.
-  auto bounds_use = [](const ForNode* loop, const ForNode* outer) {
-    const auto* v = outer->loop_var.as<VarNode>();
-    return UsesVar(loop->min, v) || UsesVar(loop->extent, v);
-  };
-  if (bounds_use(group_loop, element_loop) || bounds_use(row_loop, element_loop) ||
-      bounds_use(row_loop, group_loop))
-    return std::nullopt;
+  // The block is emitted once for all its iterations: no loop's bounds may
+  // depend on a loop of the block outside it.
+  std::vector<const ForNode*> nest{element_loop, group_loop};
+  nest.insert(nest.end(), inner.begin(), inner.end());
+  for (size_t a = 1; a < nest.size(); ++a) {
+    for (size_t b = 0; b < a; ++b) {
+      const auto* v = nest[b]->loop_var.as<VarNode>();
+      if (UsesVar(nest[a]->min, v) || UsesVar(nest[a]->extent, v)) return std::nullopt;
+    }
+  }
   auto d = MatchDotProductStore(store, element_loop->loop_var, static_cast<int>(group), target);
   if (!d || d->lanes != kTileLanes || !HasTileMultiply(target, d->kind)) return std::nullopt;
   if (d->broadcast->buffer == store->buffer || d->vector->buffer == store->buffer) return std::nullopt;
-  const Expr& i = row_loop->loop_var;
   const Expr& k = group_loop->loop_var;
   const Expr c = Substitute(store->indices[0].as<RampNode>()->base, skipped);
   const Expr x = Substitute(d->broadcast_index, skipped);
   const Expr w = Substitute(d->vector_base, skipped);
-  // C: rows sC apart, the same for every group; X: K contiguous (4 elements
-  // per group), rows sA apart; W: the same for every row, groups sB apart.
-  const auto c_row = Step(c, i), c_group = Step(c, k);
-  const auto x_row = Step(x, i), x_group = Step(x, k);
-  const auto w_row = Step(w, i), w_group = Step(w, k);
-  if (!c_row || !c_group || !x_row || !x_group || !w_row || !w_group) return std::nullopt;
-  if (*c_group != 0 || *x_group != group || *w_row != 0) return std::nullopt;
-  if (*c_row < kTileLanes || *x_row < group * std::min(groups, kTileGroups) || *w_group < group * kTileLanes)
+  // The groups: C the same for every group, X's K contiguous (`group`
+  // elements per group), W's groups sB apart.
+  const auto c_group = Step(c, k), x_group = Step(x, k), w_group = Step(w, k);
+  if (!c_group || !x_group || !w_group || *c_group != 0 || *x_group != group || *w_group < group * kTileLanes)
     return std::nullopt;
   TileLoop tile;
+  // The rows: X's and C's rows sA and sC apart, W the same for every row. The
+  // panels: C's and W's panels apart, X the same for every panel.
+  for (const ForNode* loop : inner) {
+    const auto c_step = Step(c, loop->loop_var), x_step = Step(x, loop->loop_var),
+               w_step = Step(w, loop->loop_var);
+    if (!c_step || !x_step || !w_step) return std::nullopt;
+    int64_t extent = 0;
+    GetConstInt(loop->extent, &extent);
+    if (*x_step != 0 && *w_step == 0 && tile.rows == 0) {
+      tile.rows = extent;
+      tile.row_stride_c = *c_step;
+      tile.row_stride_x = *x_step;
+      tile.row_var = loop->loop_var;
+      tile.row_min = loop->min;
+    } else if (*x_step == 0 && *w_step != 0 && tile.panels == 1 && tile.panel_var.get() == nullptr) {
+      tile.panels = extent;
+      tile.panel_stride_c = *c_step;
+      tile.panel_stride_w = *w_step;
+      tile.panel_var = loop->loop_var;
+      tile.panel_min = loop->min;
+    } else {
+      return std::nullopt;
+    }
+  }
+  // Tile registers: a tile of A per 16 rows, of B per panel, of C per both.
+  const int64_t row_tiles = CeilDiv(tile.rows, kTileRows);
+  if (tile.rows == 0 || row_tiles * tile.panels > kMaxTilesOfC ||
+      row_tiles + tile.panels + row_tiles * tile.panels > 8)
+    return std::nullopt;
+  // Whole rows of 64 bytes that do not overlap.
+  if (std::abs(tile.row_stride_c) < kTileLanes || tile.row_stride_x < group * std::min(groups, kTileGroups))
+    return std::nullopt;
+  if (tile.panels > 1 && std::abs(tile.panel_stride_c) < kTileLanes) return std::nullopt;
   tile.store = *d;
   tile.node = store;
   tile.group = static_cast<int>(group);
-  tile.rows = rows;
   tile.groups = groups;
-  tile.row_stride_c = *c_row;
-  tile.row_stride_x = *x_row;
   tile.group_stride_w = *w_group;
-  const VarMap first{{i.as<VarNode>(), row_loop->min},
-                     {element_loop->loop_var.as<VarNode>(), element_loop->min}};
+  VarMap first{{element_loop->loop_var.as<VarNode>(), element_loop->min},
+               {tile.row_var.as<VarNode>(), tile.row_min}};
+  if (tile.panel_var.get() != nullptr) first[tile.panel_var.as<VarNode>()] = tile.panel_min;
   tile.c_index = Simplify(Substitute(c, first));
   tile.x_index = Simplify(Substitute(x, first));
   tile.w_index = Simplify(Substitute(w, first));

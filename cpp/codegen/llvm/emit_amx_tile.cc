@@ -4,6 +4,8 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
+#include <vector>
+
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/functor.h"
 #include "ir/simplify.h"
@@ -13,6 +15,7 @@ namespace autosched {
 namespace {
 
 constexpr int64_t kTileGroups = 16;  // groups of 4 bytes in a row of 64 bytes
+constexpr int64_t kTileRows = 16;
 constexpr int64_t kRowBytes = 64;
 
 }  // namespace
@@ -39,23 +42,52 @@ void IREmitter::EmitTileLoop(const TileLoop& tile) {
   llvm::Function* multiply = llvm::Intrinsic::getDeclaration(module_, multiply_id);
 
   const Buffer& c_buffer = tile.node->buffer;
-  llvm::Value* c_ptr = pointer(c_buffer, tile.c_index);
+  const int64_t row_tiles = (tile.rows + kTileRows - 1) / kTileRows;
+  auto rows_of = [&](int64_t r) { return std::min(kTileRows, tile.rows - r * kTileRows); };
+  auto offset = [](const Expr& index, int64_t elements) {
+    return Simplify(index + make_const(index.dtype(), static_cast<double>(elements)));
+  };
   llvm::Value* c_stride = stride(tile.row_stride_c, c_buffer);
-  llvm::Value* c = b_.CreateCall(load, {shape(tile.rows), shape(kRowBytes), c_ptr, c_stride});
+  std::vector<llvm::Value*> c_ptrs, c_tiles;  // row tile-major
+  for (int64_t r = 0; r < row_tiles; ++r) {
+    for (int64_t p = 0; p < tile.panels; ++p) {
+      const int64_t first = r * kTileRows * tile.row_stride_c + p * tile.panel_stride_c;
+      c_ptrs.push_back(pointer(c_buffer, offset(tile.c_index, first)));
+      c_tiles.push_back(b_.CreateCall(load, {shape(rows_of(r)), shape(kRowBytes), c_ptrs.back(), c_stride}));
+    }
+  }
   const auto* group_var = tile.group_var.as<VarNode>();
   for (int64_t first = 0; first < tile.groups; first += kTileGroups) {
     const int64_t groups = std::min(kTileGroups, tile.groups - first);
     const int64_t k_bytes = groups * kRowBytes / kTileGroups;  // 4 bytes per group
     const VarMap at{{group_var, tile.group_min + make_const(group_var->dtype, static_cast<double>(first))}};
-    llvm::Value* a_ptr = pointer(d.broadcast->buffer, Simplify(Substitute(tile.x_index, at)));
-    llvm::Value* a = b_.CreateCall(
-        load, {shape(tile.rows), shape(k_bytes), a_ptr, stride(tile.row_stride_x, d.broadcast->buffer)});
-    llvm::Value* b_ptr = pointer(d.vector->buffer, Simplify(Substitute(tile.w_index, at)));
-    llvm::Value* b = b_.CreateCall(
-        load, {shape(groups), shape(kRowBytes), b_ptr, stride(tile.group_stride_w, d.vector->buffer)});
-    c = b_.CreateCall(multiply, {shape(tile.rows), shape(kRowBytes), shape(k_bytes), c, a, b});
+    const Expr x_index = Simplify(Substitute(tile.x_index, at)),
+               w_index = Simplify(Substitute(tile.w_index, at));
+    std::vector<llvm::Value*> a_tiles, b_tiles;
+    for (int64_t r = 0; r < row_tiles; ++r) {
+      llvm::Value* a_ptr = pointer(d.broadcast->buffer, offset(x_index, r * kTileRows * tile.row_stride_x));
+      a_tiles.push_back(b_.CreateCall(
+          load, {shape(rows_of(r)), shape(k_bytes), a_ptr, stride(tile.row_stride_x, d.broadcast->buffer)}));
+    }
+    for (int64_t p = 0; p < tile.panels; ++p) {
+      llvm::Value* b_ptr = pointer(d.vector->buffer, offset(w_index, p * tile.panel_stride_w));
+      b_tiles.push_back(b_.CreateCall(
+          load, {shape(groups), shape(kRowBytes), b_ptr, stride(tile.group_stride_w, d.vector->buffer)}));
+    }
+    for (int64_t r = 0; r < row_tiles; ++r) {
+      for (int64_t p = 0; p < tile.panels; ++p) {
+        llvm::Value*& c = c_tiles[r * tile.panels + p];
+        c = b_.CreateCall(multiply,
+                          {shape(rows_of(r)), shape(kRowBytes), shape(k_bytes), c, a_tiles[r], b_tiles[p]});
+      }
+    }
   }
-  b_.CreateCall(store, {shape(tile.rows), shape(kRowBytes), c_ptr, c_stride, c});
+  for (int64_t r = 0; r < row_tiles; ++r) {
+    for (int64_t p = 0; p < tile.panels; ++p) {
+      const size_t t = r * tile.panels + p;
+      b_.CreateCall(store, {shape(rows_of(r)), shape(kRowBytes), c_ptrs[t], c_stride, c_tiles[t]});
+    }
+  }
 }
 
 }  // namespace autosched

@@ -260,8 +260,44 @@ int64_t FmaUnitCount(const HardwareParams& hw) { return hw.fma_units > 0 ? hw.fm
 int64_t L1Bytes(const HardwareParams& hw) { return hw.l1_cache_bytes > 0 ? hw.l1_cache_bytes : 32 * 1024; }
 int64_t L2Bytes(const HardwareParams& hw) { return hw.l2_cache_bytes > 0 ? hw.l2_cache_bytes : 1024 * 1024; }
 
+namespace {
+
+// Where the target multiplies tiles (AMX) for a dot-product group's operands
+// (4 bytes: amx-int8; 2 bfloat16: amx-bf16) and a row of 16 lanes is one row
+// of a tile: a block of up to 32 rows (two tiles of A) and 2 columns of 16
+// lanes (two tiles of B), four tiles of C, which the code generator
+// multiplies as tiles (codegen/llvm/amx_tile.h). Four independent tiles of C
+// hide the multiply's latency, and each tile of A or B serves two multiplies.
+std::optional<RegisterBlock> TileMultiplyBlock(const SketchContext& ctx, const Stage& st,
+                                               const RegisterBlockPlan& plan) {
+  constexpr int64_t kTileRows = 16, kTileLanes = 16, kRowTiles = 2, kColTiles = 2;
+  if (plan.dot_reduce < 0 || plan.row_axis < 0 || plan.lanes != kTileLanes || plan.element_bytes != 4)
+    return std::nullopt;
+  const CpuSpec& cpu = ctx.task.target.cpu;
+  const int64_t group = st.op->reduce_axis[plan.dot_reduce].extent;
+  if (!cpu.Has("amx-tile") || !cpu.Has(group == 4 ? "amx-int8" : "amx-bf16")) return std::nullopt;
+  const auto& axes = st.op->axis;
+  if (axes[plan.vec_axis].extent % kTileLanes != 0) return std::nullopt;
+  RegisterBlock b;
+  for (int64_t d : Divisors(axes[plan.row_axis].extent)) {
+    if (d <= kRowTiles * kTileRows) b.rows = d;
+  }
+  if (plan.col_axis >= 0) {
+    for (int64_t d : Divisors(axes[plan.col_axis].extent)) {
+      if (d <= kColTiles) b.cols = d;
+    }
+  }
+  b.vec_length = kTileLanes;
+  b.vectors = 1;
+  b.throughput = static_cast<double>(b.rows * b.cols * kTileLanes);
+  return b;
+}
+
+}  // namespace
+
 RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) {
   RegisterBlockPlan plan;
+  bool tile_block = false;
   const HardwareParams& hw = ctx.task.hardware_params;
   plan.element_bytes = std::max(1, st.op->dtype.bytes());
   plan.lanes = std::max<int64_t>(1, hw.vector_unit_bytes / plan.element_bytes);
@@ -322,6 +358,10 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
     }
   }
   if (blocks.empty()) return plan;
+  if (const auto tile = TileMultiplyBlock(ctx, st, plan)) {
+    plan.family.push_back(*tile);  // the tile registers hold it; the vector blocks follow
+    tile_block = true;
+  }
   std::sort(blocks.begin(), blocks.end(), [](const RegisterBlock& a, const RegisterBlock& b) {
     if (a.throughput != b.throughput) return a.throughput > b.throughput;
     if (a.rows != b.rows) return a.rows > b.rows;  // the vector operand streams from further away
@@ -332,7 +372,7 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   });
   const double best = blocks.front().throughput;
   for (const RegisterBlock& b : blocks) {
-    if (b.throughput >= kFamilyShare * best) plan.family.push_back(b);
+    if (b.throughput >= kFamilyShare * best && !tile_block) plan.family.push_back(b);
   }
   return plan;
 }
