@@ -147,9 +147,12 @@ def test_sampled_states_keep_the_group_whole_and_compute_the_product():
 
 @pytest.mark.skipif(not HOST_HAS_VNNI, reason="this host has no VNNI: the other tests read the instruction")
 def test_this_hosts_build_runs_vpdpbusd():
-    task = _task(64, 64, 128)
-    mod = ans.build(task.compute_dag, search.expert_schedule(task), "llvm")
+    target = "llvm -mattr=-amx-tile" if HOST_HAS_AMX else "llvm"  # with AMX: tile multiplies (test_amx.py)
+    task = _task(64, 64, 128, target)
+    mod = ans.build(task.compute_dag, search.expert_schedule(task), target)
     assert _asm_count(mod, "vpdpbusd") > 0
+    a, w, want = _inputs(64, 64, 128, seed=9)
+    np.testing.assert_array_equal(_run(mod, 64, 64, a, w), want)
 
 
 def test_operands_of_one_dtype_are_refused_with_a_clear_error():

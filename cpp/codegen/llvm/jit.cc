@@ -1,6 +1,9 @@
 // BuildLLVM: emit, optimise (-opt-level, new pass manager), JIT-compile with ORC.
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
@@ -79,9 +82,41 @@ std::string ModuleText(const llvm::Module& module) {
   return os.str();
 }
 
+// Collects LLVM's error diagnostics (a register allocator that runs out of
+// registers, ...): LLVM's default handler would end the process.
+class ErrorCollector final : public llvm::DiagnosticHandler {
+ public:
+  explicit ErrorCollector(std::shared_ptr<std::string> errors) : errors_(std::move(errors)) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (info.getSeverity() != llvm::DS_Error) return false;  // LLVM prints warnings as it would
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::DiagnosticPrinterRawOStream printer(os);
+    info.print(printer);
+    *errors_ += (errors_->empty() ? "" : "; ") + os.str();
+    return true;
+  }
+
+ private:
+  std::shared_ptr<std::string> errors_;
+};
+
+// The errors LLVM reports while compiling in `ctx`, from now on.
+std::shared_ptr<std::string> CollectErrors(llvm::LLVMContext& ctx) {
+  auto errors = std::make_shared<std::string>();
+  ctx.setDiagnosticHandler(std::make_unique<ErrorCollector>(errors));
+  return errors;
+}
+
+void CheckNoErrors(const std::string& errors, const std::string& name, const Target& target) {
+  AS_CHECK(errors.empty(),
+           "LLVM could not compile '" << name << "' for " << target.cpu.name << ": " << errors);
+}
+
 // Assembly of LLVM IR text, compiled again for the same CPU.
 std::string AssemblyOf(const std::string& ir_text, const Target& target) {
   llvm::LLVMContext ctx;
+  const auto errors = CollectErrors(ctx);
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> module = llvm::parseIR(llvm::MemoryBufferRef(ir_text, "kernel"), diag, ctx);
   AS_CHECK(module != nullptr, "cannot re-read generated LLVM IR: " << diag.getMessage().str());
@@ -92,6 +127,7 @@ std::string AssemblyOf(const std::string& ir_text, const Target& target) {
   AS_CHECK(!tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile),
            "LLVM cannot print assembly for " << target.cpu.name);
   pm.run(*module);
+  CheckNoErrors(*errors, module->getName().str(), target);
   return std::string(buffer.str());
 }
 
@@ -207,6 +243,7 @@ Module BuildLLVM(const LoweredFunc& f, const Target& target) {
   std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(target);
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
+  const auto errors = CollectErrors(*ctx);
   auto module = std::make_unique<llvm::Module>(f.name, *ctx);
   module->setTargetTriple(target.cpu.triple);
   module->setDataLayout(tm->createDataLayout());
@@ -237,6 +274,7 @@ Module BuildLLVM(const LoweredFunc& f, const Target& target) {
                  "export_object() writes its object file)";
   } else if (target.cpu.missing.empty()) {
     kernel = JitCompile(std::move(module), std::move(ctx), symbol, target, tm.get());
+    CheckNoErrors(*errors, f.name, target);
   } else {
     cannot_run = "it was built with -no-host-check for " + target.cpu.name +
                  " and uses CPU features this host lacks: " + JoinNames(target.cpu.missing) +

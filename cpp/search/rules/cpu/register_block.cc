@@ -279,8 +279,8 @@ std::optional<RegisterBlock> TileMultiplyBlock(const SketchContext& ctx, const S
   const auto& axes = st.op->axis;
   if (axes[plan.vec_axis].extent % kTileLanes != 0) return std::nullopt;
   RegisterBlock b;
-  for (int64_t d : Divisors(axes[plan.row_axis].extent)) {
-    if (d <= kRowTiles * kTileRows) b.rows = d;
+  for (int64_t d : Divisors(axes[plan.row_axis].extent)) {  // whole tiles of rows, or one tile
+    if (d <= kTileRows || (d <= kRowTiles * kTileRows && d % kTileRows == 0)) b.rows = d;
   }
   if (plan.col_axis >= 0) {
     for (int64_t d : Divisors(axes[plan.col_axis].extent)) {
