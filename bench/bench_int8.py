@@ -30,7 +30,7 @@ import autosched as ans  # noqa: E402
 from autosched import search, te  # noqa: E402
 from autosched.ops.quantized import pack_dot_conv_weight, pack_dot_weight  # noqa: E402
 
-INSTRUCTIONS = ("vpdpbusd", "vpmaddwd", "vpmaddubsw", "vpmulld", "vfmadd231ps", "tdpbusd", "tdpbsud", "tdpbf16ps", "tileloadd")
+INSTRUCTIONS = ("vpdpbusd", "vpmaddwd", "vpmaddubsw", "vpmulld", "vfmadd231ps", "tdpbusd", "tdpbsud", "tileloadd")
 
 
 def cores():
@@ -177,7 +177,7 @@ def bf16_rows(args, n, threads, log_dir):
     error = float(np.abs(out.reshape(n, -1)[:, :n] - want).max() / np.abs(want).max())
     if error > 1e-4:
         sys.exit(f"autosched's bfloat16 matmul differs from the exact product by {error:.1e} (relative)")
-    print_instructions("bfloat16 matmul", mod, ("vdpbf16ps", "vfmadd231ps"))
+    print_instructions("bfloat16 matmul", mod, ("vdpbf16ps", "tdpbf16ps", "vfmadd231ps"))
     rows = [("autosched bfloat16 (-> float32)", time_module(mod, bf16_args), f"max rel. error {error:.1e}")]
     try:
         import torch
