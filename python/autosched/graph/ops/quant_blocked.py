@@ -15,7 +15,7 @@ of the input reads x's zero point, so it is the zero of the shifted values, as i
 Attrs: strides, pads, dilations as conv2d_integer's; `channels` and `out_channels`, the real channel counts (the
 blocked input and the packed weight are zero-padded up to whole blocks).
 """
-import numpy as np
+import types
 
 from ...core import te
 from ...ops.quantized import DOT_GROUP, conv2d_nchwc_dot, unpack_dot_conv_weight
@@ -76,10 +76,10 @@ def _infer(attrs, shapes, dtypes):
 
 
 def _nchw_node(node):
-    """conv2d_integer's attrs, for its reference and PyTorch evaluation."""
-    return type("Conv2dInteger", (), dict(name=node.name, shape=node.shape, attrs=dict(
-        strides=node.attrs["strides"], pads=node.attrs["pads"], dilations=node.attrs["dilations"], groups=1,
-        zero_points=node.attrs["zero_points"])))
+    """A stand-in for `node` as the conv2d_integer it computes, for that op's reference and PyTorch evaluation."""
+    attrs = {k: node.attrs[k] for k in ("strides", "pads", "dilations", "zero_points")}
+    return types.SimpleNamespace(op="conv2d_integer", name=node.name, inputs=node.inputs, shape=node.shape,
+                                 dtype=node.dtype, attrs=dict(attrs, groups=1))
 
 
 def _reference(node, x, w, *zero_points):
