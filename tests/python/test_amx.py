@@ -28,7 +28,7 @@ def _built(func, args, target):
     return ans.build(task.compute_dag, search.expert_schedule(task), target)
 
 
-@pytest.mark.parametrize("m,n,k", [(64, 64, 128), (20, 40, 100), (16, 16, 64)])
+@pytest.mark.parametrize("m,n,k", [(64, 64, 128), (10, 40, 192), (16, 16, 64)])
 def test_the_int8_matmul_becomes_tile_multiplies_where_the_cpu_has_amx(m, n, k):
     module = _built("matmul_u8s8_packed", (m, n, k), AMX)
     assert _count(module, "tdpbusd") >= 1 and _count(module, "tileloadd") >= 3
@@ -50,9 +50,11 @@ def test_the_bfloat16_matmul_becomes_tdpbf16ps():
     assert _count(_built("matmul_bf16_packed", (64, 64, 128), NO_AMX), "tdpbf16ps") == 0
 
 
-def test_a_short_reduction_is_left_to_the_dot_product_instruction():
-    """Fewer than 16 groups (64 bytes) of K: no whole tile of K, vpdpbusd instead."""
-    module = _built("matmul_u8s8_packed", (32, 32, 32), AMX)
+@pytest.mark.parametrize("m,n,k", [(32, 32, 32), (20, 40, 100)], ids=["short_k", "partial_chunk"])
+def test_blocks_without_whole_tiles_of_k_are_left_to_the_dot_product_instruction(m, n, k):
+    """Fewer than 16 groups (64 bytes) of K, or a last chunk of fewer (K = 100: 25 groups): vpdpbusd instead,
+    as one shape per kind of tile keeps the tile registers enough."""
+    module = _built("matmul_u8s8_packed", (m, n, k), AMX)
     assert _count(module, "tdpbusd") == 0 and _count(module, "vpdpbusd") >= 1
 
 

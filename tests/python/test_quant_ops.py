@@ -222,6 +222,15 @@ def test_torch_runs_the_quantized_ops_alike():
      dict(zero_points="x"), r"x's zero point must be a scalar, got shape \(2,\)"),
     ("conv2d_integer", [np.zeros((1, 4, 5, 5), np.uint8), np.zeros((2, 4, 3, 3), np.int8), np.uint8(0)], {},
      r"takes 2 inputs with zero_points=\(\), got 3"),
+    # the layout pass's blocked form (graph/ops/quant_blocked.py)
+    ("conv2d_integer_nchwc", [np.zeros((1, 2, 5, 5, 8), np.uint8), np.zeros((1, 2, 3, 3, 2, 8, 4), np.uint8)],
+     dict(channels=16, out_channels=8), "one uint8 and one int8"),
+    ("conv2d_integer_nchwc", [np.zeros((1, 2, 5, 5, 8), np.uint8), np.zeros((1, 1, 3, 3, 2, 8, 4), np.int8)],
+     dict(channels=16, out_channels=8), "does not match x"),
+    ("conv2d_integer_nchwc", [np.zeros((1, 2, 5, 5, 8), np.uint8), np.zeros((1, 2, 3, 3, 2, 8, 4), np.int8)],
+     dict(channels=7, out_channels=8), "channels=7 does not fill the 2 blocks of 8"),
+    ("conv2d_integer_nchwc", [np.zeros((1, 2, 5, 5, 8), np.uint8), np.zeros((1, 2, 3, 3, 2, 8, 4), np.int8)],
+     dict(channels=16, out_channels=9), "out_channels=9 does not fill the 1 blocks of 8"),
 ])
 def test_bad_inputs_are_refused_by_name(op, arrays, attrs, message):
     with pytest.raises(GraphError, match=message):
