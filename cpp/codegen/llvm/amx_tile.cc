@@ -128,8 +128,7 @@ std::optional<TileLoop> MatchTileLoop(const ForNode* element_loop, const Target&
   // registers one shape for the whole kernel, and tiles of other shapes (a
   // partial tile of rows, a last chunk of fewer groups) soon need more
   // registers than there are (LLVM fails to allocate them).
-  if ((tile.rows > kTileRows && tile.rows % kTileRows != 0) || groups % kTileGroups != 0)
-    return std::nullopt;
+  if ((tile.rows > kTileRows && tile.rows % kTileRows != 0) || groups % kTileGroups != 0) return std::nullopt;
   // Whole rows of 64 bytes that do not overlap.
   if (std::abs(tile.row_stride_c) < kTileLanes || tile.row_stride_x < group * std::min(groups, kTileGroups))
     return std::nullopt;
