@@ -10,6 +10,8 @@ task is tuned (seeded with the expert) and the best schedule is timed. Peers in 
 ConvInteger (weight an initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned
 with the same trials), numpy's float32 matmul (OpenBLAS) and PyTorch's float32 convolution. The convolution is
 ResNet-50's 3x3, 64 -> 64 channels at 56x56, NCHW16c for autosched (kernel packed by pack_dot_conv_weight).
+Every implementation is timed in turn over --rounds alternating rounds (the best of each is printed), so that a
+slow spell of the machine falls on all of them.
 bf16: the bfloat16 x bfloat16 -> float32 matmul over a weight packed in pairs of rows (vdpbf16ps where the CPU
 has AVX512-BF16) against PyTorch's bfloat16 matmul (which rounds its result to bfloat16). Prints the CPU, its dot-product features, the instructions the int8
 kernel uses, times, GOP/s and ratios (peer / autosched: above 1, autosched is faster). Not a test.
@@ -47,8 +49,26 @@ def schedule(task, trials, log_dir, name):
     return task.apply_best(log)
 
 
-def time_module(mod, args, repeat=5):
-    return float(np.min(mod.time_evaluator(number=5, repeat=repeat)(*args).results))
+class time_module:  # noqa: N801 -- used like the peers' run functions
+    """The built module on `args`, timed by its own evaluator (no Python call in the time) beside the peers."""
+
+    def __init__(self, mod, args):
+        self.evaluator, self.args = mod.time_evaluator(number=5, repeat=3), args
+
+    def seconds(self):
+        return float(np.min(self.evaluator(*self.args).results))
+
+
+def alternate(rows, rounds):
+    """The rows with each run function replaced by its best time: every round times each run in turn (the mean
+    of as many calls as fill 0.1 s, the best of 3), so that a slow spell of the machine falls on all of them."""
+    best = [float("inf")] * len(rows)
+    for _ in range(rounds):
+        for i, (_, run, _) in enumerate(rows):
+            if run is not None:
+                seconds = run.seconds() if isinstance(run, time_module) else _env.best_mean(run, repeat=3)
+                best[i] = min(best[i], seconds)
+    return [(name, best[i] if run is not None else None, note) for i, (name, run, note) in enumerate(rows)]
 
 
 def float_matmul_task(n, target):
@@ -87,7 +107,7 @@ def ort_seconds(op, feeds, initializers, out_shape, threads, want, **attrs):
         wrong = np.count_nonzero(out != want)
         note += f"; its result differs from the exact one in {wrong} of {out.size} elements (max |diff| " \
                 f"{np.abs(out.astype(np.int64) - want).max()})"
-    return _env.best_mean(lambda: session.run(None, feeds)), note
+    return (lambda: session.run(None, feeds)), note
 
 
 def matmul_rows(args, n, threads, log_dir):
@@ -111,7 +131,7 @@ def matmul_rows(args, n, threads, log_dir):
     fmod = ans.build(ftask.compute_dag, schedule(ftask, args.trials, log_dir, "float32"), args.target)
     af, wf = a.astype(np.float32), w.astype(np.float32)
     rows.append(("autosched float32", time_module(fmod, [af, wf, np.zeros((n, n), np.float32)]), ""))
-    rows.append(("numpy float32 (OpenBLAS)", _env.best_mean(lambda: af @ wf), ""))
+    rows.append(("numpy float32 (OpenBLAS)", lambda: af @ wf, ""))
     return f"matmul {n}x{n}x{n}", 2 * n ** 3 / 1e9, rows
 
 
@@ -158,8 +178,10 @@ def torch_conv_seconds(x, w, threads):
     torch.set_num_threads(threads)
     xt = torch.from_numpy(x.astype(np.float32)).contiguous(memory_format=torch.channels_last)
     wt = torch.from_numpy(w.astype(np.float32)).contiguous(memory_format=torch.channels_last)
-    with torch.no_grad():
-        return _env.best_mean(lambda: torch.nn.functional.conv2d(xt, wt, padding=1)), f"torch {torch.__version__}"
+    def run():
+        with torch.no_grad():
+            torch.nn.functional.conv2d(xt, wt, padding=1)
+    return run, f"torch {torch.__version__}"
 
 
 def bf16_rows(args, n, threads, log_dir):
@@ -184,7 +206,7 @@ def bf16_rows(args, n, threads, log_dir):
         torch.set_num_threads(threads)
         ta = torch.from_numpy(a.view(np.uint16).astype(np.int32) << 16).view(torch.float32).to(torch.bfloat16)
         tw = torch.from_numpy(w.view(np.uint16).astype(np.int32) << 16).view(torch.float32).to(torch.bfloat16)
-        rows.append(("PyTorch bfloat16 matmul", _env.best_mean(lambda: ta @ tw), f"torch {torch.__version__}"))
+        rows.append(("PyTorch bfloat16 matmul", lambda: ta @ tw, f"torch {torch.__version__}"))
     except ImportError as e:
         rows.append(("PyTorch bfloat16 matmul", None, f"PyTorch not installed ({e})"))
     return f"bfloat16 matmul {n}x{n}x{n}", 2 * n ** 3 / 1e9, rows
@@ -203,8 +225,11 @@ def main():
     parser.add_argument("--trials", type=int, default=0, help="0: the expert schedule as it is")
     parser.add_argument("--log-dir", default=None)
     parser.add_argument("--target", default="llvm")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating timing rounds")
     parser.add_argument("--tiny", action="store_true", help="small sizes (a check that the script works)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     threads = cores()
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_int8_")
     print(f"CPU: {_env.cpu_text()}; {threads} cores for every implementation")
@@ -217,7 +242,8 @@ def main():
         tables.append(conv_rows(args, args.tiny, threads, log_dir))
     if "bf16" in ops:
         tables.append(bf16_rows(args, 64 if args.tiny else args.size, threads, log_dir))
-    for title, gop, rows in tables:
+    for title, gop, runs in tables:
+        rows = alternate(runs, 1 if args.tiny else args.rounds)
         ours = rows[0][1]
         print(f"\n{title} ({'expert schedule' if args.trials <= 0 else f'{args.trials} trials'}); "
               f"{_env.load_note()}")

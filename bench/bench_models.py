@@ -3,7 +3,7 @@ timed beside onnxruntime and PyTorch.
 
 Run: python3 bench/bench_models.py [--models resnet50,gpt2] [--families cnn,mobile,vit,encoder,decoder]
                                    [--frontend onnx|torch|both] [--threads 2] [--time-budget 10m] [--log-dir D] [--tiny]
-                                   [--quantize dynamic|static]
+                                   [--quantize dynamic|static] [--compare 100]
 
 Each model of bench/_models.py (random weights, batch 1, made from the packages' constructors and config classes:
 nothing is downloaded) is exported with torch.onnx.export (opset 17) and imported with from_onnx, and imported
@@ -20,6 +20,11 @@ the table goes on. Prints the CPU and the load average. Not a test: figures vary
 --quantize dynamic|static: the exported model quantized by onnxruntime's quantize_dynamic (int8 weights) or
 quantize_static (QDQ, per-channel int8 weights, uint8 activations calibrated on four inputs), run by onnxruntime
 and imported by autosched (from_onnx); PyTorch stays the float model (its time is beside the point there).
+
+--compare N: N random inputs (normal images, token ids below the example's largest) through onnxruntime and the
+network (tuned where --time-budget is given, else untuned): how many give the same argmax over the output's last
+axis (every row of it: a token's hidden state, a classifier's scores), and the largest difference, in steps of the
+output's quantization where the model ends in DequantizeLinear with one scale, else over the largest magnitude.
 
 --tiny: every model at a tiny size (few channels, 64x64 images, 8 tokens) with timings of a few runs: a check
 that the script works (tests/python/test_bench.py), whose figures mean nothing.
@@ -133,6 +138,9 @@ def bench_import(name, frontend, module, example, model_bytes, peers, args, log_
             tuned, row["curve"] = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"),
                                        args.layout)
             runs["tuned"] = lambda: tuned(feed)
+        if args.compare and "session" in peers:
+            row["compare"] = compare_outputs(tuned if args.time_budget else net, peers["session"], example,
+                                             args.compare, output_step(model_bytes))
         row.update(alternate(runs, args.rounds, args.min_seconds))
     except Exception as e:  # noqa: BLE001 -- a model that fails is a row of the table, not the end of the run
         row["failure"] = first_line(e)
@@ -161,7 +169,52 @@ def peer_runs(module, example, model_bytes, threads):
     session = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
     feed = {"input": example.numpy()}
     (want,) = session.run(None, feed)
-    return {"want": want, "runs": {"onnxruntime": lambda: session.run(None, feed), **runs}}
+    return {"want": want, "session": session, "runs": {"onnxruntime": lambda: session.run(None, feed), **runs}}
+
+
+def output_step(model_bytes):
+    """The quantization step of the model's output where it is a DequantizeLinear's with one scale, else None."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load_from_string(model_bytes)
+    producer = {out: node for node in model.graph.node for out in node.output}
+    node = producer.get(model.graph.output[0].name)
+    if node is None or node.op_type != "DequantizeLinear":
+        return None
+    scales = [numpy_helper.to_array(t) for t in model.graph.initializer if t.name == node.input[1]]
+    return float(scales[0]) if scales and scales[0].size == 1 else None
+
+
+def compare_outputs(net, session, example, count, step):
+    """`count` random inputs of the example's kind through onnxruntime and `net`: (inputs whose every row has the
+    same argmax over the last axis, rows with the same argmax, rows, the largest difference in output steps
+    (None without a step), the largest difference over the largest magnitude)."""
+    rng = np.random.default_rng(1)
+    feed = example.numpy()
+    same_inputs = same_rows = rows = 0
+    worst_steps, worst_relative = 0.0, 0.0
+    for _ in range(count):
+        if feed.dtype.kind == "f":
+            x = rng.standard_normal(feed.shape).astype(feed.dtype)
+        else:
+            x = rng.integers(0, int(feed.max()) + 1, feed.shape).astype(feed.dtype)
+        (want,) = session.run(None, {"input": x})
+        (got,) = net(x)
+        agree = np.argmax(got.reshape(-1, got.shape[-1]), -1) == np.argmax(want.reshape(-1, want.shape[-1]), -1)
+        same_inputs += bool(agree.all())
+        same_rows += int(agree.sum())
+        rows += agree.size
+        if step:
+            worst_steps = max(worst_steps, float(np.abs(got - want).max()) / step)
+        worst_relative = max(worst_relative, relative_error(got, want))
+    return {"inputs": count, "same_inputs": same_inputs, "same_rows": same_rows, "rows": rows,
+            "steps": worst_steps if step else None, "relative": worst_relative}
+
+
+def compare_text(c):
+    steps = f"{c['steps']:.0f} output steps, " if c["steps"] is not None else ""
+    return (f"same argmax on {c['same_inputs']} of {c['inputs']} random inputs ({c['same_rows']} of {c['rows']} "
+            f"rows); largest difference {steps}{c['relative']:.1e} of the largest magnitude")
 
 
 def bench_model(name, args, log_dir):
@@ -254,6 +307,9 @@ def print_row(row, args, family=""):
              else "") + (
         "  (checked against PyTorch: no ONNX export)" if row.get("reference") == "pytorch" else "")
     print(line + notes, flush=True)
+    if row.get("compare"):
+        print(f"{'':22}against onnxruntime ({'tuned' if 'tuned' in row else 'untuned'}): "
+              f"{compare_text(row['compare'])}", flush=True)
     if row.get("curve"):
         print(f"{'':22}estimate (ms) after: {curve_text(row['curve'], args.time_budget, row.get('onnxruntime'))}",
               flush=True)
@@ -294,12 +350,15 @@ def main():
                              "has VNNI), 'NCHW' none, 'NCHWc' all")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the untuned network's N slowest kernels, timed inside runs of the network")
+    parser.add_argument("--compare", type=int, default=0, metavar="N",
+                        help="compare the (tuned) network's outputs with onnxruntime's on N random inputs: argmax "
+                             "and largest difference")
     parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
     args = parser.parse_args()
     if args.quantize != "none":
         args.frontend = "onnx"
-    if args.rounds < 1 or args.threads < 1:
-        parser.error("--rounds and --threads must be at least 1")
+    if args.rounds < 1 or args.threads < 1 or args.compare < 0:
+        parser.error("--rounds and --threads must be at least 1, --compare at least 0")
     try:
         names = _models.select(args.models, args.families)
     except ValueError as e:

@@ -31,18 +31,26 @@ def _built(func, args, target):
 @pytest.mark.parametrize("m,n,k", [(64, 64, 128), (10, 40, 192), (16, 16, 64)])
 def test_the_int8_matmul_becomes_tile_multiplies_where_the_cpu_has_amx(m, n, k):
     module = _built("matmul_u8s8_packed", (m, n, k), AMX)
-    assert _count(module, "tdpbusd") >= 1 and _count(module, "tileloadd") >= 3
+    assert _count(module, "tdpbusd") >= 1 and _count(module, "tileloadd") >= 2  # A and B
+    assert _count(module, "tileloadd") + _count(module, "tilezero") >= 3  # and C, loaded or zeroed
     assert _count(module, "tilestored") >= 1 and _count(module, "ldtilecfg") >= 1
     assert _count(module, "vpdpbusd") == 0  # every block is a tile block
     module = _built("matmul_u8s8_packed", (m, n, k), NO_AMX)
     assert _count(module, "tdpbusd") == 0 and _count(module, "vpdpbusd") >= 1
 
 
-def test_the_expert_blocks_two_by_two_tiles_of_c():
-    """32 rows x 2 panels: four independent tiles of C, each tile of A and of B used twice per chunk of K."""
-    module = _built("matmul_u8s8_packed", (256, 256, 256), AMX)
-    assert _count(module, "tilestored") == 4 and _count(module, "tdpbusd") == 4 * (256 // 64)
-    assert _count(module, "tileloadd") == 4 + 4 * (256 // 64)  # C once; two of A and two of B per chunk
+@pytest.mark.parametrize("func,k,k_per_chunk", [("matmul_u8s8_packed", 256, 64), ("matmul_u8s8_packed", 1024, 64),
+                                               ("matmul_bf16_packed", 1024, 32)])
+def test_the_expert_blocks_two_by_two_tiles_of_c_over_the_whole_reduction(func, k, k_per_chunk):
+    """32 rows x 2 panels: four independent tiles of C, each tile of A and of B used twice per chunk of K (64
+    bytes). The accumulators stay in tile registers over the whole of K: zeroed once (tilezero, not the
+    vector stores of the accumulators' initialisation and a load) and stored once."""
+    module = _built(func, (256, 256, k), AMX)
+    chunks = k // k_per_chunk
+    multiply = "tdpbusd" if "u8s8" in func else "tdpbf16ps"
+    assert _count(module, "tilestored") == 4 and _count(module, multiply) == 4 * chunks
+    assert _count(module, "tilezero") == 4 and _count(module, "tileloadd") == 4 * chunks  # two of A, two of B
+    assert "zeroinitializer" not in module.get_source("ll")  # the accumulators' own zeroing is not emitted
 
 
 def test_the_bfloat16_matmul_becomes_tdpbf16ps():

@@ -6,6 +6,7 @@ rounds."""
 import importlib.util
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -190,11 +191,13 @@ def test_model_suite_bench_tunes_within_its_budget_and_prints_the_curve(tmp_path
 @pytest.mark.parametrize("how", ["static", "dynamic"])
 def test_model_suite_bench_runs_quantized_models(how):
     """--quantize: the exported model quantized by onnxruntime's tools, imported and timed beside onnxruntime's
-    quantized run, without a mismatch."""
+    quantized run, without a mismatch; --compare runs random inputs through both and compares argmax and steps."""
     pytest.importorskip("onnxruntime")
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--tiny", "--models",
-                             "squeezenet1_1", "--rounds", "1", "--quantize", how], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)
+                             "squeezenet1_1", "--rounds", "1", "--quantize", how, "--compare", "4"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout[-2000:] + result.stderr[-3000:]
     row = next(line for line in result.stdout.splitlines() if line.startswith("squeezenet1_1"))
     assert "MISMATCH" not in row and "1 of 1 imports built and timed" in result.stdout, result.stdout[-2000:]
+    compared = next(line for line in result.stdout.splitlines() if "against onnxruntime (untuned)" in line)
+    assert re.search(r"same argmax on \d of 4 random inputs \(\d+ of \d+ rows\)", compared), compared

@@ -1,5 +1,6 @@
 #include "codegen/llvm/amx_tile.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -47,7 +48,59 @@ std::optional<int64_t> Step(const Expr& e, const Expr& var_expr) {
   return step;
 }
 
+bool IsZero(const Expr& e) {
+  if (const auto* i = e.as<IntImmNode>()) return i->value == 0;
+  if (const auto* f = e.as<FloatImmNode>()) return f->value == 0.0;
+  return false;
+}
+
+// The first element of every 16-lane store `s` makes to `buffer`, each loop
+// of the nest at each of its values, into `out`; false where `s` is anything
+// else or takes more than kMaxInitStores stores.
+constexpr size_t kMaxInitStores = 4096;
+bool ZeroStoreStarts(const Stmt& s, const Buffer& buffer, VarMap* at, std::vector<int64_t>* out) {
+  if (s.kind() == StmtKind::For) {
+    const auto* loop = s.as<ForNode>();
+    int64_t min = 0, extent = 0;
+    if ((loop->for_kind != ForKind::Serial && loop->for_kind != ForKind::Unrolled) ||
+        !GetConstInt(loop->min, &min) || !GetConstInt(loop->extent, &extent))
+      return false;
+    const auto* var = loop->loop_var.as<VarNode>();
+    for (int64_t i = min; i < min + extent; ++i) {
+      (*at)[var] = make_const(var->dtype, static_cast<double>(i));
+      if (!ZeroStoreStarts(loop->body, buffer, at, out) || out->size() > kMaxInitStores) return false;
+    }
+    at->erase(var);
+    return true;
+  }
+  if (s.kind() != StmtKind::BufferStore) return false;
+  const auto* store = s.as<BufferStoreNode>();
+  const auto* ramp = store->indices.size() == 1 ? store->indices[0].as<RampNode>() : nullptr;
+  const auto* zero = store->value.as<BroadcastNode>();
+  int64_t start = 0;
+  if (store->buffer != buffer || ramp == nullptr || ramp->stride != 1 || ramp->lanes != kTileLanes ||
+      zero == nullptr || !IsZero(zero->value) || !GetConstInt(Simplify(Substitute(ramp->base, *at)), &start))
+    return false;
+  out->push_back(start);
+  return true;
+}
+
 }  // namespace
+
+bool ZeroesTilesOfC(const Stmt& init, const TileLoop& tile) {
+  int64_t c = 0;
+  if (!GetConstInt(tile.c_index, &c)) return false;
+  std::vector<int64_t> want, zeroed;
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    for (int64_t p = 0; p < tile.panels; ++p)
+      want.push_back(c + r * tile.row_stride_c + p * tile.panel_stride_c);
+  }
+  VarMap at;
+  if (!ZeroStoreStarts(init, tile.node->buffer, &at, &zeroed)) return false;
+  std::sort(want.begin(), want.end());
+  std::sort(zeroed.begin(), zeroed.end());
+  return want == zeroed;
+}
 
 bool HasTileMultiply(const Target& target, DotProductKind kind) {
   if (!target.cpu.Has("amx-tile")) return false;

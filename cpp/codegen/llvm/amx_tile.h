@@ -47,6 +47,12 @@ struct TileLoop {
   Expr row_var, row_min, panel_var, panel_min;
 };
 
+// Whether `init` (the statement just before the tile block) sets exactly the
+// block's C to zero and nothing else: a nest of loops of constant extent
+// around one store of a broadcast zero, 16 lanes at a time, whose elements are
+// those of C's tiles. The emitter then starts C as tilezero and skips `init`.
+bool ZeroesTilesOfC(const Stmt& init, const TileLoop& tile);
+
 // Whether the target has the tile multiply for `kind` (amx-int8, amx-bf16).
 bool HasTileMultiply(const Target& target, DotProductKind kind);
 

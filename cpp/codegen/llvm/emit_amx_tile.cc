@@ -20,7 +20,17 @@ constexpr int64_t kRowBytes = 64;
 
 }  // namespace
 
-void IREmitter::EmitTileLoop(const TileLoop& tile) {
+bool IREmitter::EmitZeroedTileLoop(const Stmt& init, const Stmt& next) {
+  if (next.kind() != StmtKind::For || lane_mask_ != nullptr || load_guard_ != nullptr ||
+      dot_block_ != nullptr)
+    return false;
+  const auto tile = MatchTileLoop(next.as<ForNode>(), target_);
+  if (!tile || !ZeroesTilesOfC(init, *tile)) return false;
+  EmitTileLoop(*tile, /*zero_c=*/true);
+  return true;
+}
+
+void IREmitter::EmitTileLoop(const TileLoop& tile, bool zero_c) {
   const DotProductStore& d = tile.store;
   auto shape = [&](int64_t v) { return b_.getInt16(static_cast<uint16_t>(v)); };
   auto stride = [&](int64_t elements, const Buffer& buffer) {
@@ -33,6 +43,7 @@ void IREmitter::EmitTileLoop(const TileLoop& tile) {
   llvm::Function* load = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::x86_tileloadd64_internal);
   llvm::Function* store =
       llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::x86_tilestored64_internal);
+  llvm::Function* zero = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::x86_tilezero_internal);
   llvm::Intrinsic::ID multiply_id = llvm::Intrinsic::x86_tdpbf16ps_internal;
   if (d.kind == DotProductKind::U8S8ToI32) {
     // tdpbusd takes A's bytes as unsigned and B's as signed, tdpbsud the other way round.
@@ -53,7 +64,9 @@ void IREmitter::EmitTileLoop(const TileLoop& tile) {
     for (int64_t p = 0; p < tile.panels; ++p) {
       const int64_t first = r * kTileRows * tile.row_stride_c + p * tile.panel_stride_c;
       c_ptrs.push_back(pointer(c_buffer, offset(tile.c_index, first)));
-      c_tiles.push_back(b_.CreateCall(load, {shape(rows_of(r)), shape(kRowBytes), c_ptrs.back(), c_stride}));
+      c_tiles.push_back(
+          zero_c ? b_.CreateCall(zero, {shape(rows_of(r)), shape(kRowBytes)})
+                 : b_.CreateCall(load, {shape(rows_of(r)), shape(kRowBytes), c_ptrs.back(), c_stride}));
     }
   }
   const auto* group_var = tile.group_var.as<VarNode>();

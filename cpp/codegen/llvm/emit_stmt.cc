@@ -127,9 +127,18 @@ void IREmitter::EmitStmt(const Stmt& s) {
     case StmtKind::BufferStore: return EmitStore(s.as<BufferStoreNode>());
     case StmtKind::Allocate: return EmitAllocate(s.as<AllocateNode>());
     case StmtKind::IfThenElse: return EmitIf(s.as<IfThenElseNode>());
-    case StmtKind::Seq:
-      for (const Stmt& x : s.as<SeqNode>()->seq) EmitStmt(x);
+    case StmtKind::Seq: {
+      const auto& seq = s.as<SeqNode>()->seq;
+      for (size_t i = 0; i < seq.size(); ++i) {
+        // A tile block after the loop that zeroes its accumulators starts them as zero tiles.
+        if (i + 1 < seq.size() && EmitZeroedTileLoop(seq[i], seq[i + 1])) {
+          ++i;
+          continue;
+        }
+        EmitStmt(seq[i]);
+      }
       return;
+    }
     case StmtKind::LetStmt: {
       auto* n = s.as<LetStmtNode>();
       const VarNode* var = n->var.as<VarNode>();

@@ -72,7 +72,11 @@ class IREmitter {
   // dot-product instruction.
   void EmitDotProductLoop(const ForNode* n, const DotProductLoop& block);
   void EmitDotProductStore(const BufferStoreNode* store, const DotProductStore& d);
-  void EmitTileLoop(const TileLoop& tile);  // emit_amx_tile.cc
+  // emit_amx_tile.cc: a tile block; with zero_c, C starts as zero tiles
+  // instead of being loaded. EmitZeroedTileLoop emits `next` so where it is a
+  // tile block that `init` only zeroes C for (ZeroesTilesOfC), and says so.
+  void EmitTileLoop(const TileLoop& tile, bool zero_c = false);
+  bool EmitZeroedTileLoop(const Stmt& init, const Stmt& next);
   // A loop from `begin` (inclusive) to `end` (exclusive) of i64 counter
   // values; body(counter) emits one iteration.
   void EmitCountedLoop(llvm::Value* begin, llvm::Value* end, llvm::MDNode* loop_md,

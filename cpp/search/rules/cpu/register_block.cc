@@ -28,6 +28,10 @@ constexpr int64_t kMaxCols = 4;
 // Blocks whose modelled throughput is at least this share of the best one
 // form the family.
 constexpr double kFamilyShare = 0.5;
+// A tile of K holds 16 groups (64 bytes); a tile block's inner reduction
+// takes at most this many groups (the code generator unrolls its chunks).
+constexpr int64_t kTileGroups = 16;
+constexpr int64_t kMaxTileGroups = 4096;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -289,6 +293,7 @@ std::optional<RegisterBlock> TileMultiplyBlock(const SketchContext& ctx, const S
   }
   b.vec_length = kTileLanes;
   b.vectors = 1;
+  b.tile = true;
   b.throughput = static_cast<double>(b.rows * b.cols * kTileLanes);
   return b;
 }
@@ -438,7 +443,17 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
     note << st.op->axis[plan.col_axis].name() << ": " << panel << " of " << rest << " in the panel; ";
   }
   int64_t kc = 1;
-  if (plan.main_reduce >= 0) {
+  if (plan.main_reduce >= 0 && b.tile) {
+    // A tile block keeps its accumulators in tile registers over its whole
+    // inner reduction (codegen/llvm/amx_tile.h), loading and storing them
+    // once: the whole reduction, in whole tiles of K, up to kMaxTileGroups.
+    const int64_t extent = std::max<int64_t>(1, st.op->reduce_axis[plan.main_reduce].extent);
+    for (int64_t d : Divisors(extent)) {
+      if (d <= kMaxTileGroups && (d % kTileGroups == 0 || kc % kTileGroups != 0)) kc = d;
+    }
+    note << st.op->reduce_axis[plan.main_reduce].name() << " inner " << kc
+         << " (the tiles of C stay in tile registers over it)";
+  } else if (plan.main_reduce >= 0) {
     const int64_t extent = std::max<int64_t>(1, st.op->reduce_axis[plan.main_reduce].extent);
     for (int64_t d : Divisors(extent)) {
       if (d * StepBytes(plan, b) <= l1 / 2 && d <= ctx.params.max_innermost_split_factor) kc = d;
@@ -516,6 +531,10 @@ TileParts SampleBlockTileParts(const SketchContext& ctx, const Stage& st, const 
     for (int64_t d : Divisors(extent)) {
       if (r != plan.main_reduce) {
         if (d <= ctx.params.max_innermost_split_factor) options.push_back(d);
+        continue;
+      }
+      if (b.tile) {  // whole tiles of K; the accumulators stay in tiles however long (ExpertTileParts)
+        if (d % kTileGroups == 0 && d <= kMaxTileGroups) options.push_back(d);
         continue;
       }
       const int64_t bytes = d * StepBytes(plan, b);

@@ -41,6 +41,7 @@ struct RegisterBlock {
   int64_t cols = 1;        // innermost part of the column axis (unrolled)
   bool vec_divides = true;
   bool rows_divide = true;
+  bool tile = false;      // multiplied as AMX tiles (TileMultiplyBlock), not vector registers
   double throughput = 0;  // useful lanes per cycle the model expects
   int64_t accumulators() const { return rows * vectors * cols; }
 };
