@@ -25,6 +25,8 @@ and imported by autosched (from_onnx); PyTorch stays the float model (its time i
 network (tuned where --time-budget is given, else untuned): how many give the same argmax over the output's last
 axis (every row of it: a token's hidden state, a classifier's scores), and the largest difference, in steps of the
 output's quantization where the model ends in DequantizeLinear with one scale, else over the largest magnitude.
+Both are also compared with ONNX's definition of the model (onnxruntime with its graph optimizations off), which
+tells a difference of autosched's from one of onnxruntime's fused kernels.
 
 --tiny: every model at a tiny size (few channels, 64x64 images, 8 tokens) with timings of a few runs: a check
 that the script works (tests/python/test_bench.py), whose figures mean nothing.
@@ -139,8 +141,8 @@ def bench_import(name, frontend, module, example, model_bytes, peers, args, log_
                                        args.layout)
             runs["tuned"] = lambda: tuned(feed)
         if args.compare and "session" in peers:
-            row["compare"] = compare_outputs(tuned if args.time_budget else net, peers["session"], example,
-                                             args.compare, output_step(model_bytes))
+            row["compare"] = compare_outputs(tuned if args.time_budget else net, peers["session"], model_bytes,
+                                             example, args.compare, output_step(model_bytes))
         row.update(alternate(runs, args.rounds, args.min_seconds))
     except Exception as e:  # noqa: BLE001 -- a model that fails is a row of the table, not the end of the run
         row["failure"] = first_line(e)
@@ -185,30 +187,38 @@ def output_step(model_bytes):
     return float(scales[0]) if scales and scales[0].size == 1 else None
 
 
-def compare_outputs(net, session, example, count, step):
-    """`count` random inputs of the example's kind through onnxruntime and `net`: (inputs whose every row has the
-    same argmax over the last axis, rows with the same argmax, rows, the largest difference in output steps
-    (None without a step), the largest difference over the largest magnitude)."""
+def compare_outputs(net, session, model_bytes, example, count, step):
+    """`count` random inputs of the example's kind through `net`, onnxruntime (`session`) and onnxruntime with its
+    graph optimizations off (every node as ONNX defines it: the reference for both). Returns, for "autosched" (net
+    against onnxruntime), "autosched_vs_onnx" and "onnxruntime_vs_onnx": the inputs whose every row has the same
+    argmax over the last axis, the rows with the same argmax, the rows, the largest difference in output steps
+    (None without a step) and over the largest magnitude."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = session.get_session_options().intra_op_num_threads
+    reference = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(1)
     feed = example.numpy()
-    same_inputs = same_rows = rows = 0
-    worst_steps, worst_relative = 0.0, 0.0
+    pairs = {"autosched": (0, 1), "autosched_vs_onnx": (0, 2), "onnxruntime_vs_onnx": (1, 2)}
+    stats = {k: {"inputs": count, "same_inputs": 0, "same_rows": 0, "rows": 0, "steps": 0.0 if step else None,
+                 "relative": 0.0} for k in pairs}
     for _ in range(count):
         if feed.dtype.kind == "f":
             x = rng.standard_normal(feed.shape).astype(feed.dtype)
         else:
             x = rng.integers(0, int(feed.max()) + 1, feed.shape).astype(feed.dtype)
-        (want,) = session.run(None, {"input": x})
-        (got,) = net(x)
-        agree = np.argmax(got.reshape(-1, got.shape[-1]), -1) == np.argmax(want.reshape(-1, want.shape[-1]), -1)
-        same_inputs += bool(agree.all())
-        same_rows += int(agree.sum())
-        rows += agree.size
-        if step:
-            worst_steps = max(worst_steps, float(np.abs(got - want).max()) / step)
-        worst_relative = max(worst_relative, relative_error(got, want))
-    return {"inputs": count, "same_inputs": same_inputs, "same_rows": same_rows, "rows": rows,
-            "steps": worst_steps if step else None, "relative": worst_relative}
+        outputs = [net(x)[0], session.run(None, {"input": x})[0], reference.run(None, {"input": x})[0]]
+        for key, (i, j) in pairs.items():
+            got, want, c = outputs[i], outputs[j], stats[key]
+            agree = np.argmax(got.reshape(-1, got.shape[-1]), -1) == np.argmax(want.reshape(-1, want.shape[-1]), -1)
+            c["same_inputs"] += bool(agree.all())
+            c["same_rows"] += int(agree.sum())
+            c["rows"] += agree.size
+            if step:
+                c["steps"] = max(c["steps"], float(np.abs(got.astype(np.float64) - want).max()) / step)
+            c["relative"] = max(c["relative"], relative_error(got, want))
+    return stats
 
 
 def compare_text(c):
@@ -308,8 +318,11 @@ def print_row(row, args, family=""):
         "  (checked against PyTorch: no ONNX export)" if row.get("reference") == "pytorch" else "")
     print(line + notes, flush=True)
     if row.get("compare"):
-        print(f"{'':22}against onnxruntime ({'tuned' if 'tuned' in row else 'untuned'}): "
-              f"{compare_text(row['compare'])}", flush=True)
+        which = "tuned" if "tuned" in row else "untuned"
+        for key, label in (("autosched", f"autosched ({which}) against onnxruntime"),
+                           ("autosched_vs_onnx", f"autosched ({which}) against ONNX's definition"),
+                           ("onnxruntime_vs_onnx", "onnxruntime against ONNX's definition")):
+            print(f"{'':22}{label}: {compare_text(row['compare'][key])}", flush=True)
     if row.get("curve"):
         print(f"{'':22}estimate (ms) after: {curve_text(row['curve'], args.time_budget, row.get('onnxruntime'))}",
               flush=True)

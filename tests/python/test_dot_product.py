@@ -16,6 +16,7 @@ from autosched.ops.quantized import conv2d_nchwc_dot, matmul_dot_packed, pack_do
 AVX512_VNNI = "llvm -mcpu=sapphirerapids -mattr=-amx-tile -no-host-check"
 AVX_VNNI = "llvm -mcpu=alderlake -no-host-check"  # 256-bit (VEX) vpdpbusd, no AVX-512
 NO_VNNI = "llvm -mcpu=sapphirerapids -mattr=-avx512vnni,-avxvnni,-amx-tile -no-host-check"
+AVX2 = "llvm -mcpu=znver3 -no-host-check"  # no VNNI, no AVX-512
 
 
 def _host_flags():
@@ -110,7 +111,7 @@ def _dot_schedule(dag, rows=3, split_group=False):
     return s
 
 
-@pytest.mark.parametrize("target,instructions", [(AVX512_VNNI, 16), (AVX_VNNI, 8 * 2), (NO_VNNI, 0)])
+@pytest.mark.parametrize("target,instructions", [(AVX512_VNNI, 16), (AVX_VNNI, 8 * 2), (NO_VNNI, 0), (AVX2, 0)])
 def test_expert_schedule_uses_vpdpbusd_where_the_cpu_has_it(target, instructions):
     task = _task(64, 64, 128, target)
     mod = ans.build(task.compute_dag, search.expert_schedule(task), target)
@@ -119,6 +120,36 @@ def test_expert_schedule_uses_vpdpbusd_where_the_cpu_has_it(target, instructions
         assert _asm_count(mod, "vpmulld") == 0
     else:
         assert _asm_count(mod, "vpdpbusd") == 0
+
+
+@pytest.mark.parametrize("target,register", [(NO_VNNI, "zmm"), (AVX2, "ymm")])
+def test_without_vnni_the_block_is_pairs_of_widened_bytes_into_vpmaddwd(target, register):
+    """Without VNNI, the dot-product block's 4 bytes per lane become two pairs of 16-bit values, each pair's
+    products added into the lane by one vpmaddwd (AVX-512BW: 16 lanes, AVX2: 8): no byte-by-byte gather of the
+    packed weight (vpinsrb, the ordinary vector code's), no 32-bit multiply."""
+    task = _task(64, 64, 128, target)
+    asm = ans.build(task.compute_dag, search.expert_schedule(task), target).get_source("asm")
+    madds = re.findall(r"\bvpmaddwd\b[^\n]*", asm)
+    assert madds and all(f"%{register}" in line for line in madds), madds[:4]
+    assert not re.search(r"\bvpinsrb\b", asm) and not re.search(r"\bvpmulld\b", asm)
+
+
+@pytest.mark.parametrize("a_dtype,w_dtype", [("uint8", "int8"), ("int8", "uint8")])
+def test_the_widening_block_is_exact_at_the_extremes_of_both_types(a_dtype, w_dtype):
+    """255 x -128 and -128 x 255 everywhere: each pair's sum (-65,280) and K of them stay exact in 32 bits
+    (vpmaddubsw's 16-bit pair sums would saturate). Built for this host: vpdpbusd, AMX or vpmaddwd."""
+    m, n, k = 7, 32, 260
+    a_t = te.placeholder((m, k), name="A", dtype=a_dtype)
+    w_t = te.placeholder((n // 16, k // 4, 16, 4), name="W", dtype=w_dtype)
+    dag = ans.ComputeDAG([a_t, w_t, matmul_dot_packed(a_t, w_t)])
+    task = ans.SearchTask(compute_dag=dag, target="llvm")
+    extreme = {"uint8": 255, "int8": -128}
+    a = np.full((m, k), extreme[a_dtype], a_dtype)
+    w = np.full((k, n), extreme[w_dtype], w_dtype)
+    w[::3] = 127 if w_dtype == "int8" else 0
+    want = a.astype(np.int64) @ w.astype(np.int64)
+    for state in (search.expert_schedule(task), _dot_schedule(dag)):
+        np.testing.assert_array_equal(_run(ans.build(dag, state, "llvm"), m, n, a, w), want)
 
 
 def test_a_group_split_in_two_is_left_to_ordinary_code():

@@ -12,7 +12,7 @@ import pytest
 import autosched as ans
 from autosched.graph import Graph
 from autosched.graph.extract import lower_graph
-from autosched.graph.layout import convert_layout, has_integer_dot_product
+from autosched.graph.layout import convert_layout, has_integer_dot_product_block
 
 pytestmark = pytest.mark.needs_llvm
 
@@ -20,6 +20,8 @@ RNG = np.random.default_rng(41)
 AVX512_VNNI = "llvm -mcpu=sapphirerapids -no-host-check"
 AVX_VNNI = "llvm -mcpu=alderlake -no-host-check"
 NO_VNNI = "llvm -mcpu=sapphirerapids -mattr=-avx512vnni,-avxvnni -no-host-check"
+AVX2 = "llvm -mcpu=znver3 -no-host-check"
+SSE_ONLY = "llvm -mcpu=x86-64 -no-host-check"  # no AVX2: the blocked product would be ordinary code
 
 
 def _ints(dtype, shape, low, high):
@@ -94,12 +96,14 @@ def test_convolutions_the_instruction_cannot_take_stay_nchw(case):
     assert convert_layout(g, 16, integer_convs=True) is g
 
 
-def test_targets_with_vnni_block_the_convolution_by_default_and_get_vpdpbusd():
-    assert has_integer_dot_product(AVX512_VNNI) and has_integer_dot_product(AVX_VNNI)
-    assert not has_integer_dot_product(NO_VNNI) and not has_integer_dot_product("opencl")
+def test_targets_with_vnni_or_its_widening_form_block_the_convolution_by_default_and_get_vpdpbusd():
+    assert has_integer_dot_product_block(AVX512_VNNI) and has_integer_dot_product_block(AVX_VNNI)
+    assert has_integer_dot_product_block(NO_VNNI) and has_integer_dot_product_block(AVX2)  # vpmaddwd
+    assert not has_integer_dot_product_block(SSE_ONLY) and not has_integer_dot_product_block("opencl")
     g = _quantized_conv(channels=32, out_channels=32, size=(14, 14), w_zero_points=True)
     assert "conv2d_integer_nchwc" in _ops(lower_graph(g, AVX512_VNNI).graph)
-    assert "conv2d_integer_nchwc" not in _ops(lower_graph(g, NO_VNNI).graph)
+    assert "conv2d_integer_nchwc" in _ops(lower_graph(g, AVX2).graph)
+    assert "conv2d_integer_nchwc" not in _ops(lower_graph(g, SSE_ONLY).graph)
     assert "conv2d_integer_nchwc" not in _ops(lower_graph(g, AVX512_VNNI, layout="NCHW").graph)
     tasks, _ = ans.graph.extract_tasks(g, AVX512_VNNI)
     (task,) = [t for t in tasks if "conv2d_integer_nchwc" in t.desc]

@@ -97,7 +97,9 @@ std::optional<DotProductStore> MatchDotProductStore(const BufferStoreNode* store
       } else {
         continue;
       }
-      if (DotProductInstructionLanes(target, d.kind, t.lanes) == 0) return std::nullopt;
+      if (DotProductInstructionLanes(target, d.kind, t.lanes) == 0 &&
+          WideningDotProductLanes(target, d.kind, t.lanes) == 0)
+        return std::nullopt;
       if (!StepsByOne(bc->index, var_expr) || !StepsByOne(vec->index, var_expr)) continue;
       d.lanes = t.lanes;
       d.accumulator = acc;
@@ -158,6 +160,13 @@ int DotProductInstructionLanes(const Target& target, DotProductKind kind, int la
   if (has512 && lanes % 16 == 0) return 16;
   if (has256 && lanes % 8 == 0) return 8;
   if (has256 && lanes == 4) return 4;
+  return 0;
+}
+
+int WideningDotProductLanes(const Target& target, DotProductKind kind, int lanes) {
+  if (kind != DotProductKind::U8S8ToI32 || DotProductInstructionLanes(target, kind, lanes) > 0) return 0;
+  if (target.cpu.Has("avx512bw") && lanes % 16 == 0) return 16;
+  if (target.cpu.Has("avx2") && lanes % 8 == 0) return 8;
   return 0;
 }
 

@@ -16,11 +16,12 @@
 // consecutive too (w + t, lanes `group` apart), so the loop reads group x L
 // contiguous elements of W: one register. MatchDotProductLoop finds such a
 // loop, where every store of its body (through loops and sequences) has this
-// form and the target has the instruction for that lane count; the code
-// generator then emits each store once per loop, as one instruction
-// (emit_dot_product.cc). Anything else is left to the ordinary code, which
-// computes the same sums (integer sums are exact; the float path differs only
-// by the instruction's rounding of the pair's sum).
+// form and the target has the instruction for that lane count (for uint8 x
+// int8, or its widening form: WideningDotProductLanes); the code generator
+// then emits each store once per loop, as one instruction (or two
+// multiply-adds) per register of lanes (emit_dot_product.cc). Anything else is left to the ordinary code,
+// which computes the same sums (integer sums are exact; the float path differs only by the instruction's
+// rounding of the pair's sum).
 #pragma once
 
 #include <optional>
@@ -58,6 +59,15 @@ struct DotProductLoop {
 // use (its CPU features) and that divides an accumulator of `lanes` 32-bit
 // lanes; 0 when there is none. A wider accumulator takes several.
 int DotProductInstructionLanes(const Target& target, DotProductKind kind, int lanes);
+
+// Where the CPU has no uint8 x int8 dot-product instruction for `lanes` but
+// has AVX2 (or AVX512-BW), the block is emitted with the widening
+// multiply-add vpmaddwd instead: each lane's 4 bytes as the pairs (0, 1) and
+// (2, 3) widened to 16 bits, two vpmaddwd per register of lanes, each adding
+// a pair's two products into the lane. Exact, as vpdpbusd is (a product of a
+// uint8 and an int8 fits 16 bits, a pair's sum 32). The lanes of one such
+// step (8 or 16); 0 where there is an instruction or neither extension.
+int WideningDotProductLanes(const Target& target, DotProductKind kind, int lanes);
 
 // `store` as one store of a dot-product loop over `var` of extent `group`
 // (the form above), or nullopt.

@@ -25,7 +25,7 @@ from ..core.task import SearchTask
 from . import registry
 from .fusion import fold_batch_norm, partition
 from .ir import Graph
-from .layout import convert_layout, has_integer_dot_product, resolve_block, resolve_winograd
+from .layout import convert_layout, has_integer_dot_product_block, resolve_block, resolve_winograd
 
 __all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache",
            "last_level_cache_bytes", "constant_bytes", "group_tensors", "format_problems"]
@@ -145,7 +145,7 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
     winograd = resolve_winograd(winograd, block)
     folded = fold_batch_norm(graph)
     if block is not None:
-        integer_convs = layout == "NCHWc" or has_integer_dot_product(target)
+        integer_convs = layout == "NCHWc" or has_integer_dot_product_block(target)
         folded = convert_layout(folded, block, winograd, integer_convs)
     if cold_constants == "auto":
         cold_constants = constants_exceed_cache(folded, target, hardware_params)

@@ -38,8 +38,8 @@ in a network come from memory. docs/graph.md has the figures.
 
 Quantized convolutions: with `integer_convs` on, a uint8 x int8 conv2d_integer (groups = 1, constant weight) becomes
 conv2d_integer_nchwc (graph/ops/quant_blocked.py) on its input blocked for the dot-product instruction (VNNI's
-vpdpbusd); its output stays NCHW. layout="auto" turns it on for targets with the instruction
-(has_integer_dot_product), layout="NCHWc" always.
+vpdpbusd, or its widening form vpmaddwd on AVX2); its output stays NCHW. layout="auto" turns it on for targets
+with either (has_integer_dot_product_block), layout="NCHWc" always.
 
 extract_tasks and graph.build run the pass after folding batch norms (layout="NCHWc", and by default,
 layout="auto", on CPU targets), with the block from the target's vector width (block_for_target).
@@ -55,7 +55,7 @@ from . import registry
 from .ir import Graph
 from .ops import layout as L
 
-__all__ = ["convert_layout", "has_integer_dot_product", "block_for_target", "resolve_block", "resolve_winograd", "winograd_tile", "LAYOUTS",
+__all__ = ["convert_layout", "has_integer_dot_product_block", "block_for_target", "resolve_block", "resolve_winograd", "winograd_tile", "LAYOUTS",
            "BLOCKED_OPS", "WINOGRAD_MIN_CHANNELS", "WINOGRAD4_MIN_CHANNELS", "WINOGRAD4_MIN_BLOCK",
            "WINOGRAD_MIN_TILES", "WINOGRAD_TILE"]
 
@@ -332,13 +332,14 @@ def convert_layout(graph, block, winograd=False, integer_convs=False):
     return _Rewriter(graph, int(block), _check_winograd("convert_layout", winograd), integer_convs).run()
 
 
-def has_integer_dot_product(target):
-    """Whether the CPU target has an 8-bit dot-product instruction (VNNI: avx512vnni, or avxvnni): where a
-    uint8 x int8 convolution runs faster blocked for it (layout="auto"). Without it the blocked product is
-    widening vector code (vpmaddwd), no faster than the NCHW one (ResNet-50's 3x3 64 -> 64 at 56x56 on a
-    2-core Zen 3: 8.4 ms blocked, 8.9 ms NCHW)."""
+def has_integer_dot_product_block(target):
+    """Whether the code generator computes a uint8 x int8 dot-product block on this CPU target fast: with VNNI's
+    instruction (avx512vnni, avxvnni: one vpdpbusd per lane group) or its widening form (avx2, avx512bw: two
+    vpmaddwd on the group's bytes as 16-bit pairs, exact as vpdpbusd). There a uint8 x int8 convolution runs
+    faster blocked (layout="auto"): ResNet-50 quantized static on a 2-core Zen 3 (AVX2), untuned, ran 75.8 ms
+    blocked against 210 ms with NCHW integer convolutions (docs/notes/quantized_figures.md)."""
     target = Target(target) if isinstance(target, str) else target
-    return not target.is_gpu and bool({"avx512vnni", "avxvnni"} & set(target.features))
+    return not target.is_gpu and bool({"avx512vnni", "avxvnni", "avx512bw", "avx2"} & set(target.features))
 
 
 def _check_winograd(where, winograd):
