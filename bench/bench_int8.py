@@ -3,8 +3,8 @@
 Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv,bf16] [--trials 0] [--log-dir DIR] [--tiny]
 
 autosched computes the product over a weight packed for the CPU's int8 dot-product instruction
-(ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator emits vpdpbusd, elsewhere the same
-sums in ordinary vector code. With --trials 0 (the default) the expert schedule is timed as it is; with more, the
+(ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator emits vpdpbusd
+(and AMX's tdpbusd where it has that), on AVX2 two vpmaddwd per lane group (the same exact sums). With --trials 0 (the default) the expert schedule is timed as it is; with more, the
 task is tuned (seeded with the expert) and the best schedule is timed. Peers in this process, on the same threads
 (the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger and
 ConvInteger (weight an initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned

@@ -8,7 +8,8 @@ contiguously: `pack_dot_weight` turns a [K, N] weight into [ceil(N/n_block), cei
 zero-padded. `matmul_dot_packed` computes over that layout with the reduction split as (k_outer, k_inner of 4),
 into [M, ceil(N/n_block), n_block] (the [M, N] result's memory when n_block divides N). A schedule that puts
 k_inner right outside the vectorized column loop gets the instruction from the code generator where the target
-has it (codegen/llvm/dot_product.h), and the same sums in ordinary vector code elsewhere.
+has it (codegen/llvm/dot_product.h), its widening form (vpmaddwd) on AVX2, and the same sums in ordinary vector
+code elsewhere.
 """
 import numpy as np
 
