@@ -134,6 +134,16 @@ def test_without_vnni_the_block_is_pairs_of_widened_bytes_into_vpmaddwd(target, 
     assert not re.search(r"\bvpinsrb\b", asm) and not re.search(r"\bvpmulld\b", asm)
 
 
+def test_the_expert_plans_a_larger_block_for_the_widening_form():
+    """Two vpmaddwd and two adds per accumulator register, and the widening of each row's bytes and each packed
+    register's, bound the widening block, not the registers (register_block.cc, WideningThroughput): the expert
+    takes at least 8 rows x 2 registers of lanes, though they spill, where the model of an instruction per
+    register would stop at the register file."""
+    asm = ans.build(_task(128, 3072, 768, AVX2).compute_dag, search.expert_schedule(_task(128, 3072, 768, AVX2)),
+                    AVX2).get_source("asm")
+    assert len(re.findall(r"\bvpmaddwd\b", asm)) >= 8 * 2 * 2
+
+
 @pytest.mark.parametrize("a_dtype,w_dtype", [("uint8", "int8"), ("int8", "uint8")])
 def test_the_widening_block_is_exact_at_the_extremes_of_both_types(a_dtype, w_dtype):
     """255 x -128 and -128 x 255 everywhere: each pair's sum (-65,280) and K of them stay exact in 32 bits

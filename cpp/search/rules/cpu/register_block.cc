@@ -88,6 +88,28 @@ double Throughput(int64_t rows, const VecOption& v, int64_t cols, int64_t extent
   return static_cast<double>(rows * v.length * cols) * (static_cast<double>(extent) / padded) / cycles;
 }
 
+// Vector operations one core issues per cycle (x86 cores of this kind: 3 to 4).
+constexpr double kVectorOpsPerCycle = 3;
+
+// Useful lanes per cycle of a uint8 x int8 block on a CPU without the
+// dot-product instruction, where the code generator computes each group as
+// two vpmaddwd per register of lanes (codegen/llvm/dot_product.h, the
+// widening form). Per group step: each accumulator register takes 2
+// multiply-adds and 2 adds, each row 3 operations to widen and broadcast its
+// 4 bytes, each register of the packed operand 4 to split and widen its
+// bytes. Those operations bound the block more than the registers do:
+// accumulators beyond the registers spill, a load and a store per step each
+// (8 rows x 32 lanes, which spills, ran 1.5x 8 x 8 on a Zen 3).
+double WideningThroughput(int64_t rows, const VecOption& v, int64_t cols, int64_t extent, int64_t registers) {
+  const int64_t accumulators = rows * v.vectors * cols, packed = v.vectors * cols;
+  const double ops = static_cast<double>(4 * accumulators + 3 * rows + 4 * packed) / kVectorOpsPerCycle;
+  const int64_t spilled = std::max<int64_t>(0, accumulators + 2 * packed + 2 - registers);
+  const double memory = static_cast<double>(rows + packed + 2 * spilled) / kLoadsPerCycle;
+  const double padded = static_cast<double>(CeilDiv(extent, v.length) * v.length);
+  return static_cast<double>(rows * v.length * cols) * (static_cast<double>(extent) / padded) /
+         std::max(ops, memory);
+}
+
 std::vector<const TensorLoadNode*> Loads(const Stage& st) {
   std::vector<const TensorLoadNode*> loads;
   PostOrderVisit(st.op->body, [&](const Expr& x) {
@@ -343,11 +365,15 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   for (int64_t d : Divisors(plan.col_axis >= 0 ? axes[plan.col_axis].extent : 1)) {
     if (d <= std::min(kMaxCols, max_inner)) cols_options.push_back(d);
   }
+  // A uint8 x int8 group without VNNI (its widening form, WideningThroughput).
+  const CpuSpec& cpu = ctx.task.target.cpu;
+  const bool widening = plan.dot_reduce >= 0 && st.op->dtype.is_int() && !cpu.Has("avx512vnni") &&
+                        !cpu.Has("avxvnni") && (cpu.Has("avx2") || cpu.Has("avx512bw"));
   std::vector<RegisterBlock> blocks;
   for (const VecOption& v : VecOptions(vec_extent, plan.lanes, max_inner)) {
     for (const auto& [rows, divide] : rows_options) {
       for (int64_t cols : cols_options) {
-        if ((rows + 1) * v.vectors * cols + 1 > plan.registers) continue;
+        if (!widening && (rows + 1) * v.vectors * cols + 1 > plan.registers) continue;
         const double row_share =
             static_cast<double>(row_extent) / static_cast<double>(CeilDiv(row_extent, rows) * rows);
         RegisterBlock b;
@@ -357,7 +383,9 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
         b.cols = cols;
         b.vec_divides = v.divides;
         b.rows_divide = divide;
-        b.throughput = Throughput(rows, v, cols, vec_extent, plan.fma_units) * row_share;
+        b.throughput = (widening ? WideningThroughput(rows, v, cols, vec_extent, plan.registers)
+                                 : Throughput(rows, v, cols, vec_extent, plan.fma_units)) *
+                       row_share;
         blocks.push_back(b);
       }
     }
