@@ -6,6 +6,7 @@
 
 #include "ir/functor.h"
 #include "ir/simplify.h"
+#include "support/arith.h"
 
 namespace autosched {
 namespace {
@@ -14,8 +15,6 @@ constexpr int64_t kTileRows = 16;    // rows of a tile register
 constexpr int64_t kTileGroups = 16;  // groups of 4 bytes in a row of 64 bytes
 constexpr int kTileLanes = 16;       // 32-bit lanes in a row of C
 constexpr int64_t kMaxTilesOfC = 4;  // of the 8 tile registers, the rest for A and B
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The statement inside loops of extent 1, whose variables `skipped` binds to
 // their mins.

@@ -9,6 +9,7 @@
 #include "codegen/llvm/ir_emitter.h"
 #include "ir/functor.h"
 #include "ir/simplify.h"
+#include "support/arith.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -53,7 +54,7 @@ void IREmitter::EmitTileLoop(const TileLoop& tile, bool zero_c) {
   llvm::Function* multiply = llvm::Intrinsic::getDeclaration(module_, multiply_id);
 
   const Buffer& c_buffer = tile.node->buffer;
-  const int64_t row_tiles = (tile.rows + kTileRows - 1) / kTileRows;
+  const int64_t row_tiles = CeilDiv(tile.rows, kTileRows);
   auto rows_of = [&](int64_t r) { return std::min(kTileRows, tile.rows - r * kTileRows); };
   auto offset = [](const Expr& index, int64_t elements) {
     return Simplify(index + make_const(index.dtype(), static_cast<double>(elements)));

@@ -63,6 +63,7 @@
 #include "search/rules/gpu/gpu_rules.h"
 #include "search/rules/search_util.h"
 #include "search/rules/sketch_rules.h"
+#include "support/arith.h"
 
 namespace autosched {
 namespace {
@@ -99,8 +100,6 @@ constexpr int64_t kResidentGroups = 2;
 constexpr int64_t kSharedBuffers = 2;
 // Widest vector a fetch or a register-tile load takes (kFetchWidths).
 constexpr int64_t kMaxFetchLanes = 4;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t Pow2Floor(int64_t n) {
   int64_t p = 1;

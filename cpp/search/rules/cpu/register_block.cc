@@ -7,6 +7,7 @@
 
 #include "ir/functor.h"
 #include "search/rules/search_util.h"
+#include "support/arith.h"
 #include "support/error.h"
 
 namespace autosched {
@@ -32,8 +33,6 @@ constexpr double kFamilyShare = 0.5;
 // takes at most this many groups (the code generator unrolls its chunks).
 constexpr int64_t kTileGroups = 16;
 constexpr int64_t kMaxTileGroups = 4096;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::vector<int64_t> Divisors(int64_t n) {
   std::vector<int64_t> out;
