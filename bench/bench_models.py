@@ -382,7 +382,10 @@ def main():
         fusion.FUSE_ATTENTION_SCORES = True
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
     print(f"CPU: {_env.cpu_text()}; {_env.load_text()}")
-    print(f"peers on {args.threads} threads; autosched on its thread pool ({os.cpu_count()} hardware threads)")
+    # autosched's pool takes one thread per hardware thread this process may run on (its affinity: 2 under
+    # `taskset -c 0,1`), not every one of the machine's.
+    print(f"peers on {args.threads} threads; autosched on its thread pool ({len(os.sched_getaffinity(0))} of the "
+          f"machine's {os.cpu_count()} hardware threads)")
     print("latency in ms, the best of the alternating rounds; ratio: peer / autosched (above 1: autosched is "
           "faster); rel err: largest difference from onnxruntime / largest magnitude")
     print(header(args), flush=True)
