@@ -1,11 +1,12 @@
 """Benchmark: uint8 x int8 -> int32 matmul and convolution against onnxruntime's integer ops and float32, in one run.
 
-Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv,bf16] [--trials 0] [--log-dir DIR] [--tiny]
+Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv,bf16] [--trials 0] [--rounds 5] [--log-dir DIR] [--tiny]
 
 autosched computes the product over a weight packed for the CPU's int8 dot-product instruction
-(ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator emits vpdpbusd
-(and AMX's tdpbusd where it has that), on AVX2 two vpmaddwd per lane group (the same exact sums). With --trials 0 (the default) the expert schedule is timed as it is; with more, the
-task is tuned (seeded with the expert) and the best schedule is timed. Peers in this process, on the same threads
+(ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator
+emits vpdpbusd (and AMX's tdpbusd where it has that), on AVX2 two vpmaddwd per lane group (the same exact sums).
+With --trials 0 (the default) the expert schedule is timed as it is; with more, the task is tuned (seeded with
+the expert) and the best schedule is timed. Peers in this process, on the same threads
 (the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger and
 ConvInteger (weight an initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned
 with the same trials), numpy's float32 matmul (OpenBLAS) and PyTorch's float32 convolution. The convolution is

@@ -76,6 +76,12 @@ bool CpuSpec::Has(const std::string& feature) const {
   return std::binary_search(features.begin(), features.end(), feature);
 }
 
+CpuSpec::ByteDotProduct CpuSpec::ByteDotProductForm() const {
+  if (Has("avx512vnni") || Has("avxvnni")) return ByteDotProduct::kInstruction;
+  if (Has("avx2") || Has("avx512bw")) return ByteDotProduct::kWidening;
+  return ByteDotProduct::kOrdinary;
+}
+
 namespace {
 
 std::vector<std::string> SplitComma(const std::string& text) {

@@ -36,6 +36,13 @@ struct CpuSpec {
   bool foreign = false;               // another architecture: cross-compiled, never run here
 
   bool Has(const std::string& feature) const;
+
+  // How code for this CPU adds 4 products of uint8 and int8 bytes into an
+  // int32 lane: one VNNI instruction (vpdpbusd), two widening multiply-adds
+  // on the bytes as 16-bit pairs (vpmaddwd, on AVX2 or AVX-512BW:
+  // codegen/llvm/dot_product.h), or ordinary vector code.
+  enum class ByteDotProduct : uint8_t { kOrdinary, kWidening, kInstruction };
+  ByteDotProduct ByteDotProductForm() const;
 };
 
 // The host CPU (computed once per process).

@@ -186,6 +186,12 @@ def test_model_suite_bench_tunes_within_its_budget_and_prints_the_curve(tmp_path
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--time-budget", "ten"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "time budget 'ten'" in bad.stderr, bad.stderr
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--compare", "-1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--compare at least 0" in bad.stderr, bad.stderr
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_int8.py"), "--rounds", "0"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--rounds must be at least 1" in bad.stderr, bad.stderr
 
 
 @pytest.mark.parametrize("how", ["static", "dynamic"])

@@ -164,7 +164,11 @@ int DotProductInstructionLanes(const Target& target, DotProductKind kind, int la
 }
 
 int WideningDotProductLanes(const Target& target, DotProductKind kind, int lanes) {
-  if (kind != DotProductKind::U8S8ToI32 || DotProductInstructionLanes(target, kind, lanes) > 0) return 0;
+  // A CPU with VNNI but not for these lanes (avx512vnni without avx512vl, 8
+  // lanes) widens too.
+  if (kind != DotProductKind::U8S8ToI32 || DotProductInstructionLanes(target, kind, lanes) > 0 ||
+      target.cpu.ByteDotProductForm() == CpuSpec::ByteDotProduct::kOrdinary)
+    return 0;
   if (target.cpu.Has("avx512bw") && lanes % 16 == 0) return 16;
   if (target.cpu.Has("avx2") && lanes % 8 == 0) return 8;
   return 0;

@@ -19,9 +19,10 @@
 // form and the target has the instruction for that lane count (for uint8 x
 // int8, or its widening form: WideningDotProductLanes); the code generator
 // then emits each store once per loop, as one instruction (or two
-// multiply-adds) per register of lanes (emit_dot_product.cc). Anything else is left to the ordinary code,
-// which computes the same sums (integer sums are exact; the float path differs only by the instruction's
-// rounding of the pair's sum).
+// multiply-adds) per register of lanes (emit_dot_product.cc). Anything else
+// is left to the ordinary code, which computes the same sums (integer sums
+// are exact; the float path differs only by the instruction's rounding of
+// the pair's sum).
 #pragma once
 
 #include <optional>

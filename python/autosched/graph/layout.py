@@ -338,7 +338,7 @@ def has_integer_dot_product_block(target):
     vpmaddwd on the group's bytes as 16-bit pairs, exact as vpdpbusd). There a uint8 x int8 convolution runs
     faster blocked (layout="auto"): ResNet-50 quantized static on a 2-core Zen 3 (AVX2), untuned, ran 75.8 ms
     blocked against 210 ms with NCHW integer convolutions (docs/notes/quantized_figures.md)."""
-    target = Target(target) if isinstance(target, str) else target
+    target = Target(target) if isinstance(target, str) else target  # the rule of CpuSpec::ByteDotProductForm
     return not target.is_gpu and bool({"avx512vnni", "avxvnni", "avx512bw", "avx2"} & set(target.features))
 
 

@@ -365,9 +365,8 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
     if (d <= std::min(kMaxCols, max_inner)) cols_options.push_back(d);
   }
   // A uint8 x int8 group without VNNI (its widening form, WideningThroughput).
-  const CpuSpec& cpu = ctx.task.target.cpu;
-  const bool widening = plan.dot_reduce >= 0 && st.op->dtype.is_int() && !cpu.Has("avx512vnni") &&
-                        !cpu.Has("avxvnni") && (cpu.Has("avx2") || cpu.Has("avx512bw"));
+  const bool widening = plan.dot_reduce >= 0 && st.op->dtype.is_int() &&
+                        ctx.task.target.cpu.ByteDotProductForm() == CpuSpec::ByteDotProduct::kWidening;
   std::vector<RegisterBlock> blocks;
   for (const VecOption& v : VecOptions(vec_extent, plan.lanes, max_inner)) {
     for (const auto& [rows, divide] : rows_options) {
