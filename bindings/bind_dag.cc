@@ -7,6 +7,7 @@
 #include "bind.h"
 #include "dag/compute_dag.h"
 #include "dag/evaluator.h"
+#include "dag/fold_remap.h"
 #include "ir/serialize.h"
 #include "support/error.h"
 
@@ -147,6 +148,8 @@ void bind_dag(py::module_& m) {
   DefineOpLookups<int64_t>(dag);
   DefineOpLookups<const std::string&>(dag);
   DefineOpLookups<const Tensor&>(dag);
+  m.def("fold_remap_into_reduction", &FoldRemapIntoReduction, py::arg("out"),
+        "The group output `out` with the index remap after its reduction folded into it (dag/fold_remap.h).");
   m.def("evaluate", &Evaluate, py::arg("dag"), py::arg("inputs"),
         "Reference results: one array per compute tensor among dag.tensors, from one array per placeholder.");
   m.def("evaluate_points", &EvaluatePoints, py::arg("dag"), py::arg("inputs"), py::arg("output_index"),

@@ -536,6 +536,8 @@ std::optional<State> Annotate(const SketchContext& ctx, const State& filled, con
 
 }  // namespace
 
+constexpr const char* kNothingToTile = "no sketch has a stage to tile (a reduction with reuse)";
+
 ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
                                      const std::vector<State>& sketches) {
   ExpertSchedule out;
@@ -547,7 +549,7 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
     return out;
   }
   const int64_t max_inner = std::max<int64_t>(1, params.max_innermost_split_factor);
-  std::string last_failure = "no sketch has a stage to tile (a reduction with reuse)";
+  std::string last_failure = kNothingToTile;
   // Fallbacks: 0 = as planned; then the reduction tile, the register budget
   // and the group halved together, once and twice.
   for (int shrink = 0; shrink <= 2; ++shrink) {
@@ -597,6 +599,20 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
       out.note = note.str();
       return out;
     }
+  }
+  // No stage to tile (element-wise ops, a pooling): the first sketch, whose
+  // stages without a reduction are inlined, one work item per output.
+  if (!sketches.empty() && last_failure == kNothingToTile) {
+    std::string failure;
+    if (std::optional<State> plain =
+            Annotate(ctx, sketches.front(), Budget(task.hardware_params, 0), {}, &failure)) {
+      out.state = *plain;
+      out.note =
+          "no stage to tile: the sketch's stages without a reduction inlined, one work item per output\n" +
+          Budget(task.hardware_params, 0).origin + "\n";
+      return out;
+    }
+    last_failure = "the untiled sketch fails " + failure;
   }
   out.reason = last_failure;
   return out;

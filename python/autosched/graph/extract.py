@@ -135,7 +135,9 @@ def _check_cold_constants(where, cold_constants):
 def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constants=False, winograd="auto",
                 network_caches=False):
     """Folds batch norms, runs the layout pass (layout: "NCHW", "NCHWc" or "auto"; winograd: True, False or
-    "auto"; see graph/layout.py), partitions into fused groups and makes one SearchTask per distinct group.
+    "auto"; see graph/layout.py), partitions into fused groups and makes one SearchTask per distinct group. On a
+    GPU target a group that ends in a reshape or transpose of its reduction computes the reduction in the
+    output's order (fold_remap_into_reduction), so that one kernel computes the group.
     cold_constants (True, False or "auto": constants_exceed_cache) sets the tasks' SearchTask.cold_constants,
     network_caches (on CPU targets) their SearchTask.network_caches."""
     target = check_target("lower_graph", target)
@@ -153,6 +155,8 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
     by_key, tasks, weights, group_tasks, descs = {}, [], [], [], {}
     for group in groups:
         placeholders, out = group_tensors(folded, group)
+        if target.is_gpu:  # a reshape or transpose after a dense layer: one kernel, not two
+            out = _core.fold_remap_into_reduction(out)
         dag = ComputeDAG(placeholders + [out])
         key = dag.workload_key()
         if key not in by_key:

@@ -10,7 +10,8 @@
 //   inline-into-shared-fetch          a stage without a reduction read only by a shared
 //                                     cache-read stage (a padding): also a sketch with it
 //                                     inlined into the fetch
-//   always-inline                     as on CPUs
+//   always-inline                     every other stage without a reduction that is no output
+//                                     (Ansor's GPU rule; on CPUs only the cheap ones)
 //   simplify-compute-with-const-tensor  as on CPUs
 //   cross-thread-reduction            a reduction with little spatial work: the work items of
 //                                     a group each reduce a slice into a "shared" stage

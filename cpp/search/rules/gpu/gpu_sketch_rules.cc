@@ -157,6 +157,40 @@ class InlineIntoSharedFetchRule : public SketchRule {
   }
 };
 
+// ---- always-inline (GPU) ----
+
+// On a GPU every stage without a reduction that is no output is inlined into
+// its consumers, as Ansor does there: a stage of its own is a kernel launch
+// and a round trip through global memory, which cost more than computing an
+// element-wise op or an index remap (a reshape, a transpose, a gather) where
+// it is read, even twice (softmax's exp, read by its sum and its quotient).
+// The stages the CPU rule inlines go the same way; a stage read by a shared
+// fetch is left to inline-into-shared-fetch, and one read by a consumer that
+// unrolls constant reads to special-compute-location (both come first).
+class GpuAlwaysInlineRule : public SketchRule {
+ public:
+  std::string name() const override { return "always-inline"; }
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
+    if (cpu_rule_->MeetCondition(ctx, s, stage_id) != Condition::Skip) return Condition::ApplyAndSkipRest;
+    const Stage& st = s.stage(stage_id);
+    const OpAccessInfo& access = s.dag().access(stage_id);
+    if (HasReduceIter(st) || !st.op->is_compute() || access.is_output || access.producers.empty() ||
+        access.consumers.empty())
+      return Condition::Skip;
+    const bool read_by_a_fetch = std::any_of(access.consumers.begin(), access.consumers.end(), [&](int c) {
+      return s.stage(c).scope == MemScope::Shared && !HasReduceIter(s.stage(c));
+    });
+    return read_by_a_fetch ? Condition::Skip : Condition::ApplyAndSkipRest;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    return {{s.ComputeInline(stage_id), stage_id - 1}};
+  }
+
+ private:
+  std::shared_ptr<const SketchRule> cpu_rule_ = MakeAlwaysInlineRule();
+};
+
 // ---- cross-thread-reduction ----
 
 // A reduction with little spatial work (a row sum, softmax's denominator, a
@@ -229,7 +263,7 @@ SketchRuleList DefaultGpuSketchRules() {
   return {MakeAddCacheReadRule(),
           MakeSpecialComputeLocationRule(),
           MakeInlineIntoSharedFetchRule(),
-          MakeAlwaysInlineRule(),
+          std::make_shared<GpuAlwaysInlineRule>(),
           MakeSimplifyComputeWithConstTensorRule(),
           MakeCrossThreadReductionRule(),
           MakeAddCacheWriteRule(/*gpu=*/true),
