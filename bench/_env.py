@@ -110,12 +110,18 @@ def torch_cuda():
 
 
 def print_profile(name, net, feed, top):
-    """The `top` kernels taking the most of a run (each finished before the next starts), and the share of a
-    run the kernels leave to launching and copying."""
+    """The `top` tasks taking the most of a run, each with its groups' time together, their count and the time
+    of one (each kernel finished before the next starts), and the share of a run the kernels leave to
+    launching and copying."""
     profile = net.network_profile(feed, number=3, repeat=1)
-    rows = sorted(profile.rows, key=lambda r: -r[1])
+    by_task = {}
+    for info, seconds in profile.rows:
+        desc = info.task.desc if info.task else info.name
+        total, count = by_task.get(desc, (0.0, 0))
+        by_task[desc] = (total + seconds, count + 1)
     kernels = sum(seconds for _, seconds in profile.rows)
-    print(f"  {name}: {len(profile.rows)} kernels, {kernels * 1e3:.3f} ms together, a run "
-          f"{profile.run_seconds * 1e3:.3f} ms with each kernel waited for; the slowest:")
-    for info, seconds in rows[:top]:
-        print(f"    {seconds * 1e3:8.3f} ms  {info.task.desc if info.task else info.name}")
+    print(f"  {name}: {len(profile.rows)} groups, {kernels * 1e3:.3f} ms together, a run "
+          f"{profile.run_seconds * 1e3:.3f} ms with each group waited for; the tasks taking the most:")
+    for desc, (total, count) in sorted(by_task.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"    {total * 1e3:8.3f} ms  {100 * total / kernels:5.1f}%  {count:3d} x {total / count * 1e3:7.3f} ms  "
+              f"{desc}")

@@ -108,7 +108,7 @@ def test_gpu_policy_lists_the_gpu_rules_in_order():
     policy = search.SketchPolicy(_task(ans.ComputeDAG(_matmul())))
     assert policy.sketch_rule_names == [
         "add-cache-read", "special-compute-location", "inline-into-shared-fetch", "always-inline",
-        "simplify-compute-with-const-tensor", "cross-thread-reduction",
+        "simplify-compute-with-const-tensor", "cross-thread-reduction", "split-reduction",
         "add-cache-write", "multi-level-tiling-with-fusion", "multi-level-tiling", "skip-stage"]
     assert policy.init_rule_names == ["fill-tile-size", "thread-bind", "unroll", "vectorize"]
     assert policy.mutation_rule_names == ["tile-size", "auto-unroll", "shared-fetch"]

@@ -107,7 +107,8 @@ std::optional<State> FillSketchSplits(const State& sketch, const TilingLevels& l
                             [](const std::optional<int64_t>& l) { return !l.has_value(); }))) {
       const int64_t extent = s.stage(split->stage_id).iter(split->iter_id).extent;
       const auto lengths = rfactor_lengths && IsRfactorSplit(steps, static_cast<int>(i))
-                               ? rfactor_lengths(extent, split->lengths.size())
+                               ? rfactor_lengths(s.stage(split->stage_id), steps, static_cast<int>(i), extent,
+                                                 split->lengths.size())
                                : SampleSplitLengths(extent, static_cast<int>(split->lengths.size()),
                                                     max_innermost_split_factor, &rng);
       split->lengths.assign(lengths.begin(), lengths.end());

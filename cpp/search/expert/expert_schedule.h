@@ -60,9 +60,12 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
 // how the numbers were chosen.
 std::optional<State> DotProductExpert(const SketchContext& ctx, std::string* note);
 
-// The lengths of a cross-thread reduction's split (IsRfactorSplit) of
-// `extent` into `count` parts; without it they are sampled.
-using RfactorLengthsOf = std::function<std::vector<int64_t>(int64_t extent, size_t count)>;
+// The lengths of a provisional rfactor split (IsRfactorSplit) at step
+// `step` of `steps`, of `extent` into `count` parts, splitting a reduce
+// axis of `stage` (a cross-thread reduction, or a reduction split across
+// groups); without it they are sampled.
+using RfactorLengthsOf = std::function<std::vector<int64_t>(
+    const Stage& stage, const std::vector<Step>& steps, int step, int64_t extent, size_t count)>;
 
 // What both expert schedules share: the sketch's steps replayed on its DAG
 // with each tiling split's parts from `tile_parts` (of root node `node` of the

@@ -56,6 +56,7 @@
 #include <sstream>
 #include <string>
 
+#include "ir/functor.h"
 #include "lower/lower.h"
 #include "schedule/infer_bound.h"
 #include "search/expert/expert_schedule.h"
@@ -74,16 +75,13 @@ namespace {
 constexpr int64_t kUnknownMaxThreads = 256;
 constexpr int64_t kUnknownRegisters = 64;
 constexpr int64_t kUnknownSharedBytes = 16 * 1024;
-// Warps per group: while some wait on shared or global memory (hundreds of
-// cycles), others issue; 8 keep each of a compute unit's schedulers busy
-// with two. A device without warps (warp_size 1) still interleaves work
-// items to hide latency: at least kMinGroupItems.
-constexpr int64_t kWarpsPerGroup = 8;
-constexpr int64_t kMinGroupItems = 64;
-// Groups per compute unit the tiles should at least make (one running while
-// another waits), and the fewest warps a group keeps when it shrinks to
-// make them.
-constexpr int64_t kMinGroupsPerUnit = 2;
+// Warps per group, the fewest work items of a group and the groups per
+// compute unit the tiles should make: gpu_rules.h (shared with the
+// split-reduction rule). The fewest warps a group keeps when it shrinks to
+// make the groups.
+constexpr int64_t kWarpsPerGroup = kGpuGroupWarps;
+constexpr int64_t kMinGroupItems = kGpuMinGroupItems;
+constexpr int64_t kMinGroupsPerUnit = kGpuGroupsPerUnit;
 constexpr int64_t kMinShrunkWarps = 2;
 // Unrolled steps a shared tile's multiply-adds of a work item take: each
 // multiply-add and about as many register-tile loads and address updates
@@ -231,6 +229,26 @@ void FitExtent(int64_t extent, int64_t per_tile, int64_t* tile, bool* guarded) {
   *guarded = true;
 }
 
+// Whether spatial axis `a` of a factored stage ("<name>.rf", or its
+// "<name>.rf.local" cache) takes part in an index of the reduction: the
+// parts of a reduction split across groups (x[i, k0 * L + k1]). Its values
+// read disjoint slices of the operands, so it is left to the groups, one
+// value each, where work items along it would only widen the shared tiles.
+bool IndexesTheReduction(const Stage& st, int a) {
+  if (st.op->name.find(".rf") == std::string::npos) return false;
+  const VarNode* var = st.op->axis[a].var_node();
+  bool mixed = false;
+  PostOrderVisit(st.op->body, [&](const Expr& e) {
+    const auto* load = e.as<TensorLoadNode>();
+    if (load == nullptr || mixed) return;
+    for (const Expr& index : load->indices) {
+      if (!UsesVar(index, var)) continue;
+      for (const IterVar& r : st.op->reduce_axis) mixed = mixed || UsesVar(index, r.var_node());
+    }
+  });
+  return mixed;
+}
+
 // The spatial part of a stage's plan (the reduction tile comes later, from
 // the shared bytes of a step).
 StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
@@ -238,9 +256,15 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
   p.element_bytes = std::max(1, st.op->dtype.bytes());
   p.lanes = std::clamp<int64_t>(Pow2Floor(b.vector_bytes / p.element_bytes), 1, kMaxFetchLanes);
   const int num_axes = static_cast<int>(st.op->axis.size());
-  std::vector<int> wide;  // innermost first
+  std::vector<int> wide;     // innermost first
+  int64_t whole_groups = 1;  // groups along the axes left to groups alone
   for (int a = num_axes - 1; a >= 0; --a) {
-    if (st.op->axis[a].extent > 1) wide.push_back(a);
+    if (st.op->axis[a].extent <= 1) continue;
+    if (IndexesTheReduction(st, a)) {
+      whole_groups *= st.op->axis[a].extent;
+    } else {
+      wide.push_back(a);
+    }
   }
   int64_t longest = 1;
   for (int r = 0; r < static_cast<int>(st.op->reduce_axis.size()); ++r) {
@@ -288,7 +312,7 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
     }
   };
   auto groups = [&] {
-    int64_t n = 1;
+    int64_t n = whole_groups;
     for (const AxisTile& t : p.axes) n *= CeilDiv(extent(t), t.items * t.tile);
     return n;
   };
@@ -416,17 +440,25 @@ int64_t RowReductionItems(int64_t extent, const GpuBudget& b) {
 // RowReductionItems; nullopt when it does neither (`row_items`: the work
 // items of each cross-thread reduction, for the note).
 std::optional<State> FillTiles(const State& sketch, const TilingLevels& levels, const SearchParams& params,
-                               const GpuBudget& b,
+                               const HardwareParams& hw, const GpuBudget& b,
                                const std::function<const StagePlan&(const Stage&)>& plan_of,
-                               std::vector<int64_t>* row_items = nullptr) {
+                               std::vector<int64_t>* row_items = nullptr,
+                               std::vector<int64_t>* split_parts = nullptr) {
   bool tiled = false;
   auto tile_parts = [&](const Stage& st, int node) -> std::optional<std::vector<int64_t>> {
     tiled = true;
     return Parts(st, plan_of(st), node);
   };
-  auto rfactor_lengths = [&](int64_t extent, size_t count) {
+  auto rfactor_lengths = [&](const Stage& st, const std::vector<Step>& steps, int step, int64_t extent,
+                             size_t count) {
     tiled = true;
     std::vector<int64_t> lengths(count, 1);
+    if (IsSplitReduction(steps, step)) {  // the parts' length: the parts go to groups
+      const int64_t parts = SplitReductionParts(hw, SpatialProduct(st), extent);
+      lengths.back() = extent / parts;
+      if (split_parts) split_parts->push_back(parts);
+      return lengths;
+    }
     lengths.back() = RowReductionItems(extent, b);
     if (row_items) row_items->push_back(lengths.back());
     return lengths;
@@ -539,7 +571,7 @@ std::optional<State> Annotate(const SketchContext& ctx, const State& filled, con
 constexpr const char* kNothingToTile = "no sketch has a stage to tile (a reduction with reuse)";
 
 ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
-                                     const std::vector<State>& sketches) {
+                                     const std::vector<State>& all_sketches) {
   ExpertSchedule out;
   const SketchContext ctx{task, params};
   const TilingLevels levels = GpuTilingLevels(params);
@@ -552,6 +584,16 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   std::string last_failure = kNothingToTile;
   // Fallbacks: 0 = as planned; then the reduction tile, the register budget
   // and the group halved together, once and twice.
+  // Sketches whose reduction is split across groups first: the rule offers
+  // them only where full tiles of the stage alone leave the device idle.
+  std::vector<State> sketches = all_sketches;
+  std::stable_partition(sketches.begin(), sketches.end(), [](const State& sketch) {
+    const std::vector<Step>& steps = sketch.steps();
+    for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+      if (IsSplitReduction(steps, i)) return true;
+    }
+    return false;
+  });
   for (int shrink = 0; shrink <= 2; ++shrink) {
     const GpuBudget budget = Budget(task.hardware_params, shrink);
     for (size_t i = 0; i < sketches.size(); ++i) {
@@ -562,11 +604,12 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
         return it->second;
       };
       std::optional<State> filled;
-      std::vector<int64_t> row_items;
+      std::vector<int64_t> row_items, split_parts;
       std::string failure;
       try {
         // A step of one first, to read off the shared bytes of a step.
-        const std::optional<State> one_step = FillTiles(sketches[i], levels, params, budget, plan_of);
+        const std::optional<State> one_step =
+            FillTiles(sketches[i], levels, params, task.hardware_params, budget, plan_of);
         if (!one_step) continue;
         for (const auto& [name, bytes] : SharedStepBytes(ctx, *one_step)) {
           if (plans.count(name)) plans.at(name).step_bytes = bytes;
@@ -576,7 +619,9 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
           PlanReduction(one_step->stage(id), budget, max_inner, shrink, &plan);
         }
         row_items.clear();
-        filled = FillTiles(sketches[i], levels, params, budget, plan_of, &row_items);
+        split_parts.clear();
+        filled = FillTiles(sketches[i], levels, params, task.hardware_params, budget, plan_of, &row_items,
+                           &split_parts);
       } catch (const std::exception& e) {
         last_failure = "sketch " + std::to_string(i) + ": " + e.what();
         continue;
@@ -593,6 +638,11 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
       for (int64_t items : row_items) {
         note << "a cross-thread reduction over " << items << " work items a row (at least "
              << kRowElementsPerItem << " elements each)\n";
+      }
+      for (int64_t parts : split_parts) {
+        note << "the reduction split across groups in " << parts
+             << " parts (too few outputs for full tiles to fill num_cores " << task.hardware_params.num_cores
+             << " compute units), then summed\n";
       }
       note << budget.origin << "\n";
       out.state = *best;

@@ -16,6 +16,9 @@
 //   cross-thread-reduction            a reduction with little spatial work: the work items of
 //                                     a group each reduce a slice into a "shared" stage
 //                                     (rfactor), and the group combines the slices
+//   split-reduction                   a matmul-like stage with too few outputs for full tiles to
+//                                     fill the device: its reduction split across groups
+//                                     (rfactor of the outer part), then summed; Apply
 //   add-cache-write                   a tiled stage without an element-wise consumer computes
 //                                     into a private "local" stage; ApplyAndSkipRest
 //   multi-level-tiling-with-fusion    tiled by gpu_tiling_structure, computed at level 3
@@ -64,6 +67,33 @@ std::shared_ptr<const SketchRule> MakeAddCacheReadRule();
 std::shared_ptr<const SketchRule> MakeInlineIntoSharedFetchRule();
 std::shared_ptr<const SketchRule> MakeSpecialComputeLocationRule();
 std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule();
+
+// Split-reduction (a reduction split across groups): whether the split at
+// `split_step` is one (the outer part factored into the first axis), and
+// the number of parts for a stage of `spatial` outputs and a reduction of
+// `reduce`. Only where full tiles would fill at most 1/kSplitIdleShare of
+// the device (the outputs that fill it: kGpuGroupsPerUnit groups of
+// kGpuGroupWarps warps, kSplitTileOutputs accumulators per work item, on
+// each of num_cores); then powers of two, as long as the outputs times the
+// parts stay within what fills it, each part at least kSplitMinPartLength
+// long and the parts dividing the reduction; 1 where no split pays. On an
+// H100, stages that filled more than a quarter of it (BERT-base's first
+// feed-forward layer: 128 x 3072 outputs) ran slower split than whole.
+//
+// Warps per group: while some wait on shared or global memory (hundreds of
+// cycles), others issue; 8 keep each of a compute unit's schedulers busy
+// with two. A device without warps (warp_size 1) still interleaves work
+// items to hide latency: at least kGpuMinGroupItems. Groups per compute
+// unit the tiles should at least make: one running while another waits.
+constexpr int64_t kGpuGroupWarps = 8;
+constexpr int64_t kGpuMinGroupItems = 64;
+constexpr int64_t kGpuGroupsPerUnit = 2;
+constexpr int64_t kSplitTileOutputs = 16;
+constexpr int64_t kSplitMinPartLength = 128;
+constexpr int64_t kSplitMaxParts = 16;
+constexpr int64_t kSplitIdleShare = 4;
+bool IsSplitReduction(const std::vector<Step>& steps, int split_step);
+int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t reduce);
 std::shared_ptr<const InitRule> MakeThreadBindRule();
 
 // The choices the thread-bind rule samples, fixed where set (the GPU expert

@@ -246,6 +246,40 @@ class CrossThreadReductionRule : public SketchRule {
   }
 };
 
+// ---- split-reduction ----
+
+// A matmul-like stage (one reduce axis) whose outputs are too few for full
+// tiles to fill the device (a dense layer of 128 rows, 768 columns and a
+// long reduction: BERT's second feed-forward layer) has its reduction split
+// across groups: the reduce axis is split, its outer part factored (rfactor)
+// into the first spatial axis of a new stage "<name>.rf", which multi-level
+// tiling tiles like the stage itself (one slice of the reduction per group),
+// and the stage then sums the slices. Apply: the sketch without it is kept.
+// The number of slices is the split's provisional length (IsRfactorSplit):
+// the expert derives it (SplitReductionParts), the search samples it.
+class SplitReductionRule : public SketchRule {
+ public:
+  std::string name() const override { return "split-reduction"; }
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
+    if (!IsFreshRootStage(s, stage_id) || IsCacheWriteStage(s, stage_id)) return Condition::Skip;
+    const Stage& st = s.stage(stage_id);
+    if (st.op->reduce_axis.size() != 1 || !NeedsMultiLevelTiling(s, stage_id) ||
+        s.dag().access(stage_id).tiling_optional)
+      return Condition::Skip;
+    const int64_t parts =
+        SplitReductionParts(ctx.task.hardware_params, SpatialProduct(st), ReduceProduct(st));
+    return parts > 1 ? Condition::Apply : Condition::Skip;
+  }
+  Results Apply(const SketchContext&, const State& s, int stage_id) const override {
+    const int ns = static_cast<int>(s.stage(stage_id).op->axis.size());
+    State r = s.Split(stage_id, ns, {int64_t{1}});
+    r = r.Apply(RfactorStep{stage_id, ns, 0});
+    AS_CHECK(r.stage(stage_id + 1).name() == s.stage(stage_id).name(),
+             "rfactor of '" << s.stage(stage_id).name() << "' did not place its new stage right before it");
+    return {{r, stage_id}};  // the factored stage is visited next (tiled)
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<const SketchRule> MakeAddCacheReadRule() { return std::make_shared<AddCacheReadRule>(); }
@@ -259,6 +293,25 @@ std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule() {
   return std::make_shared<CrossThreadReductionRule>();
 }
 
+bool IsSplitReduction(const std::vector<Step>& steps, int split_step) {
+  if (!IsRfactorSplit(steps, split_step)) return false;
+  const auto& split = std::get<SplitStep>(steps[split_step]);
+  const auto& rf = std::get<RfactorStep>(steps[split_step + 1]);
+  return rf.iter_id == split.iter_id && rf.factor_iter_id == 0;
+}
+
+int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t reduce) {
+  const int64_t warp = std::max<int64_t>(1, hw.warp_size);
+  const int64_t group = std::max<int64_t>(kGpuGroupWarps * warp, kGpuMinGroupItems);
+  const int64_t wanted = std::max<int64_t>(1, hw.num_cores) * kGpuGroupsPerUnit * group * kSplitTileOutputs;
+  if (spatial * kSplitIdleShare > wanted) return 1;  // full tiles fill enough of the device
+  int64_t parts = 1;
+  while (parts < kSplitMaxParts && spatial * parts * 2 <= wanted && reduce % (2 * parts) == 0 &&
+         reduce / (2 * parts) >= kSplitMinPartLength)
+    parts *= 2;
+  return parts;
+}
+
 SketchRuleList DefaultGpuSketchRules() {
   return {MakeAddCacheReadRule(),
           MakeSpecialComputeLocationRule(),
@@ -266,6 +319,7 @@ SketchRuleList DefaultGpuSketchRules() {
           std::make_shared<GpuAlwaysInlineRule>(),
           MakeSimplifyComputeWithConstTensorRule(),
           MakeCrossThreadReductionRule(),
+          std::make_shared<SplitReductionRule>(),
           MakeAddCacheWriteRule(/*gpu=*/true),
           MakeMultiLevelTilingWithFusionRule(/*gpu=*/true),
           MakeMultiLevelTilingRule(/*gpu=*/true),
