@@ -110,18 +110,26 @@ def torch_cuda():
 
 
 def print_profile(name, net, feed, top):
-    """The `top` tasks taking the most of a run, each with its groups' time together, their count and the time
-    of one (each kernel finished before the next starts), and the share of a run the kernels leave to
+    """The `top` tasks taking the most of a run, each with its groups' time together, their count, the time of
+    one (each kernel finished before the next starts) and the schedule it runs (tuned, or the name of its
+    default in search.default_schedules: expert, plain, ...), and the share of a run the kernels leave to
     launching and copying."""
+    from autosched import _core
+    from autosched.search.policy import default_schedules
+
     profile = net.network_profile(feed, number=3, repeat=1)
-    by_task = {}
+    by_task, schedule = {}, {}
     for info, seconds in profile.rows:
         desc = info.task.desc if info.task else info.name
         total, count = by_task.get(desc, (0.0, 0))
         by_task[desc] = (total + seconds, count + 1)
+        if desc not in schedule and info.task is not None:  # which schedule the group runs
+            key = _core.state_key(info.state)
+            names = [name for name, state in default_schedules(info.task) if _core.state_key(state) == key]
+            schedule[desc] = "tuned" if info.tuned else (names[0] if names else "?")
     kernels = sum(seconds for _, seconds in profile.rows)
     print(f"  {name}: {len(profile.rows)} groups, {kernels * 1e3:.3f} ms together, a run "
           f"{profile.run_seconds * 1e3:.3f} ms with each group waited for; the tasks taking the most:")
     for desc, (total, count) in sorted(by_task.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"    {total * 1e3:8.3f} ms  {100 * total / kernels:5.1f}%  {count:3d} x {total / count * 1e3:7.3f} ms  "
-              f"{desc}")
+              f"{schedule.get(desc, '-'):10} {desc}")

@@ -12,6 +12,9 @@ The kernels (float32, batch 1, NCHW):
   matmul256    256 x 256 x 256 (not in the default list: a quick check of the script, e.g. on PoCL)
 Shapes no part of the project was fitted to (--kernels nonbench names them all):
   dense_x_wt   a transformer's dense layer: 512 x 768 times W^T, W stored 3072 x 768 (PyTorch's Linear)
+  ffn2_128     BERT-base's second feed-forward layer at sequence 128: 128 x 3072 times W^T, W 768 x 3072
+  ffn2_197     the same at ViT-B/16's 197 tokens (a prime: no tile divides the rows)
+  ffn1_197     ViT-B/16's first feed-forward layer: 197 x 768 times W^T, W 3072 x 768
   bmm_qk       attention scores: 48 x (128 x 64) times (48 x 64 x 128)^T (4 sequences of 128, 12 heads)
   matmul1000   1000 x 1000 x 1000 (no tile of a power of two above 8 divides it)
   matmul_odd   1023 x 771 x 517 (odd extents, no common factor)
@@ -74,9 +77,9 @@ def conv(name, channels, size):
                   lambda torch, x, w: torch.nn.functional.conv2d(x, w, padding=1))
 
 
-def dense_x_wt(rows=512, k=768, n=3072):
+def dense_x_wt(rows=512, k=768, n=3072, name="dense_x_wt"):
     x, w = te.placeholder((rows, k), name="x"), te.placeholder((n, k), name="w")
-    return Kernel("dense_x_wt", 2.0 * rows * k * n, [x, w, ops.dense(x, w)], [(rows, k), (n, k)],
+    return Kernel(name, 2.0 * rows * k * n, [x, w, ops.dense(x, w)], [(rows, k), (n, k)],
                   lambda torch, a, b: torch.nn.functional.linear(a, b))
 
 
@@ -139,6 +142,9 @@ def layer_norm(rows=512, width=768):
 
 NONBENCH = {
     "dense_x_wt": dense_x_wt,
+    "ffn2_128": lambda: dense_x_wt(128, 3072, 768, "ffn2_128"),
+    "ffn2_197": lambda: dense_x_wt(197, 3072, 768, "ffn2_197"),
+    "ffn1_197": lambda: dense_x_wt(197, 768, 3072, "ffn1_197"),
     "bmm_qk": bmm_qk,
     "matmul1000": lambda: matmul_mnk("matmul1000", 1000, 1000, 1000),
     "matmul_odd": lambda: matmul_mnk("matmul_odd", 1023, 771, 517),
