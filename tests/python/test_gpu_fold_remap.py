@@ -164,3 +164,38 @@ def test_the_gpu_expert_gives_a_task_with_nothing_to_tile_one_kernel(shape):
     result = np.zeros((n, h, s, d), "float32")
     module(xs, bs, result)
     np.testing.assert_allclose(result, np.tanh(xs.transpose(0, 2, 1, 3) + bs), rtol=1e-5, atol=1e-5)
+
+
+@needs_opencl
+@pytest.mark.parametrize("seq,heads,head_dim", [(128, 12, 64), (7, 3, 5)])
+def test_the_expert_leaves_the_folded_heads_to_the_groups_and_equals_numpy(seq, heads, head_dim):
+    """W[h * head_dim + d, k]: work items along the heads would make a group's shared tile of W span the rows
+    between its heads; with NVIDIA's parameters they go round d and s only, and the state equals numpy on PoCL."""
+    inputs, out = _query_projection(seq, heads, head_dim)
+    dag = ans.ComputeDAG(inputs + [_core.fold_remap_into_reduction(out)])
+    state, reason, note = search.expert_schedule_info(ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia"))
+    assert state is not None, reason
+    plan = note.splitlines()[0]
+    assert "work items" in plan and " h)" not in plan and "(h " not in plan and " h " not in plan, plan
+    arrays = _random_inputs(inputs, np.random.default_rng(4))
+    result = np.zeros((1, heads, seq, head_dim), "float32")
+    ans.build(dag, state, target="opencl")(*arrays, result)
+    x, w, b = arrays
+    want = ((x[0] @ w.T + b).reshape(seq, heads, head_dim).transpose(1, 0, 2) * 0.125)[None]
+    np.testing.assert_allclose(result, want, rtol=1e-4, atol=1e-4)
+
+
+@needs_opencl
+def test_a_gpu_network_computes_no_constant_stage_ahead_and_a_cpu_network_does():
+    """A GPU group's constant stages are tiles of a weight in shared or private memory that only its kernel
+    fills (tuning measures the kernel so): graph.build keeps them in the kernel there, and still computes a
+    CPU schedule's packed weight once."""
+    pytest.importorskip("torch")
+    module, example = _Projection.make(7, 3, 5)
+    g = frontends.from_torch(module, (example,))
+    gpu = graph.build(g, POCL, verbose=False)
+    assert all(not info.prepacked for info in gpu.groups)
+    assert all(len(info.module.arg_specs) == len(info.inputs) + 1 for info in gpu.groups)
+    module, example = _Projection.make(64, 4, 16)  # rows enough for the CPU's register blocks to pack W
+    cpu = graph.build(frontends.from_torch(module, (example,)), "llvm", verbose=False)
+    assert any(info.prepacked for info in cpu.groups)

@@ -89,7 +89,10 @@ def test_tuning_curve_of_a_task_scheduler_result_draws_the_estimate(tmp_path):
     png = tmp_path / "net.png"
     ans.plot.tuning_curve(result, png)
     assert _pixels_of(png, _rgb("C3")) > 100  # the network's estimate
-    assert _pixels_of(png, _rgb("C0")) > 50 and _pixels_of(png, _rgb("C1")) > 50
+    # Each task's curve is drawn; how the scheduler shares the 12 trials between them (and so how long each
+    # curve is) depends on the measured times, which load on the machine moves.
+    task_a, task_b = _pixels_of(png, _rgb("C0")), _pixels_of(png, _rgb("C1"))
+    assert task_a > 0 and task_b > 0 and task_a + task_b > 100, (task_a, task_b)
 
 
 def test_command_line_plot_option(tmp_path):

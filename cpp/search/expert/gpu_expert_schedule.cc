@@ -249,6 +249,27 @@ bool IndexesTheReduction(const Stage& st, int a) {
   return mixed;
 }
 
+// Whether spatial axis `a` shares an operand's index with another spatial
+// axis: a projection whose heads or query/key/value parts were folded into
+// its output (W[part * 768 + column, k]). Work items along it would make a
+// group's shared tile span the rows between the parts (bound inference
+// takes the hull), so it is left to the groups, one value each.
+bool SharesAnIndex(const Stage& st, int a) {
+  const VarNode* var = st.op->axis[a].var_node();
+  bool shared = false;
+  PostOrderVisit(st.op->body, [&](const Expr& e) {
+    const auto* load = e.as<TensorLoadNode>();
+    if (load == nullptr || shared) return;
+    for (const Expr& index : load->indices) {
+      if (!UsesVar(index, var)) continue;
+      for (size_t o = 0; o < st.op->axis.size(); ++o) {
+        if (static_cast<int>(o) != a && UsesVar(index, st.op->axis[o].var_node())) shared = true;
+      }
+    }
+  });
+  return shared;
+}
+
 // The spatial part of a stage's plan (the reduction tile comes later, from
 // the shared bytes of a step).
 StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
@@ -275,7 +296,12 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
   p.axes.push_back({cols});
   if (rows >= 0) p.axes.push_back({rows});
   for (int a : wide) {
-    if (a != cols && a != rows) p.axes.push_back({a});
+    if (a == cols || a == rows) continue;
+    if (SharesAnIndex(st, a)) {
+      whole_groups *= st.op->axis[a].extent;
+    } else {
+      p.axes.push_back({a});
+    }
   }
   auto extent = [&](const AxisTile& t) { return st.op->axis[t.axis].extent; };
   // Register tile on the columns and rows: accumulators plus one step's

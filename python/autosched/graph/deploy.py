@@ -604,6 +604,11 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
         raise GraphError(f"graph '{graph.name}' cannot be built: {len(problems)} node(s) cannot be compiled:\n"
                          f"{format_problems(problems)}")
     lowered = lower_graph(graph, target, hardware_params, layout, winograd=winograd)
+    # Constant stages are computed ahead only for kernels that run in this process, as tuning measured them
+    # (lower_graph gives a device's tasks no constant arguments). On a GPU they are a shared or private copy
+    # of a weight's tile that only the kernel fills: split off, the kernel read the weight's register tiles
+    # from global memory (ViT-B/16's dense layers ran 7-9x slower than the kernels tuning measured).
+    prepack = prepack and target.runs_in_host_process
     folded = lowered.graph
     used = {v for g in lowered.groups for v in g.inputs} | set(folded.outputs)
     constants = {k: _contiguous(a) for k, a in folded.constants.items() if k in used}
