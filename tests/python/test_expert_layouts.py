@@ -174,3 +174,19 @@ def test_rows_that_overflow_l1_go_round_panels_of_the_streamed_operand(n, epilog
     state, note = _expert(task)
     assert "go round panels" in note and "a block's 24 KiB" in note, note
     _check_against_reference(task, state)
+
+
+@pytest.mark.parametrize("m,n,k,shared", [(128, 96, 64, True), (12, 24, 8, True),
+                                          (131, 40, 17, False)])  # 12-row blocks: one to a line
+def test_row_blocks_of_a_transposed_a_share_its_cache_lines_and_match_the_reference(m, n, k, shared):
+    """A stored [K, M]: a 64-byte line of it holds several blocks' rows at one step of K (4-row blocks: 4), so
+    on an AVX2-like machine's parameters those blocks run inside the reduction's outer loop (each line read
+    once per chunk of K); prime and small M included, against the reference. A stored [M, K] keeps one."""
+    hw = ans.HardwareParams(vector_unit_bytes=32, num_vector_registers=16, l1_cache_bytes=32 * 1024,
+                            l2_cache_bytes=512 * 1024, cache_line_bytes=64)
+    for transpose_a in (True, False):
+        task = ans.SearchTask(compute_dag=ans.ComputeDAG(_matmul(0, m, n, k, transpose_a=transpose_a)),
+                              target="llvm", hardware_params=hw, desc="A^T")
+        state, note = _expert(task)
+        assert ("share a cache line" in note) == (transpose_a and shared), note
+        _check_against_reference(task, state)

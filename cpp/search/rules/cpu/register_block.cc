@@ -408,6 +408,19 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   return plan;
 }
 
+// Whether a broadcast operand (a load not indexed by the vector axis) has
+// the row axis as its last, contiguous index.
+bool BroadcastContiguousAlongRows(const Stage& st, const RegisterBlockPlan& plan) {
+  if (plan.row_axis < 0 || plan.vec_axis < 0) return false;
+  const VarNode* vec = st.op->axis[plan.vec_axis].var_node();
+  const VarNode* row = st.op->axis[plan.row_axis].var_node();
+  for (const TensorLoadNode* load : Loads(st)) {
+    if (LoadUses(load, vec) || load->indices.empty()) continue;
+    if (load->indices.back().as<VarNode>() == row) return true;
+  }
+  return false;
+}
+
 TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const RegisterBlockPlan& plan,
                           int n_space, int n_reduce) {
   AS_ICHECK(n_space >= 1 && n_reduce >= 1);
@@ -447,6 +460,24 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
            << " of the vector operand <= L2/2 = " << Kib(l2 / 2) << "); ";
     } else if (n_space >= 3 && a == plan.row_axis) {
       parts[1] = rest;  // the row blocks run inside the panel loop
+      // Where the broadcast operand is contiguous along the rows (A stored
+      // transposed, [K, M]), one cache line of it holds several blocks' rows
+      // at a step of the reduction: those blocks run inside the reduction's
+      // outer loop, so that each line comes into L1 once per chunk of K, not
+      // once per block.
+      const int64_t line = std::max<int64_t>(1, ctx.task.hardware_params.cache_line_bytes);
+      const int64_t per_line = line / std::max<int64_t>(1, inner * plan.element_bytes);
+      if (n_space >= 4 && per_line > 1 && BroadcastContiguousAlongRows(st, plan)) {
+        int64_t blocks = 1;
+        for (int64_t d : Divisors(rest)) {
+          if (d <= per_line) blocks = d;
+        }
+        parts[n_space - 2] = blocks;
+        parts[1] = rest / blocks;
+        if (blocks > 1)
+          note << st.op->axis[a].name() << ": " << blocks
+               << " row blocks share a cache line of the broadcast operand; ";
+      }
     } else {
       parts[0] = n_space == 1 ? extent : rest;
     }
