@@ -229,6 +229,22 @@ void FitExtent(int64_t extent, int64_t per_tile, int64_t* tile, bool* guarded) {
   *guarded = true;
 }
 
+// Whether some operand of the stage reads spatial axis `a` in an index
+// together with one of the variables `others`.
+bool IndexedTogether(const Stage& st, int a, const std::vector<const VarNode*>& others) {
+  const VarNode* var = st.op->axis[a].var_node();
+  bool together = false;
+  PostOrderVisit(st.op->body, [&](const Expr& e) {
+    const auto* load = e.as<TensorLoadNode>();
+    if (load == nullptr || together) return;
+    for (const Expr& index : load->indices) {
+      if (!UsesVar(index, var)) continue;
+      for (const VarNode* other : others) together = together || UsesVar(index, other);
+    }
+  });
+  return together;
+}
+
 // Whether spatial axis `a` of a factored stage ("<name>.rf", or its
 // "<name>.rf.local" cache) takes part in an index of the reduction: the
 // parts of a reduction split across groups (x[i, k0 * L + k1]). Its values
@@ -236,17 +252,9 @@ void FitExtent(int64_t extent, int64_t per_tile, int64_t* tile, bool* guarded) {
 // value each, where work items along it would only widen the shared tiles.
 bool IndexesTheReduction(const Stage& st, int a) {
   if (st.op->name.find(".rf") == std::string::npos) return false;
-  const VarNode* var = st.op->axis[a].var_node();
-  bool mixed = false;
-  PostOrderVisit(st.op->body, [&](const Expr& e) {
-    const auto* load = e.as<TensorLoadNode>();
-    if (load == nullptr || mixed) return;
-    for (const Expr& index : load->indices) {
-      if (!UsesVar(index, var)) continue;
-      for (const IterVar& r : st.op->reduce_axis) mixed = mixed || UsesVar(index, r.var_node());
-    }
-  });
-  return mixed;
+  std::vector<const VarNode*> reduce;
+  for (const IterVar& r : st.op->reduce_axis) reduce.push_back(r.var_node());
+  return IndexedTogether(st, a, reduce);
 }
 
 // Whether spatial axis `a` shares an operand's index with another spatial
@@ -255,19 +263,11 @@ bool IndexesTheReduction(const Stage& st, int a) {
 // group's shared tile span the rows between the parts (bound inference
 // takes the hull), so it is left to the groups, one value each.
 bool SharesAnIndex(const Stage& st, int a) {
-  const VarNode* var = st.op->axis[a].var_node();
-  bool shared = false;
-  PostOrderVisit(st.op->body, [&](const Expr& e) {
-    const auto* load = e.as<TensorLoadNode>();
-    if (load == nullptr || shared) return;
-    for (const Expr& index : load->indices) {
-      if (!UsesVar(index, var)) continue;
-      for (size_t o = 0; o < st.op->axis.size(); ++o) {
-        if (static_cast<int>(o) != a && UsesVar(index, st.op->axis[o].var_node())) shared = true;
-      }
-    }
-  });
-  return shared;
+  std::vector<const VarNode*> others;
+  for (size_t o = 0; o < st.op->axis.size(); ++o) {
+    if (static_cast<int>(o) != a) others.push_back(st.op->axis[o].var_node());
+  }
+  return IndexedTogether(st, a, others);
 }
 
 // The spatial part of a stage's plan (the reduction tile comes later, from
