@@ -21,9 +21,8 @@ Expr InlineElementWise(const Expr& body) {
     const auto* load = e.as<TensorLoadNode>();
     if (load == nullptr || !load->tensor->is_compute() || IsReduction(load->tensor.get())) return Expr();
     VarMap map;
-    for (size_t k = 0; k < load->tensor->axis.size(); ++k) {
-      map[load->tensor->axis[k].var_node()] = InlineElementWise(load->indices[k]);
-    }
+    for (size_t k = 0; k < load->tensor->axis.size(); ++k)
+      map[load->tensor->axis[k].var_node()] = load->indices[k];
     return InlineElementWise(Substitute(load->tensor->body, map));
   });
 }
@@ -66,21 +65,6 @@ std::optional<std::pair<const TensorLoadNode*, std::vector<Expr>>> SingleReducti
   if (first == nullptr || !single) return std::nullopt;
   return std::make_pair(first, indices);
 }
-
-Tensor Fold(const Tensor& out);
-
-}  // namespace
-
-Tensor FoldRemapIntoReduction(const Tensor& out) {
-  if (!out->is_compute() || IsReduction(out.get())) return out;
-  try {
-    return Fold(out);
-  } catch (const Error&) {  // e.g. the inlined body deeper than kMaxExprDepth: left as it is
-    return out;
-  }
-}
-
-namespace {
 
 Tensor Fold(const Tensor& out) {
   const Expr body = InlineElementWise(out->body);
@@ -128,4 +112,14 @@ Tensor Fold(const Tensor& out) {
 }
 
 }  // namespace
+
+Tensor FoldRemapIntoReduction(const Tensor& out) {
+  if (!out->is_compute() || IsReduction(out.get())) return out;
+  try {
+    return Fold(out);
+  } catch (const Error&) {  // e.g. the inlined body deeper than kMaxExprDepth: left as it is
+    return out;
+  }
+}
+
 }  // namespace autosched

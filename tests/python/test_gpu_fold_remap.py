@@ -93,30 +93,26 @@ def test_the_folded_projection_is_one_kernel_on_the_gpu_and_equals_numpy(seq, he
     np.testing.assert_allclose(result, want, rtol=1e-4, atol=1e-4)
 
 
-class _Projection:
-    """A torch module: Linear, split into heads, transposed, scaled (as an attention's query)."""
+def _projection(seq, heads, head_dim):
+    """A torch module (Linear, split into heads, transposed, scaled: an attention's query) and an input."""
+    torch = pytest.importorskip("torch")
 
-    @staticmethod
-    def make(seq, heads, head_dim):
-        torch = pytest.importorskip("torch")
+    class Projection(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(heads * head_dim, heads * head_dim)
 
-        class Module(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.linear = torch.nn.Linear(heads * head_dim, heads * head_dim)
+        def forward(self, x):
+            return self.linear(x).view(1, seq, heads, head_dim).transpose(1, 2) * 0.5
 
-            def forward(self, x):
-                y = self.linear(x).view(1, seq, heads, head_dim).transpose(1, 2)
-                return y * 0.5
-
-        torch.manual_seed(0)
-        return Module().eval(), torch.randn(1, seq, heads * head_dim)
+    torch.manual_seed(0)
+    return Projection().eval(), torch.randn(1, seq, heads * head_dim)
 
 
 @needs_opencl
 def test_a_gpu_network_runs_a_projection_and_its_transpose_as_one_kernel():
     torch = pytest.importorskip("torch")
-    module, example = _Projection.make(7, 3, 5)
+    module, example = _projection(7, 3, 5)
     g = frontends.from_torch(module, (example,))
     net = graph.build(g, POCL, verbose=False)
     kernels = sum(info.module.get_source().count("__kernel") for info in net.groups)
@@ -191,11 +187,11 @@ def test_a_gpu_network_computes_no_constant_stage_ahead_and_a_cpu_network_does()
     fills (tuning measures the kernel so): graph.build keeps them in the kernel there, and still computes a
     CPU schedule's packed weight once."""
     pytest.importorskip("torch")
-    module, example = _Projection.make(7, 3, 5)
+    module, example = _projection(7, 3, 5)
     g = frontends.from_torch(module, (example,))
     gpu = graph.build(g, POCL, verbose=False)
     assert all(not info.prepacked for info in gpu.groups)
     assert all(len(info.module.arg_specs) == len(info.inputs) + 1 for info in gpu.groups)
-    module, example = _Projection.make(64, 4, 16)  # rows enough for the CPU's register blocks to pack W
+    module, example = _projection(64, 4, 16)  # rows enough for the CPU's register blocks to pack W
     cpu = graph.build(frontends.from_torch(module, (example,)), "llvm", verbose=False)
     assert any(info.prepacked for info in cpu.groups)

@@ -15,8 +15,8 @@
 //     step's operand values take at most half of max_registers_per_thread
 //     (the rest holds addresses, indices and the loads in flight), no longer
 //     than an extent, and within the private memory of a work item;
-//   - the group holds kWarpsPerGroup warps (warp_size; at least
-//     kMinGroupItems work items where there are no warps), at most
+//   - the group holds kGpuGroupWarps warps (warp_size; at least
+//     kGpuMinGroupItems work items where there are no warps), at most
 //     max_threads_per_block; its prime factors go round the columns, the
 //     rows and then the other spatial axes, each taking no more work items
 //     than its extent needs;
@@ -70,18 +70,15 @@ namespace autosched {
 namespace {
 
 // Where HardwareParams leaves a field 0 (unknown), a value every device
-// family of task/target.cc meets: the generic OpenCL group limit, Mali's
-// register budget, half the 32 KiB of local memory OpenCL 1.2 guarantees.
-constexpr int64_t kUnknownMaxThreads = 256;
+// family of task/target.cc meets: the generic OpenCL group limit
+// (kGpuUnknownMaxThreads, gpu_rules.h), Mali's register budget, half the
+// 32 KiB of local memory OpenCL 1.2 guarantees.
 constexpr int64_t kUnknownRegisters = 64;
 constexpr int64_t kUnknownSharedBytes = 16 * 1024;
-// Warps per group, the fewest work items of a group and the groups per
-// compute unit the tiles should make: gpu_rules.h (shared with the
+// The group's work items and the groups per compute unit the tiles should
+// make: gpu_rules.h (GpuGroupItems, kGpuGroupsPerUnit; shared with the
 // split-reduction rule). The fewest warps a group keeps when it shrinks to
 // make the groups.
-constexpr int64_t kWarpsPerGroup = kGpuGroupWarps;
-constexpr int64_t kMinGroupItems = kGpuMinGroupItems;
-constexpr int64_t kMinGroupsPerUnit = kGpuGroupsPerUnit;
 constexpr int64_t kMinShrunkWarps = 2;
 // Unrolled steps a shared tile's multiply-adds of a work item take: each
 // multiply-add and about as many register-tile loads and address updates
@@ -139,16 +136,12 @@ GpuBudget Budget(const HardwareParams& hw, int shrink) {
   GpuBudget b;
   std::ostringstream origin;
   b.warp = std::max<int64_t>(1, hw.warp_size);
-  const int64_t max_threads = hw.max_threads_per_block > 0 ? hw.max_threads_per_block : kUnknownMaxThreads;
-  const int64_t wanted = std::max(kWarpsPerGroup * b.warp, kMinGroupItems);
-  // A multiple of the warp, not above the limit (one warp where the limit is
-  // below it).
-  b.group_items = std::max(b.warp, std::min(wanted, max_threads) / b.warp * b.warp);
-  origin << "group of " << b.group_items << " work items (stages not tiled too): " << kWarpsPerGroup
-         << " warps of warp_size " << hw.warp_size << " (at least " << kMinGroupItems
+  b.group_items = GpuGroupItems(hw);
+  origin << "group of " << b.group_items << " work items (stages not tiled too): " << kGpuGroupWarps
+         << " warps of warp_size " << hw.warp_size << " (at least " << kGpuMinGroupItems
          << "), at most max_threads_per_block "
          << (hw.max_threads_per_block > 0 ? std::to_string(hw.max_threads_per_block)
-                                          : "unknown, taken as " + std::to_string(kUnknownMaxThreads));
+                                          : "unknown, taken as " + std::to_string(kGpuUnknownMaxThreads));
   const int64_t registers = hw.max_registers_per_thread > 0 ? hw.max_registers_per_thread : kUnknownRegisters;
   b.registers = registers / 2;
   origin << "; register tile within half of max_registers_per_thread "
@@ -162,8 +155,8 @@ GpuBudget Budget(const HardwareParams& hw, int shrink) {
          << (hw.max_shared_memory_per_block > 0 ? std::to_string(shared)
                                                 : "unknown, taken as " + std::to_string(shared))
          << " / " << kResidentGroups << " resident groups";
-  b.min_groups = std::max<int64_t>(1, hw.num_cores) * kMinGroupsPerUnit;
-  origin << "; at least " << b.min_groups << " groups (" << kMinGroupsPerUnit << " on each of num_cores "
+  b.min_groups = std::max<int64_t>(1, hw.num_cores) * kGpuGroupsPerUnit;
+  origin << "; at least " << b.min_groups << " groups (" << kGpuGroupsPerUnit << " on each of num_cores "
          << hw.num_cores << "): the group, then the register tile, halved in turn until the tiles make them";
   b.vthreads = hw.max_vthread_extent;
   b.vector_bytes = std::max<int64_t>(1, hw.vector_unit_bytes);
@@ -347,7 +340,7 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
   // first, down to kMinShrunkWarps warps, the register tile down to 1).
   int64_t group_items = b.group_items;
   place_items(group_items);
-  const int64_t min_group = std::max(kMinShrunkWarps * b.warp, kMinGroupItems);
+  const int64_t min_group = std::max(kMinShrunkWarps * b.warp, kGpuMinGroupItems);
   for (int turn = 0; groups() < b.min_groups; ++turn) {
     const bool shrink_group = turn % 2 == 0 && group_items / 2 >= min_group;
     if (shrink_group) {
@@ -680,12 +673,12 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   // stages without a reduction are inlined, one work item per output.
   if (!sketches.empty() && last_failure == kNothingToTile) {
     std::string failure;
-    if (std::optional<State> plain =
-            Annotate(ctx, sketches.front(), Budget(task.hardware_params, 0), {}, &failure)) {
+    const GpuBudget budget = Budget(task.hardware_params, 0);
+    if (std::optional<State> plain = Annotate(ctx, sketches.front(), budget, {}, &failure)) {
       out.state = *plain;
       out.note =
           "no stage to tile: the sketch's stages without a reduction inlined, one work item per output\n" +
-          Budget(task.hardware_params, 0).origin + "\n";
+          budget.origin + "\n";
       return out;
     }
     last_failure = "the untiled sketch fails " + failure;

@@ -583,7 +583,8 @@ def build(graph: Any, target: Any, log: Any = None, hardware_params: Any = None,
     (unsupported ops, dynamic dims: bind them with Graph.bind) is refused with a GraphError listing them.
     verbose: print the note about groups without a tuned schedule, and about groups whose default schedule
     ran faster than their record (also in net.note). prepack: compute the stages of a schedule that read
-    only constants (a packed weight) once here, not in every call of the kernel. layout and winograd: as for
+    only constants (a packed weight) once here, not in every call of the kernel; only for targets whose
+    kernels run in this process (on a device those stages are tiles in shared or private memory). layout and winograd: as for
     extract_tasks (give both the same values, or the tuned tasks are not the kernels built). Inside
     ``with autosched.ApplyHistoryBest(log):`` (TVM's spelling), log=None takes that log. params: TVM's
     argument, accepted when it names the graph's own constants.

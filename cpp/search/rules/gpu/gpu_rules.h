@@ -92,6 +92,11 @@ constexpr int64_t kSplitTileOutputs = 16;
 constexpr int64_t kSplitMinPartLength = 128;
 constexpr int64_t kSplitMaxParts = 16;
 constexpr int64_t kSplitIdleShare = 4;
+// Work items a GPU group holds: kGpuGroupWarps warps (at least
+// kGpuMinGroupItems), a multiple of the warp, within max_threads_per_block
+// (kGpuUnknownMaxThreads, the generic OpenCL limit, where it is unknown).
+constexpr int64_t kGpuUnknownMaxThreads = 256;
+int64_t GpuGroupItems(const HardwareParams& hw);
 bool IsSplitReduction(const std::vector<Step>& steps, int split_step);
 int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t reduce);
 std::shared_ptr<const InitRule> MakeThreadBindRule();

@@ -300,10 +300,17 @@ bool IsSplitReduction(const std::vector<Step>& steps, int split_step) {
   return rf.iter_id == split.iter_id && rf.factor_iter_id == 0;
 }
 
-int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t reduce) {
+int64_t GpuGroupItems(const HardwareParams& hw) {
   const int64_t warp = std::max<int64_t>(1, hw.warp_size);
-  const int64_t group = std::max<int64_t>(kGpuGroupWarps * warp, kGpuMinGroupItems);
-  const int64_t wanted = std::max<int64_t>(1, hw.num_cores) * kGpuGroupsPerUnit * group * kSplitTileOutputs;
+  const int64_t max_threads = hw.max_threads_per_block > 0 ? hw.max_threads_per_block : kGpuUnknownMaxThreads;
+  const int64_t wanted = std::max(kGpuGroupWarps * warp, kGpuMinGroupItems);
+  // A multiple of the warp, not above the limit (one warp where the limit is below it).
+  return std::max(warp, std::min(wanted, max_threads) / warp * warp);
+}
+
+int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t reduce) {
+  const int64_t wanted =
+      std::max<int64_t>(1, hw.num_cores) * kGpuGroupsPerUnit * GpuGroupItems(hw) * kSplitTileOutputs;
   if (spatial * kSplitIdleShare > wanted) return 1;  // full tiles fill enough of the device
   int64_t parts = 1;
   while (parts < kSplitMaxParts && spatial * parts * 2 <= wanted && reduce % (2 * parts) == 0 &&
