@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "codegen/opencl/tree_fold.h"
 #include "codegen/source/c_printer.h"
 #include "codegen/unroll_budget.h"
 #include "ir/functor.h"
@@ -263,6 +264,10 @@ class OpenCLPrinter : public CPrinter {
   std::string StagedStore(const BufferNode* b, const std::string& index, const std::string& value, int lanes,
                           const std::optional<std::string>& aligned = std::nullopt);
   void Barrier(const std::string& buffer_hint);
+  // A cross-thread reduction's fold (tree_fold.h) printed as a tree over the
+  // group's work items; false (nothing printed) where `n` is none or the
+  // group does not allow it.
+  bool PrintTreeFold(const ForNode* n);
 
   std::map<const BufferNode*, BufferKind> kinds_;
   std::unordered_set<const ForNode*> unroll_;  // unrolled loops the device compiler unrolls
@@ -289,6 +294,7 @@ class OpenCLPrinter : public CPrinter {
   int64_t local_bytes_ = 0;
   bool uses_fp64_ = false;
   std::streamoff barrier_end_ = -1;
+  Stmt kernel_body_;  // of the kernel being printed
 };
 
 std::string OpenCLPrinter::TypeName(DataType t) {
@@ -643,9 +649,49 @@ void OpenCLPrinter::PrintStmt(const Stmt& s) {
   CPrinter::PrintStmt(s);
 }
 
+bool OpenCLPrinter::PrintTreeFold(const ForNode* n) {
+  // Every work item of a one-dimensional group reaches the fold.
+  if (divergent_ > 0 || prefetch_ > 0 || staging_ != Staging::Off || bound_[3] + bound_[4] + bound_[5] > 0 ||
+      launch_.extent[4] > 1 || launch_.extent[5] > 1)
+    return false;
+  const std::optional<TreeFold> fold = MatchTreeFold(n, kernel_body_);
+  if (!fold || fold->count > launch_.extent[3]) return false;
+  const BufferNode* p = fold->partials.get();
+  const DataType t = fold->store->value.dtype();
+  const bool plain_type = (t.is_float() || t.is_int()) && t.bits == 32 && p->dtype == t;
+  if (kinds_.at(p) != BufferKind::Shared || !plain_type) return false;
+  int64_t half = 1;  // the largest power of two below the count
+  while (half * 2 < fold->count) half *= 2;
+  const std::string name = BufferName(p), base = FreshName("tree_base"), item = FreshName("tree_item"),
+                    width = FreshName("tree_width");
+  auto fold_step = [&](const std::string& offset) {
+    const std::string at = name + "[" + base + " + " + item + "]";
+    const std::string other = name + "[" + base + " + " + item + " + " + offset + "]";
+    return at + " = " + PrintArith(fold->op, t, at, other) + ";";
+  };
+  Barrier("the partial results of a reduction");
+  Open("");
+  Line("const int " + base + " = " + PrintIndex(fold->base) + ";");
+  Line("const int " + item + " = (int)get_local_id(0);");
+  Line("if (" + item + " < " + std::to_string(fold->count - half) + ") " + fold_step(std::to_string(half)));
+  Barrier("a step of a reduction's tree");
+  if (half > 1) {
+    Open("for (int " + width + " = " + std::to_string(half / 2) + "; " + width + " > 0; " + width +
+         " >>= 1)");
+    Line("if (" + item + " < " + width + ") " + fold_step(width));
+    Barrier("a step of a reduction's tree");
+    Close();
+  }
+  Close();
+  // X[i] = X[i] op P[b]: the loop's body at v = 0 (work item 0 writes).
+  PrintStmt(SubstituteStmt(n->body, {{n->loop_var.as<VarNode>(), IntImmNode::make(n->loop_var.dtype(), 0)}}));
+  return true;
+}
+
 void OpenCLPrinter::PrintFor(const ForNode* n) {
   const VarNode* var = n->loop_var.as<VarNode>();
   const int slot = BindingSlot(n->for_kind);
+  if (slot < 0 && PrintTreeFold(n)) return;
   if (slot < 0) {  // serial (parallel, unrolled, vthread and unvectorized loops run serially too)
     const int div = UsesIdVar(n->min) || UsesIdVar(n->extent) ? 1 : 0;
     divergent_ += div;
@@ -738,6 +784,7 @@ std::string OpenCLPrinter::PrintKernel(const std::string& name, const Stmt& body
   ResetScopes();
   local_bytes_ = 0;
   barrier_end_ = -1;
+  kernel_body_ = body;
   TakeBody();
   indent_ = 1;
   PrintStmt(body);

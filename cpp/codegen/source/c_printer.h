@@ -69,6 +69,8 @@ class CPrinter {
   // type (`type` overrides TypeName(t), e.g. a vector type).
   std::string PrintFloatMinMax(BinOp op, DataType t, const std::string& a, const std::string& b,
                                const std::string& type = "");
+  // a op b for an arithmetic or min / max operator on scalars of type t.
+  std::string PrintArith(BinOp op, DataType t, const std::string& a, const std::string& b);
   // Declares a loop variable never negative (loops from a non-negative
   // minimum, GPU indices): floor division of such values by a positive
   // constant prints as C's / and %.
@@ -94,7 +96,6 @@ class CPrinter {
 
  private:
   std::string PrintBinary(const BinaryNode* n);
-  std::string PrintArith(BinOp op, DataType t, const std::string& a, const std::string& b);
   std::string PrintIntDivision(BinOp op, DataType t, const std::string& a, const std::string& b);
   std::string PrintCast(DataType to, const Expr& value);
   std::string PrintImm(const Expr& e);

@@ -445,13 +445,15 @@ TilingLevels GpuTilingLevels(const SearchParams& params) {
 // Work items of a group that sum one row of a cross-thread reduction: the
 // largest divisor of the row's length within the group and leaving each
 // item at least kRowElementsPerItem elements (a warp at least, where the row
-// is that long), so that a warp's reads of a row are contiguous.
+// is that long), so that a warp's reads of a row are contiguous. Where no
+// divisor reaches half of that (a prime row, 129), as many whole warps, the
+// row's last step guarded.
 int64_t RowReductionItems(int64_t extent, const GpuBudget& b) {
   const int64_t cap = std::min(b.group_items, std::max(b.warp, extent / kRowElementsPerItem));
-  for (int64_t d = std::min(cap, extent); d > 1; --d) {
+  for (int64_t d = std::min(cap, extent); d > 1 && 2 * d > cap; --d) {
     if (extent % d == 0) return d;
   }
-  return 1;
+  return std::max<int64_t>(1, std::min(extent, std::max(b.warp, cap / b.warp * b.warp)));
 }
 
 // The sketch with its tiling splits filled from the plans (made on first

@@ -207,8 +207,13 @@ class ThreadBinder {
     for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
       const Stage& st = s.stage(id);
       if (!HasLoops(s, id) || st.loc != ComputeLocKind::At || st.scope != MemScope::Shared) continue;
-      if (HasReduceIter(st)) {  // cross-thread reduction: the factored axis is the last spatial one
-        s = s.Annotate(id, static_cast<int>(st.op->axis.size()) - 1, IteratorAnnotation::ThreadIdxX);
+      if (HasReduceIter(st)) {
+        // The partial sums of a cross-thread reduction (computed in the
+        // stage that sums them): the factored axis is the last spatial one.
+        // A reduction fused into its row's reader keeps its loops: every
+        // work item of the group sums the partial sums (work item 0 writes).
+        if (HasReduceIter(s.stage(st.attach_stage)))
+          s = s.Annotate(id, static_cast<int>(st.op->axis.size()) - 1, IteratorAnnotation::ThreadIdxX);
         continue;
       }
       const std::vector<int> splits = SpatialTileSplits(s, s.stage(st.attach_stage).name());

@@ -1,7 +1,9 @@
 // The GPU sketch rules of their own (add-cache-read, cross-thread-reduction)
 // and the GPU rule list; the rules shared with CPUs are in sketch_rules.cc.
 #include <algorithm>
+#include <functional>
 
+#include "schedule/infer_bound.h"
 #include "search/rules/gpu/gpu_rules.h"
 #include "search/rules/search_util.h"
 #include "support/error.h"
@@ -193,15 +195,159 @@ class GpuAlwaysInlineRule : public SketchRule {
 
 // ---- cross-thread-reduction ----
 
+// The stage every reader of `stage_id` is computed in, the inlined readers
+// looked through: a root stage, or a stage computed inside one (a
+// reduction already fused into that root); -1 when the readers lie in
+// different root stages or none.
+int RootOfReaders(const State& s, int stage_id) {
+  int root = -1;
+  bool ok = true;
+  std::function<void(int)> visit = [&](int current) {
+    for (int consumer : s.dag().access(current).consumers) {
+      if (s.stage(consumer).loc == ComputeLocKind::Inlined) {
+        visit(consumer);
+        continue;
+      }
+      int r = consumer;
+      while (s.stage(r).loc == ComputeLocKind::At) r = s.stage(r).attach_stage;
+      if (s.stage(r).loc != ComputeLocKind::Root || (root >= 0 && r != root)) ok = false;
+      root = r;
+    }
+  };
+  visit(stage_id);
+  return ok ? root : -1;
+}
+
+// A root stage prepared by FuseIntoRowConsumer: its rows fused into loop 0,
+// its row's elements split by the work items of the group (loop 1, bound to
+// threadIdx.x, the follow split of the first reduction fused into it).
+int RowSplitStep(const State& s, int consumer) {
+  const Stage& c = s.stage(consumer);
+  if (c.num_iters() != 3 || c.iter(1).annotation != IteratorAnnotation::ThreadIdxX) return -1;
+  // The follow split of the consumer's row (found by replaying the steps:
+  // stage ids shift as stages are added).
+  State r(s.init_dag());
+  for (int j = 0; j < static_cast<int>(s.steps().size()); ++j) {
+    const auto* f = std::get_if<FollowSplitStep>(&s.steps()[j]);
+    if (f != nullptr && r.stage(f->stage_id).name() == c.name()) return f->src_step_id;
+    r = r.Apply(s.steps()[j]);
+  }
+  return -1;
+}
+
+// The stage's reduce axes fused and split (the inner part: the work items of
+// a group; a new split of provisional length 1, or one following step
+// `follow`), the inner part factored into "<name>.rf.shared" in shared
+// memory (rfactor, cache_write "shared", the global copy inlined). The
+// stage itself stays at `stage_id` + 2.
+State FactorAcrossWorkItems(const State& s, int stage_id, int follow) {
+  const Stage& st = s.stage(stage_id);
+  const int ns = static_cast<int>(st.op->axis.size());
+  State r = s;
+  if (st.num_iters() - ns > 1) {
+    std::vector<int> reduce_ids;
+    for (int i = ns; i < st.num_iters(); ++i) reduce_ids.push_back(i);
+    r = r.Fuse(stage_id, reduce_ids);
+  }
+  // Provisional length 1: sampled like an unknown one (IsRfactorSplit).
+  r = follow >= 0 ? r.Apply(FollowSplitStep{stage_id, ns, follow, 1}) : r.Split(stage_id, ns, {int64_t{1}});
+  r = r.Apply(RfactorStep{stage_id, ns + 1, ns});
+  r = r.Apply(CacheWriteStep{stage_id, "shared"});
+  // stage_id: <name>.rf.shared, + 1: <name>.rf (a copy), + 2: the stage.
+  AS_CHECK(r.stage(stage_id + 2).name() == st.name() && r.stage(stage_id).scope == MemScope::Shared,
+           "rfactor and cache_write of '" << st.name() << "' did not place their stages before it");
+  return r.ComputeInline(stage_id + 1);
+}
+
+// `s` with the stage's spatial loops fused into one, and `inner` (its
+// factored partial sums) computed at it.
+State ComputeSlicesAt(const State& s, int inner, int stage_id) {
+  const int ns = static_cast<int>(s.stage(stage_id).op->axis.size());
+  State r = s;
+  if (ns > 1) {
+    std::vector<int> spatial_ids;
+    for (int i = 0; i < ns; ++i) spatial_ids.push_back(i);
+    r = r.Fuse(stage_id, spatial_ids);
+  }
+  return r.ComputeAt(inner, stage_id, 0);
+}
+
+// A row reduction whose readers all lie in one stage without a reduction
+// that walks the same rows (softmax's quotient, layer norm's output: their
+// leading axes are the reduction's rows) is computed inside that stage:
+// one group a row computes the sums into shared memory, then the row's
+// outputs, in one kernel instead of one per reduction. The stage's rows are
+// fused into its loop 0 (bound to blockIdx.x later) and its row's elements
+// split by the reduction's work items (threadIdx.x); a second reduction
+// fused into it (softmax's maximum, after its sum) follows the same split,
+// so every part of the kernel binds the same work items. nullopt where the
+// readers or rows do not match, or where a group would need more than one
+// row of the sums.
+std::optional<State> FuseIntoRowConsumer(const State& s, int stage_id) {
+  if (s.dag().access(stage_id).is_output) return std::nullopt;
+  const int consumer = RootOfReaders(s, stage_id);
+  if (consumer < 0 || consumer == stage_id) return std::nullopt;
+  const Stage& c = s.stage(consumer);
+  if (HasReduceIter(c) || c.scope != MemScope::Global || !c.op->is_compute()) return std::nullopt;
+  const int follow = RowSplitStep(s, consumer);
+  const int rows_axes = [&] {  // the consumer's leading axes that hold the reduction's rows
+    const int64_t rows = SpatialProduct(s.stage(stage_id));
+    int64_t product = 1;
+    for (int p = 0; p + 1 < c.num_iters(); ++p) {
+      product *= c.iter(p).extent;
+      if (product == rows) return p + 1;
+    }
+    return 0;
+  }();
+  if (follow < 0 && (!IsUntouched(c) || rows_axes == 0 || SpatialProduct(s.stage(stage_id)) <= 1))
+    return std::nullopt;
+
+  const int split_step =
+      static_cast<int>(s.steps().size()) +
+      (s.stage(stage_id).num_iters() - static_cast<int>(s.stage(stage_id).op->axis.size()) > 1);
+  State r = FactorAcrossWorkItems(s, stage_id, follow);
+  const int slices = stage_id, out = stage_id + 2;
+  r = r.Apply(CacheWriteStep{out, "shared"});  // out: <name>.shared, out + 1: the global copy
+  AS_CHECK(r.stage(out + 1).name() == s.stage(stage_id).name() && r.stage(out).scope == MemScope::Shared,
+           "cache_write of '" << s.stage(stage_id).name() << "' did not place its stage before it");
+  r = r.ComputeInline(out + 1);
+  r = ComputeSlicesAt(r, slices, out);
+  const int target = r.StageIndex(c.name());
+  if (follow < 0) {
+    const int n = r.stage(target).num_iters();
+    if (n - rows_axes > 1) {
+      std::vector<int> row_ids;
+      for (int i = rows_axes; i < n; ++i) row_ids.push_back(i);
+      r = r.Fuse(target, row_ids);
+    }
+    if (rows_axes > 1) {
+      std::vector<int> ids;
+      for (int i = 0; i < rows_axes; ++i) ids.push_back(i);
+      r = r.Fuse(target, ids);
+    }
+    r = r.Apply(FollowSplitStep{target, 1, split_step, 1});
+    r = r.Reorder(target, {0, 2, 1});
+    r = r.Annotate(target, 1, IteratorAnnotation::ThreadIdxX);
+  }
+  r = r.ComputeAt(out, target, 0);
+  // One row of sums a group: any more and the rows do not match.
+  const State inferred = InferBound(r);
+  const Stage& bounded = inferred.stage(out);
+  for (int i = 0; i < bounded.num_iters(); ++i) {
+    if (bounded.iter(i).kind == IteratorKind::Spatial && bounded.iter(i).extent != 1) return std::nullopt;
+  }
+  return r;
+}
+
 // A reduction with little spatial work (a row sum, softmax's denominator, a
 // layer norm's mean) gives each work item of a group a slice of every row:
 // its reduce axes are fused and split (the inner length, sampled later, is
 // the number of work items), the inner part is factored into a stage
-// "<name>.rf.shared" in shared memory (rfactor, then cache_write "shared"
-// with the global copy inlined) computed per group at the stage's fused
+// "<name>.rf.shared" in shared memory computed per group at the stage's fused
 // spatial loop, and the stage sums the slices. thread-bind binds the group
-// to blockIdx.x and the factored axis to threadIdx.x. Apply: the sketches
-// without it are kept too.
+// to blockIdx.x and the factored axis to threadIdx.x. Where the reduction's
+// readers allow it, a sketch with it computed inside them comes first
+// (FuseIntoRowConsumer). Apply: the sketches without it are kept too.
 class CrossThreadReductionRule : public SketchRule {
  public:
   std::string name() const override { return "cross-thread-reduction"; }
@@ -219,30 +365,14 @@ class CrossThreadReductionRule : public SketchRule {
     return little_spatial_work ? Condition::Apply : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
-    const Stage& st = s.stage(stage_id);
-    const int ns = static_cast<int>(st.op->axis.size());
-    State r = s;
-    if (st.num_iters() - ns > 1) {
-      std::vector<int> reduce_ids;
-      for (int i = ns; i < st.num_iters(); ++i) reduce_ids.push_back(i);
-      r = r.Fuse(stage_id, reduce_ids);
-    }
-    // Provisional length 1: sampled like an unknown one (IsRfactorSplit).
-    r = r.Split(stage_id, ns, {int64_t{1}});
-    r = r.Apply(RfactorStep{stage_id, ns + 1, ns});
-    r = r.Apply(CacheWriteStep{stage_id, "shared"});
-    // stage_id: <name>.rf.shared, + 1: <name>.rf (a copy), + 2: the stage.
-    AS_CHECK(r.stage(stage_id + 2).name() == st.name() && r.stage(stage_id).scope == MemScope::Shared,
-             "rfactor and cache_write of '" << st.name() << "' did not place their stages before it");
-    r = r.ComputeInline(stage_id + 1);
-    const int out = stage_id + 2;
-    if (ns > 1) {
-      std::vector<int> spatial_ids;
-      for (int i = 0; i < ns; ++i) spatial_ids.push_back(i);
-      r = r.Fuse(out, spatial_ids);
-    }
-    r = r.ComputeAt(stage_id, out, 0);
-    return {{r, stage_id - 1}};
+    Results out;
+    if (std::optional<State> fused = FuseIntoRowConsumer(s, stage_id)) out.emplace_back(*fused, stage_id - 1);
+    // A reduction whose reader already holds another one fused in is fused
+    // too: the sketch with it in a kernel of its own is one kernel more.
+    if (!out.empty() && RowSplitStep(s, RootOfReaders(s, stage_id)) >= 0) return out;
+    const State r = FactorAcrossWorkItems(s, stage_id, -1);
+    out.emplace_back(ComputeSlicesAt(r, stage_id, stage_id + 2), stage_id - 1);
+    return out;
   }
 };
 
