@@ -15,7 +15,9 @@
 //   simplify-compute-with-const-tensor  as on CPUs
 //   cross-thread-reduction            a reduction with little spatial work: the work items of
 //                                     a group each reduce a slice into a "shared" stage
-//                                     (rfactor), and the group combines the slices
+//                                     (rfactor), and the group combines the slices;
+//                                     first a sketch with the sums computed inside
+//                                     the stage that reads their rows (one kernel)
 //   split-reduction                   a matmul-like stage with too few outputs for full tiles to
 //                                     fill the device: its reduction split across groups
 //                                     (rfactor of the outer part), then summed; Apply
