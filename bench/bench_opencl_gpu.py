@@ -20,6 +20,7 @@ Shapes no part of the project was fitted to (--kernels nonbench names them all):
   matmul_odd   1023 x 771 x 517 (odd extents, no common factor)
   conv_odd     3x3 convolution 1x90x27x27 -> 150 channels, pad 1 (channels and sizes not multiples of 8)
   conv_s2      3x3 convolution 1x96x57x57 -> 160 channels, stride 2, pad 1
+  conv_r50_7   3x3 convolution 1x512x7x7 -> 512 channels, pad 1 (ResNet-50's last stage: few outputs)
   depthwise    3x3 depthwise convolution 1x144x56x56, pad 1 (MobileNet-V2)
   maxpool      3x3 max pooling, stride 2, pad 1, of 1x64x112x112 (ResNet's stem)
   softmax      softmax over the last axis of 48 x 128 x 128
@@ -150,6 +151,7 @@ NONBENCH = {
     "matmul_odd": lambda: matmul_mnk("matmul_odd", 1023, 771, 517),
     "conv_odd": lambda: conv_general("conv_odd", 90, 150, 27, 1),
     "conv_s2": lambda: conv_general("conv_s2", 96, 160, 57, 2),
+    "conv_r50_7": lambda: conv_general("conv_r50_7", 512, 512, 7, 1),
     "depthwise": depthwise,
     "maxpool": maxpool,
     "softmax": softmax,
