@@ -46,6 +46,7 @@ class IREmitter {
   llvm::Value* EmitIfThenElseExpr(const CallNode* n);
   llvm::Value* EmitErfFloat32(DataType t, llvm::Value* x);
   llvm::Value* EmitExpFloat32(DataType t, llvm::Value* x);
+  llvm::Value* EmitTanhFloat32(DataType t, llvm::Value* x);
   llvm::Value* EmitExp(DataType t, llvm::Value* x);
   llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
   llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);

@@ -26,6 +26,7 @@ from . import registry
 from .fusion import fold_batch_norm, partition
 from .ir import Graph
 from .layout import convert_layout, has_integer_dot_product_block, resolve_block, resolve_winograd
+from .rewrite import expand_small_powers
 
 __all__ = ["UnsupportedGraphWarning", "extract_tasks", "lower_graph", "constants_exceed_cache",
            "last_level_cache_bytes", "constant_bytes", "group_tensors", "format_problems"]
@@ -145,7 +146,7 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
     check_type("lower_graph", "network_caches", network_caches, bool, "True or False")
     block = resolve_block(layout, target, hardware_params)
     winograd = resolve_winograd(winograd, block)
-    folded = fold_batch_norm(graph)
+    folded = expand_small_powers(fold_batch_norm(graph))
     if block is not None:
         integer_convs = layout == "NCHWc" or has_integer_dot_product_block(target)
         folded = convert_layout(folded, block, winograd, integer_convs)
