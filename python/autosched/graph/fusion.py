@@ -23,7 +23,7 @@ an op is an anchor, a reduction or injective is the `fusion` of its OpDef (regis
 import numpy as np
 
 from . import registry
-from .ir import Graph
+from .rewrite import rebuild, taken_names, unique_name
 
 __all__ = ["FusedGroup", "partition", "fold_batch_norm", "ANCHOR_OPS", "REDUCE_OPS"]
 
@@ -230,15 +230,6 @@ def _foldable(graph, bn):
     return conv
 
 
-def _unique(graph_values, base):
-    name, i = base, 0
-    while name in graph_values:
-        i += 1
-        name = f"{base}_{i}"
-    graph_values.add(name)
-    return name
-
-
 def fold_batch_norm(graph):
     """A graph where every conv2d whose only consumer is an inference batch_norm (constant weights and
     statistics) is one conv2d with weight * scale and bias (bias - mean) * scale + beta, named after the
@@ -251,31 +242,23 @@ def fold_batch_norm(graph):
     if not folds:
         return graph
     consts = graph.constants
-    names = set(consts) | set(graph.inputs) | {n.name for n in graph.nodes}
-    out = Graph(graph.name)
-    for v in graph.inputs:
-        out.add_input(v, graph.shape(v), graph.dtype(v))
-    for k, array in consts.items():
-        out.add_constant(k, array)
+    names = taken_names(graph)
     skip = {bn.name: conv for conv, bn in ((graph.node(c), bn) for c, bn in folds.items())}
-    for node in graph.nodes:
+
+    def rewrite(out, node):
         if node.name in folds:
-            continue
-        if node.name in skip:
-            conv = skip[node.name]
-            gamma, beta, mean, var = (consts[v].astype(np.float64) for v in node.inputs[1:])
-            scale = gamma / np.sqrt(var + node.attrs["epsilon"])
-            weight = consts[conv.inputs[1]]
-            bias = consts[conv.inputs[2]].astype(np.float64) if len(conv.inputs) == 3 else 0.0
-            w = out.add_constant(_unique(names, f"{node.name}.folded_weight"),
-                                 (weight.astype(np.float64) * scale[:, None, None, None]).astype(weight.dtype))
-            b = out.add_constant(_unique(names, f"{node.name}.folded_bias"),
-                                 ((bias - mean) * scale + beta).astype(weight.dtype))
-            out.add_node("conv2d", [conv.inputs[0], w, b], conv.attrs, name=node.name)
-        elif node.op == "unsupported":
-            out.add_unsupported(node.attrs["op_type"], node.inputs, node.name, node.shape, node.dtype,
-                                node.attrs["reason"])
-        else:
-            out.add_node(node.op, node.inputs, node.attrs, name=node.name)
-    out.set_outputs(graph.outputs)
-    return out
+            return True  # the conv: written with its batch norm
+        if node.name not in skip:
+            return False
+        conv = skip[node.name]
+        gamma, beta, mean, var = (consts[v].astype(np.float64) for v in node.inputs[1:])
+        scale = gamma / np.sqrt(var + node.attrs["epsilon"])
+        weight = consts[conv.inputs[1]]
+        bias = consts[conv.inputs[2]].astype(np.float64) if len(conv.inputs) == 3 else 0.0
+        w = out.add_constant(unique_name(names, f"{node.name}.folded_weight"),
+                             (weight.astype(np.float64) * scale[:, None, None, None]).astype(weight.dtype))
+        b = out.add_constant(unique_name(names, f"{node.name}.folded_bias"),
+                             ((bias - mean) * scale + beta).astype(weight.dtype))
+        out.add_node("conv2d", [conv.inputs[0], w, b], conv.attrs, name=node.name)
+        return True
+    return rebuild(graph, rewrite)
