@@ -1,4 +1,4 @@
-"""A reduction split across GPU groups (the split-reduction sketch rule, gpu_sketch_rules.cc): a dense layer or a convolution with
+"""A reduction split across GPU groups (the split-reduction sketch rule, gpu_sketch_rules.cc): a dense layer with
 too few outputs for full tiles to fill the device (BERT's second feed-forward layer: 128 x 768 outputs over
 3072) gets a sketch whose reduction is factored into parts that groups compute apart and a stage that sums them;
 the GPU expert takes it, with a number of parts derived from the device, and the kernels equal numpy on awkward
@@ -85,41 +85,11 @@ def test_sampled_states_of_the_split_sketch_equal_numpy():
         _check(dag, state, 4, 1024, 7, seed=i)
 
 
-def _conv_reference(data, weight, layout):
-    """A 3x3 convolution, pad 1, in float64: NCHW data with OIHW weights, or NHWC data with HWIO weights."""
-    if layout == "NHWC":
-        data, weight = data.transpose(0, 3, 1, 2), weight.transpose(3, 2, 0, 1)
-    n, c, h, w = data.shape
-    padded = np.pad(data.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    out = np.zeros((n, weight.shape[0], h, w))
-    for dy in range(3):
-        for dx in range(3):
-            out += np.einsum("nchw,oc->nohw", padded[:, :, dy:dy + h, dx:dx + w], weight[:, :, dy, dx])
-    return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out
-
-
-@needs_opencl
-@pytest.mark.parametrize("layout,channels,size,parts", [("NCHW", 64, 5, 4), ("NHWC", 64, 5, 4), ("NCHW", 48, 7, 2)])
-def test_convolutions_with_few_outputs_split_their_input_channels_and_equal_numpy(layout, channels, size, parts):
-    """ResNet-50's last stage in small: few outputs against the device, so the longest reduce axis (the input
-    channels, not the 3 x 3 window) is split in parts whose reduction (channels / parts x 9) is at least 128."""
-    out_channels = 32
-    if layout == "NCHW":
-        data, weight = te.placeholder((1, channels, size, size), name="data"), \
-            te.placeholder((out_channels, channels, 3, 3), name="weight")
-        out = ops.conv2d_nchw(data, weight, 1, 1)
-    else:
-        data, weight = te.placeholder((1, size, size, channels), name="data"), \
-            te.placeholder((3, 3, channels, out_channels), name="weight")
-        out = ops.conv2d_nhwc(data, weight, 1, 1)
-    dag = ans.ComputeDAG([data, weight, out])
+def test_convolutions_keep_their_reduction_whole():
+    """Only stages with one reduce axis are split: a convolution with few outputs against the device (ResNet-50's
+    56 x 56 convolutions of 64 channels, with NVIDIA's parameters) keeps its reduction whole. Split across its
+    input channels with the expert's tiles, ResNet-50's build on an H200 took 39 ms instead of 4.4 ms."""
+    data, weight = te.placeholder((1, 64, 56, 56), name="data"), te.placeholder((64, 64, 3, 3), name="weight")
+    dag = ans.ComputeDAG([data, weight, ops.conv2d_nchw(data, weight, 1, 1)])
     task = ans.SearchTask(compute_dag=dag, target=NVIDIA)
-    state, reason, note = search.expert_schedule_info(task)
-    assert state is not None, reason
-    assert f"split across groups in {parts} parts" in note, note
-    rng = np.random.default_rng(1)
-    d = rng.uniform(-1, 1, [int(x) for x in data.shape]).astype("float32")
-    w = rng.uniform(-1, 1, [int(x) for x in weight.shape]).astype("float32")
-    got = np.zeros([int(x) for x in out.shape], "float32")
-    ans.build(dag, state, target="opencl")(d, w, got)
-    np.testing.assert_allclose(got, _conv_reference(d, w, layout), rtol=1e-4, atol=1e-4)
+    assert not any(_has_split(s) for s in search.generate_sketches(task))

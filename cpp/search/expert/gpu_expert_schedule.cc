@@ -475,8 +475,7 @@ std::optional<State> FillTiles(const State& sketch, const TilingLevels& levels, 
     tiled = true;
     std::vector<int64_t> lengths(count, 1);
     if (IsSplitReduction(steps, step)) {  // the parts' length: the parts go to groups
-      const int64_t parts = SplitReductionParts(hw, SpatialProduct(st), extent,
-                                                ReduceProduct(st) / std::max<int64_t>(1, extent));
+      const int64_t parts = SplitReductionParts(hw, SpatialProduct(st), extent);
       lengths.back() = extent / parts;
       if (split_parts) split_parts->push_back(parts);
       return lengths;

@@ -72,15 +72,15 @@ std::shared_ptr<const SketchRule> MakeCrossThreadReductionRule();
 
 // Split-reduction (a reduction split across groups): whether the split at
 // `split_step` is one (the outer part factored into the first axis), and
-// the number of parts for a stage of `spatial` outputs whose split reduce
-// axis has `extent` iterations, each over `other_reduce` of the other
-// reduce axes (a convolution's window; 1 for a matmul). Only where full tiles would fill at most
-// 1/kSplitIdleShare of the device (the outputs that fill it: kGpuGroupsPerUnit groups of kGpuGroupWarps
-// warps, kSplitTileOutputs accumulators per work item, on each of num_cores); then powers of two, as long as
-// the outputs times the parts stay within what fills it, each part at least kSplitMinPartLength long (times
-// other_reduce) and the parts dividing the axis; 1 where no split pays. On an H100, stages that filled more
-// than a quarter of it (BERT-base's first feed-forward layer: 128 x 3072 outputs) ran slower split than
-// whole.
+// the number of parts for a stage of `spatial` outputs and a reduction of
+// `reduce`. Only where full tiles would fill at most 1/kSplitIdleShare of
+// the device (the outputs that fill it: kGpuGroupsPerUnit groups of
+// kGpuGroupWarps warps, kSplitTileOutputs accumulators per work item, on
+// each of num_cores); then powers of two, as long as the outputs times the
+// parts stay within what fills it, each part at least kSplitMinPartLength
+// long and the parts dividing the reduction; 1 where no split pays. On an
+// H100, stages that filled more than a quarter of it (BERT-base's first
+// feed-forward layer: 128 x 3072 outputs) ran slower split than whole.
 //
 // Warps per group: while some wait on shared or global memory (hundreds of
 // cycles), others issue; 8 keep each of a compute unit's schedulers busy
@@ -100,8 +100,7 @@ constexpr int64_t kSplitIdleShare = 4;
 constexpr int64_t kGpuUnknownMaxThreads = 256;
 int64_t GpuGroupItems(const HardwareParams& hw);
 bool IsSplitReduction(const std::vector<Step>& steps, int split_step);
-int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t extent,
-                            int64_t other_reduce = 1);
+int64_t SplitReductionParts(const HardwareParams& hw, int64_t spatial, int64_t reduce);
 std::shared_ptr<const InitRule> MakeThreadBindRule();
 
 // The choices the thread-bind rule samples, fixed where set (the GPU expert
