@@ -8,6 +8,13 @@
 
 namespace autosched {
 
+State FuseRange(const State& s, int stage_id, int first, int count) {
+  if (count <= 1) return s;
+  std::vector<int> ids(count);
+  for (int k = 0; k < count; ++k) ids[k] = first + k;
+  return s.Fuse(stage_id, ids);
+}
+
 bool HasLoops(const State& s, int stage_id) {
   const Stage& st = s.stage(stage_id);
   return !st.is_placeholder() && st.loc != ComputeLocKind::Inlined;

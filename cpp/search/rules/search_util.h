@@ -23,6 +23,9 @@ bool HasReduceIter(const Stage& st);
 bool IsUntouched(const Stage& st);
 // A compute stage at the root whose loops nothing has changed yet.
 bool IsFreshRootStage(const State& s, int stage_id);
+// `s` with `count` consecutive loops of the stage from `first` fused into
+// one (unchanged for fewer than two).
+State FuseRange(const State& s, int stage_id, int first, int count);
 // Products of the extents of the op's spatial axes and of its reduce axes.
 int64_t SpatialProduct(const Stage& st);
 int64_t ReduceProduct(const Stage& st);

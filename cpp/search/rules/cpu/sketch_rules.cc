@@ -183,12 +183,7 @@ class AddRfactorRule : public SketchRule {
     const Stage& st = s.stage(stage_id);
     const int num_spatial = static_cast<int>(st.op->axis.size());
     // An untouched stage lists its spatial axes, then its reduce axes.
-    State fused = s;
-    if (st.num_iters() - num_spatial > 1) {
-      std::vector<int> reduce_ids;
-      for (int i = num_spatial; i < st.num_iters(); ++i) reduce_ids.push_back(i);
-      fused = s.Fuse(stage_id, reduce_ids);
-    }
+    const State fused = FuseRange(s, stage_id, num_spatial, st.num_iters() - num_spatial);
     const State split = fused.Split(stage_id, num_spatial, {int64_t{1}});
     Results out;
     for (int part : {num_spatial, num_spatial + 1}) {

@@ -86,13 +86,6 @@ State FitTileThreads(const SketchContext& ctx, const State& s, std::mt19937* rng
   return changed ? State::FromSteps(s.init_dag(), steps) : s;
 }
 
-State FuseRange(const State& s, int stage_id, int first, int count) {
-  if (count <= 1) return s;
-  std::vector<int> ids(count);
-  for (int k = 0; k < count; ++k) ids[k] = first + k;
-  return s.Fuse(stage_id, ids);
-}
-
 // A width among kFetchWidths (from min_width on) dividing `inner`, the
 // innermost extent of the region a copy covers (so that no vector crosses a
 // row), uniformly; 1 when none does.

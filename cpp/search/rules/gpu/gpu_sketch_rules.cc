@@ -239,16 +239,13 @@ int RowSplitStep(const State& s, int consumer) {
 // a group; a new split of provisional length 1, or one following step
 // `follow`), the inner part factored into "<name>.rf.shared" in shared
 // memory (rfactor, cache_write "shared", the global copy inlined). The
-// stage itself stays at `stage_id` + 2.
-State FactorAcrossWorkItems(const State& s, int stage_id, int follow) {
+// stage itself stays at `stage_id` + 2; `split_step` (when given) receives
+// the index of the split step.
+State FactorAcrossWorkItems(const State& s, int stage_id, int follow, int* split_step = nullptr) {
   const Stage& st = s.stage(stage_id);
   const int ns = static_cast<int>(st.op->axis.size());
-  State r = s;
-  if (st.num_iters() - ns > 1) {
-    std::vector<int> reduce_ids;
-    for (int i = ns; i < st.num_iters(); ++i) reduce_ids.push_back(i);
-    r = r.Fuse(stage_id, reduce_ids);
-  }
+  State r = FuseRange(s, stage_id, ns, st.num_iters() - ns);
+  if (split_step != nullptr) *split_step = static_cast<int>(r.steps().size());
   // Provisional length 1: sampled like an unknown one (IsRfactorSplit).
   r = follow >= 0 ? r.Apply(FollowSplitStep{stage_id, ns, follow, 1}) : r.Split(stage_id, ns, {int64_t{1}});
   r = r.Apply(RfactorStep{stage_id, ns + 1, ns});
@@ -263,13 +260,7 @@ State FactorAcrossWorkItems(const State& s, int stage_id, int follow) {
 // factored partial sums) computed at it.
 State ComputeSlicesAt(const State& s, int inner, int stage_id) {
   const int ns = static_cast<int>(s.stage(stage_id).op->axis.size());
-  State r = s;
-  if (ns > 1) {
-    std::vector<int> spatial_ids;
-    for (int i = 0; i < ns; ++i) spatial_ids.push_back(i);
-    r = r.Fuse(stage_id, spatial_ids);
-  }
-  return r.ComputeAt(inner, stage_id, 0);
+  return FuseRange(s, stage_id, 0, ns).ComputeAt(inner, stage_id, 0);
 }
 
 // A row reduction whose readers all lie in one stage without a reduction
@@ -282,14 +273,12 @@ State ComputeSlicesAt(const State& s, int inner, int stage_id) {
 // fused into it (softmax's maximum, after its sum) follows the same split,
 // so every part of the kernel binds the same work items. nullopt where the
 // readers or rows do not match, or where a group would need more than one
-// row of the sums.
-std::optional<State> FuseIntoRowConsumer(const State& s, int stage_id) {
-  if (s.dag().access(stage_id).is_output) return std::nullopt;
-  const int consumer = RootOfReaders(s, stage_id);
-  if (consumer < 0 || consumer == stage_id) return std::nullopt;
+// row of the sums. `follow`: RowSplitStep of the readers' stage `consumer`
+// (RootOfReaders).
+std::optional<State> FuseIntoRowConsumer(const State& s, int stage_id, int consumer, int follow) {
+  if (s.dag().access(stage_id).is_output || consumer < 0 || consumer == stage_id) return std::nullopt;
   const Stage& c = s.stage(consumer);
   if (HasReduceIter(c) || c.scope != MemScope::Global || !c.op->is_compute()) return std::nullopt;
-  const int follow = RowSplitStep(s, consumer);
   const int rows_axes = [&] {  // the consumer's leading axes that hold the reduction's rows
     const int64_t rows = SpatialProduct(s.stage(stage_id));
     int64_t product = 1;
@@ -302,10 +291,8 @@ std::optional<State> FuseIntoRowConsumer(const State& s, int stage_id) {
   if (follow < 0 && (!IsUntouched(c) || rows_axes == 0 || SpatialProduct(s.stage(stage_id)) <= 1))
     return std::nullopt;
 
-  const int split_step =
-      static_cast<int>(s.steps().size()) +
-      (s.stage(stage_id).num_iters() - static_cast<int>(s.stage(stage_id).op->axis.size()) > 1);
-  State r = FactorAcrossWorkItems(s, stage_id, follow);
+  int split_step = -1;
+  State r = FactorAcrossWorkItems(s, stage_id, follow, &split_step);
   const int slices = stage_id, out = stage_id + 2;
   r = r.Apply(CacheWriteStep{out, "shared"});  // out: <name>.shared, out + 1: the global copy
   AS_CHECK(r.stage(out + 1).name() == s.stage(stage_id).name() && r.stage(out).scope == MemScope::Shared,
@@ -315,16 +302,7 @@ std::optional<State> FuseIntoRowConsumer(const State& s, int stage_id) {
   const int target = r.StageIndex(c.name());
   if (follow < 0) {
     const int n = r.stage(target).num_iters();
-    if (n - rows_axes > 1) {
-      std::vector<int> row_ids;
-      for (int i = rows_axes; i < n; ++i) row_ids.push_back(i);
-      r = r.Fuse(target, row_ids);
-    }
-    if (rows_axes > 1) {
-      std::vector<int> ids;
-      for (int i = 0; i < rows_axes; ++i) ids.push_back(i);
-      r = r.Fuse(target, ids);
-    }
+    r = FuseRange(FuseRange(r, target, rows_axes, n - rows_axes), target, 0, rows_axes);
     r = r.Apply(FollowSplitStep{target, 1, split_step, 1});
     r = r.Reorder(target, {0, 2, 1});
     r = r.Annotate(target, 1, IteratorAnnotation::ThreadIdxX);
@@ -366,10 +344,14 @@ class CrossThreadReductionRule : public SketchRule {
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
     Results out;
-    if (std::optional<State> fused = FuseIntoRowConsumer(s, stage_id)) out.emplace_back(*fused, stage_id - 1);
-    // A reduction whose reader already holds another one fused in is fused
-    // too: the sketch with it in a kernel of its own is one kernel more.
-    if (!out.empty() && RowSplitStep(s, RootOfReaders(s, stage_id)) >= 0) return out;
+    const int consumer = RootOfReaders(s, stage_id);
+    const int follow = consumer >= 0 ? RowSplitStep(s, consumer) : -1;
+    if (std::optional<State> fused = FuseIntoRowConsumer(s, stage_id, consumer, follow)) {
+      // A reduction whose reader already holds another one fused in is fused
+      // too: the sketch with it in a kernel of its own is one kernel more.
+      if (follow >= 0) return {{*fused, stage_id - 1}};
+      out.emplace_back(*fused, stage_id - 1);
+    }
     const State r = FactorAcrossWorkItems(s, stage_id, -1);
     out.emplace_back(ComputeSlicesAt(r, stage_id, stage_id + 2), stage_id - 1);
     return out;
