@@ -88,6 +88,8 @@ def test_ratios_read_both_ways():
     assert demo.ratio_text(1.0, 1.3, "X") == "autosched is 1.3x faster than X"
     assert demo.ratio_text(2.1, 1.0, "X") == "autosched is 2.1x slower than X"
     assert demo.ratio_text(1.0, 1.01, "X").startswith("autosched is as fast as X")
+    assert demo.ratio_text(22.82, 22.31, "X") == "autosched is 1.02x slower than X"  # not "1x slower"
+    assert demo.ratio_text(1.0, 1.08, "X") == "autosched is 1.08x faster than X"
 
 
 def test_unknown_model_is_refused(tmp_path):

@@ -105,7 +105,8 @@ def compare_speed(ours: float, theirs: float, peer: str, name: str = "autosched"
     ratio = max(ours, theirs) / min(ours, theirs)
     if ratio <= 1 + tie:
         return f"{name} is as fast as {peer} (within {100 * tie:.0f}%)"
-    figure = f"{ratio:.2g}" if ratio < 10 else f"{ratio:.0f}"
+    # Two significant digits, but two decimals below 1.1, where two digits would print a 2.3% gap as "1x".
+    figure = f"{ratio:.2f}" if ratio < 1.1 else f"{ratio:.2g}" if ratio < 10 else f"{ratio:.0f}"
     return f"{name} is {figure}x {'faster' if ours < theirs else 'slower'} than {peer}"
 
 
