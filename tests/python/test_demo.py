@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -97,3 +98,23 @@ def test_unknown_model_is_refused(tmp_path):
                           str(tmp_path)], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(ans.__file__))))
     assert run.returncode != 0 and "unknown model 'resnet7'" in run.stderr, run.stderr
+
+
+def test_the_peers_are_timed_in_turns_so_a_slow_spell_slows_one_round_not_one_runner():
+    """A machine that is slow for the first half of the timing: timed one after the other, the first runner
+    would take all of the slow spell; in turns, each runner has a round after it and keeps its fast time."""
+    from autosched.cli import demo
+    clock = {"calls": 0}
+    order = []
+
+    def runner(name, fast_s):
+        def run():
+            clock["calls"] += 1
+            order.append(name)
+            slow = clock["calls"] <= 4  # the machine's slow spell: the first two rounds
+            time.sleep(fast_s * (3 if slow else 1))
+        return run
+
+    best = demo.fastest_in_turns([runner("a", 0.002), runner("b", 0.004)], seconds=0.004, rounds=4)
+    assert best[0] < 0.0045 and best[1] < 0.0085, best  # each kept a call outside the slow spell
+    assert order == ["a", "b"] * 4, order  # four rounds, each runner once a round (its share is below a call)
