@@ -22,6 +22,7 @@ SMOKE_ARGS = {
     "bench_conv_weight_layout.py": ["--trials", "2", "--shapes", "8x6x3x1"],
     "bench_cost_model.py": ["--states", "12", "--seeds", "1", "--population", "16", "--data", ""],
     "bench_expert_shapes.py": ["--tiny", "--only", "1x1,small", "--no-torch"],
+    "bench_gpu_expert_groups.py": ["--tiny", "--target", "opencl"],
     "bench_gpu_networks.py": ["--tiny", "--target", "opencl -device=pocl", "--models", "bert_base", "--rounds",
                               "1", "--number", "1", "--time-budget", "6", "--profile", "3"],
     "bench_int8.py": ["--tiny"],
@@ -52,7 +53,8 @@ SMOKE_ARGS = {
 def _cannot_run_here(script):
     """Why `script` cannot run on this machine ('' when it can)."""
     import autosched as ans
-    if script in ("bench_opencl_gpu.py", "bench_gpu_networks.py") and not ans.opencl.available():
+    if script in ("bench_opencl_gpu.py", "bench_gpu_networks.py", "bench_gpu_expert_groups.py") \
+            and not ans.opencl.available():
         return "no OpenCL device (nor PoCL) on this machine"
     if script == "bench_busy_core.py" and len(os.sched_getaffinity(0)) < 2:
         return "it keeps one of two cores busy: this process has one core"
