@@ -62,12 +62,13 @@ def torch_conv_us(torch, cin, cout, size, k, stride):
 def plan_and_time(target, shape, units, runner):
     """(microseconds per run or None, the plan's first line or why there is none) of the expert planned for
     `units` compute units; timed as a task of the target's own parameters."""
+    dag = ans.ComputeDAG(conv_tensors(*shape))
     hw = ans.HardwareParams(num_cores=units, target=target)
-    planned = ans.SearchTask(compute_dag=ans.ComputeDAG(conv_tensors(*shape)), target=target, hardware_params=hw)
-    state, reason, note = search.expert_schedule_info(planned)
+    state, reason, note = search.expert_schedule_info(
+        ans.SearchTask(compute_dag=dag, target=target, hardware_params=hw))
     if state is None:
         return None, f"no expert: {reason}"
-    task = ans.SearchTask(compute_dag=ans.ComputeDAG(conv_tensors(*shape)), target=target)
+    task = ans.SearchTask(compute_dag=dag, target=target)
     result = measure(task, [state], runner=runner)[0]
     plan = note.splitlines()[0].split(": ", 1)[-1]
     if result.error != "none":

@@ -103,7 +103,6 @@ def test_unknown_model_is_refused(tmp_path):
 def test_the_peers_are_timed_in_turns_so_a_slow_spell_slows_one_round_not_one_runner():
     """A machine that is slow for the first half of the timing: timed one after the other, the first runner
     would take all of the slow spell; in turns, each runner has a round after it and keeps its fast time."""
-    from autosched.cli import demo
     clock = {"calls": 0}
     order = []
 

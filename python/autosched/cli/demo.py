@@ -230,8 +230,8 @@ def main(argv=None):
               + ("equal" if ok else f"MISMATCH (tolerance {TOLERANCE:g})"))
         runners.append((peer, run))
 
-    seconds = fastest_in_turns([run for _, run in runners], args.timing_s)
-    rows = list(zip([label for label, _ in runners], seconds))
+    fastest = fastest_in_turns([run for _, run in runners], args.timing_s)
+    rows = [(label, t) for (label, _), t in zip(runners, fastest)]
     print(f"\nLatency of one run of {name} (batch 1; fastest of {args.timing_s:g} s of runs each, in "
           f"{TIMING_ROUNDS} rounds taken in turn; peers with {args.threads} threads)")
     ours_s = rows[0][1]
