@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "cost_model/random_model.h"
 #include "schedule/infer_bound.h"
@@ -87,9 +88,27 @@ TEST(RegisterBlocks, AwkwardExtentsStillGetABlock) {
   EXPECT_EQ(contiguous.family.front().vec_length, 5);
 }
 
+TEST(RegisterBlocks, RowsThatDivideNothingWhereTheDivisorsLeaveRegistersIdle) {
+  // 128 rows on AVX2's 16 registers: the dividing counts allow 8 x 1 or 4 x 2
+  // vectors (8 accumulators, bound by the FMA's latency); 5 or 6 rows of 2
+  // vectors keep 10-12 busy, with the last block's rows guarded.
+  const RegisterBlock avx2 = PlanOf(TaskWith(Matmul(128, 128, 64), 32, 16), "C").family.front();
+  EXPECT_FALSE(avx2.rows_divide);
+  EXPECT_GE(avx2.accumulators(), 10);
+  EXPECT_EQ(avx2.vec_length, 16);
+  // 96 rows: 6 divides them. 32 rows: a block of 5 or 6 would waste more than
+  // a sixteenth of them. AVX-512's 32 registers: 8 rows of 2 vectors divide 128.
+  for (const auto& [rows, width, registers] :
+       {std::tuple<int64_t, int64_t, int64_t>{96, 32, 16}, {32, 32, 16}, {128, 64, 32}}) {
+    for (const RegisterBlock& b : PlanOf(TaskWith(Matmul(rows, 128, 64), width, registers), "C").family) {
+      EXPECT_TRUE(b.rows_divide) << rows << " rows: " << b.rows << " x " << b.vec_length;
+    }
+  }
+}
+
 TEST(ExpertSchedule, MatchesReferenceOnAwkwardShapes) {
-  for (const ComputeDAG& dag :
-       {Matmul(13, 67, 7), Matmul(1, 1, 5), Matmul(67, 5, 3), Matmul(1, 70, 9), MatmulRelu(9, 35, 11)}) {
+  for (const ComputeDAG& dag : {Matmul(13, 67, 7), Matmul(1, 1, 5), Matmul(67, 5, 3), Matmul(1, 70, 9),
+                                MatmulRelu(9, 35, 11), Matmul(128, 32, 5)}) {
     for (int64_t width : {32, 64}) {
       const SearchTask task = TaskWith(dag, width, width == 64 ? 32 : 16);
       const ExpertSchedule e = MakeExpertSchedule(task);

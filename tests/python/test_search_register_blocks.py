@@ -80,6 +80,7 @@ AWKWARD = {
     "matmul-row-of-1": lambda: _matmul(1, 70, 9),
     "matmul-prime-rows": lambda: _matmul(67, 5, 3),
     "matmul-prime-columns": lambda: _matmul(6, 71, 4),
+    "matmul-rows-no-block-divides": lambda: _matmul(128, 32, 9),
     "dense-primes": lambda: _dense(7, 97, 33),
     "batch_matmul-transposed": lambda: _batch_matmul(2, 13, 67, 19),
     "batch_matmul": lambda: _batch_matmul(3, 5, 36, 11, transpose_b=False),
