@@ -259,6 +259,57 @@ int64_t RowBlockLength(int64_t extent) {
   return best;
 }
 
+// Whether a stage only moves data: its value is a load or a constant, chosen
+// by conditions on its indices (padding), with no arithmetic on values and
+// no reduction. Recomputing such a stage per tile costs what reading it
+// would; a transform with arithmetic (Winograd's input tiles) may be worth
+// computing where it is used, and is left to the sketch's order.
+bool OnlyMovesData(const Stage& st) {
+  if (!st.op->reduce_axis.empty()) return false;
+  bool moves = true;
+  PostOrderVisit(st.op->body, [&](const Expr& x) {
+    const auto* call = x.as<CallNode>();
+    if ((call != nullptr && call->op != Intrinsic::IfThenElse) || x.as<ReduceNode>() != nullptr)
+      moves = false;
+    if (const auto* b = x.as<BinaryNode>(); b != nullptr && b->dtype.is_float()) moves = false;
+  });
+  return moves;
+}
+
+// Over the stages that only move data (OnlyMovesData) computed at another
+// stage, after bound inference: the largest ratio of the elements a stage
+// computes (its loops, times the iterations of the loops around its attach
+// point, through nested attach points) to its op's size; 1 without such
+// stages. A padded copy
+// of a convolution's input attached in the output's tiles is computed again
+// for every tile of output channels (64 times over in ResNet-50's stride-2
+// 3x3 convolution of 512 channels at 7 x 7, which ran 1.6x slower so).
+double WorstRecompute(const State& bounded) {
+  double worst = 1;
+  for (const Stage& st : bounded.stages()) {
+    if (st.loc != ComputeLocKind::At || st.is_placeholder() || !OnlyMovesData(st)) continue;
+    double computed = 1, region = 1;
+    for (int i = 0; i < st.num_iters(); ++i)
+      computed *= static_cast<double>(std::max<int64_t>(1, st.iter(i).extent));
+    for (const IterVar& axis : st.op->axis) region *= static_cast<double>(std::max<int64_t>(1, axis.extent));
+    for (const Stage* at = &st; at->loc == ComputeLocKind::At && at->attach_stage >= 0;) {
+      const Stage& target = bounded.stage(at->attach_stage);
+      const int pos = target.LeafIndex(at->attach_node);
+      if (pos < 0) break;
+      for (int i = 0; i <= pos; ++i)
+        computed *= static_cast<double>(std::max<int64_t>(1, target.iter(i).extent));
+      at = &target;
+    }
+    worst = std::max(worst, computed / region);
+  }
+  return worst;
+}
+
+// The expert passes over a sketch whose state computes a stage more than
+// this many times over (WorstRecompute) while another sketch's does not;
+// the halo of neighbouring tiles stays below it.
+constexpr double kMaxExpertRecompute = 2;
+
 int RootStages(const State& s) {
   int n = 0;
   for (const Stage& st : s.stages()) n += !st.is_placeholder() && st.loc == ComputeLocKind::Root;
@@ -369,6 +420,7 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   }
   const std::string kNoSketch = "the task has no sketch";
   std::string last_failure = kNoSketch;
+  std::optional<ExpertSchedule> recomputing;  // the first state that recomputes a stage, taken last
   for (const auto& [score, i] : order) {
     std::map<std::string, std::pair<RegisterBlockPlan, TileParts>> plans;
     try {
@@ -401,11 +453,13 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
       }
       out.state = s;
       out.note = Describe(plans, s);
-      return out;
+      if (WorstRecompute(InferBound(s)) <= kMaxExpertRecompute) return out;
+      if (!recomputing) recomputing = out;
     } catch (const std::exception& e) {
       last_failure = std::string("sketch ") + std::to_string(i) + ": " + e.what();
     }
   }
+  if (recomputing) return *recomputing;
   std::string note;
   if (const std::optional<State> rows = RowExpert(ctx, sketches, false, &note)) {
     std::string message;

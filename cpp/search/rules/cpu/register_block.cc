@@ -30,10 +30,17 @@ constexpr int64_t kMaxCols = 4;
 // form the family.
 constexpr double kFamilyShare = 0.5;
 // Row counts that divide nothing (their last block guarded) join the family
-// where their best block models at least this much faster than the best one
-// of dividing rows, and wastes at most 1/kMaxNonDividingWaste of the rows.
+// where their best block models at least kNonDividingGain times faster than
+// the best one of dividing rows, and wastes at most 1/kMaxNonDividingWaste of
+// the rows.
+// Only on a row axis of at least kMinRowsForNonDividing rows, where the
+// guarded last block is a small share of the work: Winograd's batched
+// product over 49 tiles ran 1.16x slower with blocks of 10 rows than with 7
+// on a Zen 3, while 128 rows of a dense layer ran 1.2x faster with 5 than
+// with 8 (docs/notes/models_figures.md).
 constexpr double kNonDividingGain = 1.125;
 constexpr int64_t kMaxNonDividingWaste = 16;
+constexpr int64_t kMinRowsForNonDividing = 64;
 // A tile of K holds 16 groups (64 bytes); a tile block's inner reduction
 // takes at most this many groups (the code generator unrolls its chunks).
 constexpr int64_t kTileGroups = 16;
@@ -366,7 +373,8 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
     if (row_extent % r == 0) continue;
     const int64_t padded = CeilDiv(row_extent, r) * r;
     if (no_dividing_block && 4 * padded <= 5 * row_extent) rows_options.emplace_back(r, false);
-    if (!no_dividing_block && kMaxNonDividingWaste * (padded - row_extent) <= padded)
+    if (!no_dividing_block && row_extent >= kMinRowsForNonDividing &&
+        kMaxNonDividingWaste * (padded - row_extent) <= padded)
       other_rows.emplace_back(r, false);
   }
   // Columns: divisors of the column axis' extent (1 without one).
