@@ -344,7 +344,7 @@ def test_the_experts_vector_block_is_whole_vectors_where_no_divisor_is(n):
 @pytest.mark.needs_llvm
 def test_the_expert_pads_a_strided_convolutions_input_once():
     # With stride 2 the sketches also attach the padded input inside the output's tiles, where every tile
-    # of output channels would pad it again (ResNet-50's stride-2 3x3 convolutions ran 1.2-1.5x slower so):
+    # of output channels would pad it again (ResNet-50's stride-2 3x3 convolutions ran 1.15-1.5x slower so):
     # the expert takes the sketch that pads it once, at the root, and computes what the reference does.
     dag = ans.ComputeDAG(_conv_nchwc(1, 3, 15, 15, 6, 3, 2))
     task = ans.SearchTask(compute_dag=dag, target=HOST)
