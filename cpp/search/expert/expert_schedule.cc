@@ -280,10 +280,10 @@ bool OnlyMovesData(const Stage& st) {
 // stage, after bound inference: the largest ratio of the elements a stage
 // computes (its loops, times the iterations of the loops around its attach
 // point, through nested attach points) to its op's size; 1 without such
-// stages. A padded copy
-// of a convolution's input attached in the output's tiles is computed again
-// for every tile of output channels (64 times over in ResNet-50's stride-2
-// 3x3 convolution of 512 channels at 7 x 7, which ran 1.6x slower so).
+// stages. A padded copy of a convolution's input attached in the output's
+// tiles is computed again for every tile of output channels (79 times over
+// in ResNet-50's stride-2 3x3 convolution of 512 channels at 7 x 7, which
+// ran 1.3x slower so).
 double WorstRecompute(const State& bounded) {
   double worst = 1;
   for (const Stage& st : bounded.stages()) {

@@ -31,9 +31,8 @@ constexpr int64_t kMaxCols = 4;
 constexpr double kFamilyShare = 0.5;
 // Row counts that divide nothing (their last block guarded) join the family
 // where their best block models at least kNonDividingGain times faster than
-// the best one of dividing rows, and wastes at most 1/kMaxNonDividingWaste of
-// the rows.
-// Only on a row axis of at least kMinRowsForNonDividing rows, where the
+// the best one of dividing rows and wastes at most 1/kMaxNonDividingWaste of
+// the rows, on a row axis of at least kMinRowsForNonDividing rows, where the
 // guarded last block is a small share of the work: Winograd's batched
 // product over 49 tiles ran 1.16x slower with blocks of 10 rows than with 7
 // on a Zen 3, while 128 rows of a dense layer ran 1.2x faster with 5 than
