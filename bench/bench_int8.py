@@ -1,20 +1,26 @@
-"""Benchmark: uint8 x int8 -> int32 matmul and convolution against onnxruntime's integer ops and float32, in one run.
+"""Benchmark: int8 and bfloat16 matmul and convolution against onnxruntime's and PyTorch's kernels, in one run.
 
-Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv,bf16] [--trials 0] [--rounds 5] [--log-dir DIR] [--tiny]
+Run: python3 bench/bench_int8.py [--size 1024] [--ops matmul,conv,bf16,bf16conv] [--trials 0] [--rounds 5]
+                                 [--log-dir DIR] [--target T] [--tiny]
 
 autosched computes the product over a weight packed for the CPU's int8 dot-product instruction
 (ops.matmul_dot_packed: [N/16, K/4, 16, 4], panels of 16 columns); where the CPU has VNNI the code generator
 emits vpdpbusd (and AMX's tdpbusd where it has that), on AVX2 two vpmaddwd per lane group (the same exact sums).
 With --trials 0 (the default) the expert schedule is timed as it is; with more, the task is tuned (seeded with
-the expert) and the best schedule is timed. Peers in this process, on the same threads
-(the cores this process may run on; run under `taskset -c 0,1` for two): onnxruntime's MatMulInteger and
-ConvInteger (weight an initializer, zero points 0), autosched's own float32 matmul (its expert schedule, or tuned
-with the same trials), numpy's float32 matmul (OpenBLAS) and PyTorch's float32 convolution. The convolution is
-ResNet-50's 3x3, 64 -> 64 channels at 56x56, NCHW16c for autosched (kernel packed by pack_dot_conv_weight).
+the expert) and the best schedule is timed. Peers in this process, on the same threads (the cores this process
+may run on; run under `taskset -c 0,1` for two):
+- matmul (u8 x s8 -> s32): onnxruntime's MatMulInteger (weight an initializer, zero points 0), PyTorch's
+  quantized linear on its x86 and onednn engines (requantized to u8: a little more work than ours), autosched's
+  own float32 matmul (its expert schedule, or tuned with the same trials) and numpy's (OpenBLAS).
+- conv: ResNet-50's 3x3, 64 -> 64 channels at 56x56, NCHW16c for autosched (kernel packed by
+  pack_dot_conv_weight), against onnxruntime's ConvInteger and QLinearConv (u8 out), PyTorch's quantized
+  convolution on each engine (u8 out) and its float32 convolution.
+- bf16: the bfloat16 x bfloat16 -> float32 matmul over a weight packed in pairs of rows (vdpbf16ps where the CPU
+  has AVX512-BF16, tdpbf16ps with AMX) against PyTorch's bfloat16 matmul (which rounds its result to bfloat16).
+- bf16conv: the same convolution as conv in bfloat16 (float32 out), the kernel packed in pairs of input
+  channels, against PyTorch's bfloat16 and float32 convolutions (channels_last).
 Every implementation is timed in turn over --rounds alternating rounds (the best of each is printed), so that a
-slow spell of the machine falls on all of them.
-bf16: the bfloat16 x bfloat16 -> float32 matmul over a weight packed in pairs of rows (vdpbf16ps where the CPU
-has AVX512-BF16) against PyTorch's bfloat16 matmul (which rounds its result to bfloat16). Prints the CPU, its dot-product features, the instructions the int8
+slow spell of the machine falls on all of them. Prints the CPU, its dot-product features, the instructions each
 kernel uses, times, GOP/s and ratios (peer / autosched: above 1, autosched is faster). Not a test.
 """
 import argparse
@@ -22,10 +28,12 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 
 import _env  # bench/, the script's folder, is on sys.path
 
 _env.set_openblas_coretype()  # before numpy loads OpenBLAS
+warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*deprecated")
 
 import numpy as np  # noqa: E402
 
@@ -79,8 +87,9 @@ def float_matmul_task(n, target):
     return ans.SearchTask(compute_dag=ans.ComputeDAG([a, b, c]), target=target)
 
 
-def ort_seconds(op, feeds, initializers, out_shape, threads, want, **attrs):
-    """(seconds, note) of a one-node onnxruntime model: `op` on the feeds (uint8) and the initializers."""
+def ort_seconds(op, feeds, initializers, out_shape, threads, want, out_uint8=False, **attrs):
+    """(run, note) of a one-node onnxruntime model: `op` on the feeds (uint8) and the initializers, into int32
+    (uint8 with `out_uint8`: the QLinear ops, which requantize)."""
     try:
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
@@ -90,7 +99,8 @@ def ort_seconds(op, feeds, initializers, out_shape, threads, want, **attrs):
     graph = helper.make_graph(
         [helper.make_node(op, names, ["Y"], **attrs)], op,
         [helper.make_tensor_value_info(k, TensorProto.UINT8, list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, list(out_shape))],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8 if out_uint8 else TensorProto.INT32,
+                                       list(out_shape))],
         initializer=[numpy_helper.from_array(v, k) for k, v in initializers])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8  # what every onnxruntime since 1.10 reads
@@ -128,6 +138,7 @@ def matmul_rows(args, n, threads, log_dir):
     rows = [("autosched int8 (u8 x s8 -> s32)", time_module(mod, int8_args), "")]
     rows.append(("onnxruntime MatMulInteger",) + ort_seconds(
         "MatMulInteger", {"A": a}, [("W", w)], (n, n), threads, want))
+    rows += torch_quantized_linear_rows(a, w, want, threads)
     ftask = float_matmul_task(n, args.target)
     fmod = ans.build(ftask.compute_dag, schedule(ftask, args.trials, log_dir, "float32"), args.target)
     af, wf = a.astype(np.float32), w.astype(np.float32)
@@ -157,8 +168,69 @@ def conv_rows(args, tiny, threads, log_dir):
     rows = [("autosched int8 (u8 x s8 -> s32)", time_module(mod, int8_args), "NCHW16c")]
     rows.append(("onnxruntime ConvInteger",) + ort_seconds(
         "ConvInteger", {"A": x}, [("W", w)], (1, c, size, size), threads, want, pads=[1, 1, 1, 1]))
+    one, zero = np.array(1.0, np.float32), np.array(0, np.uint8)
+    y_scale = np.array(np.abs(want).max() / 127 if want is not None else 1.0, np.float32)
+    rows.append(("onnxruntime QLinearConv (-> u8)",) + ort_seconds(
+        "QLinearConv", {"x": x}, [("x_scale", one), ("x_zero_point", zero), ("w", w), ("w_scale", one),
+                                  ("w_zero_point", np.array(0, np.int8)), ("y_scale", y_scale),
+                                  ("y_zero_point", np.array(128, np.uint8))],
+        (1, c, size, size), threads, None, out_uint8=True, pads=[1, 1, 1, 1]))
+    rows += torch_quantized_conv_rows(x, w, float(y_scale), threads)
     rows.append(("PyTorch float32 (channels_last)",) + torch_conv_seconds(x, w, threads))
     return f"conv2d 3x3 {c}->{c} at {size}x{size}", 2 * c * c * 9 * size * size / 1e9, rows
+
+
+def _quantized_engines(torch):
+    """PyTorch's int8 CPU engines worth timing here: x86 (its default: FBGEMM or oneDNN, by shape) and onednn
+    (AMX where the CPU has it)."""
+    return [e for e in ("x86", "onednn") if e in torch.backends.quantized.supported_engines]
+
+
+def torch_quantized_linear_rows(a, w, want, threads):
+    """PyTorch's quantized linear (u8 x s8, requantized to u8) on each engine; scales 1 so the inputs are exact."""
+    try:
+        import torch
+    except ImportError as e:
+        return [("PyTorch quantized linear", None, f"PyTorch not installed ({e})")]
+    torch.set_num_threads(threads)
+    xq = torch.quantize_per_tensor(torch.from_numpy(a.astype(np.float32)), 1.0, 0, torch.quint8)
+    wq = torch.quantize_per_tensor(torch.from_numpy(np.ascontiguousarray(w.T).astype(np.float32)), 1.0, 0,
+                                   torch.qint8)
+    out_scale = float(np.abs(want).max() / 127)
+    rows = []
+    for engine in _quantized_engines(torch):
+        torch.backends.quantized.engine = engine
+        packed = torch.ops.quantized.linear_prepack(wq, None)
+        run = (lambda e, p: lambda: _with_engine(torch, e, lambda: torch.ops.quantized.linear(xq, p, out_scale,
+                                                                                              128)))(engine, packed)
+        rows.append((f"PyTorch quantized linear ({engine})", run, "requantized to u8"))
+    return rows
+
+
+def torch_quantized_conv_rows(x, w, y_scale, threads):
+    """PyTorch's quantized 3x3 convolution (u8 x s8, requantized to u8, channels_last) on each engine."""
+    try:
+        import torch
+    except ImportError as e:
+        return [("PyTorch quantized conv", None, f"PyTorch not installed ({e})")]
+    torch.set_num_threads(threads)
+    xq = torch.quantize_per_tensor(torch.from_numpy(x.astype(np.float32)), 1.0, 0, torch.quint8)
+    xq = xq.contiguous(memory_format=torch.channels_last)
+    wq = torch.quantize_per_tensor(torch.from_numpy(w.astype(np.float32)), 1.0, 0, torch.qint8)
+    rows = []
+    for engine in _quantized_engines(torch):
+        torch.backends.quantized.engine = engine
+        conv = torch.ao.nn.quantized.Conv2d(w.shape[1], w.shape[0], 3, padding=1)
+        conv.set_weight_bias(wq, None)
+        conv.scale, conv.zero_point = y_scale, 128
+        run = (lambda e, m: lambda: _with_engine(torch, e, lambda: m(xq)))(engine, conv)
+        rows.append((f"PyTorch quantized conv ({engine})", run, "requantized to u8"))
+    return rows
+
+
+def _with_engine(torch, engine, call):
+    torch.backends.quantized.engine = engine
+    return _no_grad(torch, call)
 
 
 def _conv_reference(x, w):
@@ -213,6 +285,48 @@ def bf16_rows(args, n, threads, log_dir):
     return f"bfloat16 matmul {n}x{n}x{n}", 2 * n ** 3 / 1e9, rows
 
 
+def bf16_conv_rows(args, tiny, threads, log_dir):
+    """(title, GFLOP, rows) of ResNet-50's 3x3 convolution in bfloat16 (float32 accumulation, NCHW16c, the kernel
+    packed in pairs of input channels) against PyTorch's bfloat16 and float32 convolutions (channels_last)."""
+    import ml_dtypes
+    c, size = (16, 8) if tiny else (64, 56)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, c, size, size)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((c, c, 3, 3)).astype(ml_dtypes.bfloat16)
+    task = ans.SearchTask(func="conv2d_nchwc_bf16_dot", args=(1, c, size, size, c, 3, 3, 1, 1), target=args.target)
+    mod = ans.build(task.compute_dag, schedule(task, args.trials, log_dir, "bf16_conv"), args.target)
+    x5 = np.ascontiguousarray(x.reshape(1, c // 16, 16, size, size).transpose(0, 1, 3, 4, 2))
+    out = np.zeros((1, c // 16, size, size, 16), np.float32)
+    bf16_args = [x5, pack_dot_conv_weight(w, 16, 16, group=2), out]
+    mod(*bf16_args)
+    rows = [("autosched bfloat16 (-> float32)", time_module(mod, bf16_args), "NCHW16c")]
+    try:
+        import torch
+    except ImportError as e:
+        return f"bfloat16 conv2d 3x3 {c}->{c} at {size}x{size}", 2 * c * c * 9 * size * size / 1e9, rows + [
+            ("PyTorch bfloat16 (channels_last)", None, f"PyTorch not installed ({e})")]
+    torch.set_num_threads(threads)
+    xf, wf = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(w.astype(np.float32))
+    want = torch.nn.functional.conv2d(xf.double(), wf.double(), padding=1).numpy()
+    got = out.transpose(0, 1, 4, 2, 3).reshape(1, c, size, size)
+    error = float(np.abs(got - want).max() / np.abs(want).max())
+    if error > 1e-4:
+        sys.exit(f"autosched's bfloat16 convolution differs from the exact one by {error:.1e} (relative)")
+    rows[0] = rows[0][:2] + (f"NCHW16c; max rel. error {error:.1e}",)
+    print_instructions("bfloat16 convolution", mod, ("vdpbf16ps", "tdpbf16ps", "vfmadd231ps"))
+    for dtype, name in ((torch.bfloat16, "bfloat16"), (torch.float32, "float32")):
+        xt = xf.to(dtype).contiguous(memory_format=torch.channels_last)
+        wt = wf.to(dtype).contiguous(memory_format=torch.channels_last)
+        run = (lambda a, b: lambda: _no_grad(torch, lambda: torch.nn.functional.conv2d(a, b, padding=1)))(xt, wt)
+        rows.append((f"PyTorch {name} (channels_last)", run, f"torch {torch.__version__}"))
+    return f"bfloat16 conv2d 3x3 {c}->{c} at {size}x{size}", 2 * c * c * 9 * size * size / 1e9, rows
+
+
+def _no_grad(torch, call):
+    with torch.no_grad():
+        return call()
+
+
 def print_instructions(what, mod, instructions=INSTRUCTIONS):
     asm = mod.get_source("asm")
     used = {i: len(re.findall(rf"\b{i}\b", asm)) for i in instructions}
@@ -222,7 +336,8 @@ def print_instructions(what, mod, instructions=INSTRUCTIONS):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1024, help="M = N = K of the matmul")
-    parser.add_argument("--ops", default="matmul,conv,bf16", help="comma-separated, of matmul, conv and bf16")
+    parser.add_argument("--ops", default="matmul,conv,bf16,bf16conv",
+                        help="comma-separated, of matmul, conv, bf16 (matmul) and bf16conv")
     parser.add_argument("--trials", type=int, default=0, help="0: the expert schedule as it is")
     parser.add_argument("--log-dir", default=None)
     parser.add_argument("--target", default="llvm")
@@ -243,6 +358,8 @@ def main():
         tables.append(conv_rows(args, args.tiny, threads, log_dir))
     if "bf16" in ops:
         tables.append(bf16_rows(args, 64 if args.tiny else args.size, threads, log_dir))
+    if "bf16conv" in ops:
+        tables.append(bf16_conv_rows(args, args.tiny, threads, log_dir))
     for title, gop, runs in tables:
         rows = alternate(runs, 1 if args.tiny else args.rounds)
         ours = rows[0][1]

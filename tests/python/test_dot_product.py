@@ -302,6 +302,39 @@ def test_bfloat16_packed_matmul_uses_vdpbf16ps_where_the_cpu_has_it():
     assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), target), "vdpbf16ps") == 0
 
 
+@pytest.mark.parametrize("n,ci,h,w,co,k,stride,pad", [(1, 16, 7, 7, 16, 3, 1, 1), (1, 3, 9, 11, 20, 3, 2, 1),
+                                                      (2, 21, 5, 5, 33, 1, 1, 0), (1, 1, 1, 1, 1, 1, 1, 0)])
+def test_blocked_bfloat16_convolution_matches_the_exact_one(n, ci, h, w, co, k, stride, pad):
+    """Pairs of input channels per lane (vdpbf16ps where this host has AVX512-BF16, float32 FMAs elsewhere),
+    channels not a multiple of the pair or the block, a stride of 2, a 1x1 kernel."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((n, ci, h, w)).astype(ml_dtypes.bfloat16)
+    wt = rng.standard_normal((co, ci, k, k)).astype(ml_dtypes.bfloat16)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x.astype(np.float64)), torch.from_numpy(wt.astype(np.float64)),
+                                      stride=stride, padding=pad).numpy()
+    cb = -(-ci // 16)
+    xp = np.zeros((n, cb * 16, h, w), ml_dtypes.bfloat16)
+    xp[:, :ci] = x
+    x5 = np.ascontiguousarray(xp.reshape(n, cb, 16, h, w).transpose(0, 1, 3, 4, 2))
+    w7 = pack_dot_conv_weight(wt, 16, 16, group=2)
+    task = ans.SearchTask(func="conv2d_nchwc_bf16_dot", args=(n, ci, h, w, co, k, k, stride, pad), target="llvm")
+    (ref,) = ans.evaluate(task.compute_dag, [x5, w7])
+    out = np.zeros(ref.shape, np.float32)
+    ans.build(task.compute_dag, search.expert_schedule(task), "llvm")(x5, w7, out)
+    for got in (ref, out):
+        np.testing.assert_allclose(_nchw(got, co), want, rtol=1e-5, atol=1e-5 * ci * k * k)
+
+
+def test_blocked_bfloat16_convolution_uses_vdpbf16ps_where_the_cpu_has_it():
+    task = ans.SearchTask(func="conv2d_nchwc_bf16_dot", args=(1, 64, 14, 14, 64, 3, 3, 1, 1), target=AVX512_VNNI)
+    assert _asm_count(ans.build(task.compute_dag, search.expert_schedule(task), AVX512_VNNI), "vdpbf16ps") >= 4
+    task = ans.SearchTask(func="conv2d_nchwc_bf16_dot", args=(1, 64, 14, 14, 64, 3, 3, 1, 1), target=AVX2)
+    mod = ans.build(task.compute_dag, search.expert_schedule(task), AVX2)
+    assert _asm_count(mod, "vdpbf16ps") == 0 and _asm_count(mod, "vfmadd231ps") >= 4
+
+
 def test_convolution_operands_of_the_wrong_layout_or_dtype_are_refused():
     with pytest.raises(ValueError, match="multiple of 4"):
         pack_dot_conv_weight(np.zeros((8, 6, 3, 3), np.int8), 6, 8)
@@ -314,3 +347,9 @@ def test_convolution_operands_of_the_wrong_layout_or_dtype_are_refused():
     kernel = te.placeholder((1, 2, 3, 3, 4, 16, 4), name="kernel", dtype="int8")
     with pytest.raises(ValueError, match="channel mismatch"):
         conv2d_nchwc_dot(data, kernel, 1, 1)
+    bf16_data = te.placeholder((1, 1, 5, 5, 16), name="data", dtype="bfloat16")
+    with pytest.raises(TypeError, match="or both bfloat16"):  # bfloat16 with int8
+        conv2d_nchwc_dot(bf16_data, kernel, 1, 1)
+    bf16_kernel = te.placeholder((1, 1, 3, 3, 4, 16, 4), name="kernel", dtype="bfloat16")
+    with pytest.raises(ValueError, match=r"x/2, y, 2"):  # bfloat16 groups are pairs
+        conv2d_nchwc_dot(bf16_data, bf16_kernel, 1, 1)

@@ -76,8 +76,8 @@ def matmul_dot_packed(a, packed, name="T_matmul_dot"):
 
 
 def pack_dot_conv_weight(weight, in_block, out_block, group=DOT_GROUP):
-    """An OIHW integer weight as (O/y, I/x, KH, KW, x/4, y, 4) for `conv2d_nchwc_dot` (x = in_block, y =
-    out_block; channels zero-padded up to whole blocks; x a multiple of 4)."""
+    """An OIHW weight as (O/y, I/x, KH, KW, x/g, y, g) for `conv2d_nchwc_dot` (x = in_block, y = out_block, g =
+    group: 4 for int8, 2 for bfloat16; channels zero-padded up to whole blocks; x a multiple of g)."""
     weight = np.asarray(weight)
     if weight.ndim != 4:
         raise ValueError(f"pack_dot_conv_weight: expected an OIHW weight, got shape {weight.shape}")
@@ -100,17 +100,21 @@ def unpack_dot_conv_weight(packed, out_channels, in_channels):
 
 def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCHWc_dot", pad_value=0):
     """int32 (N, O/y, OH, OW, y) = data (N, C/x, H, W, x) (uint8 or int8, x a multiple of 4) convolved with the
-    kernel packed by `pack_dot_conv_weight` ((O/y, C/x, KH, KW, x/4, y, 4), the other of uint8 / int8). Each
-    output lane's reduction over 4 consecutive input channels is the dot-product instruction's group. The
+    kernel packed by `pack_dot_conv_weight` ((O/y, C/x, KH, KW, x/4, y, 4), the other of uint8 / int8); or, both
+    bfloat16, float32 over groups of 2 ((O/y, C/x, KH, KW, x/2, y, 2), `group=2` when packing). Each output
+    lane's reduction over a group of consecutive input channels is the dot-product instruction's group. The
     border reads `pad_value` (a constant or a scalar expression: a quantized input's zero point)."""
     op = "conv2d_nchwc_dot"
     check_tensor(data, op, "data")
     check_tensor(kernel, op, "kernel")
-    if len(data.shape) != 5 or len(kernel.shape) != 7 or kernel.shape[6] != DOT_GROUP:
-        raise ValueError(f"{op}: expected data (N, C/x, H, W, x) and kernel (O/y, C/x, KH, KW, x/{DOT_GROUP}, y, "
-                         f"{DOT_GROUP}), got {data.shape} and {kernel.shape}")
-    if {data.dtype, kernel.dtype} != {"uint8", "int8"}:
-        raise TypeError(f"{op}: one operand must be uint8 and the other int8, got {data.dtype} and {kernel.dtype}")
+    if {data.dtype, kernel.dtype} not in ({"uint8", "int8"}, {"bfloat16"}):
+        raise TypeError(f"{op}: one operand must be uint8 and the other int8, or both bfloat16; got {data.dtype} "
+                        f"and {kernel.dtype}")
+    group = dot_group(data.dtype)
+    out_dtype = "float32" if data.dtype == "bfloat16" else "int32"
+    if len(data.shape) != 5 or len(kernel.shape) != 7 or kernel.shape[6] != group:
+        raise ValueError(f"{op}: expected data (N, C/x, H, W, x) and kernel (O/y, C/x, KH, KW, x/{group}, y, "
+                         f"{group}), got {data.shape} and {kernel.shape}")
     n, in_cb, in_h, in_w, in_x = data.shape
     out_cb, k_cb, k_h, k_w, k_groups, out_y, group = kernel.shape
     if (k_cb, k_groups * group) != (in_cb, in_x):
@@ -128,6 +132,6 @@ def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCH
         ri = te.reduce_axis((0, group), name="ri")
         pixel = padded[nn, rc, _window(yy, s_h, ry, d_h), _window(xx, s_w, rx, d_w), rg * group + ri]
         weight = kernel[ob, rc, ry, rx, rg, oy, ri]
-        return te.sum(te.cast(pixel, "int32") * te.cast(weight, "int32"), axis=[rc, ry, rx, rg, ri])
+        return te.sum(te.cast(pixel, out_dtype) * te.cast(weight, out_dtype), axis=[rc, ry, rx, rg, ri])
 
     return te.compute((n, out_cb, geo.out_h, geo.out_w, out_y), fcompute, name=name, tag="conv2d_nchwc_dot")

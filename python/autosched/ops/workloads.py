@@ -118,3 +118,14 @@ def conv2d_nchwc_u8s8_dot(N, CI, H, W, CO, KH, KW, stride, padding, in_block=16,
     kernel = te.placeholder((-(-CO // out_block), -(-CI // in_block), KH, KW, in_block // DOT_GROUP, out_block,
                              DOT_GROUP), name="kernel", dtype="int8")
     return [data, kernel, conv2d_nchwc_dot(data, kernel, stride, padding)]
+
+
+@_register("conv2d_nchwc_bf16_dot")
+def conv2d_nchwc_bf16_dot(N, CI, H, W, CO, KH, KW, stride, padding, in_block=16, out_block=16):
+    """bfloat16 NCHW[x]c data convolved with a bfloat16 kernel packed in pairs of input channels (AVX512-BF16's
+    dot product), into float32."""
+    group = dot_group("bfloat16")
+    data = te.placeholder((N, -(-CI // in_block), H, W, in_block), name="data", dtype="bfloat16")
+    kernel = te.placeholder((-(-CO // out_block), -(-CI // in_block), KH, KW, in_block // group, out_block, group),
+                            name="kernel", dtype="bfloat16")
+    return [data, kernel, conv2d_nchwc_dot(data, kernel, stride, padding)]
