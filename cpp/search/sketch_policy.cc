@@ -409,32 +409,6 @@ void SketchPolicy::DropStatesBeyondLimits() {
   }
 }
 
-namespace {
-
-// The plain loop nest with each root reduction's reduce loops moved outside
-// its last spatial loop (i, k, j for a matmul): the innermost loop then walks
-// contiguous outputs and can be vectorized. Unchanged where no stage has a
-// reduce loop innermost.
-State InterchangeReductions(const State& plain) {
-  State s = plain;
-  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
-    const Stage& stage = s.stage(id);
-    if (stage.is_placeholder() || stage.loc != ComputeLocKind::Root || stage.num_iters() < 2) continue;
-    std::vector<int> spatial, reduce;
-    for (int i = 0; i < stage.num_iters(); ++i) {
-      (stage.iter(i).kind == IteratorKind::Spatial ? spatial : reduce).push_back(i);
-    }
-    if (spatial.empty() || reduce.empty() || spatial.back() > reduce.back()) continue;
-    std::vector<int> order(spatial.begin(), spatial.end() - 1);
-    order.insert(order.end(), reduce.begin(), reduce.end());
-    order.push_back(spatial.back());
-    s = s.Reorder(id, order);
-  }
-  return s;
-}
-
-}  // namespace
-
 std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& params) {
   const SketchContext ctx{task, params};
   const State plain(task.compute_dag);

@@ -223,6 +223,34 @@ def test_register_block_mutation_jumps_between_blocks_of_the_family():
     assert search.mutate(matmul, state, seed=0, rule="register-block")[1] == "register-block: nothing"
 
 
+def _blocked_norm_relu(blocks, h, w, lanes):
+    """DenseNet's pre-activation between dense layers: an NCHW[x]c tensor read as NCHW, a batch norm's scale and
+    shift per channel, ReLU, and back to NCHW[x]c: element-wise stages between two layout transforms."""
+    c = blocks * lanes
+    x, mean, scale = _ph((1, blocks, h, w, lanes), "x"), _ph((c,), "mean"), _ph((c,), "scale")
+    nchw = te.compute((1, c, h, w), lambda n, ch, i, j: x[n, ch // lanes, i, j, ch % lanes], name="nchw")
+    norm = te.compute((1, c, h, w), lambda n, ch, i, j: (nchw[n, ch, i, j] - mean[ch]) * scale[ch], name="norm")
+    relu = te.compute((1, c, h, w), lambda n, ch, i, j: te.max(norm[n, ch, i, j], 0.0), name="relu")
+    out = te.compute((1, blocks, h, w, lanes), lambda n, b, i, j, l: relu[n, b * lanes + l, i, j], name="out")
+    return ans.ComputeDAG([x, mean, scale, out])
+
+
+@pytest.mark.parametrize("blocks,h,w,lanes", [(3, 5, 7, 8), (1, 1, 1, 4), (13, 2, 3, 16)])
+def test_element_wise_stages_between_layout_transforms_are_inlined_by_the_expert(blocks, h, w, lanes):
+    """A task with nothing to tile still gets an expert where its sketch inlines stages: the parallel,
+    vectorized nest of the sketch, one stage writing the output, instead of the default nest's every stage in
+    full (the two transposes, the norm and the ReLU each wrote the whole tensor)."""
+    dag = _blocked_norm_relu(blocks, h, w, lanes)
+    task = ans.SearchTask(compute_dag=dag, target=HOST)
+    state, reason, note = search.expert_schedule_info(task)
+    assert state is not None and "no stage asks for multi-level tiling" in note, reason
+    assert {name for name, _ in search.default_schedules(task)[:1]} == {search.EXPERT}
+    loops = str(state)
+    assert all(f"{name} = " not in loops for name in ("nchw", "norm", "relu")), loops  # inlined
+    assert "parallel" in loops and "out = " in loops
+    check(dag, state)
+
+
 def test_no_seed_where_nothing_is_tiled_with_the_reason():
     x = _ph((8, 16), "x")
     task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, ops.relu(x)]), target=HOST)

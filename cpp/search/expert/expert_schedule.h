@@ -13,8 +13,10 @@
 // outer loops run in parallel (the parallel init rule), the block's rows are
 // unrolled and its vector axis vectorized, and every other stage vectorizes
 // its innermost loop. Being made of ordinary steps, it records, replays and
-// mutates like any sampled state. Tasks without a stage to tile and sketches
-// that do not lower get no schedule, with the reason.
+// mutates like any sampled state. A task without a stage to tile gets its
+// sketch's loop nest (stages inlined) with the default schedules' parallel
+// and vectorize steps, where the sketch inlines anything; other such tasks
+// and sketches that do not lower get no schedule, with the reason.
 #pragma once
 
 #include <functional>

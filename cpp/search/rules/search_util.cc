@@ -159,4 +159,22 @@ int64_t StageIterations(const Stage& st) {
   return product;
 }
 
+State InterchangeReductions(const State& state) {
+  State s = state;
+  for (int id = 0; id < static_cast<int>(s.stages().size()); ++id) {
+    const Stage& stage = s.stage(id);
+    if (stage.is_placeholder() || stage.loc != ComputeLocKind::Root || stage.num_iters() < 2) continue;
+    std::vector<int> spatial, reduce;
+    for (int i = 0; i < stage.num_iters(); ++i) {
+      (stage.iter(i).kind == IteratorKind::Spatial ? spatial : reduce).push_back(i);
+    }
+    if (spatial.empty() || reduce.empty() || spatial.back() > reduce.back()) continue;
+    std::vector<int> order(spatial.begin(), spatial.end() - 1);
+    order.insert(order.end(), reduce.begin(), reduce.end());
+    order.push_back(spatial.back());
+    s = s.Reorder(id, order);
+  }
+  return s;
+}
+
 }  // namespace autosched

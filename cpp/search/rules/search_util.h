@@ -71,6 +71,12 @@ inline int64_t RandomIndex(std::mt19937* rng, int64_t n) { return static_cast<in
 // Uniform in [0, 1), portable likewise.
 inline double RandomUnit(std::mt19937* rng) { return static_cast<double>((*rng)()) / 4294967296.0; }
 
+// The state with each root reduction's reduce loops moved outside its last
+// spatial loop (i, k, j for a matmul): the innermost loop then walks
+// contiguous outputs and can be vectorized. Unchanged where no stage has a
+// reduce loop innermost.
+State InterchangeReductions(const State& state);
+
 // The key of a state among measured and searched ones: its steps as JSON
 // text (two states with the same steps are the same schedule).
 inline std::string StateKey(const State& s) { return s.ToJson().dump(); }
