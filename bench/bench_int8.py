@@ -186,6 +186,11 @@ def _quantized_engines(torch):
     return [e for e in ("x86", "onednn") if e in torch.backends.quantized.supported_engines]
 
 
+def _exact_quantized(torch, array, dtype):
+    """An integer array as a PyTorch quantized tensor of scale 1 and zero point 0 (its values exactly)."""
+    return torch.quantize_per_tensor(torch.from_numpy(np.ascontiguousarray(array).astype(np.float32)), 1.0, 0, dtype)
+
+
 def torch_quantized_linear_rows(a, w, want, threads):
     """PyTorch's quantized linear (u8 x s8, requantized to u8) on each engine; scales 1 so the inputs are exact."""
     try:
@@ -193,9 +198,7 @@ def torch_quantized_linear_rows(a, w, want, threads):
     except ImportError as e:
         return [("PyTorch quantized linear", None, f"PyTorch not installed ({e})")]
     torch.set_num_threads(threads)
-    xq = torch.quantize_per_tensor(torch.from_numpy(a.astype(np.float32)), 1.0, 0, torch.quint8)
-    wq = torch.quantize_per_tensor(torch.from_numpy(np.ascontiguousarray(w.T).astype(np.float32)), 1.0, 0,
-                                   torch.qint8)
+    xq, wq = _exact_quantized(torch, a, torch.quint8), _exact_quantized(torch, w.T, torch.qint8)
     out_scale = float(np.abs(want).max() / 127)
     rows = []
     for engine in _quantized_engines(torch):
@@ -214,9 +217,8 @@ def torch_quantized_conv_rows(x, w, y_scale, threads):
     except ImportError as e:
         return [("PyTorch quantized conv", None, f"PyTorch not installed ({e})")]
     torch.set_num_threads(threads)
-    xq = torch.quantize_per_tensor(torch.from_numpy(x.astype(np.float32)), 1.0, 0, torch.quint8)
-    xq = xq.contiguous(memory_format=torch.channels_last)
-    wq = torch.quantize_per_tensor(torch.from_numpy(w.astype(np.float32)), 1.0, 0, torch.qint8)
+    xq = _exact_quantized(torch, x, torch.quint8).contiguous(memory_format=torch.channels_last)
+    wq = _exact_quantized(torch, w, torch.qint8)
     rows = []
     for engine in _quantized_engines(torch):
         torch.backends.quantized.engine = engine

@@ -43,6 +43,15 @@ def dot_group(dtype):
     return 2 if dtype == "bfloat16" else DOT_GROUP
 
 
+def _dot_types(op, x, w):
+    """(group, output dtype) of a dot-product op's operands: uint8 x int8 either way round (groups of 4, int32)
+    or bfloat16 x bfloat16 (pairs, float32); a TypeError naming both dtypes otherwise."""
+    if {x.dtype, w.dtype} not in ({"uint8", "int8"}, {"bfloat16"}):
+        raise TypeError(f"{op}: one operand must be uint8 and the other int8, or both bfloat16; got {x.dtype} and "
+                        f"{w.dtype}")
+    return dot_group(x.dtype), "float32" if x.dtype == "bfloat16" else "int32"
+
+
 def matmul_dot_packed(a, packed, name="T_matmul_dot"):
     """[M, ceil(N/n_block), n_block] = a [M, K] times the weight packed by `pack_dot_weight` ([ceil(N/n_block),
     ceil(K/g), n_block, g]): uint8 x int8 (either way round, g = 4) into int32, or bfloat16 x bfloat16 (g = 2)
@@ -50,12 +59,7 @@ def matmul_dot_packed(a, packed, name="T_matmul_dot"):
     op = "matmul_dot_packed"
     check_tensor(a, op, "a")
     check_tensor(packed, op, "packed")
-    dtypes = {a.dtype, packed.dtype}
-    if dtypes not in ({"uint8", "int8"}, {"bfloat16"}):
-        raise TypeError(f"{op}: one operand must be uint8 and the other int8, or both bfloat16; got {a.dtype} and "
-                        f"{packed.dtype}")
-    group = dot_group(a.dtype)
-    out_dtype = "float32" if a.dtype == "bfloat16" else "int32"
+    group, out_dtype = _dot_types(op, a, packed)
     if len(a.shape) != 2 or len(packed.shape) != 4 or packed.shape[3] != group:
         raise ValueError(f"{op}: expected a [M, K] and packed [ceil(N/n_block), ceil(K/{group}), n_block, "
                          f"{group}], got {a.shape} and {packed.shape}")
@@ -107,11 +111,7 @@ def conv2d_nchwc_dot(data, kernel, stride, padding, dilation=1, name="conv2d_NCH
     op = "conv2d_nchwc_dot"
     check_tensor(data, op, "data")
     check_tensor(kernel, op, "kernel")
-    if {data.dtype, kernel.dtype} not in ({"uint8", "int8"}, {"bfloat16"}):
-        raise TypeError(f"{op}: one operand must be uint8 and the other int8, or both bfloat16; got {data.dtype} "
-                        f"and {kernel.dtype}")
-    group = dot_group(data.dtype)
-    out_dtype = "float32" if data.dtype == "bfloat16" else "int32"
+    group, out_dtype = _dot_types(op, data, kernel)
     if len(data.shape) != 5 or len(kernel.shape) != 7 or kernel.shape[6] != group:
         raise ValueError(f"{op}: expected data (N, C/x, H, W, x) and kernel (O/y, C/x, KH, KW, x/{group}, y, "
                          f"{group}), got {data.shape} and {kernel.shape}")
