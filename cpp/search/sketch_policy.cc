@@ -428,15 +428,10 @@ std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& pa
   // Parallel outer loops and vectorized inner ones, on the plain nest and on
   // the nest with reductions interchanged (whose inner loop is spatial).
   for (const State& start : {plain, InterchangeReductions(plain)}) {
-    try {
-      std::mt19937 rng(0);
-      State s = MakeParallelRule()->Apply(ctx, start, &rng);
-      s = MakeVectorizeRule()->Apply(ctx, s, &rng);
-      const bool known = std::any_of(out.begin(), out.end(), [&](const State& o) { return o.SameSteps(s); });
-      if (!known && CheckState(s, &message).empty()) out.push_back(s);
-    } catch (const std::exception&) {
-      // No parallel variant of this nest.
-    }
+    const std::optional<State> s = ParallelVectorized(ctx, start);
+    if (!s) continue;
+    const bool known = std::any_of(out.begin(), out.end(), [&](const State& o) { return o.SameSteps(*s); });
+    if (!known && CheckState(*s, &message).empty()) out.push_back(*s);
   }
   return out;
 }

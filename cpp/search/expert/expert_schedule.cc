@@ -391,15 +391,9 @@ std::optional<State> InlinedLoopNest(const SketchContext& ctx, const State& sket
   };
   if (inlined(sketch) <= inlined(State(ctx.task.compute_dag))) return std::nullopt;
   for (const State& start : {InterchangeReductions(sketch), sketch}) {
-    try {
-      std::mt19937 rng(0);
-      State s = MakeParallelRule()->Apply(ctx, start, &rng);
-      s = MakeVectorizeRule()->Apply(ctx, s, &rng);
-      std::string message;
-      if (CheckState(s, &message).empty()) return s;
-    } catch (const std::exception&) {
-      // No parallel variant of this nest.
-    }
+    const std::optional<State> s = ParallelVectorized(ctx, start);
+    std::string message;
+    if (s && CheckState(*s, &message).empty()) return s;
   }
   return std::nullopt;
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,6 +53,11 @@ std::shared_ptr<const InitRule> MakeFillTileSizeRule();
 std::shared_ptr<const InitRule> MakeParallelRule();
 std::shared_ptr<const InitRule> MakeUnrollRule();
 std::shared_ptr<const InitRule> MakeVectorizeRule();
+
+// The parallel and vectorize rules applied to `state` (outer loops parallel,
+// inner loops vectorized): the default schedules' loop nests, and the expert
+// of a task with nothing to tile. nullopt where a rule refuses a step.
+std::optional<State> ParallelVectorized(const SketchContext& ctx, const State& state);
 
 // `n` lengths (outer to inner) for a split of `extent`: each picked among the
 // divisors of what the inner ones leave, innermost first and at most

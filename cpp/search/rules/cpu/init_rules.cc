@@ -440,4 +440,13 @@ InitPopulation SampleInitPopulation(const SearchTask& task, const std::vector<St
   return pop;
 }
 
+std::optional<State> ParallelVectorized(const SketchContext& ctx, const State& state) {
+  try {
+    std::mt19937 rng(0);
+    return MakeVectorizeRule()->Apply(ctx, MakeParallelRule()->Apply(ctx, state, &rng), &rng);
+  } catch (const std::exception&) {
+    return std::nullopt;  // no parallel variant of this nest
+  }
+}
+
 }  // namespace autosched
