@@ -296,6 +296,19 @@ void bind_search(py::module_& m) {
       "The analytic expert schedule of a task (CPU or GPU): (state or None, why there is none, how it was "
       "made).");
   m.def(
+      "expert_alternatives",
+      [](const SearchTask& task, const py::object& params) {
+        std::vector<std::pair<std::string, State>> alternatives;
+        {
+          py::gil_scoped_release release;
+          alternatives = ExpertAlternatives(task, ParamsOrDefault(params));
+        }
+        return alternatives;
+      },
+      py::arg("task"), py::arg("params") = py::none(),
+      "The GPU expert planned with its other variants, [(name, state)], those that differ from the expert; "
+      "empty on a CPU target or with the expert off.");
+  m.def(
       "refit_state",
       [](const SearchTask& task, const State& source, const py::object& params) {
         const SearchParams p = ParamsOrDefault(params);

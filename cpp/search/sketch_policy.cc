@@ -448,4 +448,15 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
   }
 }
 
+std::vector<std::pair<std::string, State>> ExpertAlternatives(const SearchTask& task,
+                                                              const SearchParams& params) {
+  if (!params.use_expert_schedule || !task.target.kind->is_gpu) return {};
+  try {
+    SketchPolicy policy(task, params);
+    return GpuExpertAlternatives(task, params, policy.GenerateSketches());
+  } catch (const std::exception&) {
+    return {};  // no sketches: MakeExpertSchedule gives the reason
+  }
+}
+
 }  // namespace autosched

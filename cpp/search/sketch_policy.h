@@ -199,5 +199,9 @@ std::vector<State> BaselineStates(const SearchTask& task, const SearchParams& pa
 // policy generates with its default rules. Never throws for a task it cannot
 // handle: the reason says why.
 ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& params = {});
+// GpuExpertAlternatives of those sketches on a GPU target with the expert
+// on; empty otherwise (and where the sketches cannot be generated).
+std::vector<std::pair<std::string, State>> ExpertAlternatives(const SearchTask& task,
+                                                              const SearchParams& params = {});
 
 }  // namespace autosched

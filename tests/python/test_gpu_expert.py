@@ -57,6 +57,13 @@ def _conv_nchw(ci, co, size, window):
     return [data, kernel, out], lambda d, k: _conv_reference(d, k, window // 2)
 
 
+def _conv_strided(ci, co, size, stride):
+    """3x3 NCHW, padding 1: the stride-1 result's every stride-th row and column."""
+    data, kernel = _ph((1, ci, size, size), "data"), _ph((co, ci, 3, 3), "kernel")
+    out = ops.conv2d_nchw(data, kernel, stride=stride, padding=1)
+    return [data, kernel, out], lambda d, k: _conv_reference(d, k, 1)[:, :, ::stride, ::stride]
+
+
 def _conv_nhwc(ci, co, size, window):
     data, kernel = _ph((1, size, size, ci), "data"), _ph((window, window, ci, co), "kernel")
     out = ops.conv2d_nhwc(data, kernel, stride=1, padding=window // 2)
@@ -273,3 +280,52 @@ def test_gpu_expert_gives_stages_it_does_not_tile_groups_of_its_own_size(case):
     sizes = [int(x) * int(y) * int(z) for x, y, z in
              re.findall(r"reqd_work_group_size\((\d+),\s*(\d+),\s*(\d+)\)", source)]
     assert sizes and max(sizes) <= 256, sizes
+
+
+def _work_items(dag, state, stage_prefix):
+    """{annotation: extent} of the blockIdx.x and threadIdx.x loops of the first stage named stage_prefix..."""
+    for st in dag.infer_bound(state).stages:
+        if st.name.startswith(stage_prefix):
+            found = {it.annotation: it.extent for it in st.iters if it.annotation in ("blockIdx.x", "threadIdx.x")}
+            if found:
+                return found
+    raise AssertionError(f"no bound loops on {stage_prefix}")
+
+
+@needs_opencl
+@pytest.mark.parametrize("case", ["conv nchw 7x7 32->48", "matmul 300x40x200", "conv nchw 13x13/2 16->40"])
+def test_gpu_expert_alternatives_plan_larger_groups_or_cover_short_axes_exactly(case):
+    """On an NVIDIA-like device the expert's plan fixes choices that no setting wins everywhere: it shrinks its
+    group and tiles until there are 2 groups per compute unit, and gives every axis a power of two of work
+    items (4 for 7 columns, the last 1 guarded). Its alternatives make them the other way: at least 1 group per
+    compute unit (larger tiles), one work item per tile of a short axis (7 x 7 for a 7 x 7 image), and the
+    planned group doubled along its rows. Each builds for PoCL and equals numpy; tuning measures them beside
+    the expert (start states), on GPU targets only."""
+    tensors, reference = {"conv nchw 7x7 32->48": lambda: _conv_nchw(32, 48, 7, 3),
+                          "matmul 300x40x200": lambda: _matmul(300, 40, 200),
+                          "conv nchw 13x13/2 16->40": lambda: _conv_strided(16, 40, 13, 2)}[case]()
+    dag = ans.ComputeDAG(tensors)
+    task = ans.SearchTask(compute_dag=dag, target="opencl -device=nvidia")
+    expert = search.expert_schedule(task)
+    alternatives = dict(search.expert_alternatives(task))
+    stage = "T_matmul" if case.startswith("matmul") else "Conv2dOutput"
+    expert_items = _work_items(dag, expert, stage)
+    if case.startswith("matmul"):
+        larger = alternatives["expert, one group a compute unit"]
+        groups = _work_items(dag, larger, stage)["blockIdx.x"]
+        assert 132 <= groups < expert_items["blockIdx.x"], (groups, expert_items)
+    else:
+        exact = alternatives["expert, short axes covered exactly"]
+        items = _work_items(dag, exact, stage)["threadIdx.x"]
+        assert expert_items["threadIdx.x"] == 64 and items % 7 == 0 and items <= 1024, items
+    doubled = _work_items(dag, alternatives["expert, groups of twice the work items"], stage)
+    assert doubled["threadIdx.x"] == 2 * expert_items["threadIdx.x"], (doubled, expert_items)
+    for name, state in alternatives.items():
+        assert not state.same_steps(expert), name
+        _run(dag, state, "opencl", reference, np.random.default_rng(5))
+    policy = search.SketchPolicy(task)
+    names = [name for name, _ in search.tuning_start_states(policy)]
+    assert set(alternatives) <= set(names), names
+    cpu_task = ans.SearchTask(compute_dag=dag, target="llvm")
+    assert search.expert_alternatives(cpu_task) == []
+    assert search.expert_alternatives(task, search.SearchParams(use_expert_schedule=False)) == []

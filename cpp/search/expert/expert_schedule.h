@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schedule/state.h"
@@ -51,6 +52,28 @@ ExpertSchedule MakeExpertSchedule(const SearchTask& task, const SearchParams& pa
 // off.
 ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
                                      const std::vector<State>& sketches);
+
+// What the GPU expert's plan leaves open, as choices: the groups it makes at
+// least (per compute unit; it shrinks the group and the register tile until
+// there are that many), whether work items cover a short axis's tiles
+// exactly (7 for 7 columns) instead of by a power of two, and whether the
+// planned group is then doubled along its rows (half the groups).
+struct GpuPlanVariant {
+  int64_t groups_per_unit = 2;  // kGpuGroupsPerUnit
+  bool exact_short_axes = false;
+  bool double_group = false;
+};
+ExpertSchedule PlanGpuExpert(const SearchTask& task, const SearchParams& params,
+                             const std::vector<State>& sketches, const GpuPlanVariant& variant);
+// The GPU expert planned with the other variants, (name, state), those that
+// differ from the expert and from each other; empty where the task has no
+// expert. Measured on an H100, no variant is better everywhere (groups of
+// twice the work items made a strided 3x3 convolution 1.5x faster and a dense
+// layer 1.6x slower), so tuning measures them beside the expert before
+// searching.
+std::vector<std::pair<std::string, State>> GpuExpertAlternatives(const SearchTask& task,
+                                                                 const SearchParams& params,
+                                                                 const std::vector<State>& sketches);
 
 // The CPU expert of a reduction whose operands are all contiguous along its
 // one reduce axis and that has at most two vectors' worth of rows (the

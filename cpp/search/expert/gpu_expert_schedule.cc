@@ -95,6 +95,7 @@ constexpr int64_t kResidentGroups = 2;
 constexpr int64_t kSharedBuffers = 2;
 // Widest vector a fetch or a register-tile load takes (kFetchWidths).
 constexpr int64_t kMaxFetchLanes = 4;
+static_assert(GpuPlanVariant{}.groups_per_unit == kGpuGroupsPerUnit);
 
 int64_t Pow2Floor(int64_t n) {
   int64_t p = 1;
@@ -129,10 +130,13 @@ struct GpuBudget {
   int64_t vector_bytes = 4;
   int64_t swizzle = 1;
   int64_t min_groups = 1;  // groups a stage should make to fill the device
+  int64_t max_group = 0;   // the device's most work items in a group (0: unknown)
+  bool exact_short_axes = false;
+  bool double_group = false;
   std::string origin;
 };
 
-GpuBudget Budget(const HardwareParams& hw, int shrink) {
+GpuBudget Budget(const HardwareParams& hw, int shrink, const GpuPlanVariant& variant) {
   GpuBudget b;
   std::ostringstream origin;
   b.warp = std::max<int64_t>(1, hw.warp_size);
@@ -155,9 +159,13 @@ GpuBudget Budget(const HardwareParams& hw, int shrink) {
          << (hw.max_shared_memory_per_block > 0 ? std::to_string(shared)
                                                 : "unknown, taken as " + std::to_string(shared))
          << " / " << kResidentGroups << " resident groups";
-  b.min_groups = std::max<int64_t>(1, hw.num_cores) * kGpuGroupsPerUnit;
-  origin << "; at least " << b.min_groups << " groups (" << kGpuGroupsPerUnit << " on each of num_cores "
-         << hw.num_cores << "): the group, then the register tile, halved in turn until the tiles make them";
+  b.min_groups = std::max<int64_t>(1, hw.num_cores) * variant.groups_per_unit;
+  b.max_group = hw.max_threads_per_block;
+  b.exact_short_axes = variant.exact_short_axes;
+  b.double_group = variant.double_group;
+  origin << "; at least " << b.min_groups << " groups (" << variant.groups_per_unit
+         << " on each of num_cores " << hw.num_cores
+         << "): the group, then the register tile, halved in turn until the tiles make them";
   b.vthreads = hw.max_vthread_extent;
   b.vector_bytes = std::max<int64_t>(1, hw.vector_unit_bytes);
   // Bands of about sqrt(groups in flight) groups, among kSwizzleWidths.
@@ -173,6 +181,9 @@ GpuBudget Budget(const HardwareParams& hw, int shrink) {
     origin << "; register budget" << (shrink > 1 ? " and group" : "") << " halved (" << shrink
            << "x) after the full ones failed";
   }
+  if (variant.exact_short_axes)
+    origin << "; work items cover an axis's tiles exactly where that changes the group by less than 2x";
+  if (variant.double_group) origin << "; then twice the work items along the rows (else another axis)";
   b.origin = origin.str();
   return b;
 }
@@ -315,7 +326,10 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
     }
   }
   // Work items: the group's prime factors round the axes, each axis taking
-  // no more than its extent needs (rounded up to a power of two).
+  // no more than its extent needs (rounded up to a power of two). With
+  // exact_short_axes, an axis whose tiles number less than twice its work
+  // items gets one work item per tile (7 for 7 columns, not 4 or 8: no
+  // guarded edge, no idle items), within the device's group limit.
   auto place_items = [&](int64_t group_items) {
     for (AxisTile& t : p.axes) t.items = 1;
     size_t next = 0;
@@ -328,6 +342,13 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
           break;
         }
       }
+    }
+    if (!b.exact_short_axes) return;
+    for (AxisTile& t : p.axes) {
+      const int64_t tiles = CeilDiv(extent(t), t.tile);
+      if (tiles == t.items || tiles >= 2 * t.items) continue;
+      const int64_t group = GroupItems(p) / t.items * tiles;
+      if (b.max_group <= 0 || group <= b.max_group) t.items = tiles;
     }
   };
   auto groups = [&] {
@@ -358,6 +379,23 @@ StagePlan PlanSpatial(const Stage& st, const GpuBudget& b, int64_t max_inner) {
       }
     }
     place_items(group_items);
+  }
+  // Twice the work items along the rows (the axis whose group tile then
+  // still lies within its extent; the columns, then the others, where the
+  // rows cannot): half the groups along it, the same register tile. Only a
+  // group that was shrunk, so it stays within the budget's group (a group of
+  // 512 work items of 8 x 8 accumulators failed to build on an H100).
+  if (b.double_group && 2 * GroupItems(p) <= b.group_items) {
+    std::vector<int> order(p.axes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    if (order.size() > 1) std::swap(order[0], order[1]);
+    for (int i : order) {
+      AxisTile& t = p.axes[i];
+      if (2 * t.items * t.tile <= extent(t)) {
+        t.items *= 2;
+        break;
+      }
+    }
   }
   int64_t vthreads = 1;
   for (int i = 0; i < static_cast<int>(p.axes.size()); ++i) {
@@ -591,8 +629,8 @@ std::optional<State> Annotate(const SketchContext& ctx, const State& filled, con
 
 constexpr const char* kNothingToTile = "no sketch has a stage to tile (a reduction with reuse)";
 
-ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
-                                     const std::vector<State>& all_sketches) {
+ExpertSchedule PlanGpuExpert(const SearchTask& task, const SearchParams& params,
+                             const std::vector<State>& all_sketches, const GpuPlanVariant& variant) {
   ExpertSchedule out;
   const SketchContext ctx{task, params};
   const TilingLevels levels = GpuTilingLevels(params);
@@ -616,7 +654,7 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
     return false;
   });
   for (int shrink = 0; shrink <= 2; ++shrink) {
-    const GpuBudget budget = Budget(task.hardware_params, shrink);
+    const GpuBudget budget = Budget(task.hardware_params, shrink, variant);
     for (size_t i = 0; i < sketches.size(); ++i) {
       std::map<std::string, StagePlan> plans;
       auto plan_of = [&](const Stage& st) -> const StagePlan& {
@@ -675,7 +713,7 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
   // stages without a reduction are inlined, one work item per output.
   if (!sketches.empty() && last_failure == kNothingToTile) {
     std::string failure;
-    const GpuBudget budget = Budget(task.hardware_params, 0);
+    const GpuBudget budget = Budget(task.hardware_params, 0, variant);
     if (std::optional<State> plain = Annotate(ctx, sketches.front(), budget, {}, &failure)) {
       out.state = *plain;
       out.note =
@@ -686,6 +724,34 @@ ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams&
     last_failure = "the untiled sketch fails " + failure;
   }
   out.reason = last_failure;
+  return out;
+}
+
+ExpertSchedule MakeGpuExpertSchedule(const SearchTask& task, const SearchParams& params,
+                                     const std::vector<State>& sketches) {
+  return PlanGpuExpert(task, params, sketches, GpuPlanVariant{});
+}
+
+std::vector<std::pair<std::string, State>> GpuExpertAlternatives(const SearchTask& task,
+                                                                 const SearchParams& params,
+                                                                 const std::vector<State>& sketches) {
+  std::vector<std::pair<std::string, State>> out;
+  const ExpertSchedule expert = MakeGpuExpertSchedule(task, params, sketches);
+  if (!expert.state) return out;
+  const std::pair<std::string, GpuPlanVariant> variants[] = {
+      {"expert, one group a compute unit", GpuPlanVariant{.groups_per_unit = 1}},
+      {"expert, short axes covered exactly", GpuPlanVariant{.exact_short_axes = true}},
+      {"expert, groups of twice the work items", GpuPlanVariant{.double_group = true}},
+  };
+  for (const auto& [name, variant] : variants) {
+    const ExpertSchedule alternative = PlanGpuExpert(task, params, sketches, variant);
+    if (!alternative.state) continue;
+    const auto same = [&](const State& s) { return s.SameSteps(*alternative.state); };
+    if (same(*expert.state) ||
+        std::any_of(out.begin(), out.end(), [&](const auto& o) { return same(o.second); }))
+      continue;
+    out.emplace_back(name, *alternative.state);
+  }
   return out;
 }
 

@@ -35,7 +35,8 @@ from ..core.state import State
 
 __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", "SketchRuleError",
            "generate_sketches", "sample_init_population", "mutate", "baseline_states", "default_schedules",
-           "expert_schedule", "expert_schedule_info", "make_cost_model", "tuning_start_states", "EXPERT"]
+           "expert_schedule", "expert_schedule_info", "expert_alternatives", "make_cost_model",
+           "tuning_start_states", "EXPERT"]
 
 # The name of the expert schedule among the default schedules (default_schedules) and tuning's start states.
 EXPERT = "expert"
@@ -247,6 +248,16 @@ def expert_schedule_info(task, params=None):
     return _core.expert_schedule(task, params or SearchParams())
 
 
+def expert_alternatives(task, params=None):
+    """On a GPU target, the expert schedule planned with the choices its plan fixes made the other way,
+    [(name, State)]: at least one group per compute unit instead of two (so fewer, larger groups), and work
+    items that cover a short axis's tiles exactly (7 for 7 columns) instead of by a power of two. Those that
+    differ from the expert and from each other; empty on a CPU target, or without an expert. Neither is
+    better everywhere (on an H100, larger groups made a strided 3x3 convolution 1.5x faster and a dense layer
+    1.6x slower), so tuning measures them beside the expert (tuning_start_states)."""
+    return [(name, state) for name, state in _core.expert_alternatives(task, params or SearchParams())]
+
+
 def baseline_states(task, params=None):
     """The plain loop nest and its parallel + vectorized variants (see default_schedules)."""
     return _core.baseline_states(task, params or SearchParams())
@@ -283,12 +294,13 @@ def tuning_start_states(policy):
     """What tuning measures before searching the policy's task, [(name, State)]: its default (the first of
     default_schedules under the policy's SearchParams: with use_expert_schedule off, not the expert), the
     policy's expert schedule (EXPERT, where the task has one), the other parallel
-    default, the policy's own baselines where its SearchParams make them differ from the defaults (named
-    "... (policy)"), and the plain loop nest last (unless it is the default)."""
+    default, on a GPU target the expert's alternative plans (expert_alternatives), the policy's own baselines
+    where its SearchParams make them differ from the defaults (named "... (policy)"), and the plain loop nest
+    last (unless it is the default)."""
     defaults = default_schedules(policy.task, policy.params)
     own = baseline_states(policy.task, policy.params)
-    extra = [(EXPERT, policy.expert_schedule())] + [(f"{n} (policy)", s) for n, s in
-                                                     list(zip(baseline_names(own), own))[::-1]]
+    extra = ([(EXPERT, policy.expert_schedule())] + expert_alternatives(policy.task, policy.params)
+             + [(f"{n} (policy)", s) for n, s in list(zip(baseline_names(own), own))[::-1]])
     known = {_core.state_key(s) for _, s in defaults}
     added = []
     for name, state in extra:
