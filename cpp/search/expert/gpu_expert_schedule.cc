@@ -47,7 +47,10 @@
 // double buffering, then compact rows without the transposition; then the
 // reduction tile, the register tile and the group are halved in turn. The
 // note says where every number came from. The search mutates the expert
-// like any state.
+// like any state. Three of the plan's choices (2 groups per compute unit,
+// work items in powers of two, the group as shrunk) lose on some kernels:
+// GpuExpertAlternatives plans them the other way (GpuPlanVariant), and
+// tuning measures those plans beside the expert.
 #include <algorithm>
 #include <cmath>
 #include <functional>
