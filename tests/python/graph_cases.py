@@ -29,6 +29,10 @@ QUANTIZED = {
     ("conv2d_integer", 2): ("uint8", 0, 255), ("conv2d_integer", 3): ("int8", -64, 63),
     ("conv2d_integer_nchwc", 0): ("uint8", 0, 255), ("conv2d_integer_nchwc", 1): ("int8", -64, 63),
     ("conv2d_integer_nchwc", 2): ("uint8", 0, 255), ("conv2d_integer_nchwc", 3): ("int8", -64, 63),
+    # bfloat16 dot products: small integers, whose float32 sums are exact whatever their order
+    ("dense_bf16_dot", 0): ("bfloat16", -4, 4), ("dense_bf16_dot", 1): ("bfloat16", -4, 4),
+    ("dense_bf16_dot", 2): ("bfloat16", -4, 4), ("conv2d_nchwc_bf16_dot", 0): ("bfloat16", -4, 4),
+    ("conv2d_nchwc_bf16_dot", 1): ("bfloat16", -4, 4), ("conv2d_nchwc_bf16_dot", 2): ("bfloat16", -4, 4),
 }
 COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
@@ -246,5 +250,10 @@ CASES = [
     ("conv2d_integer_nchwc", [(2, 1, 9, 7, 4), (3, 1, 1, 2, 1, 8, 4), ()],
      dict(strides=(2, 1), pads=(0, 1, 1, 0), dilations=(1, 2), channels=4, out_channels=17, zero_points="x")),
     ("conv2d_integer_nchwc", [(1, 1, 1, 1, 4), (1, 1, 1, 1, 1, 1, 4)], dict(channels=4, out_channels=1)),
+    ("dense_bf16_dot", [(3, 6), (2, 3, 16, 2), (19,)], dict(units=19)),
+    ("dense_bf16_dot", [(2, 1, 4), (1, 2, 16, 2)], dict(units=1)),
+    ("conv2d_nchwc_bf16_dot", [(1, 2, 6, 5, 4), (3, 2, 3, 3, 2, 8, 2), (3, 8)], dict(pads=1)),
+    ("conv2d_nchwc_bf16_dot", [(2, 1, 9, 7, 2), (2, 1, 1, 2, 1, 8, 2)],
+     dict(strides=(2, 1), pads=(0, 1, 1, 0), dilations=(1, 2))),
 ] + [(op, [(3, 7)], {}) for op in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "erf", "negative", "abs",
                                    "hard_swish", "silu", "mish", "sin", "cos", "floor", "ceil", "round", "sign")]

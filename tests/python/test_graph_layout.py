@@ -16,8 +16,9 @@ from autosched.graph.fusion import fold_batch_norm
 from autosched.graph.layout import BLOCKED_OPS, block_for_target, convert_layout
 
 RNG = np.random.default_rng(7)
-# The blocked ops a float graph never gets (the uint8 x int8 convolution's: test_quantized_layout.py).
-FLOAT_FREE_OPS = {"conv2d_integer_nchwc"}
+# The blocked ops a float32 graph never gets (the uint8 x int8 convolution's: test_quantized_layout.py; the
+# bfloat16 one's: test_bf16_dot.py).
+FLOAT_FREE_OPS = {"conv2d_integer_nchwc", "conv2d_nchwc_bf16_dot"}
 
 # The smallest inputs the zoo allows (the CNNs downsample 32 times).
 ZOO = {"resnet18": dict(image_size=32, num_classes=10), "resnet50": dict(image_size=32, num_classes=10),

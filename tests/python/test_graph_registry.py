@@ -161,7 +161,8 @@ def test_op_table_and_fusion_keep_their_names():
                                  "softmax", "layer_norm", "group_norm", "conv2d_nchwc", "depthwise_conv2d_nchwc",
                                  "max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc",
                                  "conv2d_winograd_nchwc", "log_softmax", "argmax", "argmin", "conv3d", "max_pool3d",
-                                 "avg_pool3d", "matmul_integer", "conv2d_integer", "conv2d_integer_nchwc"}
+                                 "avg_pool3d", "matmul_integer", "conv2d_integer", "conv2d_integer_nchwc",
+                                 "dense_bf16_dot", "conv2d_nchwc_bf16_dot"}
     assert fusion.REDUCE_OPS == {"reduce_mean", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum"}
     assert registry.ops_of_layout("elementwise") == {"relu", "clip", "sigmoid", "tanh", "gelu", "abs", "negative",
                                                      "erf", "add", "subtract", "multiply", "maximum", "minimum",
@@ -171,11 +172,11 @@ def test_op_table_and_fusion_keep_their_names():
     assert registry.ops_of_layout("elementwise-unpadded") == {"exp", "log", "sqrt", "divide", "power"}
     assert registry.ops_of_layout("blocked") == BLOCKED_OPS == {
         "layout_transform", "conv2d_nchwc", "depthwise_conv2d_nchwc", "max_pool2d_nchwc", "avg_pool2d_nchwc",
-        "global_avg_pool2d_nchwc", "conv2d_winograd_nchwc", "conv2d_integer_nchwc"}
+        "global_avg_pool2d_nchwc", "conv2d_winograd_nchwc", "conv2d_integer_nchwc", "conv2d_nchwc_bf16_dot"}
     assert {op for op, d in registry.OPS.items() if callable(d.layout)} == {"conv2d", "max_pool2d", "avg_pool2d",
                                                                             "global_avg_pool2d", "concat", "conv2d_integer"}
-    assert {op for op, d in registry.OPS.items() if d.bias_input is not None} == {"conv2d", "conv3d", "dense",
-                                                                                  "requantize"}
+    assert {op for op, d in registry.OPS.items() if d.bias_input is not None} == {
+        "conv2d", "conv3d", "dense", "requantize", "dense_bf16_dot", "conv2d_nchwc_bf16_dot"}
     assert op_table.infer is registry.infer and op_table.OpError is OpError is registry.OpError
     with pytest.raises(OpError, match="unknown op 'nope'"):
         registry.get("nope")

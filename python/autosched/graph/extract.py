@@ -24,6 +24,7 @@ from ..core.compute_dag import ComputeDAG
 from ..core.task import SearchTask
 from . import registry
 from .fusion import fold_batch_norm, partition
+from .dot_weights import has_bfloat16_dot_product, pack_bfloat16_weights
 from .ir import Graph
 from .layout import convert_layout, has_integer_dot_product_block, resolve_block, resolve_winograd
 from .rewrite import expand_small_powers
@@ -147,9 +148,11 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
     block = resolve_block(layout, target, hardware_params)
     winograd = resolve_winograd(winograd, block)
     folded = expand_small_powers(fold_batch_norm(graph))
+    if has_bfloat16_dot_product(target):
+        folded = pack_bfloat16_weights(folded)
     if block is not None:
         integer_convs = layout == "NCHWc" or has_integer_dot_product_block(target)
-        folded = convert_layout(folded, block, winograd, integer_convs)
+        folded = convert_layout(folded, block, winograd, integer_convs, bf16_dot=has_bfloat16_dot_product(target))
     if cold_constants == "auto":
         cold_constants = constants_exceed_cache(folded, target, hardware_params)
     groups = partition(folded)

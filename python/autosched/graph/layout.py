@@ -36,6 +36,10 @@ minimums the transforms cost more than the fewer multiply-adds save; below the t
 on its transformed weights (alpha^2 / 9 the size of the direct ones, each serving one use per tile), which
 in a network come from memory. docs/graph.md has the figures.
 
+bfloat16 convolutions: with `bf16_dot` on (lower_graph: CPUs with AVX512-BF16 or AMX-BF16), a direct one whose
+input block is even becomes conv2d_nchwc_bf16_dot, its kernel packed in pairs of input channels for vdpbf16ps
+(graph/ops/bf16_dot.py).
+
 Quantized convolutions: with `integer_convs` on, a uint8 x int8 conv2d_integer (groups = 1, constant weight) becomes
 conv2d_integer_nchwc (graph/ops/quant_blocked.py) on its input blocked for the dot-product instruction (VNNI's
 vpdpbusd, or its widening form vpmaddwd on AVX2); its output stays NCHW. layout="auto" turns it on for targets
@@ -134,8 +138,9 @@ class _Rewriter:
     and returns True, or False (writing nothing) to leave the node in NCHW. The element-wise facets are
     handled here (elementwise, broadcast_operand)."""
 
-    def __init__(self, graph, block, winograd, integer_convs):
+    def __init__(self, graph, block, winograd, integer_convs, bf16_dot=False):
         self.graph, self.block, self.winograd_option = graph, block, winograd
+        self.bf16_dot = bf16_dot  # bfloat16 convolutions with their kernels in pairs (conv2d_nchwc_bf16_dot)
         self.integer_ops = INTEGER_CONVERTED if integer_convs else frozenset()
         self.out = Graph(graph.name)
         self.taken = set(graph.inputs) | set(graph.constants) | {n.name for n in graph.nodes}
@@ -320,16 +325,19 @@ def winograd_tile(channels, out_channels, out_hw, block):
     return 0
 
 
-def convert_layout(graph, block, winograd=False, integer_convs=False):
+def convert_layout(graph, block, winograd=False, integer_convs=False, bf16_dot=False):
     """`graph` with its convolutions and what follows them in NCHW[block]c (see the module docstring): a new
     graph with the same inputs and outputs, or `graph` itself when it has nothing to convert. Run it after
     fold_batch_norm, so a convolution's batch norm is its bias. winograd: False, True (every 3x3 convolution
     of stride 1, by F(2x2, 3x3)) or "auto" (the tile of winograd_tile for each, or none). integer_convs: also
-    the uint8 x int8 convolutions, for the dot-product instruction (conv2d_integer_nchwc)."""
+    the uint8 x int8 convolutions, for the dot-product instruction (conv2d_integer_nchwc). bf16_dot: a direct
+    bfloat16 convolution (groups = 1, an even input block) becomes conv2d_nchwc_bf16_dot, its kernel in pairs of
+    input channels for the bfloat16 dot product (graph/ops/bf16_dot.py)."""
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
         raise ValueError(f"convert_layout: block must be a positive int (the vector lanes), got {block!r}")
     check_type("convert_layout", "integer_convs", integer_convs, bool, "True or False")
-    return _Rewriter(graph, int(block), _check_winograd("convert_layout", winograd), integer_convs).run()
+    check_type("convert_layout", "bf16_dot", bf16_dot, bool, "True or False")
+    return _Rewriter(graph, int(block), _check_winograd("convert_layout", winograd), integer_convs, bf16_dot).run()
 
 
 def has_integer_dot_product_block(target):

@@ -13,8 +13,8 @@ from typing import Dict
 
 from .errors import OpError
 from .opdef import REQUIRED, OpDef
-from .ops import (activation, conv3d, elementwise, layout, logic, nn, pad, pool, pool3d, quant, quant_blocked, reduce,
-                  resize, shape, winograd)
+from .ops import (activation, bf16_dot, conv3d, elementwise, layout, logic, nn, pad, pool, pool3d, quant, quant_blocked,
+                  reduce, resize, shape, winograd)
 
 __all__ = ["OPS", "OpDef", "OpError", "register", "unregister", "get", "infer", "reference", "te_builder",
            "fusion_kind", "layout_kind", "bias_input", "ops_of_layout", "by_onnx", "by_aten"]
@@ -114,7 +114,7 @@ def by_aten(name):
 
 
 for _family in (nn, conv3d, pool, pool3d, elementwise, activation, logic, shape, pad, resize, reduce, layout,
-                winograd, quant, quant_blocked):
+                winograd, quant, quant_blocked, bf16_dot):
     for _op_def in _family.DEFS:
         register(_op_def)
 

@@ -7,6 +7,7 @@ import numpy as np
 from ... import ops
 from ...core import te
 from ...ops._utils import accumulation_dtype
+from ...ops.quantized import pack_dot_conv_weight
 from ...ops.winograd import winograd_weight
 from ..errors import OpError
 from ..opdef import OpDef
@@ -152,6 +153,10 @@ def _conv2d_to_blocked(rewriter, node):
         w = rewriter.derived(weight, f"winograd{tile}_{x.block}i{y.block}o",
                              lambda arr: winograd_weight(arr, tile, x.block, y.block))
         op, attrs = "conv2d_winograd_nchwc", dict(pads=a["pads"], tile=tile)
+    elif groups == 1 and rewriter.bf16_dot and node.dtype == "bfloat16" and x.block % 2 == 0:
+        w = rewriter.derived(weight, f"nchw{x.block}i{y.block}o_pairs",
+                             lambda arr: pack_dot_conv_weight(arr, x.block, y.block, group=2))
+        op, attrs = "conv2d_nchwc_bf16_dot", conv_attrs
     elif groups == 1:
         w = rewriter.derived(weight, f"nchw{x.block}i{y.block}o", lambda arr: block_weight(arr, x.block, y.block))
         op, attrs = "conv2d_nchwc", conv_attrs
