@@ -335,7 +335,7 @@ def print_instructions(what, mod, instructions=INSTRUCTIONS):
     print(f"{what}'s instructions: " + ", ".join(f"{i} {c}" for i, c in used.items() if c))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1024, help="M = N = K of the matmul")
     parser.add_argument("--ops", default="matmul,conv,bf16,bf16conv",
@@ -345,7 +345,7 @@ def main():
     parser.add_argument("--target", default="llvm")
     parser.add_argument("--rounds", type=int, default=5, help="alternating timing rounds")
     parser.add_argument("--tiny", action="store_true", help="small sizes (a check that the script works)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     threads = cores()

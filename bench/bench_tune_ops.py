@@ -18,6 +18,9 @@ time per trial and the share spent outside measurement. Not a test: timings vary
 --no-expert tunes without the expert schedule (SearchParams.use_expert_schedule=False: not measured, not seeded)
 and times no expert seed; the header line says which.
 A peer that is not installed (pip install 'autosched[torch]' halide) is reported and skipped.
+int8 and bfloat16 kernels: --ops int8_matmul,int8_conv,bf16_matmul,bf16_conv runs bench/bench_int8.py's
+kernels (u8 x s8 -> s32 and bfloat16 -> float32 on the dot-product instructions) with the same --trials,
+--target and --log-dir, against onnxruntime's and PyTorch's quantized and bfloat16 kernels, after the float ones.
 """
 import argparse
 import multiprocessing
@@ -133,6 +136,9 @@ def conv_kernel(rng, network, size, channels, depthwise):
 
 # Each kernel draws its inputs from its own seeded generator, so a child process rebuilds the same ones.
 # tiny: the sizes of --tiny.
+# --ops names of bench_int8.py's kernels
+LOW_PRECISION = {"int8_matmul": "matmul", "int8_conv": "conv", "bf16_matmul": "bf16", "bf16_conv": "bf16conv"}
+
 KERNELS = {
     "matmul": lambda tiny=False: matmul_kernel(np.random.default_rng(1), 32 if tiny else 1024),
     "conv2d": lambda tiny=False: conv_kernel(np.random.default_rng(2), "resnet50", 8 if tiny else 56,
@@ -271,9 +277,12 @@ def main():
     parser.add_argument("--no-expert", action="store_true",
                         help="tune without the expert schedule (SearchParams.use_expert_schedule=False)")
     args = parser.parse_args()
-    unknown = [o for o in args.ops.split(",") if o not in KERNELS]
+    ops = args.ops.split(",")
+    unknown = [o for o in ops if o not in KERNELS and o not in LOW_PRECISION]
     if unknown:
-        parser.error(f"unknown --ops {unknown}; choose from {list(KERNELS)}")
+        parser.error(f"unknown --ops {unknown}; choose from {list(KERNELS) + list(LOW_PRECISION)}")
+    low_precision = [LOW_PRECISION[o] for o in ops if o in LOW_PRECISION]
+    args.ops = ",".join(o for o in ops if o in KERNELS)
     cores = os.cpu_count() or 1
     print(f"command: {' '.join(sys.argv)}")
     print(f"CPU: {ans.Target(args.target)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
@@ -287,7 +296,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = args.log_dir or tmp
         os.makedirs(log_dir, exist_ok=True)
-        for op in args.ops.split(","):
+        for op in filter(None, args.ops.split(",")):
             kernel = KERNELS[op](args.tiny)
             print(f"\n==== {kernel.name}: tuning for {args.trials} trials")
             task, result, wall, ours, err = tune(kernel, args, log_dir)
@@ -304,7 +313,13 @@ def main():
                 peers.append((f"Halide {name}",) + halide_in_child(op, args.tiny, name, cores,
                                                                    args.halide_timeout, args.halide_memory_gib))
             rows.append((kernel, result, wall, ours, err, peak, peers))
-    print_table(rows)
+    if rows:
+        print_table(rows)
+    if low_precision:
+        import bench_int8
+        print("\n==== int8 and bfloat16 kernels (bench/bench_int8.py)")
+        bench_int8.main(["--ops", ",".join(low_precision), "--trials", str(args.trials), "--target", args.target]
+                        + (["--log-dir", args.log_dir] if args.log_dir else []) + (["--tiny"] if args.tiny else []))
 
 
 def print_table(rows):
