@@ -17,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Each script's smallest run: a check that it works (seconds each), never a figure. Missing peers (halide,
 # torch, onnxruntime, ray) are reported by the scripts and skipped.
 SMOKE_ARGS = {
+    "bench_bf16_models.py": ["--tiny", "--models", "bert_base", "--rounds", "1", "--number", "1"],
     "bench_busy_core.py": ["--models", "bert_layer", "--tiny", "--seconds", "0.02", "--rounds", "1"],
     "bench_conv_layout.py": ["--tiny", "--trials", "0", "--layers", "layer1.0.conv1"],
     "bench_conv_weight_layout.py": ["--trials", "2", "--shapes", "8x6x3x1"],
@@ -45,7 +46,7 @@ SMOKE_ARGS = {
     "bench_tune_matmul.py": ["--n", "32", "--trials", "2", "--per-round", "2", "--model", "random"],
     "bench_tuned_vs_untuned.py": ["--image-size", "32", "--trials-per-task", "1", "--rounds", "1",
                                   "--time-budget-s", "30"],
-    "bench_tune_ops.py": ["--tiny", "--ops", "matmul,depthwise", "--trials", "2", "--per-round", "2", "--model",
+    "bench_tune_ops.py": ["--tiny", "--ops", "matmul,depthwise,int8_matmul", "--trials", "2", "--per-round", "2", "--model",
                           "random", "--halide-timeout", "60"],
 }
 
