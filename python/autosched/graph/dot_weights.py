@@ -27,7 +27,8 @@ def has_bfloat16_dot_product(target):
 
 
 def _packable_weight(graph, node):
-    """(data, the (N, K) weight as an array, bias or None) of a node this pass rewrites, else None."""
+    """(data, weight value, the (N, K) weight as an array, bias or None) of a node this pass rewrites, else
+    None."""
     if node.op == "dense":
         data, weight = node.inputs[0], node.inputs[1]
         array = graph.constants.get(weight)
