@@ -2,7 +2,7 @@
 
     python3 scripts/train_pretrained_model.py --corpus DIR_OR_LOG ... [--holdout-family F ... | all]
         [--holdout-network NAME] [--holdout-task TEXT ...] [--objective regression|rank]
-        [--fixture tests/records/pretrained_holdout.json.gz] [--no-write]
+        [--fixture tests/records/pretrained_holdout.json.gz] [--no-write] [--kind llvm|opencl]
 
 1. Reads the successful records of llvm targets in the corpus (folders: their records_*.json[.gz] logs). A
    task is a workload on one CPU (the CPU is named by the log's file name, records_<cpu>_job<k>.json, else by
@@ -19,7 +19,9 @@
    Each prints the pairwise accuracy per held-out task, per task kind (softmax, layer_norm, dense, matmul,
    conv, depthwise, pooling, ...) and its mean with RandomModel's.
    The default corpus is tests/records/corpus (the records the shipped model is trained on, README.md there).
-3. Trains on every task and writes the model into python/autosched/data/ (cost_model_llvm.<feature set>.json,
+   --kind opencl reads the records of OpenCL targets instead (a GPU's: "CPU" above is then the device, named by
+   the log's file name), by default from tests/records/gpu_corpus (records of an H100, README.md there).
+3. Trains on every task and writes the model into python/autosched/data/ (cost_model_<kind>.<feature set>.json,
    the feature set being autosched.pretrained.feature_set_id()) with its entry in pretrained_models.json: the
    feature set, the file's SHA-256 (the package verifies the file by it before XGBoost reads it), the corpus
    (records, tasks, CPUs), the date, the parameters and the accuracies of step 2.
@@ -127,8 +129,9 @@ def cpu_of(path, hw):
     return f"vec{hw.vector_unit_bytes}-l1_{hw.l1_cache_bytes}-l2_{hw.l2_cache_bytes}"
 
 
-def load_groups(files):
-    """Groups of successful llvm records by (workload key, CPU), in file order; and counts of what was skipped."""
+def load_groups(files, kind="llvm"):
+    """Groups of successful records of `kind` targets by (workload key, CPU or device), in file order; and counts
+    of what was skipped."""
     groups, skipped = {}, {"other_kind": 0, "failed": 0}
     for path in files:
         with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
@@ -141,7 +144,7 @@ def load_groups(files):
             records = read_log(log).records
         for rec in records:
             task = rec.task
-            if task.target.kind != "llvm":
+            if task.target.kind != kind:
                 skipped["other_kind"] += 1
                 continue
             if not rec.result.ok:
@@ -269,10 +272,10 @@ def compact(path):
     os.replace(path + ".tmp", path)
 
 
-def write_model(model, groups, report, out_dir):
+def write_model(model, groups, report, out_dir, kind="llvm"):
     os.makedirs(out_dir, exist_ok=True)
     fid = pretrained.feature_set_id()
-    name = f"cost_model_llvm.{fid}.json"
+    name = f"cost_model_{kind}.{fid}.json"
     path = os.path.join(out_dir, name)
     model.save(path)
     before = [model.predict(g.task, g.states[:20]) for g in groups]
@@ -289,7 +292,7 @@ def write_model(model, groups, report, out_dir):
             manifest = json.load(f)
         if not isinstance(manifest, dict):  # a damaged manifest: written anew
             manifest = {}
-    old = manifest.get("llvm", {}).get("file") if isinstance(manifest.get("llvm"), dict) else None
+    old = manifest.get(kind, {}).get("file") if isinstance(manifest.get(kind), dict) else None
     if isinstance(old, str) and old and os.path.basename(old) == old and old != name and os.path.exists(os.path.join(out_dir, old)):
         os.remove(os.path.join(out_dir, old))
     cpus = {}
@@ -300,7 +303,7 @@ def write_model(model, groups, report, out_dir):
                                         "l1_cache_bytes": hw.l1_cache_bytes, "l2_cache_bytes": hw.l2_cache_bytes})
         entry["records"] += len(g.states)
         entry["tasks"] += 1
-    manifest["llvm"] = {
+    manifest[kind] = {
         "file": name, "feature_set": fid, "num_features": len(_core.feature_names()),
         "records": sum(len(g.states) for g in groups), "tasks": len(groups), "cpus": cpus,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
@@ -315,13 +318,17 @@ def write_model(model, groups, report, out_dir):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--corpus", nargs="+", default=[os.path.join(ROOT, "tests", "records", "corpus")],
-                   help="folders of logs (make_cost_model_records.py --out) or logs")
+    p.add_argument("--kind", default="llvm", choices=("llvm", "opencl"), help="the target kind whose records count")
+    p.add_argument("--corpus", nargs="+", default=None,
+                   help="folders of logs (make_cost_model_records.py --out) or logs (default: tests/records/corpus, "
+                        "with --kind opencl tests/records/gpu_corpus)")
     p.add_argument("--holdout-network", default="", help="a network whose tasks are held out ('' none)")
     p.add_argument("--holdout-family", action="append", default=[],
                    help="a family of the corpus held out in turn (task_families.json; 'all': every one)")
     p.add_argument("--holdout-task", action="append", default=[], help="a text of held-out tasks' descriptions")
-    p.add_argument("--fixture", default=DEFAULT_FIXTURE, help="a log of a task in no corpus, also evaluated")
+    p.add_argument("--fixture", default=None,
+                   help="a log of a task in no corpus, also evaluated (default: tests/records/"
+                        "pretrained_holdout.json.gz for llvm, none for opencl)")
     p.add_argument("--out-dir", default=os.path.join(ROOT, "python", "autosched", "data"))
     p.add_argument("--exclude-cpu", action="append", default=[],
                    help="leave out the records of this CPU (e.g. a corpus timed on a loaded machine)")
@@ -333,6 +340,10 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.objective not in ("regression", "rank"):
         p.error(f"--objective must be regression or rank, got {args.objective!r}")
+    if args.corpus is None:
+        args.corpus = [os.path.join(ROOT, "tests", "records", "corpus" if args.kind == "llvm" else "gpu_corpus")]
+    if args.fixture is None:
+        args.fixture = DEFAULT_FIXTURE if args.kind == "llvm" else ""
     return args
 
 
@@ -342,7 +353,7 @@ def main(argv=None):
     files = log_files(args.corpus)
     if not files:
         raise SystemExit("no record logs in the corpus")
-    groups, skipped = load_groups(files)
+    groups, skipped = load_groups(files, args.kind)
     families = read_families(args.corpus)
     for g in groups:
         g.families = families.get(g.key, ())
@@ -360,7 +371,7 @@ def main(argv=None):
     rest = [g for g in groups if g not in held]
     fixture = []
     if args.fixture and os.path.exists(args.fixture):
-        fixture, _ = load_groups([args.fixture])
+        fixture, _ = load_groups([args.fixture], args.kind)
         keys = {g.key for g in fixture}
         rest = [g for g in rest if g.key not in keys]  # never train on the fixture's task
     report = {"excluded_cpus": args.exclude_cpu, "objective": args.objective,
@@ -374,7 +385,7 @@ def main(argv=None):
                              f"families: {', '.join(known) or 'none: no task_families.json beside the logs'})")
         fixture_keys = set()
         if args.fixture and os.path.exists(args.fixture):
-            fixture_keys = {g.key for g in load_groups([args.fixture])[0]}
+            fixture_keys = {g.key for g in load_groups([args.fixture], args.kind)[0]}
         report["holdout_families"] = holdout_families([g for g in groups if g.key not in fixture_keys], wanted,
                                                       params, args.save_holdout_models)
     if held or fixture:
@@ -393,7 +404,7 @@ def main(argv=None):
     print("final model: every task of the corpus")
     final_groups = [g for g in groups if g.key not in {f.key for f in fixture}]
     model = train(final_groups, params)
-    write_model(model, final_groups, report, args.out_dir)
+    write_model(model, final_groups, report, args.out_dir, args.kind)
     return 0
 
 

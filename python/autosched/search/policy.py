@@ -30,6 +30,7 @@ from .. import _core
 from . import cost_model as cm
 from ..core.checks import check_type
 from .._core import SearchParams
+from . import pretrained as _pretrained
 from .pretrained import PretrainedModelWarning
 from ..core.state import State
 
@@ -45,7 +46,8 @@ EXPERT = "expert"
 def make_cost_model(spec=None, default="random", target=None):
     """A cost model from a spec: a CostModel (returned as is), "scratch" (XGBModel learning from the session's
     measurements alone; "xgb" is the same), "pretrained" (XGBModel starting from the model shipped in the
-    package, autosched.pretrained), "random" (RandomModel), or None (the `default` spec). "auto" is
+    package for the target's kind, autosched.pretrained: llvm targets', or, given an OpenCL `target`, the GPU model
+    trained on an H100's records), "random" (RandomModel), or None (the `default` spec). "auto" is
     "pretrained" for llvm targets (`target`: a Target or its text), "scratch" for the others, and RandomModel
     when autosched was built without XGBoost; where the shipped model cannot be used (missing, trained on
     other features) it falls back to "scratch" with a PretrainedModelWarning."""
@@ -56,7 +58,8 @@ def make_cost_model(spec=None, default="random", target=None):
     if spec == "auto":
         if not _core.has_xgboost():
             return cm.RandomModel()
-        # The shipped model learned from records of CPU code run in this process; GPU targets learn from scratch.
+        # The shipped CPU model learned from code run in this process. GPU targets learn from scratch: the GPU
+        # model (cost_model="pretrained") has held-out accuracy figures, but its effect on tuning is not measured.
         if target is None or not _core.Target(getattr(target, "text", target)).runs_in_host_process:
             return cm.XGBModel()
         try:
@@ -68,7 +71,16 @@ def make_cost_model(spec=None, default="random", target=None):
     if spec in ("xgb", "scratch"):
         return cm.XGBModel()
     if spec == "pretrained":
-        return cm.XGBModel(pretrained=True)
+        kind = "llvm" if target is None else _core.Target(getattr(target, "text", target)).kind
+        if kind == "llvm":
+            return cm.XGBModel(pretrained=True)
+        path = _pretrained.model_path(kind)
+        if path is None:
+            raise ValueError(f"cost_model='pretrained': this package ships no pretrained cost model of '{kind}' "
+                             "targets")
+        model = cm.XGBModel(pretrained=path)
+        model.base_kind = kind  # check_target refuses another kind's tasks
+        return model
     if spec == "random":
         return cm.RandomModel()
     raise ValueError("cost model must be a CostModel, 'auto', 'pretrained', 'scratch' (or 'xgb') or 'random', "
