@@ -10,7 +10,7 @@ import pytest
 import autosched as ans
 from autosched import search
 from autosched.search import pretrained
-from autosched.search.cost_model import RandomModel, pairwise_accuracy
+from autosched.search.cost_model import RandomModel, XGBModel, pairwise_accuracy
 
 pytestmark = pytest.mark.skipif(not ans._core.has_xgboost(), reason="built without XGBoost")
 
@@ -65,6 +65,9 @@ def test_pretrained_on_an_opencl_target_starts_from_the_gpu_model():
     with pytest.raises(ValueError, match="for 'opencl' targets, not 'llvm'"):
         model.check_target("llvm")
     assert not search.make_cost_model("auto", target=GPU).has_base  # not measured in tuning yet
+    assert XGBModel.shipped("opencl").base_path == model.base_path
+    with pytest.raises(ValueError, match="ships no pretrained cost model of 'vulkan' targets"):
+        XGBModel.shipped("vulkan")
     trainer = _trainer()
     groups, _ = _corpus_groups(trainer)
     group = max(groups, key=lambda g: len(g.states))

@@ -148,11 +148,12 @@ def lower_graph(graph, target, hardware_params=None, layout="auto", cold_constan
     block = resolve_block(layout, target, hardware_params)
     winograd = resolve_winograd(winograd, block)
     folded = expand_small_powers(fold_batch_norm(graph))
-    if has_bfloat16_dot_product(target):
+    bf16_dot = has_bfloat16_dot_product(target)
+    if bf16_dot:
         folded = pack_bfloat16_weights(folded)
     if block is not None:
         integer_convs = layout == "NCHWc" or has_integer_dot_product_block(target)
-        folded = convert_layout(folded, block, winograd, integer_convs, bf16_dot=has_bfloat16_dot_product(target))
+        folded = convert_layout(folded, block, winograd, integer_convs, bf16_dot=bf16_dot)
     if cold_constants == "auto":
         cold_constants = constants_exceed_cache(folded, target, hardware_params)
     groups = partition(folded)

@@ -198,6 +198,18 @@ class XGBModel(CostModel, _core.XGBModel):
         if pretrained is not False and pretrained is not None:
             self._set_base(pretrained)
 
+    @classmethod
+    def shipped(cls, kind="llvm", **kwargs):
+        """An XGBModel starting from the model the package ships for targets of `kind` ("llvm", "opencl");
+        ValueError where it ships none."""
+        model = cls(**kwargs)
+        path = _pretrained.model_path(kind)
+        if path is None:
+            raise ValueError(f"this package ships no pretrained cost model of '{kind}' targets")
+        model.set_base(path)
+        model.base_path, model.base_kind = path, kind
+        return model
+
     def _set_base(self, pretrained):
         if pretrained is True:
             path, kind = _pretrained.model_path("llvm"), "llvm"

@@ -30,7 +30,6 @@ from .. import _core
 from . import cost_model as cm
 from ..core.checks import check_type
 from .._core import SearchParams
-from . import pretrained as _pretrained
 from .pretrained import PretrainedModelWarning
 from ..core.state import State
 
@@ -72,15 +71,7 @@ def make_cost_model(spec=None, default="random", target=None):
         return cm.XGBModel()
     if spec == "pretrained":
         kind = "llvm" if target is None else _core.Target(getattr(target, "text", target)).kind
-        if kind == "llvm":
-            return cm.XGBModel(pretrained=True)
-        path = _pretrained.model_path(kind)
-        if path is None:
-            raise ValueError(f"cost_model='pretrained': this package ships no pretrained cost model of '{kind}' "
-                             "targets")
-        model = cm.XGBModel(pretrained=path)
-        model.base_kind = kind  # check_target refuses another kind's tasks
-        return model
+        return cm.XGBModel(pretrained=True) if kind == "llvm" else cm.XGBModel.shipped(kind)
     if spec == "random":
         return cm.RandomModel()
     raise ValueError("cost model must be a CostModel, 'auto', 'pretrained', 'scratch' (or 'xgb') or 'random', "

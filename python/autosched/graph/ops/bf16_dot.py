@@ -23,7 +23,7 @@ float32 and the blocked output rounded once.
 import numpy as np
 
 from ...core import te
-from ...ops.quantized import conv2d_nchwc_dot, unpack_dot_conv_weight
+from ...ops.quantized import conv2d_nchwc_dot, dot_group, unpack_dot_conv_weight
 from ..errors import GraphError, OpError
 from ..opdef import OpDef
 from . import nn as nn_ops
@@ -32,13 +32,13 @@ from .layout import (_CONV_ATTRS, _as_node, _check_blocked, _check_blocked_opera
                      _torch_to_nchw)
 from .layout import _not_exportable as _blocked_not_exportable
 from .nchwc_arrays import to_blocked, to_nchw
+from .quant import DOT_PANEL  # units per panel: the float32 lanes of a 512-bit vector
 
 __all__ = ["DEFS", "DOT_PANEL", "DOT_PAIR", "unpack_dense_weight"]
 
 DEFS = []
 
-DOT_PANEL = 16  # units per panel: the float32 lanes of a 512-bit vector
-DOT_PAIR = 2  # bfloat16 elements per float32 lane of vdpbf16ps
+DOT_PAIR = dot_group("bfloat16")  # bfloat16 elements per float32 lane of vdpbf16ps
 
 
 def unpack_dense_weight(packed, units):
@@ -140,7 +140,7 @@ def _conv_infer(attrs, shapes, dtypes):
 
 def _oihw(weight):
     """The whole (padded) OIHW kernel of a packed one."""
-    return unpack_dot_conv_weight(weight, weight.shape[0] * weight.shape[5], weight.shape[1] * weight.shape[4] * 2)
+    return unpack_dot_conv_weight(weight, weight.shape[0] * weight.shape[5], weight.shape[1] * weight.shape[4] * DOT_PAIR)
 
 
 def _conv_reference(node, data, weight, bias=None):
