@@ -2,7 +2,7 @@
 
 Run (on a machine with an NVIDIA GPU whose OpenCL driver is registered with the ICD loader, docs/opencl.md):
   python3 bench/bench_opencl_gpu.py [--target "opencl -device=nvidia"] [--trials 256] [--time-budget-s 150]
-         [--kernels matmul4096,conv_r50_56,conv_r50_14] [--log-dir DIR] [--model auto|xgb|random]
+         [--kernels matmul4096,conv_r50_56,conv_r50_14] [--log-dir DIR] [--model auto|scratch|pretrained|random]
          [--ptx-counts] [--show-source] [--no-expert]
 
 The kernels (float32, batch 1, NCHW):
@@ -218,7 +218,7 @@ def run_kernel(kernel, args, log_dir, torch):
                                   time_budget_s=args.time_budget_s, verbose=args.verbose,
                                   measure_callbacks=[ans.RecordToFile(log)])
     start = time.monotonic()
-    policy = search.SketchPolicy(task, search.make_cost_model(args.model, "auto"),
+    policy = search.SketchPolicy(task, search.make_cost_model(args.model, "auto", target=args.target),
                                  search.SearchParams(use_expert_schedule=not args.no_expert))
     result = task.tune(options, search_policy=policy)
     tune_s = time.monotonic() - start
@@ -293,7 +293,9 @@ def main():
     parser.add_argument("--trials", type=int, default=256, help="measurements per kernel")
     parser.add_argument("--per-round", type=int, default=64)
     parser.add_argument("--time-budget-s", type=float, default=150, help="tuning wall-clock budget per kernel")
-    parser.add_argument("--model", default="auto", choices=["auto", "xgb", "random"])
+    parser.add_argument("--model", default="auto", choices=["auto", "scratch", "pretrained", "xgb", "random"],
+                        help="the cost model (make_cost_model): auto learns from scratch on OpenCL targets, "
+                             "pretrained starts from the GPU model shipped in the package")
     parser.add_argument("--number", type=int, default=10, help="kernel runs per timed repeat")
     parser.add_argument("--peak-tflops", type=float, default=66.9, help="fp32 peak of the device (GH100: 66.9)")
     parser.add_argument("--log-dir", default="")

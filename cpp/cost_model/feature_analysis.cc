@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cost_model/buffer_access.h"
+#include "cost_model/gpu_access.h"
 #include "ir/functor.h"
 #include "lower/stmt_functor.h"
 #include "support/error.h"
@@ -252,6 +253,7 @@ void StoreWalker::AnalyzeStore(const BufferStoreNode* n) {
     for (double c : value_ops.counts) flops += c;
   }
   std::vector<bool> write_moves = AnalyzeAccesses(accesses, lets_, flops, &a);
+  if (is_gpu_) a.gpu_access = AnalyzeGpuAccesses(accesses, loops_, lets_, hardware_.warp_size);
 
   SetAnnotations(write_moves, &a);
   SetAllocation(n->buffer, &a);
@@ -295,10 +297,11 @@ void StoreWalker::SetAnnotations(const std::vector<bool>& write_moves, StoreAnal
   }
   a->is_gpu = is_gpu_;
   for (const Alloc& alloc : allocs_) {
-    if (alloc.buffer->scope != MemScope::Shared) continue;
+    if (alloc.buffer->scope == MemScope::Global) continue;
     double elements = 1;
     for (int64_t d : alloc.buffer->shape) elements *= static_cast<double>(d);
-    a->shared_bytes += elements * alloc.buffer->dtype.bytes();
+    (alloc.buffer->scope == MemScope::Shared ? a->shared_bytes : a->local_bytes) +=
+        elements * alloc.buffer->dtype.bytes();
   }
   a->innermost_loop_extent = depth > 0 ? static_cast<double>(loops_.back().extent) : 0;
 }

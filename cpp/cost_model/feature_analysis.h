@@ -85,6 +85,17 @@ struct BufferStats {
 
 constexpr int kIntensityCurveSamples = 10;
 
+// How the first warp of a GPU work group touches memory at a statement
+// (gpu_access.h); all 0 on a CPU.
+struct GpuAccessStats {
+  double global_access_bytes = 0;  // the widest access of one work item to global memory, bytes
+  double shared_access_bytes = 0;  // the widest access of one work item to local (shared) memory, bytes
+  double global_efficiency =
+      0;                      // worst global access: fewest sectors for its bytes / sectors moved (0: none)
+  double global_sectors = 0;  // 32-byte sectors the warp's global accesses move, summed over them
+  double bank_conflict = 0;   // worst shared access: words the busiest bank serves per request (0: none)
+};
+
 struct StoreAnalysis {
   std::array<double, kNumOpKinds> ops{};  // weighted by the trip count
   std::vector<LoopInfo> loops;            // enclosing loops, outermost first
@@ -96,8 +107,11 @@ struct StoreAnalysis {
   bool is_gpu = false;
   std::array<double, 3> block_idx{1, 1, 1}, thread_idx{1, 1, 1};
   double vthread = 1;
-  // Bytes of the "shared" buffers allocated around the statement (per group).
+  // Bytes of the "shared" buffers allocated around the statement (per group),
+  // and of the private ("local") ones (per work item: registers, or spills).
   double shared_bytes = 0;
+  double local_bytes = 0;
+  GpuAccessStats gpu_access;
   std::vector<BufferStats> buffers;  // sorted by bytes, largest first
   std::array<double, kIntensityCurveSamples> intensity{};
   // The stored buffer when it is allocated inside the function.

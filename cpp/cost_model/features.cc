@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cost_model/feature_analysis.h"
+#include "cost_model/gpu_access.h"
 #include "lower/lower.h"
 #include "support/error.h"
 #include "support/interrupt.h"
@@ -86,6 +87,29 @@ double TaskFootprintOverL2(const StoreAnalysis& s) {
   return s.footprint[inner] / CacheBytes(s.hardware.l2_cache_bytes, kDefaultL2Bytes);
 }
 
+// ---- GPU quantities: the work group's resources against the device's limits
+// (0 where a limit is unknown), so that the model learns occupancy and wave
+// effects from parameters it can read on another device too.
+
+double ThreadsPerGroup(const StoreAnalysis& s) { return s.thread_idx[0] * s.thread_idx[1] * s.thread_idx[2]; }
+
+double GroupsPerComputeUnit(const StoreAnalysis& s) {
+  double groups = s.block_idx[0] * s.block_idx[1] * s.block_idx[2];
+  return groups / static_cast<double>(std::max<int64_t>(s.hardware.num_cores, 1));
+}
+
+// The share of the group's warps that work items fill.
+double WarpFill(const StoreAnalysis& s) {
+  double warp = s.hardware.warp_size > 0 ? static_cast<double>(s.hardware.warp_size) : 32;
+  double threads = ThreadsPerGroup(s);
+  return threads / (std::ceil(threads / warp) * warp);
+}
+
+// Private memory in 32-bit registers per work item.
+double RegistersPerItem(const StoreAnalysis& s) { return s.local_bytes / kGpuBankWordBytes; }
+
+double OverLimit(double x, int64_t limit) { return limit > 0 ? x / static_cast<double>(limit) : 0; }
+
 #define AS_OP(name, kind)                                                 \
   {                                                                       \
     name, [](const StoreAnalysis& s) { return Op(s, OpCountKind::kind); } \
@@ -162,6 +186,21 @@ constexpr FeatureDef kFeatureTable[] = {
     AS_FIELD("threadIdx_z_len", s.is_gpu ? s.thread_idx[2] : 0),
     AS_FIELD("vthread_len", s.is_gpu ? s.vthread : 0),
     AS_FIELD("shared_bytes_per_block", s.is_gpu ? s.shared_bytes : 0),
+    // gpu memory: the group's resources against the device's limits, one warp's accesses (gpu_access.h)
+    AS_FIELD("gpu_threads_per_group", s.is_gpu ? ThreadsPerGroup(s) : 0),
+    AS_FIELD("gpu_warp_fill", s.is_gpu ? WarpFill(s) : 0),
+    AS_FIELD("gpu_groups_per_compute_unit", s.is_gpu ? GroupsPerComputeUnit(s) : 0),
+    AS_FIELD("gpu_private_bytes", s.is_gpu ? s.local_bytes : 0),
+    AS_FIELD("gpu_registers_over_limit",
+             s.is_gpu ? OverLimit(RegistersPerItem(s), s.hardware.max_registers_per_thread) : 0),
+    AS_FIELD("gpu_group_registers", s.is_gpu ? RegistersPerItem(s) * ThreadsPerGroup(s) : 0),
+    AS_FIELD("gpu_shared_over_limit",
+             s.is_gpu ? OverLimit(s.shared_bytes, s.hardware.max_shared_memory_per_block) : 0),
+    AS_FIELD("gpu_global_access_bytes", s.gpu_access.global_access_bytes),
+    AS_FIELD("gpu_global_efficiency", s.gpu_access.global_efficiency),
+    AS_FIELD("gpu_global_sectors_per_warp", s.gpu_access.global_sectors),
+    AS_FIELD("gpu_shared_access_bytes", s.gpu_access.shared_access_bytes),
+    AS_FIELD("gpu_bank_conflict", s.gpu_access.bank_conflict),
     // statement
     AS_FIELD("is_reduction_update", s.is_reduction_update),
     AS_FIELD("guard_depth", s.guard_depth),

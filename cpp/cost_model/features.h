@@ -13,6 +13,11 @@
 //                    parallel task, innermost loop extent
 //   gpu           9  is_gpu, blockIdx / threadIdx extents, vthread, shared
 //                    memory bytes per block
+//   gpu memory   12  threads, warp fill, groups per compute unit, private
+//                    bytes and registers against the device's limits, shared
+//                    memory against its limit; one warp's accesses: fetch
+//                    width, sector efficiency (coalescing), sectors, shared
+//                    access width, bank conflicts
 //   statement     6  reduction update, guards, buffers accessed; the
 //                    accumulator tile: vectors, unrolled, reduction extent
 //   buffers      90  5 buffers (largest by bytes) x 18: access type, bytes,

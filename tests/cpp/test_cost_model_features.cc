@@ -9,6 +9,7 @@
 
 #include "cost_model/buffer_access.h"
 #include "cost_model/features.h"
+#include "cost_model/gpu_access.h"
 #include "lower/lower.h"
 #include "schedule_test_util.h"
 #include "support/error.h"
@@ -65,10 +66,10 @@ TEST(CostModelFeatures, TableNamesAreUniqueAndComplete) {
   EXPECT_EQ(names.front(), "float_mad");
   EXPECT_EQ(names.back(), "task_footprint_over_l2");
   for (const char* n : {"vec_len", "parallel_prod", "blockIdx_x_len", "B0.acc_read", "B4.stride",
-                        "intensity_9", "alloc_bytes", "outer_prod"}) {
+                        "intensity_9", "alloc_bytes", "outer_prod", "gpu_bank_conflict"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
-  EXPECT_EQ(NumFeatures(), 166);
+  EXPECT_EQ(NumFeatures(), 178);
 }
 
 // The target-relative features of TiledMatmul(64): loops io (8, parallel), jo (4), k (64), ii (8, unrolled)
@@ -250,6 +251,76 @@ TEST(CostModelFeatures, GpuBindings) {
   EXPECT_EQ(r.at("threadIdx_y_len"), 8);
   EXPECT_EQ(r.at("blockIdx_z_len"), 1);
   EXPECT_EQ(r.at("vthread_len"), 1);
+}
+
+// The 64^3 matmul with blocks over i and j and work items over (i, j) tiles of
+// 16 x 8; `x_over_rows`: threadIdx.x walks the rows of C (i) instead of its columns.
+State GpuMatmul(bool x_over_rows) {
+  State s(Matmul(64));
+  s = s.Split(kC, 0, {16});  // io ii j k
+  s = s.Split(kC, 2, {8});   // io ii jo ji k
+  s = s.Reorder(kC, {0, 2, 1, 3, 4});
+  s = s.Annotate(kC, 0, IteratorAnnotation::BlockIdxX);
+  s = s.Annotate(kC, 1, IteratorAnnotation::BlockIdxY);
+  s = s.Annotate(kC, 2, x_over_rows ? IteratorAnnotation::ThreadIdxX : IteratorAnnotation::ThreadIdxY);
+  return s.Annotate(kC, 3, x_over_rows ? IteratorAnnotation::ThreadIdxY : IteratorAnnotation::ThreadIdxX);
+}
+
+TEST(CostModelFeatures, GpuWarpCoalescingAndGroupResources) {
+  HardwareParams hw;
+  hw.warp_size = 32;
+  hw.num_cores = 4;
+  hw.max_shared_memory_per_block = 48 * 1024;
+  hw.max_registers_per_thread = 255;
+  // threadIdx.x over C's rows: a warp is 16 rows x 2 columns, 32 floats in 16
+  // sectors where 4 would do, A 16 floats in 16 sectors; B's 2 floats are one sector.
+  const auto rows = RawRows(GpuMatmul(true), hw);
+  const auto& r = UpdateRow(rows);
+  EXPECT_EQ(r.at("gpu_threads_per_group"), 128);
+  EXPECT_EQ(r.at("gpu_warp_fill"), 1);
+  EXPECT_EQ(r.at("gpu_groups_per_compute_unit"), 32.0 / 4);
+  EXPECT_EQ(r.at("gpu_global_access_bytes"), 4);
+  EXPECT_DOUBLE_EQ(r.at("gpu_global_efficiency"), 2.0 / 16);  // A: 64 bytes in 16 sectors
+  // C (read and written: 16 sectors each), A (16 rows: 16), B (1).
+  EXPECT_EQ(r.at("gpu_global_sectors_per_warp"), 16 + 16 + 16 + 1);
+  EXPECT_EQ(r.at("gpu_shared_access_bytes"), 0);
+  EXPECT_EQ(r.at("gpu_bank_conflict"), 0);
+  EXPECT_EQ(r.at("gpu_private_bytes"), 0);
+  EXPECT_EQ(r.at("gpu_shared_over_limit"), 0);
+  // threadIdx.x over columns: a warp is 4 rows x 8 columns of C, 32 bytes a
+  // row, so each sector is used whole; A reads 4 rows' elements (4 sectors for 16 bytes).
+  const auto column_rows = RawRows(GpuMatmul(false), hw);
+  const auto& c = UpdateRow(column_rows);
+  EXPECT_DOUBLE_EQ(c.at("gpu_global_efficiency"), 1.0 / 4);
+  EXPECT_EQ(c.at("gpu_global_sectors_per_warp"), 4 + 4 + 4 + 1);
+  // A CPU statement has none of them.
+  const auto cpu_rows = RawRows(TiledMatmul(64), hw);
+  const auto& cpu = UpdateRow(cpu_rows);
+  for (const char* name : {"gpu_threads_per_group", "gpu_warp_fill", "gpu_global_efficiency",
+                           "gpu_global_sectors_per_warp", "gpu_bank_conflict", "gpu_private_bytes"}) {
+    EXPECT_EQ(cpu.at(name), 0) << name;
+  }
+}
+
+// Local (shared) memory read by a warp of 32 work items at `stride` floats apart,
+// `lanes` floats per work item.
+double SharedBankConflict(int64_t stride, int lanes) {
+  Expr tx = VarNode::make("tx");
+  Buffer shared = MakeBuffer("S", DataType::Float(32), {4096}, MemScope::Shared);
+  Expr index = tx * make_const(DataType::Int(32), static_cast<double>(stride));
+  if (lanes > 1) index = RampNode::make(index, 1, lanes);
+  std::vector<LoopInfo> loops{{tx.as<VarNode>(), 32, ForKind::ThreadIdxX}};
+  return AnalyzeGpuAccesses({{shared, index, false}}, loops, {}, 32).bank_conflict;
+}
+
+TEST(CostModelFeatures, GpuSharedBankConflicts) {
+  EXPECT_EQ(SharedBankConflict(1, 1), 1);    // one word per bank
+  EXPECT_EQ(SharedBankConflict(0, 1), 1);    // one word for all: a broadcast
+  EXPECT_EQ(SharedBankConflict(2, 1), 2);    // even banks, two words each
+  EXPECT_EQ(SharedBankConflict(32, 1), 32);  // every work item in bank 0
+  EXPECT_EQ(SharedBankConflict(33, 1), 1);   // a padded row: back to one each
+  EXPECT_EQ(SharedBankConflict(4, 4), 1);    // float4 per item: 4 requests of 32 distinct banks
+  EXPECT_EQ(SharedBankConflict(8, 4), 2);    // float4 at 8-float steps: half the banks, twice
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ def _unlowerable(task):
 
 def test_feature_table():
     names = feature_names()
-    assert len(names) == len(set(names)) == 166
+    assert len(names) == len(set(names)) == 178
     assert names[:2] == ["float_mad", "float_addsub"] and "B4.stride" in names and names[-1] == "task_footprint_over_l2"
     task = data.matmul_task(32)
     states = data.random_states(task, 6, seed=3)
