@@ -2,7 +2,8 @@
 
 Run (on a machine with an NVIDIA GPU whose OpenCL driver is registered, docs/opencl.md):
   python3 bench/bench_gpu_networks.py [--models resnet50,bert_base] [--target "opencl -device=nvidia"]
-                                      [--time-budget 5m] [--log-dir D] [--rounds 3] [--tiny]
+                                      [--time-budget 5m] [--cost-model auto|scratch|pretrained] [--log-dir D]
+                                      [--rounds 3] [--tiny]
 
 Each model of bench/_models.py (random weights, batch 1; BERT-base at sequence 128) is exported with
 torch.onnx.export, imported with from_onnx and built for the OpenCL target (graph.build): untuned (each task's
@@ -81,7 +82,7 @@ def bench_model(name, args, torch_cuda, log_dir):
         tasks, weights = agraph.extract_tasks(graph, args.target)
         options = ans.TuningOptions(time_budget=args.time_budget, num_measure_trials=100000,
                                     measure_callbacks=[ans.RecordToFile(log)], verbose=args.verbose)
-        result = ans.TaskScheduler(tasks, weights).tune(options)
+        result = ans.TaskScheduler(tasks, weights, cost_model=args.cost_model).tune(options)
         row["trials"] = result.trials
         tuned = agraph.build(graph, args.target, log, verbose=False)
         (out,) = tuned(feed)
@@ -124,6 +125,9 @@ def main():
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check that the script works")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the N kernels of the untuned network that take the most of a run")
+    parser.add_argument("--cost-model", default="auto", choices=["auto", "scratch", "pretrained"],
+                        help="the tuner's cost model: auto starts from the GPU model shipped in the "
+                             "package on GPUs with warps (as pretrained), scratch learns from the session alone")
     parser.add_argument("--verbose", type=int, default=0)
     args = parser.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]

@@ -294,8 +294,8 @@ def main():
     parser.add_argument("--per-round", type=int, default=64)
     parser.add_argument("--time-budget-s", type=float, default=150, help="tuning wall-clock budget per kernel")
     parser.add_argument("--model", default="auto", choices=["auto", "scratch", "pretrained", "xgb", "random"],
-                        help="the cost model (make_cost_model): auto learns from scratch on OpenCL targets, "
-                             "pretrained starts from the GPU model shipped in the package")
+                        help="the cost model (make_cost_model): auto starts from the GPU model shipped in the "
+                             "package on GPUs with warps (as pretrained), scratch learns from the session alone")
     parser.add_argument("--number", type=int, default=10, help="kernel runs per timed repeat")
     parser.add_argument("--peak-tflops", type=float, default=66.9, help="fp32 peak of the device (GH100: 66.9)")
     parser.add_argument("--log-dir", default="")

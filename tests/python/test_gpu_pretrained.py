@@ -1,7 +1,7 @@
 """The GPU cost model: scripts/train_pretrained_model.py --kind opencl trains it on tests/records/gpu_corpus
 (records of an H100) and ships it beside the CPU one; cost_model="pretrained" on an OpenCL target starts from it,
-"auto" still learns from scratch there. A model trained without a whole family of the corpus ranks that family's
-programs far better than chance."""
+and so does "auto" on a GPU with warps (elsewhere it learns from scratch). A model trained without a whole
+family of the corpus ranks that family's programs far better than chance."""
 import importlib.util
 import os
 
@@ -64,7 +64,10 @@ def test_pretrained_on_an_opencl_target_starts_from_the_gpu_model():
     assert model.has_base and model.base_kind == "opencl"
     with pytest.raises(ValueError, match="for 'opencl' targets, not 'llvm'"):
         model.check_target("llvm")
-    assert not search.make_cost_model("auto", target=GPU).has_base  # not measured in tuning yet
+    # "auto" starts from it on a GPU with warps, and learns from scratch on OpenCL devices without them.
+    assert search.make_cost_model("auto", target="opencl -device=nvidia").base_kind == "opencl"
+    assert not search.make_cost_model("auto", target=GPU).has_base
+    assert not search.make_cost_model("auto", target="opencl -device=mali").has_base
     assert XGBModel.shipped("opencl").base_path == model.base_path
     with pytest.raises(ValueError, match="ships no pretrained cost model of 'vulkan' targets"):
         XGBModel.shipped("vulkan")

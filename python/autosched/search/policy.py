@@ -42,14 +42,30 @@ __all__ = ["SearchParams", "SketchPolicy", "SketchRule", "SketchRuleCondition", 
 EXPERT = "expert"
 
 
+def _pretrained_kind(target):
+    """The kind of shipped model "auto" starts from on `target`, or None to learn from scratch. Code run in this
+    process (llvm): the CPU model. OpenCL on a GPU with warps: the GPU model, which started four kernels of shapes
+    outside its corpus faster than a model learning from scratch on an H100 (docs/notes/cost_model_figures.md)."""
+    if target is None:
+        return None
+    t = _core.Target(getattr(target, "text", target))
+    if t.runs_in_host_process:
+        return "llvm"
+    if t.kind == "opencl" and t.hardware_params.warp_size > 1:
+        return "opencl"
+    return None
+
+
 def make_cost_model(spec=None, default="random", target=None):
     """A cost model from a spec: a CostModel (returned as is), "scratch" (XGBModel learning from the session's
     measurements alone; "xgb" is the same), "pretrained" (XGBModel starting from the model shipped in the
     package for the target's kind, autosched.pretrained: llvm targets', or, given an OpenCL `target`, the GPU model
-    trained on an H100's records), "random" (RandomModel), or None (the `default` spec). "auto" is
-    "pretrained" for llvm targets (`target`: a Target or its text), "scratch" for the others, and RandomModel
-    when autosched was built without XGBoost; where the shipped model cannot be used (missing, trained on
-    other features) it falls back to "scratch" with a PretrainedModelWarning."""
+    trained on an H100's records), "random" (RandomModel), or None (the `default` spec). "auto" (`target`: a
+    Target or its text) is "pretrained" for llvm targets and for OpenCL targets of a GPU that runs work items in
+    warps (hardware_params.warp_size above 1: the kind of device the GPU model learned on), "scratch" for the
+    others (PoCL on a CPU, Mali, an unnamed device), and RandomModel when autosched was built without XGBoost;
+    where the shipped model cannot be used (missing, trained on other features) it falls back to "scratch" with
+    a PretrainedModelWarning."""
     if spec is None:
         spec = default
     if isinstance(spec, cm.CostModel):
@@ -57,12 +73,11 @@ def make_cost_model(spec=None, default="random", target=None):
     if spec == "auto":
         if not _core.has_xgboost():
             return cm.RandomModel()
-        # The shipped CPU model learned from code run in this process. GPU targets learn from scratch: the GPU
-        # model (cost_model="pretrained") has held-out accuracy figures, but its effect on tuning is not measured.
-        if target is None or not _core.Target(getattr(target, "text", target)).runs_in_host_process:
+        kind = _pretrained_kind(target)
+        if kind is None:
             return cm.XGBModel()
         try:
-            return cm.XGBModel(pretrained=True)
+            return cm.XGBModel(pretrained=True) if kind == "llvm" else cm.XGBModel.shipped(kind)
         except ValueError as err:
             warnings.warn(f"the tuner's cost model learns from scratch: {err}", PretrainedModelWarning,
                           stacklevel=3)

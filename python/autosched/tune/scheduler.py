@@ -120,8 +120,8 @@ class TaskScheduler:
 
     tasks: SearchTasks (distinct workload key and target). task_weights: how often each task runs in the
     network (None: 1 each). strategy: "gradient" or "round-robin". load_log_file: a record log to resume
-    from besides the options' RecordToFile logs. cost_model: "auto" (the pretrained model on llvm targets),
-    "scratch", "pretrained", "random" or a CostModel (search.make_cost_model).
+    from besides the options' RecordToFile logs. cost_model: "auto" (the pretrained model on llvm targets and
+    on OpenCL GPUs with warps), "scratch", "pretrained", "random" or a CostModel (search.make_cost_model).
     The knobs of the gradient strategy (alpha, beta, backward_window, eps_random, failed_rounds_to_give_up,
     seed, min_share: the floor of rounds by share of latency, 0 for none) are keywords. outside_kernels_s:
     seconds per network run spent outside the tasks' kernels, added to the estimated total (None: 0;
@@ -410,7 +410,7 @@ def tune(task: _core.SearchTask, options: TuningOptions, search_policy: Optional
     its summary; never given up: early stopping ends it); returns a TuneResult. cost_model: a CostModel, "xgb",
     "random" or None (XGBModel when autosched was built with XGBoost, else RandomModel); it is given to the
     default SketchPolicy, so it cannot be combined with search_policy. "auto" (None) starts from the pretrained
-    model shipped in the package on llvm targets; "scratch" learns from the session alone. The time budget
+    model shipped in the package on llvm targets and OpenCL GPUs with warps; "scratch" learns from the session alone. The time budget
     counts from this call (budget.py); time_budget (or its alias time_budget_s) replaces the options' for this
     call."""
     start = time.monotonic()
