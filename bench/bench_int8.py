@@ -52,6 +52,7 @@ def schedule(task, trials, log_dir, name):
     """The expert schedule (trials 0) or the best after tuning."""
     if trials <= 0:
         return search.expert_schedule(task)
+    os.makedirs(log_dir, exist_ok=True)
     log = os.path.join(log_dir, f"{name}.json")
     task.tune(ans.TuningOptions(num_measure_trials=trials, num_measures_per_round=min(64, trials), verbose=0,
                                 measure_callbacks=[ans.RecordToFile(log)]))
