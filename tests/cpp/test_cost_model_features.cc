@@ -233,26 +233,6 @@ TEST(CostModelFeatures, ParallelExtractionMatchesSerial) {
   EXPECT_FALSE(parallel.back().ok());
 }
 
-TEST(CostModelFeatures, GpuBindings) {
-  State s(Matmul(64));
-  s = s.Split(kC, 0, {16});  // io ii j k
-  s = s.Split(kC, 2, {8});   // io ii jo ji k
-  s = s.Reorder(kC, {0, 2, 1, 3, 4});
-  s = s.Annotate(kC, 0, IteratorAnnotation::BlockIdxX);
-  s = s.Annotate(kC, 1, IteratorAnnotation::BlockIdxY);
-  s = s.Annotate(kC, 2, IteratorAnnotation::ThreadIdxX);
-  s = s.Annotate(kC, 3, IteratorAnnotation::ThreadIdxY);
-  auto rows = RawRows(s);
-  const auto& r = UpdateRow(rows);
-  EXPECT_EQ(r.at("is_gpu"), 1);
-  EXPECT_EQ(r.at("blockIdx_x_len"), 4);
-  EXPECT_EQ(r.at("blockIdx_y_len"), 8);
-  EXPECT_EQ(r.at("threadIdx_x_len"), 16);
-  EXPECT_EQ(r.at("threadIdx_y_len"), 8);
-  EXPECT_EQ(r.at("blockIdx_z_len"), 1);
-  EXPECT_EQ(r.at("vthread_len"), 1);
-}
-
 // The 64^3 matmul with blocks over i and j and work items over (i, j) tiles of
 // 16 x 8; `x_over_rows`: threadIdx.x walks the rows of C (i) instead of its columns.
 State GpuMatmul(bool x_over_rows) {
@@ -264,6 +244,18 @@ State GpuMatmul(bool x_over_rows) {
   s = s.Annotate(kC, 1, IteratorAnnotation::BlockIdxY);
   s = s.Annotate(kC, 2, x_over_rows ? IteratorAnnotation::ThreadIdxX : IteratorAnnotation::ThreadIdxY);
   return s.Annotate(kC, 3, x_over_rows ? IteratorAnnotation::ThreadIdxY : IteratorAnnotation::ThreadIdxX);
+}
+
+TEST(CostModelFeatures, GpuBindings) {
+  auto rows = RawRows(GpuMatmul(/*x_over_rows=*/true));
+  const auto& r = UpdateRow(rows);
+  EXPECT_EQ(r.at("is_gpu"), 1);
+  EXPECT_EQ(r.at("blockIdx_x_len"), 4);
+  EXPECT_EQ(r.at("blockIdx_y_len"), 8);
+  EXPECT_EQ(r.at("threadIdx_x_len"), 16);
+  EXPECT_EQ(r.at("threadIdx_y_len"), 8);
+  EXPECT_EQ(r.at("blockIdx_z_len"), 1);
+  EXPECT_EQ(r.at("vthread_len"), 1);
 }
 
 TEST(CostModelFeatures, GpuWarpCoalescingAndGroupResources) {
