@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "cost_model/feature_analysis.h"
-#include "cost_model/gpu_access.h"
 #include "lower/lower.h"
 #include "support/error.h"
 #include "support/interrupt.h"
@@ -106,7 +105,8 @@ double WarpFill(const StoreAnalysis& s) {
 }
 
 // Private memory in 32-bit registers per work item.
-double RegistersPerItem(const StoreAnalysis& s) { return s.local_bytes / kGpuBankWordBytes; }
+constexpr double kGpuRegisterBytes = 4;
+double RegistersPerItem(const StoreAnalysis& s) { return s.local_bytes / kGpuRegisterBytes; }
 
 double OverLimit(double x, int64_t limit) { return limit > 0 ? x / static_cast<double>(limit) : 0; }
 
