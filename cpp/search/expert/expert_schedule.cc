@@ -154,8 +154,9 @@ State FillSketch(const SketchContext& ctx, const State& sketch, const TilingLeve
   return *FillSketchSplits(sketch, levels, ctx.params.max_innermost_split_factor, tile_parts, widen_pack);
 }
 
-// Unrolls the block's rows and vectorizes its vector axis in every tiled
-// stage.
+// Unrolls the block's rows and columns and vectorizes its vector axis in
+// every tiled stage (a column loop left rolled keeps its accumulators in
+// memory).
 State AnnotateBlocks(const State& state,
                      const std::map<std::string, std::pair<RegisterBlockPlan, TileParts>>& plans) {
   State s = state;
@@ -167,10 +168,12 @@ State AnnotateBlocks(const State& state,
     if (vec >= 0 && s.stage(id).iter(vec).extent >= 2 &&
         s.stage(id).iter(vec).annotation == IteratorAnnotation::None)
       s = s.Annotate(id, vec, IteratorAnnotation::Vectorize);
-    const int row = plan.row_axis >= 0 ? InnermostLeafOf(s.stage(id), plan.row_axis) : -1;
-    if (row >= 0 && s.stage(id).iter(row).extent >= 2 &&
-        s.stage(id).iter(row).annotation == IteratorAnnotation::None)
-      s = s.Annotate(id, row, IteratorAnnotation::Unroll);
+    for (int axis : {plan.row_axis, plan.col_axis}) {
+      const int pos = axis >= 0 ? InnermostLeafOf(s.stage(id), axis) : -1;
+      if (pos >= 0 && s.stage(id).iter(pos).extent >= 2 &&
+          s.stage(id).iter(pos).annotation == IteratorAnnotation::None)
+        s = s.Annotate(id, pos, IteratorAnnotation::Unroll);
+    }
   }
   return s;
 }

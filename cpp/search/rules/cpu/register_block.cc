@@ -384,6 +384,7 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   // A uint8 x int8 group without VNNI (its widening form, WideningThroughput).
   const bool widening = plan.dot_reduce >= 0 && st.op->dtype.is_int() &&
                         ctx.task.target.cpu.ByteDotProductForm() == CpuSpec::ByteDotProduct::kWidening;
+  plan.widening = widening;
   const std::vector<VecOption> vec_options = VecOptions(vec_extent, plan.lanes, max_inner);
   auto blocks_of = [&](const std::vector<std::pair<int64_t, bool>>& rows_list) {
     std::vector<RegisterBlock> out;
@@ -463,11 +464,27 @@ TileParts ExpertTileParts(const SketchContext& ctx, const Stage& st, const Regis
   // One column where a block of one column is in the family; where every
   // one-column block runs below half the best (a short row axis: a few
   // output pixels and many channel blocks), the best block with its columns.
+  // A dot-product stage takes a best block as modelled, the one of fewest
+  // accumulators among equals: its vector axis is the packed operand's one
+  // vector of lanes, so columns are its only way to serve several vectors
+  // from one broadcast group, and one column needs many rows, each a stream
+  // of the broadcast operand. Beyond what hides the latency, accumulators
+  // only crowd the register file. On a Zen 4, 8 rows x 2 columns ran 1.37x
+  // 16 x 1 for a bfloat16 matmul and 1.10x for a uint8 x int8 one; 14 x 2
+  // for a convolution ran 1.4x slower than 7 x 2
+  // (docs/notes/quantized_figures.md).
   if (!plan.empty()) out.block = plan.family.front();
-  for (const RegisterBlock& candidate : plan.family) {
-    if (candidate.cols == 1) {
-      out.block = candidate;
-      break;
+  if (plan.dot_reduce >= 0 && !plan.widening) {
+    for (const RegisterBlock& candidate : plan.family) {
+      if (candidate.throughput == out.block.throughput && candidate.accumulators() < out.block.accumulators())
+        out.block = candidate;
+    }
+  } else {
+    for (const RegisterBlock& candidate : plan.family) {
+      if (candidate.cols == 1) {
+        out.block = candidate;
+        break;
+      }
     }
   }
   const RegisterBlock& b = out.block;

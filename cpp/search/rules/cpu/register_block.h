@@ -56,6 +56,7 @@ struct RegisterBlockPlan {
   int64_t registers = 16;
   int64_t fma_units = 1;
   int64_t element_bytes = 4;
+  bool widening = false;              // a uint8 x int8 group in the widening form (no VNNI)
   std::vector<RegisterBlock> family;  // blocks that fit, best first; empty: nothing to block
   bool strided = false;               // no block: no operand is contiguous along the vector axis
   bool empty() const { return family.empty(); }
@@ -106,7 +107,8 @@ struct TileParts {
 // The expert's tiling: the best block of one column innermost (blocks of
 // several columns are the search's to try: the model cannot tell the
 // convolutions they speed up from those they slow down; the best block of the
-// family where none of one column is in it), the second level 1 (so that
+// family where none of one column is in it, or where the stage multiplies
+// dot-product groups: see the definition), the second level 1 (so that
 // an accumulator stage attached at level 2 is the register block itself), the
 // vector axis' L2 panel at level 1, the row axis' blocks at level 1, other
 // axes outermost; the main reduction's inner part the largest divisor (at
