@@ -1,6 +1,7 @@
 // IREmitter: types and expressions.
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/PatternMatch.h>
+#include <llvm/Support/MathExtras.h>
 
 #include <iterator>
 
@@ -630,10 +631,57 @@ llvm::Value* IREmitter::ElementPointers(const Buffer& buffer, const Expr& index,
   return b_.CreateInBoundsGEP(elem, it->second, Index64(Emit(index)));
 }
 
+namespace {
+// Most elements between two lanes of a strided load read as one span and
+// picked apart (EmitStridedLoad); wider strides gather.
+constexpr int64_t kMaxSpanStride = 4;
+}  // namespace
+
+// A vector load of lanes `stride` elements apart (a stride-2 convolution's
+// input along its output columns): the span from the first lane's element to
+// the last one's, read as one masked load (no element past the last lane's is
+// touched) and its lanes picked by a shuffle, which x86 does in one or two
+// permutes, where a gather would insert the lanes one by one. Nullptr where
+// the load is not such a load.
+llvm::Value* IREmitter::EmitStridedLoad(const BufferLoadNode* n) {
+  const DataType t = n->dtype;
+  const auto* ramp = n->indices[0].as<RampNode>();
+  if (ramp == nullptr || load_guard_ != nullptr || t.lanes < 2 || t.bits < 8 || ramp->stride < 2 ||
+      ramp->stride > kMaxSpanStride)
+    return nullptr;
+  auto it = buffers_.find(n->buffer.get());
+  AS_CHECK(it != buffers_.end(),
+           "code generation: buffer '" << n->buffer->name << "' is neither an argument nor allocated");
+  llvm::Value* base;
+  {
+    const bool saved = in_index_;
+    in_index_ = true;
+    base = Index64(Emit(ramp->base));
+    in_index_ = saved;
+  }
+  llvm::Type* elem = StorageType(n->buffer->dtype);
+  llvm::Value* first = b_.CreateInBoundsGEP(elem, it->second, base);
+  // A power-of-two width of whole registers: LLVM splits an odd one into pieces of two lanes.
+  const int64_t width = ramp->stride * static_cast<int64_t>(llvm::PowerOf2Ceil(t.lanes));
+  const int64_t span = ramp->stride * (t.lanes - 1) + 1;
+  auto* wide_type = llvm::FixedVectorType::get(StorageType(t.element_of()), static_cast<unsigned>(width));
+  std::vector<llvm::Constant*> in_span;
+  for (int64_t i = 0; i < width; ++i) in_span.push_back(b_.getInt1(i < span));
+  llvm::Value* wide = b_.CreateMaskedLoad(wide_type, first, llvm::Align(n->buffer->dtype.bytes()),
+                                          llvm::ConstantVector::get(in_span));
+  std::vector<int> lanes;
+  for (int i = 0; i < t.lanes; ++i) lanes.push_back(static_cast<int>(i * ramp->stride));
+  return FromStorage(b_.CreateShuffleVector(wide, lanes), t);
+}
+
 llvm::Value* IREmitter::EmitBufferLoad(const BufferLoadNode* n) {
   AS_CHECK(n->indices.size() == 1,
            "code generation: load from '" << n->buffer->name << "' is not flattened to one index");
   DataType t = n->dtype;
+  if (llvm::Value* strided = EmitStridedLoad(n)) {
+    EmitPrefetchOfNextIteration(n);
+    return strided;
+  }
   bool contiguous = false, broadcast = false;
   llvm::Value* ptr = ElementPointers(n->buffer, n->indices[0], &contiguous, &broadcast);
   EmitPrefetchOfNextIteration(n);

@@ -51,6 +51,7 @@ class IREmitter {
   llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
   llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);
   llvm::Value* EmitBufferLoad(const BufferLoadNode* n);
+  llvm::Value* EmitStridedLoad(const BufferLoadNode* n);  // nullptr where the load is not one
   llvm::Value* EmitMaskedLoad(const Expr& branch, llvm::Value* mask, llvm::Value* otherwise);
   llvm::Value* LaneMask(int lanes) const;  // lane_mask_ for a vector store, nullptr elsewhere
   // Prefetches what this load reads in the next iteration of the loop being

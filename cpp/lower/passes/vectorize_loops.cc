@@ -11,6 +11,8 @@ namespace {
 
 constexpr int kMaxLanes = 64;
 constexpr int64_t kMaxFallbackUnroll = 16;
+constexpr int64_t kMinGroupLanes = 8;
+constexpr int64_t kMaxWholeLanes = 32;
 
 // Thrown (and caught in this file) when a body cannot be vectorized.
 struct CannotVectorize {};
@@ -313,8 +315,14 @@ class LoopVectorizer : public RangeTrackingMutator {
       try {
         // Vectors of a power of two lanes: an extent such as 48 becomes 3
         // unrolled groups of 16, which LLVM keeps in whole registers (a
-        // 48-lane vector it splits into pieces and shuffles).
-        const int lanes = static_cast<int>(extent & -extent);
+        // 48-lane vector it splits into pieces and shuffles). Where that
+        // power of two is below kMinGroupLanes, an extent of up to
+        // kMaxWholeLanes stays one vector, which LLVM widens to whole
+        // registers: 14 lanes as 7 groups of 2 took 7 instructions per
+        // operation where one 512-bit register does.
+        const int64_t power_of_two = extent & -extent;
+        const bool whole = power_of_two < kMinGroupLanes && extent <= kMaxWholeLanes;
+        const int lanes = static_cast<int>(whole ? extent : power_of_two);
         const int groups = static_cast<int>(extent) / lanes;
         if (lanes < 2 || groups == 1) return VectorBody(loop, loop->min, static_cast<int>(extent), ranges_);
         const DataType t = loop->loop_var.dtype();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <sstream>
 
 #include "ir/functor.h"
@@ -272,6 +273,22 @@ int DotReduceAxis(const Stage& st, int vec_axis) {
   return -1;
 }
 
+int64_t FloorDivPeriod(const TensorLoadNode* load, const VarNode* v) {
+  int64_t uses = 0, divided = 0, period = 0;
+  for (const Expr& index : load->indices) {
+    PostOrderVisit(index, [&](const Expr& x) {
+      if (x.get() == v) ++uses;
+      const auto* div = x.as<BinaryNode>();
+      if (div == nullptr || div->op != BinOp::FloorDiv || div->a.get() != v) return;
+      const auto* divisor = div->b.as<IntImmNode>();
+      if (divisor == nullptr || divisor->value < 2) return;
+      ++divided;
+      period = period == 0 ? divisor->value : std::gcd(period, divisor->value);
+    });
+  }
+  return uses > 0 && uses == divided ? period : 0;
+}
+
 int PickRowAxis(const Stage& st, int vec_axis) {
   const std::vector<const TensorLoadNode*> loads = Loads(st);
   const auto& uses = LoadUses;
@@ -281,10 +298,25 @@ int PickRowAxis(const Stage& st, int vec_axis) {
     if (a == vec_axis || st.op->axis[a].extent <= 1) continue;
     const VarNode* v = st.op->axis[a].var_node();
     int score = 0;
-    for (const TensorLoadNode* load : loads) score += uses(load, vec) && !uses(load, v);
+    for (const TensorLoadNode* load : loads)
+      score += uses(load, vec) && (!uses(load, v) || FloorDivPeriod(load, v) > 0);
     if (score >= best_score) best = a, best_score = score;
   }
   return best;
+}
+
+int64_t RowPeriod(const Stage& st, int vec_axis, int row_axis) {
+  if (vec_axis < 0 || row_axis < 0) return 0;
+  const VarNode* vec = st.op->axis[vec_axis].var_node();
+  const VarNode* row = st.op->axis[row_axis].var_node();
+  int64_t period = 0;
+  for (const TensorLoadNode* load : Loads(st)) {
+    if (!LoadUses(load, vec) || !LoadUses(load, row)) continue;
+    const int64_t p = FloorDivPeriod(load, row);
+    if (p == 0) return 0;  // a vector operand that varies along every row
+    period = period == 0 ? p : std::gcd(period, p);
+  }
+  return period;
 }
 
 int64_t VectorRegisterCount(const HardwareParams& hw) {
@@ -360,15 +392,18 @@ RegisterBlockPlan PlanRegisterBlocks(const SketchContext& ctx, const Stage& st) 
   // extent), non-dividing counts too (the last block's extra rows are guarded).
   const int64_t row_extent = plan.row_axis >= 0 ? axes[plan.row_axis].extent : 1;
   const int64_t max_rows = std::min(kMaxRows, max_inner);
+  // Rows whose vector operand is the same within each period (a grouped
+  // convolution's output channels of one group) stay within one period.
+  const int64_t period = RowPeriod(st, plan.vec_axis, plan.row_axis);
   std::vector<std::pair<int64_t, bool>> rows_options;
   for (int64_t d : Divisors(row_extent)) {
-    if (d <= max_rows) rows_options.emplace_back(d, true);
+    if (d <= max_rows && (period == 0 || period % d == 0)) rows_options.emplace_back(d, true);
   }
   const bool no_dividing_block = rows_options.back().first < 4 && row_extent > max_rows;
   // Elsewhere non-dividing counts wasting at most 1/kMaxNonDividingWaste of
   // the rows, kept apart: they join the blocks below only where they pay.
   std::vector<std::pair<int64_t, bool>> other_rows;
-  for (int64_t r = 4; r <= max_rows && row_extent > max_rows; ++r) {
+  for (int64_t r = 4; r <= max_rows && row_extent > max_rows && period == 0; ++r) {
     if (row_extent % r == 0) continue;
     const int64_t padded = CeilDiv(row_extent, r) * r;
     if (no_dividing_block && 4 * padded <= 5 * row_extent) rows_options.emplace_back(r, false);

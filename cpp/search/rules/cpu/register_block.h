@@ -92,7 +92,20 @@ int DotReduceAxis(const Stage& stage, int vec_axis);
 // indexed by `vec_axis` do not depend on, so that their values serve every
 // row (A's rows of a matmul whose vector axis is B's columns); the innermost
 // on a tie; -1 when there is none.
+//
+// An axis that such an operand reads only as floordiv(axis, c) counts as one
+// it does not depend on: within each run of c values the operand is the same
+// (a grouped convolution's input, for the output channels of one group).
 int PickRowAxis(const Stage& stage, int vec_axis);
+
+// The c of floordiv(v, c) where every use of `v` in the load's indices is
+// one (the gcd where there are several); 0 otherwise.
+int64_t FloorDivPeriod(const TensorLoadNode* load, const VarNode* v);
+
+// The period along `row_axis` over which every operand indexed by `vec_axis`
+// stays the same (FloorDivPeriod; the gcd over the operands that use the
+// rows), or 0 where one of them varies with every row or none uses it.
+int64_t RowPeriod(const Stage& stage, int vec_axis, int row_axis);
 
 // The parts (outermost first) of every axis split by MultiLevelTile with
 // n_space spatial and n_reduce reduce levels; parts[0] covers the rest
