@@ -236,3 +236,63 @@ def test_lanes_that_are_not_a_power_of_two_stay_in_whole_registers():
     mod = run_check(dag, s)
     assert f"<{3 * LANES} x float>" not in mod.get_source("ll")
     assert f"<{LANES} x float>" in mod.get_source("ll")
+
+
+@pytest.mark.parametrize("extent", [6, 12, 14, 30])
+def test_short_vectors_whose_extent_has_a_small_power_of_two_stay_one_vector(extent):
+    """14 lanes as 7 groups of 2 took an instruction per group; a vector of up to 32 lanes whose extent's power of
+    two is below 8 stays one vector (LLVM widens it to whole registers), and computes what the reference does."""
+    dag, _ = matmul(3, extent, 5)
+    s = dag.get_init_state()
+    i, j, k = s["C"].iters
+    s.reorder("C", [i, k, j])
+    s.vectorize("C", j)
+    mod = run_check(dag, s)
+    assert f"<{extent} x float>" in mod.get_source("ll")
+    assert ".v, 0," not in mod.get_source("lowered")
+
+
+@pytest.mark.parametrize("stride,lanes", [(2, 14), (2, 16), (3, 5), (4, 8), (2, 1 + LANES)])
+def test_strided_vector_loads_read_one_span_and_pick_its_lanes(stride, lanes):
+    """A vector of lanes `stride` elements apart (a stride-2 convolution's input along its output columns) is
+    one masked load of the span from the first lane's element to the last one's and a shuffle, not a gather of
+    one lane at a time; the last row ends at the buffer's last element, which the span must not pass."""
+    rows = 3
+    a = te.placeholder((rows, stride * (lanes - 1) + 1), name="A")
+    c = te.compute((rows, lanes), lambda i, j: a[i, j * stride] * 2.0 + 1.0, name="C")
+    dag = ans.ComputeDAG([a, c])
+    s = dag.get_init_state()
+    s.vectorize("C", s["C"].iters[1])
+    mod = run_check(dag, s)
+    ll = mod.get_source("ll")
+    assert "llvm.masked.load" in ll and "llvm.masked.gather" not in ll
+
+
+def _grouped_conv_task(channels, group_width, size, stride):
+    """conv2d NCHW with groups of `group_width` input and output channels, 3x3, padding 1."""
+    x = te.placeholder((1, channels, size, size), name="X")
+    w = te.placeholder((channels, group_width, 3, 3), name="W")
+    out_size = (size + 2 - 3) // stride + 1
+    padded = te.compute((1, channels, size + 2, size + 2), lambda n, c, h, v: te.if_then_else(
+        te.all(h >= 1, h <= size, v >= 1, v <= size), x[n, c, h - 1, v - 1], 0.0), name="Padded")
+    rc, ry, rx = te.reduce_axis((0, group_width), "rc"), te.reduce_axis((0, 3), "ry"), te.reduce_axis((0, 3), "rx")
+    y = te.compute((1, channels, out_size, out_size), lambda n, f, h, v: te.sum(
+        padded[n, f // group_width * group_width + rc, h * stride + ry, v * stride + rx] * w[f, rc, ry, rx],
+        axis=[rc, ry, rx]), name="Y")
+    dag = ans.ComputeDAG([x, w, y])
+    return dag, ans.SearchTask(compute_dag=dag, target="llvm")
+
+
+@pytest.mark.parametrize("channels,group_width,size,stride", [(104, 8, 28, 2), (30, 5, 9, 1), (12, 3, 7, 2)])
+def test_a_grouped_convolutions_rows_are_the_output_channels_of_one_group(channels, group_width, size, stride):
+    """A grouped convolution reads the same input for the output channels of one group (its index holds the
+    channel as floordiv(f, group_width)): the expert's rows run along them, within one group, so each input
+    vector serves every row; the built kernel computes what the reference does."""
+    from autosched import search
+    dag, task = _grouped_conv_task(channels, group_width, size, stride)
+    state, _, note = search.expert_schedule_info(task)
+    assert "(f x " in note, note
+    rows = [it for st in dag.infer_bound(state).stages if any(it.kind == "reduce" for it in st.iters)
+            for it in st.iters if it.annotation == "unroll" and it.name.startswith("f.")]
+    assert rows and group_width % rows[0].extent == 0, str(state)
+    check(dag, state)
