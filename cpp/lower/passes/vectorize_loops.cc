@@ -317,11 +317,12 @@ class LoopVectorizer : public RangeTrackingMutator {
         // unrolled groups of 16, which LLVM keeps in whole registers (a
         // 48-lane vector it splits into pieces and shuffles). Where that
         // power of two is below kMinGroupLanes, an extent of up to
-        // kMaxWholeLanes stays one vector, which LLVM widens to whole
-        // registers: 14 lanes as 7 groups of 2 took 7 instructions per
-        // operation where one 512-bit register does.
+        // kMaxWholeLanes stays one vector in CPU code, which LLVM widens to
+        // whole registers: 14 lanes as 7 groups of 2 took 7 instructions per
+        // operation where one 512-bit register does. (OpenCL C has vectors
+        // of 2, 3, 4, 8 and 16 lanes only: there the groups stay.)
         const int64_t power_of_two = extent & -extent;
-        const bool whole = power_of_two < kMinGroupLanes && extent <= kMaxWholeLanes;
+        const bool whole = masked_guards_ && power_of_two < kMinGroupLanes && extent <= kMaxWholeLanes;
         const int lanes = static_cast<int>(whole ? extent : power_of_two);
         const int groups = static_cast<int>(extent) / lanes;
         if (lanes < 2 || groups == 1) return VectorBody(loop, loop->min, static_cast<int>(extent), ranges_);

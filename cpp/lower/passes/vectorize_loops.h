@@ -5,7 +5,8 @@
 // ramp of stride 1, gathers / scatters elsewhere) and scalars are broadcast.
 // An extent that is not a power of two but has one as a factor becomes an
 // unrolled loop over groups of that many lanes (48: 3 groups of 16), which
-// code generation keeps in whole registers. An if_then_else whose condition
+// code generation keeps in whole registers; in CPU code (masked_access) a
+// factor below 8 leaves an extent of up to 32 one vector (14, not 7 x 2). An if_then_else whose condition
 // is the same in every lane stays one, with vector branches. On a CPU (no
 // work-item loops in the function), a guard (an if without else) on the loop
 // variable around stores whose values cannot trap is vectorized under a lane

@@ -56,6 +56,11 @@ def _pretrained_kind(target):
     return None
 
 
+def _shipped_model(kind):
+    """XGBModel starting from the model shipped for targets of `kind` ("llvm": the CPU model)."""
+    return cm.XGBModel(pretrained=True) if kind == "llvm" else cm.XGBModel.shipped(kind)
+
+
 def make_cost_model(spec=None, default="random", target=None):
     """A cost model from a spec: a CostModel (returned as is), "scratch" (XGBModel learning from the session's
     measurements alone; "xgb" is the same), "pretrained" (XGBModel starting from the model shipped in the
@@ -77,7 +82,7 @@ def make_cost_model(spec=None, default="random", target=None):
         if kind is None:
             return cm.XGBModel()
         try:
-            return cm.XGBModel(pretrained=True) if kind == "llvm" else cm.XGBModel.shipped(kind)
+            return _shipped_model(kind)
         except ValueError as err:
             warnings.warn(f"the tuner's cost model learns from scratch: {err}", PretrainedModelWarning,
                           stacklevel=3)
@@ -85,8 +90,7 @@ def make_cost_model(spec=None, default="random", target=None):
     if spec in ("xgb", "scratch"):
         return cm.XGBModel()
     if spec == "pretrained":
-        kind = "llvm" if target is None else _core.Target(getattr(target, "text", target)).kind
-        return cm.XGBModel(pretrained=True) if kind == "llvm" else cm.XGBModel.shipped(kind)
+        return _shipped_model("llvm" if target is None else _core.Target(getattr(target, "text", target)).kind)
     if spec == "random":
         return cm.RandomModel()
     raise ValueError("cost model must be a CostModel, 'auto', 'pretrained', 'scratch' (or 'xgb') or 'random', "
