@@ -649,18 +649,8 @@ llvm::Value* IREmitter::EmitStridedLoad(const BufferLoadNode* n) {
   if (ramp == nullptr || load_guard_ != nullptr || t.lanes < 2 || t.bits < 8 || ramp->stride < 2 ||
       ramp->stride > kMaxSpanStride)
     return nullptr;
-  auto it = buffers_.find(n->buffer.get());
-  AS_CHECK(it != buffers_.end(),
-           "code generation: buffer '" << n->buffer->name << "' is neither an argument nor allocated");
-  llvm::Value* base;
-  {
-    const bool saved = in_index_;
-    in_index_ = true;
-    base = Index64(Emit(ramp->base));
-    in_index_ = saved;
-  }
-  llvm::Type* elem = StorageType(n->buffer->dtype);
-  llvm::Value* first = b_.CreateInBoundsGEP(elem, it->second, base);
+  bool contiguous = false, broadcast = false;  // the first lane's address: a scalar index
+  llvm::Value* first = ElementPointers(n->buffer, ramp->base, &contiguous, &broadcast);
   // A power-of-two width of whole registers: LLVM splits an odd one into pieces of two lanes.
   const int64_t width = ramp->stride * static_cast<int64_t>(llvm::PowerOf2Ceil(t.lanes));
   const int64_t span = ramp->stride * (t.lanes - 1) + 1;
