@@ -3,7 +3,8 @@ timed beside onnxruntime and PyTorch.
 
 Run: python3 bench/bench_models.py [--models resnet50,gpt2] [--families cnn,mobile,vit,encoder,decoder]
                                    [--frontend onnx|torch|both] [--threads 2] [--time-budget 10m] [--log-dir D] [--tiny]
-                                   [--quantize dynamic|static] [--compare 100]
+                                   [--quantize dynamic|static] [--compare 100] [--ort-table]
+                                   [--layout auto|NCHW|NCHWc] [--fuse-attention] [--profile N] [--rounds 3] [--verbose]
 
 Each model of bench/_models.py (random weights, batch 1, made from the packages' constructors and config classes:
 nothing is downloaded) is exported with torch.onnx.export (opset 17) and imported with from_onnx, and imported
@@ -28,6 +29,23 @@ output's quantization where the model ends in DequantizeLinear with one scale, e
 Both are also compared with ONNX's definition of the model (onnxruntime with its graph optimizations off), which
 tells a difference of autosched's from one of onnxruntime's fused kernels.
 
+--ort-table: after the network (tuned where --time-budget is given, else untuned) is built and timed, for the
+onnx import: onnxruntime's profile of the exported ONNX model (the peer's session options, profiling on; the best
+of 3 means of 10 runs, as for ours) by operator type, then per task: its kernels' time inside runs of the network
+(GraphModule.network_profile), the tuner's estimate where tuned (weight x the best record's time), onnxruntime's
+time for the same ONNX nodes and onnxruntime / ours; the totals and the share of onnxruntime's time that no task
+holds, by operator type. onnxruntime renames the nodes it fuses or converts (".../MatMul/MatMulAddFusion", a Conv
+named after its output value with "_nchwc", "SkipLayerNormalization_token_3") and adds its own (ReorderOutput, the
+Reshapes around a Gemm): bench/_ort_profile.py gives each to a node of the model by its name, else through the graph
+onnxruntime ran. The table tells where a model that misses its target loses its time. onnxruntime's profiled
+times hold its profiler's cost, microseconds per node (most of a tiny model's figures): its last line gives a
+profiled run's time beside them.
+
+--log-dir D keeps the tuning logs (D/MODEL.FRONTEND.json); --layout is graph.build's (auto: convolutions
+blocked, the quantized ones where the CPU has VNNI; NCHW: none; NCHWc: all); --fuse-attention fuses attention's
+scores and softmax into one task; --profile N prints the untuned network's N slowest tasks timed inside runs of
+the network; --verbose prints each failure's traceback.
+
 --tiny: every model at a tiny size (few channels, 64x64 images, 8 tokens) with timings of a few runs: a check
 that the script works (tests/python/test_bench.py), whose figures mean nothing.
 """
@@ -48,6 +66,7 @@ _env.set_openblas_coretype()  # before numpy loads OpenBLAS
 import numpy as np  # noqa: E402
 
 import _models  # noqa: E402
+import _ort_profile  # noqa: E402
 import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
 from autosched.core.text import parse_duration  # noqa: E402
@@ -81,13 +100,14 @@ def import_graph(frontend, module, example, model_bytes):
 
 
 def tune(graph, seconds, log, layout="auto"):
-    """The graph's tasks tuned for `seconds` into `log`: (the network built from the log, the session's curve:
-    (seconds since it started, estimated latency in seconds) after every batch)."""
+    """The graph's tasks tuned for `seconds` into `log`: (the network built from the log, the TaskScheduler's
+    result, whose time_history is the curve: (seconds since it started, estimated latency in seconds) after every
+    batch)."""
     tasks, weights = agraph.extract_tasks(graph, "llvm", layout=layout)
     opts = ans.TuningOptions(num_measure_trials=1000 * len(tasks), num_measures_per_round=16,
                              measure_callbacks=[ans.RecordToFile(log)], verbose=0, time_budget_s=seconds)
     result = ans.TaskScheduler(tasks, weights).tune(opts)
-    return agraph.build(graph, "llvm", log, verbose=False, layout=layout), result.time_history
+    return agraph.build(graph, "llvm", log, verbose=False, layout=layout), result
 
 
 CURVE_POINTS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)  # shares of the budget at which the curve is printed
@@ -136,19 +156,40 @@ def bench_import(name, frontend, module, example, model_bytes, peers, args, log_
         if args.profile:
             _env.print_profile(name, net, feed, args.profile)
         runs = {"autosched": lambda: net(feed), **peers["runs"]}
+        result = None
         if args.time_budget:
-            tuned, row["curve"] = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"),
-                                       args.layout)
+            tuned, result = tune(graph, args.time_budget, os.path.join(log_dir, f"{name}.{frontend}.json"),
+                                 args.layout)
+            row["curve"] = result.time_history
             runs["tuned"] = lambda: tuned(feed)
         if args.compare and "session" in peers:
             row["compare"] = compare_outputs(tuned if args.time_budget else net, peers["session"], model_bytes,
                                              example, args.compare, output_step(model_bytes))
         row.update(alternate(runs, args.rounds, args.min_seconds))
+        if args.ort_table:
+            row["ort_table"] = ort_table(tuned if args.time_budget else net, result, frontend, model_bytes, feed,
+                                         args.threads)
     except Exception as e:  # noqa: BLE001 -- a model that fails is a row of the table, not the end of the run
         row["failure"] = first_line(e)
         if args.verbose:
             traceback.print_exc()
     return row
+
+
+def ort_table(net, result, frontend, model_bytes, feed, threads):
+    """--ort-table's lines: onnxruntime's profile of the exported model (`model_bytes`, the peer's session options)
+    by operator type, and per task of `net`: its kernels' time inside runs of the network, the tuner's estimate
+    (with the TaskScheduler's `result`), onnxruntime's time for the same ONNX nodes and their ratio; the totals
+    and onnxruntime's nodes no task holds."""
+    if frontend != "onnx" or model_bytes is None:
+        return ["  onnxruntime's table: for the onnx import only (its groups' nodes have the ONNX nodes' names)"]
+    try:
+        ort = _ort_profile.onnxruntime_profile(model_bytes, {"input": feed}, threads, inter_op_threads=1)
+        if ort is None:
+            return ["  onnxruntime's table: onnxruntime is not installed"]
+        return [_ort_profile.by_type_line(ort)] + _ort_profile.in_network_lines(net, [feed], result, ort)
+    except Exception as e:  # noqa: BLE001 -- the row's timings stand without the table
+        return [f"  onnxruntime's table failed: {first_line(e)}"]
 
 
 def peer_runs(module, example, model_bytes, threads):
@@ -312,7 +353,7 @@ def print_row(row, args, family=""):
         line += f"{row[peer] * 1e3:8.2f}{row[peer] / ours:7.2f}" if peer in row else f"{'-':>8}{'-':>7}"
     if "tuned" in row:
         line += f"{row['tuned'] * 1e3:8.2f}" + (f"{row['onnxruntime'] / row['tuned']:10.2f}"
-                                                 if "onnxruntime" in row else f"{'-':>10}")
+                                                if "onnxruntime" in row else f"{'-':>10}")
     notes = ("  ** MISMATCH **" if row["error"] > (MISMATCH_QUANTIZED if args.quantize != "none" else 1e-3)
              else "") + (
         "  (checked against PyTorch: no ONNX export)" if row.get("reference") == "pytorch" else "")
@@ -326,6 +367,8 @@ def print_row(row, args, family=""):
     if row.get("curve"):
         print(f"{'':22}estimate (ms) after: {curve_text(row['curve'], args.time_budget, row.get('onnxruntime'))}",
               flush=True)
+    if row.get("ort_table"):
+        print("\n".join(row["ort_table"]), flush=True)
 
 
 def print_geometric_means(rows):
@@ -366,6 +409,9 @@ def main():
     parser.add_argument("--compare", type=int, default=0, metavar="N",
                         help="compare the (tuned) network's outputs with onnxruntime's on N random inputs: argmax "
                              "and largest difference")
+    parser.add_argument("--ort-table", action="store_true",
+                        help="per task of the (tuned) network: its time inside runs of the network beside "
+                             "onnxruntime's profiled time for the same ONNX nodes (onnx imports)")
     parser.add_argument("--verbose", action="store_true", help="print each failure's traceback")
     args = parser.parse_args()
     if args.quantize != "none":

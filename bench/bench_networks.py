@@ -12,8 +12,8 @@ Graph.to_onnx, same weights) and PyTorch (the same graph run op by op with torch
 all three in this process on the same input, in turn over --rounds alternating rounds (the best of each is
 reported, and the range of the per-round ratios beside it), --round-gap-s seconds apart: a shared host that
 slows down for tens of seconds then slows one round, not all of them. Prints the trial budget and wall time of
-tuning, and latency ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported and
-skipped (`pip install onnx onnxruntime torch==2.13.0`). --cost-model scratch and --no-transfer-seeds turn off
+tuning, and latency ratios peer / autosched (above 1: autosched is faster). Peers that are not installed are reported
+and skipped (`pip install onnx onnxruntime torch==2.13.0`). --cost-model scratch and --no-transfer-seeds turn off
 the pretrained cost model and the seeds from similar tasks, for a run to compare with; the estimated total
 latency after each scheduler round is printed against the tuning time (the curve). Not a test: figures vary
 with the machine's load.
@@ -24,14 +24,15 @@ knowing the whole budget, so a run stopped at 10 minutes can differ). After each
 went (measuring, search, cost model), the tasks' table (weight, trials, best kernel, its share of the estimate)
 and onnxruntime's profile of the same graph by operator type, the per-task comparison behind the ratio; and
 per task, its share of the estimate beside its kernels' time inside runs of the built network (what the
-estimate misses: caches as the other kernels leave them, each weight read once per run).
+estimate misses: caches as the other kernels leave them, each weight read once per run) and onnxruntime's
+profiled time for the same graph nodes, with the share of onnxruntime's time no task holds (bench/_ort_profile.py
+matches its nodes, renamed and fused as it runs them, to the tasks'; bench_models.py --ort-table prints the same).
 
 --tiny runs the models at a tiny size (TINY_OPTIONS) with timings of a few runs: a check that the script works
 (tests/python/test_bench.py), whose figures mean nothing.
 """
 import argparse
 import collections
-import json
 import os
 import shlex
 import shutil
@@ -45,6 +46,7 @@ _env.set_openblas_coretype()  # before numpy loads OpenBLAS
 
 import numpy as np  # noqa: E402
 
+import _ort_profile  # noqa: E402
 import autosched as ans  # noqa: E402
 from autosched import graph as agraph  # noqa: E402
 from autosched.graph import zoo  # noqa: E402
@@ -195,8 +197,8 @@ def tune_and_build(name, g, args, log_dir):
     net = agraph.build(g, "llvm", log)
     time_split(result, tune_s)
     task_table(result)
-    print("  curve (tuning s, estimated ms of the tuned kernels):",
-          ", ".join(f"{t:.0f} {ms:.3f}" for t, ms in curve.points[::max(1, len(curve.points) // 16)] + curve.points[-1:]))
+    shown = curve.points[::max(1, len(curve.points) // 16)] + curve.points[-1:]
+    print("  curve (tuning s, estimated ms of the tuned kernels):", ", ".join(f"{t:.0f} {ms:.3f}" for t, ms in shown))
     print(f"  estimated total {result.latency_after * 1e3:.3f} ms (of which {result.outside_kernels_s * 1e3:.3f} ms "
           "outside the kernels)" if result.latency_after is not None else "  estimated total: unknown", flush=True)
     if result.network_timings:
@@ -205,92 +207,6 @@ def tune_and_build(name, g, args, log_dir):
               f"{sum(t['seconds'] for t in result.network_timings):.0f} s; the last at {last['at_s']:.0f} s: built "
               f"{last['run_s'] * 1e3:.3f} ms, kernels {last['kernel_scale']:.2f}x their tuner times", flush=True)
     return net, result, tune_s, len(tasks), result.latency_after, checkpoints.copies
-
-
-def _ort_node_groups(node_ms, tasks_nodes):
-    """onnxruntime's node times (name -> ms) per task: a node belongs to the task whose group holds a node of
-    its name, or of its name's start before a suffix onnxruntime adds (relu1_nchwc, fc_Gemm_0); the longest such
-    name wins. Returns (ms per task key, ms of the nodes no task holds)."""
-    owner = {}
-    for key, names in tasks_nodes.items():
-        for name in names:
-            owner[name] = key
-    per_task, unmatched = collections.Counter(), 0.0
-    for node, ms in node_ms.items():
-        candidates = [n for n in owner if node == n or node.startswith(n + "_")]
-        if candidates:
-            per_task[owner[max(candidates, key=len)]] += ms
-        else:
-            unmatched += ms
-    return per_task, unmatched
-
-
-def in_network_table(net, inputs, result, ort_nodes=None):
-    """Per task: weight x its best measured kernel as the tuner timed it (alone, warm caches) beside
-    its kernels' time inside runs of the built network (GraphModule.network_profile), largest first; then what
-    those runs spend between the kernels. With `ort_nodes` (onnxruntime's profile: node name -> ms per run),
-    also onnxruntime's time for the same nodes of the graph."""
-    estimate = {t.workload_key: (t.desc, w * r.best_cost if r.best_cost else 0.0)
-                for t, w, r in zip(result.tasks, result.weights, result.task_results)}
-    inside = collections.Counter()
-    tasks_nodes = collections.defaultdict(list)
-    profile = net.network_profile(*inputs, number=10, repeat=3)
-    for info, seconds in profile.rows:
-        key = info.task.workload_key if info.task is not None else info.name
-        inside[key] += seconds
-        tasks_nodes[key].extend(info.nodes)
-    ort_ms, unmatched = _ort_node_groups(ort_nodes, tasks_nodes) if ort_nodes else (None, 0.0)
-    rows = sorted(((inside[k], desc, est, k) for k, (desc, est) in estimate.items()), reverse=True)
-    print(f"  tasks in the network ({len(rows)}; kernel time inside 30 runs of the built network, the best of 3"
-          " means of 10" + ("; onnxruntime: its profiler's time for the same graph nodes" if ort_ms else "")
-          + "):")
-    print(f"    {'task':44}{'tuner ms':>12}{'in net ms':>10}{'in / tuner':>11}"
-          + (f"{'ort ms':>10}{'ort / in net':>13}" if ort_ms else ""))
-    for t_in, desc, est, key in rows:
-        line = f"    {desc[:43]:44}{est * 1e3:12.4f}{t_in * 1e3:10.4f}" + (f"{t_in / est:11.2f}" if est else f"{'-':>11}")
-        if ort_ms:
-            ms = ort_ms.get(key, 0.0)
-            line += f"{ms:10.4f}" + (f"{ms / (t_in * 1e3):13.2f}" if ms and t_in else f"{'-':>13}")
-        print(line)
-    kernels, est_total = sum(inside.values()), sum(est for _, _, est, _ in rows)
-    print(f"    {'all tasks':44}{est_total * 1e3:12.4f}{kernels * 1e3:10.4f}"
-          + (f"{kernels / est_total:11.2f}" if est_total else "")
-          + (f"{sum(ort_ms.values()):10.4f}" if ort_ms else "")
-          + f"; between the kernels {(profile.run_seconds - kernels) * 1e3:.3f} ms of a run's "
-          f"{profile.run_seconds * 1e3:.3f}"
-          + (f"; onnxruntime's nodes of no task {unmatched:.3f} ms" if ort_ms else ""), flush=True)
-
-
-def onnxruntime_profile(g, inputs, threads, runs=20):
-    """Prints onnxruntime's time per operator type (ms per run, from its profiler), largest first; returns its
-    time per node (name -> ms per run), or None without onnxruntime."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.enable_profiling = True
-        opts.profile_file_prefix = os.path.join(tmp, "ort")
-        sess = ort.InferenceSession(g.to_onnx().SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        feed = dict(zip(g.inputs, inputs))
-        for _ in range(runs):
-            sess.run(None, feed)
-        with open(sess.end_profiling()) as f:
-            events = json.load(f)
-    by_type, nodes, per_node = collections.Counter(), collections.Counter(), collections.Counter()
-    for ev in events:
-        if ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time"):
-            op = ev.get("args", {}).get("op_name", "?")
-            by_type[op] += ev["dur"] / 1e3 / runs  # us -> ms
-            nodes[op] += 1
-            per_node[ev["name"][:-len("_kernel_time")]] += ev["dur"] / 1e3 / runs
-    total = sum(by_type.values()) or 1.0
-    print(f"  onnxruntime's profile by operator type ({total:.3f} ms per run in its kernels): "
-          + ", ".join(f"{op} x{round(nodes[op] / runs)} {ms:.3f} ms ({ms / total:.0%})"
-                      for op, ms in by_type.most_common()), flush=True)
-    return per_node
 
 
 def bench_model(name, args, log_dir):
@@ -303,8 +219,11 @@ def bench_model(name, args, log_dir):
     if estimate:
         built = _env.best_of(lambda: net(*inputs), args.min_seconds, min_runs=5)
         print(f"  built network {built * 1e3:.3f} ms; the estimate is {estimate / built:.2f} of it", flush=True)
-    ort_nodes = onnxruntime_profile(g, inputs, args.threads)
-    in_network_table(net, inputs, result, ort_nodes)
+    ort = _ort_profile.onnxruntime_profile(g.to_onnx().SerializeToString(), dict(zip(g.inputs, inputs)),
+                                           args.threads)
+    if ort is not None:
+        print(_ort_profile.by_type_line(ort), flush=True)
+    print("\n".join(_ort_profile.in_network_lines(net, inputs, result, ort)), flush=True)
     runs = {"autosched": lambda: net(*inputs)}
     for at, elapsed, path in copies:
         early = agraph.build(g, "llvm", path, verbose=False)

@@ -2,7 +2,7 @@
 listed with the reason it cannot run here; bench/_env.py sets OPENBLAS_CORETYPE only on AVX-512 CPUs (OpenBLAS
 may misread them; on AVX2 the setting dies with SIGILL), and the scripts leave it to that helper; the network
 bench gives onnxruntime's profiled nodes to the tasks of its table and times networks and peers in alternating
-rounds."""
+rounds; the model suite bench prints the same table for imported models (--ort-table)."""
 import importlib.util
 import os
 import pathlib
@@ -127,20 +127,52 @@ def test_bench_prologue_then_numpy_matmul_runs_on_this_cpu():
     assert result.stdout.strip() == ("SkylakeX" if avx512 else "None")
 
 
+def load_ort_profile():
+    spec = importlib.util.spec_from_file_location("bench_ort_profile", ROOT / "bench" / "_ort_profile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_network_bench_gives_each_onnxruntime_node_to_the_task_holding_it():
     """onnxruntime's profiled nodes per task of the network table: a node by its own name or by its name before
     a suffix onnxruntime adds (relu1_nchwc, fc_Gemm_0), the longest graph node name winning; the rest apart."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import bench_networks
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    ort_profile = load_ort_profile()
     tasks_nodes = {"conv": ["layer1.bn", "layer1.relu"], "conv1": ["layer1.relu1"], "fc": ["fc"]}
     node_ms = {"layer1.relu_nchwc": 1.0, "layer1.relu1_nchwc": 2.0, "fc_Gemm_0": 0.5, "fc": 0.25,
                "ReorderOutput": 0.125}
-    per_task, unmatched = bench_networks._ort_node_groups(node_ms, tasks_nodes)
+    per_task, unmatched = ort_profile.node_tasks(node_ms, tasks_nodes)
     assert per_task == {"conv": 1.0, "conv1": 2.0, "fc": 0.75}
-    assert unmatched == 0.125
+    assert unmatched == {"ReorderOutput": 0.125}
+
+
+def test_onnxruntime_nodes_renamed_or_added_by_it_go_to_the_tasks_of_the_model_nodes():
+    """The model's nodes (an imported ONNX model: our nodes carry its node names, "/op" for an importer's second
+    node, ".nchw" for a layout copy) and onnxruntime's, renamed (a Conv named after its output value + "_nchwc",
+    ".../MatMulAddFusion"), new ("SkipLayerNormalization_token_3": by the model value it computes) or inserted (a
+    Reshape before a Gemm: by the node reading its output); an exported MatMul goes with the Add reading it; a
+    node of no task stays apart."""
+    ort_profile = load_ort_profile()
+    model_nodes = [("/conv/Conv", ["x"], ["/conv/Conv_output_0"]),
+                   ("/relu/Relu", ["/conv/Conv_output_0"], ["/relu/Relu_output_0"]),
+                   ("/fc/MatMul", ["/relu/Relu_output_0"], ["/fc/MatMul_output_0"]),
+                   ("/fc/Add", ["/fc/MatMul_output_0"], ["/fc/Add_output_0"]),
+                   ("/ln/LayerNormalization", ["/fc/Add_output_0"], ["/ln/LayerNormalization_output_0"]),
+                   ("/shape/Shape", ["x"], ["/shape/Shape_output_0"])]
+    tasks_nodes = {"conv": ["/conv/Conv", "/relu/Relu", "/relu/Relu.nchw"], "dense": ["/fc/Add", "/fc/Add/bias"],
+                   "norm": ["/ln/LayerNormalization"]}
+    session_nodes = {"/relu/Relu_output_0_nchwc": (["x"], ["reorder_token_0"]),
+                     "ReorderOutput": (["reorder_token_0"], ["/relu/Relu_output_0"]),
+                     "gemm_input_reshape": (["/relu/Relu_output_0"], ["gemm_arg"]),
+                     "/fc/MatMul/MatMulAddFusion": (["gemm_arg"], ["/fc/Add_output_0"]),
+                     "SkipLayerNormalization_token_3": (["/fc/Add_output_0"], ["/ln/LayerNormalization_output_0"]),
+                     "/shape/Shape": (["x"], ["/shape/Shape_output_0"]), "Orphan": ([], ["orphan_out"])}
+    node_ms = {"/relu/Relu_output_0_nchwc": 1.0, "ReorderOutput": 0.5, "gemm_input_reshape": 0.25,
+               "/fc/MatMul/MatMulAddFusion": 2.0, "SkipLayerNormalization_token_3": 4.0, "/shape/Shape": 0.125,
+               "Orphan": 8.0}
+    per_task, unmatched = ort_profile.node_tasks(node_ms, tasks_nodes, model_nodes, session_nodes)
+    assert per_task == {"conv": 1.5, "dense": 2.25, "norm": 4.0}
+    assert unmatched == {"/shape/Shape": 0.125, "Orphan": 8.0}
 
 
 def test_network_bench_times_networks_and_peers_in_alternating_rounds(monkeypatch):
@@ -175,17 +207,23 @@ def test_network_bench_refuses_bad_rounds(flag, value, problem):
 
 def test_model_suite_bench_tunes_within_its_budget_and_prints_the_curve(tmp_path):
     """--time-budget takes a duration, keeps the log in --log-dir, prints the estimate against time and the
-    geometric means of the ratios to onnxruntime."""
+    geometric means of the ratios to onnxruntime; --ort-table gives the tuned network's table the tuner's column."""
     pytest.importorskip("onnxruntime")
     logs = tmp_path / "logs"
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--tiny", "--models",
                              "squeezenet1_1", "--frontend", "onnx", "--rounds", "1", "--time-budget", "0.1m",
-                             "--log-dir", str(logs)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                             "--log-dir", str(logs), "--ort-table"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout[-2000:] + result.stderr[-3000:]
     curve = next(line for line in result.stdout.splitlines() if "estimate (ms) after:" in line)
     assert curve.rstrip().endswith("x)") and "6s " in curve, curve  # the last point: the whole budget
     assert "geometric mean of onnxruntime / autosched tuned" in result.stdout
     assert (logs / "squeezenet1_1.onnx.json").stat().st_size > 0
+    # --ort-table on the tuned network: the tuner's estimate beside the time inside network runs and onnxruntime's
+    header = result.stdout.splitlines().index(next(line for line in result.stdout.splitlines()
+                                                   if line.startswith("  tasks in the network (")))
+    assert result.stdout.splitlines()[header + 1].split()[:7] == ["task", "tuner", "ms", "in", "net", "ms", "in"]
+    assert "onnxruntime's nodes matched to tasks:" in result.stdout
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--time-budget", "ten"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "time budget 'ten'" in bad.stderr, bad.stderr
@@ -212,3 +250,27 @@ def test_model_suite_bench_runs_quantized_models(how):
                   "onnxruntime against ONNX's definition"):
         compared = next(line for line in result.stdout.splitlines() if label in line)
         assert re.search(r"same argmax on \d of 4 random inputs \(\d+ of \d+ rows\)", compared), compared
+
+
+def test_model_suite_bench_gives_onnxruntime_time_to_the_tasks_of_a_cnn_and_a_transformer():
+    """--ort-table: per task of the built network, its time inside network runs beside onnxruntime's profiled time
+    for the same ONNX nodes; all of onnxruntime's time of a tiny CNN and a tiny transformer goes to tasks but a
+    sliver; the PyTorch import says the table is the ONNX import's."""
+    pytest.importorskip("onnxruntime")
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_models.py"), "--tiny", "--models",
+                             "squeezenet1_1,bert_base", "--rounds", "1", "--ort-table"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout[-2000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.startswith("  tasks in the network (")]
+    assert len(headers) == 2, result.stdout[-4000:]
+    for start in headers:
+        assert lines[start + 1].split() == ["task", "in", "net", "ms", "ort", "ms", "ort", "/", "in", "net"]
+        end = next(i for i in range(start + 2, len(lines)) if lines[i].startswith("    all tasks"))
+        table = "\n".join(lines[start:end + 2])
+        ort_ms = [float(line.split()[-2]) for line in lines[start + 2:end]]  # the tasks' ort ms column
+        assert ort_ms and sum(ms > 0 for ms in ort_ms) >= 0.9 * len(ort_ms), table
+        matched = re.search(r"onnxruntime's nodes matched to tasks: [\d.]+ of its [\d.]+ ms \((\d+)%",
+                            lines[end + 1])
+        assert matched and int(matched.group(1)) >= 90, table
+    assert "onnxruntime's table: for the onnx import only" in result.stdout
