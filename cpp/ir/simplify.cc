@@ -21,6 +21,7 @@
 #include <cmath>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "ir/functor.h"
 #include "ir/printer.h"
@@ -498,6 +499,46 @@ class Simplifier : public ExprMutator {
     return SameExpr(a, b) ? a : Expr();
   }
 
+  // a = k*A + r with k dividing c and 0 <= r < k (the flattened index of a
+  // reshape: 784*c + 28*h + w with 28*h + w < 784): floordiv(a, c) is
+  // floordiv(A, c/k) and floormod(a, c) is floormod(A, c/k)*k + r. Tries the
+  // periods k that the terms' coefficients share with c, largest first; an
+  // undefined Expr when none splits `whole` so.
+  Expr DivModByPeriod(BinOp op, const LinearForm& whole, int64_t c) {
+    std::vector<Wide> periods;
+    for (const Term& term : whole.terms) {
+      Wide k = term.coeff < 0 ? -term.coeff : term.coeff, other = c;
+      while (other != 0) k = std::exchange(other, k % other);
+      if (k > 1 && k < c) periods.push_back(k);
+    }
+    std::sort(periods.rbegin(), periods.rend());
+    periods.erase(std::unique(periods.begin(), periods.end()), periods.end());
+    for (Wide k : periods) {
+      LinearForm outer{whole.dtype, {}, 0}, inner{whole.dtype, {}, whole.constant};
+      for (const Term& term : whole.terms) {
+        if (term.coeff % k == 0) {
+          outer.terms.push_back({term.atom, term.key, term.coeff / k});
+        } else {
+          inner.terms.push_back(term);
+        }
+      }
+      std::optional<Bounds> rb = ExactBounds(inner);
+      if (!rb) continue;
+      Wide shift = FloorDivWide(rb->lo, k);
+      if (shift != FloorDivWide(rb->hi, k)) continue;  // r spans more than one period
+      outer.constant += shift;
+      inner.constant -= shift * k;
+      DataType t = whole.dtype;
+      Expr m = Imm(t, Wide{c} / k);
+      Expr a_outer = FromLinear(outer);
+      Expr div = SimplifyDivMod(BinOp::FloorDiv, a_outer, m);
+      if (op == BinOp::FloorDiv) return div.defined() ? div : floordiv(a_outer, m);
+      Expr mod = SimplifyDivMod(BinOp::FloorMod, a_outer, m);
+      return (mod.defined() ? mod : floormod(a_outer, m)) * Imm(t, k) + FromLinear(inner);
+    }
+    return Expr();
+  }
+
   Expr SimplifyDivMod(BinOp op, const Expr& a, const Expr& b) {
     int64_t c = 0;
     if (!GetConstInt(b, &c) || c <= 0) return Expr();
@@ -546,6 +587,7 @@ class Simplifier : public ExprMutator {
       rest.constant -= k * c;
       return FromLinear(rest);
     }
+    if (Expr inner = DivModByPeriod(op, whole, c); inner.defined()) return inner;
     if (quotient.is_const() && quotient.constant == 0) return Expr();
     if (op == BinOp::FloorMod) return floormod(FromLinear(rest), Imm(t, c));
     return FromLinear(quotient) + floordiv(FromLinear(rest), Imm(t, c));

@@ -93,6 +93,40 @@ TEST(IrSimplify, DivModWithRanges) {
   EXPECT_EQ(ToString(Simplify(i * 2 + j, point)), "(j + 6)");
 }
 
+TEST(IrSimplify, DivModOfAReshapedIndex) {
+  // The flattened index of [116, 28, 28] divided by a multiple of the row block 784: the rows (28*h + w <
+  // 784) never reach the next block, so the division is of the channel alone.
+  Expr c = Var("c"), h = Var("h"), w = Var("w");
+  VarRanges r{{V(c), Interval::FromExtent(0, 116)},
+              {V(h), Interval::FromExtent(0, 28)},
+              {V(w), Interval::FromExtent(0, 28)}};
+  Expr flat = c * 784 + h * 28 + w;
+  EXPECT_EQ(ToString(Simplify(floordiv(flat, 1568), r)), "floordiv(c, 2)");
+  EXPECT_EQ(ToString(Simplify(floormod(floordiv(flat, 784), 116), r)), "c");
+  EXPECT_EQ(ToString(Simplify(floordiv(flat, 784 * 58), r)), "floordiv(c, 58)");
+  EXPECT_EQ(ToString(Simplify(floormod(flat, 1568), r)), "((floormod(c, 2)*784) + ((h*28) + w))");
+  // An offset that keeps the rows within one block moves into the channel's part.
+  EXPECT_EQ(ToString(Simplify(floordiv(flat + 784 * 3, 1568), r)), "(1 + floordiv((c + 1), 2))");
+  // Rows that may cross a block boundary are left alone.
+  EXPECT_EQ(ToString(Simplify(floordiv(flat + 5, 1568), r)),
+            "floordiv(((((c*784) + (h*28)) + w) + 5), 1568)");
+  // Every claimed value is the true one, over the whole range.
+  for (int64_t cv : {0, 1, 57, 58, 115}) {
+    for (int64_t hv : {0, 13, 27}) {
+      for (int64_t wv : {0, 27}) {
+        int64_t x = cv * 784 + hv * 28 + wv;
+        VarRanges at{{V(c), Interval::FromExtent(cv, 1)},
+                     {V(h), Interval::FromExtent(hv, 1)},
+                     {V(w), Interval::FromExtent(wv, 1)}};
+        Expr div = Simplify(Simplify(floordiv(flat, 1568), r), at);
+        Expr mod = Simplify(Simplify(floormod(flat, 1568), r), at);
+        EXPECT_EQ(ToString(div), std::to_string(x / 1568));
+        EXPECT_EQ(ToString(mod), std::to_string(x % 1568));
+      }
+    }
+  }
+}
+
 TEST(IrSimplify, CanProve) {
   Expr i = Var("i"), j = Var("j");
   VarRanges r{{V(i), Interval::FromExtent(0, 16)}, {V(j), Interval::FromExtent(0, 4)}};

@@ -51,13 +51,56 @@ bool IsReadOnceElementWise(const State& s, int stage_id) {
   return access.consumers.size() == 1 && dag.ElementWiseMatch(stage_id, access.consumers.front());
 }
 
+// Whether an expression only moves values: loads, constants and choices among
+// them by conditions on the indices (a concat, a slice, a padding), with no
+// arithmetic or conversion of the values themselves.
+bool MovesValuesOnly(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::TensorLoad:
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return true;
+    case ExprKind::Select: {
+      const auto* n = e.as<SelectNode>();
+      return MovesValuesOnly(n->true_value) && MovesValuesOnly(n->false_value);
+    }
+    case ExprKind::Call: {
+      const auto* n = e.as<CallNode>();
+      return n->op == Intrinsic::IfThenElse && n->args.size() == 3 && MovesValuesOnly(n->args[1]) &&
+             MovesValuesOnly(n->args[2]);
+    }
+    default: return false;
+  }
+}
+
+// A stage that only rearranges elements (a reshape, transpose, concat or slice,
+// whose loads index with floordiv and floormod) and whose every consumer reads
+// without reducing: inlined, a chain of them (a channel shuffle: concat,
+// reshape, transpose, reshape) is one pass that reads each element where it
+// lies instead of one copy per stage; the simplifier folds the composed
+// indices back to affine ones where the reshapes split or merge whole axes.
+// On CPU targets, where it was measured.
+bool IsRearrangementIntoInjective(const SketchContext& ctx, const State& s, int stage_id) {
+  if (ctx.task.target.kind->is_gpu) return false;
+  const ComputeDAG& dag = s.dag();
+  const Tensor& op = dag.ops()[stage_id];
+  const OpAccessInfo& access = dag.access(stage_id);
+  if (!op->is_compute() || !op->reduce_axis.empty() || access.is_output || access.consumers.empty())
+    return false;
+  if (!MovesValuesOnly(op->body)) return false;
+  return std::all_of(access.consumers.begin(), access.consumers.end(), [&](int consumer) {
+    const Tensor& c = dag.ops()[consumer];
+    return c->is_compute() && c->reduce_axis.empty();
+  });
+}
+
 class AlwaysInlineRule : public SketchRule {
  public:
   std::string name() const override { return "always-inline"; }
-  Condition MeetCondition(const SketchContext&, const State& s, int stage_id) const override {
+  Condition MeetCondition(const SketchContext& ctx, const State& s, int stage_id) const override {
     if (!IsFreshRootStage(s, stage_id)) return Condition::Skip;
     const bool inline_it = s.dag().access(stage_id).is_strictly_inlineable ||
-                           IsGatherReadElementWise(s, stage_id) || IsReadOnceElementWise(s, stage_id);
+                           IsGatherReadElementWise(s, stage_id) || IsReadOnceElementWise(s, stage_id) ||
+                           IsRearrangementIntoInjective(ctx, s, stage_id);
     return inline_it ? Condition::ApplyAndSkipRest : Condition::Skip;
   }
   Results Apply(const SketchContext&, const State& s, int stage_id) const override {
