@@ -522,6 +522,10 @@ class Simplifier : public ExprMutator {
           inner.terms.push_back(term);
         }
       }
+      // Only a low part that varies: dividing a common factor out of every
+      // term changes nothing that interval analysis needs, and the guards of
+      // GPU fetch loops are decided on the undivided form.
+      if (inner.terms.empty()) continue;
       std::optional<Bounds> rb = ExactBounds(inner);
       if (!rb) continue;
       Wide shift = FloorDivWide(rb->lo, k);

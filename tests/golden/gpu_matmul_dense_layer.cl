@@ -29,22 +29,21 @@ void default_function_kernel0(__global float* restrict T_matmul, __global const 
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         #pragma unroll
-        for (int ax0_ax1_0_0 = 0; ax0_ax1_0_0 < 6; ++ax0_ax1_0_0) {
+        for (int ax0_ax1_0_0 = 0; ax0_ax1_0_0 < 7; ++ax0_ax1_0_0) {
           {
             const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
-            (*(__local float4*)(B_shared + (((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) / 96) * 96) + (((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) % 96)))) = vload4(0, B + (((((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) / 96) * 3072) + (((i_0_j_0 % 128) / 4) * 96)) + (((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) % 96)) + (k_0 * 12288)));
+            if ((((((ax0_ax1_0_0 * 16) + ax0_ax1_0_1_1) / 24) + (k_0 * 4)) < 768)) {
+              (*(__local float4*)(B_shared + (((((ax0_ax1_0_0 * 16) + ax0_ax1_0_1_1) / 24) * 96) + ((((ax0_ax1_0_0 * 16) + ax0_ax1_0_1_1) % 24) * 4)))) = vload4(0, B + (((((((ax0_ax1_0_0 * 16) + ax0_ax1_0_1_1) / 24) * 3072) + (((i_0_j_0 % 128) / 4) * 96)) + ((((ax0_ax1_0_0 * 16) + ax0_ax1_0_1_1) % 24) * 4)) + (k_0 * 12288)));
+            }
           }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        #pragma unroll
-        for (int ax0_ax1_0_0 = 6; ax0_ax1_0_0 < (6 + 2); ++ax0_ax1_0_0) {
-          {
-            const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
-            #pragma unroll
-            for (int ax0_ax1_1 = 0; ax0_ax1_1 < 4; ++ax0_ax1_1) {
-              if (((((((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) / 96) < 5) && ((((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) / 96) + (k_0 * 4)) < 768)) && ((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) < 480)) && (((ax0_ax1_0_0 * 16) + ax0_ax1_0_1_1) < 120))) {
-                B_shared[((((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) / 96) * 96) + ((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) % 96))] = B[((((((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) / 96) * 3072) + (((i_0_j_0 % 128) / 4) * 96)) + ((((ax0_ax1_0_0 * 64) + (ax0_ax1_0_1_1 * 4)) + ax0_ax1_1) % 96)) + (k_0 * 12288))];
-              }
+        {
+          const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
+          #pragma unroll
+          for (int ax0_ax1_1 = 0; ax0_ax1_1 < 4; ++ax0_ax1_1) {
+            if ((((((4 + ((ax0_ax1_0_1_1 + 16) / 24)) < 5) && (((((ax0_ax1_0_1_1 + 16) / 24) + (k_0 * 4)) + 4) < 768)) && ((((ax0_ax1_0_1_1 * 4) + ax0_ax1_1) + 448) < 480)) && ((ax0_ax1_0_1_1 + 112) < 120))) {
+              B_shared[(((ax0_ax1_1 + (((ax0_ax1_0_1_1 + 16) / 24) * 96)) + (((ax0_ax1_0_1_1 + 16) % 24) * 4)) + 384)] = B[(((((ax0_ax1_1 + (((ax0_ax1_0_1_1 + 16) / 24) * 3072)) + (((i_0_j_0 % 128) / 4) * 96)) + (((ax0_ax1_0_1_1 + 16) % 24) * 4)) + (k_0 * 12288)) + 12288)];
             }
           }
         }

@@ -24,7 +24,7 @@ void default_function_kernel0(__global float* restrict C, __global const float* 
         barrier(CLK_LOCAL_MEM_FENCE);
         {
           const int ax0_ax1_0_1_1 = (int)get_local_id(0);  // threadIdx.x
-          if (get_local_id(1) == 0) (*(__local float4*)(B_shared + ((((ax0_ax1_0_1_1 * 4) / 8) * 36) + ((ax0_ax1_0_1_1 * 4) % 8)))) = vload4(0, B + ((((((ax0_ax1_0_1_1 * 4) / 8) * 64) + ((ax0_ax1_0_1_1 * 4) % 8)) + (j_0 * 8)) + (k_0 * 256)));
+          if (get_local_id(1) == 0) (*(__local float4*)(B_shared + (((ax0_ax1_0_1_1 / 2) * 36) + ((ax0_ax1_0_1_1 % 2) * 4)))) = vload4(0, B + (((((ax0_ax1_0_1_1 / 2) * 64) + ((ax0_ax1_0_1_1 % 2) * 4)) + (j_0 * 8)) + (k_0 * 256)));
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         {
