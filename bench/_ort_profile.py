@@ -87,12 +87,18 @@ def onnxruntime_profile(model_bytes, feed, threads, number=10, repeat=3, inter_o
     return OrtProfile(node_ms, op_types, model_nodes, session_nodes, number, repeat, min(run_means))
 
 
+def _by_type(node_ms, op_types):
+    """(ms per operator type, nodes per operator type) of onnxruntime's nodes `node_ms` (name -> ms)."""
+    by_type, count = collections.Counter(), collections.Counter()
+    for name, ms in node_ms.items():
+        by_type[op_types.get(name, "?")] += ms
+        count[op_types.get(name, "?")] += 1
+    return by_type, count
+
+
 def by_type_line(ort):
     """onnxruntime's time per operator type (ms per run), largest first, as one line."""
-    by_type, count = collections.Counter(), collections.Counter()
-    for name, ms in ort.node_ms.items():
-        by_type[ort.op_types[name]] += ms
-        count[ort.op_types[name]] += 1
+    by_type, count = _by_type(ort.node_ms, ort.op_types)
     total = sum(by_type.values()) or 1.0
     return (f"  onnxruntime's profile by operator type ({total:.3f} ms per run in its kernels): "
             + ", ".join(f"{op} x{count[op]} {ms:.3f} ms ({ms / total:.0%})" for op, ms in by_type.most_common()))
@@ -232,10 +238,7 @@ def unmatched_line(ort, unmatched):
     holds by operator type."""
     total = sum(ort.node_ms.values())
     missed = sum(unmatched.values())
-    by_type, count = collections.Counter(), collections.Counter()
-    for node, ms in unmatched.items():
-        by_type[ort.op_types.get(node, "?")] += ms
-        count[ort.op_types.get(node, "?")] += 1
+    by_type, count = _by_type(unmatched, ort.op_types)
     text = (f"    onnxruntime's nodes matched to tasks: {total - missed:.3f} of its {total:.3f} ms "
             f"({(total - missed) / total if total else 1.0:.0%}; a profiled run {ort.run_ms:.3f} ms); of no task: ")
     if not unmatched:
