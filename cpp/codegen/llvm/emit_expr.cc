@@ -1,5 +1,6 @@
 // IREmitter: types and expressions.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/PatternMatch.h>
 #include <llvm/Support/MathExtras.h>
 
@@ -412,6 +413,29 @@ llvm::Value* IREmitter::EmitErfFloat32(DataType t, llvm::Value* x) {
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r);
 }
 
+// p * 2^n for float32 vectors of 4, 8 or 16 lanes (n integral) by AVX-512's
+// scalef: one instruction, rounded once where the result is subnormal,
+// inf or 0 beyond the range. nullptr where the CPU or the lanes have none.
+llvm::Value* IREmitter::ScaleByPowerOfTwo(DataType t, llvm::Value* p, llvm::Value* n) {
+  if (t.bits != 32 || !target_.cpu.Has("avx512f")) return nullptr;
+  llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
+  if (t.lanes == 16) {
+    id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+  } else if (t.lanes == 8 && target_.cpu.Has("avx512vl")) {
+    id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
+  } else if (t.lanes == 4 && target_.cpu.Has("avx512vl")) {
+    id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+  } else {
+    return nullptr;
+  }
+  llvm::Function* scalef = llvm::Intrinsic::getDeclaration(module_, id);
+  std::vector<llvm::Value*> args = {
+      p, n, llvm::UndefValue::get(p->getType()),
+      llvm::ConstantInt::get(b_.getIntNTy(t.lanes < 8 ? 8 : t.lanes), -1, true)};
+  if (t.lanes == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
+  return b_.CreateCall(scalef, args);
+}
+
 // exp of float32 (any lanes) without a libm call, so that a vector stays a
 // vector (llvm.exp of a vector becomes one expf call per lane): x = n ln2 + r
 // with |r| <= ln2 / 2 (ln2 in two parts, the first exact times any n in range),
@@ -440,6 +464,8 @@ llvm::Value* IREmitter::EmitExpFloat32(DataType t, llvm::Value* x) {
   llvm::Value* p = constant(inverse_factorial[7]);
   for (int k = 6; k >= 0; --k)
     p = EmitIntrinsic(llvm::Intrinsic::fmuladd, t, {p, r, constant(inverse_factorial[k])});
+  if (llvm::Value* scaled = ScaleByPowerOfTwo(t, p, n))
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, scaled);
   // 2^n = 2^half * 2^(n - half), each factor a normal float32.
   llvm::Value* whole = b_.CreateFPToSI(n, int_ty);
   llvm::Value* half = b_.CreateAShr(whole, int_constant(1));

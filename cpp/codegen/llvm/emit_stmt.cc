@@ -274,10 +274,13 @@ void IREmitter::EmitUnrolled(const ForNode* n, int64_t extent) {
       unrolled_copy_.pop_back();
     }
     vars_.erase(var);
-    for (size_t width = 1; width < lanes.size(); width *= 2) {
-      for (size_t i = 0; i + width < lanes.size(); i += 2 * width) {
-        lanes[i] = EmitArith(bin->op, t, lanes[i], lanes[i + width]);
-      }
+    // Halving: lane i meets lane i + n/2, so that the lanes of a vector
+    // reduce as its upper half onto its lower half (pairs of neighbours
+    // would need deinterleaving shuffles at every level).
+    for (size_t n = lanes.size(); n > 1;) {
+      const size_t half = n / 2;
+      for (size_t i = 0; i < half; ++i) lanes[i] = EmitArith(bin->op, t, lanes[i], lanes[i + n - half]);
+      n -= half;
     }
     const Expr tree = VarNode::make(var->name + ".tree", t);
     vars_[tree.as<VarNode>()] = lanes[0];

@@ -49,6 +49,7 @@ class IREmitter {
   llvm::Value* EmitTanhFloat32(DataType t, llvm::Value* x);
   llvm::Value* EmitExp(DataType t, llvm::Value* x);
   llvm::Value* EmitLibmCall(const char* float_name, const char* double_name, DataType t, llvm::Value* x);
+  llvm::Value* ScaleByPowerOfTwo(DataType t, llvm::Value* p, llvm::Value* n);
   llvm::Value* EmitIntrinsic(unsigned id, DataType t, std::vector<llvm::Value*> args);
   llvm::Value* EmitBufferLoad(const BufferLoadNode* n);
   llvm::Value* EmitStridedLoad(const BufferLoadNode* n);  // nullptr where the load is not one
