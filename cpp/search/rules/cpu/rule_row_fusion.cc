@@ -46,12 +46,18 @@ struct RowStages {
   std::vector<int> reduced_rows;  // whole rows reducing another axis (scores): per row
 };
 
-// The rows' extents followed by the innermost's, or by 1 (a value per row).
+// As many rows as the output (the product of all extents but the innermost)
+// and the innermost's extent, or 1 (a value per row). The rows may be
+// grouped into other axes: layer_norm's rows of 1 x 128 x 768 read by a
+// reshape to 128 x 768 are that output's rows (a stage computed at the
+// output's row loop covers whatever part of it the row reads).
 bool RowShaped(const std::vector<int64_t>& extents, const std::vector<int64_t>& output) {
-  if (extents.size() != output.size()) return false;
-  for (size_t i = 0; i + 1 < output.size(); ++i) {
-    if (extents[i] != output[i]) return false;
-  }
+  auto rows = [](const std::vector<int64_t>& e) {
+    int64_t n = 1;
+    for (size_t i = 0; i + 1 < e.size(); ++i) n *= e[i];
+    return n;
+  };
+  if (extents.empty() || rows(extents) != rows(output)) return false;
   return extents.back() == output.back() || extents.back() == 1;
 }
 
