@@ -40,12 +40,12 @@ def vector_double(n=16):
     return ans.ComputeDAG([a, b]), b
 
 
-def unary_module(fn, n, dtype, lanes):
+def unary_module(fn, n, dtype, lanes, target="llvm"):
     """A built CPU kernel y[i] = fn(x[i]) over n elements, its loop split by `lanes` and vectorized when lanes > 1
-    (a non-dividing lane count leaves a guarded tail)."""
+    (a non-dividing lane count leaves a guarded tail), for `target` (default the host CPU)."""
     x = te.placeholder((n,), dtype, name="x")
     y = te.compute((n,), lambda i: fn(x[i]), name="y")
-    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, y]), target="llvm")
+    task = ans.SearchTask(compute_dag=ans.ComputeDAG([x, y]), target=target)
     state = task.compute_dag.get_init_state()
     if lanes > 1:
         state.split("y", 0, [lanes])
